@@ -1,0 +1,258 @@
+"""Install, list and remove plugins: one uv-built venv per plugin version under plugin.path.
+
+An install builds the venv in a staging directory beside its final place, checks it (the
+plugin declares Copycat entry points, accepts this runtime's plugin_api, and every entry point
+imports and is what its group says), writes the manifest and only then renames the staging
+directory into place, so a failed or interrupted install leaves nothing half-built behind.
+The final directory is ``<distribution>-<version>``, so versions sit side by side (KIP-891).
+
+``plugin_api`` is never installed into a plugin venv: the plugin host takes it from the runtime
+(parent-first, like Kafka's ``org.apache.kafka.connect.*``); uv is told to drop that requirement
+and the plugin's declared range is checked against the runtime's version instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from plugin_api import ConnectException
+
+import plugin_api
+from isolation.environment import (
+    ENTRY_POINT_GROUPS,
+    ZIP_SUFFIXES,
+    PluginEnvironment,
+    PluginEnvironmentError,
+)
+
+PLUGIN_API_DISTRIBUTION = "copycat-plugin-api"
+# uv reads requirement overrides from a file; a marker that is never true removes the
+# requirement, which is how plugin_api stays out of plugin venvs.
+_DROP_PLUGIN_API = f'{PLUGIN_API_DISTRIBUTION}; python_version < "0"\n'
+# uv's own resolution and download output is kept to this many characters in error messages.
+UV_ERROR_CHARS = 4000
+
+
+class PluginInstallError(ConnectException):
+    """A plugin could not be installed; nothing was left behind in plugin.path."""
+
+
+class PluginNotFoundError(ConnectException):
+    """No installed plugin matches the given name (and version)."""
+
+
+def uv_binary() -> str:
+    """The uv executable: the one shipped with the runtime's ``uv`` dependency, else PATH."""
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        found = shutil.which("uv")
+        if found is None:
+            raise PluginInstallError("uv is not installed; `pip install uv`") from None
+        return found
+
+
+def _run_uv(args: Sequence[str], what: str) -> None:
+    env = dict(os.environ)
+    env.pop("VIRTUAL_ENV", None)
+    proc = subprocess.run([uv_binary(), *args], capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        output = (proc.stderr or proc.stdout).strip()
+        raise PluginInstallError(f"{what} failed (uv exit {proc.returncode}):\n"
+                                 f"{output[-UV_ERROR_CHARS:]}")
+
+
+def _describe_source(source: str) -> str:
+    path = Path(source)
+    if path.suffix == ".whl":
+        return f"wheel {path}"
+    if path.is_dir():
+        return f"directory {path}"
+    return f"requirement {source!r}"
+
+
+def install(
+    source: str,
+    plugin_path: Path,
+    *,
+    find_links: Sequence[str] = (),
+    index_url: str | None = None,
+    offline: bool = False,
+    replace: bool = False,
+) -> PluginEnvironment:
+    """Install ``source`` (a wheel file, a project directory or a requirement) as a plugin.
+
+    Raises:
+        PluginInstallError: the source is missing, uv cannot build the env, the plugin declares
+            no Copycat entry points, needs another plugin_api, or an entry point is broken.
+    """
+    path = Path(source)
+    if (path.suffix == ".whl" or os.sep in source) and not path.exists():
+        raise PluginInstallError(f"cannot install plugin: {_describe_source(source)} does not exist")
+    if path.exists():
+        source = str(path.resolve())
+    plugin_path.mkdir(parents=True, exist_ok=True)
+    staging = plugin_path / f".staging-{uuid.uuid4().hex[:12]}"
+    try:
+        _run_uv(["venv", "--quiet", "--python", sys.executable, str(staging)],
+                f"creating a venv for {_describe_source(source)}")
+        overrides = staging / "copycat-overrides.txt"
+        overrides.write_text(_DROP_PLUGIN_API)
+        args = ["pip", "install", "--quiet", "--python", str(staging / "bin" / "python"),
+                "--override", str(overrides)]
+        for link in find_links:
+            args += ["--find-links", str(link)]
+        if index_url:
+            args += ["--index-url", index_url]
+        if offline:
+            args.append("--offline")
+        _run_uv([*args, source], f"installing {_describe_source(source)}")
+        env = PluginEnvironment(staging)
+        primary = _primary_distribution(env, source)
+        _check_plugin_api(env, primary)
+        manifest = env.probe()
+        manifest["source"] = source
+        manifest["primary"] = primary
+        version = env.distributions()[primary]
+        final = plugin_path / f"{canonicalize_name(primary)}-{version}"
+        if final.exists():
+            if not replace:
+                raise PluginInstallError(
+                    f"{primary} {version} is already installed at {final}; remove it first "
+                    "or install with --replace"
+                )
+            _remove_tree(final)
+        env.write_manifest(manifest)
+        staging.rename(final)
+        return PluginEnvironment(final)
+    except PluginEnvironmentError as exc:
+        raise PluginInstallError(f"cannot install {_describe_source(source)}: {exc}") from exc
+    finally:
+        if staging.exists():
+            _remove_tree(staging)
+
+
+def _primary_distribution(env: PluginEnvironment, source: str) -> str:
+    """The distribution the user asked for: the one that declares Copycat entry points."""
+    eps = env.entry_points()
+    declaring = sorted({ep.distribution for ep in eps})
+    if not declaring:
+        installed = ", ".join(f"{n}=={v}" for n, v in sorted(env.distributions().items()))
+        raise PluginInstallError(
+            f"{_describe_source(source)} declares no Copycat entry points (none of the groups "
+            f"{', '.join(ENTRY_POINT_GROUPS)}); installed distributions: {installed or 'none'}"
+        )
+    if len(declaring) == 1:
+        return declaring[0]
+    wanted = _requested_name(source)
+    for name in declaring:
+        if wanted and canonicalize_name(name) == canonicalize_name(wanted):
+            return name
+    return declaring[0]
+
+
+def _requested_name(source: str) -> str | None:
+    path = Path(source)
+    if path.suffix == ".whl":
+        return path.name.split("-", 1)[0]
+    if path.exists():
+        return None
+    try:
+        return Requirement(source).name
+    except InvalidRequirement:
+        return None
+
+
+def _check_plugin_api(env: PluginEnvironment, primary: str) -> None:
+    runtime_version = getattr(plugin_api, "__version__", None) or _installed_api_version()
+    for text in env.requirements_of(primary):
+        req = Requirement(text)
+        if canonicalize_name(req.name) != PLUGIN_API_DISTRIBUTION:
+            continue
+        if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+            continue
+        if runtime_version and not req.specifier.contains(runtime_version, prereleases=True):
+            raise PluginInstallError(
+                f"{primary} requires {PLUGIN_API_DISTRIBUTION}{req.specifier}, but this runtime "
+                f"provides {PLUGIN_API_DISTRIBUTION} {runtime_version}"
+            )
+
+
+def _installed_api_version() -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(PLUGIN_API_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _remove_tree(path: Path) -> None:
+    # Rename first so a crash halfway through deleting never leaves a half-plugin in place.
+    doomed = path.with_name(f".removing-{uuid.uuid4().hex[:12]}")
+    path.rename(doomed)
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def scan(plugin_paths: Sequence[Path]) -> list[PluginEnvironment]:
+    """Every plugin location under the given ``plugin.path`` directories (hidden ones skipped)."""
+    found: list[PluginEnvironment] = []
+    for root in plugin_paths:
+        if not root.is_dir():
+            continue
+        for child in sorted(root.iterdir()):
+            if child.name.startswith("."):
+                continue
+            if child.is_dir() and (child / "pyvenv.cfg").exists():
+                found.append(PluginEnvironment(child))
+            elif child.is_file() and child.suffix in ZIP_SUFFIXES:
+                found.append(PluginEnvironment(child))
+    return found
+
+
+_NAME_VERSION = re.compile(r"^(?P<name>.+?)(?:==(?P<version>.+))?$")
+
+
+def find(plugin_paths: Sequence[Path], spec: str) -> list[PluginEnvironment]:
+    """Installed locations matching ``name`` or ``name==version`` (distribution or dir name)."""
+    match = _NAME_VERSION.match(spec.strip())
+    assert match is not None
+    name, version = canonicalize_name(match["name"]), match["version"]
+    hits = []
+    for env in scan(plugin_paths):
+        if canonicalize_name(env.location.name) == name and version is None:
+            hits.append(env)
+            continue
+        manifest = env.read_manifest() or {}
+        primary = manifest.get("primary")
+        dists = manifest.get("distributions", {})
+        if primary and canonicalize_name(primary) == name:
+            if version is None or dists.get(primary) == version:
+                hits.append(env)
+    return hits
+
+
+def remove(plugin_paths: Sequence[Path], spec: str) -> list[PluginEnvironment]:
+    """Remove every installed version matching ``spec``; raise if nothing matches."""
+    hits = find(plugin_paths, spec)
+    if not hits:
+        raise PluginNotFoundError(f"no installed plugin matches {spec!r} in "
+                                  f"{', '.join(str(p) for p in plugin_paths)}")
+    for env in hits:
+        if env.is_zip:
+            env.manifest_path.unlink(missing_ok=True)
+            env.location.unlink()
+        else:
+            _remove_tree(env.location)
+    return hits

@@ -1,0 +1,66 @@
+"""Write real PEP 427 wheels for tests and benchmarks, without a build backend.
+
+Tests need wheels that differ in exactly one way (two versions of one library, a plugin with
+no entry points, a plugin whose import has a side effect); writing them directly is fast and
+keeps every such fixture visible in the test that uses it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+def _record_line(path: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path},sha256={digest},{len(data)}"
+
+
+def build_wheel(
+    out_dir: Path,
+    name: str,
+    version: str,
+    files: Mapping[str, str],
+    *,
+    requires: Sequence[str] = (),
+    entry_points: Mapping[str, Mapping[str, str]] | None = None,
+) -> Path:
+    """Write ``{name}-{version}-py3-none-any.whl`` holding ``files`` and return its path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    metadata += [f"Requires-Dist: {r}" for r in requires]
+    contents: dict[str, bytes] = {p: c.encode() for p, c in files.items()}
+    contents[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()
+    contents[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: copycat-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
+    if entry_points:
+        lines = []
+        for group, eps in entry_points.items():
+            lines.append(f"[{group}]")
+            lines += [f"{k} = {v}" for k, v in eps.items()]
+            lines.append("")
+        contents[f"{info}/entry_points.txt"] = "\n".join(lines).encode()
+    record = [_record_line(p, d) for p, d in contents.items()] + [f"{info}/RECORD,,"]
+    contents[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
+    path = out_dir / f"{dist}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
+        for p, d in contents.items():
+            whl.writestr(p, d)
+    return path
+
+
+def build_zipapp(out: Path, name: str, version: str, files: Mapping[str, str],
+                 entry_points: Mapping[str, Mapping[str, str]]) -> Path:
+    """A pure-Python plugin packed as one zip: its modules plus a .dist-info, importable as is."""
+    wheel = build_wheel(out.parent / ".zipapp-build", name, version, files,
+                        entry_points=entry_points)
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.namelist():
+            dst.writestr(item, src.read(item))
+    return out
