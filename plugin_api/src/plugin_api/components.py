@@ -1,0 +1,189 @@
+"""Pluggable components other than connectors: converters, transforms, predicates, config providers.
+
+Each runs in the plugin host process of the connector that uses it (never in
+the worker). Every component is created, then ``configure()``-d once, then
+called from a single thread (the task's thread), then ``close()``-d. An
+exception escaping a call fails the record or task according to the
+connector's ``errors.tolerance`` setting; it never crashes the worker.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from typing import Generic, TypeVar
+
+from plugin_api._schema import Schema, SchemaAndValue
+from plugin_api.config import ConfigDef
+from plugin_api.records import ConnectRecord, Headers
+
+__all__ = [
+    "ConfigData",
+    "ConfigProvider",
+    "Converter",
+    "HeaderConverter",
+    "Predicate",
+    "Transformation",
+    "Versioned",
+]
+
+R = TypeVar("R", bound=ConnectRecord)
+
+UNDEFINED_VERSION = "undefined"
+
+
+class Versioned:
+    """Mixin for plugins that report a version (shown by ``GET /connector-plugins``)."""
+
+    def version(self) -> str:
+        """Return the plugin version; the default ``"undefined"`` hides it in REST.
+
+        Called in the plugin host at any time, including before ``start()``; must
+        not block.
+        """
+        return UNDEFINED_VERSION
+
+
+class Converter(Versioned, ABC):
+    """Converts record keys or values between Connect data and bytes.
+
+    Source side: ``from_connect_data`` serializes what a source task produced.
+    Sink side: ``to_connect_data`` deserializes what the worker consumed. Both
+    run in the plugin host on the task thread, once per record; they must be
+    pure functions of their input (no blocking I/O except, e.g., a cached
+    schema-registry lookup). A raised ``DataException`` is a per-record error
+    handled by ``errors.tolerance``.
+    """
+
+    def configure(self, configs: Mapping[str, object], is_key: bool) -> None:
+        """Configure once before use; ``is_key`` says whether it converts keys."""
+
+    @abstractmethod
+    def from_connect_data(
+        self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
+    ) -> bytes | None:
+        """Serialize ``value`` (described by ``schema``) for ``topic``; may add ``headers``."""
+
+    @abstractmethod
+    def to_connect_data(
+        self, topic: str, data: bytes | None, headers: Headers | None = None
+    ) -> SchemaAndValue:
+        """Deserialize ``data`` consumed from ``topic``."""
+
+    def config(self) -> ConfigDef:
+        """Return the definition of the converter's settings (default: none)."""
+        return ConfigDef()
+
+    def close(self) -> None:
+        """Release resources; called once when the task stops, also after errors."""
+
+
+class HeaderConverter(Versioned, ABC):
+    """Converts header values between Connect data and bytes (same threading as Converter)."""
+
+    def configure(self, configs: Mapping[str, object]) -> None:
+        """Configure once before use."""
+
+    @abstractmethod
+    def from_connect_header(
+        self, topic: str, header_key: str, schema: Schema | None, value: object
+    ) -> bytes | None:
+        """Serialize one header value."""
+
+    @abstractmethod
+    def to_connect_header(self, topic: str, header_key: str, data: bytes | None) -> SchemaAndValue:
+        """Deserialize one header value."""
+
+    def config(self) -> ConfigDef:
+        """Return the definition of the converter's settings (default: none)."""
+        return ConfigDef()
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class Transformation(Versioned, ABC, Generic[R]):
+    """A single message transform (SMT) applied to every record of a connector.
+
+    Runs in the plugin host on the task thread, once per record, in chain
+    order. It must not mutate its input: return ``record.new_record(...)``,
+    the record itself when unchanged, or ``None`` to drop it. A raised
+    exception is a per-record error handled by ``errors.tolerance``.
+    """
+
+    def configure(self, configs: Mapping[str, object]) -> None:
+        """Configure once before use (the ``transforms.<alias>.`` prefix is stripped)."""
+
+    @abstractmethod
+    def apply(self, record: R) -> R | None:
+        """Return the transformed record, or ``None`` to drop it."""
+
+    def config(self) -> ConfigDef:
+        """Return the definition of the transform's settings (default: none)."""
+        return ConfigDef()
+
+    def close(self) -> None:
+        """Release resources; called once when the task stops."""
+
+
+class Predicate(Versioned, ABC, Generic[R]):
+    """Decides whether a transformation applies to a record (same threading as Transformation)."""
+
+    def configure(self, configs: Mapping[str, object]) -> None:
+        """Configure once before use (the ``predicates.<alias>.`` prefix is stripped)."""
+
+    @abstractmethod
+    def test(self, record: R) -> bool:
+        """Return whether the record matches."""
+
+    def config(self) -> ConfigDef:
+        """Return the definition of the predicate's settings (default: none)."""
+        return ConfigDef()
+
+    def close(self) -> None:
+        """Release resources."""
+
+
+class ConfigData:
+    """Values returned by a :class:`ConfigProvider`.
+
+    Attributes:
+        data: Key to value.
+        ttl: Milliseconds until the values should be fetched again, or ``None``.
+    """
+
+    __slots__ = ("data", "ttl")
+
+    def __init__(self, data: Mapping[str, str], ttl: int | None = None) -> None:
+        """Create the result."""
+        self.data: dict[str, str] = dict(data)
+        self.ttl = ttl
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ConfigData):
+            return NotImplemented
+        return self.data == other.data and self.ttl == other.ttl
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ConfigData(keys={sorted(self.data)}, ttl={self.ttl})"
+
+
+class ConfigProvider(Versioned, ABC):
+    """Resolves ``${provider:path:key}`` placeholders in configs.
+
+    Runs inside the worker process (worker extension), on the herder or REST
+    thread when a config is resolved; may block on I/O (files, vaults) but
+    should be quick. An exception fails resolution of that config.
+    """
+
+    def configure(self, configs: Mapping[str, object]) -> None:
+        """Configure once before use."""
+
+    @abstractmethod
+    def get(self, path: str, keys: Iterable[str] | None = None) -> ConfigData:
+        """Return the values at ``path`` (only ``keys`` if given)."""
+
+    def close(self) -> None:
+        """Release resources."""
