@@ -1,0 +1,955 @@
+"""Connector configuration: Kafka Connect's connector keys, their validation and typed view.
+
+Three tables mirror Kafka's ``ConnectorConfig``, ``SourceConnectorConfig`` and
+``SinkConnectorConfig``: :data:`CONNECTOR_CONFIG_DEF` (keys every connector has),
+:data:`SOURCE_CONNECTOR_CONFIG_DEF` and :data:`SINK_CONNECTOR_CONFIG_DEF`. Like Kafka,
+:func:`connector_config_def` *enriches* a table for one submitted configuration with the
+per-alias keys (``transforms.<alias>.type``, ``predicates.<alias>.type``,
+``topic.creation.<group>.*``) so that a missing ``type`` is reported on its own key.
+
+:func:`validate_connector_config` adds the rules that span several keys (sink topics,
+the dead letter queue topic, predicate references) and is what the REST
+``config/validate`` endpoint reports; :class:`ConnectorConfig` is the frozen, typed
+object the worker hands around.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
+
+from plugin_api.config import (
+    NO_DEFAULT,
+    AbstractConfig,
+    CaseInsensitiveValidString,
+    ConfigDef,
+    ConfigType,
+    ConfigValue,
+    Importance,
+    Range,
+    Width,
+    config_infos,
+)
+from plugin_api.errors import ConfigException
+
+__all__ = [
+    "CONNECTOR_CONFIG_DEF",
+    "SINK_CONNECTOR_CONFIG_DEF",
+    "SOURCE_CONNECTOR_CONFIG_DEF",
+    "ConnectorConfig",
+    "PredicateSpec",
+    "TransformSpec",
+    "connector_config_def",
+    "connector_config_infos",
+    "validate_connector_config",
+]
+
+_T = ConfigType
+_HIGH, _MEDIUM, _LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+
+COMMON_GROUP = "Common"
+TRANSFORMS_GROUP = "Transforms"
+PREDICATES_GROUP = "Predicates"
+ERROR_GROUP = "Error Handling"
+TOPIC_CREATION_GROUP = "Topic Creation"
+EXACTLY_ONCE_GROUP = "Exactly Once Support"
+OFFSETS_TOPIC_GROUP = "offsets.topic"
+
+CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
+_TRANSFORM_RESERVED = ("type", "predicate", "negate")
+_TOPIC_CREATION_PREFIX = "topic.creation."
+_DEFAULT_TOPIC_CREATION_GROUP = "default"
+
+# Kafka waits at most this long between two retries of a failed operation (jitter is
+# added); long enough not to hammer a system that is down, short enough to notice recovery.
+_MAX_RETRY_DELAY_MS = 60_000
+# Dead letter queue topics are created with Kafka's production default replication.
+_DLQ_REPLICATION_FACTOR = 3
+
+_MUTUALLY_EXCLUSIVE = "topics and topics.regex are mutually exclusive options, but both are set."
+_NEED_TOPICS = "Must configure one of topics or topics.regex"
+
+
+def _nullable(check: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
+    def validate(name: str, value: Any) -> None:
+        if value is not None:
+            check(name, value)
+
+    return validate
+
+
+def _connector_name(name: str, value: Any) -> None:
+    if value is None or value == "":
+        raise ConfigException(name, value, "String may not be empty")
+    control = [c for c in value if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F]
+    if control:
+        codes = ", ".join(f"0x{ord(c):02x}" for c in control)
+        raise ConfigException(
+            name,
+            value,
+            "String may not contain control sequences but had the following ASCII control "
+            f"characters: {codes}",
+        )
+
+
+def _unique_aliases(name: str, value: Any) -> None:
+    if value is None:
+        return
+    if any(alias == "" for alias in value):
+        raise ConfigException(name, ",".join(value), "Aliases may not be empty.")
+    if len(set(value)) != len(value):
+        raise ConfigException(name, ",".join(value), "Duplicate alias provided.")
+
+
+def _regex(name: str, value: Any) -> None:
+    if not value:
+        return
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ConfigException(name, value, f"Not a valid regular expression: {exc}") from None
+
+
+def _regex_list(name: str, value: Any) -> None:
+    for pattern in value or ():
+        _regex(name, pattern)
+
+
+def _replication_factor(name: str, value: Any) -> None:
+    if value is not None and value != -1 and value < 1:
+        raise ConfigException(
+            name, value, "Replication factor must be positive or -1 (broker default)"
+        )
+
+
+def _partitions(name: str, value: Any) -> None:
+    if value is not None and value != -1 and value < 1:
+        raise ConfigException(
+            name, value, "Number of partitions must be positive or -1 (broker default)"
+        )
+
+
+class _Orders:
+    """Hands out ``order_in_group`` numbers, counting per group like Kafka's tables."""
+
+    def __init__(self) -> None:
+        self._next: dict[str, int] = {}
+
+    def __call__(self, group: str) -> int:
+        self._next[group] = self._next.get(group, 0) + 1
+        return self._next[group]
+
+
+def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
+    c, t, p, e = COMMON_GROUP, TRANSFORMS_GROUP, PREDICATES_GROUP, ERROR_GROUP
+    d.define(
+        "name",
+        _T.STRING,
+        NO_DEFAULT,
+        _connector_name,
+        _HIGH,
+        "Globally unique name of the connector.",
+        c,
+        order(c),
+        Width.MEDIUM,
+        "Connector name",
+    )
+    d.define(
+        "connector.class",
+        _T.STRING,
+        NO_DEFAULT,
+        None,
+        _HIGH,
+        "Connector class name or alias (simple name, optionally without 'Connector').",
+        c,
+        order(c),
+        Width.LONG,
+        "Connector class",
+    )
+    d.define(
+        "tasks.max",
+        _T.INT,
+        1,
+        Range.at_least(1),
+        _HIGH,
+        "Maximum number of tasks for this connector.",
+        c,
+        order(c),
+        Width.SHORT,
+        "Tasks max",
+    )
+    d.define(
+        "tasks.max.enforce",
+        _T.BOOLEAN,
+        True,
+        None,
+        _LOW,
+        "(Deprecated) Fail a connector that generates more than tasks.max tasks.",
+        c,
+        order(c),
+        Width.SHORT,
+        "Enforce tasks max",
+    )
+    d.define(
+        "connector.plugin.version",
+        _T.STRING,
+        None,
+        None,
+        _MEDIUM,
+        "Version (or range) of the connector plugin to use (KIP-891); unset = latest.",
+        c,
+        order(c),
+        Width.MEDIUM,
+        "Connector plugin version",
+    )
+    for key, side in zip(CONVERTER_KEYS, ("keys", "values", "headers"), strict=True):
+        d.define(
+            key,
+            _T.CLASS,
+            None,
+            None,
+            _LOW,
+            f"Converter for record {side}; overrides the worker's.",
+            c,
+            order(c),
+            Width.SHORT,
+            key.replace(".", " ").capitalize() + " class",
+        )
+    d.define(
+        "config.action.reload",
+        _T.STRING,
+        "restart",
+        CaseInsensitiveValidString.in_("none", "restart"),
+        _LOW,
+        "What to do when a config provider reports changed values.",
+        c,
+        order(c),
+        Width.MEDIUM,
+        "Reload action",
+    )
+    d.define(
+        "transforms",
+        _T.LIST,
+        "",
+        _unique_aliases,
+        _LOW,
+        "Aliases of the transformations applied to records, in order.",
+        t,
+        order(t),
+        Width.LONG,
+        "Transforms",
+    )
+    d.define(
+        "predicates",
+        _T.LIST,
+        "",
+        _unique_aliases,
+        _LOW,
+        "Aliases of the predicates used by transformations.",
+        p,
+        order(p),
+        Width.LONG,
+        "Predicates",
+    )
+    d.define(
+        "errors.retry.timeout",
+        _T.LONG,
+        0,
+        Range.at_least(-1),
+        _MEDIUM,
+        "Total ms to retry a failed operation; 0 = no retries, -1 = forever.",
+        e,
+        order(e),
+        Width.MEDIUM,
+        "Retry timeout for errors",
+    )
+    d.define(
+        "errors.retry.delay.max.ms",
+        _T.LONG,
+        _MAX_RETRY_DELAY_MS,
+        Range.at_least(0),
+        _MEDIUM,
+        "Maximum delay between consecutive retries.",
+        e,
+        order(e),
+        Width.MEDIUM,
+        "Maximum delay between retries for errors",
+    )
+    d.define(
+        "errors.tolerance",
+        _T.STRING,
+        "none",
+        CaseInsensitiveValidString.in_("none", "all"),
+        _MEDIUM,
+        "none: a record error fails the task; all: skip bad records.",
+        e,
+        order(e),
+        Width.SHORT,
+        "Error tolerance",
+    )
+    d.define(
+        "errors.log.enable",
+        _T.BOOLEAN,
+        False,
+        None,
+        _MEDIUM,
+        "Log every error, failed operation and problem record.",
+        e,
+        order(e),
+        Width.SHORT,
+        "Log Errors",
+    )
+    d.define(
+        "errors.log.include.messages",
+        _T.BOOLEAN,
+        False,
+        None,
+        _MEDIUM,
+        "Include details of the failed record in the error log.",
+        e,
+        order(e),
+        Width.SHORT,
+        "Log Error Details",
+    )
+    return d
+
+
+def _build_common() -> ConfigDef:
+    return _common(ConfigDef(), _Orders())
+
+
+def _build_source() -> ConfigDef:
+    order = _Orders()
+    d = _common(ConfigDef(), order)
+    tc, eo, ot = TOPIC_CREATION_GROUP, EXACTLY_ONCE_GROUP, OFFSETS_TOPIC_GROUP
+    d.define(
+        "topic.creation.groups",
+        _T.LIST,
+        "",
+        _unique_aliases,
+        _LOW,
+        "Groups of topic.creation.<group>.* settings; 'default' always exists.",
+        tc,
+        order(tc),
+        Width.LONG,
+        "Topic Creation Groups",
+    )
+    d.define(
+        "exactly.once.support",
+        _T.STRING,
+        "requested",
+        CaseInsensitiveValidString.in_("requested", "required"),
+        _MEDIUM,
+        "'required' fails validation unless the connector guarantees exactly-once.",
+        eo,
+        order(eo),
+        Width.SHORT,
+        "Exactly once support",
+    )
+    d.define(
+        "transaction.boundary",
+        _T.STRING,
+        "poll",
+        CaseInsensitiveValidString.in_("poll", "interval", "connector"),
+        _MEDIUM,
+        "Where transactions end: per poll(), per interval, or as the connector says.",
+        eo,
+        order(eo),
+        Width.SHORT,
+        "Transaction Boundary",
+    )
+    d.define(
+        "transaction.boundary.interval.ms",
+        _T.LONG,
+        None,
+        _nullable(Range.at_least(0)),
+        _LOW,
+        "Transaction length for transaction.boundary=interval; unset = offset.flush.interval.ms.",
+        eo,
+        order(eo),
+        Width.SHORT,
+        "Transaction boundary interval",
+    )
+    d.define(
+        "offsets.storage.topic",
+        _T.STRING,
+        None,
+        None,
+        _LOW,
+        "This connector's own offsets topic (distributed mode).",
+        ot,
+        order(ot),
+        Width.LONG,
+        "Offsets topic",
+    )
+    return d
+
+
+def _build_sink() -> ConfigDef:
+    order = _Orders()
+    d = _common(ConfigDef(), order)
+    c, e = COMMON_GROUP, ERROR_GROUP
+    d.define(
+        "topics",
+        _T.LIST,
+        "",
+        None,
+        _HIGH,
+        "Topics to consume; set this or topics.regex.",
+        c,
+        order(c),
+        Width.LONG,
+        "Topics",
+    )
+    d.define(
+        "topics.regex",
+        _T.STRING,
+        "",
+        _regex,
+        _HIGH,
+        "Regex of the topics to consume; set this or topics.",
+        c,
+        order(c),
+        Width.LONG,
+        "Topics regex",
+    )
+    d.define(
+        "errors.deadletterqueue.topic.name",
+        _T.STRING,
+        "",
+        None,
+        _MEDIUM,
+        "Topic receiving records that failed; empty = no dead letter queue.",
+        e,
+        order(e),
+        Width.MEDIUM,
+        "Dead Letter Queue Topic Name",
+    )
+    d.define(
+        "errors.deadletterqueue.topic.replication.factor",
+        _T.SHORT,
+        _DLQ_REPLICATION_FACTOR,
+        _replication_factor,
+        _MEDIUM,
+        "Replication factor of a created dead letter queue topic.",
+        e,
+        order(e),
+        Width.MEDIUM,
+        "Dead Letter Queue Topic Replication Factor",
+    )
+    d.define(
+        "errors.deadletterqueue.context.headers.enable",
+        _T.BOOLEAN,
+        False,
+        None,
+        _MEDIUM,
+        "Add __connect.errors.* headers describing the failure to dead-lettered records.",
+        e,
+        order(e),
+        Width.MEDIUM,
+        "Enable Error Context Headers",
+    )
+    return d
+
+
+CONNECTOR_CONFIG_DEF: ConfigDef = _build_common()
+"""Keys of every connector (Kafka's ``ConnectorConfig``)."""
+SOURCE_CONNECTOR_CONFIG_DEF: ConfigDef = _build_source()
+"""Keys of source connectors (Kafka's ``SourceConnectorConfig``)."""
+SINK_CONNECTOR_CONFIG_DEF: ConfigDef = _build_sink()
+"""Keys of sink connectors (Kafka's ``SinkConnectorConfig``)."""
+
+
+def _aliases(props: Mapping[str, object], key: str) -> list[str]:
+    """Distinct non-empty aliases listed under ``key``; garbage yields none (reported elsewhere)."""
+    raw = props.get(key)
+    if isinstance(raw, str):
+        items = [a.strip() for a in raw.split(",")]
+    elif isinstance(raw, (list, tuple)):
+        items = [str(a).strip() for a in raw]
+    else:
+        return []
+    return list(dict.fromkeys(a for a in items if a))
+
+
+def _uses_topic_creation(props: Mapping[str, object]) -> bool:
+    return any(k.startswith(_TOPIC_CREATION_PREFIX) and k != "topic.creation.groups" for k in props)
+
+
+def connector_config_def(
+    props: Mapping[str, object], is_sink: bool | None, *, topic_creation_enabled: bool = True
+) -> ConfigDef:
+    """The table for ``props``, enriched with its per-alias keys.
+
+    Args:
+        props: The submitted connector configuration.
+        is_sink: ``True`` for a sink, ``False`` for a source, ``None`` if not known yet
+            (common keys only).
+        topic_creation_enabled: The worker's ``topic.creation.enable``; when off,
+            ``topic.creation.*`` keys are not checked (as in Kafka).
+    """
+    base = {
+        None: CONNECTOR_CONFIG_DEF,
+        True: SINK_CONNECTOR_CONFIG_DEF,
+        False: SOURCE_CONNECTOR_CONFIG_DEF,
+    }[is_sink]
+    d = ConfigDef(base.keys.values())
+    for alias in _aliases(props, "transforms"):
+        group, prefix = f"Transforms: {alias}", f"transforms.{alias}."
+        d.define(
+            prefix + "type",
+            _T.CLASS,
+            NO_DEFAULT,
+            None,
+            _HIGH,
+            "Class (or alias) of the transformation.",
+            group,
+            0,
+            Width.LONG,
+            "Transformation type",
+        )
+        d.define(
+            prefix + "predicate",
+            _T.STRING,
+            None,
+            None,
+            _MEDIUM,
+            "Alias of the predicate deciding whether the transformation applies.",
+            group,
+            1,
+            Width.LONG,
+            "Predicate",
+        )
+        d.define(
+            prefix + "negate",
+            _T.BOOLEAN,
+            False,
+            None,
+            _MEDIUM,
+            "Apply the transformation when the predicate does not match.",
+            group,
+            2,
+            Width.SHORT,
+            "Negate",
+        )
+    for alias in _aliases(props, "predicates"):
+        d.define(
+            f"predicates.{alias}.type",
+            _T.CLASS,
+            NO_DEFAULT,
+            None,
+            _HIGH,
+            "Class (or alias) of the predicate.",
+            f"Predicates: {alias}",
+            0,
+            Width.LONG,
+            "Predicate type",
+        )
+    if is_sink is False and topic_creation_enabled and _uses_topic_creation(props):
+        groups = [_DEFAULT_TOPIC_CREATION_GROUP] + [
+            g
+            for g in _aliases(props, "topic.creation.groups")
+            if g != _DEFAULT_TOPIC_CREATION_GROUP
+        ]
+        for alias in groups:
+            is_default = alias == _DEFAULT_TOPIC_CREATION_GROUP
+            group, prefix = f"{TOPIC_CREATION_GROUP}: {alias}", f"{_TOPIC_CREATION_PREFIX}{alias}."
+            d.define(
+                prefix + "include",
+                _T.LIST,
+                ".*" if is_default else "",
+                _regex_list,
+                _LOW,
+                "Regexes of the topics this group applies to.",
+                group,
+                1,
+                Width.LONG,
+                "Include",
+            )
+            d.define(
+                prefix + "exclude",
+                _T.LIST,
+                "",
+                _regex_list,
+                _LOW,
+                "Regexes of topics excluded from this group (wins over include).",
+                group,
+                2,
+                Width.LONG,
+                "Exclude",
+            )
+            d.define(
+                prefix + "replication.factor",
+                _T.SHORT,
+                NO_DEFAULT if is_default else None,
+                _replication_factor,
+                _LOW,
+                "Replication factor of created topics; -1 = broker default.",
+                group,
+                3,
+                Width.SHORT,
+                "Replication factor",
+            )
+            d.define(
+                prefix + "partitions",
+                _T.INT,
+                NO_DEFAULT if is_default else None,
+                _partitions,
+                _LOW,
+                "Partitions of created topics; -1 = broker default.",
+                group,
+                4,
+                Width.SHORT,
+                "Partitions",
+            )
+    return d
+
+
+def _cross_key_errors(values: Mapping[str, ConfigValue], is_sink: bool | None) -> None:
+    """Add the errors that involve several keys to ``values`` (in place)."""
+    predicates = values["predicates"].value or []
+    for alias in values["transforms"].value or []:
+        result = values.get(f"transforms.{alias}.predicate")
+        if result is not None and result.value and result.value not in predicates:
+            result.add_error_message(
+                f"Invalid value {result.value} for configuration {result.name}: transformation "
+                f"'{alias}' refers to predicate '{result.value}', which is not listed in "
+                "'predicates'"
+            )
+    if not is_sink:
+        return
+    topics_cv, regex_cv = values["topics"], values["topics.regex"]
+    topics = [t for t in (topics_cv.value or []) if t]
+    regex = regex_cv.value or ""
+    if topics_cv.error_messages or regex_cv.error_messages:
+        return
+    if topics and regex:
+        topics_cv.add_error_message(_MUTUALLY_EXCLUSIVE)
+        regex_cv.add_error_message(_MUTUALLY_EXCLUSIVE)
+    elif not topics and not regex:
+        topics_cv.add_error_message(_NEED_TOPICS)
+        regex_cv.add_error_message(_NEED_TOPICS)
+    dlq_cv = values["errors.deadletterqueue.topic.name"]
+    dlq = dlq_cv.value
+    if not dlq:
+        return
+    if dlq in topics:
+        dlq_cv.add_error_message(
+            f"The DLQ topic '{dlq}' may not be included in the list of topics "
+            f"('topics={','.join(topics)}') consumed by the connector"
+        )
+    elif regex and re.fullmatch(regex, dlq):
+        dlq_cv.add_error_message(
+            f"The DLQ topic '{dlq}' may not be included in the regex matching the topics "
+            f"('topics.regex={regex}') consumed by the connector"
+        )
+
+
+def validate_connector_config(
+    props: Mapping[str, object], is_sink: bool | None, *, topic_creation_enabled: bool = True
+) -> list[ConfigValue]:
+    """Validate ``props`` without raising: one :class:`ConfigValue` per key of the enriched table.
+
+    Covers every single-key rule of the table plus the cross-key rules: a sink needs
+    exactly one of ``topics``/``topics.regex``, its dead letter queue topic must not be
+    one it consumes, and a transformation's ``predicate`` must be a listed predicate.
+    Keys the table does not define (the connector's own) are not in the result; the
+    plugin's ``validate()`` covers them.
+    """
+    config_def = connector_config_def(props, is_sink, topic_creation_enabled=topic_creation_enabled)
+    results = config_def.validate(props)
+    _cross_key_errors({r.name: r for r in results}, is_sink)
+    return results
+
+
+def connector_config_infos(
+    props: Mapping[str, object],
+    is_sink: bool | None,
+    name: str = "",
+    *,
+    topic_creation_enabled: bool = True,
+) -> dict[str, Any]:
+    """The REST ``config/validate`` body for the runtime's keys (cross-key errors included)."""
+    config_def = connector_config_def(props, is_sink, topic_creation_enabled=topic_creation_enabled)
+    infos = config_infos(config_def, props, name)
+    extra = {
+        r.name: r.error_messages
+        for r in validate_connector_config(
+            props, is_sink, topic_creation_enabled=topic_creation_enabled
+        )
+    }
+    error_count = 0
+    for entry in infos["configs"]:
+        entry["value"]["errors"] = list(extra.get(entry["value"]["name"], entry["value"]["errors"]))
+        error_count += len(entry["value"]["errors"])
+    infos["error_count"] = error_count
+    return infos
+
+
+class TransformSpec(NamedTuple):
+    """One entry of ``transforms``, as the worker needs it to build the chain."""
+
+    alias: str
+    type: str
+    config: dict[str, str]
+    """``transforms.<alias>.*`` with the prefix, ``type``, ``predicate`` and ``negate`` removed."""
+    predicate: str | None
+    negate: bool
+
+
+class PredicateSpec(NamedTuple):
+    """One entry of ``predicates``."""
+
+    type: str
+    config: dict[str, str]
+    """``predicates.<alias>.*`` with the prefix and ``type`` removed."""
+
+
+_INVALID_HEADER = "Connector configuration is invalid and contains the following {n} error(s):"
+
+
+class ConnectorConfig(AbstractConfig):
+    """A parsed, frozen connector configuration.
+
+    Example:
+        >>> cfg = ConnectorConfig.from_properties(
+        ...     {"name": "s", "connector.class": "FileStreamSink", "topics": "a,b"}, is_sink=True)
+        >>> cfg.topics, cfg.tasks_max
+        (['a', 'b'], 1)
+    """
+
+    _is_sink: bool | None
+
+    def __init__(
+        self,
+        props: Mapping[str, str],
+        is_sink: bool | None = None,
+        *,
+        topic_creation_enabled: bool = True,
+    ) -> None:
+        """Parse ``props``; prefer :meth:`from_properties`.
+
+        Raises:
+            ConfigException: Listing every error. With one error the message is that
+                error (e.g. ``Missing required configuration "connector.class" which has
+                no default value.``); ``name`` is the first offending key.
+        """
+        config_def = connector_config_def(
+            props, is_sink, topic_creation_enabled=topic_creation_enabled
+        )
+        results = config_def.validate(props)
+        _cross_key_errors({r.name: r for r in results}, is_sink)
+        problems = [(r.name, m) for r in results for m in r.error_messages]
+        if problems:
+            messages = list(dict.fromkeys(m for _, m in problems))  # shared cross-key messages once
+            text = (
+                messages[0]
+                if len(messages) == 1
+                else "\n".join([_INVALID_HEADER.format(n=len(messages)), *messages])
+            )
+            exc = ConfigException(text)
+            exc.name = problems[0][0]
+            exc.problems = problems  # type: ignore[attr-defined]
+            raise exc
+        object.__setattr__(self, "_is_sink", is_sink)
+        super().__init__(config_def, props)
+
+    @classmethod
+    def from_properties(
+        cls,
+        props: Mapping[str, str],
+        is_sink: bool | None = None,
+        *,
+        topic_creation_enabled: bool = True,
+    ) -> ConnectorConfig:
+        """Parse a connector configuration (``is_sink=None``: kind not known, common keys only).
+
+        Raises:
+            ConfigException: If any key is missing or invalid (see the constructor).
+        """
+        return cls(props, is_sink, topic_creation_enabled=topic_creation_enabled)
+
+    def _with_prefix(self, prefix: str) -> dict[str, str]:
+        return {
+            k[len(prefix) :]: str(v) for k, v in self.originals().items() if k.startswith(prefix)
+        }
+
+    def _optional(self, key: str) -> Any:
+        return self.get(key) if key in self.config_def else None
+
+    @property
+    def is_sink(self) -> bool | None:
+        """``True`` for a sink, ``False`` for a source, ``None`` if parsed without a kind."""
+        return self._is_sink
+
+    @property
+    def name(self) -> str:
+        """The connector's name."""
+        return self.get("name")  # type: ignore[no-any-return]
+
+    @property
+    def connector_class(self) -> str:
+        """Connector class name or alias."""
+        return self.get("connector.class")  # type: ignore[no-any-return]
+
+    @property
+    def plugin_version(self) -> str | None:
+        """Requested connector plugin version (KIP-891), if any."""
+        return self.get("connector.plugin.version")  # type: ignore[no-any-return]
+
+    @property
+    def tasks_max(self) -> int:
+        """Maximum number of tasks."""
+        return self.get("tasks.max")  # type: ignore[no-any-return]
+
+    @property
+    def tasks_max_enforce(self) -> bool:
+        """Whether generating more than ``tasks_max`` tasks fails the connector."""
+        return self.get("tasks.max.enforce")  # type: ignore[no-any-return]
+
+    @property
+    def config_action_reload(self) -> str:
+        """``none`` or ``restart``."""
+        return str(self.get("config.action.reload")).lower()
+
+    def plugin_config(self) -> dict[str, str]:
+        """Every original key: the connector receives all of them, as in Kafka."""
+        return {k: v if isinstance(v, str) else str(v) for k, v in self.originals().items()}
+
+    def transforms(self) -> list[TransformSpec]:
+        """The transformation chain in order."""
+        specs = []
+        for alias in self.get("transforms"):
+            prefix = f"transforms.{alias}."
+            config = {
+                k: v for k, v in self._with_prefix(prefix).items() if k not in _TRANSFORM_RESERVED
+            }
+            specs.append(
+                TransformSpec(
+                    alias,
+                    self.get(prefix + "type"),
+                    config,
+                    self.get(prefix + "predicate") or None,
+                    self.get(prefix + "negate"),
+                )
+            )
+        return specs
+
+    def predicates(self) -> dict[str, PredicateSpec]:
+        """Predicates by alias."""
+        return {
+            alias: PredicateSpec(
+                self.get(f"predicates.{alias}.type"),
+                {k: v for k, v in self._with_prefix(f"predicates.{alias}.").items() if k != "type"},
+            )
+            for alias in self.get("predicates")
+        }
+
+    def converter_class(self, which: str) -> str | None:
+        """The connector's own class for converter ``which`` (e.g. ``value.converter``), or None."""
+        if which not in CONVERTER_KEYS:
+            raise ValueError(f"which must be one of {', '.join(CONVERTER_KEYS)}, not {which!r}")
+        return self.get(which)  # type: ignore[no-any-return]
+
+    def converter_config(self, which: str) -> dict[str, str] | None:
+        """``<which>.*`` without the prefix; ``None`` if the connector uses the worker's converter.
+
+        As in Kafka, converter settings without a converter class are ignored: the worker's
+        converter keeps the worker's settings.
+        """
+        if self.converter_class(which) is None:
+            return None
+        return self._with_prefix(f"{which}.")
+
+    def producer_overrides(self) -> dict[str, str]:
+        """``producer.override.*`` with the prefix removed."""
+        return self._with_prefix("producer.override.")
+
+    def consumer_overrides(self) -> dict[str, str]:
+        """``consumer.override.*`` with the prefix removed."""
+        return self._with_prefix("consumer.override.")
+
+    def admin_overrides(self) -> dict[str, str]:
+        """``admin.override.*`` with the prefix removed."""
+        return self._with_prefix("admin.override.")
+
+    # --- error handling -------------------------------------------------------------------
+    @property
+    def errors_retry_timeout_ms(self) -> int:
+        """Total retry time; 0 = none, -1 = forever."""
+        return self.get("errors.retry.timeout")  # type: ignore[no-any-return]
+
+    @property
+    def errors_retry_delay_max_ms(self) -> int:
+        """Longest delay between retries."""
+        return self.get("errors.retry.delay.max.ms")  # type: ignore[no-any-return]
+
+    @property
+    def errors_tolerance(self) -> str:
+        """``none`` or ``all``."""
+        return str(self.get("errors.tolerance")).lower()
+
+    @property
+    def errors_log_enable(self) -> bool:
+        """Whether errors are logged."""
+        return self.get("errors.log.enable")  # type: ignore[no-any-return]
+
+    @property
+    def errors_log_include_messages(self) -> bool:
+        """Whether logged errors include the record."""
+        return self.get("errors.log.include.messages")  # type: ignore[no-any-return]
+
+    @property
+    def errors_deadletterqueue_topic_name(self) -> str | None:
+        """Dead letter queue topic (sinks), or ``None``."""
+        return self._optional("errors.deadletterqueue.topic.name") or None
+
+    @property
+    def errors_deadletterqueue_topic_replication_factor(self) -> int | None:
+        """Replication factor of a created DLQ topic (sinks)."""
+        return self._optional("errors.deadletterqueue.topic.replication.factor")  # type: ignore[no-any-return]
+
+    @property
+    def errors_deadletterqueue_context_headers_enable(self) -> bool:
+        """Whether dead-lettered records get ``__connect.errors.*`` headers (sinks)."""
+        return bool(self._optional("errors.deadletterqueue.context.headers.enable"))
+
+    # --- sink -----------------------------------------------------------------------------
+    @property
+    def topics(self) -> list[str]:
+        """Topics a sink consumes (empty for sources or when ``topics.regex`` is used)."""
+        return [t for t in (self._optional("topics") or []) if t]
+
+    @property
+    def topics_regex(self) -> str | None:
+        """Regex of the topics a sink consumes, or ``None``."""
+        return self._optional("topics.regex") or None
+
+    # --- source ---------------------------------------------------------------------------
+    @property
+    def topic_creation_groups(self) -> list[str]:
+        """Topic creation group aliases (sources)."""
+        return list(self._optional("topic.creation.groups") or [])
+
+    @property
+    def exactly_once_support(self) -> str | None:
+        """``requested`` or ``required`` (sources)."""
+        value = self._optional("exactly.once.support")
+        return None if value is None else str(value).lower()
+
+    @property
+    def transaction_boundary(self) -> str | None:
+        """``poll``, ``interval`` or ``connector`` (sources)."""
+        value = self._optional("transaction.boundary")
+        return None if value is None else str(value).lower()
+
+    @property
+    def transaction_boundary_interval_ms(self) -> int | None:
+        """Transaction length for ``interval`` boundaries, if set (sources)."""
+        return self._optional("transaction.boundary.interval.ms")  # type: ignore[no-any-return]
+
+    @property
+    def offsets_storage_topic(self) -> str | None:
+        """The connector's own offsets topic, if set (sources)."""
+        return self._optional("offsets.storage.topic")  # type: ignore[no-any-return]

@@ -1,0 +1,820 @@
+"""The worker's configuration: Kafka Connect's worker keys, names and defaults.
+
+One table, :data:`WORKER_CONFIG_DEF`, holds the keys of Kafka's ``WorkerConfig``,
+``StandaloneConfig``, ``DistributedConfig`` and ``RestServerConfig``, so an existing
+``connect-standalone.properties`` or ``connect-distributed.properties`` is understood
+as is. Differences from Kafka:
+
+* ``bootstrap.servers`` has no default: leaving it out starts the embedded dev broker.
+* A key that is neither defined, nor under a pass-through prefix (``producer.``,
+  ``key.converter.``, ``ssl.``, ...), nor a known Kafka client key is an error naming
+  the file and suggesting the closest key. Kafka only logs such keys, so a typo such as
+  ``ofset.flush.interval.ms`` silently keeps the default there.
+* Every problem in the file is reported in one error, not only the first.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from plugin_api.config import (
+    NO_DEFAULT,
+    AbstractConfig,
+    CaseInsensitiveValidString,
+    ConfigDef,
+    ConfigType,
+    Importance,
+    Range,
+    ValidString,
+)
+from plugin_api.errors import ConfigException
+
+__all__ = [
+    "ALLOWED_PREFIXES",
+    "CLIENT_KEYS",
+    "CLIENT_PREFIXES",
+    "CONVERTER_KEYS",
+    "WORKER_CONFIG_DEF",
+    "WorkerConfig",
+]
+
+_T = ConfigType
+_HIGH, _MEDIUM, _LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
+
+SIMPLE_HEADER_CONVERTER = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
+
+# Keys Kafka passes to every client the worker creates (producers, consumers, admin).
+# Only keys the file sets are passed on (see WorkerConfig.client_config); the client
+# wrapper maps them onto librdkafka's names.
+CLIENT_KEYS = frozenset(
+    {
+        "bootstrap.servers",
+        "client.dns.lookup",
+        "client.id",
+        "client.rack",
+        "connections.max.idle.ms",
+        "metadata.max.age.ms",
+        "receive.buffer.bytes",
+        "send.buffer.bytes",
+        "reconnect.backoff.ms",
+        "reconnect.backoff.max.ms",
+        "retry.backoff.ms",
+        "retry.backoff.max.ms",
+        "request.timeout.ms",
+        "socket.connection.setup.timeout.ms",
+        "socket.connection.setup.timeout.max.ms",
+        "security.protocol",
+        "security.providers",
+    }
+)
+CLIENT_PREFIXES = ("ssl.", "sasl.")
+
+# Prefixes whose keys belong to someone else (a client, a converter, a config provider,
+# the HTTPS listener, a REST extension) and are therefore not checked here.
+ALLOWED_PREFIXES = (
+    "producer.",
+    "consumer.",
+    "admin.",
+    *(f"{c}." for c in CONVERTER_KEYS),
+    "config.providers.",
+    "listeners.https.",
+    "admin.listeners.https.",
+    "ssl.",
+    "sasl.",
+    "security.",
+    "metrics.context.",
+    "rest.extension.",
+)
+
+# Keys Kafka used to accept; naming the replacement beats "unknown key".
+_REMOVED_KEYS = {
+    "rest.host.name": "removed in Kafka 4.0; use 'listeners'",
+    "rest.port": "removed in Kafka 4.0; use 'listeners'",
+    "rest.advertised.host.port": "not a Kafka key; use 'rest.advertised.port'",
+    "internal.key.converter": "removed in Kafka 3.0; internal topics always use JSON",
+    "internal.value.converter": "removed in Kafka 3.0; internal topics always use JSON",
+}
+
+# difflib similarity above which a suggestion is shown; lower values start suggesting
+# unrelated keys that merely share ".ms" or "storage" with the typo.
+_SUGGESTION_CUTOFF = 0.75
+
+_ONE_MINUTE_MS = 60_000
+_FIVE_SECONDS_MS = 5_000
+_FIVE_MINUTES_MS = 300_000
+
+
+def _nullable(check: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
+    """Run ``check`` only on a set value; ``None`` means "not configured"."""
+
+    def validate(name: str, value: Any) -> None:
+        if value is not None:
+            check(name, value)
+
+    return validate
+
+
+def _replication_factor(name: str, value: Any) -> None:
+    if value != -1 and value < 1:
+        raise ConfigException(
+            name, value, "Replication factor must be positive or -1 (broker default)"
+        )
+
+
+def _partitions(name: str, value: Any) -> None:
+    if value != -1 and value < 1:
+        raise ConfigException(
+            name, value, "Number of partitions must be positive or -1 (broker default)"
+        )
+
+
+def _listener_list(allow_empty: bool) -> Callable[[str, Any], None]:
+    def validate(name: str, value: Any) -> None:
+        if value is None:
+            return
+        if not value and not allow_empty:
+            raise ConfigException(
+                name, "", "Empty listener list; give at least one, e.g. http://:8083"
+            )
+        for listener in value:
+            try:
+                parts = urlsplit(listener)
+                valid = parts.scheme.lower() in ("http", "https") and parts.port is not None
+            except ValueError:  # e.g. a port out of range or an unclosed IPv6 bracket
+                valid = False
+            if not valid:
+                raise ConfigException(
+                    name, listener, "Listeners must look like http://host:port or https://host:port"
+                )
+
+    return validate
+
+
+def _bootstrap_servers(name: str, value: Any) -> None:
+    if value is not None and not any(value):
+        raise ConfigException(
+            name,
+            "",
+            "Give at least one host:port, or leave the key out to use the embedded dev broker",
+        )
+
+
+def _build() -> ConfigDef:
+    d = ConfigDef()
+    # --- Kafka WorkerConfig -------------------------------------------------------------
+    d.define(
+        "bootstrap.servers",
+        _T.LIST,
+        None,
+        _bootstrap_servers,
+        _HIGH,
+        "Kafka brokers (host:port,...). Unset: start the embedded dev broker.",
+    )
+    d.define(
+        "client.dns.lookup",
+        _T.STRING,
+        "use_all_dns_ips",
+        ValidString.in_("use_all_dns_ips", "resolve_canonical_bootstrap_servers_only"),
+        _MEDIUM,
+        "How clients use the addresses DNS returns.",
+    )
+    d.define(
+        "key.converter",
+        _T.CLASS,
+        NO_DEFAULT,
+        None,
+        _HIGH,
+        "Converter between Connect data and the bytes of Kafka record keys.",
+    )
+    d.define(
+        "value.converter",
+        _T.CLASS,
+        NO_DEFAULT,
+        None,
+        _HIGH,
+        "Converter between Connect data and the bytes of Kafka record values.",
+    )
+    d.define(
+        "header.converter",
+        _T.CLASS,
+        SIMPLE_HEADER_CONVERTER,
+        None,
+        _LOW,
+        "Converter between Connect data and the bytes of Kafka record headers.",
+    )
+    d.define(
+        "task.shutdown.graceful.timeout.ms",
+        _T.LONG,
+        _FIVE_SECONDS_MS,
+        Range.at_least(0),
+        _LOW,
+        "Time to wait for tasks to stop, in total across all tasks.",
+    )
+    d.define(
+        "offset.flush.interval.ms",
+        _T.LONG,
+        _ONE_MINUTE_MS,
+        Range.at_least(0),
+        _LOW,
+        "How often tasks' offsets are committed.",
+    )
+    d.define(
+        "offset.flush.timeout.ms",
+        _T.LONG,
+        _FIVE_SECONDS_MS,
+        Range.at_least(0),
+        _LOW,
+        "How long an offset flush may take before it is cancelled.",
+    )
+    d.define(
+        "plugin.path",
+        _T.LIST,
+        None,
+        None,
+        _LOW,
+        "Directories holding plugin environments. Config providers cannot be used here.",
+    )
+    d.define(
+        "plugin.discovery",
+        _T.STRING,
+        "hybrid_warn",
+        CaseInsensitiveValidString.in_("only_scan", "hybrid_warn", "hybrid_fail", "service_load"),
+        _LOW,
+        "How plugins are discovered (KIP-898).",
+    )
+    d.define(
+        "config.providers",
+        _T.LIST,
+        "",
+        None,
+        _LOW,
+        "Aliases of config providers; each needs config.providers.<alias>.class.",
+    )
+    d.define(
+        "connector.client.config.override.policy",
+        _T.STRING,
+        "All",
+        None,
+        _MEDIUM,
+        "Which client overrides connectors may set: All, None, Principal or a class.",
+    )
+    d.define(
+        "topic.creation.enable",
+        _T.BOOLEAN,
+        True,
+        None,
+        _LOW,
+        "Whether source connectors may create topics (topic.creation.* settings).",
+    )
+    d.define(
+        "topic.tracking.enable",
+        _T.BOOLEAN,
+        True,
+        None,
+        _LOW,
+        "Track the topics each connector uses.",
+    )
+    d.define(
+        "topic.tracking.allow.reset",
+        _T.BOOLEAN,
+        True,
+        None,
+        _LOW,
+        "Allow resetting a connector's tracked topics through REST.",
+    )
+    d.define(
+        "metrics.sample.window.ms",
+        _T.LONG,
+        30_000,
+        Range.at_least(0),
+        _LOW,
+        "Window over which metric samples are computed.",
+    )
+    d.define(
+        "metrics.num.samples",
+        _T.INT,
+        2,
+        Range.at_least(1),
+        _LOW,
+        "Number of samples kept to compute metrics.",
+    )
+    d.define(
+        "metrics.recording.level",
+        _T.STRING,
+        "INFO",
+        ValidString.in_("INFO", "DEBUG"),
+        _LOW,
+        "Highest recording level of metrics.",
+    )
+    d.define("metric.reporters", _T.LIST, "", None, _LOW, "Metric reporter classes.")
+    d.define(
+        "auto.include.jmx.reporter",
+        _T.BOOLEAN,
+        True,
+        None,
+        _LOW,
+        "Deprecated in Kafka; accepted and ignored.",
+    )
+    d.define(
+        "request.timeout.ms",
+        _T.INT,
+        40_000,
+        Range.at_least(0),
+        _MEDIUM,
+        "How long a client waits for a broker response.",
+    )
+    d.define(
+        "metadata.max.age.ms",
+        _T.LONG,
+        _FIVE_MINUTES_MS,
+        Range.at_least(0),
+        _LOW,
+        "Period after which clients refresh metadata.",
+    )
+    d.define(
+        "security.protocol",
+        _T.STRING,
+        "PLAINTEXT",
+        CaseInsensitiveValidString.in_("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+        _MEDIUM,
+        "Protocol used to talk to the brokers.",
+    )
+    # --- RestServerConfig -----------------------------------------------------------------
+    d.define(
+        "listeners",
+        _T.LIST,
+        "http://:8083",
+        _listener_list(allow_empty=False),
+        _LOW,
+        "REST listeners, e.g. http://:8083,https://myhost:8443.",
+    )
+    d.define(
+        "rest.advertised.host.name",
+        _T.STRING,
+        None,
+        None,
+        _LOW,
+        "Host name given to other workers, if different from the listener's.",
+    )
+    d.define(
+        "rest.advertised.port",
+        _T.INT,
+        None,
+        _nullable(Range.between(0, 65_535)),
+        _LOW,
+        "Port given to other workers, if different from the listener's.",
+    )
+    d.define(
+        "rest.advertised.listener",
+        _T.STRING,
+        None,
+        _nullable(CaseInsensitiveValidString.in_("http", "https")),
+        _LOW,
+        "Listener protocol given to other workers.",
+    )
+    d.define(
+        "admin.listeners",
+        _T.LIST,
+        None,
+        _listener_list(allow_empty=True),
+        _LOW,
+        "Listeners of the /admin endpoints; unset = the main listeners, empty = disabled.",
+    )
+    d.define("rest.extension.classes", _T.LIST, "", None, _LOW, "REST extension classes.")
+    d.define(
+        "access.control.allow.origin",
+        _T.STRING,
+        "",
+        None,
+        _LOW,
+        "Value of Access-Control-Allow-Origin; empty disables CORS.",
+    )
+    d.define(
+        "access.control.allow.methods",
+        _T.STRING,
+        "",
+        None,
+        _LOW,
+        "Methods allowed in CORS requests; empty means GET, POST, HEAD.",
+    )
+    d.define(
+        "response.http.headers.config",
+        _T.STRING,
+        "",
+        None,
+        _LOW,
+        "Rules for HTTP headers added to REST responses.",
+    )
+    # --- StandaloneConfig -----------------------------------------------------------------
+    d.define(
+        "offset.storage.file.filename",
+        _T.STRING,
+        None,
+        None,
+        _HIGH,
+        "File holding source offsets in standalone mode.",
+    )
+    # --- DistributedConfig: recognised so distributed files load; defaults as in Kafka ----
+    d.define("group.id", _T.STRING, None, None, _HIGH, "Connect cluster (worker group) id.")
+    d.define("config.storage.topic", _T.STRING, None, None, _HIGH, "Topic of connector configs.")
+    d.define(
+        "config.storage.replication.factor",
+        _T.SHORT,
+        3,
+        _replication_factor,
+        _LOW,
+        "Replication factor of the config topic; -1 = broker default.",
+    )
+    d.define("offset.storage.topic", _T.STRING, None, None, _HIGH, "Topic of source offsets.")
+    d.define(
+        "offset.storage.partitions",
+        _T.INT,
+        25,
+        _partitions,
+        _LOW,
+        "Partitions of the offset topic; -1 = broker default.",
+    )
+    d.define(
+        "offset.storage.replication.factor",
+        _T.SHORT,
+        3,
+        _replication_factor,
+        _LOW,
+        "Replication factor of the offset topic; -1 = broker default.",
+    )
+    d.define(
+        "status.storage.topic", _T.STRING, None, None, _HIGH, "Topic of connector/task status."
+    )
+    d.define(
+        "status.storage.partitions",
+        _T.INT,
+        5,
+        _partitions,
+        _LOW,
+        "Partitions of the status topic; -1 = broker default.",
+    )
+    d.define(
+        "status.storage.replication.factor",
+        _T.SHORT,
+        3,
+        _replication_factor,
+        _LOW,
+        "Replication factor of the status topic; -1 = broker default.",
+    )
+    d.define(
+        "session.timeout.ms",
+        _T.INT,
+        10_000,
+        Range.at_least(1),
+        _HIGH,
+        "Time without heartbeats after which a worker leaves the group.",
+    )
+    d.define(
+        "heartbeat.interval.ms",
+        _T.INT,
+        3_000,
+        Range.at_least(1),
+        _HIGH,
+        "Interval between heartbeats to the group coordinator.",
+    )
+    d.define(
+        "rebalance.timeout.ms",
+        _T.INT,
+        _ONE_MINUTE_MS,
+        Range.at_least(1),
+        _HIGH,
+        "How long a rebalance may take.",
+    )
+    d.define(
+        "worker.sync.timeout.ms",
+        _T.INT,
+        3_000,
+        Range.at_least(0),
+        _MEDIUM,
+        "How long a lagging worker tries to catch up with the config topic.",
+    )
+    d.define(
+        "worker.unsync.backoff.ms",
+        _T.INT,
+        _FIVE_MINUTES_MS,
+        Range.at_least(0),
+        _MEDIUM,
+        "Back-off before a worker that failed to catch up rejoins.",
+    )
+    d.define(
+        "scheduled.rebalance.max.delay.ms",
+        _T.INT,
+        _FIVE_MINUTES_MS,
+        Range.at_least(0),
+        _LOW,
+        "How long a departed worker's work is held before being reassigned.",
+    )
+    d.define(
+        "connect.protocol",
+        _T.STRING,
+        "sessioned",
+        CaseInsensitiveValidString.in_("eager", "compatible", "sessioned"),
+        _LOW,
+        "Group protocol of the Connect cluster.",
+    )
+    d.define(
+        "exactly.once.source.support",
+        _T.STRING,
+        "disabled",
+        CaseInsensitiveValidString.in_("disabled", "preparing", "enabled"),
+        _HIGH,
+        "Exactly-once source support (KIP-618); roll through 'preparing' to enable.",
+    )
+    d.define(
+        "inter.worker.key.generation.algorithm",
+        _T.STRING,
+        "HmacSHA256",
+        None,
+        _LOW,
+        "Algorithm of the session key for internal requests.",
+    )
+    d.define(
+        "inter.worker.key.size",
+        _T.INT,
+        None,
+        _nullable(Range.at_least(1)),
+        _LOW,
+        "Size of the session key in bits; unset = the algorithm's default.",
+    )
+    d.define(
+        "inter.worker.key.ttl.ms",
+        _T.INT,
+        3_600_000,
+        Range.at_least(0),
+        _LOW,
+        "Lifetime of a session key.",
+    )
+    d.define(
+        "inter.worker.signature.algorithm",
+        _T.STRING,
+        "HmacSHA256",
+        None,
+        _LOW,
+        "Algorithm that signs internal requests.",
+    )
+    d.define(
+        "inter.worker.verification.algorithms",
+        _T.LIST,
+        "HmacSHA256",
+        None,
+        _LOW,
+        "Algorithms accepted when verifying internal requests.",
+    )
+    return d
+
+
+WORKER_CONFIG_DEF: ConfigDef = _build()
+"""Every worker key, with Kafka's names and defaults (see the module docstring)."""
+
+
+def _is_passed_through(key: str) -> bool:
+    return key in CLIENT_KEYS or key.startswith(ALLOWED_PREFIXES)
+
+
+def _suggest(key: str) -> str | None:
+    candidates = [*WORKER_CONFIG_DEF.names(), *sorted(CLIENT_KEYS)]
+    folded = {c.lower(): c for c in candidates}
+    match = difflib.get_close_matches(key.lower(), folded, n=1, cutoff=_SUGGESTION_CUTOFF)
+    if match:
+        return folded[match[0]]
+    head, dot, tail = key.partition(".")
+    if dot:  # a misspelled prefix, e.g. "consumr.max.poll.records"
+        prefixes = [p[:-1] for p in ALLOWED_PREFIXES]
+        match = difflib.get_close_matches(head.lower(), prefixes, n=1, cutoff=_SUGGESTION_CUTOFF)
+        if match:
+            return f"{match[0]}.{tail}"
+    return None
+
+
+def _unknown_key_message(key: str) -> str:
+    if key in _REMOVED_KEYS:
+        return f"unknown worker configuration key '{key}' ({_REMOVED_KEYS[key]})"
+    suggestion = _suggest(key)
+    hint = f" (did you mean '{suggestion}'?)" if suggestion else ""
+    return f"unknown worker configuration key '{key}'{hint}"
+
+
+def _problems(props: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Return ``(key, message)`` for every unknown key, invalid value and missing key."""
+    errors = {
+        r.name: r.error_messages for r in WORKER_CONFIG_DEF.validate(props) if r.error_messages
+    }
+    problems: list[tuple[str, str]] = []
+    for key in props:
+        if key in errors:
+            problems.extend((key, message) for message in errors.pop(key))
+        elif key not in WORKER_CONFIG_DEF and not _is_passed_through(key):
+            problems.append((key, _unknown_key_message(key)))
+    for key, messages in errors.items():  # missing required keys
+        problems.extend((key, message) for message in messages)
+    return problems
+
+
+def _strip_prefix(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
+
+
+class WorkerConfig(AbstractConfig):
+    """The parsed, frozen worker configuration.
+
+    Build it with :meth:`from_properties`. Typed values are available through
+    :meth:`get` and, for the keys the runtime reads often, as attributes.
+    """
+
+    _source: str
+
+    def __init__(self, props: Mapping[str, str], source: str = "<worker config>") -> None:
+        """Parse ``props``; prefer :meth:`from_properties`.
+
+        Raises:
+            ConfigException: Listing every problem, each prefixed with ``source``.
+        """
+        problems = _problems(props)
+        if problems:
+            exc = ConfigException("\n".join(f"{source}: {message}" for _, message in problems))
+            exc.name = problems[0][0]
+            exc.problems = problems  # type: ignore[attr-defined]
+            raise exc
+        object.__setattr__(self, "_source", source)
+        super().__init__(WORKER_CONFIG_DEF, props)
+
+    @classmethod
+    def from_properties(
+        cls, props: Mapping[str, str], source: str = "<worker config>"
+    ) -> WorkerConfig:
+        """Parse the worker properties read from ``source`` (a file name, for messages).
+
+        Raises:
+            ConfigException: One line per unknown key (with a suggestion), invalid
+                value or missing required key, each naming ``source``. The exception's
+                ``problems`` attribute lists them as ``(key, message)`` pairs.
+        """
+        return cls(props, source)
+
+    @property
+    def source(self) -> str:
+        """Where the properties came from."""
+        return self._source
+
+    def originals_strings(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.originals().items()}
+
+    # --- client configs -------------------------------------------------------------------
+    def client_config(self) -> dict[str, str]:
+        """Keys for every Kafka client (``bootstrap.servers``, ``ssl.*``, ...), as set in the file.
+
+        Defaults are not filled in: the client wrapper owns client defaults.
+        """
+        return {
+            k: v
+            for k, v in self.originals_strings().items()
+            if k in CLIENT_KEYS or k.startswith(CLIENT_PREFIXES)
+        }
+
+    def producer_overrides(self) -> dict[str, str]:
+        """``producer.*`` keys with the prefix removed."""
+        return _strip_prefix(self.originals_strings(), "producer.")
+
+    def consumer_overrides(self) -> dict[str, str]:
+        """``consumer.*`` keys with the prefix removed."""
+        return _strip_prefix(self.originals_strings(), "consumer.")
+
+    def admin_overrides(self) -> dict[str, str]:
+        """``admin.*`` keys with the prefix removed (``admin.listeners*`` is the REST server's)."""
+        return {
+            k: v
+            for k, v in _strip_prefix(self.originals_strings(), "admin.").items()
+            if k != "listeners" and not k.startswith("listeners.")
+        }
+
+    def converter_config(self, which: str) -> dict[str, str]:
+        """A converter's sub-config: ``value.converter.schemas.enable`` becomes ``schemas.enable``.
+
+        Args:
+            which: ``key.converter``, ``value.converter`` or ``header.converter``.
+        """
+        if which not in CONVERTER_KEYS:
+            raise ValueError(f"which must be one of {', '.join(CONVERTER_KEYS)}, not {which!r}")
+        return _strip_prefix(self.originals_strings(), f"{which}.")
+
+    def provider_configs(self) -> dict[str, dict[str, str]]:
+        """``config.providers.<alias>.*`` for each listed alias, with that prefix removed."""
+        return {
+            alias: _strip_prefix(self.originals_strings(), f"config.providers.{alias}.")
+            for alias in self.config_providers
+        }
+
+    # --- typed attributes ------------------------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> list[str] | None:
+        """Broker addresses, or ``None``: start the embedded dev broker."""
+        return self.get("bootstrap.servers")  # type: ignore[no-any-return]
+
+    @property
+    def uses_embedded_broker(self) -> bool:
+        """Whether ``bootstrap.servers`` was left out."""
+        return self.bootstrap_servers is None
+
+    @property
+    def key_converter(self) -> str:
+        """Class (or alias) of the key converter."""
+        return self.get("key.converter")  # type: ignore[no-any-return]
+
+    @property
+    def value_converter(self) -> str:
+        """Class (or alias) of the value converter."""
+        return self.get("value.converter")  # type: ignore[no-any-return]
+
+    @property
+    def header_converter(self) -> str:
+        """Class (or alias) of the header converter."""
+        return self.get("header.converter")  # type: ignore[no-any-return]
+
+    @property
+    def offset_storage_file_filename(self) -> str | None:
+        """Standalone offsets file; the standalone herder requires it."""
+        return self.get("offset.storage.file.filename")  # type: ignore[no-any-return]
+
+    @property
+    def offset_flush_interval_ms(self) -> int:
+        """How often offsets are committed."""
+        return self.get("offset.flush.interval.ms")  # type: ignore[no-any-return]
+
+    @property
+    def offset_flush_timeout_ms(self) -> int:
+        """How long an offset flush may take."""
+        return self.get("offset.flush.timeout.ms")  # type: ignore[no-any-return]
+
+    @property
+    def task_shutdown_graceful_timeout_ms(self) -> int:
+        """Total time to wait for tasks to stop."""
+        return self.get("task.shutdown.graceful.timeout.ms")  # type: ignore[no-any-return]
+
+    @property
+    def plugin_path(self) -> list[str]:
+        """Plugin directories (empty if unset)."""
+        return list(self.get("plugin.path") or [])
+
+    @property
+    def plugin_discovery(self) -> str:
+        """Plugin discovery mode, lower-case."""
+        return str(self.get("plugin.discovery")).lower()
+
+    @property
+    def listeners(self) -> list[str]:
+        """REST listeners."""
+        return self.get("listeners")  # type: ignore[no-any-return]
+
+    @property
+    def admin_listeners(self) -> list[str] | None:
+        """Admin listeners: ``None`` = the main listeners, ``[]`` = disabled."""
+        return self.get("admin.listeners")  # type: ignore[no-any-return]
+
+    @property
+    def rest_advertised_host_name(self) -> str | None:
+        """Advertised REST host, if set."""
+        return self.get("rest.advertised.host.name")  # type: ignore[no-any-return]
+
+    @property
+    def rest_advertised_port(self) -> int | None:
+        """Advertised REST port, if set."""
+        return self.get("rest.advertised.port")  # type: ignore[no-any-return]
+
+    @property
+    def rest_advertised_listener(self) -> str | None:
+        """Advertised REST protocol, if set."""
+        return self.get("rest.advertised.listener")  # type: ignore[no-any-return]
+
+    @property
+    def config_providers(self) -> list[str]:
+        """Config provider aliases."""
+        return self.get("config.providers")  # type: ignore[no-any-return]
+
+    @property
+    def connector_client_config_override_policy(self) -> str:
+        """Which client overrides connectors may set."""
+        return self.get("connector.client.config.override.policy")  # type: ignore[no-any-return]
+
+    @property
+    def topic_creation_enable(self) -> bool:
+        """Whether source connectors may create topics."""
+        return self.get("topic.creation.enable")  # type: ignore[no-any-return]
+
+    @property
+    def exactly_once_source_support(self) -> str:
+        """``disabled``, ``preparing`` or ``enabled``."""
+        return str(self.get("exactly.once.source.support")).lower()
+
+    @property
+    def group_id(self) -> str | None:
+        """Connect cluster id (distributed mode)."""
+        return self.get("group.id")  # type: ignore[no-any-return]

@@ -1,0 +1,440 @@
+"""Connector configuration tables, cross-key validation and the typed view."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_api.config import ConfigValue
+from plugin_api.errors import ConfigException
+
+from core.connector_config import (
+    CONNECTOR_CONFIG_DEF,
+    SINK_CONNECTOR_CONFIG_DEF,
+    SOURCE_CONNECTOR_CONFIG_DEF,
+    ConnectorConfig,
+    connector_config_def,
+    connector_config_infos,
+    validate_connector_config,
+)
+
+SINK = {"name": "sink", "connector.class": "FileStreamSink", "topics": "orders"}
+SOURCE = {"name": "src", "connector.class": "FileStreamSource"}
+
+# The key set ST/connect_rest_test.py expects from a source connector's validate response,
+# minus the plugin's own keys.
+KAFKA_SOURCE_KEYS = {
+    "name",
+    "connector.class",
+    "tasks.max",
+    "key.converter",
+    "value.converter",
+    "header.converter",
+    "transforms",
+    "predicates",
+    "config.action.reload",
+    "errors.retry.timeout",
+    "errors.retry.delay.max.ms",
+    "errors.tolerance",
+    "errors.log.enable",
+    "errors.log.include.messages",
+    "topic.creation.groups",
+    "exactly.once.support",
+    "transaction.boundary",
+    "transaction.boundary.interval.ms",
+    "offsets.storage.topic",
+    "tasks.max.enforce",
+}
+
+
+def _errors(results: list[ConfigValue]) -> dict[str, list[str]]:
+    return {r.name: r.error_messages for r in results if r.error_messages}
+
+
+def _error(props: dict[str, str], is_sink: bool | None) -> ConfigException:
+    with pytest.raises(ConfigException) as info:
+        ConnectorConfig.from_properties(props, is_sink)
+    return info.value
+
+
+def test_key_sets_match_kafka() -> None:
+    assert set(SOURCE_CONNECTOR_CONFIG_DEF.names()) == KAFKA_SOURCE_KEYS | {
+        "connector.plugin.version"
+    }
+    assert set(SINK_CONNECTOR_CONFIG_DEF.names()) - set(CONNECTOR_CONFIG_DEF.names()) == {
+        "topics",
+        "topics.regex",
+        "errors.deadletterqueue.topic.name",
+        "errors.deadletterqueue.topic.replication.factor",
+        "errors.deadletterqueue.context.headers.enable",
+    }
+
+
+def test_groups_match_kafka() -> None:
+    assert SOURCE_CONNECTOR_CONFIG_DEF.groups() == [
+        "Common",
+        "Transforms",
+        "Predicates",
+        "Error Handling",
+        "Topic Creation",
+        "Exactly Once Support",
+        "offsets.topic",
+    ]
+    assert SINK_CONNECTOR_CONFIG_DEF.groups() == [
+        "Common",
+        "Transforms",
+        "Predicates",
+        "Error Handling",
+    ]
+    assert SINK_CONNECTOR_CONFIG_DEF.keys["topics"].group == "Common"
+    assert (
+        SINK_CONNECTOR_CONFIG_DEF.keys["errors.deadletterqueue.topic.name"].group
+        == "Error Handling"
+    )
+
+
+def test_defaults() -> None:
+    cfg = ConnectorConfig.from_properties(SINK, is_sink=True)
+    assert (cfg.name, cfg.connector_class, cfg.tasks_max, cfg.tasks_max_enforce) == (
+        "sink",
+        "FileStreamSink",
+        1,
+        True,
+    )
+    assert cfg.plugin_version is None
+    assert cfg.config_action_reload == "restart"
+    assert cfg.errors_retry_timeout_ms == 0
+    assert cfg.errors_retry_delay_max_ms == 60_000
+    assert cfg.errors_tolerance == "none"
+    assert cfg.errors_log_enable is False and cfg.errors_log_include_messages is False
+    assert cfg.errors_deadletterqueue_topic_name is None
+    assert cfg.errors_deadletterqueue_topic_replication_factor == 3
+    assert cfg.errors_deadletterqueue_context_headers_enable is False
+    assert cfg.topics == ["orders"] and cfg.topics_regex is None
+    assert cfg.transforms() == [] and cfg.predicates() == {}
+    assert cfg.converter_class("value.converter") is None
+    assert cfg.converter_config("value.converter") is None
+
+    src = ConnectorConfig.from_properties(SOURCE, is_sink=False)
+    assert src.exactly_once_support == "requested"
+    assert src.transaction_boundary == "poll"
+    assert src.transaction_boundary_interval_ms is None
+    assert src.offsets_storage_topic is None
+    assert src.topic_creation_groups == []
+    assert src.topics == [] and src.errors_deadletterqueue_topic_name is None
+
+
+def test_typed_values_and_case_insensitive_enums() -> None:
+    cfg = ConnectorConfig.from_properties(
+        {
+            **SOURCE,
+            "tasks.max": "4",
+            "errors.tolerance": "ALL",
+            "errors.retry.timeout": "-1",
+            "exactly.once.support": "Required",
+            "transaction.boundary": "INTERVAL",
+            "transaction.boundary.interval.ms": "500",
+            "connector.plugin.version": "[1.0,2.0)",
+            "offsets.storage.topic": "my-offsets",
+        },
+        is_sink=False,
+    )
+    assert cfg.tasks_max == 4
+    assert cfg.errors_tolerance == "all"
+    assert cfg.errors_retry_timeout_ms == -1
+    assert cfg.exactly_once_support == "required"
+    assert cfg.transaction_boundary == "interval"
+    assert cfg.transaction_boundary_interval_ms == 500
+    assert cfg.plugin_version == "[1.0,2.0)"
+    assert cfg.offsets_storage_topic == "my-offsets"
+
+
+def test_missing_connector_class_message() -> None:
+    err = _error({"name": "x"}, None)
+    assert (
+        str(err) == 'Missing required configuration "connector.class" which has no default value.'
+    )
+    assert err.name == "connector.class"
+
+
+def test_several_errors_reported_together() -> None:
+    err = _error({"name": "x", "tasks.max": "0", "errors.tolerance": "some"}, is_sink=True)
+    text = str(err)
+    assert text.startswith(
+        "Connector configuration is invalid and contains the following 4 error(s):"
+    )
+    assert '"connector.class"' in text
+    assert "Invalid value 0 for configuration tasks.max" in text
+    assert "Invalid value some for configuration errors.tolerance" in text
+    assert "Must configure one of topics or topics.regex" in text
+    assert text.count("Must configure one of topics or topics.regex") == 1
+
+
+@pytest.mark.parametrize(
+    "name, fragment",
+    [
+        ("", "String may not be empty"),
+        ("   ", "String may not be empty"),
+        ("bad\x07name", "control characters: 0x07"),
+        ("new\u0085line", "0x85"),
+    ],
+)
+def test_connector_name_rules(name: str, fragment: str) -> None:
+    errors = _errors(validate_connector_config({**SOURCE, "name": name}, is_sink=False))
+    assert list(errors) == ["name"]
+    assert fragment in errors["name"][0]
+
+
+def test_sink_topics_rules() -> None:
+    neither = _errors(validate_connector_config({"name": "s", "connector.class": "X"}, True))
+    assert neither == {
+        "topics": ["Must configure one of topics or topics.regex"],
+        "topics.regex": ["Must configure one of topics or topics.regex"],
+    }
+    both = _errors(validate_connector_config({**SINK, "topics.regex": "o.*"}, True))
+    message = "topics and topics.regex are mutually exclusive options, but both are set."
+    assert both == {"topics": [message], "topics.regex": [message]}
+    blank = _errors(validate_connector_config({**SINK, "topics": " , "}, True))
+    assert "Must configure one of topics or topics.regex" in blank["topics"]
+    assert (
+        _errors(validate_connector_config({**SINK, "topics": "", "topics.regex": "o.*"}, True))
+        == {}
+    )
+
+
+def test_sink_topics_parsing() -> None:
+    cfg = ConnectorConfig.from_properties({**SINK, "topics": "a, b ,c"}, True)
+    assert cfg.topics == ["a", "b", "c"]
+    rx = ConnectorConfig.from_properties(
+        {"name": "s", "connector.class": "X", "topics.regex": "t-.*"}, True
+    )
+    assert rx.topics == [] and rx.topics_regex == "t-.*"
+
+
+def test_invalid_topics_regex() -> None:
+    errors = _errors(
+        validate_connector_config({"name": "s", "connector.class": "X", "topics.regex": "(["}, True)
+    )
+    assert list(errors) == ["topics.regex"]
+    assert "Invalid value ([ for configuration topics.regex" in errors["topics.regex"][0]
+
+
+def test_dlq_topic_may_not_be_consumed() -> None:
+    errors = _errors(
+        validate_connector_config(
+            {**SINK, "topics": "orders,dlq", "errors.deadletterqueue.topic.name": "dlq"}, True
+        )
+    )
+    assert list(errors) == ["errors.deadletterqueue.topic.name"]
+    assert (
+        "The DLQ topic 'dlq' may not be included in the list of topics"
+        in errors["errors.deadletterqueue.topic.name"][0]
+    )
+    regex = _errors(
+        validate_connector_config(
+            {
+                "name": "s",
+                "connector.class": "X",
+                "topics.regex": "d.*",
+                "errors.deadletterqueue.topic.name": "dlq",
+            },
+            True,
+        )
+    )
+    assert "may not be included in the regex" in regex["errors.deadletterqueue.topic.name"][0]
+    ok = ConnectorConfig.from_properties(
+        {
+            **SINK,
+            "errors.deadletterqueue.topic.name": "dlq",
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+        True,
+    )
+    assert ok.errors_deadletterqueue_topic_name == "dlq"
+    assert ok.errors_deadletterqueue_topic_replication_factor == 1
+    assert ok.errors_deadletterqueue_context_headers_enable is True
+
+
+def test_source_does_not_apply_sink_rules() -> None:
+    assert _errors(validate_connector_config(SOURCE, is_sink=False)) == {}
+    assert "topics" not in {r.name for r in validate_connector_config(SOURCE, is_sink=False)}
+
+
+TRANSFORMING = {
+    **SINK,
+    "transforms": "mask, route",
+    "transforms.mask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
+    "transforms.mask.fields": "ssn,card",
+    "transforms.mask.replacement": "***",
+    "transforms.route.type": "RegexRouter",
+    "transforms.route.regex": "(.*)",
+    "transforms.route.replacement": "copy-$1",
+    "transforms.route.predicate": "isOrders",
+    "transforms.route.negate": "true",
+    "predicates": "isOrders",
+    "predicates.isOrders.type": "TopicNameMatches",
+    "predicates.isOrders.pattern": "orders",
+}
+
+
+def test_transforms_and_predicates_parsing() -> None:
+    cfg = ConnectorConfig.from_properties(TRANSFORMING, True)
+    mask, route = cfg.transforms()
+    assert mask == (
+        "mask",
+        "org.apache.kafka.connect.transforms.MaskField$Value",
+        {"fields": "ssn,card", "replacement": "***"},
+        None,
+        False,
+    )
+    assert route.alias == "route" and route.type == "RegexRouter"
+    assert route.config == {"regex": "(.*)", "replacement": "copy-$1"}
+    assert route.predicate == "isOrders" and route.negate is True
+    assert cfg.predicates() == {"isOrders": ("TopicNameMatches", {"pattern": "orders"})}
+
+
+def test_plugin_config_is_every_original_key() -> None:
+    cfg = ConnectorConfig.from_properties({**TRANSFORMING, "file": "/tmp/out", "x.y": "z"}, True)
+    assert cfg.plugin_config() == {**TRANSFORMING, "file": "/tmp/out", "x.y": "z"}
+
+
+def test_missing_transform_type_is_reported_on_its_key() -> None:
+    errors = _errors(
+        validate_connector_config({**SINK, "transforms": "a,b", "transforms.a.type": "X"}, True)
+    )
+    assert errors == {
+        "transforms.b.type": [
+            'Missing required configuration "transforms.b.type" which has no default value.'
+        ]
+    }
+
+
+def test_missing_predicate_type_is_reported_on_its_key() -> None:
+    errors = _errors(validate_connector_config({**SINK, "predicates": "p"}, True))
+    assert list(errors) == ["predicates.p.type"]
+
+
+def test_duplicate_and_empty_aliases() -> None:
+    dup = _errors(
+        validate_connector_config({**SINK, "transforms": "a,a", "transforms.a.type": "X"}, True)
+    )
+    assert dup == {
+        "transforms": ["Invalid value a,a for configuration transforms: Duplicate alias provided."]
+    }
+    empty = _errors(
+        validate_connector_config({**SINK, "predicates": "p,,", "predicates.p.type": "Y"}, True)
+    )
+    assert list(empty) == ["predicates"]
+    assert "empty" in empty["predicates"][0]
+
+
+def test_transform_predicate_must_be_defined() -> None:
+    props = {**SINK, "transforms": "t", "transforms.t.type": "X", "transforms.t.predicate": "nope"}
+    errors = _errors(validate_connector_config(props, True))
+    assert list(errors) == ["transforms.t.predicate"]
+    assert "'nope'" in errors["transforms.t.predicate"][0]
+    assert _error(props, True).name == "transforms.t.predicate"
+
+
+def test_invalid_negate_value() -> None:
+    errors = _errors(
+        validate_connector_config(
+            {**SINK, "transforms": "t", "transforms.t.type": "X", "transforms.t.negate": "maybe"},
+            True,
+        )
+    )
+    assert list(errors) == ["transforms.t.negate"]
+
+
+def test_enriched_definition_has_per_alias_groups() -> None:
+    d = connector_config_def(TRANSFORMING, True)
+    assert d.groups() == [
+        "Common",
+        "Transforms",
+        "Predicates",
+        "Error Handling",
+        "Transforms: mask",
+        "Transforms: route",
+        "Predicates: isOrders",
+    ]
+    assert d.keys["transforms.mask.type"].required
+
+
+def test_converter_overrides() -> None:
+    cfg = ConnectorConfig.from_properties(
+        {
+            **SINK,
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "key.converter.schemas.enable": "true",
+        },
+        True,
+    )
+    assert cfg.converter_class("value.converter") == "org.apache.kafka.connect.json.JsonConverter"
+    assert cfg.converter_config("value.converter") == {"schemas.enable": "false"}
+    # Settings without a converter class are ignored: the worker's converter is used.
+    assert cfg.converter_class("key.converter") is None
+    assert cfg.converter_config("key.converter") is None
+    with pytest.raises(ValueError):
+        cfg.converter_class("converter")
+
+
+def test_client_overrides() -> None:
+    cfg = ConnectorConfig.from_properties(
+        {
+            **SINK,
+            "consumer.override.max.poll.records": "10",
+            "producer.override.linger.ms": "1",
+            "admin.override.retries": "2",
+        },
+        True,
+    )
+    assert cfg.consumer_overrides() == {"max.poll.records": "10"}
+    assert cfg.producer_overrides() == {"linger.ms": "1"}
+    assert cfg.admin_overrides() == {"retries": "2"}
+
+
+def test_topic_creation_requires_default_group_settings() -> None:
+    props = {**SOURCE, "topic.creation.default.partitions": "3"}
+    errors = _errors(validate_connector_config(props, is_sink=False))
+    assert list(errors) == ["topic.creation.default.replication.factor"]
+    # The worker's topic.creation.enable=false turns the check off, as in Kafka.
+    assert (
+        _errors(validate_connector_config(props, is_sink=False, topic_creation_enabled=False)) == {}
+    )
+    ok = {
+        **props,
+        "topic.creation.default.replication.factor": "-1",
+        "topic.creation.groups": "compacted",
+        "topic.creation.compacted.include": "c-.*",
+        "topic.creation.compacted.partitions": "1",
+    }
+    assert _errors(validate_connector_config(ok, is_sink=False)) == {}
+    bad = {
+        **ok,
+        "topic.creation.compacted.partitions": "0",
+        "topic.creation.compacted.include": "([",
+    }
+    assert set(_errors(validate_connector_config(bad, is_sink=False))) == {
+        "topic.creation.compacted.partitions",
+        "topic.creation.compacted.include",
+    }
+
+
+def test_config_infos_include_cross_key_errors() -> None:
+    infos = connector_config_infos({"name": "s", "connector.class": "X"}, True, "FileStreamSink")
+    assert infos["name"] == "FileStreamSink"
+    assert infos["error_count"] == 2
+    by_name = {c["value"]["name"]: c for c in infos["configs"]}
+    assert by_name["topics"]["value"]["errors"] == ["Must configure one of topics or topics.regex"]
+    assert (
+        by_name["errors.deadletterqueue.topic.replication.factor"]["definition"]["default_value"]
+        == "3"
+    )
+    assert "Error Handling" in infos["groups"]
+
+
+def test_config_is_frozen_and_comparable() -> None:
+    a = ConnectorConfig.from_properties(SINK, True)
+    assert a == ConnectorConfig.from_properties(dict(SINK), True)
+    with pytest.raises(AttributeError):
+        a.name = "other"  # type: ignore[misc]
