@@ -61,13 +61,40 @@ def _cmd_plugins_remove(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_standalone(args: argparse.Namespace) -> int:
+    from core.standalone import run_standalone
+
+    return run_standalone(args.worker_config, args.connector_configs)
+
+
+def _setup_logging(level: str) -> None:
+    import logging
+
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)-5s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="copycat",
         description="Kafka Connect in Python: run connectors between Kafka and other systems, "
         "each plugin in its own isolated environment.",
     )
+    parser.add_argument("--log-level", default="INFO",
+                        help="DEBUG, INFO, WARNING or ERROR (default INFO)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    standalone = sub.add_parser(
+        "standalone", help="run a standalone worker (like connect-standalone)",
+        description="Run one worker with the connectors given as .properties or .json files. "
+        "Source offsets go to offset.storage.file.filename. Without bootstrap.servers, an "
+        "embedded in-memory dev broker is started. Stops gracefully on SIGTERM/SIGINT.")
+    standalone.add_argument("worker_config", metavar="worker.properties")
+    standalone.add_argument("connector_configs", nargs="*", metavar="connector.properties")
+    standalone.set_defaults(func=_cmd_standalone)
 
     plugins = sub.add_parser("plugins", help="install, list and remove plugins in plugin.path",
                              description="Manage plugins: each is installed into its own venv "
@@ -106,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _setup_logging(args.log_level)
     try:
         code: int = args.func(args)
         return code

@@ -172,16 +172,19 @@ class PluginEnvironment:
                 errors.append(f"{ep.group}:{ep.name} = {ep.value}: {info['error']}")
                 continue
             expected = ENTRY_POINT_GROUPS[ep.group]
-            if expected == "connector" and info["kind"] not in ("source", "sink"):
-                errors.append(f"{ep.name} = {ep.value} is in group {ep.group} but is a "
-                              f"{info['kind']}, not a SourceConnector or SinkConnector")
-                continue
-            if expected != "connector" and info["kind"] != expected:
-                errors.append(f"{ep.name} = {ep.value} is in group {ep.group} but is a "
-                              f"{info['kind']}")
+            kinds = info["kinds"]
+            if expected == "connector":
+                kind = next((k for k in kinds if k in ("source", "sink")), None)
+            else:
+                kind = expected if expected in kinds else None
+            if kind is None:
+                wanted = "a SourceConnector or SinkConnector" if expected == "connector" \
+                    else f"a {expected}"
+                errors.append(f"{ep.name} = {ep.value} is in group {ep.group} but is not "
+                              f"{wanted} (it is a {', '.join(kinds)})")
                 continue
             plugins.append(asdict(PluginDescriptor(
-                kind=info["kind"], name=ep.name, target=ep.value, class_name=info["class_name"],
+                kind=kind, name=ep.name, target=ep.value, class_name=info["class_name"],
                 version=info["version"], distribution=f"{ep.distribution}=={ep.version}",
                 location=str(self.location), aliases=tuple(info.get("aliases", ())),
             )))

@@ -89,11 +89,9 @@ _KINDS: tuple[tuple[type, str], ...] = (
 )
 
 
-def _plugin_kind(cls: type) -> str | None:
-    for base, kind in _KINDS:
-        if issubclass(cls, base):
-            return kind
-    return None
+def _plugin_kinds(cls: type) -> list[str]:
+    """Every plugin interface ``cls`` implements (a converter is often a header converter too)."""
+    return [kind for base, kind in _KINDS if issubclass(cls, base)]
 
 
 class Host:
@@ -189,13 +187,14 @@ class Host:
                 cls = resolve(target)
                 if not isinstance(cls, type):
                     raise TypeError(f"{target} is not a class")
-                kind = _plugin_kind(cls)
-                if kind is None:
+                kinds = _plugin_kinds(cls)
+                if not kinds:
                     raise TypeError(f"{cls.__qualname__} implements no Copycat plugin interface")
                 instance = cls()
                 version = instance.version() if hasattr(instance, "version") else "undefined"
                 described.append({
-                    "kind": kind,
+                    "kind": kinds[0],
+                    "kinds": kinds,
                     "class_name": f"{cls.__module__}.{cls.__qualname__}",
                     "version": str(version),
                     "aliases": list(getattr(cls, "KAFKA_CLASS_ALIASES", ())),

@@ -1,0 +1,257 @@
+"""The sink task loop: consume as group ``connect-<name>``, put() via the host, commit after flush.
+
+Like :mod:`core.source_task`, the loop is driven from outside (``iteration()`` in a loop) and
+owns no thread. Offsets are committed to Kafka only with what the task's ``pre_commit()``
+returns (KIP-89), so a record is committed only once the task says it is durable; a crash
+redelivers everything after the last commit (at-least-once).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+from plugin_api import ConnectException, RetriableException
+
+from core.kafka import wrap_kafka_error
+from isolation.host import PluginHost
+
+log = logging.getLogger("copycat.sink")
+
+# Records handed to one put(): large enough that the host round trip (~7 us) is noise,
+# small enough that a put() of 1 KiB records stays a few MB.
+MAX_RECORDS_PER_PUT = 2_000
+# How long one consume() waits for records before the loop checks commits and stop requests.
+CONSUME_TIMEOUT_S = 0.2
+# Backoff before a put() that raised RetriableException is retried with the same batch, when
+# the task did not ask for another with context.timeout().
+DEFAULT_RETRY_BACKOFF_MS = 1_000
+
+
+class SinkTaskLoop:
+    """Drives one sink task living in a plugin host."""
+
+    def __init__(
+        self,
+        connector: str,
+        task_id: int,
+        host: PluginHost,
+        handle: int,
+        consumer: Consumer,
+        *,
+        topics: Sequence[str] = (),
+        topics_regex: str | None = None,
+        commit_interval_ms: int = 60_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if bool(topics) == bool(topics_regex):
+            raise ConnectException("a sink task needs exactly one of topics or topics.regex")
+        self.connector = connector
+        self.task_id = task_id
+        self.host = host
+        self.handle = handle
+        self.consumer = consumer
+        self.topics = list(topics)
+        self.topics_regex = topics_regex
+        self.commit_interval_s = commit_interval_ms / 1000
+        self._clock = clock
+        self._next_commit = clock() + self.commit_interval_s
+        self._current: dict[tuple[str, int], int] = {}  # next offset to consume, per partition
+        self._committed: dict[tuple[str, int], int] = {}
+        self._assigned: set[tuple[str, int]] = set()
+        self._paused_by_task: set[tuple[str, int]] = set()
+        self._retry_batch: list[tuple[Any, ...]] | None = None
+        self._retry_at = 0.0
+        self._commit_requested = False
+        self._pending_seeks: dict[tuple[str, int], int] = {}
+        self._failure: BaseException | None = None
+        self.records_put = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.connector}-{self.task_id}"
+
+    # -- subscription -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self.topics_regex:
+            # librdkafka treats a subscription starting with ^ as a regex.
+            pattern = self.topics_regex if self.topics_regex.startswith("^") \
+                else "^" + self.topics_regex
+            re.compile(pattern)
+            subscription = [pattern]
+        else:
+            subscription = self.topics
+        self.consumer.subscribe(subscription, on_assign=self._on_assign,
+                                on_revoke=self._on_revoke, on_lost=self._on_lost)
+
+    def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        tps = [(p.topic, p.partition) for p in partitions]
+        try:
+            self._assigned.update(tps)
+            actions = self.host.request("open", self.handle, tps)
+            self._apply(actions)
+        except BaseException as exc:  # raised on the consume() call, reported from there
+            self._failure = exc
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        tps = [(p.topic, p.partition) for p in partitions]
+        try:
+            if self._failure is None:
+                self.commit(only=set(tps))
+            actions = self.host.request("close", self.handle, tps)
+            self._apply(actions)
+        except BaseException as exc:
+            self._failure = exc
+        finally:
+            for tp in tps:
+                self._assigned.discard(tp)
+                self._current.pop(tp, None)
+                self._committed.pop(tp, None)
+                self._paused_by_task.discard(tp)
+
+    def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        tps = [(p.topic, p.partition) for p in partitions]
+        for tp in tps:
+            self._assigned.discard(tp)
+            self._current.pop(tp, None)
+        try:
+            self.host.request("close", self.handle, tps)
+        except BaseException as exc:
+            self._failure = exc
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def iteration(self) -> int:
+        """Consume one batch and put() it; commit when due. Returns the records put."""
+        self._raise_if_failed()
+        if self._retry_batch is not None:
+            if self._clock() < self._retry_at:
+                self.consumer.poll(0)  # keep group membership alive while backing off
+                self._raise_if_failed()
+                time.sleep(min(0.05, max(0.0, self._retry_at - self._clock())))
+                return 0
+            batch, self._retry_batch = self._retry_batch, None
+            count = self._put(batch)
+        else:
+            if self._pending_seeks:
+                self._apply_seeks()
+            messages = self.consumer.consume(MAX_RECORDS_PER_PUT, CONSUME_TIMEOUT_S)
+            self._raise_if_failed()
+            batch = []
+            for msg in messages:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise wrap_kafka_error(err, f"sink task {self.name} consumer")
+                ts_type, ts = msg.timestamp()
+                batch.append((msg.topic(), msg.partition(), msg.offset(),
+                              ts if ts_type else None, ts_type, msg.key(), msg.value(),
+                              msg.headers()))
+            count = self._put(batch) if batch else 0
+        if self._commit_requested or self._clock() >= self._next_commit:
+            self.commit()
+        return count
+
+    def _put(self, batch: list[tuple[Any, ...]]) -> int:
+        try:
+            actions = self.host.request("put", self.handle, batch)
+        except RetriableException as exc:
+            # Kafka Connect redelivers the same batch after the task's timeout: pause so the
+            # consumer stops fetching meanwhile, but keep the consumed positions.
+            log.warning("task %s: put() failed with a retriable error, retrying: %s",
+                        self.name, exc)
+            self._retry_batch = batch
+            self._retry_at = self._clock() + DEFAULT_RETRY_BACKOFF_MS / 1000
+            return 0
+        for topic, partition, offset, *_ in batch:
+            self._current[(topic, partition)] = offset + 1
+        self._apply(actions)
+        self.records_put += len(batch)
+        return len(batch)
+
+    def _apply(self, actions: Mapping[str, Any]) -> None:
+        """Carry out what the task asked of its context during the last call."""
+        if actions.get("timeout_ms") is not None and self._retry_batch is not None:
+            self._retry_at = self._clock() + actions["timeout_ms"] / 1000
+        for (topic, partition), offset in actions.get("seeks", {}).items():
+            self._seek(topic, partition, offset)
+        if actions.get("pause"):
+            tps = [tuple(tp) for tp in actions["pause"]]
+            self._paused_by_task.update(tps)  # type: ignore[arg-type]
+            self.consumer.pause([KafkaTopicPartition(t, p) for t, p in tps])
+        if actions.get("resume"):
+            tps = [tuple(tp) for tp in actions["resume"]]
+            self._paused_by_task.difference_update(tps)  # type: ignore[arg-type]
+            self.consumer.resume([KafkaTopicPartition(t, p) for t, p in tps])
+        if actions.get("request_commit"):
+            self._commit_requested = True
+
+    def _seek(self, topic: str, partition: int, offset: int) -> None:
+        self._pending_seeks[(topic, partition)] = offset
+        self._apply_seeks()
+
+    def _apply_seeks(self) -> None:
+        """Seek where the task asked (context.offset); a partition not fetching yet is retried."""
+        for (topic, partition), offset in list(self._pending_seeks.items()):
+            if (topic, partition) not in self._assigned:
+                del self._pending_seeks[(topic, partition)]
+                continue
+            try:
+                self.consumer.seek(KafkaTopicPartition(topic, partition, offset))
+            except KafkaException:
+                continue  # "Erroneous state" until the fetcher starts: retried next iteration
+            del self._pending_seeks[(topic, partition)]
+            self._current[(topic, partition)] = offset
+
+    def commit(self, only: set[tuple[str, int]] | None = None) -> None:
+        """Ask the task what is safe (pre_commit) and commit exactly that to Kafka."""
+        self._commit_requested = False
+        self._next_commit = self._clock() + self.commit_interval_s
+        current = {tp: off for tp, off in self._current.items() if only is None or tp in only}
+        if not current:
+            return
+        actions = self.host.request("pre_commit", self.handle, current)
+        committable = actions.pop("commit", {})
+        self._apply(actions)
+        offsets = []
+        for tp, offset in committable.items():
+            tp = (tp[0], tp[1])
+            if tp not in current or offset is None:
+                continue  # never commit a partition we no longer own or have not consumed
+            offset = min(offset, current[tp])
+            if self._committed.get(tp) == offset:
+                continue
+            offsets.append(KafkaTopicPartition(tp[0], tp[1], offset))
+        if not offsets:
+            return
+        try:
+            self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            raise wrap_kafka_error(exc, f"sink task {self.name} could not commit offsets") from exc
+        for tp in offsets:
+            self._committed[(tp.topic, tp.partition)] = tp.offset
+
+    def _raise_if_failed(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    def stop(self, *, commit: bool = True) -> None:
+        """Commit what the task has made durable (unless it failed), close and stop it."""
+        try:
+            if commit and self.host.alive:
+                self.commit()
+        finally:
+            try:
+                if self.host.alive:
+                    self.host.request("close", self.handle, sorted(self._assigned))
+                    self.host.request("stop_task", self.handle)
+            finally:
+                self.consumer.close()

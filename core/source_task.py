@@ -1,0 +1,184 @@
+"""The source task loop: poll the plugin host, produce the bytes, commit offsets after acks.
+
+The loop knows nothing of threads or herders: whoever drives it (a worker thread, a Spark
+executor) calls :meth:`SourceTaskLoop.iteration` repeatedly and :meth:`commit_offsets` on its
+own schedule. At-least-once: an offset is stored only when the broker has acknowledged its
+record *and every record submitted before it for the same source partition*, so a crash never
+skips data (it may resend some).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import KafkaError, Message, Producer
+from plugin_api import ConnectException
+from plugin_api.connector import freeze_partition
+
+from core.kafka import wrap_kafka_error
+from core.offsets import OffsetStore
+from core.topics import TopicCreator
+from isolation.host import PluginHost
+
+log = logging.getLogger("copycat.source")
+
+# Records sent but not yet acknowledged. Past this the loop stops polling the task and waits
+# for acks: memory stays bounded when the broker is slower than the source.
+MAX_OUTSTANDING_RECORDS = 200_000
+# How long produce() waits for room in librdkafka's queue before trying again.
+QUEUE_FULL_WAIT_S = 0.05
+
+
+class _Submitted:
+    """Records in submission order; offsets become committable as the acknowledged prefix."""
+
+    __slots__ = ("order", "acked")
+
+    def __init__(self) -> None:
+        # (seq, frozen source partition, source partition, source offset)
+        self.order: collections.deque[tuple[int, Any, Any, Any]] = collections.deque()
+        self.acked: set[int] = set()
+
+    def committable(self) -> list[tuple[Any, Any]]:
+        """Pop the acknowledged prefix; return ``(partition, latest offset)`` for each in it.
+
+        A partition's offset advances only past records acked in order; one unacked record
+        holds back everything after it (across partitions too, which is simpler and at most
+        delays a commit until that record's ack arrives).
+        """
+        offsets: dict[Any, tuple[Any, Any]] = {}
+        order, acked = self.order, self.acked
+        while order and order[0][0] in acked:
+            seq, frozen, partition, offset = order.popleft()
+            acked.discard(seq)
+            if frozen is not None:
+                offsets[frozen] = (partition, offset)
+        return list(offsets.values())
+
+
+class SourceTaskLoop:
+    """Drives one source task living in a plugin host."""
+
+    def __init__(
+        self,
+        connector: str,
+        task_id: int,
+        host: PluginHost,
+        handle: int,
+        producer: Producer,
+        offsets: OffsetStore,
+        topic_creator: TopicCreator | None = None,
+    ) -> None:
+        self.connector = connector
+        self.task_id = task_id
+        self.host = host
+        self.handle = handle
+        self.producer = producer
+        self.offsets = offsets
+        self._topic_creator = topic_creator
+        self._topics_seen: set[str] = set()
+        self._submitted = _Submitted()
+        self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
+        self._failure: ConnectException | None = None
+        self.records_sent = 0
+
+    @property
+    def name(self) -> str:
+        return f"{self.connector}-{self.task_id}"
+
+    def _on_delivery(self, seq: int) -> Callable[[KafkaError | None, Message], None]:
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            if err is not None:
+                if self._failure is None:
+                    self._failure = wrap_kafka_error(
+                        err, f"task {self.name} could not send a record to "
+                        f"{msg.topic()}-{msg.partition()}"
+                    )
+                return
+            self._submitted.acked.add(seq)
+            ts = msg.timestamp()[1]
+            self._pending_acks.append((seq, msg.topic(), msg.partition(), msg.offset(), ts))
+
+        return delivered
+
+    def iteration(self) -> int:
+        """One ``poll()`` of the task, its records handed to the producer. Returns the count."""
+        self._raise_if_failed()
+        self.producer.poll(0)
+        while len(self._submitted.order) >= MAX_OUTSTANDING_RECORDS:
+            self.producer.poll(QUEUE_FULL_WAIT_S)  # back-pressure: wait for the broker
+            self._raise_if_failed()
+        acks, self._pending_acks = self._pending_acks, []
+        rows = self.host.request("poll", self.handle, acks)
+        produce = self.producer.produce
+        order = self._submitted.order
+        for seq, topic, partition, key, value, headers, timestamp, src_part, src_off in rows:
+            frozen = freeze_partition(src_part) if src_part is not None else None
+            order.append((seq, frozen, src_part, src_off))
+            if topic is None:  # dropped by a transform: its offset still counts
+                self._submitted.acked.add(seq)
+                self._pending_acks.append((seq, None, None, None, None))
+                continue
+            if topic not in self._topics_seen:
+                if self._topic_creator is not None:
+                    self._topic_creator.ensure(topic)
+                self._topics_seen.add(topic)
+            kwargs: dict[str, Any] = {"on_delivery": self._on_delivery(seq)}
+            if partition is not None:
+                kwargs["partition"] = partition
+            if timestamp is not None:
+                kwargs["timestamp"] = timestamp
+            if headers:
+                kwargs["headers"] = headers
+            while True:
+                try:
+                    produce(topic, value, key, **kwargs)
+                    break
+                except BufferError:
+                    self.producer.poll(QUEUE_FULL_WAIT_S)
+                except Exception as exc:  # KafkaException, TypeError for bad values
+                    raise ConnectException(
+                        f"task {self.name} could not send a record to topic {topic!r}: {exc}"
+                    ) from exc
+        self.records_sent += len(rows)
+        return len(rows)
+
+    def _raise_if_failed(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    def commit_offsets(self, timeout_s: float = 0.0) -> int:
+        """Store offsets of everything acknowledged so far; optionally wait for acks first.
+
+        Returns how many records are still unacknowledged.
+        """
+        if timeout_s > 0:
+            deadline = time.monotonic() + timeout_s
+            while self._submitted.order and time.monotonic() < deadline:
+                self.producer.flush(max(0.0, deadline - time.monotonic()))
+                if self._submitted.order and self._submitted.order[0][0] not in self._submitted.acked:
+                    break  # the head's ack is not coming within the timeout (or it failed)
+        else:
+            self.producer.poll(0)
+        offsets = self._submitted.committable()
+        if offsets:
+            self.offsets.put(self.connector, offsets)
+            self.offsets.flush()
+            self.host.request("call", self.handle, "commit")
+        return len(self._submitted.order)
+
+    def stop(self, timeout_s: float) -> None:
+        """Flush what can be flushed, store its offsets and stop the task in its host."""
+        try:
+            if self._failure is None:
+                self.commit_offsets(timeout_s)
+        finally:
+            if self.host.alive:
+                if self._pending_acks:
+                    acks, self._pending_acks = self._pending_acks, []
+                    self.host.request("acked", self.handle, acks)
+                self.host.request("stop_task", self.handle)

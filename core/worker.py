@@ -1,0 +1,354 @@
+"""The worker: starts connectors and tasks in plugin hosts and drives task loops on threads.
+
+The worker owns every Kafka client (one producer per source task, one consumer per sink task,
+as Kafka Connect does); plugin hosts see only bytes. A failing task is marked FAILED with its
+trace and never takes the worker or other tasks down.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from plugin_api import ConfigException, ConnectException
+
+from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS, client_config
+from core.offsets import OffsetStore
+from core.plugins import PluginCatalogue
+from core.sink_task import SinkTaskLoop
+from core.source_task import SourceTaskLoop
+from core.status import State, Status, StatusBoard, failure_trace
+from core.topics import TopicCreator
+from isolation.environment import PluginDescriptor
+from isolation.host import PluginHost, RemotePluginError
+
+log = logging.getLogger("copycat.worker")
+
+CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
+# Seconds a task loop sleeps after an iteration that moved nothing, when the task's poll()
+# returned at once: keeps an idle source from spinning a core.
+IDLE_BACKOFF_S = 0.01
+
+
+def prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
+    return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+
+
+@dataclass
+class _Connector:
+    name: str
+    props: dict[str, str]
+    plugin: PluginDescriptor
+    host: PluginHost
+    handle: int
+    version: str
+    tasks: dict[int, _TaskRunner] = field(default_factory=dict)
+
+
+class _TaskRunner(threading.Thread):
+    """A thread that drives one task loop until stopped or failed."""
+
+    def __init__(self, worker: Worker, connector: str, task_id: int, host: PluginHost,
+                 loop: SourceTaskLoop | SinkTaskLoop, commit_interval_s: float) -> None:
+        super().__init__(name=f"task-{connector}-{task_id}", daemon=True)
+        self.worker = worker
+        self.connector = connector
+        self.task_id = task_id
+        self.host = host
+        self.loop = loop
+        self.commit_interval_s = commit_interval_s
+        self.stopping = threading.Event()
+        self.paused = threading.Event()
+        self.failed = False
+
+    def run(self) -> None:
+        loop = self.loop
+        try:
+            if isinstance(loop, SinkTaskLoop):
+                loop.start()
+            next_commit = time.monotonic() + self.commit_interval_s
+            while not self.stopping.is_set():
+                if self.paused.is_set():
+                    self.stopping.wait(0.1)
+                    continue
+                moved = loop.iteration()
+                if isinstance(loop, SourceTaskLoop):
+                    if time.monotonic() >= next_commit:
+                        loop.commit_offsets()
+                        next_commit = time.monotonic() + self.commit_interval_s
+                    if not moved:
+                        self.stopping.wait(IDLE_BACKOFF_S)
+        except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
+            self.failed = True
+            log.error("task %s-%d failed: %s", self.connector, self.task_id, exc)
+            self.worker.status.set_task(self.connector, self.task_id, Status(
+                State.FAILED, self.worker.worker_id, trace=failure_trace(exc)))
+        finally:
+            self._shut_down()
+
+    def _shut_down(self) -> None:
+        timeout = self.worker.graceful_timeout_s
+        try:
+            if isinstance(self.loop, SinkTaskLoop):
+                self.loop.stop(commit=not self.failed)
+            else:
+                self.loop.stop(timeout if not self.failed else 0.0)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("task %s-%d did not stop cleanly: %s", self.connector, self.task_id, exc)
+        finally:
+            self.host.close()
+            if not self.failed:
+                self.worker.status.set_task(self.connector, self.task_id,
+                                            Status(State.UNASSIGNED, self.worker.worker_id))
+
+
+class Worker:
+    """Runs connectors and their tasks; knows nothing of how they were assigned to it."""
+
+    def __init__(
+        self,
+        worker_id: str,
+        worker_props: Mapping[str, str],
+        catalogue: PluginCatalogue,
+        offsets: OffsetStore,
+        *,
+        client_props: Mapping[str, Any],
+        status: StatusBoard | None = None,
+    ) -> None:
+        self.worker_id = worker_id
+        self.props = dict(worker_props)
+        self.catalogue = catalogue
+        self.offsets = offsets
+        self.client_props = dict(client_props)
+        self.status = status or StatusBoard()
+        self.connectors: dict[str, _Connector] = {}
+        self.graceful_timeout_s = int(self.props.get("task.shutdown.graceful.timeout.ms",
+                                                     5000)) / 1000
+        self.commit_interval_s = int(self.props.get("offset.flush.interval.ms", 60000)) / 1000
+
+    # -- connectors ------------------------------------------------------------------------
+
+    def resolve_connector(self, props: Mapping[str, str]) -> PluginDescriptor:
+        if not props.get("connector.class"):
+            raise ConfigException("connector.class", None,
+                                  'Missing required configuration "connector.class" '
+                                  "which has no default value.")
+        return self.catalogue.resolve("connector", props["connector.class"],
+                                      props.get("connector.plugin.version"))
+
+    def validate_plugin_config(self, props: Mapping[str, str]) -> dict[str, Any]:
+        """The connector plugin's own ``config/validate`` body, computed in a plugin host."""
+        plugin = self.resolve_connector(props)
+        host = self.catalogue.environment(plugin).start_host(f"validate:{plugin.name}")
+        try:
+            handle = host.new_object(plugin.target)
+            infos: dict[str, Any] = host.request("validate", handle, dict(props))
+            return infos
+        finally:
+            host.close()
+
+    def start_connector(self, name: str, props: Mapping[str, str]) -> str:
+        plugin = self.resolve_connector(props)
+        env = self.catalogue.environment(plugin)
+        host = env.start_host(f"{name}:connector")
+        try:
+            handle = host.new_object(plugin.target)
+            host.call(handle, "start", dict(props))
+            version = str(host.call(handle, "version"))
+        except BaseException as exc:
+            host.close()
+            self.status.set_connector(name, Status(State.FAILED, self.worker_id,
+                                                   trace=failure_trace(exc)))
+            raise
+        self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
+        self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
+        log.info("connector %s started (%s %s)", name, plugin.class_name, version)
+        return version
+
+    def task_configs(self, name: str) -> list[dict[str, str]]:
+        connector = self.connectors[name]
+        max_tasks = int(connector.props.get("tasks.max", "1"))
+        configs = connector.host.call(connector.handle, "task_configs", max_tasks)
+        enforce = connector.props.get("tasks.max.enforce", "true").lower() != "false"
+        if enforce and len(configs) > max_tasks:
+            raise ConnectException(f"connector {name} generated {len(configs)} task configs, "
+                                   f"more than tasks.max={max_tasks}")
+        return [{str(k): str(v) for k, v in c.items()} for c in configs]
+
+    def stop_connector(self, name: str) -> None:
+        connector = self.connectors.pop(name, None)
+        if connector is None:
+            return
+        self.stop_tasks(name)
+        try:
+            if connector.host.alive:
+                connector.host.call(connector.handle, "stop")
+        except Exception as exc:  # noqa: BLE001
+            log.warning("connector %s did not stop cleanly: %s", name, exc)
+        finally:
+            connector.host.close()
+        self.status.set_connector(name, Status(State.UNASSIGNED, self.worker_id))
+
+    # -- tasks -------------------------------------------------------------------------------
+
+    def start_task(self, name: str, task_id: int, task_props: Mapping[str, str]) -> None:
+        connector = self.connectors[name]
+        props = connector.props
+        env = self.catalogue.environment(connector.plugin)
+        host = env.start_host(
+            f"{name}-{task_id}",
+            callbacks={"offsets": lambda partitions: self.offsets.get(name, partitions)},
+        )
+        try:
+            task_target = host.request("task_class", host.new_object(connector.plugin.target))
+            pipeline = self._pipeline(host, str(env.location), props)
+            handle = host.next_handle()
+            loop: SourceTaskLoop | SinkTaskLoop
+            if connector.plugin.kind == "source":
+                host.request("start_source_task", handle, task_target, dict(task_props), pipeline)
+                producer = Producer(client_config(
+                    self.client_props, SOURCE_PRODUCER_DEFAULTS,
+                    {"client.id": f"connector-producer-{name}-{task_id}"},
+                    prefixed(self.props, "producer."),
+                    prefixed(props, "producer.override."),
+                ))
+                creator = TopicCreator(
+                    client_config(self.client_props, prefixed(self.props, "admin."),
+                                  prefixed(props, "admin.override.")),
+                    props,
+                    enabled=self.props.get("topic.creation.enable", "true").lower() == "true",
+                )
+                loop = SourceTaskLoop(name, task_id, host, handle, producer, self.offsets,
+                                      creator)
+            else:
+                errant = bool(props.get("errors.deadletterqueue.topic.name")) or \
+                    props.get("errors.tolerance", "none") == "all"
+                host.request("start_sink_task", handle, task_target, dict(task_props), pipeline,
+                             errant)
+                consumer = Consumer(client_config(
+                    self.client_props, SINK_CONSUMER_DEFAULTS,
+                    {"group.id": f"connect-{name}",
+                     "client.id": f"connector-consumer-{name}-{task_id}"},
+                    prefixed(self.props, "consumer."),
+                    prefixed(props, "consumer.override."),
+                ))
+                topics = [t.strip() for t in props.get("topics", "").split(",") if t.strip()]
+                loop = SinkTaskLoop(name, task_id, host, handle, consumer, topics=topics,
+                                    topics_regex=props.get("topics.regex") or None,
+                                    commit_interval_ms=int(self.commit_interval_s * 1000))
+        except BaseException as exc:
+            host.close()
+            self.status.set_task(name, task_id, Status(State.FAILED, self.worker_id,
+                                                       trace=failure_trace(exc)))
+            log.error("task %s-%d failed to start: %s", name, task_id, exc)
+            return
+        runner = _TaskRunner(self, name, task_id, host, loop, self.commit_interval_s)
+        connector.tasks[task_id] = runner
+        self.status.set_task(name, task_id, Status(State.RUNNING, self.worker_id,
+                                                   version=connector.version))
+        runner.start()
+
+    def stop_tasks(self, name: str, timeout_s: float | None = None) -> None:
+        """Stop every task of ``name``: signal all, then wait (the timeout is shared)."""
+        connector = self.connectors.get(name)
+        if connector is None:
+            return
+        runners = list(connector.tasks.values())
+        for runner in runners:
+            runner.stopping.set()
+        deadline = time.monotonic() + (timeout_s if timeout_s is not None
+                                       else self.graceful_timeout_s)
+        for runner in runners:
+            runner.join(max(0.0, deadline - time.monotonic()))
+            if runner.is_alive():
+                log.error("task %s-%d did not stop within the graceful timeout; killing its "
+                          "plugin host", name, runner.task_id)
+                runner.host.kill()
+                runner.join(5)
+        connector.tasks.clear()
+
+    def pause(self, name: str, paused: bool) -> None:
+        connector = self.connectors.get(name)
+        if connector is None:
+            return
+        state = State.PAUSED if paused else State.RUNNING
+        for task_id, runner in connector.tasks.items():
+            (runner.paused.set if paused else runner.paused.clear)()
+            self.status.update_task(name, task_id, state=state)
+        self.status.set_connector(name, Status(state, self.worker_id, version=connector.version))
+
+    def stop(self) -> None:
+        for name in list(self.connectors):
+            self.stop_tasks(name)
+        for name in list(self.connectors):
+            self.stop_connector(name)
+        self.offsets.flush()
+
+    # -- converters and transforms -----------------------------------------------------------
+
+    def _attach(self, host: PluginHost, plugin: PluginDescriptor, home: str, key: str) -> None:
+        if plugin.location == home:
+            return
+        try:
+            host.request("attach", str(self.catalogue.environment(plugin).import_path))
+        except RemotePluginError as exc:
+            raise ConfigException(
+                key, plugin.class_name,
+                f"cannot load {plugin.distribution} into the task's plugin host: "
+                f"{exc.remote_message}"
+            ) from exc
+
+    def _pipeline(self, host: PluginHost, home: str, props: Mapping[str, str]) -> dict[str, Any]:
+        spec: dict[str, Any] = {}
+        for which in CONVERTER_KEYS:
+            source = props if props.get(which) else self.props
+            class_name = source.get(which)
+            if not class_name:
+                continue
+            kind = "header_converter" if which == "header.converter" else "converter"
+            plugin = self.catalogue.resolve(kind, class_name,
+                                            source.get(f"{which}.plugin.version"), key=which)
+            self._attach(host, plugin, home, which)
+            sub = prefixed(source, which + ".")
+            sub.pop("plugin.version", None)
+            sub.setdefault("converter.type", which.split(".")[0])
+            spec[which.replace(".", "_")] = (plugin.target, sub)
+        spec["transforms"] = self._transforms(host, home, props)
+        return spec
+
+    def _transforms(self, host: PluginHost, home: str,
+                    props: Mapping[str, str]) -> list[tuple[Any, ...]]:
+        stages = []
+        aliases = [a.strip() for a in props.get("transforms", "").split(",") if a.strip()]
+        for alias in aliases:
+            prefix = f"transforms.{alias}."
+            sub = prefixed(props, prefix)
+            type_name = sub.pop("type", None)
+            if not type_name:
+                raise ConfigException(prefix + "type", None, "Missing required configuration")
+            plugin = self.catalogue.resolve("transformation", type_name,
+                                            sub.pop("plugin.version", None), key=prefix + "type")
+            self._attach(host, plugin, home, prefix + "type")
+            predicate_alias = sub.pop("predicate", None)
+            negate = sub.pop("negate", "false").lower() == "true"
+            predicate = None
+            if predicate_alias:
+                pprefix = f"predicates.{predicate_alias}."
+                psub = prefixed(props, pprefix)
+                ptype = psub.pop("type", None)
+                if not ptype:
+                    raise ConfigException(pprefix + "type", None,
+                                          f"predicate {predicate_alias!r} used by transform "
+                                          f"{alias!r} is not defined")
+                pplugin = self.catalogue.resolve("predicate", ptype,
+                                                 psub.pop("plugin.version", None),
+                                                 key=pprefix + "type")
+                self._attach(host, pplugin, home, pprefix + "type")
+                predicate = (pplugin.target, psub)
+            stages.append((alias, (plugin.target, sub), predicate, negate))
+        return stages

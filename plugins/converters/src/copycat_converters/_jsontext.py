@@ -1,0 +1,161 @@
+"""JSON text exactly as Kafka's JsonConverter (Jackson) writes it.
+
+Python's ``json.dumps(..., separators=(",", ":"), ensure_ascii=False)`` already
+matches Jackson's compact output for objects, arrays, strings, ints and most
+doubles. The differences handled here:
+
+* Doubles outside ``[1e-3, 1e7)`` are written by Java as ``1.0E7`` / ``1.0E-4``
+  (``Double.toString``); Python writes ``10000000.0`` / ``0.0001``.
+* FLOAT32 values are written with the shortest digits of the 32-bit float
+  (``Float.toString``): ``0.1``, not ``0.10000000149011612``.
+* Decimals with ``decimal.format=NUMERIC`` are written as ``BigDecimal.toString``.
+* Jackson writes the hex digits of ``\\u00XX`` escapes in upper case.
+
+Values that need Java formatting are wrapped in :class:`Raw`; a tree holding
+any ``Raw`` goes through the (slower) pure-Python :func:`dumps_slow`, every
+other tree through the C encoder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import struct
+
+__all__ = ["Raw", "dumps", "java_double", "java_float"]
+
+# Java's Double.toString/Float.toString switch to "computerized scientific
+# notation" outside this magnitude range.
+_PLAIN_MIN = 1e-3
+_PLAIN_MAX = 1e7
+# Significant decimal digits always enough to round-trip a float32.
+_FLOAT32_MAX_DIGITS = 9
+
+_encode_str = json.encoder.py_encode_basestring  # type: ignore[attr-defined]
+_encode_str_c = getattr(json.encoder, "c_encode_basestring", None) or _encode_str
+_dumps_fast = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_LOWER_HEX_ESCAPE = re.compile(r"(\\\\)|\\u00([0-9a-f]{2})")
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+class Raw(str):
+    """JSON text to be written verbatim (a number formatted the Java way)."""
+
+    __slots__ = ()
+
+
+def _digits(text: str) -> tuple[str, int]:
+    """Split a positive decimal literal into significant digits and the point position."""
+    mantissa, _, exp = text.partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    point = len(whole) + (int(exp) if exp else 0)
+    stripped = digits.lstrip("0")
+    point -= len(digits) - len(stripped)
+    stripped = stripped.rstrip("0") or "0"
+    return stripped, point
+
+
+def _java_format(sign: str, digits: str, point: int, magnitude: float) -> str:
+    if _PLAIN_MIN <= magnitude < _PLAIN_MAX:
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        if point >= len(digits):
+            return f"{sign}{digits}{'0' * (point - len(digits))}.0"
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{point - 1}"
+
+
+def java_double(value: float) -> str:
+    """Return ``Double.toString(value)`` (JDK 19+ shortest digits); non-finite values by name."""
+    if not math.isfinite(value):
+        return _NON_FINITE[repr(value)]
+    if value == 0:
+        return "-0.0" if math.copysign(1.0, value) < 0 else "0.0"
+    magnitude = abs(value)
+    digits, point = _digits(repr(magnitude))
+    return _java_format("-" if value < 0 else "", digits, point, magnitude)
+
+
+def to_float32(value: float) -> float:
+    """Round ``value`` to the nearest 32-bit float (overflowing to infinity, as Java's cast)."""
+    try:
+        return struct.unpack("f", struct.pack("f", value))[0]  # type: ignore[no-any-return]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def java_float(value: float) -> str:
+    """Return ``Float.toString((float) value)``: the shortest digits that identify the float32."""
+    f32 = to_float32(value)
+    if not math.isfinite(f32):
+        return _NON_FINITE[repr(f32)]
+    if f32 == 0:
+        return "-0.0" if math.copysign(1.0, f32) < 0 else "0.0"
+    magnitude = abs(f32)
+    for precision in range(_FLOAT32_MAX_DIGITS):
+        text = f"{magnitude:.{precision}e}"
+        if to_float32(float(text)) == magnitude:
+            break
+    digits, point = _digits(text)
+    return _java_format("-" if f32 < 0 else "", digits, point, magnitude)
+
+
+def dumps_slow(obj: object) -> str:
+    """Encode ``obj`` (JSON types plus :class:`Raw`) compactly in pure Python."""
+    parts: list[str] = []
+    _write(obj, parts.append)
+    return "".join(parts)
+
+
+def _write(obj: object, out: object) -> None:  # noqa: C901 - one dispatch table
+    emit = out  # type: ignore[assignment]
+    if isinstance(obj, Raw):
+        emit(str(obj))  # type: ignore[operator]
+    elif isinstance(obj, str):
+        emit(_encode_str_c(obj))  # type: ignore[operator]
+    elif obj is None:
+        emit("null")  # type: ignore[operator]
+    elif obj is True:
+        emit("true")  # type: ignore[operator]
+    elif obj is False:
+        emit("false")  # type: ignore[operator]
+    elif isinstance(obj, int):
+        emit(int.__repr__(obj))  # type: ignore[operator]
+    elif isinstance(obj, float):
+        emit(float.__repr__(obj))  # type: ignore[operator]
+    elif isinstance(obj, dict):
+        emit("{")  # type: ignore[operator]
+        first = True
+        for key, value in obj.items():
+            if not first:
+                emit(",")  # type: ignore[operator]
+            first = False
+            emit(_encode_str_c(key))  # type: ignore[operator]
+            emit(":")  # type: ignore[operator]
+            _write(value, emit)
+        emit("}")  # type: ignore[operator]
+    elif isinstance(obj, list):
+        emit("[")  # type: ignore[operator]
+        for i, value in enumerate(obj):
+            if i:
+                emit(",")  # type: ignore[operator]
+            _write(value, emit)
+        emit("]")  # type: ignore[operator]
+    else:  # pragma: no cover - the converters only build the types above
+        raise TypeError(f"Cannot encode {type(obj).__name__} as JSON")
+
+
+def _upper_hex(match: re.Match[str]) -> str:
+    if match.group(1):
+        return match.group(1)
+    return "\\u00" + match.group(2).upper()
+
+
+def dumps(obj: object, slow: bool) -> str:
+    """Encode ``obj`` compactly like Jackson; ``slow`` says whether it holds :class:`Raw` values."""
+    text = dumps_slow(obj) if slow else _dumps_fast(obj)
+    if "\\u00" in text:
+        text = _LOWER_HEX_ESCAPE.sub(_upper_hex, text)
+    return text

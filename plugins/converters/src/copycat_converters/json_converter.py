@@ -1,0 +1,600 @@
+"""JsonConverter: JSON with an optional schema envelope, byte-compatible with Kafka Connect's.
+
+With ``schemas.enable=true`` (the default) every value is written as
+``{"schema":<schema>,"payload":<value>}`` and read back with its schema; with
+``false`` only the bare value is written and read values have no schema.
+
+Value encoding (as Kafka): bytes and BASE64 decimals as base64 strings,
+NUMERIC decimals as JSON numbers, Date/Time/Timestamp as integers (days,
+ms of day, epoch ms), maps with string keys as objects and other maps as
+arrays of ``[key, value]`` pairs, NaN and infinities as the strings
+``"NaN"``, ``"Infinity"``, ``"-Infinity"``.
+
+Where Kafka silently produces a wrong value we raise DataException instead:
+a JSON value of the wrong type for its schema (Kafka yields 0/false/null),
+an integer out of range for INT8/16/32 (Kafka wraps it), an unhashable map
+key. Float fields written as ``"NaN"``/``"Infinity"`` read back as those
+floats (Kafka reads 0.0). FLOAT32 values stay Python floats on read.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import decimal
+import json
+import math
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+from plugin_api import (
+    AbstractConfig,
+    CaseInsensitiveValidString,
+    ConfigDef,
+    ConfigType,
+    Converter,
+    DataException,
+    Date,
+    Decimal,
+    HeaderConverter,
+    Headers,
+    Importance,
+    NULL_SCHEMA_AND_VALUE,
+    Range,
+    Schema,
+    SchemaAndValue,
+    Struct,
+    Time,
+    Timestamp,
+    Type,
+    Width,
+)
+
+from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
+from copycat_converters._jsonschema import from_json_schema, has_decimal, to_json_schema
+from copycat_converters._jsontext import Raw, dumps, java_double, java_float
+
+__all__ = ["JsonConverter"]
+
+SCHEMAS_ENABLE_CONFIG = "schemas.enable"
+SCHEMAS_CACHE_SIZE_CONFIG = "schemas.cache.size"
+DECIMAL_FORMAT_CONFIG = "decimal.format"
+REPLACE_NULL_WITH_DEFAULT_CONFIG = "replace.null.with.default"
+DECIMAL_FORMAT_BASE64 = "BASE64"
+DECIMAL_FORMAT_NUMERIC = "NUMERIC"
+
+ENVELOPE_ERROR = (
+    'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain additional '
+    "fields. If you are trying to deserialize plain JSON data, set schemas.enable=false in your converter "
+    "configuration."
+)
+
+# Kafka's serializer writes the envelope in this exact layout; recognising it lets
+# us cache parsed schemas by their JSON text instead of re-building them per record.
+_ENVELOPE_HEAD = '{"schema":'
+_ENVELOPE_MID = ',"payload":'
+_INT_RANGES = {
+    Type.INT8: (-(2**7), 2**7 - 1),
+    Type.INT16: (-(2**15), 2**15 - 1),
+    Type.INT32: (-(2**31), 2**31 - 1),
+    Type.INT64: (-(2**63), 2**63 - 1),
+}
+_NON_FINITE_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_EXACT_DECODER = json.JSONDecoder(parse_float=decimal.Decimal, parse_constant=lambda c: _reject_constant(c))
+_FLOAT_DECODER = json.JSONDecoder(parse_constant=lambda c: _reject_constant(c))
+
+CONFIG_DEF = (
+    converter_config_def()
+    .define(
+        SCHEMAS_ENABLE_CONFIG, ConfigType.BOOLEAN, True, None, Importance.HIGH,
+        "Include schemas within each of the serialized values and keys.",
+        "Schemas", 0, Width.MEDIUM, "Enable Schemas",
+    )
+    .define(
+        SCHEMAS_CACHE_SIZE_CONFIG, ConfigType.INT, 1000, Range.at_least(0), Importance.HIGH,
+        "The maximum number of schemas that can be cached in this converter instance.",
+        "Schemas", 1, Width.MEDIUM, "Schema Cache Size",
+    )
+    .define(
+        DECIMAL_FORMAT_CONFIG, ConfigType.STRING, DECIMAL_FORMAT_BASE64,
+        CaseInsensitiveValidString.in_(DECIMAL_FORMAT_BASE64, DECIMAL_FORMAT_NUMERIC), Importance.LOW,
+        "Controls which format this converter will serialize decimals in. This value is case insensitive "
+        "and can be either 'BASE64' (default) or 'NUMERIC'",
+        "Serialization", 0, Width.MEDIUM, "Decimal Format",
+    )
+    .define(
+        REPLACE_NULL_WITH_DEFAULT_CONFIG, ConfigType.BOOLEAN, True, None, Importance.LOW,
+        "Whether to replace fields that have a default value and that are null to the default value. "
+        "When set to true, the default value is used, otherwise null is used.",
+        "Serialization", 1, Width.MEDIUM, "Replace null with default",
+    )
+)
+
+
+def _reject_constant(constant: str) -> float:
+    raise DataException(
+        f"Converting byte[] to Kafka Connect data failed due to serialization error: "
+        f"non-standard token {constant!r}"
+    )
+
+
+class _LRU:
+    """A tiny LRU map; capacity 0 disables caching."""
+
+    __slots__ = ("_data", "_capacity")
+
+    def __init__(self, capacity: int) -> None:
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._capacity = capacity
+
+    def get(self, key: Any) -> Any:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        if self._capacity <= 0:
+            return
+        self._data[key] = value
+        self._data.move_to_end(key)
+        if len(self._data) > self._capacity:
+            self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def _type_error(schema: Schema | None, value: object) -> DataException:
+    kind = schema.type.name if schema is not None else "unknown schema"
+    return DataException(f"Invalid type for {kind}: {type(value).__name__}")
+
+
+class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
+    """Kafka Connect's JsonConverter; see the module docstring for the format."""
+
+    KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.json.JsonConverter",)
+
+    CONFIG_DEF = CONFIG_DEF
+
+    def __init__(self) -> None:
+        """Create a converter with Kafka's defaults (call :meth:`configure` before use)."""
+        self._schemas_enabled = True
+        self._decimal_numeric = False
+        self._replace_null = True
+        self._slow = False
+        self._from_connect_cache = _LRU(1000)
+        self._to_connect_cache = _LRU(1000)
+
+    def config(self) -> ConfigDef:
+        """Return the converter's settings."""
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, object], is_key: bool | None = None) -> None:
+        """Parse the settings; ``is_key=None`` means header converter.
+
+        Raises:
+            ConfigException: Naming the invalid key.
+        """
+        conf = AbstractConfig(CONFIG_DEF, with_type(configs, is_key))
+        self._schemas_enabled = bool(conf.get_boolean(SCHEMAS_ENABLE_CONFIG))
+        self._decimal_numeric = (conf.get_string(DECIMAL_FORMAT_CONFIG) or "").upper() == DECIMAL_FORMAT_NUMERIC
+        self._replace_null = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
+        size = conf.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0
+        self._from_connect_cache = _LRU(size)
+        self._to_connect_cache = _LRU(size)
+
+    # -- Connect -> JSON -----------------------------------------------------------
+
+    def from_connect_data(
+        self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
+    ) -> bytes | None:
+        """Serialize ``value``; ``None`` with no schema is a tombstone (``None``).
+
+        Raises:
+            DataException: If the value does not fit the schema.
+        """
+        if schema is None and value is None:
+            return None
+        self._slow = False
+        payload = self._to_json(schema, value)
+        if self._schemas_enabled:
+            text = f"{_ENVELOPE_HEAD}{self._schema_text(schema)}{_ENVELOPE_MID}{dumps(payload, self._slow)}}}"
+        else:
+            text = dumps(payload, self._slow)
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise DataException(
+                "Converting Kafka Connect data to byte[] failed due to serialization error: " + str(exc)
+            ) from exc
+
+    def as_json_schema(self, schema: Schema | None) -> object:
+        """Return the JSON schema object (dicts/lists) of ``schema``, as Kafka's ``asJsonSchema``."""
+        if schema is None:
+            return None
+        return json.loads(self._schema_text(schema), parse_float=decimal.Decimal)
+
+    def _schema_text(self, schema: Schema | None) -> str:
+        if schema is None:
+            return "null"
+        cached = self._from_connect_cache.get(schema)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        saved = self._slow
+        self._slow = False
+        text = dumps(to_json_schema(schema, self._to_json), self._slow)
+        self._slow = saved
+        self._from_connect_cache.put(schema, text)
+        return text
+
+    def _to_json(self, schema: Schema | None, value: object) -> object:  # noqa: C901 - mirrors Kafka's switch
+        if value is None:
+            if schema is None:
+                return None
+            if schema.default_value is not None and self._replace_null:
+                return self._to_json(schema, schema.default_value)
+            if schema.optional:
+                return None
+            raise DataException("Conversion error: null value for field that is required and has no default value")
+        if schema is not None and schema.name is not None:
+            logical = self._logical_to_json(schema, value)
+            if logical is not _NOT_LOGICAL:
+                return logical
+        kind = schema.type if schema is not None else _infer_type(value)
+        if kind is Type.STRING:
+            if not isinstance(value, str):
+                raise _type_error(schema, value)
+            return value
+        if kind in _INT_RANGES:
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise _type_error(schema, value)
+            return value
+        if kind is Type.FLOAT64 or kind is Type.FLOAT32:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise _type_error(schema, value)
+            return self._float_to_json(float(value), kind is Type.FLOAT32)
+        if kind is Type.BOOLEAN:
+            if not isinstance(value, bool):
+                raise _type_error(schema, value)
+            return value
+        if kind is Type.BYTES:
+            if not isinstance(value, (bytes, bytearray, memoryview)):
+                raise _type_error(schema, value)
+            return base64.b64encode(value).decode("ascii")
+        if kind is Type.ARRAY:
+            if not isinstance(value, (list, tuple)):
+                raise _type_error(schema, value)
+            element = schema.value_schema if schema is not None else None
+            return [self._to_json(element, item) for item in value]
+        if kind is Type.MAP:
+            if not isinstance(value, Mapping):
+                raise _type_error(schema, value)
+            return self._map_to_json(schema, value)
+        if kind is Type.STRUCT:
+            if not isinstance(value, Struct):
+                raise _type_error(schema, value)
+            struct_schema = schema if schema is not None else value.schema
+            if value.schema is not struct_schema and (
+                value.schema.fields != struct_schema.fields
+                or value.schema.name != struct_schema.name
+                or value.schema.version != struct_schema.version
+            ):
+                raise DataException("Mismatching schema.")
+            return {
+                field.name: self._to_json(field.schema, value.get_without_default(field.name))
+                for field in struct_schema.fields
+            }
+        raise DataException(f"Couldn't convert {value!r} to JSON.")  # pragma: no cover
+
+    def _float_to_json(self, number: float, float32: bool) -> object:
+        if not math.isfinite(number):
+            # Jackson quotes non-finite numbers (QUOTE_NON_NUMERIC_NUMBERS).
+            return java_double(number)
+        text = java_float(number) if float32 else java_double(number)
+        if not float32 and "E" not in text:
+            return number  # repr() already equals Double.toString here
+        as_float = float(text)
+        if "E" not in text and repr(as_float) == text:
+            return as_float
+        self._slow = True
+        return Raw(text)
+
+    def _map_to_json(self, schema: Schema | None, value: Mapping[Any, Any]) -> object:
+        key_schema = schema.key_schema if schema is not None else None
+        value_schema = schema.value_schema if schema is not None else None
+        if schema is None:
+            object_mode = all(isinstance(k, str) for k in value)
+        else:
+            object_mode = key_schema is not None and key_schema.type is Type.STRING
+        if object_mode:
+            out: dict[str, object] = {}
+            for key, item in value.items():
+                json_key = self._to_json(key_schema, key)
+                if not isinstance(json_key, str):
+                    json_key = "null" if json_key is None else str(json_key)
+                out[json_key] = self._to_json(value_schema, item)
+            return out
+        return [[self._to_json(key_schema, k), self._to_json(value_schema, v)] for k, v in value.items()]
+
+    def _logical_to_json(self, schema: Schema, value: object) -> object:
+        name = schema.name
+        if name == Decimal.LOGICAL_NAME:
+            if not isinstance(value, decimal.Decimal):
+                raise DataException(f"Invalid type for Decimal, expected decimal.Decimal but was {type(value).__name__}")
+            if self._decimal_numeric:
+                if not value.is_finite():
+                    raise DataException(f"Invalid Decimal value {value}: not finite")
+                self._slow = True
+                return Raw(str(value))
+            return base64.b64encode(Decimal.from_logical(schema, value)).decode("ascii")
+        if name == Date.LOGICAL_NAME:
+            if not isinstance(value, datetime.date):
+                raise DataException(f"Invalid type for Date, expected datetime.date but was {type(value).__name__}")
+            return Date.from_logical(schema, value)
+        if name == Time.LOGICAL_NAME:
+            if not isinstance(value, datetime.time):
+                raise DataException(f"Invalid type for Time, expected datetime.time but was {type(value).__name__}")
+            return Time.from_logical(schema, value)
+        if name == Timestamp.LOGICAL_NAME:
+            if not isinstance(value, datetime.datetime):
+                raise DataException(
+                    f"Invalid type for Timestamp, expected datetime.datetime but was {type(value).__name__}"
+                )
+            return Timestamp.from_logical(schema, value)
+        return _NOT_LOGICAL
+
+    # -- JSON -> Connect -----------------------------------------------------------
+
+    def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
+        """Deserialize ``data``; ``None`` (a tombstone) gives ``SchemaAndValue(None, None)``.
+
+        Raises:
+            DataException: If the bytes are not JSON, the envelope is missing with
+                ``schemas.enable=true``, or the payload does not fit its schema.
+        """
+        if data is None:
+            return NULL_SCHEMA_AND_VALUE
+        try:
+            text = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataException(
+                f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}"
+            ) from exc
+        if not self._schemas_enabled:
+            if not text.strip():
+                return NULL_SCHEMA_AND_VALUE  # Jackson reads empty input as a missing node
+            return SchemaAndValue(None, _loads(_FLOAT_DECODER, text))
+        if text.startswith(_ENVELOPE_HEAD):
+            found = self._read_envelope_fast(text)
+            if found is not None:
+                return found
+        envelope = _loads(_EXACT_DECODER, text)
+        if not isinstance(envelope, dict) or envelope.keys() != {"schema", "payload"}:
+            raise DataException(ENVELOPE_ERROR)
+        schema_node = envelope["schema"]
+        schema = None if schema_node is None else from_json_schema(schema_node, self._to_connect)
+        return SchemaAndValue(schema, self._to_connect(schema, envelope["payload"]))
+
+    def _read_envelope_fast(self, text: str) -> SchemaAndValue | None:
+        """Read Kafka's exact envelope layout, caching schemas by their JSON text; ``None`` if not that layout."""
+        start = len(_ENVELOPE_HEAD)
+        try:
+            schema_node, end = _EXACT_DECODER.raw_decode(text, start)
+        except ValueError:
+            return None
+        if not text.startswith(_ENVELOPE_MID, end):
+            return None
+        schema_text = text[start:end]
+        cached = self._to_connect_cache.get(schema_text)
+        if cached is None:
+            schema = None if schema_node is None else from_json_schema(schema_node, self._to_connect)
+            cached = (schema, has_decimal(schema))
+            self._to_connect_cache.put(schema_text, cached)
+        schema, exact = cached
+        try:
+            payload, stop = (_EXACT_DECODER if exact else _FLOAT_DECODER).raw_decode(text, end + len(_ENVELOPE_MID))
+        except ValueError:
+            return None
+        if text[stop:].strip() != "}":
+            return None
+        if schema is None:
+            return SchemaAndValue(None, payload)  # parsed with floats already: nothing to convert
+        return SchemaAndValue(schema, self._to_connect(schema, payload))
+
+    def _to_connect(self, schema: Schema | None, node: object) -> object:  # noqa: C901 - mirrors Kafka's switch
+        if schema is None:
+            return _schemaless(node)
+        if node is None:
+            if schema.default_value is not None and self._replace_null:
+                return schema.default_value
+            if schema.optional:
+                return None
+            raise DataException(f"Invalid null value for required {schema.type.name} field")
+        if schema.name is not None:
+            logical = _logical_to_connect(schema, node)
+            if logical is not _NOT_LOGICAL:
+                return logical
+        kind = schema.type
+        if kind is Type.STRING:
+            if not isinstance(node, str):
+                raise _node_error(kind, node)
+            return node
+        if kind in _INT_RANGES:
+            if isinstance(node, bool) or not isinstance(node, (int, float, decimal.Decimal)):
+                raise _node_error(kind, node)
+            number = int(node)
+            low, high = _INT_RANGES[kind]
+            if not low <= number <= high:
+                raise DataException(f"Value {number} is out of range for {kind.name}")
+            return number
+        if kind is Type.FLOAT64 or kind is Type.FLOAT32:
+            if isinstance(node, str) and node in _NON_FINITE_FLOATS:
+                return _NON_FINITE_FLOATS[node]
+            if isinstance(node, bool) or not isinstance(node, (int, float, decimal.Decimal)):
+                raise _node_error(kind, node)
+            return float(node)
+        if kind is Type.BOOLEAN:
+            if not isinstance(node, bool):
+                raise _node_error(kind, node)
+            return node
+        if kind is Type.BYTES:
+            return _base64(node, "Invalid bytes field")
+        if kind is Type.ARRAY:
+            if not isinstance(node, list):
+                raise _node_error(kind, node)
+            element = schema.value_schema
+            return [self._to_connect(element, item) for item in node]
+        if kind is Type.MAP:
+            return self._map_to_connect(schema, node)
+        if kind is Type.STRUCT:
+            if not isinstance(node, dict):
+                raise DataException(f"Structs should be encoded as JSON objects, but found {_node_type(node)}")
+            struct = Struct(schema)
+            for field in schema.fields:
+                struct.put(field, self._to_connect(field.schema, node.get(field.name)))
+            return struct
+        raise DataException(f"Unknown schema type: {kind}")  # pragma: no cover
+
+    def _map_to_connect(self, schema: Schema, node: object) -> dict[Any, Any]:
+        key_schema = schema.key_schema
+        value_schema = schema.value_schema
+        assert key_schema is not None
+        if key_schema.type is Type.STRING:
+            if not isinstance(node, dict):
+                raise DataException(
+                    f"Maps with string fields should be encoded as JSON objects, but found {_node_type(node)}"
+                )
+            return {key: self._to_connect(value_schema, item) for key, item in node.items()}
+        if not isinstance(node, list):
+            raise DataException(
+                f"Maps with non-string fields should be encoded as JSON array of tuples, but found {_node_type(node)}"
+            )
+        result: dict[Any, Any] = {}
+        for entry in node:
+            if not isinstance(entry, list):
+                raise DataException(f"Found invalid map entry instead of array tuple: {_node_type(entry)}")
+            if len(entry) != 2:
+                raise DataException(f"Found invalid map entry, expected length 2 but found :{len(entry)}")
+            key = self._to_connect(key_schema, entry[0])
+            if isinstance(key, list):
+                key = tuple(key)
+            try:
+                result[key] = self._to_connect(value_schema, entry[1])
+            except TypeError as exc:
+                raise DataException(f"Map key {key!r} cannot be used as a Python dict key") from exc
+        return result
+
+    # -- header converter ----------------------------------------------------------
+
+    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
+        """Same as :meth:`from_connect_data`."""
+        return self.from_connect_data(topic, schema, value)
+
+    def to_connect_header(self, topic: str, header_key: str, data: bytes | None) -> SchemaAndValue:
+        """Same as :meth:`to_connect_data`."""
+        return self.to_connect_data(topic, data)
+
+
+_NOT_LOGICAL = object()
+
+
+def _loads(decoder: json.JSONDecoder, text: str) -> Any:
+    try:
+        return decoder.decode(text)
+    except ValueError as exc:
+        raise DataException(
+            f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}"
+        ) from exc
+
+
+def _infer_type(value: object) -> Type:
+    """The schema type of a schemaless value (Kafka's ``ConnectSchema.schemaType``)."""
+    if isinstance(value, bool):
+        return Type.BOOLEAN
+    if isinstance(value, int):
+        return Type.INT64
+    if isinstance(value, float):
+        return Type.FLOAT64
+    if isinstance(value, str):
+        return Type.STRING
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return Type.BYTES
+    if isinstance(value, (list, tuple)):
+        return Type.ARRAY
+    if isinstance(value, Mapping):
+        return Type.MAP
+    if isinstance(value, Struct):
+        return Type.STRUCT
+    raise DataException(f"Python type {type(value).__name__} does not have corresponding schema type.")
+
+
+def _schemaless(node: object) -> object:
+    """Schemaless JSON to Connect: only exact-parsed numbers need changing (to float)."""
+    if isinstance(node, decimal.Decimal):
+        return float(node)
+    if isinstance(node, list):
+        return [_schemaless(item) for item in node]
+    if isinstance(node, dict):
+        return {key: _schemaless(item) for key, item in node.items()}
+    return node
+
+
+def _node_type(node: object) -> str:
+    if node is None:
+        return "NULL"
+    if isinstance(node, bool):
+        return "BOOLEAN"
+    if isinstance(node, (int, float, decimal.Decimal)):
+        return "NUMBER"
+    if isinstance(node, str):
+        return "STRING"
+    if isinstance(node, list):
+        return "ARRAY"
+    return "OBJECT"
+
+
+def _node_error(kind: Type, node: object) -> DataException:
+    return DataException(f"Invalid JSON {_node_type(node)} for {kind.name} schema: {node!r}")
+
+
+def _base64(node: object, message: str) -> bytes:
+    if not isinstance(node, str):
+        raise DataException(f"{message}: expected a base64 string, found {_node_type(node)}")
+    try:
+        return base64.b64decode(node, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise DataException(message) from exc
+
+
+def _logical_to_connect(schema: Schema, node: object) -> object:
+    name = schema.name
+    if name == Decimal.LOGICAL_NAME:
+        if isinstance(node, decimal.Decimal):
+            return node
+        if isinstance(node, (int, float)) and not isinstance(node, bool):
+            return decimal.Decimal(node)
+        if isinstance(node, str):
+            raw = _base64(node, "Invalid bytes for Decimal field")
+            return Decimal.to_logical(schema, raw)
+        raise DataException(
+            "Invalid type for Decimal, underlying representation should be numeric or bytes but was "
+            + _node_type(node)
+        )
+    if name in (Date.LOGICAL_NAME, Time.LOGICAL_NAME):
+        logical = Date if name == Date.LOGICAL_NAME else Time
+        if not isinstance(node, int) or isinstance(node, bool) or not -(2**31) <= node < 2**31:
+            raise DataException(
+                f"Invalid type for {logical.__name__}, underlying representation should be integer but was "
+                + _node_type(node)
+            )
+        return logical.to_logical(schema, node)
+    if name == Timestamp.LOGICAL_NAME:
+        if not isinstance(node, int) or isinstance(node, bool):
+            raise DataException(
+                "Invalid type for Timestamp, underlying representation should be integral but was " + _node_type(node)
+            )
+        return Timestamp.to_logical(schema, node)
+    return _NOT_LOGICAL

@@ -1,0 +1,147 @@
+"""StringConverter and ByteArrayConverter: Kafka Connect's two trivial converters."""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Mapping
+
+from plugin_api import (
+    OPTIONAL_BYTES_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    AbstractConfig,
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    Converter,
+    DataException,
+    Headers,
+    HeaderConverter,
+    Importance,
+    Schema,
+    SchemaAndValue,
+    Type,
+    Width,
+)
+
+from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
+
+__all__ = ["ByteArrayConverter", "StringConverter"]
+
+ENCODING_CONFIG = "converter.encoding"
+ENCODING_DEFAULT = "UTF-8"
+
+
+def _check_encoding(name: str, value: object) -> None:
+    if not isinstance(value, str):
+        raise ConfigException(name, value, "Expected the name of a character encoding")
+    try:
+        codecs.lookup(value)
+    except LookupError:
+        raise ConfigException(name, value, "Unknown character encoding") from None
+
+
+class StringConverter(VersionedPlugin, Converter, HeaderConverter):
+    """Converts any value to text with ``str()`` and text back to an optional string.
+
+    Like Kafka's, characters the encoding cannot represent become ``?`` and
+    undecodable bytes become U+FFFD rather than failing the record.
+    """
+
+    KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.storage.StringConverter",)
+
+    CONFIG_DEF = converter_config_def().define(
+        ENCODING_CONFIG,
+        ConfigType.STRING,
+        ENCODING_DEFAULT,
+        _check_encoding,
+        Importance.HIGH,
+        "The name of the character set to use for encoding strings as byte arrays.",
+        width=Width.MEDIUM,
+        display_name="Encoding",
+    )
+
+    def __init__(self) -> None:
+        """Create an unconfigured converter (UTF-8 until configured)."""
+        self._encoding = "utf-8"
+
+    def config(self) -> ConfigDef:
+        """Return ``converter.encoding`` and ``converter.type``."""
+        return self.CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, object], is_key: bool | None = None) -> None:
+        """Read ``converter.encoding``; ``is_key=None`` means header converter.
+
+        Raises:
+            ConfigException: If the encoding is unknown (naming ``converter.encoding``).
+        """
+        conf = AbstractConfig(self.CONFIG_DEF, with_type(configs, is_key))
+        self._encoding = codecs.lookup(conf.get_string(ENCODING_CONFIG) or ENCODING_DEFAULT).name
+
+    def from_connect_data(
+        self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
+    ) -> bytes | None:
+        """Return ``str(value)`` encoded (``bytes`` values are decoded first), ``None`` for ``None``."""
+        if value is None:
+            return None
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            text = bytes(value).decode(self._encoding, errors="replace")
+        else:
+            text = value if isinstance(value, str) else str(value)
+        return text.encode(self._encoding, errors="replace")
+
+    def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
+        """Return ``(OPTIONAL_STRING_SCHEMA, decoded text or None)``."""
+        if data is None:
+            return SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
+        return SchemaAndValue(OPTIONAL_STRING_SCHEMA, bytes(data).decode(self._encoding, errors="replace"))
+
+    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
+        """Same as :meth:`from_connect_data`."""
+        return self.from_connect_data(topic, schema, value)
+
+    def to_connect_header(self, topic: str, header_key: str, data: bytes | None) -> SchemaAndValue:
+        """Same as :meth:`to_connect_data`."""
+        return self.to_connect_data(topic, data)
+
+
+class ByteArrayConverter(VersionedPlugin, Converter, HeaderConverter):
+    """Passes bytes through unchanged; the schema must be BYTES (or absent)."""
+
+    KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.converters.ByteArrayConverter",)
+
+    CONFIG_DEF = converter_config_def()
+
+    def config(self) -> ConfigDef:
+        """Return ``converter.type`` only."""
+        return self.CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, object], is_key: bool | None = None) -> None:
+        """Nothing to configure."""
+
+    def from_connect_data(
+        self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
+    ) -> bytes | None:
+        """Return ``value`` as bytes.
+
+        Raises:
+            DataException: If the schema is not BYTES or the value is not bytes-like.
+        """
+        if schema is not None and schema.type is not Type.BYTES:
+            raise DataException(f"Invalid schema type for ByteArrayConverter: {schema.type.name}")
+        if value is None or isinstance(value, bytes):
+            return value
+        if isinstance(value, (bytearray, memoryview)):
+            return bytes(value)
+        raise DataException(f"ByteArrayConverter is not compatible with objects of type {type(value).__name__}")
+
+    def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
+        """Return ``(OPTIONAL_BYTES_SCHEMA, data)``."""
+        return SchemaAndValue(OPTIONAL_BYTES_SCHEMA, data)
+
+    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
+        """Same as :meth:`from_connect_data`."""
+        return self.from_connect_data(topic, schema, value)
+
+    def to_connect_header(self, topic: str, header_key: str, data: bytes | None) -> SchemaAndValue:
+        """Same as :meth:`to_connect_data`."""
+        return self.to_connect_data(topic, data)

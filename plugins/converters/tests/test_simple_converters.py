@@ -1,0 +1,93 @@
+"""StringConverter and ByteArrayConverter."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_api import (
+    BYTES_SCHEMA,
+    INT32_SCHEMA,
+    OPTIONAL_BYTES_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    ConfigException,
+    DataException,
+    converter_round_trip,
+)
+
+from copycat_converters import ByteArrayConverter, StringConverter, __version__
+
+
+def string_converter(**config: str) -> StringConverter:
+    converter = StringConverter()
+    converter.configure({k.replace("_", "."): v for k, v in config.items()}, True)
+    return converter
+
+
+def test_string_round_trip_and_null() -> None:
+    assert converter_round_trip(StringConverter, {}, "t", STRING_SCHEMA, "héllo") == (OPTIONAL_STRING_SCHEMA, "héllo")
+    converter = string_converter()
+    assert converter.from_connect_data("t", None, None) is None
+    assert converter.to_connect_data("t", None) == (OPTIONAL_STRING_SCHEMA, None)
+
+
+def test_string_converts_other_values_with_str() -> None:
+    converter = string_converter()
+    assert converter.from_connect_data("t", INT32_SCHEMA, 42) == b"42"
+    assert converter.from_connect_data("t", None, b"raw") == b"raw"
+
+
+def test_string_encoding_config() -> None:
+    converter = string_converter(converter_encoding="ISO-8859-1")
+    assert converter.from_connect_data("t", STRING_SCHEMA, "é") == b"\xe9"
+    assert converter.to_connect_data("t", b"\xe9").value == "é"
+    # Unmappable characters become '?', as Java's String.getBytes does.
+    assert string_converter(converter_encoding="US-ASCII").from_connect_data("t", None, "é") == b"?"
+
+
+def test_string_bad_encoding_names_the_key() -> None:
+    with pytest.raises(ConfigException, match="converter.encoding"):
+        string_converter(converter_encoding="no-such-charset")
+    errors = {v.name: v.error_messages for v in StringConverter().config().validate(
+        {"converter.encoding": "nope", "converter.type": "value"})}
+    assert errors["converter.encoding"]
+
+
+def test_string_header_converter() -> None:
+    converter = StringConverter()
+    converter.configure({})
+    assert converter.from_connect_header("t", "h", None, "v") == b"v"
+    assert converter.to_connect_header("t", "h", b"v") == (OPTIONAL_STRING_SCHEMA, "v")
+
+
+def test_bytearray_pass_through() -> None:
+    assert converter_round_trip(ByteArrayConverter, {}, "t", BYTES_SCHEMA, b"\x00\xff") == (
+        OPTIONAL_BYTES_SCHEMA,
+        b"\x00\xff",
+    )
+    converter = ByteArrayConverter()
+    converter.configure({}, False)
+    assert converter.from_connect_data("t", None, bytearray(b"ab")) == b"ab"
+    assert converter.from_connect_data("t", OPTIONAL_BYTES_SCHEMA, None) is None
+    assert converter.to_connect_data("t", None) == (OPTIONAL_BYTES_SCHEMA, None)
+
+
+def test_bytearray_rejects_other_schemas_and_values() -> None:
+    converter = ByteArrayConverter()
+    with pytest.raises(DataException, match="Invalid schema type for ByteArrayConverter: STRING"):
+        converter.from_connect_data("t", STRING_SCHEMA, b"x")
+    with pytest.raises(DataException, match="not compatible with objects of type str"):
+        converter.from_connect_data("t", None, "x")
+
+
+def test_aliases_and_versions() -> None:
+    assert StringConverter.KAFKA_CLASS_ALIASES == ("org.apache.kafka.connect.storage.StringConverter",)
+    assert ByteArrayConverter.KAFKA_CLASS_ALIASES == ("org.apache.kafka.connect.converters.ByteArrayConverter",)
+    assert StringConverter().version() == ByteArrayConverter().version() == __version__
+
+
+def test_entry_points_are_declared() -> None:
+    from importlib.metadata import entry_points
+
+    converters = {ep.name: ep.value for ep in entry_points(group="copycat.converters")}
+    assert converters["JsonConverter"] == "copycat_converters:JsonConverter"
+    assert {"StringConverter", "ByteArrayConverter"} <= converters.keys()

@@ -1,0 +1,301 @@
+"""FileStreamSourceConnector: one STRING record per line of a file (or stdin).
+
+Recovery guarantee: at-least-once. Each record's source offset is the byte
+position just after its line, keyed by ``{"filename": <path>}``; after a
+restart the task seeks to the last committed position, so lines whose
+offsets were not yet committed are read again. stdin has no offsets.
+
+Lines end with ``\\n`` (a preceding ``\\r`` is dropped). A last line without
+its newline is held back until the newline arrives, so a growing file is
+never split mid-line. Undecodable UTF-8 becomes U+FFFD, as in Kafka.
+
+Kafka stores the position in *characters* while seeking in bytes; we store
+bytes, which is identical for ASCII files and correct for the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, BinaryIO
+
+from plugin_api import (
+    STRING_SCHEMA,
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConnectException,
+    ExactlyOnceSupport,
+    Importance,
+    NonEmptyString,
+    Range,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+)
+
+from copycat_file._version import __version__
+
+__all__ = ["FileStreamSourceConnector", "FileStreamSourceTask"]
+
+log = logging.getLogger(__name__)
+
+FILE_CONFIG = "file"
+TOPIC_CONFIG = "topic"
+TASK_BATCH_SIZE_CONFIG = "batch.size"
+DEFAULT_TASK_BATCH_SIZE = 2000
+FILENAME_FIELD = "filename"
+POSITION_FIELD = "position"
+
+# Bytes read per system call. Lines are split in bulk with bytes.split(), so one
+# read serves thousands of lines and the per-line cost is only decode + record.
+READ_CHUNK_BYTES = 1 << 20
+# How long poll() waits when the file has no new complete line (or does not exist
+# yet) before returning an empty batch. Short enough to notice appended lines and
+# stop() promptly, long enough that an idle task does not spin a core.
+IDLE_WAIT_SECONDS = 0.1
+
+
+def _single_topic(name: str, value: object) -> None:
+    NonEmptyString()(name, value)
+    if value is None:
+        raise ConfigException(name, value, "Missing topic")
+    if "," in str(value):
+        raise ConfigException(name, value, "must be a single topic, not a comma-separated list")
+
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(FILE_CONFIG, ConfigType.STRING, None, None, Importance.HIGH,
+            "Source filename. If not specified, the standard input will be used")
+    .define(TOPIC_CONFIG, ConfigType.STRING, validator=_single_topic, importance=Importance.HIGH,
+            documentation="The topic to publish data to")
+    .define(TASK_BATCH_SIZE_CONFIG, ConfigType.INT, DEFAULT_TASK_BATCH_SIZE, Range.at_least(1), Importance.LOW,
+            "The maximum number of records the source task can read from the file each time it is polled")
+)
+
+
+class FileStreamSourceConnector(SourceConnector):
+    """Reads a file (or stdin) line by line into one topic; always exactly one task."""
+
+    KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.file.FileStreamSourceConnector",)
+
+    def __init__(self) -> None:
+        """Create an unstarted connector."""
+        self._props: dict[str, str] = {}
+
+    def version(self) -> str:
+        """Return the copycat-file version."""
+        return __version__
+
+    def config(self) -> ConfigDef:
+        """Return ``file``, ``topic`` and ``batch.size``."""
+        return CONFIG_DEF
+
+    def start(self, props: Mapping[str, str]) -> None:
+        """Validate and keep the config.
+
+        Raises:
+            ConfigException: If ``topic`` is missing or lists several topics.
+        """
+        parsed = CONFIG_DEF.parse(props)
+        self._props = {TOPIC_CONFIG: parsed[TOPIC_CONFIG], TASK_BATCH_SIZE_CONFIG: str(parsed[TASK_BATCH_SIZE_CONFIG])}
+        if parsed[FILE_CONFIG]:
+            self._props[FILE_CONFIG] = parsed[FILE_CONFIG]
+
+    def task_class(self) -> type[Task]:
+        """Return :class:`FileStreamSourceTask`."""
+        return FileStreamSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        """Return a single task config: one file cannot be split between tasks."""
+        return [dict(self._props)]
+
+    def stop(self) -> None:
+        """Nothing to release."""
+
+    def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
+        """Supported for files (positions can be replayed), not for stdin."""
+        return ExactlyOnceSupport.SUPPORTED if props.get(FILE_CONFIG) else ExactlyOnceSupport.UNSUPPORTED
+
+    def alter_offsets(self, connector_config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
+        """Accept offsets of the form ``{"filename": f} -> {"position": n >= 0}`` (or a reset).
+
+        Raises:
+            ConnectException: If no ``file`` is configured or an offset is malformed.
+        """
+        if not connector_config.get(FILE_CONFIG):
+            raise ConnectException(
+                f"Offsets cannot be modified if the '{FILE_CONFIG}' configuration is unspecified. This is because "
+                "stdin is used for input and offsets are not tracked."
+            )
+        for partition, offset in offsets.items():
+            if offset is None:
+                continue
+            position = offset.get(POSITION_FIELD) if isinstance(offset, Mapping) else None
+            if not isinstance(position, int) or isinstance(position, bool) or position < 0:
+                raise ConnectException(
+                    f"The value for the '{POSITION_FIELD}' key in the offset of partition {partition!r} must be "
+                    f"a non-negative integer, got {position!r}"
+                )
+        return True
+
+
+class FileStreamSourceTask(SourceTask):
+    """Tails the file, returning up to ``batch.size`` lines per poll.
+
+    ``stop()`` may be called from another thread while ``poll()`` waits; the wait
+    ends at once.
+    """
+
+    def __init__(self) -> None:
+        """Create an unstarted task."""
+        self._filename: str | None = None
+        self._topic = ""
+        self._batch_size = DEFAULT_TASK_BATCH_SIZE
+        self._stream: BinaryIO | None = None
+        self._stdin_fd: int | None = None
+        self._partition: dict[str, str] | None = None
+        self._position = 0
+        self._lines: list[Any] = []  # bytes, or str when _plain_ascii
+        self._next_line = 0
+        self._partial = b""
+        self._plain_ascii = False
+        self._stopping = threading.Event()
+        self._warned_missing = False
+
+    def version(self) -> str:
+        """Return the copycat-file version."""
+        return __version__
+
+    def start(self, props: Mapping[str, str]) -> None:
+        """Parse the config and look up the stored position of the file.
+
+        Raises:
+            ConnectException: If the stored offset is not an integer position.
+        """
+        parsed = CONFIG_DEF.parse(props)
+        self._topic = parsed[TOPIC_CONFIG]
+        self._batch_size = parsed[TASK_BATCH_SIZE_CONFIG]
+        self._filename = parsed[FILE_CONFIG] or None
+        self._stopping.clear()
+        if self._filename is None:
+            self._stdin_fd = sys.stdin.fileno()
+            return
+        self._partition = {FILENAME_FIELD: self._filename}
+        offset = self.context.offset_storage_reader().offset(self._partition)
+        position = offset.get(POSITION_FIELD) if offset else None
+        if position is not None and (not isinstance(position, int) or isinstance(position, bool)):
+            raise ConnectException(
+                f"Offset position {position!r} of file {self._filename} is the incorrect type (expected an integer)"
+            )
+        self._position = position or 0
+
+    def poll(self) -> list[SourceRecord] | None:
+        """Return up to ``batch.size`` complete new lines, or ``[]`` after a short wait if there are none.
+
+        Raises:
+            ConnectException: If the file exists but cannot be read.
+        """
+        if self._next_line >= len(self._lines) and not self._fill():
+            self._stopping.wait(IDLE_WAIT_SECONDS)
+            return []
+        start = self._next_line
+        lines = self._lines[start : start + self._batch_size]
+        self._next_line = start + len(lines)
+        topic = self._topic
+        partition = self._partition
+        timestamp = int(time.time() * 1000)
+        records = []
+        append = records.append
+        if partition is None:  # stdin: no offsets to track
+            for raw in lines:
+                if not self._plain_ascii:
+                    raw = (raw[:-1] if raw[-1:] == b"\r" else raw).decode("utf-8", "replace")
+                append(SourceRecord(None, None, topic, None, None, None, STRING_SCHEMA, raw, timestamp))
+            return records
+        position = self._position
+        if self._plain_ascii:  # lines already decoded; characters == bytes
+            for text in lines:
+                position += len(text) + 1
+                append(SourceRecord(partition, {POSITION_FIELD: position}, topic, None, None, None, STRING_SCHEMA,
+                                    text, timestamp))
+            self._position = position
+            return records
+        for raw in lines:
+            position += len(raw) + 1
+            if raw[-1:] == b"\r":
+                raw = raw[:-1]
+            append(SourceRecord(partition, {POSITION_FIELD: position}, topic, None, None, None, STRING_SCHEMA,
+                                raw.decode("utf-8", "replace"), timestamp))
+        self._position = position
+        return records
+
+    def _fill(self) -> bool:
+        """Read until at least one complete line is buffered; False if none is available now."""
+        while True:
+            chunk = self._read_chunk()
+            if not chunk:
+                return False
+            data = self._partial + chunk
+            end = data.rfind(b"\n") + 1
+            self._partial = data[end:]
+            if end:
+                complete = data[:end - 1]
+                # Fast path: pure ASCII without CRs decodes in one call instead of per line.
+                self._plain_ascii = complete.isascii() and b"\r" not in complete
+                self._lines = (complete.decode("ascii") if self._plain_ascii else complete).split(
+                    "\n" if self._plain_ascii else b"\n"  # type: ignore[arg-type]
+                )
+                self._next_line = 0
+                return True
+
+    def _read_chunk(self) -> bytes:
+        if self._stdin_fd is not None:
+            ready, _, _ = select.select([self._stdin_fd], [], [], IDLE_WAIT_SECONDS)
+            return os.read(self._stdin_fd, READ_CHUNK_BYTES) if ready else b""
+        if self._stream is None and not self._open():
+            return b""
+        stream = self._stream
+        if stream is None:  # stop() closed it meanwhile
+            return b""
+        try:
+            return stream.read(READ_CHUNK_BYTES) or b""
+        except ValueError:  # closed by stop() from another thread
+            if self._stopping.is_set():
+                return b""
+            raise
+        except OSError as exc:
+            raise ConnectException(f"Error while reading file {self._filename}: {exc}") from exc
+
+    def _open(self) -> bool:
+        assert self._filename is not None
+        try:
+            stream = open(self._filename, "rb", buffering=0)  # noqa: SIM115 - closed in stop()
+        except FileNotFoundError:
+            if not self._warned_missing:
+                log.warning("Couldn't find file %s for FileStreamSourceTask, waiting for it to be created",
+                            self._filename)
+                self._warned_missing = True
+            return False
+        except OSError as exc:
+            raise ConnectException(f"Error while trying to open file {self._filename}: {exc}") from exc
+        if self._position:
+            stream.seek(self._position)
+            log.debug("Skipped to offset %d of %s", self._position, self._filename)
+        self._stream = stream  # type: ignore[assignment]
+        log.debug("Opened %s for reading", self._filename)
+        return True
+
+    def stop(self) -> None:
+        """Wake a waiting poll() and close the file (stdin is left open)."""
+        self._stopping.set()
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            stream.close()

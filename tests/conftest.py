@@ -1,0 +1,61 @@
+"""Fixtures shared by every test layer.
+
+Only the standard library, pytest and ``core.devbroker`` may be imported here: this file
+loads for unit tests too, before the rest of the code base necessarily exists.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from core.devbroker import DevBroker
+
+# Kafka allows topic names of up to 249 characters from [a-zA-Z0-9._-]. The test name part
+# is only there to make a topic recognisable in broker output, so keep it short.
+_TOPIC_TEST_NAME_CHARS = 60
+_TOPIC_ILLEGAL_CHARS = re.compile(r"[^a-zA-Z0-9._-]+")
+
+
+@pytest.fixture(scope="session")
+def dev_broker() -> Iterator[DevBroker]:
+    """One running dev broker per test session (per worker process under pytest-xdist)."""
+    # Imported here so that collecting unit tests never needs the broker's dependencies.
+    from core.devbroker import DevBroker
+
+    with DevBroker() as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
+def bootstrap_servers(dev_broker: DevBroker) -> str:
+    """``bootstrap.servers`` value for clients talking to the session's dev broker."""
+    return dev_broker.bootstrap_servers
+
+
+@pytest.fixture
+def topic_name(request: pytest.FixtureRequest) -> str:
+    """A topic name no other test (or xdist worker) in this session uses.
+
+    The topic is not created. The dev broker auto-creates topics on first produce, but
+    with 4 partitions (Apache Kafka's default is 1), so tests that depend on the partition
+    count, or on order across all records, call ``dev_broker.create_topic(topic_name, n)``.
+    """
+    readable = _TOPIC_ILLEGAL_CHARS.sub("-", request.node.name)[:_TOPIC_TEST_NAME_CHARS]
+    return f"test-{readable.strip('-.')}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def bundled_plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A plugin.path with the bundled plugins (file connectors, converters) installed once."""
+    from core.bundled import ensure_bundled_plugins
+
+    path = tmp_path_factory.mktemp("bundled-plugins")
+    ensure_bundled_plugins(path)
+    return path

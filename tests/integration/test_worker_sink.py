@@ -1,0 +1,133 @@
+"""Sink task failure semantics on the real dev broker: FAILED with the trace, then redelivery."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from core.offsets import MemoryOffsetStore
+from core.plugins import PluginCatalogue
+from core.status import State
+from core.worker import Worker
+from registry import install
+from tests.support.wheels import build_wheel
+
+pytestmark = pytest.mark.integration
+
+SINK = '''
+from plugin_api import SinkConnector, SinkTask, ConfigDef
+
+class RecordingSinkTask(SinkTask):
+    def start(self, props):
+        self.out = open(props["file"], "a")
+        self.fail_on = props.get("fail.on")
+    def put(self, records):
+        for r in records:
+            if r.value == self.fail_on:
+                raise RuntimeError(f"poison record at offset {r.kafka_offset}")
+            self.out.write(f"{r.kafka_offset}:{r.value}\\n")
+    def flush(self, offsets):
+        self.out.flush()
+    def stop(self):
+        self.out.close()
+
+class RecordingSink(SinkConnector):
+    def start(self, props):
+        self.props = dict(props)
+    def task_class(self):
+        return RecordingSinkTask
+    def task_configs(self, n):
+        return [self.props]
+    def stop(self):
+        pass
+    def config(self):
+        return ConfigDef()
+'''
+
+
+@pytest.fixture(scope="module")
+def catalogue(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> PluginCatalogue:
+    extra = tmp_path_factory.mktemp("sink-plugins")
+    whl = build_wheel(extra / "w", "recording-sink", "1.0", {"recording_sink.py": SINK},
+                      entry_points={"copycat.connectors": {
+                          "RecordingSink": "recording_sink:RecordingSink"}})
+    install(str(whl), extra / "pp", offline=True)
+    return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
+
+
+def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
+    return Worker(
+        "w1",
+        {"key.converter": "StringConverter", "value.converter": "StringConverter",
+         "offset.flush.interval.ms": "200", "consumer.session.timeout.ms": "6000",
+         "consumer.heartbeat.interval.ms": "1000"},
+        catalogue, MemoryOffsetStore(), client_props={"bootstrap.servers": bootstrap},
+    )
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        return tp.offset
+    finally:
+        consumer.close()
+
+
+def _wait(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker
+) -> None:
+    dev_broker.create_topic(topic_name, partitions=1)
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    for i in range(500):
+        producer.produce(topic_name, f"ok-{i}".encode())
+    producer.flush(10)
+    out = tmp_path / "sink.out"
+    name = f"rec-{topic_name}"
+    props = {"name": name, "connector.class": "RecordingSink", "topics": topic_name,
+             "file": str(out), "fail.on": "boom"}
+    worker = _worker(catalogue, bootstrap_servers)
+    worker.start_connector(name, props)
+    worker.start_task(name, 0, worker.task_configs(name)[0])
+    try:
+        _wait(lambda: _committed(bootstrap_servers, f"connect-{name}", topic_name) == 500, 60,
+              "the first 500 records committed")
+        for value in ["boom"] + [f"late-{i}" for i in range(99)]:
+            producer.produce(topic_name, value.encode())
+        producer.flush(10)
+        _wait(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(name, 0).trace
+        assert "RuntimeError: poison record at offset 500" in trace
+        assert "recording_sink.py" in trace  # the plugin's own frames, from its host
+        assert worker.status.connector(name).state is State.RUNNING
+        time.sleep(1)
+        assert _committed(bootstrap_servers, f"connect-{name}", topic_name) == 500
+    finally:
+        worker.stop()
+
+    # Restart without the poison rule: everything after the last commit comes again.
+    restarted = _worker(catalogue, bootstrap_servers)
+    props.pop("fail.on")
+    restarted.start_connector(name, props)
+    restarted.start_task(name, 0, restarted.task_configs(name)[0])
+    try:
+        _wait(lambda: _committed(bootstrap_servers, f"connect-{name}", topic_name) == 600, 60,
+              "redelivered records committed")
+    finally:
+        restarted.stop()
+    rows = out.read_text().splitlines()
+    assert rows[:500] == [f"{i}:ok-{i}" for i in range(500)]
+    assert rows[500:] == ["500:boom"] + [f"{501 + i}:late-{i}" for i in range(99)]
