@@ -16,6 +16,9 @@ SOURCE_PRODUCER_DEFAULTS: dict[str, Any] = {
     "max.in.flight.requests.per.connection": 5,
     "linger.ms": 5,
     "compression.type": "none",
+    # Java clients hash keys with murmur2; librdkafka's default is CRC32. Matching Java keeps
+    # records with one key in the partition Kafka Connect would have chosen.
+    "partitioner": "murmur2_random",
 }
 # Kafka Connect's consumer defaults for sink tasks: offsets are committed by the framework only
 # after the task has flushed, and a new group starts from the beginning of its topics.

@@ -66,6 +66,8 @@ class SinkTaskLoop:
         self._assigned: set[tuple[str, int]] = set()
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: list[tuple[Any, ...]] | None = None
+        self._next: list[tuple[Any, ...]] | None = None  # consumed, not yet handed to put()
+        self._inflight: list[tuple[Any, ...]] | None = None  # in put() in the host now
         self._retry_at = 0.0
         self._commit_requested = False
         self._pending_seeks: dict[tuple[str, int], int] = {}
@@ -93,6 +95,7 @@ class SinkTaskLoop:
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
         try:
+            self._drain()
             self._assigned.update(tps)
             actions = self.host.request("open", self.handle, tps)
             self._apply(actions)
@@ -102,6 +105,8 @@ class SinkTaskLoop:
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
         try:
+            self._drain()
+            self._unfetch(set(tps), rewind=False)  # no longer ours: the next owner reads them
             if self._failure is None:
                 self.commit(only=set(tps))
             actions = self.host.request("close", self.handle, tps)
@@ -121,6 +126,8 @@ class SinkTaskLoop:
             self._assigned.discard(tp)
             self._current.pop(tp, None)
         try:
+            self._drain()
+            self._unfetch(set(tps), rewind=False)
             self.host.request("close", self.handle, tps)
         except BaseException as exc:
             self._failure = exc
@@ -128,62 +135,103 @@ class SinkTaskLoop:
     # -- the loop ------------------------------------------------------------------------------
 
     def iteration(self) -> int:
-        """Consume one batch and put() it; commit when due. Returns the records put."""
+        """Consume a batch and put() it; commit when due. Returns the records put.
+
+        Pipelined: the next batch is consumed and decoded here while the host runs put() on
+        the previous one, so the worker and the plugin host work on their two cores at once.
+        """
         self._raise_if_failed()
+        if self._next is None and self._retry_batch is None:
+            self._next = self._consume()
+        count = self._collect() if self.host.pending else 0
+        batch = None
         if self._retry_batch is not None:
-            if self._clock() < self._retry_at:
-                self.consumer.poll(0)  # keep group membership alive while backing off
-                self._raise_if_failed()
+            if self._clock() >= self._retry_at:
+                batch, self._retry_batch = self._retry_batch, None
+            else:
                 time.sleep(min(0.05, max(0.0, self._retry_at - self._clock())))
-                return 0
-            batch, self._retry_batch = self._retry_batch, None
-            count = self._put(batch)
+        elif self._next:
+            batch, self._next = self._next, None
         else:
-            if self._pending_seeks:
-                self._apply_seeks()
-            messages = self.consumer.consume(MAX_RECORDS_PER_PUT, CONSUME_TIMEOUT_S)
-            self._raise_if_failed()
-            batch = []
-            for msg in messages:
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF:
-                        continue
-                    raise wrap_kafka_error(err, f"sink task {self.name} consumer")
-                ts_type, ts = msg.timestamp()
-                batch.append((msg.topic(), msg.partition(), msg.offset(),
-                              ts if ts_type else None, ts_type, msg.key(), msg.value(),
-                              msg.headers()))
-            count = self._put(batch) if batch else 0
+            self._next = None
+        if batch:
+            self._inflight = batch
+            self.host.submit("put", self.handle, batch)
         if self._commit_requested or self._clock() >= self._next_commit:
             self.commit()
         return count
 
-    def _put(self, batch: list[tuple[Any, ...]]) -> int:
+    def _consume(self) -> list[tuple[Any, ...]]:
+        if self._pending_seeks:
+            self._apply_seeks()
+        messages = self.consumer.consume(MAX_RECORDS_PER_PUT, CONSUME_TIMEOUT_S)
+        self._raise_if_failed()
+        batch = []
+        for msg in messages:
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise wrap_kafka_error(err, f"sink task {self.name} consumer")
+            ts_type, ts = msg.timestamp()
+            batch.append((msg.topic(), msg.partition(), msg.offset(),
+                          ts if ts_type else None, ts_type, msg.key(), msg.value(),
+                          msg.headers()))
+        return batch
+
+    def _collect(self) -> int:
+        """Wait for the in-flight put() and account for it."""
+        batch, self._inflight = self._inflight, None
         try:
-            actions = self.host.request("put", self.handle, batch)
+            actions = self.host.result()
         except RetriableException as exc:
-            # Kafka Connect redelivers the same batch after the task's timeout: pause so the
-            # consumer stops fetching meanwhile, but keep the consumed positions.
+            # Kafka Connect redelivers the same batch after the task's timeout (or a default
+            # backoff); nothing more is consumed meanwhile, and positions are kept.
             log.warning("task %s: put() failed with a retriable error, retrying: %s",
                         self.name, exc)
             self._retry_batch = batch
             self._retry_at = self._clock() + DEFAULT_RETRY_BACKOFF_MS / 1000
             return 0
+        assert batch is not None
         for topic, partition, offset, *_ in batch:
             self._current[(topic, partition)] = offset + 1
         self._apply(actions)
         self.records_put += len(batch)
         return len(batch)
 
+    def _drain(self) -> None:
+        """Settle the in-flight put() before anything else talks to the host."""
+        if self.host.pending:
+            self._collect()
+
+    def _unfetch(self, partitions: set[tuple[str, int]], rewind: bool) -> None:
+        """Take prefetched records of ``partitions`` back, to be read again (or dropped)."""
+        if not self._next:
+            return
+        keep, first = [], {}
+        for row in self._next:
+            tp = (row[0], row[1])
+            if tp in partitions:
+                first.setdefault(tp, row[2])
+            else:
+                keep.append(row)
+        self._next = keep
+        if rewind:
+            for tp, offset in first.items():
+                self._pending_seeks.setdefault(tp, offset)
+
     def _apply(self, actions: Mapping[str, Any]) -> None:
         """Carry out what the task asked of its context during the last call."""
         if actions.get("timeout_ms") is not None and self._retry_batch is not None:
             self._retry_at = self._clock() + actions["timeout_ms"] / 1000
-        for (topic, partition), offset in actions.get("seeks", {}).items():
+        seeks = actions.get("seeks", {})
+        if seeks:
+            self._unfetch(set(seeks), rewind=False)
+        for (topic, partition), offset in seeks.items():
             self._seek(topic, partition, offset)
         if actions.get("pause"):
             tps = [tuple(tp) for tp in actions["pause"]]
+            self._unfetch(set(tps), rewind=True)  # type: ignore[arg-type]
             self._paused_by_task.update(tps)  # type: ignore[arg-type]
             self.consumer.pause([KafkaTopicPartition(t, p) for t, p in tps])
         if actions.get("resume"):
@@ -212,6 +260,7 @@ class SinkTaskLoop:
 
     def commit(self, only: set[tuple[str, int]] | None = None) -> None:
         """Ask the task what is safe (pre_commit) and commit exactly that to Kafka."""
+        self._drain()
         self._commit_requested = False
         self._next_commit = self._clock() + self.commit_interval_s
         current = {tp: off for tp, off in self._current.items() if only is None or tp in only}
@@ -246,6 +295,11 @@ class SinkTaskLoop:
     def stop(self, *, commit: bool = True) -> None:
         """Commit what the task has made durable (unless it failed), close and stop it."""
         try:
+            if self.host.alive and self.host.pending:
+                if commit:
+                    self._drain()
+                else:
+                    self.host.result()  # failed task: settle the channel, count nothing
             if commit and self.host.alive:
                 self.commit()
         finally:

@@ -10,9 +10,9 @@ skips data (it may resend some).
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
@@ -72,6 +72,8 @@ class SourceTaskLoop:
         producer: Producer,
         offsets: OffsetStore,
         topic_creator: TopicCreator | None = None,
+        *,
+        wants_acks: bool = True,
     ) -> None:
         self.connector = connector
         self.task_id = task_id
@@ -80,6 +82,7 @@ class SourceTaskLoop:
         self.producer = producer
         self.offsets = offsets
         self._topic_creator = topic_creator
+        self._wants_acks = wants_acks
         self._topics_seen: set[str] = set()
         self._submitted = _Submitted()
         self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
@@ -90,44 +93,68 @@ class SourceTaskLoop:
     def name(self) -> str:
         return f"{self.connector}-{self.task_id}"
 
-    def _on_delivery(self, seq: int) -> Callable[[KafkaError | None, Message], None]:
-        def delivered(err: KafkaError | None, msg: Message) -> None:
-            if err is not None:
-                if self._failure is None:
-                    self._failure = wrap_kafka_error(
-                        err, f"task {self.name} could not send a record to "
-                        f"{msg.topic()}-{msg.partition()}"
-                    )
-                return
-            self._submitted.acked.add(seq)
-            ts = msg.timestamp()[1]
-            self._pending_acks.append((seq, msg.topic(), msg.partition(), msg.offset(), ts))
-
-        return delivered
+    def _delivered(self, seq: int, err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            if self._failure is None:
+                self._failure = wrap_kafka_error(
+                    err, f"task {self.name} could not send a record to "
+                    f"{msg.topic()}-{msg.partition()}"
+                )
+            return
+        self._submitted.acked.add(seq)
+        if self._wants_acks:
+            self._pending_acks.append(
+                (seq, msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]))
 
     def iteration(self) -> int:
-        """One ``poll()`` of the task, its records handed to the producer. Returns the count."""
+        """One ``poll()`` of the task, its records handed to the producer. Returns the count.
+
+        Pipelined: as soon as a poll's records arrive, the next poll is sent, so the host
+        polls, transforms and converts while the worker produces, each on its own core.
+        """
         self._raise_if_failed()
         self.producer.poll(0)
         while len(self._submitted.order) >= MAX_OUTSTANDING_RECORDS:
             self.producer.poll(QUEUE_FULL_WAIT_S)  # back-pressure: wait for the broker
             self._raise_if_failed()
+        if not self.host.pending:
+            self._submit_poll()
+        rows = self.host.result()
+        self._submit_poll()
+        return self._send(rows)
+
+    def _submit_poll(self) -> None:
         acks, self._pending_acks = self._pending_acks, []
-        rows = self.host.request("poll", self.handle, acks)
+        self.host.submit("poll", self.handle, acks)
+
+    def _settle(self, send: bool = True) -> None:
+        """Collect an outstanding poll (and send its records) before other host requests."""
+        if self.host.pending:
+            rows = self.host.result()
+            if send:
+                self._send(rows)
+
+    def _send(self, rows: list[tuple[Any, ...]]) -> int:
         produce = self.producer.produce
         order = self._submitted.order
+        delivered = self._delivered
+        last_part: Any = None
+        frozen: Any = None
         for seq, topic, partition, key, value, headers, timestamp, src_part, src_off in rows:
-            frozen = freeze_partition(src_part) if src_part is not None else None
+            if src_part != last_part:  # usually one partition per batch: freeze it once
+                last_part = src_part
+                frozen = freeze_partition(src_part) if src_part is not None else None
             order.append((seq, frozen, src_part, src_off))
             if topic is None:  # dropped by a transform: its offset still counts
                 self._submitted.acked.add(seq)
-                self._pending_acks.append((seq, None, None, None, None))
+                if self._wants_acks:
+                    self._pending_acks.append((seq, None, None, None, None))
                 continue
             if topic not in self._topics_seen:
                 if self._topic_creator is not None:
                     self._topic_creator.ensure(topic)
                 self._topics_seen.add(topic)
-            kwargs: dict[str, Any] = {"on_delivery": self._on_delivery(seq)}
+            kwargs: dict[str, Any] = {"on_delivery": functools.partial(delivered, seq)}
             if partition is not None:
                 kwargs["partition"] = partition
             if timestamp is not None:
@@ -156,6 +183,7 @@ class SourceTaskLoop:
 
         Returns how many records are still unacknowledged.
         """
+        self._settle()
         if timeout_s > 0:
             deadline = time.monotonic() + timeout_s
             while self._submitted.order and time.monotonic() < deadline:
@@ -178,6 +206,7 @@ class SourceTaskLoop:
                 self.commit_offsets(timeout_s)
         finally:
             if self.host.alive:
+                self._settle(send=False)
                 if self._pending_acks:
                     acks, self._pending_acks = self._pending_acks, []
                     self.host.request("acked", self.handle, acks)

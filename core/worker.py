@@ -181,10 +181,11 @@ class Worker:
         return [{str(k): str(v) for k, v in c.items()} for c in configs]
 
     def stop_connector(self, name: str) -> None:
-        connector = self.connectors.pop(name, None)
-        if connector is None:
+        """Stop the connector's tasks (gracefully, within the shared timeout), then itself."""
+        if name not in self.connectors:
             return
         self.stop_tasks(name)
+        connector = self.connectors.pop(name)
         try:
             if connector.host.alive:
                 connector.host.call(connector.handle, "stop")
@@ -210,7 +211,8 @@ class Worker:
             handle = host.next_handle()
             loop: SourceTaskLoop | SinkTaskLoop
             if connector.plugin.kind == "source":
-                host.request("start_source_task", handle, task_target, dict(task_props), pipeline)
+                started = host.request("start_source_task", handle, task_target,
+                                       dict(task_props), pipeline)
                 producer = Producer(client_config(
                     self.client_props, SOURCE_PRODUCER_DEFAULTS,
                     {"client.id": f"connector-producer-{name}-{task_id}"},
@@ -224,7 +226,7 @@ class Worker:
                     enabled=self.props.get("topic.creation.enable", "true").lower() == "true",
                 )
                 loop = SourceTaskLoop(name, task_id, host, handle, producer, self.offsets,
-                                      creator)
+                                      creator, wants_acks=started["wants_acks"])
             else:
                 errant = bool(props.get("errors.deadletterqueue.topic.name")) or \
                     props.get("errors.tolerance", "none") == "all"

@@ -173,6 +173,7 @@ class PluginHost:
         self._from_host = -1
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._next_id = 0
+        self._pending_op: str | None = None
         self.failure: PluginHostError | None = None
         self.info: dict[str, Any] = {}
 
@@ -181,6 +182,8 @@ class PluginHost:
     def start(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> dict[str, Any]:
         to_host_r, to_host_w = os.pipe()
         from_host_r, from_host_w = os.pipe()
+        for fd in (to_host_w, from_host_w):
+            wire.enlarge_pipe(fd)
         env = dict(self._env if self._env is not None else os.environ)
         env["COPYCAT_PLUGIN"] = self.name
         env.pop("PYTHONPATH", None)
@@ -264,28 +267,59 @@ class PluginHost:
 
     def request(self, op: str, *args: Any, timeout_s: float | None = None) -> Any:
         """Send one request and wait for its answer, serving the host's callbacks meanwhile."""
-        with self._lock:
+        self.submit(op, *args)
+        return self.result(timeout_s=timeout_s)
+
+    def submit(self, op: str, *args: Any) -> None:
+        """Send a request without waiting: the caller overlaps its own work with the host's.
+
+        The channel stays reserved for this caller until :meth:`result` collects the answer.
+        """
+        self._lock.acquire()
+        try:
             if self.failure is not None:
                 raise self.failure
             if self._proc is None:
                 raise PluginHostError(f"plugin host for {self.name} was never started")
-            timeout = timeout_s or self.call_timeout_s
-            deadline = time.monotonic() + timeout
+            self._pending_op = op
             try:
                 wire.write_message(self._to_host, ("req", op, args))
-                while True:
-                    reply = self._read(deadline, op, timeout)
-                    kind = reply[0]
-                    if kind == "ok":
-                        return reply[1]
-                    if kind == "err":
-                        raise remote_error(self.name, reply[1])
-                    if kind == "cb":
-                        self._answer_callback(reply[1], reply[2])
-                        continue
-                    raise PluginHostError(f"unexpected message {kind!r} from host {self.name}")
             except (wire.ChannelClosed, BrokenPipeError) as exc:
                 raise self._crashed(op) from exc
+        except BaseException:
+            self._pending_op = None
+            self._lock.release()
+            raise
+
+    @property
+    def pending(self) -> bool:
+        """Whether a submitted request still awaits :meth:`result`."""
+        return self._pending_op is not None
+
+    def result(self, timeout_s: float | None = None) -> Any:
+        """Wait for the answer to the request :meth:`submit` sent."""
+        op = self._pending_op
+        if op is None:
+            raise PluginHostError(f"no request pending on plugin host {self.name}")
+        try:
+            timeout = timeout_s or self.call_timeout_s
+            deadline = time.monotonic() + timeout
+            while True:
+                reply = self._read(deadline, op, timeout)
+                kind = reply[0]
+                if kind == "ok":
+                    return reply[1]
+                if kind == "err":
+                    raise remote_error(self.name, reply[1])
+                if kind == "cb":
+                    self._answer_callback(reply[1], reply[2])
+                    continue
+                raise PluginHostError(f"unexpected message {kind!r} from host {self.name}")
+        except (wire.ChannelClosed, BrokenPipeError) as exc:
+            raise self._crashed(op) from exc
+        finally:
+            self._pending_op = None
+            self._lock.release()
 
     def _read(self, deadline: float, op: str, timeout: float) -> tuple[Any, ...]:
         remaining = deadline - time.monotonic()

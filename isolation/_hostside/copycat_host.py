@@ -262,7 +262,7 @@ class Host:
         )
 
     def op_start_source_task(self, obj_id: int, target: str, props: Mapping[str, str],
-                             pipeline: Mapping[str, Any]) -> str:
+                             pipeline: Mapping[str, Any]) -> dict[str, Any]:
         task = resolve(target)()
         if not isinstance(task, SourceTask):
             raise plugin_api.ConnectException(f"{target} is not a SourceTask")
@@ -271,7 +271,7 @@ class Host:
         self.runners[obj_id] = runner
         task.initialize(HostSourceTaskContext(props, self.callback))
         task.start(props)
-        return task.version()
+        return {"version": task.version(), "wants_acks": runner.wants_acks}
 
     def op_start_sink_task(self, obj_id: int, target: str, props: Mapping[str, str],
                            pipeline: Mapping[str, Any], errant_reporting: bool = False) -> str:

@@ -132,6 +132,9 @@ class SourceRunner:
         self.pipeline = pipeline
         self._seq = itertools.count()
         self._in_flight: dict[int, SourceRecord] = {}
+        # Kafka calls commit_record() per acknowledged record; when the task keeps the no-op
+        # default, neither the records nor their acks need to be kept or sent back.
+        self.wants_acks = type(task).commit_record is not SourceTask.commit_record
 
     def poll(self) -> list[tuple[Any, ...]]:
         """Return ``(seq, topic, partition, key, value, headers, timestamp, src_part, src_off)``.
@@ -143,9 +146,11 @@ class SourceRunner:
         out: list[tuple[Any, ...]] = []
         pipeline = self.pipeline
         kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
+        in_flight = self._in_flight if self.wants_acks else None
         for original in records:
             seq = next(self._seq)
-            self._in_flight[seq] = original
+            if in_flight is not None:
+                in_flight[seq] = original
             record = pipeline.transform(original) if pipeline.stages else original
             if record is None:
                 out.append((seq, None, None, None, None, None, None,
@@ -276,15 +281,18 @@ class SinkRunner:
         records = []
         pipeline = self.pipeline
         kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
+        stages, timestamp_types = pipeline.stages, _TIMESTAMP_TYPES
         for topic, partition, offset, timestamp, ts_type, key, value, raw_headers in batch:
             try:
-                headers = Headers()
-                for hkey, hvalue in raw_headers or ():
-                    if hc is None:
-                        headers.add(hkey, hvalue)
-                    else:
-                        sv = hc.to_connect_header(topic, hkey, hvalue)
-                        headers.add(hkey, sv.value, sv.schema)
+                headers = None
+                if raw_headers:
+                    headers = Headers()
+                    for hkey, hvalue in raw_headers:
+                        if hc is None:
+                            headers.add(hkey, hvalue)
+                        else:
+                            sv = hc.to_connect_header(topic, hkey, hvalue)
+                            headers.add(hkey, sv.value, sv.schema)
                 ks, kv = kc.to_connect_data(topic, key, headers) if kc else (None, key)
                 vs, vv = vc.to_connect_data(topic, value, headers) if vc else (None, value)
             except ConnectException as exc:
@@ -294,8 +302,8 @@ class SinkRunner:
                     f"failed to convert record {topic}-{partition}@{offset}: {exc}"
                 ) from exc
             record = SinkRecord(topic, partition, ks, kv, vs, vv, offset, timestamp,
-                                _TIMESTAMP_TYPES[ts_type], headers)
-            if pipeline.stages:
+                                timestamp_types[ts_type], headers)
+            if stages:
                 record = pipeline.transform(record)
                 if record is None:
                     continue

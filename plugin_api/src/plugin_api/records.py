@@ -150,6 +150,12 @@ class Headers:
         return f"Headers({self._items!r})"
 
 
+def _as_headers(headers: Headers | Iterable[Header | tuple[str, object]] | None) -> Headers | None:
+    if headers is None or isinstance(headers, Headers):
+        return headers
+    return Headers(headers)
+
+
 class ConnectRecord:
     """Fields shared by source and sink records.
 
@@ -172,7 +178,7 @@ class ConnectRecord:
         "value_schema",
         "value",
         "timestamp",
-        "headers",
+        "_headers",
     )
 
     def __init__(
@@ -194,18 +200,26 @@ class ConnectRecord:
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
+        self._headers = _as_headers(headers)
+
+    @property
+    def headers(self) -> Headers:
+        """The record's headers; created empty on first use (most records carry none)."""
+        headers = self._headers
         if headers is None:
-            self.headers = Headers()
-        elif isinstance(headers, Headers):
-            self.headers = headers
-        else:
-            self.headers = Headers(headers)
+            headers = self._headers = Headers()
+        return headers
+
+    @headers.setter
+    def headers(self, value: Headers) -> None:
+        self._headers = value
 
     def _state(self) -> dict[str, Any]:
         state: dict[str, Any] = {}
         for cls in type(self).__mro__:
             for slot in cls.__dict__.get("__slots__", ()):
-                state[slot] = getattr(self, slot)
+                name = "headers" if slot == "_headers" else slot
+                state[name] = getattr(self, name)
         return state
 
     def new_record(self: R, **changes: Any) -> R:
@@ -315,9 +329,15 @@ class SinkRecord(ConnectRecord):
         original_kafka_offset: int | None = None,
     ) -> None:
         """Create a sink record; the ``original_*`` attributes default to the current ones."""
-        super().__init__(
-            topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers
-        )
+        # The base constructor, inlined: sink records are built once per consumed record.
+        self.topic = topic
+        self.kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self._headers = _as_headers(headers)
         self.kafka_offset = kafka_offset
         self.timestamp_type = timestamp_type
         self.original_topic = topic if original_topic is None else original_topic

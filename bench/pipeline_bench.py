@@ -1,0 +1,230 @@
+"""Source and sink path throughput: Copycat's file connectors next to bare confluent-kafka loops.
+
+Run from the repository root:  uv run python bench/pipeline_bench.py [--quick]
+
+Everything runs against one embedded dev broker in this process's machine, in one run:
+* source: FileStreamSource -> StringConverter -> Kafka, vs a bare loop that reads the same file
+  line by line and produces each line (same producer settings: acks=all, idempotence);
+* sink: Kafka -> StringConverter -> FileStreamSink, vs a bare consumer loop writing each value
+  and a newline to a file; then the sink with 1 and 2 tasks on a 2-partition topic.
+Each result is checked (record count, and output == input byte for byte where order is
+defined) before its number is printed. The ratio is Copycat / bare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+
+from core.bundled import ensure_bundled_plugins  # noqa: E402
+from core.devbroker import DevBroker  # noqa: E402
+from core.kafka import SOURCE_PRODUCER_DEFAULTS  # noqa: E402
+from core.offsets import MemoryOffsetStore  # noqa: E402
+from core.plugins import PluginCatalogue  # noqa: E402
+from core.worker import Worker  # noqa: E402
+
+WORKER_PROPS = {
+    "key.converter": "StringConverter",
+    "value.converter": "StringConverter",
+    "offset.flush.interval.ms": "100",
+    "consumer.session.timeout.ms": "6000",
+    "consumer.heartbeat.interval.ms": "1000",
+}
+
+
+def make_input(path: Path, count: int, size: int) -> None:
+    body = "x" * (size - 9)
+    path.write_text("".join(f"{i:08d} {body}\n" for i in range(count)))
+
+
+def wait_until(predicate, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError("benchmark did not finish in time")
+        time.sleep(0.005)
+
+
+def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[float, int]:
+    producer = Producer({"bootstrap.servers": bootstrap, **SOURCE_PRODUCER_DEFAULTS})
+    acked = 0
+
+    def on_delivery(err, msg) -> None:
+        nonlocal acked
+        if err is None:
+            acked += 1
+
+    start = time.perf_counter()
+    with open(path, "rb") as fh:
+        for line in fh:
+            while True:
+                try:
+                    producer.produce(topic, line[:-1], on_delivery=on_delivery)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+            producer.poll(0)
+    producer.flush(60)
+    return time.perf_counter() - start, acked
+
+
+def copycat_source(worker: Worker, path: Path, topic: str) -> tuple[float, int]:
+    name = f"bench-src-{topic}"
+    size = path.stat().st_size
+    worker.start_connector(name, {
+        "name": name, "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
+        "batch.size": "5000", "topic.creation.default.partitions": "1",
+        "topic.creation.default.replication.factor": "1",
+    })
+    worker.start_task(name, 0, worker.task_configs(name)[0])
+    loop = worker.connectors[name].tasks[0].loop
+    # Timed from the first record handed to the producer (host start-up is measured by
+    # bench/isolation_bench.py) to the committed offset reaching the end of the file.
+    wait_until(lambda: loop.records_sent > 0)
+    start = time.perf_counter()
+    wait_until(lambda: any(o == {"position": size}
+                           for _, o in worker.offsets.connector_offsets(name)))
+    elapsed = time.perf_counter() - start
+    sent = loop.records_sent  # type: ignore[union-attr]
+    worker.stop_connector(name)
+    return elapsed, sent
+
+
+def warm(bootstrap: str, topic: str, count: int, partitions: int = 1) -> None:
+    """Read a topic once, untimed. The dev broker serves a topic's first read at ~160k
+    records/s and later ones several times faster, so whichever sink read first would lose."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"warm-{topic}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen = 0
+    while seen < count:
+        seen += sum(1 for m in consumer.consume(10_000, 1.0) if m.error() is None)
+    consumer.close()
+
+
+def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> float:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bare-{topic}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    seen = 0
+    start = None
+    with open(out, "wb") as fh:
+        while seen < count:
+            for msg in consumer.consume(2000, 1.0):
+                if msg.error() is None:
+                    if start is None:
+                        start = time.perf_counter()
+                    fh.write(msg.value() + b"\n")
+                    seen += 1
+        fh.flush()
+    assert start is not None
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return elapsed
+
+
+def copycat_sink(worker: Worker, topic: str, out: Path, count: int, tasks: int = 1) -> float:
+    """Seconds from the first line written to the count-th, across ``tasks`` output files."""
+    name = f"bench-sink-{topic}-{tasks}"
+    worker.start_connector(name, {
+        "name": name, "connector.class": "FileStreamSink", "topics": topic,
+        "file": str(out), "tasks.max": str(tasks),
+    })
+    files = [out.with_suffix(f".{i}") for i in range(tasks)]
+    for task_id, cfg in enumerate(worker.task_configs(name)):
+        worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])))
+
+    def lines() -> int:
+        total = 0
+        for f in files:
+            if f.exists():
+                with open(f, "rb") as fh:
+                    total += sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+        return total
+
+    loops = [runner.loop for runner in worker.connectors[name].tasks.values()]
+    # Timed from the first record put() to the last, from the task loops' own counters.
+    wait_until(lambda: sum(loop.records_put for loop in loops) > 0)  # type: ignore[union-attr]
+    start = time.perf_counter()
+    wait_until(lambda: sum(loop.records_put for loop in loops) >= count)  # type: ignore[union-attr]
+    elapsed = time.perf_counter() - start
+    worker.stop_connector(name)
+    assert lines() == count, f"sink wrote {lines()} lines, expected {count}"
+    return elapsed
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main() -> None:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="smaller data sets")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="copycat-pipeline-bench-"))
+    plugin_path = work / "plugins"
+    ensure_bundled_plugins(plugin_path)
+    catalogue = PluginCatalogue.scan([plugin_path])
+    scale = 4 if args.quick else 1
+    with DevBroker() as broker:
+        bootstrap = broker.bootstrap_servers
+        worker = Worker("bench", WORKER_PROPS, catalogue, MemoryOffsetStore(),
+                        client_props={"bootstrap.servers": bootstrap})
+        print(f"{'path':<34}{'copycat rec/s':>14}{'MB/s':>8}{'bare rec/s':>14}{'MB/s':>8}"
+              f"{'ratio':>8}")
+        for size, count in ((100, 400_000 // scale), (1024, 100_000 // scale)):
+            data = work / f"in-{size}.txt"
+            make_input(data, count, size)
+            mb = data.stat().st_size / 1e6
+            # source
+            broker.create_topic(f"bare-{size}", 1)
+            t_bare, acked = bare_source(bootstrap, data, f"bare-{size}")
+            assert acked == count, f"bare loop acked {acked} of {count}"
+            t_cc, sent = copycat_source(worker, data, f"cc-{size}")
+            assert sent == count, f"copycat sent {sent} of {count}"
+            print(f"{f'source {size} B lines x {count}':<34}{count / t_cc:>14,.0f}"
+                  f"{mb / t_cc:>8.1f}{count / t_bare:>14,.0f}{mb / t_bare:>8.1f}"
+                  f"{t_bare / t_cc:>8.2f}")
+            # sink: both read the topic Copycat wrote
+            bare_out, cc_out = work / f"bare-out-{size}.txt", work / f"cc-out-{size}"
+            warm(bootstrap, f"cc-{size}", count)
+            t_bare = bare_sink(bootstrap, f"cc-{size}", bare_out, count)
+            t_cc = copycat_sink(worker, f"cc-{size}", cc_out, count)
+            assert digest(bare_out) == digest(data), "bare sink output differs from input"
+            assert digest(cc_out.with_suffix(".0")) == digest(data), "copycat output differs"
+            print(f"{f'sink {size} B lines x {count}':<34}{count / t_cc:>14,.0f}"
+                  f"{mb / t_cc:>8.1f}{count / t_bare:>14,.0f}{mb / t_bare:>8.1f}"
+                  f"{t_bare / t_cc:>8.2f}")
+        # scaling with tasks: a 2-partition topic, sink with 1 then 2 tasks
+        count = 400_000 // scale
+        broker.create_topic("scale", 2)
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+        for i in range(count):
+            while True:
+                try:
+                    producer.produce("scale", b"%08d " % i + b"x" * 91, partition=i % 2)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        producer.flush(60)
+        warm(bootstrap, "scale", count, partitions=2)
+        t1 = copycat_sink(worker, "scale", work / "scale1", count, tasks=1)
+        t2 = copycat_sink(worker, "scale", work / "scale2", count, tasks=2)
+        print(f"sink 100 B x {count}, 2 partitions: 1 task {count / t1:,.0f} rec/s, "
+              f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x")
+        worker.stop()
+
+
+if __name__ == "__main__":
+    main()
