@@ -131,3 +131,29 @@ def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
     rows = out.read_text().splitlines()
     assert rows[:500] == [f"{i}:ok-{i}" for i in range(500)]
     assert rows[500:] == ["500:boom"] + [f"{501 + i}:late-{i}" for i in range(99)]
+
+
+def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker
+) -> None:
+    dev_broker.create_topic(topic_name, partitions=1)
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    for i in range(3000):
+        producer.produce(topic_name, f"v-{i}".encode())
+    producer.flush(10)
+    out = tmp_path / "out.txt"
+    name = f"stop-{topic_name}"
+    worker = _worker(catalogue, bootstrap_servers)
+    worker.props["offset.flush.interval.ms"] = "600000"  # nothing flushed by a commit
+    worker.commit_interval_s = 600.0
+    worker.start_connector(name, {"name": name, "connector.class": "FileStreamSink",
+                                  "topics": topic_name, "file": str(out)})
+    worker.start_task(name, 0, worker.task_configs(name)[0])
+    runner = worker.connectors[name].tasks[0]
+    _wait(lambda: runner.loop.records_put >= 3000, 60, "all records put")
+    worker.stop_connector(name)
+    assert not runner.is_alive()
+    assert out.read_text().splitlines() == [f"v-{i}" for i in range(3000)]
+    assert _committed(bootstrap_servers, f"connect-{name}", topic_name) == 3000
+    assert name not in worker.connectors
