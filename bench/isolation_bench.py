@@ -23,7 +23,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from isolation import PluginEnvironment  # noqa: E402
-from isolation._hostside.copycat_pipeline import (  # noqa: E402
+from isolation.host import HOSTSIDE_DIR  # noqa: E402
+
+sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host sees them
+from copycat_pipeline import (  # noqa: E402
     HostSinkTaskContext,
     Pipeline,
     SinkRunner,
@@ -126,7 +129,8 @@ def main() -> None:
     host.request("start_source_task", source, "bench_plugin:BurstSourceTask",
                  {"batch": str(BATCH)}, {})
 
-    polled = host.request("poll", source)
+    polled, failures = host.request("poll", source)
+    assert not failures
     assert len(polled) == BATCH and polled[-1][4] == payload
     t_put = _median_s(lambda: host.request("put", sink, batch))
     t_poll = _median_s(lambda: host.request("poll", source))

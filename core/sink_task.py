@@ -8,6 +8,8 @@ redelivers everything after the last commit (at-least-once).
 
 from __future__ import annotations
 
+import collections
+import itertools
 import logging
 import re
 import time
@@ -18,6 +20,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from plugin_api import ConnectException, RetriableException
 
+from core.errors import ErrorReporter, retry_backoff_s
 from core.kafka import wrap_kafka_error
 from isolation.host import PluginHost
 
@@ -31,6 +34,9 @@ CONSUME_TIMEOUT_S = 0.2
 # Backoff before a put() that raised RetriableException is retried with the same batch, when
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
+# The errant record reporter may report records of earlier batches (an asynchronous sink);
+# their original bytes are kept this many batches back for the dead letter queue.
+RECENT_BATCHES_FOR_REPORTS = 4
 
 
 class SinkTaskLoop:
@@ -48,6 +54,7 @@ class SinkTaskLoop:
         topics_regex: str | None = None,
         commit_interval_ms: int = 60_000,
         clock: Callable[[], float] = time.monotonic,
+        errors: ErrorReporter | None = None,
     ) -> None:
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
@@ -72,6 +79,13 @@ class SinkTaskLoop:
         self._commit_requested = False
         self._pending_seeks: dict[tuple[str, int], int] = {}
         self._failure: BaseException | None = None
+        self.errors = errors
+        self._retry_started: float | None = None
+        self._retry_attempt = 0
+        # Batches already put: the errant record reporter may report records of these.
+        reporting = errors is not None and (errors.tolerate_all or errors.dlq_topic is not None)
+        self._recent: collections.deque[list[tuple[Any, ...]]] = collections.deque(
+            maxlen=RECENT_BATCHES_FOR_REPORTS if reporting else 0)
         self.records_put = 0
 
     @property
@@ -185,19 +199,62 @@ class SinkTaskLoop:
         try:
             actions = self.host.result()
         except RetriableException as exc:
-            # Kafka Connect redelivers the same batch after the task's timeout (or a default
-            # backoff); nothing more is consumed meanwhile, and positions are kept.
-            log.warning("task %s: put() failed with a retriable error, retrying: %s",
-                        self.name, exc)
-            self._retry_batch = batch
-            self._retry_at = self._clock() + DEFAULT_RETRY_BACKOFF_MS / 1000
+            self._retry_later(batch, exc)
             return 0
         assert batch is not None
+        self._retry_started = None
+        self._retry_attempt = 0
+        failed = actions.get("failed") or []
+        reported = actions.get("reported") or []
+        if failed or reported:
+            self._report(batch, failed, reported)
+        self._recent.append(batch)
         for topic, partition, offset, *_ in batch:
             self._current[(topic, partition)] = offset + 1
         self._apply(actions)
         self.records_put += len(batch)
         return len(batch)
+
+    def _retry_later(self, batch: list[tuple[Any, ...]] | None,
+                     exc: RetriableException) -> None:
+        """Redeliver the same batch later, as Kafka Connect does; nothing more is consumed
+        meanwhile. Backoff doubles up to errors.retry.delay.max.ms; past a positive
+        errors.retry.timeout the task fails (with 0, the default, it retries as Kafka does:
+        until stopped, every context.timeout() or 1 s)."""
+        now = self._clock()
+        if self._retry_started is None:
+            self._retry_started = now
+        self._retry_attempt += 1
+        timeout_ms = self.errors.retry_timeout_ms if self.errors is not None else 0
+        if timeout_ms > 0 and (now - self._retry_started) * 1000 > timeout_ms:
+            raise ConnectException(
+                f"sink task {self.name}: put() kept failing with retriable errors for more "
+                f"than errors.retry.timeout={timeout_ms} ms; last error: {exc}"
+            ) from exc
+        task_timeout_ms = getattr(exc, "timeout_ms", None)
+        if task_timeout_ms is not None:
+            delay = task_timeout_ms / 1000
+        elif timeout_ms != 0 and self.errors is not None:
+            delay = retry_backoff_s(self._retry_attempt, self.errors.retry_delay_max_ms)
+        else:
+            delay = DEFAULT_RETRY_BACKOFF_MS / 1000
+        log.warning("task %s: put() failed with a retriable error (attempt %d), retrying in "
+                    "%.2f s: %s", self.name, self._retry_attempt, delay, exc)
+        self._retry_batch = batch
+        self._retry_at = now + delay
+
+    def _report(self, batch: list[tuple[Any, ...]], failed: list[tuple[Any, ...]],
+                reported: list[tuple[Any, ...]]) -> None:
+        if reported and (self.errors is None or not self.errors.tolerate_all):
+            topic, partition, offset, _stage, _cls, exc_class, message, _trace = reported[0]
+            raise ConnectException(
+                f"Tolerance exceeded in error handler: task {self.name} reported record "
+                f"{topic}-{partition}@{offset} as errant ({exc_class}: {message}) and "
+                "errors.tolerance is none"
+            )
+        if self.errors is not None:
+            rows = itertools.chain(batch, *self._recent)
+            self.errors.report_sink(rows, failed + reported)
 
     def _drain(self) -> None:
         """Settle the in-flight put() before anything else talks to the host."""
@@ -280,6 +337,8 @@ class SinkTaskLoop:
             offsets.append(KafkaTopicPartition(tp[0], tp[1], offset))
         if not offsets:
             return
+        if self.errors is not None:
+            self.errors.flush()  # reported records are in the DLQ before their offsets commit
         try:
             self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:

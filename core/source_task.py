@@ -19,6 +19,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from plugin_api import ConnectException
 from plugin_api.connector import freeze_partition
 
+from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.offsets import OffsetStore
 from core.topics import TopicCreator
@@ -74,6 +75,7 @@ class SourceTaskLoop:
         topic_creator: TopicCreator | None = None,
         *,
         wants_acks: bool = True,
+        errors: ErrorReporter | None = None,
     ) -> None:
         self.connector = connector
         self.task_id = task_id
@@ -83,6 +85,7 @@ class SourceTaskLoop:
         self.offsets = offsets
         self._topic_creator = topic_creator
         self._wants_acks = wants_acks
+        self.errors = errors
         self._topics_seen: set[str] = set()
         self._submitted = _Submitted()
         self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
@@ -119,8 +122,10 @@ class SourceTaskLoop:
             self._raise_if_failed()
         if not self.host.pending:
             self._submit_poll()
-        rows = self.host.result()
+        rows, failures = self.host.result()
         self._submit_poll()
+        if failures and self.errors is not None:
+            self.errors.report_source(failures)
         return self._send(rows)
 
     def _submit_poll(self) -> None:
@@ -130,8 +135,10 @@ class SourceTaskLoop:
     def _settle(self, send: bool = True) -> None:
         """Collect an outstanding poll (and send its records) before other host requests."""
         if self.host.pending:
-            rows = self.host.result()
+            rows, failures = self.host.result()
             if send:
+                if failures and self.errors is not None:
+                    self.errors.report_source(failures)
                 self._send(rows)
 
     def _send(self, rows: list[tuple[Any, ...]]) -> int:
@@ -193,6 +200,8 @@ class SourceTaskLoop:
         else:
             self.producer.poll(0)
         offsets = self._submitted.committable()
+        if offsets and self.errors is not None:
+            self.errors.flush()  # failed records are in the DLQ before their offsets move on
         if offsets:
             self.offsets.put(self.connector, offsets)
             self.offsets.flush()

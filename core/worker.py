@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from plugin_api import ConfigException, ConnectException
 
+from core.errors import ErrorReporter
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS, client_config
 from core.offsets import OffsetStore
 from core.plugins import PluginCatalogue
@@ -33,6 +34,29 @@ CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
 # Seconds a task loop sleeps after an iteration that moved nothing, when the task's poll()
 # returned at once: keeps an idle source from spinning a core.
 IDLE_BACKOFF_S = 0.01
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    """``task.restart.*``: automatic restarts of failed tasks with bounded exponential backoff."""
+
+    max_attempts: int
+    initial_backoff_ms: int
+    max_backoff_ms: int
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str]) -> RestartPolicy | None:
+        policy = props.get("task.restart.policy", "none").strip().lower()
+        if policy == "none":
+            return None
+        if policy != "on-failure":
+            raise ConfigException("task.restart.policy", policy, "must be none or on-failure")
+        return cls(int(props.get("task.restart.max.attempts", "5")),
+                   int(props.get("task.restart.backoff.initial.ms", "1000")),
+                   int(props.get("task.restart.backoff.max.ms", "60000")))
+
+    def delay_ms(self, attempt: int) -> int:
+        return min(self.initial_backoff_ms * 2 ** (attempt - 1), self.max_backoff_ms)
 
 
 def prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
@@ -65,6 +89,9 @@ class _TaskRunner(threading.Thread):
         self.stopping = threading.Event()
         self.paused = threading.Event()
         self.failed = False
+        self.started_at = time.monotonic()
+        self.task_props: dict[str, str] = {}
+        self.reporter: ErrorReporter | None = None
 
     def run(self) -> None:
         loop = self.loop
@@ -90,6 +117,8 @@ class _TaskRunner(threading.Thread):
                 State.FAILED, self.worker.worker_id, trace=failure_trace(exc)))
         finally:
             self._shut_down()
+        if self.failed and not self.stopping.is_set():
+            self.worker.task_failed(self)
 
     def _shut_down(self) -> None:
         timeout = self.worker.graceful_timeout_s
@@ -102,6 +131,8 @@ class _TaskRunner(threading.Thread):
             log.warning("task %s-%d did not stop cleanly: %s", self.connector, self.task_id, exc)
         finally:
             self.host.close()
+            if self.reporter is not None:
+                self.reporter.close()
             if not self.failed:
                 self.worker.status.set_task(self.connector, self.task_id,
                                             Status(State.UNASSIGNED, self.worker.worker_id))
@@ -130,6 +161,7 @@ class Worker:
         self.graceful_timeout_s = int(self.props.get("task.shutdown.graceful.timeout.ms",
                                                      5000)) / 1000
         self.commit_interval_s = int(self.props.get("offset.flush.interval.ms", 60000)) / 1000
+        self._restart_attempts: dict[tuple[str, int], int] = {}
 
     # -- connectors ------------------------------------------------------------------------
 
@@ -208,7 +240,17 @@ class Worker:
         try:
             task_target = host.request("task_class", host.new_object(connector.plugin.target))
             pipeline = self._pipeline(host, str(env.location), props)
+            pipeline["errors"] = {k: v for k, v in props.items() if k.startswith("errors.")}
             handle = host.next_handle()
+            reporter = ErrorReporter(
+                name, task_id, props,
+                producer_config=client_config(
+                    self.client_props, {"acks": "all", "enable.idempotence": True,
+                                        "client.id": f"connector-dlq-producer-{name}-{task_id}"},
+                    prefixed(self.props, "producer."), prefixed(props, "producer.override.")),
+                admin_config=client_config(self.client_props, prefixed(self.props, "admin."),
+                                           prefixed(props, "admin.override.")),
+            )
             loop: SourceTaskLoop | SinkTaskLoop
             if connector.plugin.kind == "source":
                 started = host.request("start_source_task", handle, task_target,
@@ -226,7 +268,8 @@ class Worker:
                     enabled=self.props.get("topic.creation.enable", "true").lower() == "true",
                 )
                 loop = SourceTaskLoop(name, task_id, host, handle, producer, self.offsets,
-                                      creator, wants_acks=started["wants_acks"])
+                                      creator, wants_acks=started["wants_acks"],
+                                      errors=reporter)
             else:
                 errant = bool(props.get("errors.deadletterqueue.topic.name")) or \
                     props.get("errors.tolerance", "none") == "all"
@@ -242,7 +285,8 @@ class Worker:
                 topics = [t.strip() for t in props.get("topics", "").split(",") if t.strip()]
                 loop = SinkTaskLoop(name, task_id, host, handle, consumer, topics=topics,
                                     topics_regex=props.get("topics.regex") or None,
-                                    commit_interval_ms=int(self.commit_interval_s * 1000))
+                                    commit_interval_ms=int(self.commit_interval_s * 1000),
+                                    errors=reporter)
         except BaseException as exc:
             host.close()
             self.status.set_task(name, task_id, Status(State.FAILED, self.worker_id,
@@ -250,6 +294,8 @@ class Worker:
             log.error("task %s-%d failed to start: %s", name, task_id, exc)
             return
         runner = _TaskRunner(self, name, task_id, host, loop, self.commit_interval_s)
+        runner.task_props = dict(task_props)
+        runner.reporter = reporter
         connector.tasks[task_id] = runner
         self.status.set_task(name, task_id, Status(State.RUNNING, self.worker_id,
                                                    version=connector.version))
@@ -290,6 +336,119 @@ class Worker:
         for name in list(self.connectors):
             self.stop_connector(name)
         self.offsets.flush()
+
+    # -- automatic restarts (beyond Kafka Connect; opt-in per connector) ---------------------
+
+    def task_failed(self, runner: _TaskRunner) -> None:
+        """Apply the connector's ``task.restart.policy`` to a task that just failed.
+
+        ``on-failure`` restarts it after a backoff that doubles from
+        ``task.restart.backoff.initial.ms`` up to ``task.restart.backoff.max.ms``, at most
+        ``task.restart.max.attempts`` times in a row; meanwhile its status is RESTARTING with
+        the failure's trace and the attempt in it. A task that ran longer than the maximum
+        backoff before failing starts counting again from one.
+        """
+        name, task_id = runner.connector, runner.task_id
+        connector = self.connectors.get(name)
+        if connector is None or connector.tasks.get(task_id) is not runner:
+            return
+        policy = RestartPolicy.from_props(connector.props)
+        if policy is None:
+            return
+        key = (name, task_id)
+        if time.monotonic() - runner.started_at > policy.max_backoff_ms / 1000:
+            self._restart_attempts.pop(key, None)
+        attempt = self._restart_attempts.get(key, 0) + 1
+        status = self.status.task(name, task_id)
+        trace = status.trace if status is not None else None
+        if attempt > policy.max_attempts:
+            self.status.set_task(name, task_id, Status(
+                State.FAILED, self.worker_id,
+                trace=f"gave up after {policy.max_attempts} automatic restarts\n{trace}"))
+            return
+        self._restart_attempts[key] = attempt
+        delay_ms = policy.delay_ms(attempt)
+        self.status.set_task(name, task_id, Status(
+            State.RESTARTING, self.worker_id,
+            trace=f"automatic restart {attempt} of {policy.max_attempts} in {delay_ms} ms "
+                  f"after:\n{trace}"))
+        log.warning("task %s-%d failed; automatic restart %d of %d in %d ms", name, task_id,
+                    attempt, policy.max_attempts, delay_ms)
+
+        def restart() -> None:
+            current = self.connectors.get(name)
+            if current is None or current.tasks.get(task_id) is not runner:
+                return  # stopped, deleted or restarted by hand meanwhile
+            del current.tasks[task_id]
+            self.start_task(name, task_id, runner.task_props)
+
+        timer = threading.Timer(delay_ms / 1000, restart)
+        timer.daemon = True
+        timer.start()
+
+    # -- used by the herder for REST operations (restart, task configs, active topics) ----------
+
+    def task_class(self, name: str) -> str:
+        """The dotted name of the connector's task class (Kafka's ``task.class`` task key)."""
+        connector = self.connectors[name]
+        target = str(connector.host.request("task_class", connector.handle))
+        return target.replace(":", ".")
+
+    def stop_task(self, name: str, task_id: int, timeout_s: float | None = None) -> None:
+        """Stop one task of ``name`` (gracefully, then by killing its host)."""
+        connector = self.connectors.get(name)
+        runner = connector.tasks.pop(task_id, None) if connector is not None else None
+        if runner is None:
+            return
+        runner.stopping.set()
+        runner.join(timeout_s if timeout_s is not None else self.graceful_timeout_s)
+        if runner.is_alive():
+            log.error("task %s-%d did not stop within the graceful timeout; killing its "
+                      "plugin host", name, task_id)
+            runner.host.kill()
+            runner.join(5)
+
+    def restart_connector_instance(self, name: str) -> None:
+        """Stop and start the connector object only (KIP-745 restart); its tasks keep running."""
+        connector = self.connectors[name]
+        try:
+            if connector.host.alive:
+                connector.host.call(connector.handle, "stop")
+        except Exception as exc:  # noqa: BLE001
+            log.warning("connector %s did not stop cleanly: %s", name, exc)
+        finally:
+            connector.host.close()
+        host = self.catalogue.environment(connector.plugin).start_host(f"{name}:connector")
+        try:
+            handle = host.new_object(connector.plugin.target)
+            host.call(handle, "start", dict(connector.props))
+        except BaseException as exc:
+            host.close()
+            self.status.set_connector(name, Status(State.FAILED, self.worker_id,
+                                                   trace=failure_trace(exc)))
+            raise
+        connector.host, connector.handle = host, handle
+        self.status.set_connector(name, Status(State.RUNNING, self.worker_id,
+                                               version=connector.version))
+
+    def task_topics(self, name: str) -> set[str]:
+        """Topics the connector's current tasks produced to or are assigned (KIP-558)."""
+        connector = self.connectors.get(name)
+        topics: set[str] = set()
+        if connector is None:
+            return topics
+        for runner in list(connector.tasks.values()):
+            loop = runner.loop
+            for _ in range(3):  # the task thread may add to the set while it is copied
+                try:
+                    if isinstance(loop, SourceTaskLoop):
+                        topics.update(set(loop._topics_seen))
+                    else:
+                        topics.update(t for t, _p in set(loop._assigned))
+                    break
+                except RuntimeError:
+                    continue
+        return topics
 
     # -- converters and transforms -----------------------------------------------------------
 

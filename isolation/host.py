@@ -79,6 +79,8 @@ class RemotePluginError(ConnectException):
         self.remote_message: str = info["message"]
         self.remote_traceback: str = info["traceback"]
         self.kind: str = info["kind"]
+        # For a retriable put(): the sink task's context.timeout() set before it raised.
+        self.timeout_ms: int | None = info.get("timeout_ms")
 
 
 class RemoteRetriableError(RemotePluginError, RetriableException):

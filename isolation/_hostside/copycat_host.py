@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import copycat_wire as wire
+from copycat_errors import ErrorPolicy
 from copycat_loader import LocationRegistry, ModuleConflictError, resolve
 from copycat_pipeline import (
     HostSinkTaskContext,
@@ -75,6 +76,7 @@ def _error_info(exc: BaseException) -> dict[str, Any]:
         "message": str(exc),
         "kind": kind,
         "traceback": "".join(traceback.format_exception(exc)),
+        "timeout_ms": getattr(exc, "copycat_timeout_ms", None),
     }
 
 
@@ -266,7 +268,7 @@ class Host:
         task = resolve(target)()
         if not isinstance(task, SourceTask):
             raise plugin_api.ConnectException(f"{target} is not a SourceTask")
-        runner = SourceRunner(task, self._pipeline(pipeline))
+        runner = SourceRunner(task, self._pipeline(pipeline), ErrorPolicy(pipeline.get("errors")))
         self.objects[obj_id] = task
         self.runners[obj_id] = runner
         task.initialize(HostSourceTaskContext(props, self.callback))
@@ -279,19 +281,21 @@ class Host:
         if not isinstance(task, SinkTask):
             raise plugin_api.ConnectException(f"{target} is not a SinkTask")
         context = HostSinkTaskContext(props, errant_reporting)
-        runner = SinkRunner(task, self._pipeline(pipeline), context)
+        runner = SinkRunner(task, self._pipeline(pipeline), context,
+                            ErrorPolicy(pipeline.get("errors")))
         self.objects[obj_id] = task
         self.runners[obj_id] = runner
         task.initialize(context)
         task.start(props)
         return task.version()
 
-    def op_poll(self, obj_id: int, acks: list[tuple[Any, ...]] = ()) -> list[tuple[Any, ...]]:
+    def op_poll(self, obj_id: int, acks: list[tuple[Any, ...]] = ()
+                ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
         """Deliver acks of earlier records (commit_record), then poll: one round trip."""
         runner = self.runners[obj_id]
         if acks:
             runner.acked(acks)
-        result: list[tuple[Any, ...]] = runner.poll()
+        result: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = runner.poll()
         return result
 
     def op_acked(self, obj_id: int, acks: list[tuple[Any, ...]]) -> None:

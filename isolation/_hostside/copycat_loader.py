@@ -27,7 +27,8 @@ from pathlib import Path
 from types import ModuleType
 
 # Provided by the runtime and shared by every plugin, like org.apache.kafka.connect.* in Kafka.
-PARENT_FIRST = frozenset({"plugin_api", "copycat_wire", "copycat_loader", "copycat_host"})
+PARENT_FIRST = frozenset({"plugin_api", "copycat_wire", "copycat_loader", "copycat_host",
+                          "copycat_pipeline", "copycat_errors"})
 
 
 class ModuleConflictError(ImportError):

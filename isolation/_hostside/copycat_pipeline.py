@@ -12,6 +12,8 @@ consumes on the other.
 from __future__ import annotations
 
 import itertools
+import sys
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -19,13 +21,13 @@ from typing import Any
 from plugin_api import (
     ConnectException,
     Converter,
-    DataException,
     ErrantRecordReporter,
     HeaderConverter,
     Headers,
     OffsetStorageReader,
     Predicate,
     RecordMetadata,
+    RetriableException,
     SinkRecord,
     SinkTask,
     SinkTaskContext,
@@ -37,6 +39,16 @@ from plugin_api import (
     Transformation,
 )
 from plugin_api.connector import freeze_partition
+
+from copycat_errors import (
+    HEADER_CONVERTER,
+    KEY_CONVERTER,
+    TASK_PUT,
+    TRANSFORMATION,
+    VALUE_CONVERTER,
+    ErrorPolicy,
+    StageFailure,
+)
 
 # A callback into the worker, answered before the current request completes.
 Callback = Callable[[str, tuple[Any, ...]], Any]
@@ -127,54 +139,112 @@ class HostSourceTaskContext(SourceTaskContext):
 class SourceRunner:
     """Runs one SourceTask: poll + transform + convert, and commit_record on acks."""
 
-    def __init__(self, task: SourceTask, pipeline: Pipeline) -> None:
+    def __init__(self, task: SourceTask, pipeline: Pipeline,
+                 errors: ErrorPolicy | None = None) -> None:
         self.task = task
         self.pipeline = pipeline
+        self.errors = errors or ErrorPolicy()
+        self._poll_failed_since: float | None = None
+        self._poll_attempts = 0
+        self._convert = self._make_converter()
         self._seq = itertools.count()
         self._in_flight: dict[int, SourceRecord] = {}
         # Kafka calls commit_record() per acknowledged record; when the task keeps the no-op
         # default, neither the records nor their acks need to be kept or sent back.
         self.wants_acks = type(task).commit_record is not SourceTask.commit_record
 
-    def poll(self) -> list[tuple[Any, ...]]:
-        """Return ``(seq, topic, partition, key, value, headers, timestamp, src_part, src_off)``.
+    def poll(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+        """Poll the task; return ``(rows, failures)``.
 
-        A record the SMT chain dropped comes back with topic ``None``: the worker must still
-        advance its source offset in order, as Kafka Connect does.
+        A row is ``(seq, topic, partition, key, value, headers, timestamp, src_part, src_off)``.
+        A record the SMT chain dropped, or whose conversion failed and was tolerated, comes
+        back with topic ``None``: the worker must still advance its source offset in order,
+        as Kafka Connect does. A failure is ``(seq, description, stage, class, exception
+        class, message, stack trace)``.
         """
-        records = self.task.poll() or []
+        try:
+            records = self.task.poll() or []
+        except RetriableException as exc:
+            self._poll_retry(exc)
+            return [], []
+        self._poll_failed_since = None
+        self._poll_attempts = 0
         out: list[tuple[Any, ...]] = []
-        pipeline = self.pipeline
-        kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
+        failures: list[tuple[Any, ...]] = []
         in_flight = self._in_flight if self.wants_acks else None
+        convert = self._convert
         for original in records:
             seq = next(self._seq)
             if in_flight is not None:
                 in_flight[seq] = original
-            record = pipeline.transform(original) if pipeline.stages else original
-            if record is None:
-                out.append((seq, None, None, None, None, None, None,
-                             original.source_partition, original.source_offset))
-                continue
-            topic = record.topic
             try:
-                headers = record.headers
-                key = kc.from_connect_data(topic, record.key_schema, record.key, headers) if kc \
-                    else record.key
-                value = vc.from_connect_data(topic, record.value_schema, record.value, headers) \
-                    if vc else record.value
-                raw_headers = _encode_headers(hc, topic, headers) if headers else None
-            except ConnectException:
-                raise
-            except Exception as exc:
-                raise DataException(
-                    f"failed to convert source record for topic {topic!r} "
-                    f"(source partition {original.source_partition}, "
-                    f"offset {original.source_offset}): {exc}"
-                ) from exc
-            out.append((seq, topic, record.kafka_partition, key, value, raw_headers,
-                        record.timestamp, original.source_partition, original.source_offset))
-        return out
+                row = convert(seq, original)
+            except StageFailure as failure:
+                row = self.errors.recover(lambda s=seq, o=original: convert(s, o), failure,
+                                          _describe_source(original))
+                if isinstance(row, StageFailure):
+                    failures.append((seq, _describe_source(original), *row.info()))
+                    row = None
+            if row is None:
+                row = (seq, None, None, None, None, None, None,
+                       original.source_partition, original.source_offset)
+            out.append(row)
+        return out, failures
+
+    def _make_converter(self) -> Callable[[int, SourceRecord], tuple[Any, ...] | None]:
+        """Build the per-record function once, with the pipeline's parts bound as locals."""
+        pipeline = self.pipeline
+        stages = tuple(pipeline.stages)
+        kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
+
+        def convert(seq: int, original: SourceRecord) -> tuple[Any, ...] | None:
+            """The worker's row for one record (see :meth:`poll`), or None if dropped."""
+            record: Any = original
+            for stage in stages:
+                try:
+                    record = stage.apply(record)
+                except Exception as exc:
+                    raise StageFailure(TRANSFORMATION, stage.transform, exc) from exc
+                if record is None:
+                    return None
+            topic = record.topic
+            headers = record._headers
+            key, value = record.key, record.value
+            if kc is not None:
+                try:
+                    key = kc.from_connect_data(topic, record.key_schema, key, headers)
+                except Exception as exc:
+                    raise StageFailure(KEY_CONVERTER, kc, exc) from exc
+            if vc is not None:
+                try:
+                    value = vc.from_connect_data(topic, record.value_schema, value, headers)
+                except Exception as exc:
+                    raise StageFailure(VALUE_CONVERTER, vc, exc) from exc
+            raw_headers = None
+            if headers:
+                try:
+                    raw_headers = _encode_headers(hc, topic, headers)
+                except Exception as exc:
+                    raise StageFailure(HEADER_CONVERTER, hc, exc) from exc
+            return (seq, topic, record.kafka_partition, key, value, raw_headers,
+                    record.timestamp, original.source_partition, original.source_offset)
+
+        return convert
+
+    def _poll_retry(self, exc: RetriableException) -> None:
+        """A retriable poll() failure: back off, or fail once errors.retry.timeout ran out."""
+        if self._poll_failed_since is None:
+            self._poll_failed_since = time.monotonic()
+        self._poll_attempts += 1
+        errors = self.errors
+        if errors.retry_timeout_ms > 0 and (time.monotonic() - self._poll_failed_since) * 1000 \
+                > errors.retry_timeout_ms:
+            raise ConnectException(
+                f"poll() kept failing with retriable errors for more than "
+                f"errors.retry.timeout={errors.retry_timeout_ms} ms: {exc}"
+            ) from exc
+        print(f"poll() failed with a retriable error, retrying: {exc}", file=sys.stderr)
+        errors.sleep(errors.backoff_s(self._poll_attempts))
 
     def acked(self, acks: Sequence[tuple[int, str | None, int, int, int | None]]) -> None:
         """Call ``commit_record`` for records the broker acknowledged (or that were dropped)."""
@@ -196,15 +266,24 @@ def _encode_headers(
     ]
 
 
+def _describe_source(record: SourceRecord) -> str:
+    return (f"source record for topic {record.topic!r} (source partition "
+            f"{record.source_partition}, offset {record.source_offset})")
+
+
 class _CollectingReporter(ErrantRecordReporter):
+    """The errant record reporter: reports go back to the worker with the put() reply, and the
+    worker writes them to the dead letter queue before it commits their offsets."""
+
     def __init__(self, sink: HostSinkTaskContext) -> None:
         self._sink = sink
+        self.task_class = "unknown"
 
     def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
-        self._sink.reported.append(
-            (record.original_topic, record.original_kafka_partition,
-             record.original_kafka_offset, f"{type(error).__name__}: {error}")
-        )
+        failure = StageFailure(TASK_PUT, None, error)
+        failure.component = self.task_class
+        self._sink.reported.append((record.original_topic, record.original_kafka_partition,
+                                    record.original_kafka_offset, *failure.info()))
         done: Future[None] = Future()
         done.set_result(None)
         return done
@@ -225,7 +304,7 @@ class HostSinkTaskContext(SinkTaskContext):
         self.resumed: list[TopicPartition] = []
         self.commit_requested = False
         self.timeout_ms: int | None = None
-        self.reported: list[tuple[str, int, int, str]] = []
+        self.reported: list[tuple[Any, ...]] = []
 
     def drain(self) -> dict[str, Any]:
         actions = {
@@ -271,45 +350,94 @@ class HostSinkTaskContext(SinkTaskContext):
 class SinkRunner:
     """Runs one SinkTask: convert + transform byte tuples into SinkRecords and ``put()``."""
 
-    def __init__(self, task: SinkTask, pipeline: Pipeline, context: HostSinkTaskContext) -> None:
+    def __init__(self, task: SinkTask, pipeline: Pipeline, context: HostSinkTaskContext,
+                 errors: ErrorPolicy | None = None) -> None:
         self.task = task
         self.pipeline = pipeline
         self.context = context
+        self.errors = errors or ErrorPolicy()
+        self._convert = self._make_converter()
+        if context._reporter is not None:
+            context._reporter.task_class = f"{type(task).__module__}.{type(task).__qualname__}"
 
     def put(self, batch: Sequence[tuple[Any, ...]]) -> dict[str, Any]:
-        """``batch`` holds ``(topic, partition, offset, timestamp, ts_type, key, value, headers)``."""
+        """``batch`` holds ``(topic, partition, offset, timestamp, ts_type, key, value, headers)``.
+
+        Returns the task's context actions, plus ``failed``: ``(topic, partition, offset,
+        stage, class, exception class, message, stack trace)`` for each record whose
+        conversion or transformation failed and was tolerated (it is not put).
+        """
         records = []
-        pipeline = self.pipeline
-        kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
-        stages, timestamp_types = pipeline.stages, _TIMESTAMP_TYPES
-        for topic, partition, offset, timestamp, ts_type, key, value, raw_headers in batch:
+        failed: list[tuple[Any, ...]] = []
+        convert = self._convert
+        for row in batch:
             try:
-                headers = None
-                if raw_headers:
-                    headers = Headers()
+                record = convert(row)
+            except StageFailure as failure:
+                where = f"record {row[0]}-{row[1]}@{row[2]}"
+                record = self.errors.recover(lambda r=row: convert(r), failure, where)
+                if isinstance(record, StageFailure):
+                    failed.append((row[0], row[1], row[2], *record.info()))
+                    continue
+            if record is not None:
+                records.append(record)
+        try:
+            self.task.put(records)
+        except RetriableException as exc:
+            # The task may have called context.timeout() before raising: that is when the
+            # worker should redeliver, so it travels with the error.
+            exc.copycat_timeout_ms = self.context.timeout_ms  # type: ignore[attr-defined]
+            self.context.reset()
+            raise
+        actions = self.context.drain()
+        actions["failed"] = failed
+        return actions
+
+    def _make_converter(self) -> Callable[[tuple[Any, ...]], SinkRecord | None]:
+        """Build the per-record function once, with the pipeline's parts bound as locals."""
+        pipeline = self.pipeline
+        stages = tuple(pipeline.stages)
+        kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
+        timestamp_types = _TIMESTAMP_TYPES
+
+        def convert(row: tuple[Any, ...]) -> SinkRecord | None:
+            topic, partition, offset, timestamp, ts_type, key, value, raw_headers = row
+            headers = None
+            if raw_headers:
+                headers = Headers()
+                try:
                     for hkey, hvalue in raw_headers:
                         if hc is None:
                             headers.add(hkey, hvalue)
                         else:
                             sv = hc.to_connect_header(topic, hkey, hvalue)
                             headers.add(hkey, sv.value, sv.schema)
-                ks, kv = kc.to_connect_data(topic, key, headers) if kc else (None, key)
-                vs, vv = vc.to_connect_data(topic, value, headers) if vc else (None, value)
-            except ConnectException as exc:
-                raise type(exc)(f"{exc} (record {topic}-{partition}@{offset})") from exc
-            except Exception as exc:
-                raise DataException(
-                    f"failed to convert record {topic}-{partition}@{offset}: {exc}"
-                ) from exc
-            record = SinkRecord(topic, partition, ks, kv, vs, vv, offset, timestamp,
-                                timestamp_types[ts_type], headers)
-            if stages:
-                record = pipeline.transform(record)
+                except Exception as exc:
+                    raise StageFailure(HEADER_CONVERTER, hc, exc) from exc
+            ks, kv = None, key
+            if kc is not None:
+                try:
+                    ks, kv = kc.to_connect_data(topic, key, headers)
+                except Exception as exc:
+                    raise StageFailure(KEY_CONVERTER, kc, exc) from exc
+            vs, vv = None, value
+            if vc is not None:
+                try:
+                    vs, vv = vc.to_connect_data(topic, value, headers)
+                except Exception as exc:
+                    raise StageFailure(VALUE_CONVERTER, vc, exc) from exc
+            record: Any = SinkRecord(topic, partition, ks, kv, vs, vv, offset, timestamp,
+                                     timestamp_types[ts_type], headers)
+            for stage in stages:
+                try:
+                    record = stage.apply(record)
+                except Exception as exc:
+                    raise StageFailure(TRANSFORMATION, stage.transform, exc) from exc
                 if record is None:
-                    continue
-            records.append(record)
-        self.task.put(records)
-        return self.context.drain()
+                    return None
+            return record  # type: ignore[no-any-return]
+
+        return convert
 
     def pre_commit(self, offsets: Mapping[tuple[str, int], int]) -> dict[str, Any]:
         current = {TopicPartition(*tp): off for tp, off in offsets.items()}

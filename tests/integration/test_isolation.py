@@ -122,7 +122,7 @@ def test_conflicting_library_versions_run_side_by_side(installed: dict[str, Plug
         def drive(label: str, host, handle) -> None:
             values = []
             for _ in range(50):
-                values += [row[4] for row in host.request("poll", handle)]
+                values += [row[4] for row in host.request("poll", handle)[0]]
             results[label] = values
 
         threads = [threading.Thread(target=drive, args=("alpha", alpha_host, alpha_task)),
@@ -170,7 +170,7 @@ def test_kill_9_of_one_host_fails_only_that_plugin(installed: dict[str, PluginEn
         # Later requests fail fast with the same reason; the other plugin keeps working.
         with pytest.raises(PluginHostCrashed):
             victim.request("poll", victim_task)
-        assert [row[4] for row in other.request("poll", other_task)] == ["2.0"]
+        assert [row[4] for row in other.request("poll", other_task)[0]] == ["2.0"]
     finally:
         victim.close()
         other.close()

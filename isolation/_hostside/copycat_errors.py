@@ -1,0 +1,110 @@
+"""Per-record retries and tolerance inside the plugin host (stdlib + plugin_api only).
+
+Kafka Connect's RetryWithToleranceOperator, for the stages that run in the host: the header,
+key and value converters and the SMT chain (and, for sources, ``poll()``). A failing stage is
+retried with exponential backoff and jitter while the error is retriable and
+``errors.retry.timeout`` has not run out; then ``errors.tolerance=all`` skips the record and
+reports it (the worker logs it and writes it to the dead letter queue), while ``none`` fails
+the task with "Tolerance exceeded in error handler".
+
+The happy path costs nothing: stages run inside plain ``try`` blocks and this module is only
+entered once something has failed.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+import traceback
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from plugin_api import ConnectException, RetriableException
+
+# Kafka's RetryWithToleranceOperator starts at 300 ms and doubles up to errors.retry.delay.max.ms.
+INITIAL_RETRY_DELAY_MS = 300
+
+# Kafka's ErrorHandlingMetrics / ProcessingContext stage names, used in DLQ headers and logs.
+HEADER_CONVERTER = "HEADER_CONVERTER"
+KEY_CONVERTER = "KEY_CONVERTER"
+VALUE_CONVERTER = "VALUE_CONVERTER"
+TRANSFORMATION = "TRANSFORMATION"
+TASK_POLL = "TASK_POLL"
+TASK_PUT = "TASK_PUT"
+
+
+class StageFailure(Exception):
+    """One stage failed on one record; carries the stage and the component that failed."""
+
+    def __init__(self, stage: str, component: object, error: BaseException) -> None:
+        super().__init__(f"{stage} failed: {error}")
+        self.stage = stage
+        self.component = f"{type(component).__module__}.{type(component).__qualname__}"
+        self.error = error
+
+    def info(self) -> tuple[str, str, str, str, str]:
+        """``(stage, class name, exception class, exception message, stack trace)``."""
+        error = self.error
+        return (
+            self.stage,
+            self.component,
+            f"{type(error).__module__}.{type(error).__qualname__}",
+            str(error),
+            "".join(traceback.format_exception(error)),
+        )
+
+
+class ErrorPolicy:
+    """``errors.retry.timeout``, ``errors.retry.delay.max.ms`` and ``errors.tolerance``."""
+
+    def __init__(self, configs: Mapping[str, Any] | None = None) -> None:
+        configs = configs or {}
+        self.retry_timeout_ms = int(configs.get("errors.retry.timeout", 0))
+        self.retry_delay_max_ms = int(configs.get("errors.retry.delay.max.ms", 60_000))
+        self.tolerate_all = str(configs.get("errors.tolerance", "none")).lower() == "all"
+        self.sleep: Callable[[float], None] = time.sleep
+
+    def backoff_s(self, attempt: int) -> float:
+        """Delay before retry ``attempt`` (1-based): doubling, capped, with jitter."""
+        delay = min(INITIAL_RETRY_DELAY_MS * (2 ** (attempt - 1)), self.retry_delay_max_ms)
+        return (delay + random.uniform(0, delay / 10)) / 1000
+
+    def retries_left(self, started: float, attempt: int) -> float | None:
+        """Seconds to sleep before the next attempt, or None when retrying is over."""
+        if self.retry_timeout_ms == 0:
+            return None
+        delay = self.backoff_s(attempt)
+        if self.retry_timeout_ms > 0:
+            remaining = started + self.retry_timeout_ms / 1000 - time.monotonic()
+            if remaining <= 0:
+                return None
+            delay = min(delay, remaining)
+        return delay
+
+    def recover(self, attempt_fn: Callable[[], Any], failure: StageFailure,
+                where: str) -> Any:
+        """Retry a failed record while allowed; return its result, or the final failure.
+
+        Returns the StageFailure itself when the record is to be skipped (tolerance=all).
+
+        Raises:
+            ConnectException: tolerance is ``none`` ("Tolerance exceeded in error handler").
+        """
+        started = time.monotonic()
+        attempt = 0
+        while isinstance(failure.error, RetriableException):
+            attempt += 1
+            delay = self.retries_left(started, attempt)
+            if delay is None:
+                break
+            self.sleep(delay)
+            try:
+                return attempt_fn()
+            except StageFailure as again:
+                failure = again
+        if self.tolerate_all:
+            return failure
+        raise ConnectException(
+            f"Tolerance exceeded in error handler: {failure.stage} ({failure.component}) "
+            f"failed on {where}: {type(failure.error).__name__}: {failure.error}"
+        ) from failure.error

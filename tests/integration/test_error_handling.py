@@ -1,0 +1,432 @@
+"""Retries, tolerance, the dead letter queue, the errant record reporter, back-pressure and
+automatic restarts, on the real dev broker with real plugin hosts."""
+
+from __future__ import annotations
+
+import gc
+import json
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from core.offsets import MemoryOffsetStore
+from core.plugins import PluginCatalogue
+from core.status import State
+from core.worker import Worker
+from registry import install
+from tests.support.wheels import build_wheel
+
+pytestmark = pytest.mark.integration
+
+SINK = '''
+import os, time
+from plugin_api import SinkConnector, SinkTask, ConfigDef, RetriableException
+from plugin_api import SourceConnector, SourceTask, SourceRecord, INT32_SCHEMA
+
+class ScriptedSinkTask(SinkTask):
+    """Writes values to a file; fails, reports or slows down as its config says."""
+    def start(self, props):
+        self.out = open(props["file"], "a")
+        self.transient = int(props.get("transient.failures", "0"))
+        self.always_retriable = props.get("always.retriable") == "true"
+        self.errant = props.get("errant.value")
+        self.slow_flag = props.get("slow.unless.exists")
+        self.failures = 0
+    def put(self, records):
+        if self.always_retriable and records:
+            raise RetriableException("target unavailable")
+        if records and self.failures < self.transient:
+            self.failures += 1
+            self.context.timeout(50)
+            raise RetriableException(f"transient failure {self.failures}")
+        if self.slow_flag and not os.path.exists(self.slow_flag):
+            time.sleep(0.002 * len(records))
+        reporter = self.context.errant_record_reporter()
+        for r in records:
+            value = r.value if not isinstance(r.value, dict) else r.value["n"]
+            if self.errant is not None and str(value) == self.errant:
+                reporter.report(r, ValueError(f"cannot store {value}"))
+                continue
+            self.out.write(f"{value}\\n")
+    def flush(self, offsets):
+        self.out.flush()
+    def stop(self):
+        self.out.close()
+
+class MixedSourceTask(SourceTask):
+    """Emits n=0..count-1 as INT32 values; every 10th is a string the converter rejects."""
+    def start(self, props):
+        self.topic, self.count = props["topic"], int(props["count"])
+        stored = self.context.offset_storage_reader().offset({"src": "mixed"})
+        self.next = stored["n"] if stored else 0
+    def poll(self):
+        if self.next >= self.count:
+            time.sleep(0.05)
+            return []
+        batch = []
+        for n in range(self.next, min(self.next + 100, self.count)):
+            value = f"bad-{n}" if n % 10 == 9 else n
+            batch.append(SourceRecord({"src": "mixed"}, {"n": n + 1}, self.topic,
+                                      value_schema=INT32_SCHEMA, value=value))
+        self.next = min(self.next + 100, self.count)
+        return batch
+    def stop(self):
+        pass
+
+class MixedSource(SourceConnector):
+    def start(self, props):
+        self.props = dict(props)
+    def task_class(self):
+        return MixedSourceTask
+    def task_configs(self, n):
+        return [self.props]
+    def stop(self):
+        pass
+    def config(self):
+        return ConfigDef()
+
+class ScriptedSink(SinkConnector):
+    def start(self, props):
+        self.props = dict(props)
+    def task_class(self):
+        return ScriptedSinkTask
+    def task_configs(self, n):
+        return [self.props]
+    def stop(self):
+        pass
+    def config(self):
+        return ConfigDef()
+'''
+
+
+@pytest.fixture(scope="module")
+def catalogue(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> PluginCatalogue:
+    extra = tmp_path_factory.mktemp("errors-plugins")
+    whl = build_wheel(extra / "w", "scripted-sink", "1.0", {"scripted_sink.py": SINK},
+                      entry_points={"copycat.connectors": {
+                          "ScriptedSink": "scripted_sink:ScriptedSink",
+                          "MixedSource": "scripted_sink:MixedSource"}})
+    install(str(whl), extra / "pp", offline=True)
+    return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
+
+
+def _worker(catalogue: PluginCatalogue, bootstrap: str, **extra: str) -> Worker:
+    props = {"key.converter": "StringConverter", "value.converter": "StringConverter",
+             "offset.flush.interval.ms": "200", "consumer.session.timeout.ms": "6000",
+             "consumer.heartbeat.interval.ms": "1000", **extra}
+    return Worker("w1", props, catalogue, MemoryOffsetStore(),
+                  client_props={"bootstrap.servers": bootstrap})
+
+
+def _start(worker: Worker, name: str, props: dict[str, str]) -> None:
+    worker.start_connector(name, {"name": name, **props})
+    for task_id, cfg in enumerate(worker.task_configs(name)):
+        worker.start_task(name, task_id, cfg)
+
+
+def _wait(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        return tp.offset
+    finally:
+        consumer.close()
+
+
+def _read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -> list:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.time()}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    messages = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(messages) < expected and time.monotonic() < deadline:
+            messages += [m for m in consumer.consume(5000, 0.5) if m.error() is None]
+        time.sleep(0.5)
+        messages += [m for m in consumer.consume(5000, 0.5) if m.error() is None]
+        return messages
+    finally:
+        consumer.close()
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for value in values:
+        while True:
+            try:
+                producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(30) == 0
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _json_mix(good: int, bad_every: int) -> tuple[list[bytes], set[int]]:
+    """``good`` JSON records with a malformed one after every ``bad_every - 1`` good ones."""
+    values, bad_offsets = [], set()
+    n = 0
+    for i in range(good + good // (bad_every - 1)):
+        if i % bad_every == bad_every - 1:
+            bad_offsets.add(i)
+            values.append(b'{"n": ' + str(n).encode() + b', broken')
+        else:
+            values.append(json.dumps({"n": n}).encode())
+            n += 1
+    assert n == good
+    return values, bad_offsets
+
+
+def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_order(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker,
+) -> None:
+    dev_broker.create_topic(topic_name, 1)
+    values, bad_offsets = _json_mix(100_000, 101)
+    assert len(bad_offsets) == 1000
+    _produce(bootstrap_servers, topic_name, values)
+    out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"tolerant-{topic_name}"
+    _start(worker, name, {
+        "connector.class": "ScriptedSink", "topics": topic_name, "file": str(out),
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "errors.tolerance": "all", "errors.log.enable": "true",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    })
+    try:
+        _wait(lambda: _committed(bootstrap_servers, f"connect-{name}", topic_name)
+              == len(values), 120, "every offset committed")
+        assert worker.status.task(name, 0).state is State.RUNNING
+    finally:
+        worker.stop()
+    assert _lines(out) == [str(n) for n in range(100_000)]
+    dead = _read_all(bootstrap_servers, dlq, 1000)
+    assert len(dead) == 1000
+    assert sorted(int(dict(m.headers())["__connect.errors.offset"]) for m in dead) \
+        == sorted(bad_offsets)
+    for message in dead:
+        headers = {k: v.decode() for k, v in message.headers()}
+        offset = int(headers["__connect.errors.offset"])
+        assert message.value() == values[offset]  # the original bytes, untouched
+        assert headers["__connect.errors.topic"] == topic_name
+        assert headers["__connect.errors.partition"] == "0"
+        assert headers["__connect.errors.connector.name"] == name
+        assert headers["__connect.errors.task.id"] == "0"
+        assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+        assert headers["__connect.errors.class.name"].endswith("JsonConverter")
+        assert headers["__connect.errors.exception.class.name"]
+        assert headers["__connect.errors.exception.message"]
+        assert "Traceback" in headers["__connect.errors.exception.stacktrace"]
+
+
+def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_past_it_commits(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker,
+) -> None:
+    dev_broker.create_topic(topic_name, 1)
+    values, bad_offsets = _json_mix(5_000, 1001)
+    first_bad = min(bad_offsets)
+    _produce(bootstrap_servers, topic_name, values)
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"strict-{topic_name}"
+    _start(worker, name, {
+        "connector.class": "ScriptedSink", "topics": topic_name,
+        "file": str(tmp_path / "out.txt"),
+        "value.converter": "JsonConverter", "value.converter.schemas.enable": "false",
+    })
+    try:
+        _wait(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(name, 0).trace
+        assert "Tolerance exceeded in error handler" in trace
+        assert f"{topic_name}-0@{first_bad}" in trace
+        time.sleep(1)
+        committed = _committed(bootstrap_servers, f"connect-{name}", topic_name)
+        assert committed <= first_bad
+    finally:
+        worker.stop()
+    assert len(_lines(tmp_path / "out.txt")) <= first_bad
+
+
+def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_timeout(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker,
+) -> None:
+    dev_broker.create_topic(topic_name, 1)
+    _produce(bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(1000)])
+    worker = _worker(catalogue, bootstrap_servers)
+    flaky, broken = f"flaky-{topic_name}", f"broken-{topic_name}"
+    _start(worker, flaky, {"connector.class": "ScriptedSink", "topics": topic_name,
+                           "file": str(tmp_path / "flaky.txt"), "transient.failures": "5"})
+    _start(worker, broken, {"connector.class": "ScriptedSink", "topics": topic_name,
+                            "file": str(tmp_path / "broken.txt"), "always.retriable": "true",
+                            "errors.retry.timeout": "2000",
+                            "errors.retry.delay.max.ms": "200"})
+    try:
+        _wait(lambda: len(_lines(tmp_path / "flaky.txt")) >= 1000
+              and worker.status.task(broken, 0).state is State.FAILED, 60,
+              "the flaky sink to deliver and the broken one to fail")
+        assert _lines(tmp_path / "flaky.txt") == [f"v{i}" for i in range(1000)]
+        assert worker.status.task(flaky, 0).state is State.RUNNING
+        trace = worker.status.task(broken, 0).trace
+        assert "errors.retry.timeout=2000" in trace and "target unavailable" in trace
+    finally:
+        worker.stop()
+
+
+def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_commit(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker,
+) -> None:
+    dev_broker.create_topic(topic_name, 1)
+    _produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(2000)])
+    worker = _worker(catalogue, bootstrap_servers)
+    name, dlq = f"errant-{topic_name}", f"{topic_name}-errant-dlq"
+    _start(worker, name, {
+        "connector.class": "ScriptedSink", "topics": topic_name,
+        "file": str(tmp_path / "out.txt"), "errant.value": "1234", "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    })
+    try:
+        _wait(lambda: _committed(bootstrap_servers, f"connect-{name}", topic_name) == 2000, 60,
+              "all offsets committed")
+        # Committed implies the DLQ write was acknowledged first: it must be readable now.
+        dead = _read_all(bootstrap_servers, dlq, 1, timeout_s=10)
+        assert [m.value() for m in dead] == [b"1234"]
+        headers = {k: v.decode() for k, v in dead[0].headers()}
+        assert headers["__connect.errors.stage"] == "TASK_PUT"
+        assert headers["__connect.errors.offset"] == "1234"
+        assert headers["__connect.errors.class.name"].endswith("ScriptedSinkTask")
+        assert headers["__connect.errors.exception.message"] == "cannot store 1234"
+    finally:
+        worker.stop()
+    assert "1234" not in _lines(tmp_path / "out.txt")
+    assert len(_lines(tmp_path / "out.txt")) == 1999
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker,
+) -> None:
+    dev_broker.create_topic(topic_name, 1)
+    count, size = 50_000, 4096
+    started = time.monotonic()
+    _produce(bootstrap_servers, topic_name,
+             [f"{i:08d}".encode() + b"x" * (size - 8) for i in range(count)])
+    produce_rate = count / (time.monotonic() - started)
+    gc.collect()
+    baseline = _rss_mb()
+    flag = tmp_path / "go-fast"
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"slow-{topic_name}"
+    _start(worker, name, {"connector.class": "ScriptedSink", "topics": topic_name,
+                          "file": str(tmp_path / "out.txt"),
+                          "slow.unless.exists": str(flag)})  # 500 records/s while slow
+    peak = baseline
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            peak = max(peak, _rss_mb())
+            time.sleep(0.1)
+        slow_done = len(_lines(tmp_path / "out.txt"))
+        flag.touch()
+        _wait(lambda: len(_lines(tmp_path / "out.txt")) >= count, 120, "the backlog to drain")
+    finally:
+        worker.stop()
+    backlog_mb = count * size / 2**20
+    print(f"\nsource wrote {produce_rate:,.0f} rec/s; slow sink took {slow_done} records in "
+          f"10 s ({produce_rate / max(slow_done / 10, 1):.0f}x slower); backlog "
+          f"{backlog_mb:.0f} MiB; worker RSS {baseline:.0f} MiB -> peak {peak:.0f} MiB "
+          f"(+{peak - baseline:.0f} MiB)")
+    assert produce_rate / max(slow_done / 10, 1) >= 20  # the sink really was much slower
+    # The backlog stayed in Kafka, not in the worker: librdkafka's 16 MiB prefetch, the batch
+    # in put() and the next one are what the worker may hold.
+    assert peak - baseline < min(64, backlog_mb / 3)
+    lines = _lines(tmp_path / "out.txt")
+    assert lines == [f"{i:08d}" + "x" * (size - 8) for i in range(count)]
+
+
+def test_opt_in_automatic_restart_policy_restarts_a_failed_task_with_backoff(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker,
+) -> None:
+    dev_broker.create_topic(topic_name, 1)
+    _produce(bootstrap_servers, topic_name, [b"1", b"2", b"3"])
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"restart-{topic_name}"
+    _start(worker, name, {
+        "connector.class": "ScriptedSink", "topics": topic_name,
+        "file": str(tmp_path / "out.txt"), "always.retriable": "true",
+        "errors.retry.timeout": "300", "errors.retry.delay.max.ms": "100",
+        "task.restart.policy": "on-failure", "task.restart.max.attempts": "2",
+        "task.restart.backoff.initial.ms": "500",
+    })
+    try:
+        _wait(lambda: worker.status.task(name, 0).state is State.RESTARTING, 30, "RESTARTING")
+        assert "automatic restart 1 of 2 in 500 ms" in worker.status.task(name, 0).trace
+        _wait(lambda: "gave up after 2 automatic restarts"
+              in (worker.status.task(name, 0).trace or ""), 60, "the policy to give up")
+        assert worker.status.task(name, 0).state is State.FAILED
+    finally:
+        worker.stop()
+
+
+def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_source_dlq(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, dev_broker,
+) -> None:
+    dlq = f"{topic_name}-source-dlq"
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"mixed-{topic_name}"
+    _start(worker, name, {
+        "connector.class": "MixedSource", "topic": topic_name, "count": "1000",
+        "value.converter": "JsonConverter", "value.converter.schemas.enable": "true",
+        "topic.creation.default.partitions": "1",
+        "topic.creation.default.replication.factor": "1",
+        "errors.tolerance": "all", "errors.log.enable": "true",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    })
+    try:
+        # Offsets move past the failed records too, as for records a transform drops.
+        _wait(lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 1000}],
+              60, "the source offset to reach the end")
+        assert worker.status.task(name, 0).state is State.RUNNING
+    finally:
+        worker.stop()
+    good = _read_all(bootstrap_servers, topic_name, 900)
+    assert [json.loads(m.value())["payload"] for m in good] == \
+        [n for n in range(1000) if n % 10 != 9]
+    dead = _read_all(bootstrap_servers, dlq, 100)
+    assert len(dead) == 100
+    headers = {k: v.decode() for k, v in dead[0].headers()}
+    assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+    assert headers["__connect.errors.connector.name"] == name
+    assert "bad-9" in json.loads(dead[0].value())["record"] or \
+        "'n': 10" in json.loads(dead[0].value())["record"]
