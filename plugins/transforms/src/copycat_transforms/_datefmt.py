@@ -1,0 +1,277 @@
+"""Java ``SimpleDateFormat`` patterns (``yyyyMMdd``, ``yyyy-MM-dd'T'HH:mm:ss.SSSZ``) in UTC.
+
+TimestampRouter and TimestampConverter take their formats in Java's pattern
+language, and Kafka always formats and parses them in UTC. :class:`JavaDateFormat`
+implements that language for instants given as epoch milliseconds:
+
+* ``G`` era, ``y`` year, ``M``/``L`` month (``MMM`` = Jan, ``MMMM`` = January),
+  ``d`` day of month, ``D`` day of year, ``E`` day name, ``u`` day number (1 = Monday),
+  ``F`` day-of-week-in-month, ``a`` AM/PM, ``H`` ``k`` ``K`` ``h`` hours, ``m``
+  minutes, ``s`` seconds, ``S`` milliseconds, ``z``/``Z``/``X`` time zone;
+* ``'quoted text'`` and ``''`` for a single quote;
+* ``Y`` (week year) and ``w``/``W`` (week of year/month) follow ISO-8601 weeks rather
+  than the JVM locale's.
+
+Parsing, like Java's, needs the text to start with the pattern (trailing text is
+ignored), reads exactly N digits for a numeric field directly followed by another
+numeric field (``yyyyMMdd``), and maps two-digit ``yy`` years into the century
+that starts 80 years ago. Unlike Java's lenient default, out-of-range fields
+(month 13) are rejected instead of rolled over.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from dataclasses import dataclass
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_ONE_MS = datetime.timedelta(milliseconds=1)
+PATTERN_LETTERS = frozenset("GyYMLwWDdFEuaHkKhmsSzZX")
+_NUMERIC = frozenset("yYMLwWDdFuHkKhmsS")
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+_DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+# SimpleDateFormat resolves a two-digit year into the 100 years starting 80 years ago.
+_TWO_DIGIT_YEAR_LOOKBACK = 80
+
+
+@dataclass(frozen=True)
+class _Field:
+    letter: str
+    count: int
+
+
+_Token = _Field | str
+
+
+def _tokenize(pattern: str) -> list[_Token]:
+    tokens: list[_Token] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "'":
+            if pattern.startswith("''", i):
+                tokens.append("'")
+                i += 2
+                continue
+            end = i + 1
+            text: list[str] = []
+            while True:
+                if end >= n:
+                    raise ValueError("Unterminated quote")
+                if pattern[end] == "'":
+                    if pattern.startswith("''", end):
+                        text.append("'")
+                        end += 2
+                        continue
+                    break
+                text.append(pattern[end])
+                end += 1
+            tokens.append("".join(text))
+            i = end + 1
+        elif ("a" <= ch <= "z") or ("A" <= ch <= "Z"):
+            if ch not in PATTERN_LETTERS:
+                raise ValueError(f"Illegal pattern character '{ch}'")
+            j = i
+            while j < n and pattern[j] == ch:
+                j += 1
+            tokens.append(_Field(ch, j - i))
+            i = j
+        else:
+            tokens.append(ch)
+            i += 1
+    return tokens
+
+
+def _pad(number: int, width: int) -> str:
+    sign = "-" if number < 0 else ""
+    return sign + str(abs(number)).zfill(width)
+
+
+class JavaDateFormat:
+    """A compiled SimpleDateFormat pattern that formats and parses epoch milliseconds in UTC."""
+
+    __slots__ = ("pattern", "_tokens", "_regex", "_groups")
+
+    def __init__(self, pattern: str) -> None:
+        """Compile ``pattern``.
+
+        Raises:
+            ValueError: For an unknown pattern letter or an unterminated quote.
+        """
+        self.pattern = pattern
+        self._tokens = _tokenize(pattern)
+        self._regex: re.Pattern[str] | None = None
+        self._groups: list[_Field] = []
+
+    # -- formatting ------------------------------------------------------------------------
+
+    def format(self, epoch_ms: int) -> str:
+        """Format the instant ``epoch_ms`` milliseconds after the epoch, in UTC."""
+        moment = _EPOCH + datetime.timedelta(milliseconds=epoch_ms)
+        millis = moment.microsecond // 1000
+        return "".join(
+            tok if isinstance(tok, str) else self._format_field(tok, moment, millis)
+            for tok in self._tokens
+        )
+
+    @staticmethod
+    def _format_field(tok: _Field, moment: datetime.datetime, millis: int) -> str:
+        letter, count = tok.letter, tok.count
+        if letter == "G":
+            return "AD"
+        if letter in "yY":
+            year = moment.year if letter == "y" else moment.isocalendar()[0]
+            return _pad(year % 100, 2) if count == 2 else _pad(year, count)
+        if letter in "ML":
+            if count >= 4:
+                return _MONTHS[moment.month - 1]
+            if count == 3:
+                return _MONTHS[moment.month - 1][:3]
+            return _pad(moment.month, count)
+        if letter == "E":
+            name = _DAYS[moment.weekday()]
+            return name if count >= 4 else name[:3]
+        if letter == "a":
+            return "AM" if moment.hour < 12 else "PM"
+        if letter == "z":
+            return "Coordinated Universal Time" if count >= 4 else "UTC"
+        if letter == "Z":
+            return "+0000"
+        if letter == "X":
+            return "Z"
+        number = {
+            "w": lambda: moment.isocalendar()[1],
+            "W": lambda: (moment.day - 1 + moment.replace(day=1).weekday()) // 7 + 1,
+            "D": lambda: moment.timetuple().tm_yday,
+            "d": lambda: moment.day,
+            "F": lambda: (moment.day - 1) // 7 + 1,
+            "u": lambda: moment.isoweekday(),
+            "H": lambda: moment.hour,
+            "k": lambda: moment.hour or 24,
+            "K": lambda: moment.hour % 12,
+            "h": lambda: moment.hour % 12 or 12,
+            "m": lambda: moment.minute,
+            "s": lambda: moment.second,
+            "S": lambda: millis,
+        }[letter]()
+        return _pad(number, count)
+
+    # -- parsing ---------------------------------------------------------------------------
+
+    def _compile(self) -> re.Pattern[str]:
+        parts: list[str] = []
+        groups: list[_Field] = []
+        tokens = self._tokens
+        for index, tok in enumerate(tokens):
+            if isinstance(tok, str):
+                parts.append(re.escape(tok))
+                continue
+            letter, count = tok.letter, tok.count
+            nxt = tokens[index + 1] if index + 1 < len(tokens) else None
+            abutting = isinstance(nxt, _Field) and nxt.letter in _NUMERIC
+            if letter in _NUMERIC and not (letter in "ML" and count >= 3):
+                parts.append(f"(\\d{{{count}}})" if abutting else "([+-]?\\d+)")
+            elif letter in "ML":
+                parts.append("(" + "|".join(_MONTHS) + "|" + "|".join(m[:3] for m in _MONTHS) + ")")
+            elif letter == "E":
+                parts.append("(" + "|".join(_DAYS) + "|" + "|".join(d[:3] for d in _DAYS) + ")")
+            elif letter == "a":
+                parts.append("(AM|PM)")
+            elif letter == "G":
+                parts.append("(AD|BC)")
+            else:  # z Z X
+                parts.append(
+                    "(Z|UTC|GMT|Coordinated Universal Time|(?:GMT|UTC)?[+-]\\d{1,2}(?::?\\d{2})?)"
+                )
+            groups.append(tok)
+        self._groups = groups
+        return re.compile("".join(parts), re.IGNORECASE)
+
+    def parse(self, text: str) -> int:
+        """Parse ``text`` into epoch milliseconds.
+
+        Raises:
+            ValueError: If ``text`` does not start with a date in this pattern.
+        """
+        if self._regex is None:
+            self._regex = self._compile()
+        match = self._regex.match(text)
+        if match is None:
+            raise ValueError(f"Unparseable date: {text!r}")
+        year, month, day, hour, minute, second, millis = 1970, 1, 1, 0, 0, 0, 0
+        day_of_year: int | None = None
+        pm: bool | None = None
+        hour12: int | None = None
+        offset_minutes = 0
+        for tok, raw in zip(self._groups, match.groups(), strict=True):
+            letter = tok.letter
+            if letter == "y":
+                year = int(raw)
+                if tok.count <= 2 and len(raw) == 2 and raw.isdigit():
+                    year = _resolve_two_digit_year(year)
+            elif letter in "ML":
+                month = _month_number(raw) if not raw.lstrip("+-").isdigit() else int(raw)
+            elif letter == "d":
+                day = int(raw)
+            elif letter == "D":
+                day_of_year = int(raw)
+            elif letter == "H":
+                hour = int(raw)
+            elif letter == "k":
+                hour = int(raw) % 24
+            elif letter in "Kh":
+                hour12 = int(raw) % 12
+            elif letter == "a":
+                pm = raw.upper() == "PM"
+            elif letter == "m":
+                minute = int(raw)
+            elif letter == "s":
+                second = int(raw)
+            elif letter == "S":
+                millis = int(raw)
+            elif letter in "zZX":
+                offset_minutes = _offset_minutes(raw)
+            # G, Y, w, W, F, E, u only cross-check a date in Java; they are ignored here.
+        if hour12 is not None:
+            hour = hour12 + (12 if pm else 0)
+        elif pm is not None and hour < 12 and pm:
+            hour += 12
+        if day_of_year is not None:
+            base = datetime.date(year, 1, 1) + datetime.timedelta(days=day_of_year - 1)
+            month, day = base.month, base.day
+        moment = datetime.datetime(year, month, day, hour, minute, second, tzinfo=datetime.UTC)
+        moment -= datetime.timedelta(minutes=offset_minutes)
+        return (moment - _EPOCH) // _ONE_MS + millis
+
+
+def _month_number(name: str) -> int:
+    folded = name.casefold()
+    for i, month in enumerate(_MONTHS):
+        if folded in (month.casefold(), month[:3].casefold()):
+            return i + 1
+    raise ValueError(f"Unknown month {name!r}")
+
+
+def _offset_minutes(raw: str) -> int:
+    text = raw.upper()
+    for prefix in ("GMT", "UTC"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    if text in ("", "Z", "COORDINATED UNIVERSAL TIME"):
+        return 0
+    sign = -1 if text[0] == "-" else 1
+    digits = text[1:].replace(":", "")
+    if len(digits) <= 2:
+        hours, minutes = int(digits), 0
+    else:
+        hours, minutes = int(digits[:-2]), int(digits[-2:])
+    return sign * (hours * 60 + minutes)
+
+
+def _resolve_two_digit_year(two_digits: int) -> int:
+    start = datetime.datetime.now(datetime.UTC).year - _TWO_DIGIT_YEAR_LOOKBACK
+    year = start - start % 100 + two_digits
+    return year + 100 if year < start else year

@@ -1,0 +1,258 @@
+"""What every bundled SMT shares: the key/value sides, Kafka's ``Requirements``, schema helpers.
+
+Kafka's SMTs are abstract classes with ``$Key`` and ``$Value`` nested subclasses
+that only say which side of the record they read and rebuild. Here that choice
+is one of two mixins, :class:`KeySide` and :class:`ValueSide`, so each variant is
+a two-line subclass::
+
+    class InsertFieldValue(ValueSide, InsertField):
+        KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.transforms.InsertField$Value",)
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from copycat_transforms._version import __version__
+from plugin_api import (
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConnectRecord,
+    DataException,
+    Importance,
+    Schema,
+    SchemaBuilder,
+    SinkRecord,
+    Struct,
+    Type,
+)
+
+REPLACE_NULL_WITH_DEFAULT_CONFIG = "replace.null.with.default"
+
+# Kafka keeps 16 schemas per transform instance (an LRUCache(16)): a connector sees a
+# handful of distinct schemas, and the bound stops a source that emits a new schema per
+# record from growing the cache without limit.
+SCHEMA_CACHE_SIZE = 16
+
+
+class VersionedPlugin:
+    """Mixin: ``version()`` is the version of the copycat-transforms distribution."""
+
+    def version(self) -> str:
+        """Return the package version."""
+        return __version__
+
+
+class KeySide:
+    """Mixin for ``$Key`` variants: the transform reads and rewrites the record key."""
+
+    SIDE: ClassVar[str] = "key"
+
+    @staticmethod
+    def operating_schema(record: ConnectRecord) -> Schema | None:
+        """The key schema."""
+        return record.key_schema
+
+    @staticmethod
+    def operating_value(record: ConnectRecord) -> Any:
+        """The key."""
+        return record.key
+
+    @staticmethod
+    def new_record(record: Any, schema: Schema | None, value: object, **changes: Any) -> Any:
+        """A copy of ``record`` with a new key (and schema) and any other ``changes``."""
+        return record.new_record(key_schema=schema, key=value, **changes)
+
+
+class ValueSide:
+    """Mixin for ``$Value`` variants: the transform reads and rewrites the record value."""
+
+    SIDE: ClassVar[str] = "value"
+
+    @staticmethod
+    def operating_schema(record: ConnectRecord) -> Schema | None:
+        """The value schema."""
+        return record.value_schema
+
+    @staticmethod
+    def operating_value(record: ConnectRecord) -> Any:
+        """The value."""
+        return record.value
+
+    @staticmethod
+    def new_record(record: Any, schema: Schema | None, value: object, **changes: Any) -> Any:
+        """A copy of ``record`` with a new value (and schema) and any other ``changes``."""
+        return record.new_record(value_schema=schema, value=value, **changes)
+
+
+class SideAware:
+    """Declares what :class:`KeySide` / :class:`ValueSide` provide (for the type checker)."""
+
+    SIDE: ClassVar[str]
+
+    @staticmethod
+    def operating_schema(record: ConnectRecord) -> Schema | None:  # pragma: no cover
+        raise NotImplementedError
+
+    @staticmethod
+    def operating_value(record: ConnectRecord) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    @staticmethod
+    def new_record(
+        record: Any, schema: Schema | None, value: object, **changes: Any
+    ) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+
+# -- Kafka's Requirements ------------------------------------------------------------------
+
+
+def class_name(value: object) -> str:
+    """The type name used in error messages (Kafka's ``nullSafeClassName``)."""
+    return "null" if value is None else type(value).__name__
+
+
+def require_map(value: object, purpose: str) -> Mapping[str, Any]:
+    """Return ``value`` if it is a mapping, else raise Kafka's DataException."""
+    if not isinstance(value, Mapping):
+        raise DataException(
+            f"Only Map objects supported in absence of schema for [{purpose}], "
+            f"found: {class_name(value)}"
+        )
+    return value
+
+
+def require_map_or_null(value: object, purpose: str) -> Mapping[str, Any] | None:
+    """Like :func:`require_map` but lets ``None`` through."""
+    return None if value is None else require_map(value, purpose)
+
+
+def require_struct(value: object, purpose: str) -> Struct:
+    """Return ``value`` if it is a Struct, else raise Kafka's DataException."""
+    if not isinstance(value, Struct):
+        raise DataException(
+            f"Only Struct objects supported for [{purpose}], found: {class_name(value)}"
+        )
+    return value
+
+
+def require_struct_or_null(value: object, purpose: str) -> Struct | None:
+    """Like :func:`require_struct` but lets ``None`` through."""
+    return None if value is None else require_struct(value, purpose)
+
+
+def require_schema(schema: Schema | None, purpose: str) -> Schema:
+    """Return ``schema``, or raise if the record is schemaless."""
+    if schema is None:
+        raise DataException(f"Schema required for [{purpose}]")
+    return schema
+
+
+def require_sink_record(record: ConnectRecord, purpose: str) -> SinkRecord:
+    """Return ``record`` if it is a SinkRecord (only those carry an offset)."""
+    if not isinstance(record, SinkRecord):
+        raise DataException(
+            f"Only SinkRecord supported for [{purpose}], found: {class_name(record)}"
+        )
+    return record
+
+
+# -- schemas -------------------------------------------------------------------------------
+
+
+class SchemaCache:
+    """A small LRU map from an input schema to the schema a transform derived from it."""
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self, size: int = SCHEMA_CACHE_SIZE) -> None:
+        """Create an empty cache holding at most ``size`` schemas."""
+        self._entries: OrderedDict[Schema, Schema] = OrderedDict()
+        self._size = size
+
+    def get(self, schema: Schema) -> Schema | None:
+        """The cached schema derived from ``schema``, or ``None``."""
+        found = self._entries.get(schema)
+        if found is not None:
+            self._entries.move_to_end(schema)
+        return found
+
+    def put(self, schema: Schema, updated: Schema) -> Schema:
+        """Remember ``updated`` for ``schema``; returns ``updated``."""
+        self._entries[schema] = updated
+        self._entries.move_to_end(schema)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+        return updated
+
+
+def copy_schema_basics(source: Schema, builder: SchemaBuilder) -> SchemaBuilder:
+    """Copy name, version, doc and parameters (not optionality or default) onto ``builder``."""
+    if source.name is not None:
+        builder.name(source.name)
+    if source.version is not None:
+        builder.version(source.version)
+    if source.doc is not None:
+        builder.doc(source.doc)
+    params = source.parameters
+    if params:
+        builder.parameters(params)
+    return builder
+
+
+def builder_like(source: Schema) -> SchemaBuilder:
+    """A builder of the same type (with the same element/key/value schemas) and basics."""
+    if source.type is Type.ARRAY:
+        assert source.value_schema is not None
+        builder = SchemaBuilder.array(source.value_schema)
+    elif source.type is Type.MAP:
+        assert source.key_schema is not None and source.value_schema is not None
+        builder = SchemaBuilder.map(source.key_schema, source.value_schema)
+    elif source.type is Type.STRUCT:
+        builder = SchemaBuilder.struct()
+        for field in source.fields:
+            builder.field(field.name, field.schema)
+    else:
+        builder = SchemaBuilder(source.type)
+    return copy_schema_basics(source, builder)
+
+
+def field_value(struct: Struct, name: str, replace_null_with_default: bool) -> Any:
+    """A field's value, substituting the field schema's default for ``None`` if asked."""
+    if replace_null_with_default:
+        return struct.get(name)
+    return struct.get_without_default(name)
+
+
+# -- config helpers ------------------------------------------------------------------------
+
+
+def config_error(name: str, value: object, message: str) -> ConfigException:
+    """A ConfigException carrying Kafka's plain ``message`` that still names the key."""
+    exc = ConfigException(message)
+    exc.name = name
+    exc.value = value
+    return exc
+
+
+def non_empty_list(name: str, value: object) -> None:
+    """Kafka's NonEmptyListValidator."""
+    if not value:
+        raise config_error(name, value, f"{name} cannot be empty")
+
+
+def define_replace_null_with_default(config_def: ConfigDef) -> ConfigDef:
+    """Add ``replace.null.with.default`` (KIP-1040), default true as in Kafka."""
+    return config_def.define(
+        REPLACE_NULL_WITH_DEFAULT_CONFIG,
+        ConfigType.BOOLEAN,
+        True,
+        importance=Importance.MEDIUM,
+        documentation="Whether to replace fields that have a default value and that are null "
+        "to the default value. When set to true, the default value is used, otherwise null is "
+        "used.",
+    )

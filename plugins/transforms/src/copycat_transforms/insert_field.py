@@ -1,0 +1,249 @@
+"""InsertField: add the record's topic, partition, offset, timestamp or a constant as a field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from copycat_transforms._util import (
+    REPLACE_NULL_WITH_DEFAULT_CONFIG,
+    KeySide,
+    SchemaCache,
+    SideAware,
+    ValueSide,
+    VersionedPlugin,
+    copy_schema_basics,
+    define_replace_null_with_default,
+    field_value,
+    require_map,
+    require_sink_record,
+    require_struct,
+)
+from plugin_api import (
+    INT32_SCHEMA,
+    INT64_SCHEMA,
+    OPTIONAL_INT32_SCHEMA,
+    OPTIONAL_INT64_SCHEMA,
+    OPTIONAL_STRING_SCHEMA,
+    STRING_SCHEMA,
+    AbstractConfig,
+    ConfigDef,
+    ConfigType,
+    ConnectRecord,
+    Importance,
+    Schema,
+    SchemaBuilder,
+    Struct,
+    Timestamp,
+    Transformation,
+)
+
+__all__ = ["InsertField", "InsertFieldKey", "InsertFieldValue"]
+
+TOPIC_FIELD = "topic.field"
+PARTITION_FIELD = "partition.field"
+OFFSET_FIELD = "offset.field"
+TIMESTAMP_FIELD = "timestamp.field"
+STATIC_FIELD = "static.field"
+STATIC_VALUE = "static.value"
+
+PURPOSE = "field insertion"
+
+_OPTIONALITY_DOC = (
+    " Suffix with <code>!</code> to make this a required field, or <code>?</code> to keep "
+    "it optional (the default)."
+)
+
+CONFIG_DEF = define_replace_null_with_default(
+    ConfigDef()
+    .define(
+        TOPIC_FIELD,
+        ConfigType.STRING,
+        None,
+        importance=Importance.MEDIUM,
+        documentation="Field name for Kafka topic." + _OPTIONALITY_DOC,
+    )
+    .define(
+        PARTITION_FIELD,
+        ConfigType.STRING,
+        None,
+        importance=Importance.MEDIUM,
+        documentation="Field name for Kafka partition." + _OPTIONALITY_DOC,
+    )
+    .define(
+        OFFSET_FIELD,
+        ConfigType.STRING,
+        None,
+        importance=Importance.MEDIUM,
+        documentation="Field name for Kafka offset - only applicable to sink connectors."
+        + _OPTIONALITY_DOC,
+    )
+    .define(
+        TIMESTAMP_FIELD,
+        ConfigType.STRING,
+        None,
+        importance=Importance.MEDIUM,
+        documentation="Field name for record timestamp." + _OPTIONALITY_DOC,
+    )
+    .define(
+        STATIC_FIELD,
+        ConfigType.STRING,
+        None,
+        importance=Importance.MEDIUM,
+        documentation="Field name for static data field." + _OPTIONALITY_DOC,
+    )
+    .define(
+        STATIC_VALUE,
+        ConfigType.STRING,
+        None,
+        importance=Importance.MEDIUM,
+        documentation="Static field value, if field name configured.",
+    )
+)
+
+
+@dataclass(frozen=True)
+class InsertionSpec:
+    """A field to insert: its name and whether the new field is optional."""
+
+    name: str
+    optional: bool
+
+    @classmethod
+    def parse(cls, spec: str | None) -> InsertionSpec | None:
+        """Parse ``name``, ``name?`` (optional) or ``name!`` (required); blank means none."""
+        if not spec:
+            return None
+        if spec.endswith("?"):
+            return cls(spec[:-1], True)
+        if spec.endswith("!"):
+            return cls(spec[:-1], False)
+        return cls(spec, True)
+
+
+class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
+    """Insert field(s) using attributes from the record metadata or a configured static value.
+
+    Use :class:`InsertFieldKey` or :class:`InsertFieldValue`. Tombstones (a null
+    key or value) pass through unchanged. Schemaful data gets fields of type
+    string (topic, static), int32 (partition), int64 (offset) and the Timestamp
+    logical type (timestamp); schemaless data gets the raw values (the timestamp
+    as epoch milliseconds).
+    """
+
+    def __init__(self) -> None:
+        """Create an unconfigured transform."""
+        self._topic: InsertionSpec | None = None
+        self._partition: InsertionSpec | None = None
+        self._offset: InsertionSpec | None = None
+        self._timestamp: InsertionSpec | None = None
+        self._static: InsertionSpec | None = None
+        self._static_value: str | None = None
+        self._replace_null_with_default = True
+        self._cache = SchemaCache()
+
+    def config(self) -> ConfigDef:
+        """Return the field-name keys and ``replace.null.with.default``."""
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, object]) -> None:
+        """Parse the field specs.
+
+        Raises:
+            ConfigException: Naming the key with an invalid value.
+        """
+        conf = AbstractConfig(CONFIG_DEF, configs)
+        self._topic = InsertionSpec.parse(conf.get_string(TOPIC_FIELD))
+        self._partition = InsertionSpec.parse(conf.get_string(PARTITION_FIELD))
+        self._offset = InsertionSpec.parse(conf.get_string(OFFSET_FIELD))
+        self._timestamp = InsertionSpec.parse(conf.get_string(TIMESTAMP_FIELD))
+        self._static = InsertionSpec.parse(conf.get_string(STATIC_FIELD))
+        self._static_value = conf.get_string(STATIC_VALUE)
+        self._replace_null_with_default = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
+        self._cache = SchemaCache()
+
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
+        """Return a copy of ``record`` with the configured fields added."""
+        value = self.operating_value(record)
+        if value is None:
+            return record
+        schema = self.operating_schema(record)
+        if schema is None:
+            return self._apply_schemaless(record, value)
+        return self._apply_with_schema(record, value)
+
+    def _apply_schemaless(self, record: ConnectRecord, raw: object) -> ConnectRecord:
+        updated: dict[str, Any] = dict(require_map(raw, PURPOSE))
+        if self._topic is not None:
+            updated[self._topic.name] = record.topic
+        if self._partition is not None:
+            updated[self._partition.name] = record.kafka_partition
+        if self._offset is not None:
+            updated[self._offset.name] = require_sink_record(record, PURPOSE).kafka_offset
+        if self._timestamp is not None:
+            updated[self._timestamp.name] = record.timestamp
+        if self._static is not None:
+            updated[self._static.name] = self._static_value
+        return self.new_record(record, None, updated)  # type: ignore[no-any-return]
+
+    def _apply_with_schema(self, record: ConnectRecord, raw: object) -> ConnectRecord:
+        value = require_struct(raw, PURPOSE)
+        updated_schema = self._cache.get(value.schema) or self._cache.put(
+            value.schema, self._updated_schema(value.schema)
+        )
+        updated = Struct(updated_schema)
+        for field in value.schema.fields:
+            updated.put(field.name, field_value(value, field.name, self._replace_null_with_default))
+        if self._topic is not None:
+            updated.put(self._topic.name, record.topic)
+        if self._partition is not None and record.kafka_partition is not None:
+            updated.put(self._partition.name, record.kafka_partition)
+        if self._offset is not None:
+            updated.put(self._offset.name, require_sink_record(record, PURPOSE).kafka_offset)
+        if self._timestamp is not None and record.timestamp is not None:
+            updated.put(
+                self._timestamp.name, Timestamp.to_logical(Timestamp.SCHEMA, record.timestamp)
+            )
+        if self._static is not None:
+            updated.put(self._static.name, self._static_value)
+        return self.new_record(record, updated_schema, updated)  # type: ignore[no-any-return]
+
+    def _updated_schema(self, schema: Schema) -> Schema:
+        builder = copy_schema_basics(schema, SchemaBuilder.struct())
+        for field in schema.fields:
+            builder.field(field.name, field.schema)
+        if self._topic is not None:
+            optional = self._topic.optional
+            builder.field(self._topic.name, OPTIONAL_STRING_SCHEMA if optional else STRING_SCHEMA)
+        if self._partition is not None:
+            optional = self._partition.optional
+            builder.field(self._partition.name, OPTIONAL_INT32_SCHEMA if optional else INT32_SCHEMA)
+        if self._offset is not None:
+            optional = self._offset.optional
+            builder.field(self._offset.name, OPTIONAL_INT64_SCHEMA if optional else INT64_SCHEMA)
+        if self._timestamp is not None:
+            builder.field(
+                self._timestamp.name,
+                Timestamp.builder().optional().build()
+                if self._timestamp.optional
+                else Timestamp.SCHEMA,
+            )
+        if self._static is not None:
+            optional = self._static.optional
+            builder.field(self._static.name, OPTIONAL_STRING_SCHEMA if optional else STRING_SCHEMA)
+        if schema.optional:
+            builder.optional()
+        return builder.build()
+
+
+class InsertFieldKey(KeySide, InsertField):
+    """InsertField on the record key."""
+
+    KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.transforms.InsertField$Key",)
+
+
+class InsertFieldValue(ValueSide, InsertField):
+    """InsertField on the record value."""
+
+    KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.transforms.InsertField$Value",)

@@ -1,0 +1,178 @@
+"""MaskField: replace field values with a type-appropriate empty value or a configured one."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from copycat_transforms._util import (
+    REPLACE_NULL_WITH_DEFAULT_CONFIG,
+    KeySide,
+    SideAware,
+    ValueSide,
+    VersionedPlugin,
+    define_replace_null_with_default,
+    field_value,
+    non_empty_list,
+    require_map,
+    require_struct,
+)
+from plugin_api import (
+    AbstractConfig,
+    ConfigDef,
+    ConfigType,
+    ConnectRecord,
+    DataException,
+    Importance,
+    NonEmptyString,
+    Struct,
+    Transformation,
+)
+
+__all__ = ["MaskField", "MaskFieldKey", "MaskFieldValue"]
+
+FIELDS_CONFIG = "fields"
+REPLACEMENT_CONFIG = "replacement"
+PURPOSE = "mask fields"
+
+CONFIG_DEF = define_replace_null_with_default(
+    ConfigDef()
+    .define(
+        FIELDS_CONFIG,
+        ConfigType.LIST,
+        validator=non_empty_list,
+        importance=Importance.HIGH,
+        documentation="Names of fields to mask.",
+    )
+    .define(
+        REPLACEMENT_CONFIG,
+        ConfigType.STRING,
+        None,
+        NonEmptyString(),
+        Importance.LOW,
+        "Custom value replacement, that will be applied to all 'fields' values "
+        "(numeric or non-empty string values only).",
+    )
+)
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _empty_of(value: object) -> object:
+    """The value Kafka masks with when no replacement is configured (Java's zero values)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return 0
+    if isinstance(value, float):
+        return 0.0
+    if isinstance(value, decimal.Decimal):
+        return decimal.Decimal(0)
+    if isinstance(value, str):
+        return ""
+    # java.util.Date(0), whichever logical type (Timestamp, Date, Time) holds it.
+    if isinstance(value, datetime.datetime):
+        return _EPOCH
+    if isinstance(value, datetime.date):
+        return _EPOCH.date()
+    if isinstance(value, datetime.time):
+        return datetime.time(0)
+    if isinstance(value, (list, tuple)):
+        return []
+    if isinstance(value, Mapping):
+        return {}
+    raise DataException(f"Cannot mask value of type: {type(value).__name__}")
+
+
+def _replacement_parser(value: object) -> Callable[[str], object] | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return int
+    if isinstance(value, float):
+        return float
+    if isinstance(value, decimal.Decimal):
+        return decimal.Decimal
+    if isinstance(value, str):
+        return str
+    return None
+
+
+class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
+    """Mask specified fields with a valid null value for the field type (0, false, "", ...).
+
+    With ``replacement`` set, numeric and string fields get that value instead
+    (converted to the field's type); other types cannot take a custom
+    replacement. As in Kafka, a schemaless value gets every listed field, even
+    ones it did not have (set to null). Tombstones pass through unchanged.
+    """
+
+    def __init__(self) -> None:
+        """Create an unconfigured transform."""
+        self._fields: frozenset[str] = frozenset()
+        self._field_order: list[str] = []
+        self._replacement: str | None = None
+        self._replace_null_with_default = True
+
+    def config(self) -> ConfigDef:
+        """Return ``fields``, ``replacement`` and ``replace.null.with.default``."""
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, object]) -> None:
+        """Read the fields to mask.
+
+        Raises:
+            ConfigException: If ``fields`` is empty or ``replacement`` is an empty string.
+        """
+        conf = AbstractConfig(CONFIG_DEF, configs)
+        self._field_order = list(dict.fromkeys(conf.get_list(FIELDS_CONFIG) or []))
+        self._fields = frozenset(self._field_order)
+        self._replacement = conf.get_string(REPLACEMENT_CONFIG)
+        self._replace_null_with_default = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
+
+    def apply(self, record: ConnectRecord) -> ConnectRecord | None:
+        """Return a copy of ``record`` with the listed fields masked."""
+        raw = self.operating_value(record)
+        if raw is None:
+            return record
+        if self.operating_schema(record) is None:
+            value = require_map(raw, PURPOSE)
+            updated: dict[str, Any] = dict(value)
+            for name in self._field_order:
+                updated[name] = self._masked(value.get(name))
+            return self.new_record(record, None, updated)  # type: ignore[no-any-return]
+        struct = require_struct(raw, PURPOSE)
+        masked = Struct(struct.schema)
+        for field in struct.schema.fields:
+            original = field_value(struct, field.name, self._replace_null_with_default)
+            masked.put(field, self._masked(original) if field.name in self._fields else original)
+        return self.new_record(record, struct.schema, masked)  # type: ignore[no-any-return]
+
+    def _masked(self, value: object) -> object:
+        if value is None:
+            return None
+        if self._replacement is None:
+            return _empty_of(value)
+        parse = _replacement_parser(value)
+        if parse is None:
+            raise DataException(
+                f"Cannot mask value of type {type(value).__name__} with custom replacement."
+            )
+        try:
+            return parse(self._replacement)
+        except (ValueError, ArithmeticError) as exc:
+            raise DataException(f"Unable to convert {self._replacement} (str) to number") from exc
+
+
+class MaskFieldKey(KeySide, MaskField):
+    """MaskField on the record key."""
+
+    KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.transforms.MaskField$Key",)
+
+
+class MaskFieldValue(ValueSide, MaskField):
+    """MaskField on the record value."""
+
+    KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.transforms.MaskField$Value",)

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import pytest
+from copycat_transforms import FlattenKey, FlattenValue
+from plugin_api.testing import apply_transform
+
+from plugin_api import ConfigException, DataException, Schema, SchemaBuilder, SinkRecord, Struct
+
+
+def rec(value, schema=None, key=None, key_schema=None) -> SinkRecord:
+    return SinkRecord("topic", 0, key_schema, key, schema, value, 0)
+
+
+def test_schemaless_nested_maps() -> None:
+    value = {"A": {"B": {"int8": 8, "arr": [1, 2]}, "s": "x"}, "top": None}
+    out = apply_transform(FlattenValue, {}, rec(value))
+    assert out.value == {"A.B.int8": 8, "A.B.arr": [1, 2], "A.s": "x", "top": None}
+
+
+def test_schemaless_custom_delimiter_and_key() -> None:
+    out = apply_transform(FlattenKey, {"delimiter": "#"}, rec("v", key={"a": {"b": 1}}))
+    assert out.key == {"a#b": 1}
+    assert out.value == "v"
+
+
+def test_schemaful_nested_structs() -> None:
+    inner = (
+        SchemaBuilder.struct()
+        .field("int16", Schema.INT16_SCHEMA)
+        .field("opt", SchemaBuilder.string().optional().build())
+        .build()
+    )
+    optional_inner = SchemaBuilder.struct().optional().field("x", Schema.INT32_SCHEMA).build()
+    schema = (
+        SchemaBuilder.struct()
+        .name("outer")
+        .field("A", inner)
+        .field("O", optional_inner)
+        .field("arr", SchemaBuilder.array(Schema.INT32_SCHEMA).build())
+        .build()
+    )
+    value = Struct(schema).put("A", Struct(inner).put("int16", 16)).put("arr", [1])
+    out = apply_transform(FlattenValue, {"delimiter": "_"}, rec(value, schema))
+    s = out.value_schema
+    assert s.name == "outer"
+    assert [f.name for f in s.fields] == ["A_int16", "A_opt", "O_x", "arr"]
+    assert s.field("A_int16").schema == Schema.INT16_SCHEMA
+    assert s.field("O_x").schema == Schema.OPTIONAL_INT32_SCHEMA  # optional parent
+    assert out.value.get("A_int16") == 16
+    assert out.value.get("O_x") is None
+    assert out.value.get("arr") == [1]
+
+
+def test_tombstone_passes_through() -> None:
+    r = rec(None)
+    assert apply_transform(FlattenValue, {}, r) is r
+
+
+def test_data_errors() -> None:
+    with pytest.raises(
+        DataException,
+        match=r"Only Map objects supported in absence of schema for \[flattening\], found: str",
+    ):
+        apply_transform(FlattenValue, {}, rec("x"))
+    schema = SchemaBuilder.struct().field("a", Schema.INT8_SCHEMA).build()
+    with pytest.raises(
+        DataException, match=r"Only Struct objects supported for \[flattening\], found: dict"
+    ):
+        apply_transform(FlattenValue, {}, rec({"a": 1}, schema))
+    with pytest.raises(
+        DataException,
+        match=r"Flatten transformation does not support set for record without schemas \(for field a.b\)",  # noqa: E501
+    ):
+        apply_transform(FlattenValue, {}, rec({"a": {"b": {1}}}))
+
+
+def test_bad_config() -> None:
+    with pytest.raises(ConfigException) as info:
+        FlattenValue().configure({"delimiter": 5})
+    assert info.value.name == "delimiter"

@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import pytest
+from copycat_transforms import MaskFieldKey, MaskFieldValue
+from plugin_api.testing import apply_transform
+
+from plugin_api import (
+    ConfigException,
+    DataException,
+    Date,
+    Decimal,
+    Schema,
+    SchemaBuilder,
+    SinkRecord,
+    Struct,
+    Time,
+    Timestamp,
+)
+
+SCHEMA = (
+    SchemaBuilder.struct()
+    .field("magic", Schema.INT32_SCHEMA)
+    .field("bool", Schema.BOOLEAN_SCHEMA)
+    .field("int8", Schema.INT8_SCHEMA)
+    .field("float64", Schema.FLOAT64_SCHEMA)
+    .field("string", Schema.STRING_SCHEMA)
+    .field("date", Date.SCHEMA)
+    .field("time", Time.SCHEMA)
+    .field("ts", Timestamp.SCHEMA)
+    .field("decimal", Decimal.schema(2))
+    .field("array", SchemaBuilder.array(Schema.INT32_SCHEMA).build())
+    .field("map", SchemaBuilder.map(Schema.STRING_SCHEMA, Schema.STRING_SCHEMA).build())
+    .field("withDefault", SchemaBuilder.string().optional().default_value("default").build())
+    .build()
+)
+FIELDS = "bool,int8,float64,string,date,time,ts,decimal,array,map"
+
+
+def struct_value() -> Struct:
+    return Struct.from_dict(
+        SCHEMA,
+        {
+            "magic": 42,
+            "bool": True,
+            "int8": 42,
+            "float64": 42.0,
+            "string": "blabla",
+            "date": datetime.date(2020, 1, 2),
+            "time": datetime.time(10, 0),
+            "ts": datetime.datetime(2020, 1, 2, 3, 4, tzinfo=datetime.UTC),
+            "decimal": decimal.Decimal("42.00"),
+            "array": [1, 2],
+            "map": {"k": "v"},
+        },
+    )
+
+
+def record(value, schema=None, key=None, key_schema=None) -> SinkRecord:
+    return SinkRecord("topic", 0, key_schema, key, schema, value, 0)
+
+
+def test_schemaful_masks_with_java_zero_values() -> None:
+    out = apply_transform(MaskFieldValue, {"fields": FIELDS}, record(struct_value(), SCHEMA))
+    v = out.value
+    assert out.value_schema is SCHEMA
+    assert v.get("magic") == 42
+    assert v.get("bool") is False
+    assert v.get("int8") == 0
+    assert v.get("float64") == 0.0
+    assert v.get("string") == ""
+    assert v.get("date") == datetime.date(1970, 1, 1)
+    assert v.get("time") == datetime.time(0)
+    assert v.get("ts") == datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    assert v.get("decimal") == decimal.Decimal(0)
+    assert v.get("array") == []
+    assert v.get("map") == {}
+    # Unlisted fields keep their value; the null-with-default field takes its default.
+    assert v.get_without_default("withDefault") == "default"
+
+
+def test_schemaless_masks_and_adds_missing_fields_as_null() -> None:
+    value = {"magic": 42, "email": "a@b.c", "phone": 12345, "nested": {"x": 1}}
+    out = apply_transform(MaskFieldValue, {"fields": "email,phone,nested,absent"}, record(value))
+    assert out.value == {"magic": 42, "email": "", "phone": 0, "nested": {}, "absent": None}
+
+
+def test_custom_replacement() -> None:
+    value = {"email": "a@b.c", "phone": 12345, "score": 1.5, "flag": True}
+    out = apply_transform(
+        MaskFieldValue, {"fields": "email,phone,score", "replacement": "123"}, record(value)
+    )
+    assert out.value == {"email": "123", "phone": 123, "score": 123.0, "flag": True}
+    with pytest.raises(DataException, match="Unable to convert \\*\\*\\* \\(str\\) to number"):
+        apply_transform(MaskFieldValue, {"fields": "phone", "replacement": "***"}, record(value))
+    with pytest.raises(
+        DataException, match="Cannot mask value of type bool with custom replacement"
+    ):
+        apply_transform(MaskFieldValue, {"fields": "flag", "replacement": "x"}, record(value))
+
+
+def test_schemaful_custom_replacement() -> None:
+    out = apply_transform(
+        MaskFieldValue,
+        {"fields": "string,int8", "replacement": "12"},
+        record(struct_value(), SCHEMA),
+    )
+    assert out.value.get("string") == "12"
+    assert out.value.get("int8") == 12
+
+
+def test_key_variant() -> None:
+    out = apply_transform(
+        MaskFieldKey, {"fields": "id"}, record({"v": "keep"}, key={"id": "secret"})
+    )
+    assert out.key == {"id": ""}
+    assert out.value == {"v": "keep"}
+
+
+def test_unmaskable_type() -> None:
+    with pytest.raises(DataException, match="Cannot mask value of type: bytes"):
+        apply_transform(MaskFieldValue, {"fields": "b"}, record({"b": b"raw"}))
+
+
+def test_wrong_data() -> None:
+    with pytest.raises(
+        DataException,
+        match=r"Only Map objects supported in absence of schema for \[mask fields\], found: str",
+    ):
+        apply_transform(MaskFieldValue, {"fields": "a"}, record("text"))
+    with pytest.raises(
+        DataException, match=r"Only Struct objects supported for \[mask fields\], found: dict"
+    ):
+        apply_transform(MaskFieldValue, {"fields": "a"}, record({"a": 1}, SCHEMA))
+
+
+def test_tombstone_passes_through() -> None:
+    r = record(None)
+    assert apply_transform(MaskFieldValue, {"fields": "a"}, r) is r
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({}, "fields"),
+        ({"fields": ""}, "fields"),
+        ({"fields": "a", "replacement": ""}, "replacement"),
+    ],
+)
+def test_bad_config(config, key) -> None:
+    with pytest.raises(ConfigException) as info:
+        MaskFieldValue().configure(config)
+    assert info.value.name == key
+    errors = {r.name: r.error_messages for r in MaskFieldValue().config().validate(config)}
+    assert errors[key]

@@ -1,0 +1,253 @@
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from copycat_transforms import TimestampConverterKey, TimestampConverterValue, TimestampRouter
+from copycat_transforms._datefmt import JavaDateFormat
+from plugin_api.testing import apply_transform
+
+from plugin_api import (
+    ConfigException,
+    ConnectException,
+    DataException,
+    Date,
+    Schema,
+    SchemaBuilder,
+    SinkRecord,
+    Struct,
+    Time,
+    Timestamp,
+)
+
+UTC = datetime.UTC
+# 2017-01-02 03:04:05.006 UTC
+MILLIS = 1483326245006
+DATE_PLUS_TIME = datetime.datetime(2017, 1, 2, 3, 4, 5, 6000, tzinfo=UTC)
+STRING_FORMAT = "yyyy MM dd HH:mm:ss SSS z"
+DATE_PLUS_TIME_STRING = "2017 01 02 03:04:05 006 UTC"
+
+
+def rec(value, schema=None, key=None, key_schema=None, timestamp=None) -> SinkRecord:
+    return SinkRecord("test", 0, key_schema, key, schema, value, 0, timestamp=timestamp)
+
+
+# -- SimpleDateFormat ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        ("yyyyMMdd", "20170102"),
+        ("yyyy-MM-dd'T'HH:mm:ss.SSSZ", "2017-01-02T03:04:05.006+0000"),
+        ("yy/M/d h:mm a", "17/1/2 3:04 AM"),
+        ("EEE, d MMM yyyy", "Mon, 2 Jan 2017"),
+        ("EEEE MMMM", "Monday January"),
+        ("'week' ww, D 'o''clock' XXX", "week 01, 2 o'clock Z"),
+        (STRING_FORMAT, DATE_PLUS_TIME_STRING),
+    ],
+)
+def test_java_date_format(pattern, expected) -> None:
+    fmt = JavaDateFormat(pattern)
+    assert fmt.format(MILLIS) == expected
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "millis"),
+    [
+        ("yyyyMMdd", "20170102", 1483315200000),
+        ("yyyy-MM-dd HH:mm:ss.SSS", "2017-01-02 03:04:05.006", MILLIS),
+        (STRING_FORMAT, DATE_PLUS_TIME_STRING, MILLIS),
+        ("yyyy-MM-dd'T'HH:mm:ssZ", "2017-01-02T05:04:05+0200", MILLIS - 6),
+        ("dd MMM yyyy", "02 jan 2017", 1483315200000),
+        ("yyyy-MM-dd", "2017-01-02 trailing text", 1483315200000),
+        ("h:mm a", "3:04 PM", (15 * 60 + 4) * 60_000),
+    ],
+)
+def test_java_date_parse(pattern, text, millis) -> None:
+    assert JavaDateFormat(pattern).parse(text) == millis
+
+
+def test_java_date_format_errors() -> None:
+    with pytest.raises(ValueError, match="Illegal pattern character 'b'"):
+        JavaDateFormat("yyyy-bb")
+    with pytest.raises(ValueError, match="Unterminated quote"):
+        JavaDateFormat("yyyy 'oops")
+    with pytest.raises(ValueError):
+        JavaDateFormat("yyyy-MM-dd").parse("02/01/2017")
+
+
+# -- TimestampConverter: schemaless -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "value", "expected"),
+    [
+        ({"target.type": "Timestamp"}, MILLIS, DATE_PLUS_TIME),
+        ({"target.type": "Date"}, MILLIS, datetime.date(2017, 1, 2)),
+        ({"target.type": "Time"}, MILLIS, datetime.time(3, 4, 5, 6000)),
+        ({"target.type": "unix"}, DATE_PLUS_TIME, MILLIS),
+        ({"target.type": "unix", "unix.precision": "seconds"}, DATE_PLUS_TIME, MILLIS // 1000),
+        ({"target.type": "unix", "unix.precision": "microseconds"}, DATE_PLUS_TIME, MILLIS * 1000),
+        ({"target.type": "unix", "unix.precision": "nanoseconds"}, DATE_PLUS_TIME, MILLIS * 10**6),
+        (
+            {"target.type": "Timestamp", "unix.precision": "seconds"},
+            MILLIS // 1000,
+            datetime.datetime(2017, 1, 2, 3, 4, 5, tzinfo=UTC),
+        ),
+        (
+            {"target.type": "Timestamp", "unix.precision": "microseconds"},
+            MILLIS * 1000 + 999,
+            DATE_PLUS_TIME,
+        ),
+        ({"target.type": "string", "format": STRING_FORMAT}, DATE_PLUS_TIME, DATE_PLUS_TIME_STRING),
+        (
+            {"target.type": "Timestamp", "format": STRING_FORMAT},
+            DATE_PLUS_TIME_STRING,
+            DATE_PLUS_TIME,
+        ),
+        ({"target.type": "unix", "format": STRING_FORMAT}, DATE_PLUS_TIME_STRING, MILLIS),
+        (
+            {"target.type": "Timestamp"},
+            datetime.date(2017, 1, 2),
+            datetime.datetime(2017, 1, 2, tzinfo=UTC),
+        ),
+    ],
+)
+def test_schemaless_whole_value(config, value, expected) -> None:
+    out = apply_transform(TimestampConverterValue, config, rec(value))
+    assert out.value == expected
+    assert out.value_schema is None
+
+
+def test_schemaless_field_and_key_variant() -> None:
+    config = {"target.type": "string", "format": "yyyy-MM-dd", "field": "ts"}
+    out = apply_transform(
+        TimestampConverterKey, config, rec({"v": 1}, key={"ts": MILLIS, "other": 1})
+    )
+    assert out.key == {"ts": "2017-01-02", "other": 1}
+    assert out.value == {"v": 1}
+
+
+# -- TimestampConverter: schemaful --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "schema", "expected"),
+    [
+        ("Timestamp", Timestamp.SCHEMA, DATE_PLUS_TIME),
+        ("Date", Date.SCHEMA, datetime.date(2017, 1, 2)),
+        ("Time", Time.SCHEMA, datetime.time(3, 4, 5, 6000)),
+        ("unix", Schema.INT64_SCHEMA, MILLIS),
+        ("string", Schema.STRING_SCHEMA, DATE_PLUS_TIME_STRING),
+    ],
+)
+def test_schemaful_whole_value(target, schema, expected) -> None:
+    config = {"target.type": target, "format": STRING_FORMAT}
+    out = apply_transform(TimestampConverterValue, config, rec(DATE_PLUS_TIME, Timestamp.SCHEMA))
+    assert out.value_schema == schema
+    assert out.value == expected
+
+
+def test_schemaful_optional_keeps_optional() -> None:
+    optional_ts = Timestamp.builder().optional().build()
+    out = apply_transform(
+        TimestampConverterValue, {"target.type": "unix"}, rec(DATE_PLUS_TIME, optional_ts)
+    )
+    assert out.value_schema == Schema.OPTIONAL_INT64_SCHEMA
+
+
+def test_schemaful_field() -> None:
+    schema = (
+        SchemaBuilder.struct()
+        .name("n")
+        .field("ts", Schema.STRING_SCHEMA)
+        .field("other", SchemaBuilder.string().optional().build())
+        .build()
+    )
+    value = Struct(schema).put("ts", DATE_PLUS_TIME_STRING).put("other", "keep")
+    config = {"target.type": "Timestamp", "field": "ts", "format": STRING_FORMAT}
+    xform = TimestampConverterValue()
+    out = apply_transform(xform, config, rec(value, schema))
+    assert out.value_schema.name == "n"
+    assert out.value_schema.field("ts").schema == Timestamp.SCHEMA
+    assert out.value.get("ts") == DATE_PLUS_TIME
+    assert out.value.get("other") == "keep"
+
+
+def test_tombstone_passes_through() -> None:
+    r = rec(None)
+    assert apply_transform(TimestampConverterValue, {"target.type": "unix"}, r) is r
+
+
+def test_data_errors() -> None:
+    config = {"target.type": "Timestamp", "format": "yyyy-MM-dd"}
+    with pytest.raises(
+        DataException,
+        match=r"Could not parse timestamp: value \(nope\) does not match pattern \(yyyy-MM-dd\)",
+    ):
+        apply_transform(TimestampConverterValue, config, rec("nope"))
+    with pytest.raises(
+        DataException, match="TimestampConverter does not support float objects as timestamps"
+    ):
+        apply_transform(TimestampConverterValue, {"target.type": "unix"}, rec(1.5))
+    with pytest.raises(ConnectException, match="does not correspond to a known timestamp type"):
+        apply_transform(
+            TimestampConverterValue, {"target.type": "unix"}, rec(True, Schema.BOOLEAN_SCHEMA)
+        )
+    with pytest.raises(
+        DataException,
+        match=r"Only Map objects supported in absence of schema for \[converting timestamp formats\]",  # noqa: E501
+    ):
+        apply_transform(TimestampConverterValue, {"target.type": "unix", "field": "a"}, rec([1]))
+    schema = SchemaBuilder.struct().field("a", Schema.INT64_SCHEMA).build()
+    with pytest.raises(
+        DataException, match=r"Only Struct objects supported for \[converting timestamp formats\]"
+    ):
+        apply_transform(
+            TimestampConverterValue, {"target.type": "unix", "field": "a"}, rec("x", schema)
+        )
+
+
+@pytest.mark.parametrize(
+    ("config", "key"),
+    [
+        ({}, "target.type"),
+        ({"target.type": "invalid"}, "target.type"),
+        ({"target.type": "string"}, "format"),
+        ({"target.type": "string", "format": "bad-pattern-q"}, "format"),
+        ({"target.type": "unix", "unix.precision": "minutes"}, "unix.precision"),
+    ],
+)
+def test_bad_config(config, key) -> None:
+    with pytest.raises(ConfigException) as info:
+        TimestampConverterValue().configure(config)
+    assert info.value.name == key
+
+
+# -- TimestampRouter ----------------------------------------------------------------------------
+
+
+def test_timestamp_router_defaults() -> None:
+    out = apply_transform(TimestampRouter, {}, rec("v", timestamp=MILLIS))
+    assert out.topic == "test-20170102"
+    assert out.value == "v"
+
+
+def test_timestamp_router_custom_formats() -> None:
+    config = {"topic.format": "logs_${timestamp}_${topic}", "timestamp.format": "yyyy.MM.dd-HH"}
+    out = apply_transform(TimestampRouter, config, rec("v", timestamp=MILLIS))
+    assert out.topic == "logs_2017.01.02-03_test"
+
+
+def test_timestamp_router_errors() -> None:
+    with pytest.raises(DataException, match="Timestamp missing on record"):
+        apply_transform(TimestampRouter, {}, rec("v"))
+    with pytest.raises(ConfigException) as info:
+        TimestampRouter().configure({"timestamp.format": "yyyy-ee"})
+    assert info.value.name == "timestamp.format"
+    errors = {
+        r.name: r.error_messages
+        for r in TimestampRouter().config().validate({"timestamp.format": "'x"})
+    }
+    assert errors["timestamp.format"]
