@@ -67,6 +67,19 @@ def _cmd_standalone(args: argparse.Namespace) -> int:
     return run_standalone(args.worker_config, args.connector_configs)
 
 
+def _cmd_schema_registry(args: argparse.Namespace) -> int:
+    from core.schema_registry import SchemaRegistry
+
+    registry = SchemaRegistry(args.bootstrap_servers, port=args.port, host=args.host, topic=args.topic)
+    registry.start()
+    print(f"schema registry listening on {registry.url} (topic {args.topic})", flush=True)
+    try:
+        registry.serve_forever()
+    finally:
+        registry.stop()
+    return 0
+
+
 def _setup_logging(level: str) -> None:
     import logging
 
@@ -127,6 +140,17 @@ def build_parser() -> argparse.ArgumentParser:
                          "to remove one version of several.")
     rm.add_argument("specs", nargs="+", metavar="NAME[==VERSION]")
     rm.set_defaults(func=_cmd_plugins_remove)
+
+    registry = sub.add_parser(
+        "schema-registry", help="run a development Schema Registry (Confluent REST API)",
+        description="Serve the Confluent Schema Registry REST API for Avro schemas, storing "
+        "every change in a compacted Kafka topic that is replayed on start.")
+    registry.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT",
+                          help="Kafka bootstrap servers holding the schemas topic")
+    registry.add_argument("--port", type=int, default=8081, help="HTTP port (default 8081)")
+    registry.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    registry.add_argument("--topic", default="_schemas", help="schemas topic (default _schemas)")
+    registry.set_defaults(func=_cmd_schema_registry)
     return parser
 
 

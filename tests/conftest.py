@@ -59,3 +59,19 @@ def bundled_plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("bundled-plugins")
     ensure_bundled_plugins(path)
     return path
+
+
+if TYPE_CHECKING:
+    from core.schema_registry import SchemaRegistry
+
+
+@pytest.fixture(scope="session")
+def schema_registry(dev_broker: DevBroker) -> Iterator[SchemaRegistry]:
+    """A dev Schema Registry on a free port, storing schemas in the session broker's ``_schemas``.
+
+    Tests share it: use subject names no other test uses (e.g. derived from ``topic_name``).
+    """
+    from core.schema_registry import SchemaRegistry
+
+    with SchemaRegistry(dev_broker.bootstrap_servers) as registry:
+        yield registry

@@ -1,0 +1,361 @@
+"""AvroConverter: Confluent's Avro wire format with a Schema Registry.
+
+Wire format (the same bytes as ``io.confluent.connect.avro.AvroConverter``)::
+
+    byte 0      magic byte 0
+    bytes 1-4   schema id, 4-byte big-endian, as assigned by the registry
+    bytes 5-    the value in Avro binary encoding, written with that schema
+
+Writing: the Connect schema is mapped to an Avro schema (see :mod:`copycat_avro._avrodata`),
+registered (``auto.register.schemas=true``, the default) or looked up under the subject the
+subject name strategy picks, and the id is cached. With ``use.latest.version=true`` and
+auto-registration off, the subject's latest schema is used instead. A registry refusal
+(e.g. 409: incompatible with the subject's compatibility level) raises ``DataException``
+naming the subject and quoting the registry.
+
+Reading: the id selects the writer schema (fetched once per id); the Connect schema is
+derived from it, with the registry version as the schema version when the Avro schema
+carries no ``connect.version`` (as Confluent's converter does).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import fastavro
+
+from copycat_avro._avrodata import (
+    from_connect_data,
+    from_connect_schema,
+    physical,
+    schema_string,
+    to_connect_data,
+    to_connect_schema,
+)
+from copycat_avro._version import __version__
+from copycat_avro.registry_client import SchemaRegistryClient
+from copycat_avro.strategies import SubjectNameStrategy, resolve_strategy
+from plugin_api import (
+    NULL_SCHEMA_AND_VALUE,
+    AbstractConfig,
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    Converter,
+    DataException,
+    Headers,
+    Importance,
+    Range,
+    Schema,
+    SchemaAndValue,
+    ValidString,
+)
+
+__all__ = ["AvroConverter"]
+
+MAGIC_BYTE = 0
+_HEADER = struct.Struct(">bI")
+
+SCHEMA_REGISTRY_URL_CONFIG = "schema.registry.url"
+AUTO_REGISTER_SCHEMAS_CONFIG = "auto.register.schemas"
+USE_LATEST_VERSION_CONFIG = "use.latest.version"
+KEY_SUBJECT_NAME_STRATEGY_CONFIG = "key.subject.name.strategy"
+VALUE_SUBJECT_NAME_STRATEGY_CONFIG = "value.subject.name.strategy"
+BASIC_AUTH_CREDENTIALS_SOURCE_CONFIG = "basic.auth.credentials.source"
+BASIC_AUTH_USER_INFO_CONFIG = "basic.auth.user.info"
+SCHEMAS_CACHE_SIZE_CONFIG = "schemas.cache.config"
+CONVERTER_TYPE_CONFIG = "converter.type"
+TOPIC_NAME_STRATEGY = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(
+        SCHEMA_REGISTRY_URL_CONFIG,
+        ConfigType.LIST,
+        importance=Importance.HIGH,
+        documentation="Comma-separated list of URLs for Schema Registry instances that can be used to "
+        "register or look up schemas.",
+    )
+    .define(
+        AUTO_REGISTER_SCHEMAS_CONFIG,
+        ConfigType.BOOLEAN,
+        True,
+        None,
+        Importance.MEDIUM,
+        "Specify if the Serializer should attempt to register the Schema with Schema Registry",
+    )
+    .define(
+        USE_LATEST_VERSION_CONFIG,
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.LOW,
+        "Specify if the Serializer should use the latest subject version for serialization",
+    )
+    .define(
+        KEY_SUBJECT_NAME_STRATEGY_CONFIG,
+        ConfigType.STRING,
+        TOPIC_NAME_STRATEGY,
+        None,
+        Importance.MEDIUM,
+        "Determines how to construct the subject name under which the key schema is registered "
+        "with the schema registry.",
+    )
+    .define(
+        VALUE_SUBJECT_NAME_STRATEGY_CONFIG,
+        ConfigType.STRING,
+        TOPIC_NAME_STRATEGY,
+        None,
+        Importance.MEDIUM,
+        "Determines how to construct the subject name under which the value schema is registered "
+        "with the schema registry.",
+    )
+    .define(
+        BASIC_AUTH_CREDENTIALS_SOURCE_CONFIG,
+        ConfigType.STRING,
+        "URL",
+        ValidString.in_("URL", "USER_INFO"),
+        Importance.MEDIUM,
+        "Specify how to pick the credentials for Basic Auth header. The supported values are URL "
+        "and USER_INFO",
+    )
+    .define(
+        BASIC_AUTH_USER_INFO_CONFIG,
+        ConfigType.PASSWORD,
+        "",
+        None,
+        Importance.MEDIUM,
+        "Specify the user info for Basic Auth in the form of {username}:{password}",
+    )
+    .define(
+        SCHEMAS_CACHE_SIZE_CONFIG,
+        ConfigType.INT,
+        1000,
+        Range.at_least(0),
+        Importance.LOW,
+        "Size of the converted schemas cache",
+    )
+)
+
+
+class _LRU:
+    __slots__ = ("_data", "_capacity")
+
+    def __init__(self, capacity: int) -> None:
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._capacity = capacity
+
+    def get(self, key: Any) -> Any:
+        value = self._data.get(key)
+        if value is not None:
+            self._data.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> Any:
+        if self._capacity > 0:
+            self._data[key] = value
+            if len(self._data) > self._capacity:
+                self._data.popitem(last=False)
+        return value
+
+
+class _WriterSchema:
+    """One Connect schema's Avro form: its text for the registry, parsed for fastavro."""
+
+    __slots__ = ("avro", "text", "parsed")
+
+    def __init__(self, avro: Any) -> None:
+        self.avro = avro
+        self.text = schema_string(avro)
+        self.parsed = fastavro.parse_schema(physical(avro))
+
+
+class AvroConverter(Converter):
+    """Kafka Connect converter for Confluent's Avro format (see module docstring)."""
+
+    KAFKA_CLASS_ALIASES = ("io.confluent.connect.avro.AvroConverter",)
+    CONFIG_DEF = CONFIG_DEF
+
+    def __init__(self, client: SchemaRegistryClient | None = None) -> None:
+        """Create an unconfigured converter; tests may inject a registry ``client``."""
+        self._client = client
+        self._owns_client = client is None
+        self._is_key = False
+        self._auto_register = True
+        self._use_latest = False
+        self._strategy: SubjectNameStrategy | None = None
+        self._writers = _LRU(1000)
+        self._readers = _LRU(1000)
+
+    def version(self) -> str:
+        """The copycat-avro version."""
+        return __version__
+
+    def config(self) -> ConfigDef:
+        """Return the converter's settings."""
+        return CONFIG_DEF
+
+    def configure(self, configs: Mapping[str, object], is_key: bool) -> None:
+        """Read the settings and connect the registry client.
+
+        Raises:
+            ConfigException: If ``schema.registry.url`` is missing, a strategy is unknown,
+                or ``basic.auth.user.info`` is not ``user:password``.
+        """
+        conf = AbstractConfig(
+            CONFIG_DEF, {k: v for k, v in configs.items() if k != CONVERTER_TYPE_CONFIG}
+        )
+        self._is_key = is_key
+        self._auto_register = bool(conf.get_boolean(AUTO_REGISTER_SCHEMAS_CONFIG))
+        self._use_latest = bool(conf.get_boolean(USE_LATEST_VERSION_CONFIG))
+        strategy_key = (
+            KEY_SUBJECT_NAME_STRATEGY_CONFIG if is_key else VALUE_SUBJECT_NAME_STRATEGY_CONFIG
+        )
+        self._strategy = resolve_strategy(
+            strategy_key, conf.get_string(strategy_key) or TOPIC_NAME_STRATEGY
+        )
+        size = conf.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0
+        self._writers, self._readers = _LRU(size), _LRU(size)
+        if self._client is None:
+            urls = [str(u) for u in conf.get_list(SCHEMA_REGISTRY_URL_CONFIG) or []]
+            if not urls:
+                raise ConfigException(
+                    SCHEMA_REGISTRY_URL_CONFIG,
+                    urls,
+                    "AvroConverter needs at least one schema registry URL",
+                )
+            self._client = SchemaRegistryClient(urls, auth=self._auth(conf))
+
+    @staticmethod
+    def _auth(conf: AbstractConfig) -> tuple[str, str] | None:
+        if conf.get_string(BASIC_AUTH_CREDENTIALS_SOURCE_CONFIG) != "USER_INFO":
+            return None
+        secret = conf.get_password(BASIC_AUTH_USER_INFO_CONFIG)
+        info = secret.value if secret is not None else ""
+        user, sep, password = info.partition(":")
+        if not sep:
+            raise ConfigException(
+                BASIC_AUTH_USER_INFO_CONFIG,
+                "[hidden]",
+                "expected {username}:{password} for USER_INFO",
+            )
+        return user, password
+
+    def close(self) -> None:
+        """Close the registry client if this converter created it."""
+        if self._owns_client and self._client is not None:
+            self._client.close()
+
+    # -- Connect -> bytes ------------------------------------------------------------------
+
+    def _writer(self, schema: Schema) -> _WriterSchema:
+        cached: _WriterSchema | None = self._writers.get(schema)
+        if cached is None:
+            cached = self._writers.put(schema, _WriterSchema(from_connect_schema(schema)))
+        return cached
+
+    def from_connect_data(
+        self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
+    ) -> bytes | None:
+        """Serialize ``value`` in the Confluent wire format; ``None`` becomes ``None``.
+
+        Raises:
+            DataException: If the value does not fit the schema, there is no schema, or the
+                registry refuses the schema (naming subject and the registry's reason).
+            RetriableException: If the registry cannot be reached.
+        """
+        if value is None:
+            return None
+        if schema is None:
+            raise DataException(
+                f"AvroConverter needs a schema to serialize data for topic {topic!r}; got a "
+                f"{type(value).__name__} without one"
+            )
+        assert self._client is not None and self._strategy is not None, "configure() was not called"
+        writer = self._writer(schema)
+        subject = self._strategy.subject_name(topic, self._is_key, writer.avro)
+        parsed = writer.parsed
+        if self._auto_register:
+            schema_id = self._client.register(subject, writer.text)
+        elif self._use_latest:
+            latest = self._client.latest(subject)
+            schema_id = latest.id
+            parsed = self._reader(schema_id, latest.schema)[0]
+        else:
+            schema_id = self._client.lookup_id(subject, writer.text)
+        datum = from_connect_data(schema, value)
+        out = io.BytesIO()
+        out.write(_HEADER.pack(MAGIC_BYTE, schema_id))
+        try:
+            fastavro.schemaless_writer(out, parsed, datum)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise DataException(
+                f"Failed to serialize Avro data for topic {topic!r} (subject {subject!r}, schema id "
+                f"{schema_id}): {exc}"
+            ) from exc
+        return out.getvalue()
+
+    # -- bytes -> Connect ------------------------------------------------------------------
+
+    def _reader(self, schema_id: int, text: str | None = None) -> tuple[Any, Any]:
+        cached = self._readers.get(schema_id)
+        if cached is None:
+            assert self._client is not None
+            avro = json.loads(text if text is not None else self._client.schema_by_id(schema_id))
+            parsed = fastavro.parse_schema(physical(avro))
+            cached = self._readers.put(schema_id, (parsed, avro))
+        return cached  # type: ignore[no-any-return]
+
+    def to_connect_data(
+        self, topic: str, data: bytes | None, headers: Headers | None = None
+    ) -> SchemaAndValue:
+        """Deserialize Confluent wire-format bytes; ``None`` gives ``(None, None)``.
+
+        Raises:
+            DataException: On an unknown magic byte, an unknown schema id or corrupt data.
+            RetriableException: If the registry cannot be reached.
+        """
+        if data is None:
+            return NULL_SCHEMA_AND_VALUE
+        assert self._client is not None and self._strategy is not None, "configure() was not called"
+        if len(data) < _HEADER.size:
+            raise DataException(
+                f"Failed to deserialize data for topic {topic!r} to Avro: too short ({len(data)} bytes)"
+            )
+        magic, schema_id = _HEADER.unpack_from(data)
+        if magic != MAGIC_BYTE:
+            raise DataException(
+                f"Failed to deserialize data for topic {topic!r} to Avro: Unknown magic byte!"
+            )
+        parsed, avro = self._reader(schema_id)
+        try:
+            datum = fastavro.schemaless_reader(
+                io.BytesIO(bytes(data[_HEADER.size :])),
+                parsed,
+                None,
+                return_record_name=True,
+                return_record_name_override=True,
+            )
+        except (EOFError, ValueError, IndexError, UnicodeDecodeError, struct.error) as exc:
+            raise DataException(
+                f"Failed to deserialize data for topic {topic!r} to Avro (schema id {schema_id}): {exc}"
+            ) from exc
+        version = self._version(topic, schema_id, avro)
+        key = (schema_id, version)
+        connect_schema: Schema | None = self._readers.get(key)
+        if connect_schema is None:
+            connect_schema = self._readers.put(key, to_connect_schema(avro, version))
+        return SchemaAndValue(connect_schema, to_connect_data(connect_schema, datum))
+
+    def _version(self, topic: str, schema_id: int, avro: Any) -> int | None:
+        assert self._client is not None and self._strategy is not None
+        try:
+            subject = self._strategy.subject_name(topic, self._is_key, avro)
+        except DataException:
+            return None
+        return self._client.version_of(subject, schema_id, self._client.schema_by_id(schema_id))

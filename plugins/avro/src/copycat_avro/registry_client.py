@@ -1,0 +1,227 @@
+"""A small, caching client for the Confluent Schema Registry REST API.
+
+Only what a converter needs: register, look up, fetch by id and fetch the latest
+version of a subject. Ids and schemas never change once assigned, so every answer
+is cached for the life of the client; only "latest version" is fetched each time it
+is asked for (callers cache it as they see fit).
+
+Errors::
+
+    ConnectException
+     ├── RetriableException   the registry could not be reached, timed out or answered 5xx
+     └── DataException        the registry refused the request (4xx), e.g. 409 incompatible
+                              schema; the message names the subject and quotes the registry
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
+
+import httpx
+
+from plugin_api import DataException, RetriableException
+
+__all__ = ["RegisteredSchema", "SchemaRegistryClient", "SchemaRegistryError"]
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+# Per request. A registry answers in milliseconds; the bound only keeps a task from
+# hanging on a registry that accepted the connection but never answers.
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class SchemaRegistryError(DataException):
+    """The registry answered with an error body.
+
+    Attributes:
+        status: The HTTP status code.
+        error_code: Confluent's ``error_code`` (e.g. 40401, 409, 42201).
+        subject: The subject the request was about, if any.
+    """
+
+    def __init__(
+        self, message: str, status: int, error_code: int | None, subject: str | None
+    ) -> None:
+        """Create the error."""
+        super().__init__(message)
+        self.status = status
+        self.error_code = error_code
+        self.subject = subject
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredSchema:
+    """A schema as the registry stores it under a subject."""
+
+    subject: str
+    version: int
+    id: int
+    schema: str
+
+
+def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url.rstrip("/"), None
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)).rstrip("/")
+    return clean, (parts.username, parts.password or "")
+
+
+class SchemaRegistryClient:
+    """Talks to one or more registry URLs (tried in order when one cannot be reached)."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        auth: tuple[str, str] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """Create the client.
+
+        Args:
+            urls: Base URLs; credentials in a URL's user-info are used if ``auth`` is None.
+            auth: Basic-auth ``(user, password)``.
+            timeout_s: Per-request timeout.
+            transport: An httpx transport (tests pass a mock).
+        """
+        if not urls:
+            raise ValueError("at least one schema registry URL is required")
+        cleaned = [_strip_userinfo(u.strip()) for u in urls]
+        self._urls = [u for u, _ in cleaned]
+        auth = auth or next((a for _, a in cleaned if a is not None), None)
+        self._http = httpx.Client(
+            auth=httpx.BasicAuth(*auth) if auth else None,
+            timeout=timeout_s,
+            headers={"Accept": CONTENT_TYPE, "Content-Type": CONTENT_TYPE},
+            transport=transport,
+        )
+        self._ids: dict[tuple[str, str], int] = {}
+        self._schemas: dict[int, str] = {}
+        self._versions: dict[tuple[str, int], int] = {}
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    # -- API -------------------------------------------------------------------------------
+
+    def register(self, subject: str, schema: str) -> int:
+        """Register ``schema`` under ``subject`` (idempotent) and return its id.
+
+        Raises:
+            SchemaRegistryError: 409 if incompatible with the subject's existing versions,
+                422 if the schema is invalid.
+            RetriableException: If no registry could be reached.
+        """
+        key = (subject, schema)
+        cached = self._ids.get(key)
+        if cached is not None:
+            return cached
+        body = self._request(
+            "POST", f"/subjects/{quote(subject, safe='')}/versions", {"schema": schema}, subject
+        )
+        schema_id = int(body["id"])
+        self._ids[key] = schema_id
+        self._schemas.setdefault(schema_id, schema)
+        return schema_id
+
+    def lookup(self, subject: str, schema: str) -> RegisteredSchema:
+        """Return the registered version of ``schema`` under ``subject``.
+
+        Raises:
+            SchemaRegistryError: 40401 (subject) or 40403 (schema) if not registered.
+        """
+        body = self._request(
+            "POST", f"/subjects/{quote(subject, safe='')}", {"schema": schema}, subject
+        )
+        found = RegisteredSchema(
+            subject, int(body["version"]), int(body["id"]), body.get("schema", schema)
+        )
+        self._ids[(subject, schema)] = found.id
+        self._versions[(subject, found.id)] = found.version
+        return found
+
+    def lookup_id(self, subject: str, schema: str) -> int:
+        """Return the id of an already registered schema (cached)."""
+        cached = self._ids.get((subject, schema))
+        return cached if cached is not None else self.lookup(subject, schema).id
+
+    def version_of(self, subject: str, schema_id: int, schema: str) -> int | None:
+        """Return the version ``schema_id`` has under ``subject``, or None if it has none."""
+        key = (subject, schema_id)
+        if key not in self._versions:
+            try:
+                self.lookup(subject, schema)
+            except SchemaRegistryError:
+                return None
+        return self._versions.get(key)
+
+    def schema_by_id(self, schema_id: int) -> str:
+        """Return the schema text with ``schema_id`` (cached).
+
+        Raises:
+            SchemaRegistryError: 40403 if no schema has that id.
+        """
+        cached = self._schemas.get(schema_id)
+        if cached is None:
+            body = self._request("GET", f"/schemas/ids/{schema_id}", None, None)
+            cached = self._schemas[schema_id] = str(body["schema"])
+        return cached
+
+    def latest(self, subject: str) -> RegisteredSchema:
+        """Return the latest version registered under ``subject``."""
+        body = self._request(
+            "GET", f"/subjects/{quote(subject, safe='')}/versions/latest", None, subject
+        )
+        found = RegisteredSchema(
+            subject, int(body["version"]), int(body["id"]), str(body["schema"])
+        )
+        self._schemas.setdefault(found.id, found.schema)
+        self._versions[(subject, found.id)] = found.version
+        return found
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _request(self, method: str, path: str, payload: Any, subject: str | None) -> dict[str, Any]:
+        last_error: Exception | None = None
+        for base in self._urls:
+            try:
+                response = self._http.request(
+                    method,
+                    base + path,
+                    content=json.dumps(payload) if payload is not None else None,
+                )
+            except httpx.TransportError as exc:
+                last_error = exc
+                continue
+            if response.status_code < 400:
+                result: dict[str, Any] = response.json()
+                return result
+            raise self._error(response, subject)
+        raise RetriableException(
+            f"Could not reach the schema registry at {', '.join(self._urls)}: {last_error}"
+        ) from last_error
+
+    @staticmethod
+    def _error(response: httpx.Response, subject: str | None) -> Exception:
+        try:
+            body = response.json()
+            message = str(body.get("message", response.text))
+            error_code = body.get("error_code")
+        except ValueError:
+            message, error_code = response.text, None
+        about = f" for subject {subject!r}" if subject else ""
+        text = f"Schema registry rejected the request{about} (HTTP {response.status_code}"
+        text += (
+            f", error code {error_code}): {message}" if error_code is not None else f"): {message}"
+        )
+        if response.status_code >= 500:
+            return RetriableException(text)
+        return SchemaRegistryError(text, response.status_code, error_code, subject)

@@ -1,0 +1,22 @@
+"""Give these tests the repository's broker and registry fixtures.
+
+pytest applies ``tests/conftest.py`` only to tests under ``tests/``, so its fixtures are
+loaded here under another module name. Running ``plugins/avro`` together with ``tests/``
+therefore starts a second (session) dev broker and registry for these tests; each takes
+well under a second.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+_ROOT_CONFTEST = Path(__file__).resolve().parents[3] / "tests" / "conftest.py"
+_spec = importlib.util.spec_from_file_location("copycat_root_fixtures", _ROOT_CONFTEST)
+assert _spec is not None and _spec.loader is not None
+_fixtures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_fixtures)
+
+dev_broker = _fixtures.dev_broker
+schema_registry = _fixtures.schema_registry
+topic_name = _fixtures.topic_name

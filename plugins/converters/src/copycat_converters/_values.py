@@ -1,0 +1,528 @@
+"""Kafka Connect's ``Values.convertToString`` and ``Values.parseString``, as SimpleHeaderConverter uses them.
+
+Text format (written by :func:`convert_to_string`, read by :func:`parse_string`):
+
+* top-level strings as they are; strings inside arrays, maps and structs in double
+  quotes with ``\\`` and ``"`` backslash-escaped;
+* numbers as Java prints them (``1``, ``1.5``, ``1.0E10``), booleans ``true``/``false``,
+  ``null``;
+* bytes as base64 (quoted when nested);
+* arrays ``[a,b]``, maps ``{k:v,...}``, structs ``{"field":value,...}``;
+* Date ``yyyy-MM-dd``, Time ``HH:mm:ss.SSSZ``, Timestamp ``yyyy-MM-ddTHH:mm:ss.SSSZ``,
+  chosen like Kafka's ``dateFormatFor`` by the epoch milliseconds (so a timestamp
+  within the first day of 1970 prints as a time, and one at midnight as a date).
+
+Parsing infers the schema: ``true``/``false`` → BOOLEAN; integers → the smallest of
+INT8/16/32/64; other numbers → FLOAT32 (FLOAT64 if out of float range, Decimal if out
+of double range); ISO dates/times → the logical types; ``[..]`` / ``{..}`` → ARRAY / MAP
+with a common element schema; anything else → STRING.
+
+The tokenizer and its quirks are Kafka's (a top-level ``"12:34"`` parses as INT8 12 because
+parsing stops after the first value; quoted strings keep their escape backslashes; an array
+holding ``null`` next to other values falls back to a string), so a header written by Kafka
+parses here to the same value. Where Kafka would build an ARRAY/MAP schema with no element
+schema (empty or mixed containers), our schema classes need one, so we return the container
+with no schema (``None``) instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import decimal
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from copycat_converters._jsontext import java_double, java_float, to_float32
+from plugin_api import (
+    BOOLEAN_SCHEMA,
+    FLOAT32_SCHEMA,
+    FLOAT64_SCHEMA,
+    INT8_SCHEMA,
+    INT16_SCHEMA,
+    INT32_SCHEMA,
+    INT64_SCHEMA,
+    STRING_SCHEMA,
+    DataException,
+    Date,
+    Decimal,
+    Schema,
+    SchemaAndValue,
+    SchemaBuilder,
+    Struct,
+    Time,
+    Timestamp,
+    Type,
+)
+
+__all__ = ["convert_to_string", "parse_string"]
+
+NULL_LITERAL = "null"
+_MS_PER_DAY = 24 * 60 * 60 * 1000
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+_DELIMITERS = frozenset(':,{}[]"')
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_FLOAT32_MAX = 3.4028234663852886e38
+
+# Lengths of Kafka's ISO-8601 patterns with their quotes removed; parsing tries a
+# temporal type only when the token has exactly that length.
+_DATE_LEN = len("yyyy-MM-dd")
+_TIME_LEN = len("HH:mm:ss.SSSZ")
+_TIMESTAMP_LEN = len("yyyy-MM-ddTHH:mm:ss.SSSZ")
+_DATE_RE = re.compile(r"(\d{1,4})-(\d{1,2})-(\d{1,2})")
+_TIME_RE = re.compile(r"(\d{1,2}):(\d{1,2}):(\d{1,2})\.(\d{1,3})Z")
+_TIMESTAMP_RE = re.compile(
+    r"(\d{1,4})-(\d{1,2})-(\d{1,2})T(\d{1,2}):(\d{1,2}):(\d{1,2})\.(\d{1,3})Z"
+)
+# java.math.BigDecimal's string syntax (Python's Decimal also takes NaN, Infinity and "_").
+_JAVA_DECIMAL_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+_INTEGER_TYPES = (Type.INT8, Type.INT16, Type.INT32, Type.INT64)
+_NUMBER_ORDER = {
+    Type.INT8: 0,
+    Type.INT16: 1,
+    Type.INT32: 2,
+    Type.INT64: 3,
+    Type.FLOAT32: 4,
+    Type.FLOAT64: 5,
+}
+
+
+# -- Connect value -> text --------------------------------------------------------------
+
+
+def convert_to_string(schema: Schema | None, value: object) -> str | None:
+    """Return Kafka's ``Values.convertToString(schema, value)``; ``None`` for ``None``.
+
+    Raises:
+        DataException: For a value of a type Connect does not know.
+    """
+    if value is None:
+        return None
+    out: list[str] = []
+    _append(out, schema, value, embedded=False)
+    return "".join(out)
+
+
+def _epoch_ms(value: datetime.date | datetime.time) -> int:
+    if isinstance(value, datetime.datetime):
+        aware = value if value.tzinfo is not None else value.replace(tzinfo=datetime.UTC)
+        return (aware - _EPOCH) // datetime.timedelta(milliseconds=1)
+    if isinstance(value, datetime.date):
+        return (value - _EPOCH.date()).days * _MS_PER_DAY
+    return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+
+
+def _format_temporal(value: datetime.date | datetime.time) -> str:
+    """Kafka's ``dateFormatFor(date).format(date)`` in UTC."""
+    millis = _epoch_ms(value)
+    moment = _EPOCH + datetime.timedelta(milliseconds=millis)
+    time_text = f"{moment:%H:%M:%S}.{moment.microsecond // 1000:03d}Z"
+    if millis < _MS_PER_DAY:
+        return time_text
+    date_text = f"{moment.year:04d}-{moment.month:02d}-{moment.day:02d}"
+    if millis % _MS_PER_DAY == 0:
+        return date_text
+    return f"{date_text}T{time_text}"
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _append(out: list[str], schema: Schema | None, value: object, embedded: bool) -> None:  # noqa: C901
+    if value is None:
+        out.append(NULL_LITERAL)
+    elif isinstance(value, bool):
+        out.append("true" if value else "false")
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        single = schema is not None and schema.type is Type.FLOAT32
+        out.append(java_float(value) if single else java_double(value))
+    elif isinstance(value, decimal.Decimal):
+        out.append(str(value))
+    elif isinstance(value, str):
+        out.append(f'"{_escape(value)}"' if embedded else value)
+    elif isinstance(value, (bytes, bytearray, memoryview)):
+        encoded = base64.b64encode(bytes(value)).decode("ascii")
+        out.append(f'"{encoded}"' if embedded else encoded)
+    elif isinstance(value, (list, tuple)):
+        element = schema.value_schema if schema is not None and schema.type is Type.ARRAY else None
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            _append(out, element, item, True)
+        out.append("]")
+    elif isinstance(value, Mapping):
+        is_map = schema is not None and schema.type is Type.MAP
+        key_schema = schema.key_schema if is_map and schema is not None else None
+        value_schema = schema.value_schema if is_map and schema is not None else None
+        out.append("{")
+        for i, (k, v) in enumerate(value.items()):
+            if i:
+                out.append(",")
+            _append(out, key_schema, k, True)
+            out.append(":")
+            _append(out, value_schema, v, True)
+        out.append("}")
+    elif isinstance(value, Struct):
+        out.append("{")
+        for i, field in enumerate(value.schema.fields):
+            if i:
+                out.append(",")
+            _append(out, None, field.name, True)
+            out.append(":")
+            _append(out, field.schema, value.get(field), True)
+        out.append("}")
+    elif isinstance(value, (datetime.date, datetime.time)):
+        out.append(_format_temporal(value))
+    else:
+        raise DataException(
+            f"Failed to serialize unexpected value type {type(value).__name__}: {value!r}"
+        )
+
+
+# -- text -> Connect value --------------------------------------------------------------
+
+
+class _Parser:
+    """Kafka's ``Values.Parser``: a tokenizer splitting on unescaped ``:,{}[]"``."""
+
+    __slots__ = ("original", "_pos", "_next", "previous")
+
+    def __init__(self, original: str) -> None:
+        self.original = original
+        self._pos = 0
+        self._next: str | None = None
+        self.previous: str | None = None
+
+    def mark(self) -> int:
+        return self._pos - (len(self._next) if self._next is not None else 0)
+
+    def rewind_to(self, position: int) -> None:
+        self._pos = position
+        self._next = None
+        self.previous = None
+
+    def has_next(self) -> bool:
+        return self._next is not None or self._pos < len(self.original)
+
+    def next(self) -> str:
+        if self._next is not None:
+            self.previous, self._next = self._next, None
+        else:
+            self.previous = self._consume()
+        return self.previous
+
+    def next_n(self, n: int) -> str | None:
+        start = self.mark()
+        for _ in range(n):
+            if not self.has_next():
+                self.rewind_to(start)
+                return None
+            self.next()
+        return self.original[start : self._pos]
+
+    def _consume(self) -> str:
+        text, start, escaped = self.original, self._pos, False
+        while self._pos < len(text):
+            char = text[self._pos]
+            if char == "\\":
+                escaped = not escaped
+            elif char in _DELIMITERS:
+                if not escaped:
+                    if start < self._pos:
+                        return text[start : self._pos]
+                    self._pos += 1
+                    return text[start : self._pos]
+                escaped = False
+            else:
+                escaped = False
+            self._pos += 1
+        return text[start : self._pos]
+
+    def can_consume(self, expected: str) -> bool:
+        if self._next is None:
+            if not self.has_next():
+                return False
+            self._next = self._consume()
+        while not self._next.strip() and self._pos < len(self.original):
+            self._next = self._consume()
+        if self._next.strip() == expected:
+            self._next = None
+            return True
+        return False
+
+
+def parse_string(text: str | None) -> SchemaAndValue:
+    """Return Kafka's ``Values.parseString(text)``: the value with an inferred schema.
+
+    ``None`` and the literal ``null`` give ``(None, None)``; text that is nothing else
+    gives ``(STRING_SCHEMA, text)``.
+    """
+    if text is None:
+        return SchemaAndValue(None, None)
+    if not text:
+        return SchemaAndValue(STRING_SCHEMA, text)
+    parsed = _ValueParser(_Parser(text)).parse(embedded=False)
+    return parsed if parsed is not None else SchemaAndValue(None, None)
+
+
+class _ValueParser:
+    __slots__ = ("_p",)
+
+    def __init__(self, parser: _Parser) -> None:
+        self._p = parser
+
+    def _single_token_literal(self, embedded: bool, literal: str) -> bool:
+        start = self._p.mark()
+        if self._p.can_consume(literal) and (embedded or not self._p.has_next()):
+            return True
+        self._p.rewind_to(start)
+        return False
+
+    def parse(self, embedded: bool) -> SchemaAndValue | None:
+        p = self._p
+        if not p.has_next():
+            return None
+        if embedded and p.can_consume('"'):
+            return self._quoted_string()
+        if self._single_token_literal(embedded, NULL_LITERAL):
+            return None
+        if self._single_token_literal(embedded, "true"):
+            return SchemaAndValue(BOOLEAN_SCHEMA, True)
+        if self._single_token_literal(embedded, "false"):
+            return SchemaAndValue(BOOLEAN_SCHEMA, False)
+        start = p.mark()
+        try:
+            if p.can_consume("["):
+                return self._array()
+            if p.can_consume("{"):
+                return self._map()
+        except DataException:
+            p.rewind_to(start)
+        token = p.next()
+        if not token.strip():
+            return SchemaAndValue(STRING_SCHEMA, token)
+        return self._next_token(embedded, token.strip())
+
+    def _next_token(self, embedded: bool, token: str) -> SchemaAndValue:
+        first = token[0]
+        if first.isdigit():
+            temporal = self._multi_token_temporal(token)
+            if temporal is not None:
+                return temporal
+        if first.isdigit() or first in "+-":
+            number = _parse_number(token)
+            if number is not None:
+                return number
+        if embedded:
+            raise DataException("Failed to parse embedded value")
+        return SchemaAndValue(STRING_SCHEMA, self._p.original)
+
+    def _multi_token_temporal(self, token: str) -> SchemaAndValue | None:
+        # An unescaped ':' is a delimiter, so a time arrives as 5 tokens: "12", ":", "34", ...
+        position = self._p.mark()
+        remainder = self._p.next_n(4)
+        if remainder is not None:
+            temporal = _parse_temporal(token + remainder)
+            if temporal is not None:
+                return temporal
+        self._p.rewind_to(position)
+        return _parse_temporal(token)
+
+    def _quoted_string(self) -> SchemaAndValue:
+        parts = []
+        while self._p.has_next():
+            if self._p.can_consume('"'):
+                break
+            parts.append(self._p.next())
+        content = "".join(parts)
+        temporal = _parse_temporal(content)
+        return temporal if temporal is not None else SchemaAndValue(STRING_SCHEMA, content)
+
+    def _array(self) -> SchemaAndValue:
+        p = self._p
+        result: list[Any] = []
+        merger = _SchemaMerger()
+        while p.has_next():
+            if p.can_consume("]"):
+                common = merger.common
+                if common is None:
+                    return SchemaAndValue(None, result)
+                return SchemaAndValue(
+                    SchemaBuilder.array(common).build(), [_align(common, v) for v in result]
+                )
+            if p.can_consume(","):
+                raise DataException(f"Unable to parse an empty array element: {p.original}")
+            element = self.parse(True)
+            merger.merge(element)
+            result.append(element.value if element is not None else None)
+            position = p.mark()
+            if p.can_consume("]"):
+                p.rewind_to(position)
+            elif not p.can_consume(","):
+                raise DataException("Array elements missing ',' delimiter")
+        if p.previous == ",":
+            raise DataException(f"Array is missing element after ',': {p.original}")
+        raise DataException(f"Array is missing terminating ']': {p.original}")
+
+    def _map(self) -> SchemaAndValue:
+        p = self._p
+        result: dict[Any, Any] = {}
+        keys, values = _SchemaMerger(), _SchemaMerger()
+        while p.has_next():
+            if p.can_consume("}"):
+                if keys.common is not None and values.common is not None:
+                    schema = SchemaBuilder.map(keys.common, values.common).build()
+                    aligned = {
+                        _align(keys.common, k): _align(values.common, v) for k, v in result.items()
+                    }
+                    return SchemaAndValue(schema, aligned)
+                if keys.common is not None:
+                    result = {_align(keys.common, k): v for k, v in result.items()}
+                return SchemaAndValue(None, result)
+            if p.can_consume(","):
+                raise DataException(
+                    f"Unable to parse a map entry with no key or value: {p.original}"
+                )
+            key = self.parse(True)
+            if key is None or key.value is None:
+                raise DataException(f"Map entry may not have a null key: {p.original}")
+            if not p.can_consume(":"):
+                raise DataException(f"Map entry is missing ':' in {p.original}")
+            value = self.parse(True)
+            try:
+                result[key.value] = value.value if value is not None else None
+            except TypeError as exc:  # an array or map as a key: not hashable in Python
+                raise DataException(f"Map key {key.value!r} is not hashable") from exc
+            p.can_consume(",")
+            keys.merge(key)
+            values.merge(value)
+        if p.previous == ",":
+            raise DataException(f"Map is missing element after ',': {p.original}")
+        raise DataException(f"Map is missing terminating '}}': {p.original}")
+
+
+class _SchemaMerger:
+    """The common schema of several values: numbers widen, anything else must match."""
+
+    __slots__ = ("common", "_compatible")
+
+    def __init__(self) -> None:
+        self.common: Schema | None = None
+        self._compatible = True
+
+    def merge(self, latest: SchemaAndValue | None) -> None:
+        if latest is None or latest.schema is None or not self._compatible:
+            return
+        if self.common is None:
+            self.common = latest.schema
+            return
+        self.common = _merge_schemas(self.common, latest.schema)
+        self._compatible = self.common is not None
+
+
+def _merge_schemas(previous: Schema, new: Schema) -> Schema | None:
+    if previous.type is not new.type:
+        # Kafka widens across numeric types by type alone, so a logical INT32 (Date)
+        # and an INT8 merge too; the wider one wins.
+        if previous.type in _NUMBER_ORDER and new.type in _NUMBER_ORDER:
+            return previous if _NUMBER_ORDER[previous.type] > _NUMBER_ORDER[new.type] else new
+        return None
+    if previous.optional == new.optional:
+        return previous if previous.optional else new
+    return previous if previous == new else None
+
+
+def _align(schema: Schema, value: object) -> object:
+    """Kafka's ``convertTo(schema, null, value)`` for the values parsing can produce."""
+    if value is None:
+        if schema.optional:
+            return None
+        raise DataException("Unable to convert a null value to a schema that requires a value")
+    name = schema.name
+    if name == Decimal.LOGICAL_NAME:
+        return value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
+    if name in (Date.LOGICAL_NAME, Time.LOGICAL_NAME, Timestamp.LOGICAL_NAME):
+        return _align_temporal(schema, value)
+    if schema.type in _INTEGER_TYPES and isinstance(value, (int, float, decimal.Decimal)):
+        return int(value)
+    if schema.type in (Type.FLOAT32, Type.FLOAT64) and isinstance(
+        value, (int, float, decimal.Decimal)
+    ):
+        return float(value)
+    return value
+
+
+def _align_temporal(schema: Schema, value: object) -> object:
+    if isinstance(value, (datetime.date, datetime.time)):
+        millis = _epoch_ms(value)
+    elif isinstance(value, (int, float, decimal.Decimal)):
+        millis = int(value)
+        if schema.name == Date.LOGICAL_NAME:
+            return Date.to_logical(schema, millis)
+        if schema.name == Time.LOGICAL_NAME:
+            return Time.to_logical(schema, millis)
+        return Timestamp.to_logical(schema, millis)
+    else:
+        raise DataException(f"Unable to convert {value!r} to {schema!r}")
+    moment = _EPOCH + datetime.timedelta(milliseconds=millis)
+    if schema.name == Date.LOGICAL_NAME:
+        return moment.date()
+    if schema.name == Time.LOGICAL_NAME:
+        return moment.time()
+    return moment
+
+
+def _parse_number(token: str) -> SchemaAndValue | None:
+    if _JAVA_DECIMAL_RE.fullmatch(token) is None:
+        return None
+    number = decimal.Decimal(token)
+    scale = -int(number.as_tuple().exponent)
+    if number == number.to_integral_value():
+        integral = int(number)
+        if _LONG_MIN <= integral <= _LONG_MAX:
+            for schema, bits in ((INT8_SCHEMA, 8), (INT16_SCHEMA, 16), (INT32_SCHEMA, 32)):
+                if -(2 ** (bits - 1)) <= integral < 2 ** (bits - 1):
+                    return SchemaAndValue(schema, integral)
+            return SchemaAndValue(INT64_SCHEMA, integral)
+    if scale != 0:
+        as_double = float(number)
+        if abs(to_float32(as_double)) != float("inf"):
+            return SchemaAndValue(FLOAT32_SCHEMA, as_double)
+        if abs(as_double) != float("inf"):
+            return SchemaAndValue(FLOAT64_SCHEMA, as_double)
+    return SchemaAndValue(Decimal.schema(scale), number)
+
+
+def _parse_temporal(token: str | None) -> SchemaAndValue | None:
+    if token is None:
+        return None
+    token = token.replace("\\:", ":")
+    try:
+        if len(token) == _TIME_LEN and (m := _TIME_RE.fullmatch(token)):
+            millis = ((int(m[1]) * 60 + int(m[2])) * 60 + int(m[3])) * 1000 + int(m[4])
+            return SchemaAndValue(Time.SCHEMA, Time.to_logical(Time.SCHEMA, millis % _MS_PER_DAY))
+        if len(token) == _TIMESTAMP_LEN and (m := _TIMESTAMP_RE.fullmatch(token)):
+            day = _lenient_date(int(m[1]), int(m[2]), int(m[3]))
+            offset = datetime.timedelta(
+                hours=int(m[4]), minutes=int(m[5]), seconds=int(m[6]), milliseconds=int(m[7])
+            )
+            moment = datetime.datetime.combine(day, datetime.time(), datetime.UTC) + offset
+            return SchemaAndValue(Timestamp.SCHEMA, moment)
+        if len(token) == _DATE_LEN and (m := _DATE_RE.fullmatch(token)):
+            return SchemaAndValue(Date.SCHEMA, _lenient_date(int(m[1]), int(m[2]), int(m[3])))
+    except (ValueError, OverflowError):
+        return None
+    return None
+
+
+def _lenient_date(year: int, month: int, day: int) -> datetime.date:
+    """A date that rolls over out-of-range months and days, as Java's lenient calendar does."""
+    year += (month - 1) // 12
+    month = (month - 1) % 12 + 1
+    return datetime.date(year, month, 1) + datetime.timedelta(days=day - 1)

@@ -1,0 +1,230 @@
+"""The dev Schema Registry over HTTP: Confluent's REST API, compatibility levels, replay from Kafka."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from core.devbroker import DevBroker
+from core.schema_registry import SchemaRegistry
+
+pytestmark = pytest.mark.integration
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+def record(*fields: dict[str, object], name: str = "User") -> str:
+    return json.dumps(
+        {"type": "record", "name": name, "namespace": "com.example", "fields": list(fields)}
+    )
+
+
+V1 = record({"name": "id", "type": "long"})
+V2_OPTIONAL = record(
+    {"name": "id", "type": "long"}, {"name": "email", "type": ["null", "string"], "default": None}
+)
+V2_REQUIRED = record({"name": "id", "type": "long"}, {"name": "email", "type": "string"})
+V3_DROPS_ID = record({"name": "email", "type": ["null", "string"], "default": None})
+
+
+@pytest.fixture
+def http(schema_registry: SchemaRegistry) -> Iterator[httpx.Client]:
+    with httpx.Client(
+        base_url=schema_registry.url, headers={"Content-Type": CONTENT_TYPE}
+    ) as client:
+        yield client
+
+
+@pytest.fixture
+def subject() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}-value"
+
+
+def register(http: httpx.Client, subject: str, schema: str) -> httpx.Response:
+    return http.post(f"/subjects/{subject}/versions", json={"schema": schema})
+
+
+def set_level(http: httpx.Client, subject: str, level: str) -> None:
+    response = http.put(f"/config/{subject}", json={"compatibility": level})
+    assert response.status_code == 200, response.text
+    assert response.json() == {"compatibility": level}
+
+
+def test_register_lookup_and_fetch(http: httpx.Client, subject: str) -> None:
+    response = register(http, subject, V1)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith(CONTENT_TYPE)
+    schema_id = response.json()["id"]
+    # Registering the same schema again (even laid out differently) is idempotent.
+    assert register(http, subject, json.dumps(json.loads(V1), indent=2)).json() == {"id": schema_id}
+    assert subject in http.get("/subjects").json()
+    assert http.get(f"/subjects/{subject}/versions").json() == [1]
+    latest = http.get(f"/subjects/{subject}/versions/latest").json()
+    assert latest == {"subject": subject, "version": 1, "id": schema_id, "schema": V1}
+    assert http.get(f"/subjects/{subject}/versions/1").json() == latest
+    assert http.post(f"/subjects/{subject}", json={"schema": V1}).json() == latest
+    assert json.loads(http.get(f"/schemas/ids/{schema_id}").json()["schema"]) == json.loads(V1)
+    assert http.get(f"/schemas/ids/{schema_id}/versions").json() == [
+        {"subject": subject, "version": 1}
+    ]
+
+
+def test_same_schema_in_two_subjects_shares_its_id(http: httpx.Client, subject: str) -> None:
+    other = subject.replace("-value", "-key")
+    first = register(http, subject, V1).json()["id"]
+    assert register(http, other, V1).json()["id"] == first
+    versions = http.get(f"/schemas/ids/{first}/versions").json()
+    assert {"subject": subject, "version": 1} in versions and {
+        "subject": other,
+        "version": 1,
+    } in versions
+
+
+def test_error_codes(http: httpx.Client, subject: str) -> None:
+    def error(response: httpx.Response) -> tuple[int, int]:
+        return response.status_code, response.json()["error_code"]
+
+    assert error(http.get(f"/subjects/{subject}/versions")) == (404, 40401)
+    assert error(http.get(f"/subjects/{subject}/versions/latest")) == (404, 40401)
+    assert error(http.get("/schemas/ids/987654321")) == (404, 40403)
+    assert error(register(http, subject, '{"type": "recordx"}')) == (422, 42201)
+    assert error(register(http, subject, "not json")) == (422, 42201)
+    register(http, subject, V1)
+    assert error(http.get(f"/subjects/{subject}/versions/7")) == (404, 40402)
+    assert error(http.get(f"/subjects/{subject}/versions/zero")) == (422, 42202)
+    assert error(http.post(f"/subjects/{subject}", json={"schema": V2_OPTIONAL})) == (404, 40403)
+    assert error(http.put(f"/config/{subject}", json={"compatibility": "SIDEWAYS"})) == (422, 42203)
+    assert error(http.get(f"/config/{subject}")) == (404, 40408)
+    assert error(register(http, subject, V2_REQUIRED)) == (409, 409)
+
+
+def test_backward_default_accepts_defaulted_field_rejects_required(
+    http: httpx.Client, subject: str
+) -> None:
+    assert http.get(f"/config/{subject}", params={"defaultToGlobal": "true"}).json() == {
+        "compatibilityLevel": "BACKWARD"
+    }
+    register(http, subject, V1)
+    rejected = register(http, subject, V2_REQUIRED)
+    assert rejected.status_code == 409
+    body = rejected.json()
+    assert body["error_code"] == 409
+    assert subject in body["message"] and "READER_FIELD_MISSING_DEFAULT_VALUE" in body["message"]
+    assert register(http, subject, V2_OPTIONAL).status_code == 200
+    assert http.get(f"/subjects/{subject}/versions").json() == [1, 2]
+
+
+def test_forward_is_the_reverse(http: httpx.Client, subject: str) -> None:
+    set_level(http, subject, "FORWARD")
+    register(http, subject, V1)
+    # Old readers cannot fill "id" when the new writer dropped it...
+    assert register(http, subject, V3_DROPS_ID).status_code == 409
+    # ... but they ignore a new required field.
+    assert register(http, subject, V2_REQUIRED).status_code == 200
+
+
+def test_full_needs_both_directions(http: httpx.Client, subject: str) -> None:
+    set_level(http, subject, "FULL")
+    register(http, subject, V1)
+    assert register(http, subject, V2_REQUIRED).status_code == 409
+    assert register(http, subject, V2_OPTIONAL).status_code == 200
+
+
+def test_none_accepts_anything(http: httpx.Client, subject: str) -> None:
+    set_level(http, subject, "NONE")
+    register(http, subject, V1)
+    assert register(http, subject, '"string"').status_code == 200
+    assert register(http, subject, V2_REQUIRED).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("level", "transitive_rejects"), [("BACKWARD", False), ("BACKWARD_TRANSITIVE", True)]
+)
+def test_transitive_checks_every_version(
+    http: httpx.Client, subject: str, level: str, transitive_rejects: bool
+) -> None:
+    set_level(http, subject, "NONE")
+    register(http, subject, V1)  # id: long, required
+    register(http, subject, V3_DROPS_ID)  # no id
+    set_level(http, subject, level)
+    # Re-adding "id" without a default reads v2 data? No: v2 has no id. So use a defaulted id:
+    readd = record(
+        {"name": "email", "type": ["null", "string"], "default": None},
+        {"name": "id", "type": "string", "default": "x"},
+    )
+    # Compatible with the latest (v2); against v1 the type of "id" changed from long to string.
+    response = register(http, subject, readd)
+    assert (response.status_code == 409) is transitive_rejects, response.text
+
+
+def test_compatibility_endpoint(http: httpx.Client, subject: str) -> None:
+    url = f"/compatibility/subjects/{subject}/versions/latest"
+    assert http.post(url, json={"schema": V2_REQUIRED}).json() == {"is_compatible": True}
+    register(http, subject, V1)
+    assert http.post(url, json={"schema": V2_OPTIONAL}).json() == {"is_compatible": True}
+    verbose = http.post(url, params={"verbose": "true"}, json={"schema": V2_REQUIRED}).json()
+    assert verbose["is_compatible"] is False and verbose["messages"]
+    assert http.post(
+        f"/compatibility/subjects/{subject}/versions/1", json={"schema": V2_REQUIRED}
+    ).json() == {"is_compatible": False}
+
+
+def test_global_config(http: httpx.Client) -> None:
+    assert http.get("/config").json() == {"compatibilityLevel": "BACKWARD"}
+
+
+def test_soft_and_permanent_delete(http: httpx.Client, subject: str) -> None:
+    register(http, subject, V1)
+    register(http, subject, V2_OPTIONAL)
+    assert http.delete(f"/subjects/{subject}/versions/1").json() == 1
+    assert http.get(f"/subjects/{subject}/versions").json() == [2]
+    assert http.get(f"/subjects/{subject}/versions", params={"deleted": "true"}).json() == [1, 2]
+    assert (
+        http.delete(f"/subjects/{subject}", params={"permanent": "true"}).json()["error_code"]
+        == 40405
+    )
+    assert http.delete(f"/subjects/{subject}").json() == [2]
+    assert http.get(f"/subjects/{subject}/versions").json()["error_code"] == 40401
+    assert subject not in http.get("/subjects").json()
+    assert subject in http.get("/subjects", params={"deleted": "true"}).json()
+    # A new version after deletion continues the numbering.
+    assert register(http, subject, V1).status_code == 200
+    assert http.get(f"/subjects/{subject}/versions/latest").json()["version"] == 3
+
+
+def test_state_is_rebuilt_from_the_topic_after_restart(dev_broker: DevBroker) -> None:
+    topic = f"_schemas-{uuid.uuid4().hex[:8]}"
+    subject = "restart-value"
+    with SchemaRegistry(dev_broker.bootstrap_servers, topic=topic) as first:
+        with httpx.Client(base_url=first.url) as http:
+            ids = [register(http, subject, s).json()["id"] for s in (V1, V2_OPTIONAL)]
+            set_level(http, subject, "FULL_TRANSITIVE")
+            http.delete(f"/subjects/{subject}/versions/1")
+            register(http, "other-key", '"string"')
+    with SchemaRegistry(dev_broker.bootstrap_servers, topic=topic) as second:
+        assert second.url != "" and second.state.subject_names() == ["other-key", subject]
+        with httpx.Client(base_url=second.url) as http:
+            assert http.get(f"/subjects/{subject}/versions").json() == [2]
+            assert http.get(f"/subjects/{subject}/versions/latest").json()["id"] == ids[1]
+            assert http.get(f"/config/{subject}").json() == {
+                "compatibilityLevel": "FULL_TRANSITIVE"
+            }
+            assert json.loads(http.get(f"/schemas/ids/{ids[0]}").json()["schema"]) == json.loads(V1)
+            # New ids continue after the replayed ones.
+            new_id = register(
+                http, "third-value", record({"name": "z", "type": "int"}, name="Z")
+            ).json()["id"]
+            assert new_id > max(ids)
+
+
+def test_cli_subcommand_is_registered() -> None:
+    from core.cli import build_parser
+
+    args = build_parser().parse_args(
+        ["schema-registry", "--bootstrap-servers", "localhost:9092", "--port", "18081"]
+    )
+    assert (args.bootstrap_servers, args.port, args.topic) == ("localhost:9092", 18081, "_schemas")
