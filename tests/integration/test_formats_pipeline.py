@@ -1,0 +1,212 @@
+"""Converters and SMTs inside real pipelines: the deep-dive SMT chain, and Avro schema
+evolution against the dev Schema Registry, with plugins loaded from their own venvs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from core.offsets import MemoryOffsetStore
+from core.plugins import PluginCatalogue
+from core.status import State
+from core.worker import Worker
+from registry import install
+from tests.support.wheels import build_wheel
+
+pytestmark = pytest.mark.integration
+
+SOURCES = '''
+from plugin_api import (ConfigDef, SchemaBuilder, SourceConnector, SourceRecord, SourceTask,
+                        Struct)
+
+CUSTOMER = (SchemaBuilder.struct().name("customer")
+            .field("id", SchemaBuilder.int32().build())
+            .field("email", SchemaBuilder.string().build())
+            .field("phone", SchemaBuilder.string().build())
+            .field("credit_card", SchemaBuilder.string().build())
+            .field("city", SchemaBuilder.string().build()).build())
+
+V1 = SchemaBuilder.struct().name("reading").field("n", SchemaBuilder.int32().build()).build()
+V2 = (SchemaBuilder.struct().name("reading").field("n", SchemaBuilder.int32().build())
+      .field("note", SchemaBuilder.string().optional().build()).build())
+V3 = SchemaBuilder.struct().name("reading").field("n", SchemaBuilder.string().build()).build()
+
+
+class CustomersTask(SourceTask):
+    def start(self, props):
+        self.sent = False
+    def poll(self):
+        if self.sent:
+            return []
+        self.sent = True
+        out = []
+        for i in range(5):
+            s = Struct(CUSTOMER).put("id", i).put("email", f"u{i}@example.com")
+            s.put("phone", "555-0100").put("credit_card", "4111111111111111").put("city", "Oslo")
+            out.append(SourceRecord({"db": "mysql"}, {"row": i + 1}, "mysql.customers",
+                                    value_schema=CUSTOMER, value=s,
+                                    timestamp=1_700_000_000_000 + i))
+        return out
+    def stop(self):
+        pass
+
+
+class EvolvingTask(SourceTask):
+    """Polls 100 records with schema v1, then 100 with v2 (compatible), then v3 (not)."""
+    def start(self, props):
+        self.topic = props["topic"]
+        stored = self.context.offset_storage_reader().offset({"stream": "readings"})
+        self.n = stored["n"] if stored else 0
+    def poll(self):
+        if self.n >= 300:
+            return []
+        out = []
+        for n in range(self.n, self.n + 100):
+            if n < 100:
+                value = Struct(V1).put("n", n)
+            elif n < 200:
+                value = Struct(V2).put("n", n).put("note", f"note {n}")
+            else:
+                value = Struct(V3).put("n", str(n))
+            out.append(SourceRecord({"stream": "readings"}, {"n": n + 1}, self.topic,
+                                    value_schema=value.schema, value=value))
+        self.n += 100
+        return out
+    def stop(self):
+        pass
+
+
+def _connector(task):
+    class _C(SourceConnector):
+        def start(self, props):
+            self.props = dict(props)
+        def task_class(self):
+            return task
+        def task_configs(self, n):
+            return [self.props]
+        def stop(self):
+            pass
+        def config(self):
+            return ConfigDef()
+    return _C
+
+
+class Customers(_connector(CustomersTask)):
+    pass
+
+
+class Evolving(_connector(EvolvingTask)):
+    pass
+'''
+
+
+@pytest.fixture(scope="module")
+def catalogue(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> PluginCatalogue:
+    extra = tmp_path_factory.mktemp("format-plugins")
+    whl = build_wheel(extra / "w", "format-sources", "1.0", {"format_sources.py": SOURCES},
+                      entry_points={"copycat.connectors": {
+                          "Customers": "format_sources:Customers",
+                          "Evolving": "format_sources:Evolving"}})
+    install(str(whl), extra / "pp", offline=True)
+    return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
+
+
+def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
+    return Worker("w1", {"key.converter": "StringConverter",
+                         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                         "offset.flush.interval.ms": "100"},
+                  catalogue, MemoryOffsetStore(), client_props={"bootstrap.servers": bootstrap})
+
+
+def _run(worker: Worker, name: str, props: dict[str, str]) -> None:
+    worker.start_connector(name, {"name": name, "topic.creation.default.partitions": "1",
+                                  "topic.creation.default.replication.factor": "1", **props})
+    worker.start_task(name, 0, worker.task_configs(name)[0])
+
+
+def _wait(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _read(bootstrap: str, topic: str, expected: int) -> list:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{time.time()}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    out: list = []
+    deadline = time.monotonic() + 20
+    while len(out) < expected and time.monotonic() < deadline:
+        out += [m for m in consumer.consume(1000, 0.5) if m.error() is None]
+    time.sleep(0.5)
+    out += [m for m in consumer.consume(1000, 0.5) if m.error() is None]
+    consumer.close()
+    return out
+
+
+def test_deep_dive_smt_chain_runs_in_a_pipeline(
+    catalogue: PluginCatalogue, bootstrap_servers: str
+) -> None:
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"chain-{time.time_ns()}"
+    _run(worker, name, {
+        "connector.class": "Customers",
+        "transforms": "route,maskPII,addTimestamp",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": "mysql\\.(.*)",  # the seed's JSON "mysql\\\\.(.*)"
+        "transforms.route.replacement": "processed.$1",
+        "transforms.maskPII.type": "org.apache.kafka.connect.transforms.MaskField$Value",
+        "transforms.maskPII.fields": "email,phone,credit_card",
+        "transforms.addTimestamp.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+        "transforms.addTimestamp.timestamp.field": "ingested_at",
+    })
+    try:
+        _wait(lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"row": 5}],
+              30, "all five rows acknowledged")
+        assert worker.status.task(name, 0).state is State.RUNNING
+    finally:
+        worker.stop()
+    records = [json.loads(m.value()) for m in _read(bootstrap_servers, "processed.customers", 5)]
+    assert len(records) >= 5
+    for i, record in enumerate(records[-5:]):
+        payload = record["payload"]
+        assert payload["id"] == i and payload["city"] == "Oslo"
+        assert payload["email"] == payload["phone"] == payload["credit_card"] == ""
+        assert payload["ingested_at"] == 1_700_000_000_000 + i  # the record's timestamp
+        fields = {f["field"]: f for f in record["schema"]["fields"]}
+        assert fields["ingested_at"]["name"] == "org.apache.kafka.connect.data.Timestamp"
+
+
+def test_avro_schema_evolution_compatible_accepted_incompatible_fails_the_task(
+    catalogue: PluginCatalogue, bootstrap_servers: str, schema_registry, topic_name: str
+) -> None:
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"evolve-{topic_name}"
+    _run(worker, name, {
+        "connector.class": "Evolving", "topic": topic_name,
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": schema_registry.url,
+    })
+    try:
+        _wait(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(name, 0).trace
+        assert f"{topic_name}-value" in trace and "409" in trace, trace
+        time.sleep(0.5)
+        # Nothing of the failing batch was written: offsets stop at the last good record.
+        assert [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 200}]
+    finally:
+        worker.stop()
+    messages = _read(bootstrap_servers, topic_name, 200)
+    assert len(messages) == 200
+    ids = {int.from_bytes(m.value()[1:5], "big") for m in messages}
+    assert len(ids) == 2 and all(m.value()[0] == 0 for m in messages)
+    versions = httpx.get(f"{schema_registry.url}/subjects/{topic_name}-value/versions").json()
+    assert versions == [1, 2]
