@@ -150,6 +150,19 @@ class Headers:
         return f"Headers({self._items!r})"
 
 
+_SLOTS: dict[type, tuple[tuple[str, ...], frozenset[str]]] = {}
+
+
+def _slots_of(cls: type) -> tuple[tuple[str, ...], frozenset[str]]:
+    """Every slot of a record class, and the public attribute names they back (cached)."""
+    found = _SLOTS.get(cls)
+    if found is None:
+        slots = tuple(slot for klass in cls.__mro__ for slot in klass.__dict__.get("__slots__", ()))
+        public = frozenset("headers" if slot == "_headers" else slot for slot in slots)
+        found = _SLOTS[cls] = (slots, public)
+    return found
+
+
 def _as_headers(headers: Headers | Iterable[Header | tuple[str, object]] | None) -> Headers | None:
     if headers is None or isinstance(headers, Headers):
         return headers
@@ -230,21 +243,22 @@ class ConnectRecord:
         Raises:
             TypeError: If a change names an unknown attribute.
         """
-        state = self._state()
-        unknown = set(changes) - state.keys()
-        if unknown:
-            raise TypeError(f"{type(self).__name__} has no attribute(s) {sorted(unknown)}")
-        state.update(changes)
-        headers = state["headers"]
-        if headers is None:
-            state["headers"] = Headers()
-        elif isinstance(headers, Headers):
-            state["headers"] = headers.copy()
-        else:
-            state["headers"] = Headers(headers)
-        new = object.__new__(type(self))
-        for key, value in state.items():
-            setattr(new, key, value)
+        cls = type(self)
+        slots, public = _slots_of(cls)
+        if not public.issuperset(changes):
+            unknown = sorted(set(changes) - public)
+            raise TypeError(f"{cls.__name__} has no attribute(s) {unknown}")
+        new = object.__new__(cls)
+        for slot in slots:  # SMTs call this per record: plain slot copies, no dict of state
+            setattr(new, slot, getattr(self, slot))
+        if "headers" in changes:
+            headers = changes.pop("headers")
+            new._headers = headers.copy() if isinstance(headers, Headers) else \
+                _as_headers(headers)
+        elif new._headers is not None:
+            new._headers = new._headers.copy()
+        for name, value in changes.items():
+            setattr(new, name, value)
         return new
 
     def __eq__(self, other: object) -> bool:

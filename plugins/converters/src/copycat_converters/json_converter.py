@@ -231,6 +231,8 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         return text
 
     def _to_json(self, schema: Schema | None, value: object) -> object:  # noqa: C901 - mirrors Kafka's switch
+        if schema is None and _json_native(value):
+            return value  # encodes exactly as Kafka's would: no floats, bytes or structs inside
         if value is None:
             if schema is None:
                 return None
@@ -508,6 +510,28 @@ def _loads(decoder: json.JSONDecoder, text: str) -> Any:
         raise DataException(
             f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}"
         ) from exc
+
+
+_NATIVE_SCALARS = frozenset({str, bool, type(None)})
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _json_native(value: object) -> bool:
+    """Whether a schemaless value holds only types json.dumps writes exactly as Jackson does.
+
+    Floats are excluded (Java's Double.toString differs from repr), as are bytes (base64),
+    structs and ints outside INT64.
+    """
+    kind = type(value)
+    if kind in _NATIVE_SCALARS:
+        return True
+    if kind is int:
+        return _INT64_MIN <= value <= _INT64_MAX  # type: ignore[operator]
+    if kind is dict:
+        return all(type(k) is str and _json_native(v) for k, v in value.items())  # type: ignore[attr-defined]
+    if kind is list:
+        return all(_json_native(v) for v in value)  # type: ignore[attr-defined]
+    return False
 
 
 def _infer_type(value: object) -> Type:
