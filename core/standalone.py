@@ -1,37 +1,69 @@
-"""Standalone mode (``copycat standalone worker.properties connector.properties ...``).
+"""Standalone mode (``copycat standalone worker.properties [connector.properties ...]``).
 
 Everything named on the command line is read and validated before anything starts: a missing
 required key, an unknown connector class or a malformed line fails fast with a message naming
-the file and key, and no task runs. Then the herder starts the embedded dev broker when no
-``bootstrap.servers`` is configured, the connectors and their tasks, flushes source offsets to
-``offset.storage.file.filename`` every ``offset.flush.interval.ms`` and on shutdown, and stops
-gracefully on SIGTERM/SIGINT.
+the file and key, and no task runs. Then the REST server binds its listeners, the herder starts
+the embedded dev broker when no ``bootstrap.servers`` is configured, the connectors and their
+tasks, flushes source offsets to ``offset.storage.file.filename`` every
+``offset.flush.interval.ms`` and on shutdown, and stops gracefully on SIGTERM/SIGINT.
+
+Connectors created over REST live in memory, as in Kafka's standalone mode: a restart runs
+only the connectors named on the command line. Zero connector files is fine (REST-only use).
+
+Concurrency: REST handlers call the herder from a threadpool; every mutation takes one lock,
+so operations on connectors are serialized, while reads (status, config) never wait for it.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import subprocess
 import threading
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from plugin_api import ConfigException, ConnectException
+from confluent_kafka.admin import AdminClient
+from plugin_api.connector import freeze_partition
 
 from core.bundled import ensure_bundled_plugins
-from core.connector_config import validate_connector_config
+from core.config_providers import Resolved
 from core.devbroker import DevBroker
+from core.extensions import config_resolver, plugin_manager
+from core.herder import (
+    AbstractHerder,
+    AlreadyExistsError,
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    TargetState,
+)
 from core.offsets import FileOffsetStore
 from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
-from core.status import State
+from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
+from core.status import State, Status, failure_trace
 from core.worker import Worker
 from core.worker_config import WorkerConfig
+from isolation.host import RemotePluginError
+from plugin_api import ConfigException, ConnectException, TopicPartition
 
 log = logging.getLogger("copycat.standalone")
+
+# How long GET / waits for the broker to name its cluster id at start-up.
+CLUSTER_ID_TIMEOUT_S = 10.0
+_NOT_STOPPED = ("Connectors must be in the STOPPED state before their offsets can be modified. "
+                "This can be done for the specified connector by issuing a 'PUT' request to the "
+                "'/connectors/{name}/stop' endpoint")
+_ALTERED = "The offsets for this connector have been {verb} successfully"
+_ALTERED_EXTERNAL = ("The Connect framework-managed offsets for this connector have been {verb} "
+                     "successfully. However, if this connector manages offsets externally, they "
+                     "will need to be manually {verb} in the system that the connector uses.")
 
 
 @dataclass(frozen=True)
@@ -44,30 +76,76 @@ class ConnectorFile:
         return self.props["name"]
 
 
-def _format_errors(source: str, infos: Mapping[str, Any]) -> list[str]:
-    errors = []
-    for entry in infos.get("configs", []):
-        for message in entry["value"]["errors"]:
-            errors.append(f"{source}: {entry['value']['name']}: {message}")
-    return errors
+@dataclass
+class _Deployed:
+    """One connector as the user configured it (placeholders kept) and what it should be."""
+
+    config: dict[str, str]
+    target: TargetState
+    kind: str
+    task_configs: list[dict[str, str]] = field(default_factory=list)
+    resolved: Resolved | None = None
 
 
-class StandaloneHerder:
-    """Runs the connectors of one standalone worker."""
+def _software_version() -> tuple[str, str]:
+    try:
+        version = metadata.version("copycat")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short=16", "HEAD"], cwd=Path(__file__).parent,
+            capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = "unknown"
+    return version, commit or "unknown"
 
-    def __init__(self, worker_file: Path, connector_files: Sequence[Path]) -> None:
+
+def reverse_transform(task_config: Mapping[str, str], raw: Mapping[str, str],
+                      resolved: Resolved) -> dict[str, str]:
+    """Put placeholders back into a task config made from resolved values (as Kafka does)."""
+    out = dict(task_config)
+    for key, raw_value in raw.items():
+        if "${" in raw_value and key in out and out[key] == resolved.config.get(key):
+            out[key] = raw_value
+    return out
+
+
+class StandaloneHerder(AbstractHerder):
+    """Runs the connectors of one standalone worker, from files and from REST."""
+
+    def __init__(self, worker_file: Path | None, connector_files: Sequence[Path] = (), *,
+                 worker_props: Mapping[str, str] | None = None) -> None:
         self.worker_file = worker_file
-        self.config = WorkerConfig.from_properties(load_properties(worker_file), str(worker_file))
+        props = dict(worker_props) if worker_props is not None else \
+            load_properties(worker_file)  # type: ignore[arg-type]
+        self.config = WorkerConfig.from_properties(props, str(worker_file or "<worker config>"))
         self.connector_files = [ConnectorFile(p, load_connector_file(p)) for p in connector_files]
         self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
+        self.extensions = plugin_manager(self.config)
+        self.resolver = config_resolver(self.config, self.extensions)
+        self.topic_creation_enabled = bool(self.config.topic_creation_enable)
+        self.worker_id = f"standalone-{uuid.uuid4().hex[:8]}"
         self.broker: DevBroker | None = None
         self.worker: Worker | None = None
+        self.catalogue = PluginCatalogue([])
         self.stopped = threading.Event()
+        self._ready = threading.Event()
+        self._lock = threading.RLock()
+        self._connectors: dict[str, _Deployed] = {}
+        self._topics: dict[str, set[str]] = {}
+        self._cluster_id: str | None = None
+        self._prepared = False
+        self.client_props: dict[str, Any] = {}
+        self._admin: AdminClient | None = None
+        self._version = _software_version()
+
+    # -- life cycle ------------------------------------------------------------------------------
 
     def prepare(self) -> PluginCatalogue:
         """Install bundled plugins if needed, and validate every connector file before start."""
         ensure_bundled_plugins(self.plugin_paths[0])
-        catalogue = PluginCatalogue.scan(self.plugin_paths)
+        self.catalogue = PluginCatalogue.scan(self.plugin_paths)
         names: dict[str, Path] = {}
         errors: list[str] = []
         for cf in self.connector_files:
@@ -80,26 +158,21 @@ class StandaloneHerder:
                               f"{names[cf.name]}")
             names[cf.name] = cf.path
             try:
-                plugin = catalogue.resolve("connector", cf.props.get("connector.class", ""),
-                                           cf.props.get("connector.plugin.version"))
-            except ConfigException as exc:
+                infos = self.validate_connector_config(cf.props)
+            except ConnectException as exc:
                 errors.append(f"{cf.path}: {exc}")
                 continue
-            for value in validate_connector_config(cf.props, plugin.kind == "sink"):
-                errors += [f"{cf.path}: {value.name}: {m}" for m in value.error_messages]
-            host = catalogue.environment(plugin).start_host(f"validate:{cf.name}")
-            try:
-                infos = host.request("validate", host.new_object(plugin.target), cf.props)
-            finally:
-                host.close()
-            errors += _format_errors(str(cf.path), infos)
+            for entry in infos["configs"]:
+                errors += [f"{cf.path}: {entry['value']['name']}: {m}"
+                           for m in entry["value"]["errors"]]
         if errors:
             raise ConfigException("invalid connector configuration, nothing was started:\n  "
                                   + "\n  ".join(errors))
-        return catalogue
+        self._prepared = True
+        return self.catalogue
 
     def start(self) -> None:
-        catalogue = self.prepare()
+        catalogue = self.catalogue if self._prepared else self.prepare()
         servers = self.config.bootstrap_servers
         bootstrap = ",".join(servers) if servers else None
         if not bootstrap:
@@ -114,18 +187,33 @@ class StandaloneHerder:
                                   f"standalone mode needs an offsets file ({self.worker_file})")
         client = dict(self.config.client_config())
         client["bootstrap.servers"] = bootstrap
-        self.worker = Worker(f"standalone-{uuid.uuid4().hex[:8]}", self.config.originals_strings(),
-                             catalogue, FileOffsetStore(Path(offsets_file)), client_props=client)
-        for cf in self.connector_files:
-            self.worker.start_connector(cf.name, cf.props)
-            for task_id, task_props in enumerate(self.worker.task_configs(cf.name)):
-                self.worker.start_task(cf.name, task_id, task_props)
+        self.client_props = client
+        self._admin = AdminClient(client)  # type: ignore[arg-type]
+        self.worker = Worker(self.worker_id, self.config.originals_strings(), catalogue,
+                             FileOffsetStore(Path(offsets_file)), client_props=client)
+        try:
+            metadata_ = self._admin.list_topics(timeout=CLUSTER_ID_TIMEOUT_S)
+            self._cluster_id = metadata_.cluster_id
+        except Exception as exc:  # noqa: BLE001 - GET / then shows null, as Kafka would fail later
+            log.warning("could not read the Kafka cluster id: %s", exc)
+        with self._lock:
+            for cf in self.connector_files:
+                self._deploy(cf.name, cf.props, TargetState.STARTED)
+        self._ready.set()
 
-    def run(self) -> int:
-        """Start, then serve until SIGTERM/SIGINT; returns the process exit code."""
+    def run(self, rest: bool = True) -> int:
+        """Bind REST, start, then serve until SIGTERM/SIGINT; returns the process exit code."""
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: self.stopped.set())
+        server = None
         try:
+            self.prepare()  # a bad connector file fails before any port is bound
+            if rest:
+                from core.rest.server import RestServer
+
+                server = RestServer(self, self.config, self.extensions)
+                server.start()
+                self.worker_id = server.worker_id
             self.start()
             assert self.worker is not None
             interval = self.worker.commit_interval_s
@@ -133,20 +221,395 @@ class StandaloneHerder:
                 self.worker.offsets.flush()
             return 0
         finally:
+            if server is not None:
+                server.stop()
             self.shutdown()
 
     def shutdown(self) -> None:
-        if self.worker is not None:
-            log.info("stopping connectors")
-            self.worker.stop()
-            self.worker = None
-        if self.broker is not None:
-            self.broker.stop()
-            self.broker = None
+        self._ready.clear()
+        with self._lock:
+            if self.worker is not None:
+                log.info("stopping connectors")
+                self.worker.stop()
+                self.worker = None
+            self._admin = None  # its librdkafka threads go with it
+            if self.broker is not None:
+                self.broker.stop()
+                self.broker = None
+            self.resolver.close()
 
     def task_states(self) -> dict[tuple[str, int], State]:
         assert self.worker is not None
         return {k: s.state for k, s in self.worker.status.tasks.items()}
+
+    # -- Herder: server ----------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def health_check(self, timeout_s: float) -> bool:
+        if not self._lock.acquire(timeout=timeout_s):
+            return False
+        self._lock.release()
+        return True
+
+    def server_info(self) -> dict[str, Any]:
+        return {"version": self._version[0], "commit": self._version[1],
+                "kafka_cluster_id": self._cluster_id}
+
+    # -- internals ---------------------------------------------------------------------------------
+
+    def _worker(self) -> Worker:
+        if self.worker is None:
+            raise ConflictError("Cannot complete request because the worker is still starting "
+                                "up or shutting down")
+        return self.worker
+
+    def _get(self, name: str) -> _Deployed:
+        deployed = self._connectors.get(name)
+        if deployed is None:
+            raise NotFoundError(f"Connector {name} not found")
+        return deployed
+
+    def _kind(self, config: Mapping[str, str]) -> str:
+        try:
+            return self.catalogue.resolve("connector", config.get("connector.class", ""),
+                                          config.get("connector.plugin.version")).kind
+        except ConfigException:
+            return "unknown"
+
+    def _deploy(self, name: str, config: Mapping[str, str], target: TargetState) -> None:
+        self._connectors[name] = _Deployed(dict(config), target, self._kind(config))
+        self._topics.setdefault(name, set())
+        self._start(name)
+
+    def _fail_connector(self, name: str, exc: BaseException, scrub: Resolved | None) -> None:
+        message = scrub.scrub(str(exc)) if scrub else str(exc)
+        log.error("connector %s failed: %s", name, message)
+        worker = self._worker()
+        worker.status.set_connector(name, Status(
+            State.FAILED, worker.worker_id,
+            trace=scrub.scrub(failure_trace(exc)) if scrub else failure_trace(exc)))
+
+    def _start(self, name: str) -> None:
+        worker, deployed = self._worker(), self._connectors[name]
+        if deployed.target is TargetState.STOPPED:
+            deployed.task_configs = []
+            worker.status.remove_connector(name)
+            worker.status.set_connector(name, Status(State.STOPPED, worker.worker_id))
+            return
+        try:
+            resolved = self.resolver.resolve(deployed.config)
+        except ConfigException as exc:
+            self._fail_connector(name, exc, None)
+            return
+        deployed.resolved = resolved
+        try:
+            worker.start_connector(name, resolved.config)
+            task_class = worker.task_class(name)
+            task_configs = worker.task_configs(name)
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            if name in worker.connectors:
+                worker.stop_connector(name)
+            self._fail_connector(name, exc, resolved)
+            return
+        task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
+        deployed.task_configs = [reverse_transform(tc, deployed.config, resolved)
+                                 for tc in task_configs]
+        for task_id in worker.status.tasks_of(name):
+            if task_id >= len(task_configs):
+                worker.status.remove_task(name, task_id)
+        for task_id, task_config in enumerate(task_configs):
+            worker.start_task(name, task_id, task_config)
+        if deployed.target is TargetState.PAUSED:
+            self._pause(name, True)
+
+    def _stop(self, name: str) -> None:
+        worker = self._worker()
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        worker.stop_connector(name)
+
+    def _pause(self, name: str, paused: bool) -> None:
+        worker = self._worker()
+        worker.pause(name, paused)
+        connector = worker.connectors.get(name)
+        for task_id, runner in (connector.tasks.items() if connector else ()):
+            if runner.failed:  # a failed task stays FAILED through pause/resume
+                worker.status.update_task(name, task_id, state=State.FAILED)
+
+    def _resolved_task_config(self, name: str, task: int) -> dict[str, str]:
+        deployed = self._connectors[name]
+        return self.resolver.resolve(deployed.task_configs[task]).config
+
+    def _restart_task(self, name: str, task: int) -> None:
+        worker = self._worker()
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        worker.stop_task(name, task)
+        if name not in worker.connectors:
+            return
+        worker.start_task(name, task, self._resolved_task_config(name, task))
+        if self._connectors[name].target is TargetState.PAUSED:
+            self._pause(name, True)
+
+    # -- Herder: connectors ---------------------------------------------------------------
+
+    def connectors(self) -> list[str]:
+        return sorted(self._connectors)
+
+    def connector_info(self, name: str) -> dict[str, Any]:
+        deployed = self._get(name)
+        return {"name": name, "config": dict(deployed.config),
+                "tasks": [{"connector": name, "task": i}
+                          for i in range(len(deployed.task_configs))],
+                "type": deployed.kind}
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        return dict(self._get(name).config)
+
+    @staticmethod
+    def _named(name: str, config: Mapping[str, str]) -> dict[str, str]:
+        if "/" in name:
+            raise BadRequestError("Connector name should not contain '/'")
+        if config.get("name") is not None and config["name"] != name:
+            raise BadRequestError(f"Connector name configuration ({config['name']}) doesn't "
+                                  f"match connector name in the URL ({name})")
+        return {**config, "name": name}
+
+    def create_connector(self, name: str, config: Mapping[str, str],
+                         initial_state: TargetState = TargetState.STARTED) -> dict[str, Any]:
+        config = self._named(name, config)
+        if name in self._connectors:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        self.ensure_valid(config)
+        with self._lock:
+            self._worker()
+            if name in self._connectors:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            self._deploy(name, config, initial_state)
+            return self.connector_info(name)
+
+    def put_connector_config(self, name: str, config: Mapping[str, str]
+                             ) -> tuple[bool, dict[str, Any]]:
+        config = self._named(name, config)
+        self.ensure_valid(config)
+        with self._lock:
+            self._worker()
+            deployed = self._connectors.get(name)
+            if deployed is None:
+                self._deploy(name, config, TargetState.STARTED)
+                return True, self.connector_info(name)
+            self._stop(name)
+            deployed.config, deployed.kind = dict(config), self._kind(config)
+            self._start(name)
+            return False, self.connector_info(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
+                               ) -> dict[str, Any]:
+        current = self._get(name).config
+        merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
+        created, info = self.put_connector_config(name, merged)
+        return info
+
+    def delete_connector(self, name: str) -> None:
+        with self._lock:
+            self._get(name)
+            worker = self._worker()
+            worker.stop_connector(name)
+            worker.status.remove_connector(name)
+            del self._connectors[name]
+            self._topics.pop(name, None)
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        deployed = self._connectors.get(name)
+        if deployed is None:
+            raise NotFoundError(f"No status found for connector {name}")
+        worker = self._worker()
+        return self.render_status(name, deployed.kind, worker.status.connector(name),
+                                  worker.status.tasks_of(name), deployed.resolved)
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        deployed = self._connectors.get(name)
+        status = self._worker().status.task(name, task) if deployed else None
+        if deployed is None or status is None:
+            raise NotFoundError(f"No status found for task {name}-{task}")
+        return self.render_status(name, deployed.kind, Status(State.RUNNING, ""),
+                                  {task: status}, deployed.resolved)["tasks"][0]
+
+    def task_configs(self, name: str) -> list[dict[str, Any]]:
+        deployed = self._get(name)
+        return [{"id": {"connector": name, "task": i}, "config": dict(c)}
+                for i, c in enumerate(deployed.task_configs)]
+
+    # -- Herder: restart, pause, resume, stop -----------------------------------------------------
+
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool
+                          ) -> dict[str, Any] | None:
+        with self._lock:
+            deployed, worker = self._get(name), self._worker()
+            if deployed.target is TargetState.STOPPED:
+                return None if not (include_tasks or only_failed) else self.connector_status(name)
+            if not include_tasks and not only_failed:
+                if name in worker.connectors:
+                    try:
+                        worker.restart_connector_instance(name)
+                    except Exception as exc:  # noqa: BLE001 - shown as FAILED
+                        self._fail_connector(name, exc, deployed.resolved)
+                else:
+                    self._start(name)
+                return None
+            status = self.connector_status(name)
+            restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
+            tasks = [t["id"] for t in status["tasks"]
+                     if include_tasks and (not only_failed or t["state"] == "FAILED")]
+            if restart_connector:
+                status["connector"]["state"] = State.RESTARTING.value
+            for entry in status["tasks"]:
+                if entry["id"] in tasks:
+                    entry["state"] = State.RESTARTING.value
+            if restart_connector and (name not in worker.connectors
+                                      or len(tasks) == len(deployed.task_configs)):
+                self._stop(name)
+                self._start(name)
+                return status
+            if restart_connector:
+                try:
+                    worker.restart_connector_instance(name)
+                except Exception as exc:  # noqa: BLE001
+                    self._fail_connector(name, exc, deployed.resolved)
+            for task in tasks:
+                self._restart_task(name, task)
+            return status
+
+    def restart_task(self, name: str, task: int) -> None:
+        with self._lock:
+            deployed = self._connectors.get(name)
+            if deployed is None or not 0 <= task < len(deployed.task_configs):
+                raise NotFoundError(f"Unknown task: {name}-{task}")
+            self._restart_task(name, task)
+
+    def pause_connector(self, name: str) -> None:
+        with self._lock:
+            deployed = self._get(name)
+            previous, deployed.target = deployed.target, TargetState.PAUSED
+            if previous is TargetState.STOPPED:
+                self._start(name)
+            else:
+                self._pause(name, True)
+
+    def resume_connector(self, name: str) -> None:
+        with self._lock:
+            deployed = self._get(name)
+            previous, deployed.target = deployed.target, TargetState.STARTED
+            if previous is TargetState.STOPPED:
+                self._start(name)
+            elif previous is TargetState.PAUSED:
+                self._pause(name, False)
+
+    def stop_connector(self, name: str) -> None:
+        with self._lock:
+            deployed = self._get(name)
+            deployed.target = TargetState.STOPPED
+            self._stop(name)
+            self._start(name)  # records STOPPED with no tasks (KIP-875)
+
+    # -- Herder: offsets (KIP-875) -------------------------------------------------------------
+
+    def _sink_offsets(self, name: str, deployed: _Deployed) -> SinkOffsets:
+        self._worker()
+        assert self._admin is not None
+        return SinkOffsets(self._admin, sink_group_id(name, deployed.config))
+
+    def connector_offsets(self, name: str) -> dict[str, Any]:
+        deployed = self._get(name)
+        if deployed.kind == "sink":
+            return {"offsets": self._sink_offsets(name, deployed).get()}
+        rows = self._worker().offsets.connector_offsets(name)
+        return {"offsets": [{"partition": p, "offset": o} for p, o in rows if o is not None]}
+
+    def _require_stopped(self, name: str) -> _Deployed:
+        deployed = self._get(name)
+        if deployed.target is not TargetState.STOPPED:
+            raise BadRequestError(_NOT_STOPPED.format(name=name))
+        return deployed
+
+    def _connector_alter_offsets(self, deployed: _Deployed, offsets: Mapping[Any, Any]) -> bool:
+        """Let the connector plugin see (and veto) the change, on a fresh instance."""
+        plugin = self.catalogue.resolve("connector", deployed.config["connector.class"],
+                                        deployed.config.get("connector.plugin.version"))
+        resolved = self.resolver.resolve(deployed.config)
+        host = self.catalogue.environment(plugin).start_host(f"offsets:{plugin.name}")
+        try:
+            handle = host.new_object(plugin.target)
+            return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
+        except RemotePluginError as exc:
+            raise BadRequestError(f"Failed to alter offsets for connector "
+                                  f"{deployed.config['name']}: "
+                                  f"{resolved.scrub(exc.remote_message)}") from None
+        finally:
+            host.close()
+
+    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        with self._lock:
+            deployed = self._require_stopped(name)
+            if not offsets:
+                raise BadRequestError("Partitions / offsets need to be provided for an alter "
+                                      "offsets request")
+            if deployed.kind == "sink":
+                parsed = parse_sink_offsets(offsets)
+                handled = self._connector_alter_offsets(
+                    deployed, {TopicPartition(t, p): o for (t, p), o in parsed.items()})
+                self._sink_offsets(name, deployed).alter(parsed)
+            else:
+                entries = []
+                for entry in offsets:
+                    partition, offset = entry.get("partition"), entry.get("offset")
+                    if not isinstance(partition, dict):
+                        raise BadRequestError("Source partitions may not be null")
+                    if offset is not None and not isinstance(offset, dict):
+                        raise BadRequestError("Source offsets must be JSON objects or null")
+                    entries.append((partition, offset))
+                handled = self._connector_alter_offsets(
+                    deployed, {freeze_partition(p): o for p, o in entries})
+                store = self._worker().offsets
+                store.put(name, entries)
+                store.flush()
+            return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="altered")
+
+    def reset_connector_offsets(self, name: str) -> str:
+        with self._lock:
+            deployed = self._require_stopped(name)
+            if deployed.kind == "sink":
+                current = self._sink_offsets(name, deployed).get()
+                handled = self._connector_alter_offsets(deployed, {
+                    TopicPartition(r["partition"]["kafka_topic"],
+                                   r["partition"]["kafka_partition"]): None for r in current})
+                self._sink_offsets(name, deployed).reset()
+            else:
+                store = self._worker().offsets
+                rows = store.connector_offsets(name)
+                handled = self._connector_alter_offsets(
+                    deployed, {freeze_partition(p): None for p, _ in rows})
+                store.put(name, [(p, None) for p, _ in rows])
+                store.flush()
+            return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")
+
+    # -- Herder: active topics (KIP-558) ---------------------------------------------------------
+
+    def active_topics(self, name: str) -> list[str]:
+        if not self.config.get("topic.tracking.enable"):
+            raise ForbiddenError("Topic tracking is disabled.")
+        self._get(name)
+        worker = self._worker()
+        return sorted(self._topics.get(name, set()) | worker.task_topics(name))
+
+    def reset_active_topics(self, name: str) -> None:
+        if not self.config.get("topic.tracking.enable"):
+            raise ForbiddenError("Topic tracking is disabled.")
+        if not self.config.get("topic.tracking.allow.reset"):
+            raise ForbiddenError("Topic tracking reset is disabled.")
+        with self._lock:
+            self._get(name)
+            self._topics[name] = set()
 
 
 def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:

@@ -70,6 +70,10 @@ class StatusBoard:
             for key in [k for k in self.tasks if k[0] == name]:
                 del self.tasks[key]
 
+    def remove_task(self, name: str, task: int) -> None:
+        with self._lock:
+            self.tasks.pop((name, task), None)
+
     def connector(self, name: str) -> Status | None:
         return self.connectors.get(name)
 

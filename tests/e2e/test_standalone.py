@@ -45,6 +45,7 @@ class Pipeline:
             "plugin.path": str(plugin_path),
             "consumer.session.timeout.ms": "6000",
             "consumer.heartbeat.interval.ms": "1000",
+            "listeners": "http://127.0.0.1:0",  # tests run side by side: no fixed REST port
         })
         self.source = _write_props(tmp / "source.properties", {
             "name": f"src-{topic}", "connector.class": "FileStreamSource",

@@ -1,0 +1,77 @@
+"""Loading worker extensions into one pluggy plugin manager (the hooks are in core.hookspecs)."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pluggy
+
+from core import hookspecs
+from core.config_providers import BUILTIN_PROVIDERS, ConfigProvider, ConfigResolver
+from core.hookspecs import hookimpl
+from core.worker_config import WorkerConfig
+from plugin_api import ConfigException
+
+log = logging.getLogger("copycat.extensions")
+
+ENTRY_POINT_GROUP = "copycat.worker_extensions"
+# Kafka's REST extension class names and the Copycat classes that stand in for them.
+KAFKA_REST_EXTENSIONS = {
+    "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension":
+        "core.rest.basic_auth:BasicAuthSecurityRestExtension",
+    "BasicAuthSecurityRestExtension": "core.rest.basic_auth:BasicAuthSecurityRestExtension",
+}
+
+
+class _Builtins:
+    """The config providers every worker has."""
+
+    @hookimpl
+    def copycat_config_providers(self) -> Mapping[str, Callable[[], ConfigProvider]]:
+        return BUILTIN_PROVIDERS
+
+
+def _import(target: str) -> Any:
+    module, sep, attr = target.partition(":")
+    if not sep:
+        module, _, attr = target.rpartition(".")
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigException("rest.extension.classes", target,
+                              f"cannot load the REST extension: {exc}") from exc
+    return obj
+
+
+def plugin_manager(config: WorkerConfig) -> pluggy.PluginManager:
+    """The worker's extensions: built-ins, ``rest.extension.classes`` and entry points."""
+    from core.rest.tls import TlsExtension  # the https listener support is itself a plugin
+
+    pm = pluggy.PluginManager(hookspecs.PROJECT)
+    pm.add_hookspecs(hookspecs)
+    pm.register(_Builtins(), name="copycat-builtin-providers")
+    pm.register(TlsExtension(), name="copycat-tls")
+    for name in config.get("rest.extension.classes") or []:
+        cls = _import(KAFKA_REST_EXTENSIONS.get(name, name))
+        extension = cls() if isinstance(cls, type) else cls
+        configure = getattr(extension, "configure", None)
+        if callable(configure):
+            configure(config.originals_strings())
+        pm.register(extension, name=name)
+        log.info("loaded REST extension %s", name)
+    pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+    return pm
+
+
+def config_resolver(config: WorkerConfig, pm: pluggy.PluginManager) -> ConfigResolver:
+    factories: dict[str, Callable[[], ConfigProvider]] = {}
+    # pluggy calls the last registered first, so the built-ins come last and win on clashes.
+    for offered in pm.hook.copycat_config_providers():
+        factories.update(offered)
+    return ConfigResolver.from_worker_config(config.config_providers, config.provider_configs(),
+                                             factories)

@@ -1,0 +1,351 @@
+"""The herder: the seam between the REST API and whatever runs connectors.
+
+:class:`Herder` is what the REST layer calls (standalone now, distributed later). Its methods
+take and return Kafka Connect's REST JSON shapes as plain dicts, run on a REST threadpool
+thread, may block (starting a connector takes a plugin host start, ~0.1 s), and report failure
+only through the :class:`HerderError` tree, which maps one to one onto HTTP statuses::
+
+    plugin_api.ConnectException
+     └── HerderError                 500
+          ├── BadRequestError        400  (a ConfigException from a herder is also a 400)
+          ├── ForbiddenError         403  (topic tracking disabled)
+          ├── NotFoundError          404
+          └── ConflictError          409  (exists already; rebalance in progress)
+
+:class:`AbstractHerder` holds what does not depend on the mode: validation (the framework's
+ConfigDef merged with the plugin's own, computed in a plugin host), plugin listings and
+config definitions, status rendering and secret scrubbing.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from plugin_api.config import config_infos
+
+from core.config_providers import ConfigResolver, Resolved
+from core.connector_config import connector_config_def, connector_config_infos
+from core.plugins import PluginCatalogue
+from core.status import Status
+from isolation.environment import PluginDescriptor
+from plugin_api import ConfigException, ConnectException
+
+__all__ = [
+    "AbstractHerder",
+    "AlreadyExistsError",
+    "BadRequestError",
+    "ConflictError",
+    "ForbiddenError",
+    "Herder",
+    "HerderError",
+    "NotFoundError",
+    "TargetState",
+]
+
+log = logging.getLogger("copycat.herder")
+
+PLUGIN_TYPES = ("source", "sink", "converter", "header_converter", "transformation", "predicate")
+_INVALID_CONFIG = "Connector configuration is invalid and contains the following {n} error(s):"
+_VALIDATE_HINT = ("You can also find the above list of errors at the endpoint "
+                  "`/connector-plugins/{connectorType}/config/validate`")
+
+
+class HerderError(ConnectException):
+    status = 500
+
+
+class BadRequestError(HerderError):
+    status = 400
+
+
+class ForbiddenError(HerderError):
+    status = 403
+
+
+class NotFoundError(HerderError):
+    status = 404
+
+
+class ConflictError(HerderError):
+    status = 409
+
+
+class AlreadyExistsError(ConflictError):
+    pass
+
+
+class TargetState(enum.Enum):
+    """What the user asked a connector to be (Kafka's TargetState)."""
+
+    STARTED = "STARTED"
+    PAUSED = "PAUSED"
+    STOPPED = "STOPPED"
+
+    @classmethod
+    def from_initial_state(cls, value: str | None) -> TargetState:
+        """``initial_state`` of a create request: RUNNING (default), PAUSED or STOPPED."""
+        mapping = {None: cls.STARTED, "RUNNING": cls.STARTED, "PAUSED": cls.PAUSED,
+                   "STOPPED": cls.STOPPED}
+        key = value.upper() if isinstance(value, str) else value
+        if key not in mapping:
+            raise BadRequestError(f"Invalid initial state {value!r}: must be one of RUNNING, "
+                                  "PAUSED or STOPPED")
+        return mapping[key]
+
+
+class Herder(Protocol):
+    """What REST needs from a herder. Every method may raise :class:`HerderError`."""
+
+    worker_id: str
+
+    def ready(self) -> bool: ...
+    def health_check(self, timeout_s: float) -> bool:
+        """Whether the herder answers within ``timeout_s`` (KIP-1017)."""
+        ...
+
+    def server_info(self) -> dict[str, Any]: ...
+    def connectors(self) -> list[str]: ...
+    def connector_info(self, name: str) -> dict[str, Any]: ...
+    def connector_config(self, name: str) -> dict[str, str]: ...
+
+    def create_connector(self, name: str, config: Mapping[str, str],
+                         initial_state: TargetState = TargetState.STARTED) -> dict[str, Any]: ...
+
+    def put_connector_config(self, name: str, config: Mapping[str, str]
+                             ) -> tuple[bool, dict[str, Any]]:
+        """Create or replace; returns (created, ConnectorInfo)."""
+        ...
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
+                               ) -> dict[str, Any]: ...
+    def delete_connector(self, name: str) -> None: ...
+    def connector_status(self, name: str) -> dict[str, Any]: ...
+    def task_status(self, name: str, task: int) -> dict[str, Any]: ...
+    def task_configs(self, name: str) -> list[dict[str, Any]]: ...
+
+    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool
+                          ) -> dict[str, Any] | None:
+        """None for the legacy connector-only restart, else the 202 status body."""
+        ...
+
+    def restart_task(self, name: str, task: int) -> None: ...
+    def pause_connector(self, name: str) -> None: ...
+    def resume_connector(self, name: str) -> None: ...
+    def stop_connector(self, name: str) -> None: ...
+    def connector_offsets(self, name: str) -> dict[str, Any]: ...
+    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str: ...
+    def reset_connector_offsets(self, name: str) -> str: ...
+    def active_topics(self, name: str) -> list[str]: ...
+    def reset_active_topics(self, name: str) -> None: ...
+    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]: ...
+    def plugins(self, connectors_only: bool) -> list[dict[str, Any]]: ...
+    def plugin_config(self, plugin: str) -> list[dict[str, Any]]: ...
+
+
+def normalized_plugin_name(name: str) -> str:
+    """Kafka's ConnectorPluginsResource.normalizedPluginName: drop a ``Connector`` suffix."""
+    return name[: -len("Connector")] if name.endswith("Connector") and name != "Connector" \
+        else name
+
+
+def status_entry(status: Status, scrub: Resolved | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"state": status.state.value, "worker_id": status.worker_id}
+    if status.trace:  # Kafka omits an empty trace (@JsonInclude(NON_EMPTY))
+        body["trace"] = scrub.scrub(status.trace) if scrub is not None else status.trace
+    if status.version:
+        body["version"] = status.version
+    return body
+
+
+class AbstractHerder:
+    """Mode-independent herder logic; subclasses provide the connector store and the worker."""
+
+    catalogue: PluginCatalogue
+    resolver: ConfigResolver
+    topic_creation_enabled: bool = True
+
+    # -- plugins -------------------------------------------------------------------------------
+
+    def plugins(self, connectors_only: bool) -> list[dict[str, Any]]:
+        kinds = ("source", "sink") if connectors_only else PLUGIN_TYPES
+        seen: set[tuple[str, str, str]] = set()
+        out = []
+        for kind in kinds:
+            for plugin in sorted(self.catalogue.of_kind(kind), key=lambda p: p.class_name):
+                key = (plugin.class_name, kind, plugin.version)
+                if key in seen:
+                    continue
+                seen.add(key)
+                entry = {"class": plugin.class_name, "type": kind}
+                if plugin.version and plugin.version != "undefined":
+                    entry["version"] = plugin.version
+                out.append(entry)
+        return out
+
+    def _find_plugin(self, name: str) -> PluginDescriptor:
+        for kind in ("connector", "converter", "header_converter", "transformation",
+                     "predicate"):
+            try:
+                return self.catalogue.resolve(kind, name)
+            except ConfigException:
+                continue
+        raise NotFoundError(f"Unknown plugin {name}.")
+
+    def _plugin_infos(self, plugin: PluginDescriptor, props: Mapping[str, str]) -> dict[str, Any]:
+        """The plugin's own ``config/validate`` body, computed in a short-lived plugin host."""
+        host = self.catalogue.environment(plugin).start_host(f"validate:{plugin.name}")
+        try:
+            infos: dict[str, Any] = host.request("validate", host.new_object(plugin.target),
+                                                 dict(props))
+            return infos
+        finally:
+            host.close()
+
+    def plugin_config(self, name: str) -> list[dict[str, Any]]:
+        """Config definitions of a plugin (KIP-769); for connectors, framework keys first."""
+        plugin = self._find_plugin(name)
+        own = [c["definition"] for c in self._plugin_infos(plugin, {})["configs"]]
+        if plugin.kind not in ("source", "sink"):
+            return own
+        names = {d["name"] for d in own}
+        framework = config_infos(connector_config_def({}, plugin.kind == "sink"), {})
+        return [c["definition"] for c in framework["configs"]
+                if c["definition"]["name"] not in names] + own
+
+    # -- validation ----------------------------------------------------------------------------
+
+    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
+        """Kafka's ``ConfigInfos`` for a connector config: framework + plugin keys, always a body.
+
+        Placeholders are resolved for validation; the response shows the submitted values
+        (placeholders), PASSWORD values as ``[hidden]``, and no error message quotes a secret.
+        """
+        connector_class = config.get("connector.class")
+        if not connector_class:
+            raise BadRequestError("Connector config contains no connector type")
+        resolve_error: ConfigException | None = None
+        try:
+            resolved = self.resolver.resolve(config)
+        except ConfigException as exc:
+            resolve_error, resolved = exc, Resolved(dict(config), {})
+        try:
+            plugin = self.catalogue.resolve("connector", connector_class,
+                                            config.get("connector.plugin.version"))
+        except ConfigException as exc:
+            infos = connector_config_infos(resolved.config, None, connector_class,
+                                           topic_creation_enabled=self.topic_creation_enabled)
+            self._add_error(infos, exc.name or "connector.class", str(exc))
+        else:
+            infos = connector_config_infos(resolved.config, plugin.kind == "sink",
+                                           plugin.class_name,
+                                           topic_creation_enabled=self.topic_creation_enabled)
+            own = self._plugin_infos(plugin, resolved.config)
+            by_name = {c["value"]["name"]: c for c in infos["configs"]}
+            for entry in own["configs"]:
+                if entry["value"]["name"] in by_name:
+                    by_name[entry["value"]["name"]].update(entry)
+                else:
+                    infos["configs"].append(entry)
+            infos["groups"] += [g for g in own["groups"] if g not in infos["groups"]]
+            self._check_component_classes(infos, resolved.config)
+        if resolve_error is not None:
+            self._add_error(infos, resolve_error.name or "connector.class", str(resolve_error))
+        self._show_submitted(infos, config, resolved)
+        infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
+        return infos
+
+    @staticmethod
+    def _add_error(infos: dict[str, Any], key: str, message: str) -> None:
+        for entry in infos["configs"]:
+            if entry["value"]["name"] == key:
+                entry["value"]["errors"].append(message)
+                return
+        infos["configs"].append({
+            "definition": {"name": key, "type": "STRING", "required": False,
+                           "default_value": None, "importance": "HIGH", "documentation": "",
+                           "group": None, "width": "NONE", "display_name": key,
+                           "dependents": [], "order": -1},
+            "value": {"name": key, "value": None, "recommended_values": [],
+                      "errors": [message], "visible": True},
+        })
+
+    def _check_component_classes(self, infos: dict[str, Any], props: Mapping[str, str]) -> None:
+        """Errors for converter, transformation and predicate classes that are not installed."""
+        checks = [(k, "header_converter" if k == "header.converter" else "converter")
+                  for k in ("key.converter", "value.converter", "header.converter")]
+        for key in props:
+            if key.startswith("transforms.") and key.endswith(".type"):
+                checks.append((key, "transformation"))
+            elif key.startswith("predicates.") and key.endswith(".type"):
+                checks.append((key, "predicate"))
+        for key, kind in checks:
+            value = props.get(key)
+            if not value:
+                continue
+            try:
+                plugin = self.catalogue.resolve(kind, value, key=key)
+            except ConfigException as exc:
+                self._add_error(infos, key, str(exc))
+                continue
+            if key.endswith(".converter"):
+                self._add_converter_infos(infos, key, plugin, props)
+
+    def _add_converter_infos(self, infos: dict[str, Any], key: str, plugin: PluginDescriptor,
+                             props: Mapping[str, str]) -> None:
+        """The converter's own keys, prefixed (``value.converter.schemas.enable``)."""
+        prefix = key + "."
+        sub = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+        sub.pop("plugin.version", None)
+        sub.setdefault("converter.type", key.split(".")[0])
+        try:
+            own = self._plugin_infos(plugin, sub)
+        except ConnectException as exc:
+            self._add_error(infos, key, f"cannot validate the converter's config: {exc}")
+            return
+        present = {c["value"]["name"] for c in infos["configs"]}
+        for entry in own["configs"]:
+            name = prefix + entry["value"]["name"]
+            if entry["value"]["name"] == "converter.type" or name in present:
+                continue
+            entry["definition"]["name"] = entry["value"]["name"] = name
+            infos["configs"].append(entry)
+
+    @staticmethod
+    def _show_submitted(infos: dict[str, Any], config: Mapping[str, str],
+                        resolved: Resolved) -> None:
+        for entry in infos["configs"]:
+            value = entry["value"]
+            raw = config.get(value["name"])
+            if entry["definition"]["type"] == "PASSWORD":
+                value["value"] = "[hidden]" if value["value"] is not None else None
+            elif raw is not None and "${" in raw:
+                value["value"] = raw
+            value["errors"] = [resolved.scrub(m) for m in value["errors"]]
+
+    def ensure_valid(self, config: Mapping[str, str]) -> dict[str, Any]:
+        """Validate for create/update; raise Kafka's 400 listing every error."""
+        infos = self.validate_connector_config(config)
+        if infos["error_count"]:
+            messages = [m for c in infos["configs"] for m in c["value"]["errors"]]
+            messages = list(dict.fromkeys(messages))
+            raise BadRequestError("\n".join([_INVALID_CONFIG.format(n=len(messages)),
+                                             *messages, _VALIDATE_HINT]))
+        return infos
+
+    # -- status rendering ------------------------------------------------------------------------
+
+    @staticmethod
+    def render_status(name: str, kind: str, connector: Status | None,
+                      tasks: Mapping[int, Status], scrub: Resolved | None = None
+                      ) -> dict[str, Any]:
+        if connector is None:
+            raise NotFoundError(f"No status found for connector {name}")
+        return {
+            "name": name,
+            "connector": status_entry(connector, scrub),
+            "tasks": [{"id": t, **status_entry(s, scrub)} for t, s in sorted(tasks.items())],
+            "type": kind,
+        }

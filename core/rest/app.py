@@ -1,0 +1,401 @@
+"""The Kafka Connect REST API as a FastAPI app: same paths, shapes, status codes and errors.
+
+Handlers are plain ``def`` functions, so FastAPI runs them on its threadpool and a slow herder
+call (starting a connector) never blocks the event loop. Every error, including FastAPI's own
+request validation errors and unknown paths, is ``{"error_code": N, "message": "..."}``; an
+unexpected exception becomes a 500 in that shape and its trace goes to the log only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Body, FastAPI, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from core.herder import (
+    BadRequestError,
+    Herder,
+    HerderError,
+    NotFoundError,
+    TargetState,
+    normalized_plugin_name,
+)
+from core.rest import loggers
+from core.rest import models as m
+from core.worker_config import WorkerConfig
+from plugin_api import ConfigException, ConnectException
+
+log = logging.getLogger("copycat.rest")
+
+# KIP-1017: how long /health waits for the herder before calling the worker unhealthy.
+HEALTH_CHECK_TIMEOUT_S = 10.0
+_HTTP_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
+                 405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict",
+                 415: "Unsupported Media Type", 500: "Internal Server Error"}
+
+
+def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error_code": status, "message": message}, status_code=status,
+                        headers=dict(headers or {}))
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": m.ErrorMessage, "description": _HTTP_REASONS.get(code, "Error")}
+            for code in (*codes, 500)}
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    """JAX-RS ``Boolean.parseBoolean``: only "true" (any case) is true."""
+    return default if value is None else value.strip().lower() == "true"
+
+
+class _SafeRoute(APIRoute):
+    """Turns every exception a handler raises into the error shape (never a bare 500)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def guarded(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except (StarletteHTTPException, RequestValidationError):
+                raise
+            except HerderError as exc:
+                return error(exc.status, str(exc))
+            except ConfigException as exc:
+                return error(400, str(exc))
+            except ConnectException as exc:
+                log.warning("%s %s failed: %s", request.method, request.url.path, exc)
+                return error(500, str(exc))
+            except Exception as exc:  # noqa: BLE001 - the trace goes to the log, not the client
+                log.exception("%s %s failed", request.method, request.url.path)
+                return error(500, f"Unexpected error: {type(exc).__name__}")
+
+        return guarded
+
+
+def _config_map(raw: Any, *, keep_null: bool = False) -> dict[str, Any]:
+    """A JSON object of config values as strings (Jackson coerces numbers and booleans too)."""
+    if not isinstance(raw, dict):
+        raise BadRequestError("Connector configuration must be a JSON object")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if value is None:
+            if keep_null:
+                out[key] = None
+        elif isinstance(value, bool):
+            out[key] = "true" if value else "false"
+        elif isinstance(value, (str, int, float)):
+            out[key] = str(value)
+        else:
+            raise BadRequestError(f"Connector configuration value of '{key}' must be a string")
+    return out
+
+
+def _connectors_router(herder: Herder) -> APIRouter:
+    r = APIRouter(route_class=_SafeRoute, tags=["connectors"])
+
+    @r.get("/connectors", response_model=list[str] | dict[str, m.ExpandedConnector],
+           responses=_errors(409))
+    def list_connectors(expand: list[str] = Query(default=[])) -> Any:
+        names = herder.connectors()
+        wanted = [e for e in expand if e in ("status", "info")]
+        if not wanted:
+            return JSONResponse(names)
+        out: dict[str, dict[str, Any]] = {}
+        for name in names:
+            entry: dict[str, Any] = {}
+            try:
+                if "status" in wanted:
+                    entry["status"] = herder.connector_status(name)
+                if "info" in wanted:
+                    entry["info"] = herder.connector_info(name)
+            except NotFoundError:
+                continue  # deleted while the response was built
+            out[name] = entry
+        return JSONResponse(out)
+
+    @r.post("/connectors", status_code=201, response_model=m.ConnectorInfo,
+            responses=_errors(400, 409))
+    def create_connector(request: Request,
+                         body: m.CreateConnectorRequest = Body(...)) -> Any:
+        config = _config_map(body.config if body.config is not None else {})
+        name = (body.name or config.get("name") or "").strip()
+        if not name:
+            raise BadRequestError("Connector name cannot be empty")
+        if body.config is None:
+            raise BadRequestError("Connector configuration must be provided")
+        state = TargetState.from_initial_state(body.initial_state)
+        info = herder.create_connector(name, config, state)
+        location = str(request.base_url).rstrip("/") + "/connectors/" + quote(name, safe="")
+        return JSONResponse(info, status_code=201, headers={"Location": location})
+
+    @r.get("/connectors/{connector}", response_model=m.ConnectorInfo, responses=_errors(404, 409))
+    def get_connector(connector: str) -> Any:
+        return JSONResponse(herder.connector_info(connector))
+
+    @r.delete("/connectors/{connector}", status_code=204, responses=_errors(404, 409))
+    def delete_connector(connector: str) -> Response:
+        herder.delete_connector(connector)
+        return Response(status_code=204)
+
+    @r.get("/connectors/{connector}/config", response_model=dict[str, str],
+           responses=_errors(404, 409))
+    def get_config(connector: str) -> Any:
+        return JSONResponse(herder.connector_config(connector))
+
+    @r.put("/connectors/{connector}/config", response_model=m.ConnectorInfo,
+           responses={201: {"model": m.ConnectorInfo, "description": "Created"},
+                      **_errors(400, 409)})
+    def put_config(request: Request, connector: str,
+                   config: dict[str, Any] = Body(...)) -> Any:
+        created, info = herder.put_connector_config(connector, _config_map(config))
+        if not created:
+            return JSONResponse(info)
+        location = str(request.base_url).rstrip("/") + "/connectors/" + quote(connector, safe="")
+        return JSONResponse(info, status_code=201, headers={"Location": location})
+
+    @r.patch("/connectors/{connector}/config", response_model=m.ConnectorInfo,
+             responses=_errors(400, 404, 409))
+    def patch_config(connector: str, patch: dict[str, Any] = Body(...)) -> Any:
+        return JSONResponse(herder.patch_connector_config(
+            connector, _config_map(patch, keep_null=True)))
+
+    @r.get("/connectors/{connector}/status", response_model=m.ConnectorStateInfo,
+           responses=_errors(404, 409))
+    def get_status(connector: str) -> Any:
+        return JSONResponse(herder.connector_status(connector))
+
+    @r.get("/connectors/{connector}/tasks", response_model=list[m.TaskInfo],
+           responses=_errors(404, 409))
+    def get_tasks(connector: str) -> Any:
+        return JSONResponse(herder.task_configs(connector))
+
+    @r.get("/connectors/{connector}/tasks-config", response_model=dict[str, dict[str, str]],
+           responses=_errors(404, 409), deprecated=True)
+    def get_tasks_config(connector: str) -> Any:
+        log.warning("The GET /connectors/{connector}/tasks-config endpoint is deprecated "
+                    "(KIP-970); use GET /connectors/{connector}/tasks")
+        return JSONResponse({f"{connector}-{t['id']['task']}": t["config"]
+                             for t in herder.task_configs(connector)})
+
+    @r.get("/connectors/{connector}/tasks/{task}/status", response_model=m.TaskState,
+           responses=_errors(404, 409))
+    def get_task_status(connector: str, task: int) -> Any:
+        return JSONResponse(herder.task_status(connector, task))
+
+    @r.post("/connectors/{connector}/tasks/{task}/restart", status_code=204,
+            responses=_errors(404, 409))
+    def restart_task(connector: str, task: int) -> Response:
+        herder.restart_task(connector, task)
+        return Response(status_code=204)
+
+    @r.post("/connectors/{connector}/restart", status_code=204,
+            responses={202: {"model": m.ConnectorStateInfo, "description": "Accepted"},
+                       **_errors(404, 409)})
+    def restart_connector(connector: str,
+                          includeTasks: str | None = Query(default=None),  # noqa: N803
+                          onlyFailed: str | None = Query(default=None)) -> Response:  # noqa: N803
+        body = herder.restart_connector(connector, _bool(includeTasks, False),
+                                        _bool(onlyFailed, False))
+        if body is None:
+            return Response(status_code=204)
+        return JSONResponse(body, status_code=202)
+
+    @r.put("/connectors/{connector}/pause", status_code=202, responses=_errors(404, 409))
+    def pause(connector: str) -> Response:
+        herder.pause_connector(connector)
+        return Response(status_code=202)
+
+    @r.put("/connectors/{connector}/resume", status_code=202, responses=_errors(404, 409))
+    def resume(connector: str) -> Response:
+        herder.resume_connector(connector)
+        return Response(status_code=202)
+
+    @r.put("/connectors/{connector}/stop", status_code=204, responses=_errors(404, 409))
+    def stop(connector: str) -> Response:
+        herder.stop_connector(connector)
+        return Response(status_code=204)
+
+    @r.get("/connectors/{connector}/offsets", response_model=m.ConnectorOffsets,
+           responses=_errors(404, 409))
+    def get_offsets(connector: str) -> Any:
+        return JSONResponse(herder.connector_offsets(connector))
+
+    @r.patch("/connectors/{connector}/offsets", response_model=m.Message,
+             responses=_errors(400, 404, 409))
+    def alter_offsets(connector: str, body: m.ConnectorOffsets = Body(...)) -> Any:
+        offsets = [o.model_dump() for o in body.offsets or []]
+        return JSONResponse({"message": herder.alter_connector_offsets(connector, offsets)})
+
+    @r.delete("/connectors/{connector}/offsets", response_model=m.Message,
+              responses=_errors(400, 404, 409))
+    def reset_offsets(connector: str) -> Any:
+        return JSONResponse({"message": herder.reset_connector_offsets(connector)})
+
+    @r.get("/connectors/{connector}/topics", response_model=dict[str, m.ActiveTopics],
+           responses=_errors(403, 404, 409))
+    def get_topics(connector: str) -> Any:
+        return JSONResponse({connector: {"topics": herder.active_topics(connector)}})
+
+    @r.put("/connectors/{connector}/topics/reset", status_code=202,
+           responses=_errors(403, 404, 409))
+    def reset_topics(connector: str) -> Response:
+        herder.reset_active_topics(connector)
+        return Response(status_code=202)
+
+    return r
+
+
+def _plugins_router(herder: Herder) -> APIRouter:
+    r = APIRouter(route_class=_SafeRoute, tags=["connector-plugins"])
+
+    @r.get("/connector-plugins", response_model=list[m.PluginInfo], responses=_errors())
+    def list_plugins(connectorsOnly: str | None = Query(default=None)) -> Any:  # noqa: N803
+        return JSONResponse(herder.plugins(_bool(connectorsOnly, True)))
+
+    @r.get("/connector-plugins/{plugin}/config", response_model=list[m.ConfigKeyInfo],
+           responses=_errors(400, 404))
+    def plugin_config(plugin: str) -> Any:
+        return JSONResponse(herder.plugin_config(plugin))
+
+    @r.put("/connector-plugins/{plugin}/config/validate", response_model=m.ConfigInfos,
+           responses=_errors(400))
+    def validate(plugin: str, config: dict[str, Any] = Body(...)) -> Any:
+        props = _config_map(config)
+        included = props.get("connector.class")
+        if included is not None and not normalized_plugin_name(included).endswith(
+                normalized_plugin_name(plugin)):
+            raise BadRequestError(f"Included connector type {included} does not match request "
+                                  f"type {plugin}")
+        return JSONResponse(herder.validate_connector_config(props))
+
+    return r
+
+
+def _root_router(herder: Herder) -> APIRouter:
+    r = APIRouter(route_class=_SafeRoute, tags=["root"])
+
+    @r.get("/", response_model=m.ServerInfo, responses=_errors())
+    def server_info() -> Any:
+        return JSONResponse(herder.server_info())
+
+    @r.get("/health", response_model=m.WorkerStatus,
+           responses={503: {"model": m.WorkerStatus, "description": "Starting"},
+                      500: {"model": m.WorkerStatus, "description": "Unhealthy"}})
+    def health() -> Any:
+        if not herder.ready():
+            return JSONResponse({"status": "starting",
+                                 "message": "Worker is still starting up."}, status_code=503)
+        if not herder.health_check(HEALTH_CHECK_TIMEOUT_S):
+            return JSONResponse({"status": "unhealthy",
+                                 "message": "Worker was unable to handle this request and may "
+                                 "be unable to handle other requests."}, status_code=500)
+        return JSONResponse({"status": "healthy", "message": "Worker has completed startup "
+                             "and is ready to handle requests."})
+
+    return r
+
+
+def _loggers_router() -> APIRouter:
+    r = APIRouter(route_class=_SafeRoute, tags=["admin"])
+
+    @r.get("/admin/loggers", response_model=dict[str, m.LoggerLevel], responses=_errors())
+    def list_loggers() -> Any:
+        return JSONResponse(loggers.all_levels())
+
+    @r.get("/admin/loggers/{logger}", response_model=m.LoggerLevel, responses=_errors(404))
+    def get_logger(logger: str) -> Any:
+        found = loggers.level(logger)
+        if found is None:
+            raise NotFoundError(f"Logger {logger} not found.")
+        return JSONResponse(found)
+
+    @r.put("/admin/loggers/{logger}", response_model=list[str],
+           responses={204: {"description": "Set cluster-wide"}, **_errors(400, 404)})
+    def set_logger(logger: str, body: m.LevelRequest = Body(...),
+                   scope: str | None = Query(default=None)) -> Any:
+        if body.level is None:
+            raise BadRequestError("Desired 'level' parameter was not specified in request.")
+        value = loggers.parse_level(body.level)
+        if value is None:
+            raise NotFoundError(f"invalid log level '{body.level}'.")  # Kafka's status (sic)
+        if scope is not None and scope.lower() not in ("worker", "cluster"):
+            log.warning("ignoring invalid logger scope %r; using 'worker'", scope)
+        affected = loggers.set_level(logger, value)
+        if scope is not None and scope.lower() == "cluster":
+            return Response(status_code=204)  # one worker is the whole standalone cluster
+        return JSONResponse(affected)
+
+    return r
+
+
+def _strip_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """OpenAPI without FastAPI's 422 entries: validation errors are answered as 400."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, routes=app.routes,
+                                 description=app.description)
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    return openapi
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+        parts.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+    return "Invalid request: " + "; ".join(parts)
+
+
+def create_app(herder: Herder, worker_config: WorkerConfig, *, main: bool = True,
+               admin: bool = True, extensions: Any = None) -> FastAPI:
+    """The REST app of one listener: ``main`` routes, ``admin`` (/admin/loggers) routes or both.
+
+    ``extensions`` is the worker's pluggy manager; its ``copycat_rest_extension`` hooks run
+    last (authentication middleware and the like).
+    """
+    app = FastAPI(title="Copycat REST API (Kafka Connect compatible)", version="1",
+                  description="Kafka Connect's REST API. Errors are always "
+                  '{"error_code": <status>, "message": "..."}.')
+    if main:
+        app.include_router(_root_router(herder))
+        app.include_router(_connectors_router(herder))
+        app.include_router(_plugins_router(herder))
+    if admin:
+        app.include_router(_loggers_router())
+    app.openapi = _strip_422(app)  # type: ignore[method-assign]
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error(400, _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        reason = _HTTP_REASONS.get(exc.status_code, str(exc.detail))
+        return error(exc.status_code, f"HTTP {exc.status_code} {reason}", exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return error(500, f"Unexpected error: {type(exc).__name__}")
+
+    if extensions is not None:
+        extensions.hook.copycat_rest_extension(app=app, worker_config=worker_config)
+    return app

@@ -1,0 +1,79 @@
+"""Run-time log levels (KIP-495) over Python logging, with Kafka's level names.
+
+Kafka's levels map onto Python's: TRACE (5, registered here), DEBUG, INFO, WARN (WARNING),
+ERROR, FATAL (CRITICAL) and OFF (above CRITICAL, so nothing is logged). Setting a level on a
+logger sets it on every existing descendant too, as Kafka's ``Loggers.setLevel`` does, and
+returns the affected names.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+TRACE = 5
+OFF = logging.CRITICAL + 50
+KAFKA_LEVELS = {"TRACE": TRACE, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
+                "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL,
+                "OFF": OFF}
+ROOT = "root"
+logging.addLevelName(TRACE, "TRACE")
+
+_lock = threading.Lock()
+_last_modified: dict[str, int] = {}
+
+
+def kafka_level(level: int) -> str:
+    for name, value in sorted(KAFKA_LEVELS.items(), key=lambda kv: kv[1]):
+        if level <= value:
+            return name
+    return "OFF"
+
+
+def _logger(name: str) -> logging.Logger | None:
+    if name == ROOT:
+        return logging.getLogger()
+    found = logging.root.manager.loggerDict.get(name)
+    return found if isinstance(found, logging.Logger) else None
+
+
+def _entry(name: str, logger: logging.Logger) -> dict[str, object]:
+    return {"level": kafka_level(logger.getEffectiveLevel()),
+            "last_modified": _last_modified.get(name)}
+
+
+def all_levels() -> dict[str, dict[str, object]]:
+    """Every logger with a level of its own, plus root (Kafka lists the configured ones)."""
+    out = {ROOT: _entry(ROOT, logging.getLogger())}
+    for name, logger in sorted(logging.root.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET:
+            out[name] = _entry(name, logger)
+    return out
+
+
+def level(name: str) -> dict[str, object] | None:
+    logger = _logger(name)
+    return _entry(name, logger) if logger is not None else None
+
+
+def parse_level(text: str) -> int | None:
+    return KAFKA_LEVELS.get(text.strip().upper())
+
+
+def set_level(name: str, value: int) -> list[str]:
+    """Set ``name`` and its existing descendants to ``value``; returns the names changed."""
+    with _lock:
+        now = int(time.time() * 1000)
+        target = logging.getLogger() if name == ROOT else logging.getLogger(name)
+        affected = [name]
+        prefix = "" if name == ROOT else name + "."
+        for other, logger in list(logging.root.manager.loggerDict.items()):
+            if isinstance(logger, logging.Logger) and other.startswith(prefix) and other != name:
+                affected.append(other)
+        target.setLevel(value)
+        for other in affected[1:]:
+            logging.getLogger(other).setLevel(value)
+        for other in affected:
+            _last_modified[other] = now
+        return sorted(affected)

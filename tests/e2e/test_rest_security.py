@@ -1,0 +1,208 @@
+"""Security of the REST API: basic auth, TLS listeners, and secrets through config providers."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import ssl
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.rest import RestWorker, wait_for
+
+pytestmark = pytest.mark.integration
+
+BASIC_AUTH = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
+
+# Every route of the API with a path that exists, so a 401 cannot be mistaken for a 404.
+ENDPOINTS = [
+    ("GET", "/"), ("GET", "/connectors"), ("POST", "/connectors"),
+    ("GET", "/connectors/c"), ("DELETE", "/connectors/c"), ("GET", "/connectors/c/config"),
+    ("PUT", "/connectors/c/config"), ("PATCH", "/connectors/c/config"),
+    ("GET", "/connectors/c/status"), ("GET", "/connectors/c/tasks"),
+    ("GET", "/connectors/c/tasks-config"), ("GET", "/connectors/c/tasks/0/status"),
+    ("POST", "/connectors/c/tasks/0/restart"), ("POST", "/connectors/c/restart"),
+    ("PUT", "/connectors/c/pause"), ("PUT", "/connectors/c/resume"),
+    ("PUT", "/connectors/c/stop"), ("GET", "/connectors/c/offsets"),
+    ("PATCH", "/connectors/c/offsets"), ("DELETE", "/connectors/c/offsets"),
+    ("GET", "/connectors/c/topics"), ("PUT", "/connectors/c/topics/reset"),
+    ("GET", "/connector-plugins"), ("GET", "/connector-plugins/FileStreamSource/config"),
+    ("PUT", "/connector-plugins/FileStreamSource/config/validate"),
+    ("GET", "/admin/loggers"), ("GET", "/admin/loggers/root"), ("PUT", "/admin/loggers/root"),
+    ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/no/such/path"),
+]
+
+
+@pytest.fixture(scope="module")
+def auth_worker(tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str,
+                bundled_plugin_path: Path) -> Iterator[RestWorker]:
+    tmp = tmp_path_factory.mktemp("auth")
+    (tmp / "credentials.properties").write_text("alice: wonderland\nbob=builder\n")
+    jaas = tmp / "connect_jaas.conf"
+    jaas.write_text('KafkaConnect {\n  org.apache.kafka.connect.rest.basic.auth.extension.'
+                    'PropertyFileLoginModule required\n  file="'
+                    f'{tmp / "credentials.properties"}";\n}};\n')
+    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, {
+        "rest.extension.classes": BASIC_AUTH,
+        "rest.extension.basic.auth.jaas.config": str(jaas),
+    }) as worker:
+        yield worker
+
+
+def test_basic_auth_guards_every_endpoint_but_health(auth_worker: RestWorker) -> None:
+    with auth_worker.client() as anonymous:
+        for method, path in ENDPOINTS:
+            response = anonymous.request(method, path, json={})
+            assert response.status_code == 401, (method, path, response.text)
+            assert response.json() == {"error_code": 401,
+                                       "message": "User cannot access the resource."}
+            assert response.headers["www-authenticate"].startswith("Basic")
+        assert anonymous.get("/health").status_code == 200  # deliberately open
+        assert anonymous.get("/", auth=("alice", "wrong")).status_code == 401
+        assert anonymous.get("/", auth=("mallory", "wonderland")).status_code == 401
+        assert anonymous.get("/", headers={"Authorization": "Basic !!!"}).status_code == 401
+    with auth_worker.client(auth=("alice", "wonderland")) as alice:
+        assert alice.get("/connectors").json() == []
+        assert alice.get("/connectors/c").status_code == 404
+    with auth_worker.client(auth=("bob", "builder")) as bob:
+        assert bob.get("/").status_code == 200
+    assert not any("wonderland" in line for line in auth_worker.log_lines)
+
+
+def _self_signed(tmp: Path) -> tuple[Path, Path]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([
+                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.TraditionalOpenSSL,
+                                serialization.NoEncryption())
+    keystore = tmp / "keystore.pem"
+    keystore.write_bytes(key_pem + cert_pem)
+    ca = tmp / "ca.pem"
+    ca.write_bytes(cert_pem)
+    return keystore, ca
+
+
+def test_https_listener_with_pem_keystore(tmp_path: Path, bootstrap_servers: str,
+                                          bundled_plugin_path: Path) -> None:
+    keystore, ca = _self_signed(tmp_path)
+    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, {
+        "listeners": "https://127.0.0.1:0",
+        "listeners.https.ssl.keystore.type": "PEM",
+        "listeners.https.ssl.keystore.location": str(keystore),
+    }) as worker:
+        assert worker.url.startswith("https://127.0.0.1:")
+        with httpx.Client(base_url=worker.url,
+                          verify=ssl.create_default_context(cafile=str(ca))) as client:
+            assert client.get("/connectors").json() == []
+            assert client.get("/health").json()["status"] == "healthy"
+        with pytest.raises(httpx.ConnectError):  # an untrusted certificate is refused
+            httpx.get(worker.url + "/connectors")
+        with pytest.raises(httpx.HTTPError):  # and plain HTTP is not served
+            httpx.get(worker.url.replace("https://", "http://") + "/connectors")
+
+
+def test_https_listener_without_a_keystore_refuses_to_start(
+        tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path) -> None:
+    worker = RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path,
+                        {"listeners": "https://127.0.0.1:0"})
+    with pytest.raises(Exception, match="keystore"):
+        worker.__enter__()
+    worker.__exit__(None, None, None)
+
+
+def test_config_provider_secrets_never_leave_the_worker(
+        tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path, topic_name: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    secret = f"pa55-{uuid.uuid4().hex}"
+    monkeypatch.setenv("COPYCAT_TEST_SECRET", secret)
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text(f"topic={topic_name}\ndb.password={secret}\n")
+    secret_dir = tmp_path / "secret-dir"
+    secret_dir.mkdir()
+    (secret_dir / "token").write_text(secret)
+    source_file = tmp_path / "input.txt"
+    source_file.write_text("one\ntwo\n")
+    placeholder_topic = f"${{file:{secrets}:topic}}"
+    config = {
+        "connector.class": "FileStreamSource", "file": str(source_file),
+        "topic": placeholder_topic,
+        "db.password": f"${{file:{secrets}:db.password}}",
+        "api.token": f"${{dir:{secret_dir}:token}}",
+        "other.secret": "${env:COPYCAT_TEST_SECRET}",
+    }
+    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, {
+        "config.providers": "file,dir,env",
+        "config.providers.file.class":
+            "org.apache.kafka.common.config.provider.FileConfigProvider",
+        "config.providers.dir.class":
+            "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
+        "config.providers.env.class": "EnvVarConfigProvider",
+        "config.providers.file.param.allowed.paths": str(tmp_path),
+    }) as worker, worker.client() as http:
+        bodies: list[str] = []
+
+        def call(method: str, path: str, **kwargs: object) -> httpx.Response:
+            response = http.request(method, path, **kwargs)  # type: ignore[arg-type]
+            bodies.append(response.text)
+            return response
+
+        created = call("POST", "/connectors", json={"name": "secretive", "config": config})
+        assert created.status_code == 201, created.text
+        assert created.json()["config"]["topic"] == placeholder_topic
+        # resolved inside the worker: the records went to the topic the provider named
+        wait_for(lambda: call("GET", "/connectors/secretive/topics").json()[
+            "secretive"]["topics"] == [topic_name], 30, "records in the resolved topic")
+        assert call("GET", "/connectors/secretive/config").json() == {**config,
+                                                                      "name": "secretive"}
+        task_config = call("GET", "/connectors/secretive/tasks").json()[0]["config"]
+        assert task_config["topic"] == placeholder_topic  # placeholders put back
+        call("GET", "/connectors/secretive/tasks-config")
+        call("GET", "/connectors/secretive/status")
+        call("GET", "/connectors", params={"expand": ["info", "status"]})
+        validated = call("PUT", "/connector-plugins/FileStreamSource/config/validate",
+                         json={**config, "name": "v", "tasks.max": "${env:COPYCAT_TEST_SECRET}"})
+        tasks_max = {c["value"]["name"]: c for c in validated.json()["configs"]}["tasks.max"]
+        assert tasks_max["value"]["value"] == "${env:COPYCAT_TEST_SECRET}"
+        assert tasks_max["value"]["errors"]  # invalid, but the message does not quote it
+        bad = call("POST", "/connectors", json={"name": "bad", "config": {
+            **config, "tasks.max": "${env:COPYCAT_TEST_SECRET}"}})
+        assert bad.status_code == 400
+        if any(p["class"].endswith("AvroConverter") for p in
+               call("GET", "/connector-plugins", params={"connectorsOnly": "false"}).json()):
+            masked = call("PUT", "/connector-plugins/FileStreamSource/config/validate", json={
+                **config, "value.converter": "AvroConverter",
+                "value.converter.schema.registry.url": "http://localhost:1",
+                "value.converter.basic.auth.user.info": secret})
+            entries = {c["value"]["name"]: c for c in masked.json()["configs"]}
+            assert entries["value.converter.basic.auth.user.info"]["value"]["value"] == \
+                "[hidden]"
+        call("PUT", "/connectors/secretive/stop")
+        call("GET", "/connectors/secretive/offsets")
+        call("DELETE", "/connectors/secretive")
+        for body in bodies:
+            assert secret not in body, body
+        logged = "\n".join(worker.log_lines)
+        assert "secretive" in logged  # the log was captured
+    assert secret not in logged
+    assert secret not in json.dumps(bodies)

@@ -1,0 +1,61 @@
+"""Config providers: ${provider:[path:]key} resolution without a worker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.config_providers import BUILTIN_PROVIDERS, ConfigResolver
+from plugin_api import ConfigException
+
+
+def _resolver(tmp_path: Path, **params: str) -> ConfigResolver:
+    aliases = ["file", "dir", "env"]
+    configs = {
+        "file": {"class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+                 **{f"param.{k}": v for k, v in params.items()}},
+        "dir": {"class": "DirectoryConfigProvider"},
+        "env": {"class": "EnvVarConfigProvider", "param.allowlist.pattern": "COPYCAT_.*"},
+    }
+    return ConfigResolver.from_worker_config(aliases, configs, BUILTIN_PROVIDERS)
+
+
+def test_resolves_each_builtin_provider_and_can_scrub(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "s.properties").write_text("user=alice\npassword: hunter2\n")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "token").write_text("tok-123")
+    monkeypatch.setenv("COPYCAT_X", "from-env")
+    monkeypatch.setenv("OTHER", "hidden-by-allowlist")
+    resolved = _resolver(tmp_path).resolve({
+        "a": f"${{file:{tmp_path}/s.properties:password}}",
+        "b": f"jdbc://${{file:{tmp_path}/s.properties:user}}@host",
+        "c": f"${{dir:{tmp_path}/d:token}}",
+        "d": "${env:COPYCAT_X}",
+        "e": "${env:OTHER}",
+        "f": "${nosuch:key}",
+        "g": "plain",
+    })
+    assert resolved.config == {"a": "hunter2", "b": "jdbc://alice@host", "c": "tok-123",
+                               "d": "from-env", "e": "${env:OTHER}", "f": "${nosuch:key}",
+                               "g": "plain"}
+    assert resolved.scrub("bad value hunter2 and tok-123") == (
+        f"bad value ${{file:{tmp_path}/s.properties:password}} and "
+        f"${{dir:{tmp_path}/d:token}}")
+
+
+def test_allowed_paths_and_unreadable_files(tmp_path: Path) -> None:
+    resolver = _resolver(tmp_path, **{"allowed.paths": str(tmp_path / "ok")})
+    with pytest.raises(ConfigException, match="not allowed"):
+        resolver.resolve({"k": "${file:/etc/passwd:root}"})
+    (tmp_path / "ok").mkdir()
+    with pytest.raises(ConfigException, match="could not read") as info:
+        resolver.resolve({"k": f"${{file:{tmp_path}/ok/missing.properties:x}}"})
+    assert info.value.name == "k"
+
+
+def test_unknown_provider_class_is_a_config_error() -> None:
+    with pytest.raises(ConfigException, match="unknown config provider"):
+        ConfigResolver.from_worker_config(["x"], {"x": {"class": "com.example.Nope"}},
+                                          BUILTIN_PROVIDERS)
