@@ -192,11 +192,7 @@ class SourceTaskLoop:
         """
         self._settle()
         if timeout_s > 0:
-            deadline = time.monotonic() + timeout_s
-            while self._submitted.order and time.monotonic() < deadline:
-                self.producer.flush(max(0.0, deadline - time.monotonic()))
-                if self._submitted.order and self._submitted.order[0][0] not in self._submitted.acked:
-                    break  # the head's ack is not coming within the timeout (or it failed)
+            self.producer.flush(timeout_s)  # serves delivery callbacks; returns once all acked
         else:
             self.producer.poll(0)
         offsets = self._submitted.committable()

@@ -126,7 +126,9 @@ class _TaskRunner(threading.Thread):
             if isinstance(self.loop, SinkTaskLoop):
                 self.loop.stop(commit=not self.failed)
             else:
-                self.loop.stop(timeout if not self.failed else 0.0)
+                # Even when the task failed, what the broker acknowledged is safe to commit:
+                # wait for outstanding acks (up to the graceful timeout) and store them.
+                self.loop.stop(timeout)
         except Exception as exc:  # noqa: BLE001
             log.warning("task %s-%d did not stop cleanly: %s", self.connector, self.task_id, exc)
         finally:
