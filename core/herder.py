@@ -291,26 +291,43 @@ class AbstractHerder:
                 self._add_error(infos, key, str(exc))
                 continue
             if key.endswith(".converter"):
-                self._add_converter_infos(infos, key, plugin, props)
+                self._add_component_infos(infos, key, key + ".", plugin, props,
+                                          {"converter.type": key.split(".")[0]})
+            else:  # transforms.<alias>.type / predicates.<alias>.type
+                self._add_component_infos(infos, key, key[: -len("type")], plugin, props, {})
 
-    def _add_converter_infos(self, infos: dict[str, Any], key: str, plugin: PluginDescriptor,
-                             props: Mapping[str, str]) -> None:
-        """The converter's own keys, prefixed (``value.converter.schemas.enable``)."""
-        prefix = key + "."
+    # Keys under a transform's or predicate's prefix that the framework, not the plugin, owns.
+    _FRAMEWORK_SUBKEYS = frozenset({"type", "predicate", "negate", "plugin.version",
+                                    "converter.type"})
+
+    def _add_component_infos(self, infos: dict[str, Any], key: str, prefix: str,
+                             plugin: PluginDescriptor, props: Mapping[str, str],
+                             defaults: Mapping[str, str]) -> None:
+        """A converter's, transform's or predicate's own keys, validated by the plugin in a
+        host and reported under their prefixed names (``value.converter.schemas.enable``,
+        ``transforms.mask.fields``), so a bad SMT or converter config fails before start."""
         sub = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
         sub.pop("plugin.version", None)
-        sub.setdefault("converter.type", key.split(".")[0])
+        for name, value in defaults.items():
+            sub.setdefault(name, value)
         try:
             own = self._plugin_infos(plugin, sub)
         except ConnectException as exc:
-            self._add_error(infos, key, f"cannot validate the converter's config: {exc}")
+            self._add_error(infos, key, f"cannot validate the configuration of {plugin.name}: "
+                                        f"{exc}")
             return
         present = {c["value"]["name"] for c in infos["configs"]}
         for entry in own["configs"]:
             name = prefix + entry["value"]["name"]
-            if entry["value"]["name"] == "converter.type" or name in present:
+            bare = entry["value"]["name"]
+            if bare in self._FRAMEWORK_SUBKEYS or name in present:
                 continue
             entry["definition"]["name"] = entry["value"]["name"] = name
+            # The plugin's messages name its bare key; at connector level it is the full one.
+            entry["value"]["errors"] = [
+                m.replace(f"configuration {bare}:", f"configuration {name}:")
+                 .replace(f'"{bare}"', f'"{name}"')
+                for m in entry["value"]["errors"]]
             infos["configs"].append(entry)
 
     @staticmethod

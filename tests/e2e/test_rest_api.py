@@ -407,6 +407,35 @@ def test_validate_always_200_with_kafkas_shape(http: httpx.Client) -> None:
     _assert_error(http.put(path, json={"topic": "t"}), 400, "contains no connector type")
 
 
+def test_validate_reports_smt_and_converter_configs_per_key_before_start(
+    http: httpx.Client, tmp_path: Path
+) -> None:
+    path = "/connector-plugins/FileStreamSourceConnector/config/validate"
+    config = {
+        **_source(tmp_path, "smt-validate"), "name": "smt-validate",
+        "transforms": "mask,route",
+        "transforms.mask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
+        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+        "transforms.route.regex": "(unclosed",
+        "transforms.route.replacement": "x",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "maybe",
+    }
+    infos = http.put(path, json=config).json()
+    by_name = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+    assert by_name["transforms.mask.fields"], by_name.get("transforms.mask.fields")
+    assert by_name["transforms.route.regex"], by_name.get("transforms.route.regex")
+    assert by_name["value.converter.schemas.enable"]
+    assert infos["error_count"] >= 3
+    # ... and creating it fails with the same errors, starting nothing.
+    _assert_error(http.post("/connectors", json={"name": "smt-validate", "config": config}),
+                  400, "transforms.mask.fields")
+    _assert_error(http.get("/connectors/smt-validate"), 404)
+    fixed = {**config, "transforms.mask.fields": "email", "transforms.route.regex": "(.*)",
+             "value.converter.schemas.enable": "false"}
+    assert http.put(path, json=fixed).json()["error_count"] == 0
+
+
 # -- loggers ---------------------------------------------------------------------------
 
 def test_admin_loggers(http: httpx.Client) -> None:
