@@ -69,6 +69,14 @@ def _where(path: str | None) -> str:
     return f'field "{path}"' if path else "value"
 
 
+
+_EXACT_TYPES: dict[Type, type] = {
+    Type.STRING: str,
+    Type.BOOLEAN: bool,
+    Type.FLOAT32: float,
+    Type.FLOAT64: float,
+}
+
 class Schema:
     """An immutable description of a value's type, compared and hashed by content.
 
@@ -91,6 +99,7 @@ class Schema:
         "_fields",
         "_fields_by_name",
         "_hash",
+        "_exact_type",
     )
 
     _type: Type
@@ -171,6 +180,10 @@ class Schema:
         setter(self, "_fields", tuple(field_list))
         setter(self, "_fields_by_name", {f.name: f for f in field_list})
         setter(self, "_hash", None)
+        # A value of exactly this Python type needs no further checks (validate_value runs for
+        # every Struct.put, i.e. per field per record on the hot path).
+        setter(self, "_exact_type", None if name in LOGICAL_VALUE_TYPES else
+               _EXACT_TYPES.get(type))
         if default_value is not None:
             self.validate_value(default_value, field_path=name)
 
@@ -302,6 +315,8 @@ class Schema:
         Raises:
             DataException: Naming the field path, the expected and the actual type.
         """
+        if type(value) is self._exact_type:
+            return
         if value is None:
             if self._optional or self._default_value is not None:
                 return
