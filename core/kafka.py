@@ -26,9 +26,6 @@ SINK_CONSUMER_DEFAULTS: dict[str, Any] = {
     "enable.auto.commit": False,
     "auto.offset.reset": "earliest",
     "enable.partition.eof": False,
-    # librdkafka prefetches up to 64 MiB per consumer by default; behind a slow sink that is
-    # memory held for nothing. 16 MiB keeps fetches large and worker memory bounded.
-    "queued.max.messages.kbytes": 16_384,
 }
 
 

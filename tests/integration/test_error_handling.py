@@ -335,7 +335,7 @@ def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
-    count, size = 50_000, 4096
+    count, size = 100_000, 4096
     started = time.monotonic()
     _produce(bootstrap_servers, topic_name,
              [f"{i:08d}".encode() + b"x" * (size - 8) for i in range(count)])
@@ -365,9 +365,10 @@ def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
           f"{backlog_mb:.0f} MiB; worker RSS {baseline:.0f} MiB -> peak {peak:.0f} MiB "
           f"(+{peak - baseline:.0f} MiB)")
     assert produce_rate / max(slow_done / 10, 1) >= 20  # the sink really was much slower
-    # The backlog stayed in Kafka, not in the worker: librdkafka's 16 MiB prefetch, the batch
-    # in put() and the next one are what the worker may hold.
-    assert peak - baseline < min(64, backlog_mb / 3)
+    # The backlog stayed in Kafka, not in the worker: librdkafka's prefetch (64 MiB by
+    # default), the batch in put() and the next one are all the worker may hold, whatever
+    # the backlog's size.
+    assert peak - baseline < min(128, backlog_mb / 3)
     lines = _lines(tmp_path / "out.txt")
     assert lines == [f"{i:08d}" + "x" * (size - 8) for i in range(count)]
 
