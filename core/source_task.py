@@ -13,6 +13,7 @@ import collections
 import functools
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
@@ -32,6 +33,10 @@ log = logging.getLogger("copycat.source")
 MAX_OUTSTANDING_RECORDS = 200_000
 # How long produce() waits for room in librdkafka's queue before trying again.
 QUEUE_FULL_WAIT_S = 0.05
+
+
+class _Interrupted(Exception):
+    """A stop was requested while the loop waited for the broker to make room."""
 
 
 class _Submitted:
@@ -91,6 +96,9 @@ class SourceTaskLoop:
         self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
         self._failure: ConnectException | None = None
         self.records_sent = 0
+        # Polled by waits on the broker (a full producer queue, too many unacked records) so a
+        # task stuck behind a slow or dead broker can still be stopped. Set by the driver.
+        self.should_stop: Callable[[], bool] = lambda: False
 
     @property
     def name(self) -> str:
@@ -120,13 +128,18 @@ class SourceTaskLoop:
         while len(self._submitted.order) >= MAX_OUTSTANDING_RECORDS:
             self.producer.poll(QUEUE_FULL_WAIT_S)  # back-pressure: wait for the broker
             self._raise_if_failed()
+            if self.should_stop():
+                return 0
         if not self.host.pending:
             self._submit_poll()
         rows, failures = self.host.result()
         self._submit_poll()
         if failures and self.errors is not None:
             self.errors.report_source(failures)
-        return self._send(rows)
+        try:
+            return self._send(rows)
+        except _Interrupted:
+            return 0  # the rest of the batch is unsent and unacked: its offsets stay behind
 
     def _submit_poll(self) -> None:
         acks, self._pending_acks = self._pending_acks, []
@@ -139,7 +152,10 @@ class SourceTaskLoop:
             if send:
                 if failures and self.errors is not None:
                     self.errors.report_source(failures)
-                self._send(rows)
+                try:
+                    self._send(rows)
+                except _Interrupted:
+                    pass
 
     def _send(self, rows: list[tuple[Any, ...]]) -> int:
         produce = self.producer.produce
@@ -173,7 +189,12 @@ class SourceTaskLoop:
                     produce(topic, value, key, **kwargs)
                     break
                 except BufferError:
+                    # Back-pressure: librdkafka's queue is full, so the broker is slower
+                    # than the source; no more polls until it has room.
                     self.producer.poll(QUEUE_FULL_WAIT_S)
+                    self._raise_if_failed()
+                    if self.should_stop():
+                        raise _Interrupted from None
                 except Exception as exc:  # KafkaException, TypeError for bad values
                     raise ConnectException(
                         f"task {self.name} could not send a record to topic {topic!r}: {exc}"

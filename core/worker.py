@@ -296,6 +296,8 @@ class Worker:
             log.error("task %s-%d failed to start: %s", name, task_id, exc)
             return
         runner = _TaskRunner(self, name, task_id, host, loop, self.commit_interval_s)
+        if isinstance(loop, SourceTaskLoop):
+            loop.should_stop = runner.stopping.is_set
         runner.task_props = dict(task_props)
         runner.reporter = reporter
         connector.tasks[task_id] = runner

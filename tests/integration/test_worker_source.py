@@ -42,3 +42,42 @@ def test_stopping_a_source_stores_its_last_offset_without_waiting_out_the_timeou
         ({"filename": str(data)}, {"position": data.stat().st_size})]
     # A graceful stop waits for outstanding acks, not for the whole graceful timeout.
     assert took < 30, f"stop took {took:.1f} s of a 60 s graceful timeout"
+
+
+def test_a_stalled_broker_stops_polling_and_the_task_can_still_be_stopped(
+    bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a local port where no broker answers
+        probe.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{probe.getsockname()[1]}"
+    data = tmp_path / "in.txt"
+    data.write_text("".join(f"line {i}\n" for i in range(50_000)))
+    worker = Worker(
+        "w1", {"key.converter": "StringConverter", "value.converter": "StringConverter",
+               "offset.flush.interval.ms": "200", "task.shutdown.graceful.timeout.ms": "2000"},
+        PluginCatalogue.scan([bundled_plugin_path]), MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+    )
+    name = f"stalled-{topic_name}"
+    worker.start_connector(name, {
+        "name": name, "connector.class": "FileStreamSource", "file": str(data),
+        "topic": topic_name, "batch.size": "1000",
+        "producer.override.bootstrap.servers": dead,
+        "producer.override.queue.buffering.max.messages": "5000",
+    })
+    worker.start_task(name, 0, worker.task_configs(name)[0])
+    runner = worker.connectors[name].tasks[0]
+    loop = runner.loop
+    time.sleep(3)
+    sent_then = loop.records_sent
+    time.sleep(3)
+    # Polling stopped at what the producer could hold: the rest of the file waits in the file.
+    assert loop.records_sent == sent_then <= 5000
+    assert worker.status.task(name, 0).state.value == "RUNNING"
+    started = time.monotonic()
+    worker.stop_connector(name)
+    assert time.monotonic() - started < 15  # not stuck waiting for room that never comes
+    assert not runner.is_alive()  # the task thread ended, it was not abandoned
+    assert worker.offsets.connector_offsets(name) == []  # nothing was acknowledged
