@@ -12,7 +12,6 @@ from __future__ import annotations
 import collections
 import functools
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 

@@ -9,13 +9,13 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
 from registry import install
+from tests.support.kafka import committed, produce, read_all, wait_for
 from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.integration
@@ -126,52 +126,6 @@ def _start(worker: Worker, name: str, props: dict[str, str]) -> None:
         worker.start_task(name, task_id, cfg)
 
 
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _committed(bootstrap: str, group: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
-        return tp.offset
-    finally:
-        consumer.close()
-
-
-def _read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -> list:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.time()}",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    messages = []
-    deadline = time.monotonic() + timeout_s
-    try:
-        while len(messages) < expected and time.monotonic() < deadline:
-            messages += [m for m in consumer.consume(5000, 0.5) if m.error() is None]
-        time.sleep(0.5)
-        messages += [m for m in consumer.consume(5000, 0.5) if m.error() is None]
-        return messages
-    finally:
-        consumer.close()
-
-
-def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for value in values:
-        while True:
-            try:
-                producer.produce(topic, value)
-                break
-            except BufferError:
-                producer.poll(0.05)
-    assert producer.flush(30) == 0
-
-
 def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -198,7 +152,7 @@ def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_ord
     dev_broker.create_topic(topic_name, 1)
     values, bad_offsets = _json_mix(100_000, 101)
     assert len(bad_offsets) == 1000
-    _produce(bootstrap_servers, topic_name, values)
+    produce(bootstrap_servers, topic_name, values)
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
     worker = _worker(catalogue, bootstrap_servers)
     name = f"tolerant-{topic_name}"
@@ -212,13 +166,13 @@ def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_ord
         "errors.deadletterqueue.context.headers.enable": "true",
     })
     try:
-        _wait(lambda: _committed(bootstrap_servers, f"connect-{name}", topic_name)
+        wait_for(lambda: committed(bootstrap_servers, f"connect-{name}", topic_name)
               == len(values), 120, "every offset committed")
         assert worker.status.task(name, 0).state is State.RUNNING
     finally:
         worker.stop()
     assert _lines(out) == [str(n) for n in range(100_000)]
-    dead = _read_all(bootstrap_servers, dlq, 1000)
+    dead = read_all(bootstrap_servers, dlq, 1000)
     assert len(dead) == 1000
     assert sorted(int(dict(m.headers())["__connect.errors.offset"]) for m in dead) \
         == sorted(bad_offsets)
@@ -244,7 +198,7 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
     dev_broker.create_topic(topic_name, 1)
     values, bad_offsets = _json_mix(5_000, 1001)
     first_bad = min(bad_offsets)
-    _produce(bootstrap_servers, topic_name, values)
+    produce(bootstrap_servers, topic_name, values)
     worker = _worker(catalogue, bootstrap_servers)
     name = f"strict-{topic_name}"
     _start(worker, name, {
@@ -253,13 +207,13 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
         "value.converter": "JsonConverter", "value.converter.schemas.enable": "false",
     })
     try:
-        _wait(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
         trace = worker.status.task(name, 0).trace
         assert "Tolerance exceeded in error handler" in trace
         assert f"{topic_name}-0@{first_bad}" in trace
         time.sleep(1)
-        committed = _committed(bootstrap_servers, f"connect-{name}", topic_name)
-        assert committed <= first_bad
+        offset = committed(bootstrap_servers, f"connect-{name}", topic_name)
+        assert offset <= first_bad
     finally:
         worker.stop()
     assert len(_lines(tmp_path / "out.txt")) <= first_bad
@@ -270,7 +224,7 @@ def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
-    _produce(bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(1000)])
+    produce(bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(1000)])
     worker = _worker(catalogue, bootstrap_servers)
     flaky, broken = f"flaky-{topic_name}", f"broken-{topic_name}"
     _start(worker, flaky, {"connector.class": "ScriptedSink", "topics": topic_name,
@@ -280,7 +234,7 @@ def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_
                             "errors.retry.timeout": "2000",
                             "errors.retry.delay.max.ms": "200"})
     try:
-        _wait(lambda: len(_lines(tmp_path / "flaky.txt")) >= 1000
+        wait_for(lambda: len(_lines(tmp_path / "flaky.txt")) >= 1000
               and worker.status.task(broken, 0).state is State.FAILED, 60,
               "the flaky sink to deliver and the broken one to fail")
         assert _lines(tmp_path / "flaky.txt") == [f"v{i}" for i in range(1000)]
@@ -296,7 +250,7 @@ def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_c
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
-    _produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(2000)])
+    produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(2000)])
     worker = _worker(catalogue, bootstrap_servers)
     name, dlq = f"errant-{topic_name}", f"{topic_name}-errant-dlq"
     _start(worker, name, {
@@ -307,10 +261,10 @@ def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_c
         "errors.deadletterqueue.context.headers.enable": "true",
     })
     try:
-        _wait(lambda: _committed(bootstrap_servers, f"connect-{name}", topic_name) == 2000, 60,
+        wait_for(lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 2000, 60,
               "all offsets committed")
         # Committed implies the DLQ write was acknowledged first: it must be readable now.
-        dead = _read_all(bootstrap_servers, dlq, 1, timeout_s=10)
+        dead = read_all(bootstrap_servers, dlq, 1, timeout_s=10)
         assert [m.value() for m in dead] == [b"1234"]
         headers = {k: v.decode() for k, v in dead[0].headers()}
         assert headers["__connect.errors.stage"] == "TASK_PUT"
@@ -337,7 +291,7 @@ def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
     dev_broker.create_topic(topic_name, 1)
     count, size = 100_000, 4096
     started = time.monotonic()
-    _produce(bootstrap_servers, topic_name,
+    produce(bootstrap_servers, topic_name,
              [f"{i:08d}".encode() + b"x" * (size - 8) for i in range(count)])
     produce_rate = count / (time.monotonic() - started)
     gc.collect()
@@ -356,7 +310,7 @@ def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
             time.sleep(0.1)
         slow_done = len(_lines(tmp_path / "out.txt"))
         flag.touch()
-        _wait(lambda: len(_lines(tmp_path / "out.txt")) >= count, 120, "the backlog to drain")
+        wait_for(lambda: len(_lines(tmp_path / "out.txt")) >= count, 120, "the backlog to drain")
     finally:
         worker.stop()
     backlog_mb = count * size / 2**20
@@ -378,7 +332,7 @@ def test_opt_in_automatic_restart_policy_restarts_a_failed_task_with_backoff(
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
-    _produce(bootstrap_servers, topic_name, [b"1", b"2", b"3"])
+    produce(bootstrap_servers, topic_name, [b"1", b"2", b"3"])
     worker = _worker(catalogue, bootstrap_servers)
     name = f"restart-{topic_name}"
     _start(worker, name, {
@@ -389,9 +343,9 @@ def test_opt_in_automatic_restart_policy_restarts_a_failed_task_with_backoff(
         "task.restart.backoff.initial.ms": "500",
     })
     try:
-        _wait(lambda: worker.status.task(name, 0).state is State.RESTARTING, 30, "RESTARTING")
+        wait_for(lambda: worker.status.task(name, 0).state is State.RESTARTING, 30, "RESTARTING")
         assert "automatic restart 1 of 2 in 500 ms" in worker.status.task(name, 0).trace
-        _wait(lambda: "gave up after 2 automatic restarts"
+        wait_for(lambda: "gave up after 2 automatic restarts"
               in (worker.status.task(name, 0).trace or ""), 60, "the policy to give up")
         assert worker.status.task(name, 0).state is State.FAILED
     finally:
@@ -416,15 +370,15 @@ def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_so
     })
     try:
         # Offsets move past the failed records too, as for records a transform drops.
-        _wait(lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 1000}],
+        wait_for(lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 1000}],
               60, "the source offset to reach the end")
         assert worker.status.task(name, 0).state is State.RUNNING
     finally:
         worker.stop()
-    good = _read_all(bootstrap_servers, topic_name, 900)
+    good = read_all(bootstrap_servers, topic_name, 900)
     assert [json.loads(m.value())["payload"] for m in good] == \
         [n for n in range(1000) if n % 10 != 9]
-    dead = _read_all(bootstrap_servers, dlq, 100)
+    dead = read_all(bootstrap_servers, dlq, 100)
     assert len(dead) == 100
     headers = {k: v.decode() for k, v in dead[0].headers()}
     assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"

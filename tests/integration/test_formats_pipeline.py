@@ -9,13 +9,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
 from registry import install
+from tests.support.kafka import read_all, wait_for
 from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.integration
@@ -129,29 +129,6 @@ def _run(worker: Worker, name: str, props: dict[str, str]) -> None:
     worker.start_task(name, 0, worker.task_configs(name)[0])
 
 
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _read(bootstrap: str, topic: str, expected: int) -> list:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{time.time()}",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    out: list = []
-    deadline = time.monotonic() + 20
-    while len(out) < expected and time.monotonic() < deadline:
-        out += [m for m in consumer.consume(1000, 0.5) if m.error() is None]
-    time.sleep(0.5)
-    out += [m for m in consumer.consume(1000, 0.5) if m.error() is None]
-    consumer.close()
-    return out
-
-
 def test_deep_dive_smt_chain_runs_in_a_pipeline(
     catalogue: PluginCatalogue, bootstrap_servers: str
 ) -> None:
@@ -169,12 +146,12 @@ def test_deep_dive_smt_chain_runs_in_a_pipeline(
         "transforms.addTimestamp.timestamp.field": "ingested_at",
     })
     try:
-        _wait(lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"row": 5}],
+        wait_for(lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"row": 5}],
               30, "all five rows acknowledged")
         assert worker.status.task(name, 0).state is State.RUNNING
     finally:
         worker.stop()
-    records = [json.loads(m.value()) for m in _read(bootstrap_servers, "processed.customers", 5)]
+    records = [json.loads(m.value()) for m in read_all(bootstrap_servers, "processed.customers", 5)]
     assert len(records) >= 5
     for i, record in enumerate(records[-5:]):
         payload = record["payload"]
@@ -196,7 +173,7 @@ def test_avro_schema_evolution_compatible_accepted_incompatible_fails_the_task(
         "value.converter.schema.registry.url": schema_registry.url,
     })
     try:
-        _wait(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
         trace = worker.status.task(name, 0).trace
         assert f"{topic_name}-value" in trace and "409" in trace, trace
         time.sleep(0.5)
@@ -204,7 +181,7 @@ def test_avro_schema_evolution_compatible_accepted_incompatible_fails_the_task(
         assert [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 200}]
     finally:
         worker.stop()
-    messages = _read(bootstrap_servers, topic_name, 200)
+    messages = read_all(bootstrap_servers, topic_name, 200)
     assert len(messages) == 200
     ids = {int.from_bytes(m.value()[1:5], "big") for m in messages}
     assert len(ids) == 2 and all(m.value()[0] == 0 for m in messages)

@@ -14,7 +14,7 @@ import pytest
 
 from core.cli import main as cli_main
 from isolation import PluginEnvironment, PluginHostCrashed, PluginHostTimeout, RemotePluginError
-from registry import PluginInstallError, install, scan
+from registry import install, scan
 from tests.support.wheels import build_wheel, build_zipapp
 
 pytestmark = pytest.mark.integration

@@ -6,13 +6,14 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
 from registry import install
+from tests.support.kafka import committed, wait_for
 from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.integration
@@ -68,24 +69,6 @@ def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
     )
 
 
-def _committed(bootstrap: str, group: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
-        return tp.offset
-    finally:
-        consumer.close()
-
-
-def _wait(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
     catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
     dev_broker
@@ -103,18 +86,18 @@ def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
     worker.start_connector(name, props)
     worker.start_task(name, 0, worker.task_configs(name)[0])
     try:
-        _wait(lambda: _committed(bootstrap_servers, f"connect-{name}", topic_name) == 500, 60,
+        wait_for(lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 500, 60,
               "the first 500 records committed")
         for value in ["boom"] + [f"late-{i}" for i in range(99)]:
             producer.produce(topic_name, value.encode())
         producer.flush(10)
-        _wait(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
         trace = worker.status.task(name, 0).trace
         assert "RuntimeError: poison record at offset 500" in trace
         assert "recording_sink.py" in trace  # the plugin's own frames, from its host
         assert worker.status.connector(name).state is State.RUNNING
         time.sleep(1)
-        assert _committed(bootstrap_servers, f"connect-{name}", topic_name) == 500
+        assert committed(bootstrap_servers, f"connect-{name}", topic_name) == 500
     finally:
         worker.stop()
 
@@ -124,7 +107,7 @@ def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
     restarted.start_connector(name, props)
     restarted.start_task(name, 0, restarted.task_configs(name)[0])
     try:
-        _wait(lambda: _committed(bootstrap_servers, f"connect-{name}", topic_name) == 600, 60,
+        wait_for(lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 600, 60,
               "redelivered records committed")
     finally:
         restarted.stop()
@@ -151,9 +134,9 @@ def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
                                   "topics": topic_name, "file": str(out)})
     worker.start_task(name, 0, worker.task_configs(name)[0])
     runner = worker.connectors[name].tasks[0]
-    _wait(lambda: runner.loop.records_put >= 3000, 60, "all records put")
+    wait_for(lambda: runner.loop.records_put >= 3000, 60, "all records put")
     worker.stop_connector(name)
     assert not runner.is_alive()
     assert out.read_text().splitlines() == [f"v-{i}" for i in range(3000)]
-    assert _committed(bootstrap_servers, f"connect-{name}", topic_name) == 3000
+    assert committed(bootstrap_servers, f"connect-{name}", topic_name) == 3000
     assert name not in worker.connectors

@@ -32,7 +32,7 @@ def build_wheel(
     out_dir.mkdir(parents=True, exist_ok=True)
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
-    metadata = [f"Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
     metadata += [f"Requires-Dist: {r}" for r in requires]
     contents: dict[str, bytes] = {p: c.encode() for p, c in files.items()}
     contents[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()
