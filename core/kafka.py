@@ -26,6 +26,12 @@ SINK_CONSUMER_DEFAULTS: dict[str, Any] = {
     "enable.auto.commit": False,
     "auto.offset.reset": "earliest",
     "enable.partition.eof": False,
+    # librdkafka stops fetching while its local queue is full and looks again only after
+    # fetch.queue.backoff.ms (default 1 s). A sink slower than the broker drains the queue
+    # well before that and then idles: measured on the 1 KiB sink benchmark, the default
+    # held Copycat to a third of its speed. The Java consumer fetches again as soon as its
+    # buffer drains; 10 ms comes close to that.
+    "fetch.queue.backoff.ms": 10,
 }
 
 
