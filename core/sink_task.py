@@ -74,7 +74,9 @@ class SinkTaskLoop:
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: list[tuple[Any, ...]] | None = None
         self._next: list[tuple[Any, ...]] | None = None  # consumed, not yet handed to put()
+        self._next_frame: bytes | None = None  # the put() request for _next, serialized
         self._inflight: list[tuple[Any, ...]] | None = None  # in put() in the host now
+        self._unaccounted: list[tuple[Any, ...]] | None = None  # put, positions not yet noted
         self._retry_at = 0.0
         self._commit_requested = False
         self._pending_seeks: dict[tuple[str, int], int] = {}
@@ -151,28 +153,37 @@ class SinkTaskLoop:
     def iteration(self) -> int:
         """Consume a batch and put() it; commit when due. Returns the records put.
 
-        Pipelined: the next batch is consumed and decoded here while the host runs put() on
-        the previous one, so the worker and the plugin host work on their two cores at once.
+        Pipelined: the next batch is consumed, decoded and serialized here while the host runs
+        put() on the previous one, so the worker and the plugin host work on their two cores
+        at once; once the host answers, the next batch goes out before the bookkeeping of the
+        finished one, so the host waits as little as possible.
         """
         self._raise_if_failed()
         if self._next is None and self._retry_batch is None:
             self._next = self._consume()
-        count = self._collect() if self.host.pending else 0
+        if self.host.pending:
+            self._settle()
         batch = None
         if self._retry_batch is not None:
             if self._clock() >= self._retry_at:
                 batch, self._retry_batch = self._retry_batch, None
+                self._inflight = batch
+                self.host.submit("put", self.handle, batch)
             else:
                 time.sleep(min(0.05, max(0.0, self._retry_at - self._clock())))
         elif self._next:
             batch, self._next = self._next, None
+            frame, self._next_frame = self._next_frame, None
+            self._inflight = batch
+            if frame is None:
+                self.host.submit("put", self.handle, batch)
+            else:
+                self.host.submit_encoded("put", frame)
         else:
             self._next = None
-        if batch:
-            self._inflight = batch
-            self.host.submit("put", self.handle, batch)
+        count = self._account()
         if self._commit_requested or self._clock() >= self._next_commit:
-            self.commit()
+            self.commit(asynchronous=True)
         return count
 
     def _consume(self) -> list[tuple[Any, ...]]:
@@ -191,16 +202,25 @@ class SinkTaskLoop:
             batch.append((msg.topic(), msg.partition(), msg.offset(),
                           ts if ts_type else None, ts_type, msg.key(), msg.value(),
                           msg.headers()))
+        # Serialized now, while the host is busy with the previous batch.
+        self._next_frame = self.host.encode("put", self.handle, batch) if batch else None
         return batch
 
     def _collect(self) -> int:
         """Wait for the in-flight put() and account for it."""
+        self._settle()
+        return self._account()
+
+    def _settle(self) -> None:
+        """Wait for the in-flight put() and carry out what the task asked meanwhile. The put
+        batch's offsets are recorded by :meth:`_account`, which may come after the next
+        submit (anything that reads or moves the positions accounts first)."""
         batch, self._inflight = self._inflight, None
         try:
             actions = self.host.result()
         except RetriableException as exc:
             self._retry_later(batch, exc)
-            return 0
+            return
         assert batch is not None
         self._retry_started = None
         self._retry_attempt = 0
@@ -208,10 +228,20 @@ class SinkTaskLoop:
         reported = actions.get("reported") or []
         if failed or reported:
             self._report(batch, failed, reported)
-        self._recent.append(batch)
-        for topic, partition, offset, *_ in batch:
-            self._current[(topic, partition)] = offset + 1
+        self._account()  # normally done already; never lose a batch's positions
+        self._unaccounted = batch
         self._apply(actions)
+
+    def _account(self) -> int:
+        """Record the last put batch's offsets as consumed (committable once pre_commit
+        agrees); returns its record count."""
+        batch, self._unaccounted = self._unaccounted, None
+        if batch is None:
+            return 0
+        self._recent.append(batch)
+        current = self._current
+        for row in batch:
+            current[row[0], row[1]] = row[2] + 1
         self.records_put += len(batch)
         return len(batch)
 
@@ -259,7 +289,8 @@ class SinkTaskLoop:
     def _drain(self) -> None:
         """Settle the in-flight put() before anything else talks to the host."""
         if self.host.pending:
-            self._collect()
+            self._settle()
+        self._account()
 
     def _unfetch(self, partitions: set[tuple[str, int]], rewind: bool) -> None:
         """Take prefetched records of ``partitions`` back, to be read again (or dropped)."""
@@ -273,6 +304,7 @@ class SinkTaskLoop:
             else:
                 keep.append(row)
         self._next = keep
+        self._next_frame = None  # the batch changed: serialized again when submitted
         if rewind:
             for tp, offset in first.items():
                 self._pending_seeks.setdefault(tp, offset)
@@ -299,6 +331,7 @@ class SinkTaskLoop:
             self._commit_requested = True
 
     def _seek(self, topic: str, partition: int, offset: int) -> None:
+        self._account()  # the put batch's positions first: the seek overrides them
         self._pending_seeks[(topic, partition)] = offset
         self._apply_seeks()
 
@@ -315,8 +348,14 @@ class SinkTaskLoop:
             del self._pending_seeks[(topic, partition)]
             self._current[(topic, partition)] = offset
 
-    def commit(self, only: set[tuple[str, int]] | None = None) -> None:
-        """Ask the task what is safe (pre_commit) and commit exactly that to Kafka."""
+    def commit(self, only: set[tuple[str, int]] | None = None, *,
+               asynchronous: bool = False) -> None:
+        """Ask the task what is safe (pre_commit) and commit exactly that to Kafka.
+
+        Periodic commits are asynchronous, as Kafka Connect's are (the loop goes on
+        consuming while the coordinator answers; :meth:`on_commit` records the outcome).
+        Commits on revocation and stop are synchronous: the partitions change hands next.
+        """
         self._drain()
         self._commit_requested = False
         self._next_commit = self._clock() + self.commit_interval_s
@@ -339,12 +378,33 @@ class SinkTaskLoop:
             return
         if self.errors is not None:
             self.errors.flush()  # reported records are in the DLQ before their offsets commit
+        if asynchronous:
+            try:
+                self.consumer.commit(offsets=offsets, asynchronous=True)
+            except KafkaException as exc:  # not even queued: the next interval tries again
+                log.warning("task %s: could not start an offset commit: %s", self.name, exc)
+            return
         try:
             self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
             raise wrap_kafka_error(exc, f"sink task {self.name} could not commit offsets") from exc
         for tp in offsets:
             self._committed[(tp.topic, tp.partition)] = tp.offset
+
+    def on_commit(self, error: KafkaError | None,
+                  partitions: list[KafkaTopicPartition]) -> None:
+        """The consumer's commit callback (served from consume()): remember what is committed.
+
+        A failed asynchronous commit is logged and left for the next interval, which commits
+        the then-current offsets (Kafka Connect does the same).
+        """
+        if error is not None:
+            log.warning("task %s: offset commit failed, retried at the next interval: %s",
+                        self.name, error.str() if isinstance(error, KafkaError) else error)
+            return
+        for tp in partitions:
+            if tp.error is None and tp.offset >= 0 and (tp.topic, tp.partition) in self._assigned:
+                self._committed[(tp.topic, tp.partition)] = tp.offset
 
     def _raise_if_failed(self) -> None:
         if self._failure is not None:

@@ -277,18 +277,22 @@ class Worker:
                     props.get("errors.tolerance", "none") == "all"
                 host.request("start_sink_task", handle, task_target, dict(task_props), pipeline,
                              errant)
+                def on_commit(error: Any, partitions: Any) -> None:
+                    sink_loop.on_commit(error, partitions)  # bound below, before any consume()
+
                 consumer = Consumer(client_config(
                     self.client_props, SINK_CONSUMER_DEFAULTS,
                     {"group.id": f"connect-{name}",
-                     "client.id": f"connector-consumer-{name}-{task_id}"},
+                     "client.id": f"connector-consumer-{name}-{task_id}",
+                     "on_commit": on_commit},
                     prefixed(self.props, "consumer."),
                     prefixed(props, "consumer.override."),
                 ))
                 topics = [t.strip() for t in props.get("topics", "").split(",") if t.strip()]
-                loop = SinkTaskLoop(name, task_id, host, handle, consumer, topics=topics,
-                                    topics_regex=props.get("topics.regex") or None,
-                                    commit_interval_ms=int(self.commit_interval_s * 1000),
-                                    errors=reporter)
+                loop = sink_loop = SinkTaskLoop(
+                    name, task_id, host, handle, consumer, topics=topics,
+                    topics_regex=props.get("topics.regex") or None,
+                    commit_interval_ms=int(self.commit_interval_s * 1000), errors=reporter)
         except BaseException as exc:
             host.close()
             self.status.set_task(name, task_id, Status(State.FAILED, self.worker_id,

@@ -272,11 +272,25 @@ class PluginHost:
         self.submit(op, *args)
         return self.result(timeout_s=timeout_s)
 
+    @staticmethod
+    def encode(op: str, *args: Any) -> bytes:
+        """Serialize a request ahead of time, for :meth:`submit_encoded`: a caller that
+        prepares the next batch while the host works keeps the pickling off the host's
+        critical path."""
+        return wire.encode(("req", op, args))
+
     def submit(self, op: str, *args: Any) -> None:
         """Send a request without waiting: the caller overlaps its own work with the host's.
 
         The channel stays reserved for this caller until :meth:`result` collects the answer.
         """
+        self._send(op, lambda fd: wire.write_message(fd, ("req", op, args)))
+
+    def submit_encoded(self, op: str, frame: bytes) -> None:
+        """:meth:`submit` a request already serialized by :meth:`encode`."""
+        self._send(op, lambda fd: wire.write_frame(fd, frame))
+
+    def _send(self, op: str, write: Callable[[int], None]) -> None:
         self._lock.acquire()
         try:
             if self.failure is not None:
@@ -285,7 +299,7 @@ class PluginHost:
                 raise PluginHostError(f"plugin host for {self.name} was never started")
             self._pending_op = op
             try:
-                wire.write_message(self._to_host, ("req", op, args))
+                write(self._to_host)
             except (wire.ChannelClosed, BrokenPipeError) as exc:
                 raise self._crashed(op) from exc
         except BaseException:

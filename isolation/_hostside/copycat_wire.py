@@ -67,6 +67,11 @@ def write_message(fd: int, message: tuple[Any, ...]) -> None:
     _write_all(fd, memoryview(payload)[written - len(header):])
 
 
+def write_frame(fd: int, frame: bytes) -> None:
+    """Write a frame made by :func:`encode`, blocking until it is all written."""
+    _write_all(fd, memoryview(frame))
+
+
 def _write_all(fd: int, view: memoryview) -> None:
     while view:
         view = view[os.write(fd, view):]
