@@ -15,7 +15,7 @@ def test_writes_one_line_per_record_and_commits(tmp_path: Path) -> None:
     path = tmp_path / "out.txt"
     records = sink_records("t", ["a", 1, b"bytes\xc3\xa9", None], partition=2, start_offset=10)
     run = run_sink_task(FileStreamSinkTask, {"file": str(path), "topics": "t"}, records, batch_size=3)
-    assert path.read_text(encoding="utf-8") == "a\n1\nbytesé\nNone\n"
+    assert path.read_text(encoding="utf-8") == "a\n1\nbytesé\nnull\n"
     assert run.committed == {TopicPartition("t", 2): 14}
 
 

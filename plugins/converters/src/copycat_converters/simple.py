@@ -40,6 +40,10 @@ def _check_encoding(name: str, value: object) -> None:
         raise ConfigException(name, value, "Unknown character encoding") from None
 
 
+# Shared by every null key/value a StringConverter reads (a tuple, so nothing can change it).
+_NULL_STRING = SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
+
+
 class StringConverter(VersionedPlugin, Converter, HeaderConverter):
     """Converts any value to text with ``str()`` and text back to an optional string.
 
@@ -92,8 +96,10 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
     def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
         """Return ``(OPTIONAL_STRING_SCHEMA, decoded text or None)``."""
         if data is None:
-            return SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
-        return SchemaAndValue(OPTIONAL_STRING_SCHEMA, bytes(data).decode(self._encoding, errors="replace"))
+            return _NULL_STRING
+        if type(data) is not bytes:
+            data = bytes(data)
+        return SchemaAndValue(OPTIONAL_STRING_SCHEMA, data.decode(self._encoding, "replace"))
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
         """Same as :meth:`from_connect_data`."""

@@ -82,6 +82,14 @@ class FileStreamSinkConnector(SinkConnector):
         """Nothing to release."""
 
 
+def _as_text(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
 class FileStreamSinkTask(SinkTask):
     """Appends ``str(value)`` + newline per record (bytes values decoded as UTF-8)."""
 
@@ -114,17 +122,17 @@ class FileStreamSinkTask(SinkTask):
             ) from exc
 
     def put(self, records: Sequence[SinkRecord]) -> None:
-        """Buffer one line per record."""
+        """Buffer one line per record: the value as text, ``null`` for a null value (as
+        Kafka's FileStreamSinkTask prints it)."""
         out = self._out
         if out is None or not records:
             return
-        lines = []
-        for record in records:
-            value = record.value
-            if isinstance(value, (bytes, bytearray, memoryview)):
-                value = bytes(value).decode("utf-8", "replace")
-            lines.append(f"{value}\n")
-        out.write("".join(lines))
+        # One join and one write per batch: a per-record f"{value}\n" costs more than the
+        # write itself for 1 KiB lines.
+        lines = [value if type(value) is str else _as_text(value)
+                 for value in [record.value for record in records]]
+        lines.append("")
+        out.write("\n".join(lines))
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
         """Flush the buffer and fsync the file, so committed offsets never outrun the data.
