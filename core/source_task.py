@@ -38,31 +38,58 @@ class _Interrupted(Exception):
     """A stop was requested while the loop waited for the broker to make room."""
 
 
-class _Submitted:
-    """Records in submission order; offsets become committable as the acknowledged prefix."""
+class _Batch:
+    """The records of one poll() handed to the producer, acknowledged as a group.
 
-    __slots__ = ("order", "acked")
+    One delivery callback serves the whole batch (a callable per record costs as much as the
+    produce call itself), so offsets advance a batch at a time: exactly as safe, since a
+    batch's offsets become committable only once every record in it and before it is acked.
+    """
+
+    __slots__ = ("size", "acked", "offsets", "delivered")
+
+    def __init__(self, on_error: Callable[[KafkaError, Message], None]) -> None:
+        self.size = 0  # records handed to the producer (or dropped by a transform)
+        self.acked = 0
+        self.offsets: dict[Any, tuple[Any, Any]] = {}  # frozen partition -> (partition, offset)
+
+        def delivered(err: KafkaError | None, msg: Message) -> None:
+            if err is None:
+                self.acked += 1
+            else:
+                on_error(err, msg)
+
+        self.delivered = delivered
+
+
+class _Submitted:
+    """Batches in submission order; offsets become committable as the acknowledged prefix."""
+
+    __slots__ = ("batches", "records", "ready")
 
     def __init__(self) -> None:
-        # (seq, frozen source partition, source partition, source offset)
-        self.order: collections.deque[tuple[int, Any, Any, Any]] = collections.deque()
-        self.acked: set[int] = set()
+        self.batches: collections.deque[_Batch] = collections.deque()
+        self.records = 0  # records in ``batches``: sent and not yet settled
+        self.ready: dict[Any, tuple[Any, Any]] = {}
 
-    def committable(self) -> list[tuple[Any, Any]]:
-        """Pop the acknowledged prefix; return ``(partition, latest offset)`` for each in it.
+    def settle(self) -> None:
+        """Move the fully acknowledged prefix of batches into ``ready``.
 
-        A partition's offset advances only past records acked in order; one unacked record
+        A partition's offset advances only past batches acked in order; one unacked record
         holds back everything after it (across partitions too, which is simpler and at most
         delays a commit until that record's ack arrives).
         """
-        offsets: dict[Any, tuple[Any, Any]] = {}
-        order, acked = self.order, self.acked
-        while order and order[0][0] in acked:
-            seq, frozen, partition, offset = order.popleft()
-            acked.discard(seq)
-            if frozen is not None:
-                offsets[frozen] = (partition, offset)
-        return list(offsets.values())
+        batches = self.batches
+        while batches and batches[0].acked >= batches[0].size:
+            batch = batches.popleft()
+            self.records -= batch.size
+            self.ready.update(batch.offsets)
+
+    def committable(self) -> list[tuple[Any, Any]]:
+        """Pop ``(partition, latest offset)`` for each partition the acked prefix moved."""
+        self.settle()
+        offsets, self.ready = list(self.ready.values()), {}
+        return offsets
 
 
 class SourceTaskLoop:
@@ -103,16 +130,18 @@ class SourceTaskLoop:
     def name(self) -> str:
         return f"{self.connector}-{self.task_id}"
 
-    def _delivered(self, seq: int, err: KafkaError | None, msg: Message) -> None:
-        if err is not None:
-            if self._failure is None:
-                self._failure = wrap_kafka_error(
-                    err, f"task {self.name} could not send a record to "
-                    f"{msg.topic()}-{msg.partition()}"
-                )
-            return
-        self._submitted.acked.add(seq)
-        if self._wants_acks:
+    def _delivery_failed(self, err: KafkaError, msg: Message) -> None:
+        if self._failure is None:
+            self._failure = wrap_kafka_error(
+                err, f"task {self.name} could not send a record to "
+                f"{msg.topic()}-{msg.partition()}"
+            )
+
+    def _record_delivered(self, batch: _Batch, seq: int, err: KafkaError | None,
+                          msg: Message) -> None:
+        """Per-record callback, used only when the task implements commit_record()."""
+        batch.delivered(err, msg)
+        if err is None:
             self._pending_acks.append(
                 (seq, msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]))
 
@@ -124,8 +153,9 @@ class SourceTaskLoop:
         """
         self._raise_if_failed()
         self.producer.poll(0)
-        while len(self._submitted.order) >= MAX_OUTSTANDING_RECORDS:
+        while self._submitted.records >= MAX_OUTSTANDING_RECORDS:
             self.producer.poll(QUEUE_FULL_WAIT_S)  # back-pressure: wait for the broker
+            self._submitted.settle()
             self._raise_if_failed()
             if self.should_stop():
                 return 0
@@ -157,49 +187,83 @@ class SourceTaskLoop:
                     pass
 
     def _send(self, rows: list[tuple[Any, ...]]) -> int:
+        if not rows:
+            return 0
+        batch = _Batch(self._delivery_failed)
+        self._submitted.batches.append(batch)
         produce = self.producer.produce
-        order = self._submitted.order
-        delivered = self._delivered
+        offsets = batch.offsets
+        wants_acks = self._wants_acks
+        on_delivery = batch.delivered
         last_part: Any = None
         frozen: Any = None
-        for seq, topic, partition, key, value, headers, timestamp, src_part, src_off in rows:
-            if src_part != last_part:  # usually one partition per batch: freeze it once
-                last_part = src_part
-                frozen = freeze_partition(src_part) if src_part is not None else None
-            order.append((seq, frozen, src_part, src_off))
-            if topic is None:  # dropped by a transform: its offset still counts
-                self._submitted.acked.add(seq)
-                if self._wants_acks:
-                    self._pending_acks.append((seq, None, None, None, None))
-                continue
-            if topic not in self._topics_seen:
-                if self._topic_creator is not None:
-                    self._topic_creator.ensure(topic)
-                self._topics_seen.add(topic)
-            kwargs: dict[str, Any] = {"on_delivery": functools.partial(delivered, seq)}
-            if partition is not None:
-                kwargs["partition"] = partition
-            if timestamp is not None:
-                kwargs["timestamp"] = timestamp
-            if headers:
-                kwargs["headers"] = headers
-            while True:
+        try:
+            for seq, topic, partition, key, value, headers, timestamp, src_part, src_off in rows:
+                if src_part is not last_part and src_part != last_part:
+                    # usually one partition object per batch: frozen once
+                    last_part = src_part
+                    frozen = freeze_partition(src_part) if src_part is not None else None
+                if topic is None:  # dropped by a transform: its offset still counts
+                    batch.size += 1
+                    batch.acked += 1
+                    if frozen is not None:
+                        offsets[frozen] = (src_part, src_off)
+                    if wants_acks:
+                        self._pending_acks.append((seq, None, None, None, None))
+                    continue
+                if topic not in self._topics_seen:
+                    if self._topic_creator is not None:
+                        self._topic_creator.ensure(topic)
+                    self._topics_seen.add(topic)
+                if wants_acks:
+                    on_delivery = functools.partial(self._record_delivered, batch, seq)
+                # -1: librdkafka's partitioner chooses; timestamp 0: the producer's clock
+                # (both what the Java producer does with a null partition/timestamp).
                 try:
-                    produce(topic, value, key, **kwargs)
-                    break
+                    if headers:
+                        produce(topic, value, key, -1 if partition is None else partition,
+                                on_delivery=on_delivery, timestamp=timestamp or 0,
+                                headers=headers)
+                    else:
+                        produce(topic, value, key, -1 if partition is None else partition,
+                                on_delivery=on_delivery, timestamp=timestamp or 0)
                 except BufferError:
-                    # Back-pressure: librdkafka's queue is full, so the broker is slower
-                    # than the source; no more polls until it has room.
-                    self.producer.poll(QUEUE_FULL_WAIT_S)
-                    self._raise_if_failed()
-                    if self.should_stop():
-                        raise _Interrupted from None
+                    self._produce_when_room(topic, value, key, partition, timestamp, headers,
+                                            on_delivery)
                 except Exception as exc:  # KafkaException, TypeError for bad values
                     raise ConnectException(
                         f"task {self.name} could not send a record to topic {topic!r}: {exc}"
                     ) from exc
-        self.records_sent += len(rows)
+                batch.size += 1
+                if frozen is not None:
+                    offsets[frozen] = (src_part, src_off)
+        finally:
+            self._submitted.records += batch.size
+            self.records_sent += batch.size
         return len(rows)
+
+    def _produce_when_room(self, topic: str, value: Any, key: Any, partition: int | None,
+                           timestamp: int | None, headers: Any,
+                           on_delivery: Callable[..., None]) -> None:
+        """Back-pressure: librdkafka's queue is full, so the broker is slower than the source;
+        no more polls until it has room."""
+        while True:
+            self.producer.poll(QUEUE_FULL_WAIT_S)
+            self._raise_if_failed()
+            if self.should_stop():
+                raise _Interrupted from None
+            try:
+                self.producer.produce(
+                    topic, value, key, -1 if partition is None else partition,
+                    on_delivery=on_delivery, timestamp=timestamp or 0,
+                    **({"headers": headers} if headers else {}))
+                return
+            except BufferError:
+                continue
+            except Exception as exc:
+                raise ConnectException(
+                    f"task {self.name} could not send a record to topic {topic!r}: {exc}"
+                ) from exc
 
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
@@ -222,7 +286,7 @@ class SourceTaskLoop:
             self.offsets.put(self.connector, offsets)
             self.offsets.flush()
             self.host.request("call", self.handle, "commit")
-        return len(self._submitted.order)
+        return self._submitted.records
 
     def stop(self, timeout_s: float) -> None:
         """Flush what can be flushed, store its offsets and stop the task in its host."""
