@@ -173,6 +173,40 @@ def _slots_of(cls: type) -> tuple[Callable[[Any], Any], frozenset[str]]:
     return found
 
 
+_REPLACERS: dict[tuple[Any, ...], Callable[..., Any]] = {}
+
+
+def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
+    """A function copying a ``cls`` record with the ``changed`` attributes replaced (and the
+    headers copied), generated once per class and set of attributes.
+
+    Raises:
+        TypeError: If an attribute is not one of the class's.
+    """
+    _, public = _slots_of(cls)
+    unknown = sorted(set(changed) - public)
+    if unknown:
+        raise TypeError(f"{cls.__name__} has no attribute(s) {unknown}")
+    slots = [slot for klass in cls.__mro__ for slot in klass.__dict__.get("__slots__", ())]
+    lines = []
+    for slot in slots:
+        if slot in changed:
+            lines.append(f"    new.{slot} = {slot}")
+        elif slot == "_headers":
+            lines.append("    headers = src._headers")
+            lines.append("    new._headers = None if headers is None else headers.copy()")
+        else:
+            lines.append(f"    new.{slot} = src.{slot}")
+    params = "".join(f", {name}" for name in changed)
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    body = "\n".join(lines)
+    exec(f"def replace(src{params}):\n    new = _new(_cls)\n{body}\n    return new",  # noqa: S102
+         namespace)
+    replace: Callable[..., Any] = namespace["replace"]
+    _REPLACERS[(cls, *changed)] = replace
+    return replace
+
+
 def _as_headers(headers: Headers | Iterable[Header | tuple[str, object]] | None) -> Headers | None:
     if headers is None or isinstance(headers, Headers):
         return headers
@@ -254,20 +288,40 @@ class ConnectRecord:
             TypeError: If a change names an unknown attribute.
         """
         cls = type(self)
+        if "headers" not in changes:
+            # Every SMT copies every record: one generated function per (class, changed
+            # attributes) does it in plain attribute stores.
+            replace = _REPLACERS.get((cls, *changes))
+            if replace is None:
+                replace = _replacer(cls, tuple(changes))
+            return replace(self, **changes)  # type: ignore[no-any-return]
         copy, public = _slots_of(cls)
         if not public.issuperset(changes):
             unknown = sorted(set(changes) - public)
             raise TypeError(f"{cls.__name__} has no attribute(s) {unknown}")
         new = copy(self)
-        if "headers" in changes:
-            headers = changes.pop("headers")
-            new._headers = headers.copy() if isinstance(headers, Headers) else \
-                _as_headers(headers)
-        elif new._headers is not None:
-            new._headers = new._headers.copy()
+        headers = changes.pop("headers")
+        new._headers = headers.copy() if isinstance(headers, Headers) else _as_headers(headers)
         for name, value in changes.items():
             setattr(new, name, value)
         return new
+
+    @classmethod
+    def copier(cls: type[R], *attributes: str) -> Callable[..., R]:
+        """A function ``copy(record, *new_values)`` doing ``record.new_record(**{attribute:
+        new value})`` for records of exactly this class, without the keyword handling.
+
+        For code that copies every record (transforms): fetch it once per record class and
+        call it positionally. The headers are copied; ``headers`` itself cannot be replaced
+        this way (use :meth:`new_record`).
+
+        Raises:
+            TypeError: If an attribute is not one of the class's, or is ``headers``.
+        """
+        if "headers" in attributes:
+            raise TypeError("copier() cannot replace headers; use new_record(headers=...)")
+        found = _REPLACERS.get((cls, *attributes))
+        return found if found is not None else _replacer(cls, attributes)
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):

@@ -84,3 +84,29 @@ def test_sink_record_originals_survive_new_record() -> None:
 def test_base_record() -> None:
     record = ConnectRecord("t", value=1)
     assert record.new_record(value=2).value == 2 and record.value == 1
+
+
+def test_copier_replaces_attributes_positionally_and_copies_headers() -> None:
+    record = SinkRecord("t", 1, None, "k", None, "v", 7, 1000, headers=[("h", b"1")])
+    copy = SinkRecord.copier("value_schema", "value")
+    assert copy is SinkRecord.copier("value_schema", "value")  # generated once
+    new = copy(record, None, "w")
+    assert (new.value, new.key, new.kafka_offset, new.original_topic) == ("w", "k", 7, "t")
+    assert new.headers is not record.headers and list(new.headers) == list(record.headers)
+    assert new == record.new_record(value="w")
+
+
+def test_copier_refuses_headers_and_unknown_attributes() -> None:
+    with pytest.raises(TypeError, match="headers"):
+        SinkRecord.copier("headers")
+    with pytest.raises(TypeError, match="no attribute"):
+        SinkRecord.copier("nope")
+
+
+def test_new_record_keywords_reach_the_generated_copy() -> None:
+    record = SourceRecord({"p": 1}, {"o": 2}, "t", None, None, None, None, "v")
+    new = record.new_record(topic="u", kafka_partition=3)
+    assert (new.topic, new.kafka_partition, new.value, new.source_offset) == ("u", 3, "v", {"o": 2})
+    assert record.topic == "t"
+    with pytest.raises(TypeError, match="no attribute"):
+        record.new_record(kafka_offset=1)  # a sink record's attribute
