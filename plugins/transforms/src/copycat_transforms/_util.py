@@ -12,7 +12,7 @@ a two-line subclass::
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from copycat_transforms._version import __version__
@@ -64,7 +64,18 @@ class KeySide:
     @staticmethod
     def new_record(record: Any, schema: Schema | None, value: object, **changes: Any) -> Any:
         """A copy of ``record`` with a new key (and schema) and any other ``changes``."""
-        return record.new_record(key_schema=schema, key=value, **changes)
+        if changes:
+            return record.new_record(key_schema=schema, key=value, **changes)
+        copy = _KEY_COPIERS.get(type(record))
+        if copy is None:
+            copy = _KEY_COPIERS[type(record)] = type(record).copier("key_schema", "key")
+        return copy(record, schema, value)
+
+
+# Per record class: copy(record, schema, key-or-value), the SMTs' hot path (see
+# ConnectRecord.copier).
+_KEY_COPIERS: dict[type, Callable[..., Any]] = {}
+_VALUE_COPIERS: dict[type, Callable[..., Any]] = {}
 
 
 class ValueSide:
@@ -85,7 +96,12 @@ class ValueSide:
     @staticmethod
     def new_record(record: Any, schema: Schema | None, value: object, **changes: Any) -> Any:
         """A copy of ``record`` with a new value (and schema) and any other ``changes``."""
-        return record.new_record(value_schema=schema, value=value, **changes)
+        if changes:
+            return record.new_record(value_schema=schema, value=value, **changes)
+        copy = _VALUE_COPIERS.get(type(record))
+        if copy is None:
+            copy = _VALUE_COPIERS[type(record)] = type(record).copier("value_schema", "value")
+        return copy(record, schema, value)
 
 
 class SideAware:
@@ -118,6 +134,8 @@ def class_name(value: object) -> str:
 
 def require_map(value: object, purpose: str) -> Mapping[str, Any]:
     """Return ``value`` if it is a mapping, else raise Kafka's DataException."""
+    if type(value) is dict:  # the usual case, without the ABC check
+        return value
     if not isinstance(value, Mapping):
         raise DataException(
             f"Only Map objects supported in absence of schema for [{purpose}], "

@@ -86,6 +86,12 @@ def _empty_of(value: object) -> object:
     raise DataException(f"Cannot mask value of type: {type(value).__name__}")
 
 
+# Exact types whose masked value is an immutable constant (the common case, no isinstance
+# chain); everything else goes through _empty_of.
+_IMMUTABLE_EMPTY: dict[type, object] = {bool: False, int: 0, float: 0.0, str: ""}
+_NO_EMPTY = object()
+
+
 def _replacement_parser(value: object) -> Callable[[str], object] | None:
     if isinstance(value, bool):
         return None
@@ -154,7 +160,8 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         if value is None:
             return None
         if self._replacement is None:
-            return _empty_of(value)
+            empty = _IMMUTABLE_EMPTY.get(type(value), _NO_EMPTY)
+            return empty if empty is not _NO_EMPTY else _empty_of(value)
         parse = _replacement_parser(value)
         if parse is None:
             raise DataException(

@@ -6,7 +6,8 @@ Example: ``mysql\\.(.*)`` with ``processed.$1`` routes ``mysql.orders`` to ``pro
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from copycat_transforms._javaregex import (
     ReplacementPart,
@@ -48,6 +49,12 @@ CONFIG_DEF = (
 )
 
 
+_UNCHANGED = "\0unchanged"  # not a legal topic name, so never a real route
+# Topics whose route is remembered; past this the memory starts over (topics.regex sinks can
+# see many topics, but routing stays a pure function of the name).
+_MAX_ROUTES = 10_000
+
+
 class RegexRouter(VersionedPlugin, Transformation[ConnectRecord]):
     """Update the record topic using the configured regular expression and replacement string.
 
@@ -62,6 +69,8 @@ class RegexRouter(VersionedPlugin, Transformation[ConnectRecord]):
         """Create an unconfigured transform."""
         self._regex: re.Pattern[str] | None = None
         self._replacement: list[ReplacementPart] = []
+        self._routes: dict[str, str] = {}
+        self._copiers: dict[type, Callable[..., Any]] = {}
 
     def config(self) -> ConfigDef:
         """Return ``regex`` and ``replacement``."""
@@ -75,18 +84,36 @@ class RegexRouter(VersionedPlugin, Transformation[ConnectRecord]):
         """
         conf = AbstractConfig(CONFIG_DEF, configs)
         self._regex = compile_java_regex(conf.get_string(REGEX_CONFIG) or "")
+        self._routes.clear()
         self._replacement = parse_replacement(
             conf.get_string(REPLACEMENT_CONFIG) or "", self._regex, REPLACEMENT_CONFIG
         )
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """Return the record renamed to the new topic, or unchanged if the topic does not match."""
+        topic = record.topic
+        new_topic = self._routes.get(topic)
+        if new_topic is None:
+            new_topic = self._route(topic)
+        if new_topic is _UNCHANGED:
+            return record
+        copy = self._copiers.get(type(record))
+        if copy is None:
+            copy = self._copiers[type(record)] = type(record).copier("topic")
+        return copy(record, new_topic)
+
+    def _route(self, topic: str) -> str:
+        """The new name of ``topic`` (or _UNCHANGED), remembered: a task sees few topics."""
         regex = self._regex
         assert regex is not None, "RegexRouter used before configure()"
-        topic = record.topic
         if regex.fullmatch(topic) is None:
-            return record
-        first = regex.search(topic)
-        assert first is not None
-        new_topic = topic[: first.start()] + expand(first, self._replacement) + topic[first.end() :]
-        return record.new_record(topic=new_topic)
+            new_topic = _UNCHANGED
+        else:
+            first = regex.search(topic)
+            assert first is not None
+            new_topic = (topic[: first.start()] + expand(first, self._replacement)
+                         + topic[first.end():])
+        if len(self._routes) >= _MAX_ROUTES:
+            self._routes.clear()
+        self._routes[topic] = new_topic
+        return new_topic
