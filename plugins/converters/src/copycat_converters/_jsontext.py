@@ -23,7 +23,12 @@ import math
 import re
 import struct
 
-__all__ = ["Raw", "dumps", "java_double", "java_float"]
+try:  # a C/Rust encoder several times faster than the stdlib's; optional
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - the plugin depends on it; kept working without
+    _orjson = None
+
+__all__ = ["Raw", "dumps", "dumps_bytes", "java_double", "java_float", "loads_fast"]
 
 # Java's Double.toString/Float.toString switch to "computerized scientific
 # notation" outside this magnitude range.
@@ -159,3 +164,48 @@ def dumps(obj: object, slow: bool) -> str:
     if "\\u00" in text:
         text = _LOWER_HEX_ESCAPE.sub(_upper_hex, text)
     return text
+
+
+_LOWER_HEX_ESCAPE_BYTES = re.compile(rb"(\\\\)|\\u00([0-9a-f]{2})")
+
+
+def _upper_hex_bytes(match: re.Match[bytes]) -> bytes:
+    if match.group(1):
+        return match.group(1)
+    return b"\\u00" + match.group(2).upper()
+
+
+def dumps_bytes(obj: object, slow: bool) -> bytes:
+    """:func:`dumps`, encoded to UTF-8; trees without :class:`Raw` go through orjson.
+
+    orjson writes JSON-native trees (str keys, str, int within 64 bits, bool, None, lists,
+    and doubles in ``[1e-3, 1e7)``, the only ones the converter leaves as floats) byte for
+    byte as the stdlib does (tests/test_json_converter.py compares them).
+
+    Raises:
+        UnicodeEncodeError: For text that is not valid Unicode (lone surrogates).
+    """
+    if slow or _orjson is None:
+        return dumps(obj, slow).encode("utf-8")
+    try:
+        data: bytes = _orjson.dumps(obj)
+    except TypeError:  # lone surrogates, or anything else orjson declines: the exact path
+        return dumps(obj, slow).encode("utf-8")
+    if b"\\u00" in data:
+        data = _LOWER_HEX_ESCAPE_BYTES.sub(_upper_hex_bytes, data)
+    return data
+
+
+def loads_fast(data: bytes) -> object:
+    """Parse JSON bytes with orjson where available.
+
+    Raises:
+        ValueError: If ``data`` is not valid JSON (or not UTF-8).
+    """
+    if _orjson is None:
+        return json.loads(data, parse_constant=_no_constant)
+    return _orjson.loads(data)
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"non-standard token {name!r}")  # NaN/Infinity are not JSON

@@ -54,7 +54,7 @@ from plugin_api import (
 
 from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
 from copycat_converters._jsonschema import from_json_schema, has_decimal, to_json_schema
-from copycat_converters._jsontext import Raw, dumps, java_double, java_float
+from copycat_converters._jsontext import Raw, dumps, dumps_bytes, java_double, java_float, loads_fast
 
 __all__ = ["JsonConverter"]
 
@@ -75,6 +75,8 @@ ENVELOPE_ERROR = (
 # us cache parsed schemas by their JSON text instead of re-building them per record.
 _ENVELOPE_HEAD = '{"schema":'
 _ENVELOPE_MID = ',"payload":'
+_ENVELOPE_HEAD_BYTES = _ENVELOPE_HEAD.encode()
+_ENVELOPE_MID_BYTES = _ENVELOPE_MID.encode()
 _INT_RANGES = {
     Type.INT8: (-(2**7), 2**7 - 1),
     Type.INT16: (-(2**15), 2**15 - 1),
@@ -200,12 +202,12 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             return None
         self._slow = False
         payload = self._to_json(schema, value)
-        if self._schemas_enabled:
-            text = f"{_ENVELOPE_HEAD}{self._schema_text(schema)}{_ENVELOPE_MID}{dumps(payload, self._slow)}}}"
-        else:
-            text = dumps(payload, self._slow)
         try:
-            return text.encode("utf-8")
+            if self._schemas_enabled:
+                schema_text = self._schema_text(schema)
+                return b"".join((_ENVELOPE_HEAD_BYTES, schema_text.encode("utf-8"), _ENVELOPE_MID_BYTES,
+                                 dumps_bytes(payload, self._slow), b"}"))
+            return dumps_bytes(payload, self._slow)
         except UnicodeEncodeError as exc:
             raise DataException(
                 "Converting Kafka Connect data to byte[] failed due to serialization error: " + str(exc)
@@ -359,6 +361,11 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         """
         if data is None:
             return NULL_SCHEMA_AND_VALUE
+        if not self._schemas_enabled:
+            try:
+                return SchemaAndValue(None, loads_fast(data if type(data) is bytes else bytes(data)))
+            except ValueError:
+                pass  # empty input, or an error worth the stdlib's exact message: below
         try:
             text = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -523,12 +530,25 @@ def _json_native(value: object) -> bool:
     structs and ints outside INT64.
     """
     kind = type(value)
+    if kind is dict:
+        # Inlined for the scalars of a flat document, the common case.
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str:
+                return False
+            item_kind = type(item)
+            if item_kind in _NATIVE_SCALARS:
+                continue
+            if item_kind is int:
+                if _INT64_MIN <= item <= _INT64_MAX:
+                    continue
+                return False
+            if not _json_native(item):
+                return False
+        return True
     if kind in _NATIVE_SCALARS:
         return True
     if kind is int:
         return _INT64_MIN <= value <= _INT64_MAX  # type: ignore[operator]
-    if kind is dict:
-        return all(type(k) is str and _json_native(v) for k, v in value.items())  # type: ignore[attr-defined]
     if kind is list:
         return all(_json_native(v) for v in value)  # type: ignore[attr-defined]
     return False
