@@ -129,7 +129,7 @@ def main() -> None:
     host.request("start_source_task", source, "bench_plugin:BurstSourceTask",
                  {"batch": str(BATCH)}, {})
 
-    polled, failures = host.request("poll", source)
+    polled, failures, _offsets = host.request("poll", source)
     assert not failures
     assert len(polled) == BATCH and polled[-1][4] == payload
     t_put = _median_s(lambda: host.request("put", sink, batch))

@@ -161,12 +161,12 @@ class SourceTaskLoop:
                 return 0
         if not self.host.pending:
             self._submit_poll()
-        rows, failures = self.host.result()
+        rows, failures, offsets = self.host.result()
         self._submit_poll()
         if failures and self.errors is not None:
             self.errors.report_source(failures)
         try:
-            return self._send(rows)
+            return self._send(rows, offsets)
         except _Interrupted:
             return 0  # the rest of the batch is unsent and unacked: its offsets stay behind
 
@@ -177,37 +177,31 @@ class SourceTaskLoop:
     def _settle(self, send: bool = True) -> None:
         """Collect an outstanding poll (and send its records) before other host requests."""
         if self.host.pending:
-            rows, failures = self.host.result()
+            rows, failures, offsets = self.host.result()
             if send:
                 if failures and self.errors is not None:
                     self.errors.report_source(failures)
                 try:
-                    self._send(rows)
+                    self._send(rows, offsets)
                 except _Interrupted:
                     pass
 
-    def _send(self, rows: list[tuple[Any, ...]]) -> int:
+    def _send(self, rows: list[tuple[Any, ...]], offsets: list[tuple[Any, Any]]) -> int:
+        """Produce one poll's rows; the batch's ``offsets`` (the last per source partition)
+        become committable once all of it is acknowledged. A batch cut short by a stop
+        commits none of them: its records are polled again after a restart."""
         if not rows:
             return 0
         batch = _Batch(self._delivery_failed)
         self._submitted.batches.append(batch)
         produce = self.producer.produce
-        offsets = batch.offsets
         wants_acks = self._wants_acks
         on_delivery = batch.delivered
-        last_part: Any = None
-        frozen: Any = None
         try:
-            for seq, topic, partition, key, value, headers, timestamp, src_part, src_off in rows:
-                if src_part is not last_part and src_part != last_part:
-                    # usually one partition object per batch: frozen once
-                    last_part = src_part
-                    frozen = freeze_partition(src_part) if src_part is not None else None
+            for seq, topic, partition, key, value, headers, timestamp in rows:
                 if topic is None:  # dropped by a transform: its offset still counts
                     batch.size += 1
                     batch.acked += 1
-                    if frozen is not None:
-                        offsets[frozen] = (src_part, src_off)
                     if wants_acks:
                         self._pending_acks.append((seq, None, None, None, None))
                     continue
@@ -235,8 +229,8 @@ class SourceTaskLoop:
                         f"task {self.name} could not send a record to topic {topic!r}: {exc}"
                     ) from exc
                 batch.size += 1
-                if frozen is not None:
-                    offsets[frozen] = (src_part, src_off)
+            for partition_, offset in offsets:
+                batch.offsets[freeze_partition(partition_)] = (partition_, offset)
         finally:
             self._submitted.records += batch.size
             self.records_sent += batch.size

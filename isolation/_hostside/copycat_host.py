@@ -290,13 +290,12 @@ class Host:
         return task.version()
 
     def op_poll(self, obj_id: int, acks: list[tuple[Any, ...]] = ()
-                ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+                ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, Any]]]:
         """Deliver acks of earlier records (commit_record), then poll: one round trip."""
         runner = self.runners[obj_id]
         if acks:
             runner.acked(acks)
-        result: tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]] = runner.poll()
-        return result
+        return runner.poll()  # type: ignore[no-any-return]
 
     def op_acked(self, obj_id: int, acks: list[tuple[Any, ...]]) -> None:
         self.runners[obj_id].acked(acks)

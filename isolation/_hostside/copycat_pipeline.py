@@ -153,24 +153,29 @@ class SourceRunner:
         # default, neither the records nor their acks need to be kept or sent back.
         self.wants_acks = type(task).commit_record is not SourceTask.commit_record
 
-    def poll(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-        """Poll the task; return ``(rows, failures)``.
+    def poll(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]],
+                            list[tuple[Any, Any]]]:
+        """Poll the task; return ``(rows, failures, offsets)``.
 
-        A row is ``(seq, topic, partition, key, value, headers, timestamp, src_part, src_off)``.
-        A record the SMT chain dropped, or whose conversion failed and was tolerated, comes
-        back with topic ``None``: the worker must still advance its source offset in order,
-        as Kafka Connect does. A failure is ``(seq, description, stage, class, exception
-        class, message, stack trace)``.
+        A row is ``(seq, topic, partition, key, value, headers, timestamp)``. A record the SMT
+        chain dropped, or whose conversion failed and was tolerated, comes back with topic
+        ``None``: its source offset still counts, as in Kafka Connect. ``offsets`` holds
+        ``(source partition, source offset)`` of the batch's last record per partition: the
+        worker commits offsets a whole batch at a time, so it needs no more. A failure is
+        ``(seq, description, stage, class, exception class, message, stack trace)``.
         """
         try:
             records = self.task.poll() or []
         except RetriableException as exc:
             self._poll_retry(exc)
-            return [], []
+            return [], [], []
         self._poll_failed_since = None
         self._poll_attempts = 0
         out: list[tuple[Any, ...]] = []
         failures: list[tuple[Any, ...]] = []
+        ends: dict[Any, tuple[Any, Any]] = {}
+        last_partition: Any = None
+        frozen: Any = None
         in_flight = self._in_flight if self.wants_acks else None
         convert = self._convert
         for original in records:
@@ -185,11 +190,13 @@ class SourceRunner:
                 if isinstance(row, StageFailure):
                     failures.append((seq, _describe_source(original), *row.info()))
                     row = None
-            if row is None:
-                row = (seq, None, None, None, None, None, None,
-                       original.source_partition, original.source_offset)
-            out.append(row)
-        return out, failures
+            out.append((seq, None, None, None, None, None, None) if row is None else row)
+            partition = original.source_partition
+            if partition is not None:
+                if partition is not last_partition:  # usually one object for a whole batch
+                    last_partition, frozen = partition, freeze_partition(partition)
+                ends[frozen] = (partition, original.source_offset)
+        return out, failures, list(ends.values())
 
     def _make_converter(self) -> Callable[[int, SourceRecord], tuple[Any, ...] | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""
@@ -227,7 +234,7 @@ class SourceRunner:
                 except Exception as exc:
                     raise StageFailure(HEADER_CONVERTER, hc, exc) from exc
             return (seq, topic, record.kafka_partition, key, value, raw_headers,
-                    record.timestamp, original.source_partition, original.source_offset)
+                    record.timestamp)
 
         return convert
 

@@ -361,9 +361,15 @@ class SourceRecord(ConnectRecord):
         headers: Headers | Iterable[Header | tuple[str, object]] | None = None,
     ) -> None:
         """Create a source record."""
-        super().__init__(
-            topic, kafka_partition, key_schema, key, value_schema, value, timestamp, headers
-        )
+        # The base constructor, inlined: sources build one record per line/row/event.
+        self.topic = topic
+        self.kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self._headers = None if headers is None else _as_headers(headers)
         self.source_partition = source_partition
         self.source_offset = source_offset
 

@@ -85,6 +85,8 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
         self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
     ) -> bytes | None:
         """Return ``str(value)`` encoded (``bytes`` values are decoded first), ``None`` for ``None``."""
+        if type(value) is str:
+            return value.encode(self._encoding, "replace")
         if value is None:
             return None
         if isinstance(value, (bytes, bytearray, memoryview)):
