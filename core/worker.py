@@ -25,6 +25,7 @@ from core.sink_task import SinkTaskLoop
 from core.source_task import SourceTaskLoop
 from core.status import State, Status, StatusBoard, failure_trace
 from core.topics import TopicCreator
+from isolation import allocator
 from isolation.environment import PluginDescriptor
 from isolation.host import PluginHost, RemotePluginError
 
@@ -164,6 +165,8 @@ class Worker:
                                                      5000)) / 1000
         self.commit_interval_s = int(self.props.get("offset.flush.interval.ms", 60000)) / 1000
         self._restart_attempts: dict[tuple[str, int], int] = {}
+        # Task loops allocate and free a batch of records at a time (isolation/allocator.py).
+        allocator.tune_this_process()
 
     # -- connectors ------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from typing import Any
 import plugin_api
 from plugin_api import ConfigException, ConnectException, DataException, RetriableException
 
+from isolation import allocator
 from isolation._hostside import copycat_wire as wire
 
 log = logging.getLogger("copycat.isolation")
@@ -187,6 +188,7 @@ class PluginHost:
         for fd in (to_host_w, from_host_w):
             wire.enlarge_pipe(fd)
         env = dict(self._env if self._env is not None else os.environ)
+        env.update(allocator.child_environment(env))
         env["COPYCAT_PLUGIN"] = self.name
         env.pop("PYTHONPATH", None)
         cmd = [self.python, *self._site_flags, "-c", _BOOTSTRAP, str(plugin_api_root()), str(HOSTSIDE_DIR),
