@@ -6,7 +6,11 @@ Everything runs against one embedded dev broker in this process's machine, in on
 * source: FileStreamSource -> StringConverter -> Kafka, vs a bare loop that reads the same file
   line by line and produces each line (same producer settings: acks=all, idempotence);
 * sink: Kafka -> StringConverter -> FileStreamSink, vs a bare consumer loop writing each value
-  and a newline to a file; then the sink with 1 and 2 tasks on a 2-partition topic.
+  and a newline to a file; then the sink with 1 and 2 tasks on a 2-partition topic, plain and
+  with a 3-SMT chain (one plain 100 B task already keeps both of a 2-core machine's cores busy
+  with its worker, plugin host and the broker; the chain makes each task's host CPU-bound).
+Sources commit offsets every 100 ms (their timer stops at the last commit); sinks keep Kafka's
+default 60 s, so their timings hold no fsync (the bare loops never fsync).
 Each result is checked (record count, and output == input byte for byte where order is
 defined) before its number is printed. The ratio is Copycat / bare.
 """
@@ -34,10 +38,13 @@ from core.worker import Worker  # noqa: E402
 WORKER_PROPS = {
     "key.converter": "StringConverter",
     "value.converter": "StringConverter",
-    "offset.flush.interval.ms": "100",
     "consumer.session.timeout.ms": "6000",
     "consumer.heartbeat.interval.ms": "1000",
 }
+# The source is timed to its last offset commit, so its worker commits every 100 ms. Sinks
+# keep Kafka's default interval (60 s): a commit flushes and fsyncs the output file, which
+# the bare loop never does, and a 100 ms interval would time fsyncs rather than the path.
+SOURCE_WORKER_PROPS = {**WORKER_PROPS, "offset.flush.interval.ms": "100"}
 
 
 def make_input(path: Path, count: int, size: int) -> None:
@@ -131,12 +138,24 @@ def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> float:
     return elapsed
 
 
-def copycat_sink(worker: Worker, topic: str, out: Path, count: int, tasks: int = 1) -> float:
+# A per-record chain that makes a sink task CPU-bound in its plugin host: wrap each line in a
+# map, add the offset and partition, mask the partition again.
+CHAIN = {
+    "transforms": "hoist,insert,mask",
+    "transforms.hoist.type": "HoistField$Value", "transforms.hoist.field": "line",
+    "transforms.insert.type": "InsertField$Value", "transforms.insert.offset.field": "offset",
+    "transforms.insert.partition.field": "partition",
+    "transforms.mask.type": "MaskField$Value", "transforms.mask.fields": "partition",
+}
+
+
+def copycat_sink(worker: Worker, topic: str, out: Path, count: int, tasks: int = 1,
+                 extra: dict[str, str] | None = None, label: str = "") -> float:
     """Seconds from the first line written to the count-th, across ``tasks`` output files."""
-    name = f"bench-sink-{topic}-{tasks}"
+    name = f"bench-sink-{topic}-{tasks}{label}"
     worker.start_connector(name, {
         "name": name, "connector.class": "FileStreamSink", "topics": topic,
-        "file": str(out), "tasks.max": str(tasks),
+        "file": str(out), "tasks.max": str(tasks), **(extra or {}),
     })
     files = [out.with_suffix(f".{i}") for i in range(tasks)]
     for task_id, cfg in enumerate(worker.task_configs(name)):
@@ -179,6 +198,8 @@ def main() -> None:
     scale = 4 if args.quick else 1
     with DevBroker() as broker:
         bootstrap = broker.bootstrap_servers
+        sources = Worker("bench-sources", SOURCE_WORKER_PROPS, catalogue, MemoryOffsetStore(),
+                         client_props={"bootstrap.servers": bootstrap})
         worker = Worker("bench", WORKER_PROPS, catalogue, MemoryOffsetStore(),
                         client_props={"bootstrap.servers": bootstrap})
         print(f"{'path':<34}{'copycat rec/s':>14}{'MB/s':>8}{'bare rec/s':>14}{'MB/s':>8}"
@@ -191,7 +212,7 @@ def main() -> None:
             broker.create_topic(f"bare-{size}", 1)
             t_bare, acked = bare_source(bootstrap, data, f"bare-{size}")
             assert acked == count, f"bare loop acked {acked} of {count}"
-            t_cc, sent = copycat_source(worker, data, f"cc-{size}")
+            t_cc, sent = copycat_source(sources, data, f"cc-{size}")
             assert sent == count, f"copycat sent {sent} of {count}"
             print(f"{f'source {size} B lines x {count}':<34}{count / t_cc:>14,.0f}"
                   f"{mb / t_cc:>8.1f}{count / t_bare:>14,.0f}{mb / t_bare:>8.1f}"
@@ -223,7 +244,12 @@ def main() -> None:
         t2 = copycat_sink(worker, "scale", work / "scale2", count, tasks=2)
         print(f"sink 100 B x {count}, 2 partitions: 1 task {count / t1:,.0f} rec/s, "
               f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x")
+        t1 = copycat_sink(worker, "scale", work / "chain1", count, 1, CHAIN, "-chain")
+        t2 = copycat_sink(worker, "scale", work / "chain2", count, 2, CHAIN, "-chain")
+        print(f"  same with a 3-SMT chain:      1 task {count / t1:,.0f} rec/s, "
+              f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x")
         worker.stop()
+        sources.stop()
 
 
 if __name__ == "__main__":
