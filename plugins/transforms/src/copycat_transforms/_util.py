@@ -66,16 +66,23 @@ class KeySide:
         """A copy of ``record`` with a new key (and schema) and any other ``changes``."""
         if changes:
             return record.new_record(key_schema=schema, key=value, **changes)
-        copy = _KEY_COPIERS.get(type(record))
-        if copy is None:
-            copy = _KEY_COPIERS[type(record)] = type(record).copier("key_schema", "key")
+        copy = _KEY_COPIERS.get(type(record)) or add_copier(
+            _KEY_COPIERS, record, "key_schema", "key")
         return copy(record, schema, value)
 
 
 # Per record class: copy(record, schema, key-or-value), the SMTs' hot path (see
-# ConnectRecord.copier).
+# ConnectRecord.copier). Call sites look up their cache inline: a shared helper keyed by
+# (class, attributes) cost 7 % of the deep-dive chain's throughput.
 _KEY_COPIERS: dict[type, Callable[..., Any]] = {}
 _VALUE_COPIERS: dict[type, Callable[..., Any]] = {}
+
+
+def add_copier(cache: dict[type, Callable[..., Any]], record: ConnectRecord,
+               *attributes: str) -> Callable[..., Any]:
+    """Make ``type(record).copier(*attributes)`` and remember it in ``cache``."""
+    copy = cache[type(record)] = type(record).copier(*attributes)
+    return copy
 
 
 class ValueSide:
@@ -98,9 +105,8 @@ class ValueSide:
         """A copy of ``record`` with a new value (and schema) and any other ``changes``."""
         if changes:
             return record.new_record(value_schema=schema, value=value, **changes)
-        copy = _VALUE_COPIERS.get(type(record))
-        if copy is None:
-            copy = _VALUE_COPIERS[type(record)] = type(record).copier("value_schema", "value")
+        copy = _VALUE_COPIERS.get(type(record)) or add_copier(
+            _VALUE_COPIERS, record, "value_schema", "value")
         return copy(record, schema, value)
 
 

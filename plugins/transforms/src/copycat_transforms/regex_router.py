@@ -16,7 +16,7 @@ from copycat_transforms._javaregex import (
     parse_replacement,
     regex_validator,
 )
-from copycat_transforms._util import VersionedPlugin
+from copycat_transforms._util import VersionedPlugin, add_copier
 from plugin_api import (
     AbstractConfig,
     ConfigDef,
@@ -97,9 +97,7 @@ class RegexRouter(VersionedPlugin, Transformation[ConnectRecord]):
             new_topic = self._route(topic)
         if new_topic is _UNCHANGED:
             return record
-        copy = self._copiers.get(type(record))
-        if copy is None:
-            copy = self._copiers[type(record)] = type(record).copier("topic")
+        copy = self._copiers.get(type(record)) or add_copier(self._copiers, record, "topic")
         return copy(record, new_topic)
 
     def _route(self, topic: str) -> str:
