@@ -200,9 +200,11 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         """
         if schema is None and value is None:
             return None
-        self._slow = False
-        payload = self._to_json(schema, value)
         try:
+            if schema is None and not self._schemas_enabled and _json_native(value):
+                return dumps_bytes(value, False)  # the common schemaless case, in one step
+            self._slow = False
+            payload = self._to_json(schema, value)
             if self._schemas_enabled:
                 schema_text = self._schema_text(schema)
                 return b"".join((_ENVELOPE_HEAD_BYTES, schema_text.encode("utf-8"), _ENVELOPE_MID_BYTES,

@@ -146,8 +146,14 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         if self.operating_schema(record) is None:
             value = require_map(raw, PURPOSE)
             updated: dict[str, Any] = dict(value)
-            for name in self._field_order:
-                updated[name] = self._masked(value.get(name))
+            if self._replacement is None:  # zero values, inlined: the common configuration
+                for name in self._field_order:
+                    original = value.get(name)
+                    empty = _IMMUTABLE_EMPTY.get(type(original), _NO_EMPTY)
+                    updated[name] = empty if empty is not _NO_EMPTY else self._masked(original)
+            else:
+                for name in self._field_order:
+                    updated[name] = self._masked(value.get(name))
             return self.new_record(record, None, updated)  # type: ignore[no-any-return]
         struct = require_struct(raw, PURPOSE)
         masked = Struct(struct.schema)
