@@ -74,7 +74,7 @@ class SinkTaskLoop:
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: list[tuple[Any, ...]] | None = None
         self._next: list[tuple[Any, ...]] | None = None  # consumed, not yet handed to put()
-        self._next_frame: bytes | None = None  # the put() request for _next, serialized
+        self._next_frame: tuple[bytes, bytes] | None = None  # put() request for _next, serialized
         self._inflight: list[tuple[Any, ...]] | None = None  # in put() in the host now
         self._unaccounted: list[tuple[Any, ...]] | None = None  # put, positions not yet noted
         self._retry_at = 0.0

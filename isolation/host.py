@@ -275,7 +275,7 @@ class PluginHost:
         return self.result(timeout_s=timeout_s)
 
     @staticmethod
-    def encode(op: str, *args: Any) -> bytes:
+    def encode(op: str, *args: Any) -> tuple[bytes, bytes]:
         """Serialize a request ahead of time, for :meth:`submit_encoded`: a caller that
         prepares the next batch while the host works keeps the pickling off the host's
         critical path."""
@@ -288,7 +288,7 @@ class PluginHost:
         """
         self._send(op, lambda fd: wire.write_message(fd, ("req", op, args)))
 
-    def submit_encoded(self, op: str, frame: bytes) -> None:
+    def submit_encoded(self, op: str, frame: tuple[bytes, bytes]) -> None:
         """:meth:`submit` a request already serialized by :meth:`encode`."""
         self._send(op, lambda fd: wire.write_frame(fd, frame))
 

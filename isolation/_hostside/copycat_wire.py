@@ -51,25 +51,26 @@ def enlarge_pipe(fd: int) -> None:
         pass
 
 
-def encode(message: tuple[Any, ...]) -> bytes:
+def encode(message: tuple[Any, ...]) -> tuple[bytes, bytes]:
+    """A frame: the 4-byte length and the pickle, kept apart so the (possibly MBs) pickle is
+    never copied just to prepend the length."""
     payload = pickle.dumps(message, protocol=5)
-    return _HEADER.pack(len(payload)) + payload
+    return _HEADER.pack(len(payload)), payload
 
 
 def write_message(fd: int, message: tuple[Any, ...]) -> None:
     """Write one framed message to ``fd``, blocking until it is all written."""
-    payload = pickle.dumps(message, protocol=5)
-    header = _HEADER.pack(len(payload))
-    written = os.writev(fd, [header, payload])  # no copy of the payload to prepend the header
+    write_frame(fd, encode(message))
+
+
+def write_frame(fd: int, frame: tuple[bytes, bytes]) -> None:
+    """Write a frame made by :func:`encode`, blocking until it is all written."""
+    header, payload = frame
+    written = os.writev(fd, [header, payload])
     if written < len(header):
         _write_all(fd, memoryview(header)[written:])
         written = len(header)
     _write_all(fd, memoryview(payload)[written - len(header):])
-
-
-def write_frame(fd: int, frame: bytes) -> None:
-    """Write a frame made by :func:`encode`, blocking until it is all written."""
-    _write_all(fd, memoryview(frame))
 
 
 def _write_all(fd: int, view: memoryview) -> None:

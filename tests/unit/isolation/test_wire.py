@@ -23,7 +23,7 @@ def test_round_trip_of_a_large_batch_over_a_pipe() -> None:
 
 def test_closed_peer_raises_channel_closed() -> None:
     r, w = os.pipe()
-    os.write(w, wire.encode(("ok", 1))[:3])  # a torn frame, then the peer dies
+    os.write(w, b"".join(wire.encode(("ok", 1)))[:3])  # a torn frame, then the peer dies
     os.close(w)
     with pytest.raises(wire.ChannelClosed):
         wire.read_message(r)
