@@ -481,6 +481,10 @@ class Struct:
         return self._schema
 
     def _lookup(self, field_name: str | Field) -> Field:
+        if type(field_name) is str:  # the usual case: one dict lookup
+            found = self._schema._fields_by_name.get(field_name)
+            if found is not None:
+                return found
         name = field_name.name if isinstance(field_name, Field) else field_name
         field = self._schema._fields_by_name.get(name)
         if field is None:
@@ -495,7 +499,9 @@ class Struct:
             DataException: If the field is unknown or the value does not match.
         """
         field = self._lookup(field_name)
-        field.schema.validate_value(value, field.name)
+        schema = field.schema
+        if type(value) is not schema._exact_type:  # exact type: valid, nothing to check
+            schema.validate_value(value, field.name)
         self._values[field.index] = value
         return self
 
