@@ -174,6 +174,9 @@ class PluginHost:
         self._proc: subprocess.Popen[bytes] | None = None
         self._to_host = -1
         self._from_host = -1
+        # Shared memory for large pickles, one region per direction (None without memfd).
+        self._to_host_region: wire.SharedRegion | None = None
+        self._from_host_region: wire.SharedRegion | None = None
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._next_id = 0
         self._pending_op: str | None = None
@@ -191,15 +194,23 @@ class PluginHost:
         env.update(allocator.child_environment(env))
         env["COPYCAT_PLUGIN"] = self.name
         env.pop("PYTHONPATH", None)
+        regions = [wire.SharedRegion.create(f"copycat-{self.name}-{way}") for way in ("in", "out")]
+        if None in regions:  # no memfd here: everything goes through the pipes
+            for region in regions:
+                if region is not None:
+                    region.close()
+            regions = [None, None]
+        self._to_host_region, self._from_host_region = regions
+        region_fds = [region.fd for region in regions if region is not None]
         cmd = [self.python, *self._site_flags, "-c", _BOOTSTRAP, str(plugin_api_root()), str(HOSTSIDE_DIR),
-               str(to_host_r), str(from_host_w)]
+               str(to_host_r), str(from_host_w), *map(str, region_fds)]
         try:
             self._proc = subprocess.Popen(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(to_host_r, from_host_w),
+                pass_fds=(to_host_r, from_host_w, *region_fds),
                 env=env,
                 preexec_fn=_die_with_parent if sys.platform == "linux" else None,
                 close_fds=True,
@@ -207,6 +218,7 @@ class PluginHost:
         except OSError as exc:
             for fd in (to_host_r, to_host_w, from_host_r, from_host_w):
                 os.close(fd)
+            self._close_regions()
             raise PluginHostError(f"cannot start plugin host for {self.name} "
                                   f"with {self.python}: {exc}") from exc
         os.close(to_host_r)
@@ -266,6 +278,13 @@ class PluginHost:
                 except OSError:
                     pass
         self._to_host = self._from_host = -1
+        self._close_regions()
+
+    def _close_regions(self) -> None:
+        for region in (self._to_host_region, self._from_host_region):
+            if region is not None:
+                region.close()
+        self._to_host_region = self._from_host_region = None
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -286,11 +305,11 @@ class PluginHost:
 
         The channel stays reserved for this caller until :meth:`result` collects the answer.
         """
-        self._send(op, lambda fd: wire.write_message(fd, ("req", op, args)))
+        self._send(op, lambda fd: wire.write_message(fd, ("req", op, args), self._to_host_region))
 
     def submit_encoded(self, op: str, frame: tuple[bytes, bytes]) -> None:
         """:meth:`submit` a request already serialized by :meth:`encode`."""
-        self._send(op, lambda fd: wire.write_frame(fd, frame))
+        self._send(op, lambda fd: wire.write_frame(fd, frame, self._to_host_region))
 
     def _send(self, op: str, write: Callable[[int], None]) -> None:
         self._lock.acquire()
@@ -350,7 +369,7 @@ class PluginHost:
                 f"{timeout:g} s; host pid {self.pid} killed"
             )
             raise self.failure
-        return wire.read_message(self._from_host)
+        return wire.read_message(self._from_host, self._from_host_region)
 
     def _answer_callback(self, name: str, args: tuple[Any, ...]) -> None:
         handler = self.callbacks.get(name)
@@ -358,10 +377,11 @@ class PluginHost:
             if handler is None:
                 raise ConnectException(f"no handler for plugin host callback {name!r}")
             result = handler(*args)
-            wire.write_message(self._to_host, ("cbret", True, result))
+            wire.write_message(self._to_host, ("cbret", True, result), self._to_host_region)
         except Exception as exc:  # noqa: BLE001 - the host reports it as the plugin's error
             log.warning("callback %s from plugin %s failed: %s", name, self.name, exc)
-            wire.write_message(self._to_host, ("cbret", False, f"{type(exc).__name__}: {exc}"))
+            wire.write_message(self._to_host, ("cbret", False, f"{type(exc).__name__}: {exc}"),
+                               self._to_host_region)
 
     def _crashed(self, op: str) -> PluginHostCrashed:
         assert self._proc is not None

@@ -2,7 +2,8 @@
 
 Started by the worker from a plugin venv's interpreter as::
 
-    <venv>/bin/python -I -c <bootstrap> <plugin_api dir> <this dir> <in fd> <out fd>
+    <venv>/bin/python -I -c <bootstrap> <plugin_api dir> <this dir> <in fd> <out fd> \
+        [<in region fd> <out region fd>]
 
 The bootstrap puts the runtime's ``plugin_api`` first on ``sys.path`` (parent-first) and the
 venv's site-packages stay where the interpreter put them (child-first for everything else).
@@ -97,9 +98,12 @@ def _plugin_kinds(cls: type) -> list[str]:
 
 
 class Host:
-    def __init__(self, in_fd: int, out_fd: int) -> None:
+    def __init__(self, in_fd: int, out_fd: int, in_region: wire.SharedRegion | None = None,
+                 out_region: wire.SharedRegion | None = None) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
+        self.in_region = in_region
+        self.out_region = out_region
         self.objects: dict[int, Any] = {}
         self.runners: dict[int, Any] = {}
         self.events: list[tuple[int, str, Any]] = []
@@ -115,8 +119,8 @@ class Host:
             raise plugin_api.ConnectException(
                 f"{name} may only be used from the thread the runtime calls the task on"
             )
-        wire.write_message(self.out_fd, ("cb", name, args))
-        reply = wire.read_message(self.in_fd)
+        wire.write_message(self.out_fd, ("cb", name, args), self.out_region)
+        reply = wire.read_message(self.in_fd, self.in_region)
         if reply[0] != "cbret":
             raise plugin_api.ConnectException(f"unexpected reply to callback {name}: {reply[0]}")
         if not reply[1]:
@@ -126,7 +130,7 @@ class Host:
     def serve(self) -> None:
         while self.running:
             try:
-                message = wire.read_message(self.in_fd)
+                message = wire.read_message(self.in_fd, self.in_region)
             except wire.ChannelClosed:
                 return  # the worker went away: nothing left to serve
             _, op, args = message
@@ -141,9 +145,9 @@ class Host:
                     raise
                 reply = ("err", _error_info(exc))
             try:
-                wire.write_message(self.out_fd, reply)
+                wire.write_message(self.out_fd, reply, self.out_region)
             except Exception as exc:  # e.g. a plugin returned something unpicklable
-                wire.write_message(self.out_fd, ("err", _error_info(exc)))
+                wire.write_message(self.out_fd, ("err", _error_info(exc)), self.out_region)
 
     # -- generic operations ------------------------------------------------------------------
 
@@ -329,9 +333,11 @@ class Host:
 
 def main(argv: list[str]) -> None:
     in_fd, out_fd = int(argv[0]), int(argv[1])
+    # Shared regions for large pickles (worker -> host, host -> worker) where the OS has them.
+    regions = [wire.SharedRegion(int(fd)) for fd in argv[2:4]] or [None, None]
     # Plugin prints must never reach a channel; stdout is also the worker's stderr relay.
     sys.stdout = sys.stderr
-    Host(in_fd, out_fd).serve()
+    Host(in_fd, out_fd, *regions).serve()
 
 
 if __name__ == "__main__":
