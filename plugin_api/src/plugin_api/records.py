@@ -419,7 +419,7 @@ class SinkRecord(ConnectRecord):
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
-        self._headers = _as_headers(headers)
+        self._headers = headers if headers is None else _as_headers(headers)
         self.kafka_offset = kafka_offset
         self.timestamp_type = timestamp_type
         self.original_topic = topic if original_topic is None else original_topic

@@ -42,6 +42,9 @@ def _check_encoding(name: str, value: object) -> None:
 
 # Shared by every null key/value a StringConverter reads (a tuple, so nothing can change it).
 _NULL_STRING = SchemaAndValue(OPTIONAL_STRING_SCHEMA, None)
+# SchemaAndValue's generated __new__ costs a Python call per record; the tuple constructor
+# builds the same object.
+_new_tuple = tuple.__new__
 
 
 class StringConverter(VersionedPlugin, Converter, HeaderConverter):
@@ -67,6 +70,7 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
     def __init__(self) -> None:
         """Create an unconfigured converter (UTF-8 until configured)."""
         self._encoding = "utf-8"
+        self._utf8 = True
 
     def config(self) -> ConfigDef:
         """Return ``converter.encoding`` and ``converter.type``."""
@@ -80,6 +84,7 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
         """
         conf = AbstractConfig(self.CONFIG_DEF, with_type(configs, is_key))
         self._encoding = codecs.lookup(conf.get_string(ENCODING_CONFIG) or ENCODING_DEFAULT).name
+        self._utf8 = self._encoding == "utf-8"
 
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
@@ -97,11 +102,19 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
 
     def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
         """Return ``(OPTIONAL_STRING_SCHEMA, decoded text or None)``."""
-        if data is None:
-            return _NULL_STRING
         if type(data) is not bytes:
+            if data is None:
+                return _NULL_STRING
             data = bytes(data)
-        return SchemaAndValue(OPTIONAL_STRING_SCHEMA, data.decode(self._encoding, "replace"))
+        if self._utf8:
+            # Strict UTF-8 is CPython's fastest decode; only invalid input pays for "replace".
+            try:
+                text = data.decode()
+            except UnicodeDecodeError:
+                text = data.decode("utf-8", "replace")
+        else:
+            text = data.decode(self._encoding, "replace")
+        return _new_tuple(SchemaAndValue, (OPTIONAL_STRING_SCHEMA, text))  # type: ignore[no-any-return]
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
         """Same as :meth:`from_connect_data`."""
