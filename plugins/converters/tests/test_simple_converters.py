@@ -36,6 +36,15 @@ def test_string_converts_other_values_with_str() -> None:
     assert converter.from_connect_data("t", None, b"raw") == b"raw"
 
 
+def test_string_decodes_invalid_utf8_with_replacement_characters() -> None:
+    converter = string_converter()
+    result = converter.to_connect_data("t", b"ok \xff\xfe end")
+    assert result == (OPTIONAL_STRING_SCHEMA, "ok \ufffd\ufffd end")
+    assert type(result).__name__ == "SchemaAndValue" and result.schema is OPTIONAL_STRING_SCHEMA
+    assert converter.to_connect_data("t", bytearray(b"h\xc3\xa9")).value == "hé"
+    assert converter.to_connect_data("t", memoryview(b"\xc3")).value == "\ufffd"
+
+
 def test_string_encoding_config() -> None:
     converter = string_converter(converter_encoding="ISO-8859-1")
     assert converter.from_connect_data("t", STRING_SCHEMA, "é") == b"\xe9"
