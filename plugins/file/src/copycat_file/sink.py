@@ -12,7 +12,8 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import BinaryIO
 
 from plugin_api import (
     ConfigDef,
@@ -91,12 +92,21 @@ def _as_text(value: object) -> str:
 
 
 class FileStreamSinkTask(SinkTask):
-    """Appends ``str(value)`` + newline per record (bytes values decoded as UTF-8)."""
+    """Appends ``str(value)`` + newline per record (bytes values decoded as UTF-8).
+
+    Each ``put()`` batch becomes one encoded chunk, written to the file by a writer thread
+    while the next batch is converted (the write system call releases the GIL). One chunk
+    at most is in flight: ``put()`` waits for the previous write first, and ``flush()``
+    waits for the last one, so the fsync before an offset commit covers every record put,
+    and a failed write fails the next ``put()`` or ``flush()`` before offsets move.
+    """
 
     def __init__(self) -> None:
         """Create an unstarted task."""
         self._filename: str | None = None
-        self._out: TextIO | None = None
+        self._out: BinaryIO | None = None
+        self._writer: ThreadPoolExecutor | None = None
+        self._pending: Future[int] | None = None
 
     def version(self) -> str:
         """Return the copycat-file version."""
@@ -110,52 +120,83 @@ class FileStreamSinkTask(SinkTask):
         """
         self._filename = CONFIG_DEF.parse(props)[FILE_CONFIG] or None
         if self._filename is None:
-            self._out = sys.stdout
-            return
+            return  # stdout: written synchronously
         try:
-            self._out = open(  # noqa: SIM115 - closed in stop()
-                self._filename, "a", encoding="utf-8", errors="replace", buffering=WRITE_BUFFER_BYTES
-            )
+            self._out = open(self._filename, "ab", buffering=WRITE_BUFFER_BYTES)  # noqa: SIM115
         except OSError as exc:
             raise ConnectException(
                 f"Couldn't find or create file '{self._filename}' for FileStreamSinkTask: {exc.strerror or exc}"
             ) from exc
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="file-sink-writer")
 
     def put(self, records: Sequence[SinkRecord]) -> None:
-        """Buffer one line per record: the value as text, ``null`` for a null value (as
-        Kafka's FileStreamSinkTask prints it)."""
-        out = self._out
-        if out is None or not records:
+        """Write one line per record: the value as text, ``null`` for a null value (as
+        Kafka's FileStreamSinkTask prints it).
+
+        Raises:
+            ConnectException: If the previous batch's write failed.
+        """
+        if not records:
             return
         # One join and one write per batch: a per-record f"{value}\n" costs more than the
         # write itself for 1 KiB lines.
         lines = [value if type(value) is str else _as_text(value)
                  for value in [record.value for record in records]]
         lines.append("")
-        out.write("\n".join(lines))
+        text = "\n".join(lines)
+        if self._writer is None or self._out is None:
+            sys.stdout.write(text)
+            return
+        chunk = text.encode("utf-8", "replace")
+        self._wait_for_write()
+        self._pending = self._writer.submit(self._out.write, chunk)
 
-    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
-        """Flush the buffer and fsync the file, so committed offsets never outrun the data.
-
-        Raises:
-            ConnectException: If the write or fsync fails.
-        """
-        out = self._out
-        if out is None:
+    def _wait_for_write(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is None:
             return
         try:
-            out.flush()
-            if out is not sys.stdout:
-                os.fsync(out.fileno())
+            pending.result()
+        except OSError as exc:
+            raise ConnectException(f"Failed to write to file '{self._filename}': {exc}") from exc
+
+    def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
+        """Wait for the last write, flush the buffer and fsync the file, so committed offsets
+        never outrun the data.
+
+        Raises:
+            ConnectException: If a write, the flush or the fsync fails.
+        """
+        self._wait_for_write()
+        try:
+            if self._out is None:
+                sys.stdout.flush()
+            else:
+                self._out.flush()
+                os.fsync(self._out.fileno())
         except OSError as exc:
             raise ConnectException(f"Failed to flush file '{self._filename or 'stdout'}': {exc}") from exc
 
     def stop(self) -> None:
-        """Flush and close the file (stdout is only flushed)."""
+        """Finish the last write, then flush and close the file (stdout is only flushed).
+
+        A write or close that fails here is logged: its records were never flushed, so their
+        offsets were not committed and they are delivered again.
+        """
+        writer, self._writer = self._writer, None
         out, self._out = self._out, None
-        if out is None:
+        pending, self._pending = self._pending, None
+        if writer is None:
+            sys.stdout.flush()
             return
-        if out is sys.stdout:
-            out.flush()
-        else:
-            out.close()
+        try:
+            if pending is not None:
+                pending.result()
+        except OSError as exc:
+            log.warning("FileStreamSinkTask: last write to '%s' failed: %s", self._filename, exc)
+        writer.shutdown(wait=True)
+        if out is not None:
+            try:
+                out.close()
+            except OSError as exc:
+                log.warning("FileStreamSinkTask: closing '%s' failed: %s", self._filename, exc)
