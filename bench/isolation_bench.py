@@ -79,7 +79,11 @@ def _median_s(fn, rounds: int = ROUNDS) -> float:
 
 
 def main() -> None:
-    work = Path(tempfile.mkdtemp(prefix="copycat-bench-"))
+    with tempfile.TemporaryDirectory(prefix="copycat-bench-") as tmp:
+        run(Path(tmp))
+
+
+def run(work: Path) -> None:
     house = work / "wheelhouse"
     build_wheel(house, "benchdep", "1.0", {"benchdep/__init__.py": "X = 1\n"})
     whl = build_wheel(house, "bench-plugin", "1.0", {"bench_plugin.py": BENCH_PLUGIN},
