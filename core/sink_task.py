@@ -29,8 +29,13 @@ log = logging.getLogger("copycat.sink")
 # Records handed to one put(): large enough that the host round trip (~7 us) is noise,
 # small enough that a put() of 1 KiB records stays a few MB.
 MAX_RECORDS_PER_PUT = 2_000
-# How long one consume() waits for records before the loop checks commits and stop requests.
+# How long the loop waits for a first record, while the host is idle, before it checks
+# commits and stop requests.
 CONSUME_TIMEOUT_S = 0.2
+# While the host works on a put(), how long the loop waits to fill the next batch before it
+# settles that put(). librdkafka's batch consume waits for the whole count, unlike the Java
+# consumer's poll(); waiting CONSUME_TIMEOUT_S here held every burst's last put() back 200 ms.
+BUSY_CONSUME_TIMEOUT_S = 0.01
 # Backoff before a put() that raised RetriableException is retried with the same batch, when
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
@@ -189,7 +194,18 @@ class SinkTaskLoop:
     def _consume(self) -> list[tuple[Any, ...]]:
         if self._pending_seeks:
             self._apply_seeks()
-        messages = self.consumer.consume(MAX_RECORDS_PER_PUT, CONSUME_TIMEOUT_S)
+        consumer = self.consumer
+        if self.host.pending:
+            # The host is busy with the previous batch: gather the next one meanwhile.
+            messages = consumer.consume(MAX_RECORDS_PER_PUT, BUSY_CONSUME_TIMEOUT_S)
+        else:
+            # The host is idle: as the Java consumer's poll() does, hand over whatever has
+            # arrived as soon as there is anything, rather than waiting for a full batch.
+            messages = consumer.consume(MAX_RECORDS_PER_PUT, 0)
+            if not messages:
+                first = consumer.poll(CONSUME_TIMEOUT_S)
+                if first is not None:
+                    messages = [first, *consumer.consume(MAX_RECORDS_PER_PUT - 1, 0)]
         self._raise_if_failed()
         batch = []
         for msg in messages:

@@ -140,3 +140,39 @@ def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
     assert out.read_text().splitlines() == [f"v-{i}" for i in range(3000)]
     assert committed(bootstrap_servers, f"connect-{name}", topic_name) == 3000
     assert name not in worker.connectors
+
+
+def test_records_are_put_without_waiting_to_fill_a_batch(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    dev_broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """librdkafka's batch consume waits for the whole count; the loop must not, or a burst's
+    last records (and a lone record on a quiet topic) wait out the consume timeout."""
+    from core import sink_task
+
+    monkeypatch.setattr(sink_task, "CONSUME_TIMEOUT_S", 30.0)  # far beyond the waits below
+    dev_broker.create_topic(topic_name, partitions=1)
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    for i in range(sink_task.MAX_RECORDS_PER_PUT + 500):  # a full batch and a partial one
+        producer.produce(topic_name, f"v-{i}".encode())
+    producer.flush(10)
+    out = tmp_path / "out.txt"
+    name = f"prompt-{topic_name}"
+    worker = _worker(catalogue, bootstrap_servers)
+    worker.start_connector(name, {"name": name, "connector.class": "FileStreamSink",
+                                  "topics": topic_name, "file": str(out)})
+    worker.start_task(name, 0, worker.task_configs(name)[0])
+    loop = worker.connectors[name].tasks[0].loop
+    try:
+        total = sink_task.MAX_RECORDS_PER_PUT + 500
+        wait_for(lambda: loop.records_put == total, 15, "the partial batch put and settled")
+        producer.produce(topic_name, b"lone")
+        producer.flush(10)
+        wait_for(lambda: loop.records_put == total + 1, 10, "the lone record put")
+    finally:
+        monkeypatch.setattr(sink_task, "CONSUME_TIMEOUT_S", 0.2)
+        producer.produce(topic_name, b"wake")  # ends a poll still waiting on the long timeout
+        producer.flush(10)
+        worker.stop()
+    rows = out.read_text().splitlines()
+    assert rows[:total + 1] == [f"v-{i}" for i in range(total)] + ["lone"]
