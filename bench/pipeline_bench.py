@@ -32,7 +32,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from core.bundled import ensure_bundled_plugins  # noqa: E402
 from core.devbroker import DevBroker  # noqa: E402
-from core.kafka import SOURCE_PRODUCER_DEFAULTS  # noqa: E402
+from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS  # noqa: E402
 from core.offsets import MemoryOffsetStore  # noqa: E402
 from core.plugins import PluginCatalogue  # noqa: E402
 from core.worker import Worker  # noqa: E402
@@ -117,19 +117,23 @@ def warm(bootstrap: str, topic: str, count: int, partitions: int = 1) -> None:
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen = 0
     while seen < count:
-        seen += sum(1 for m in consumer.consume(10_000, 1.0) if m.error() is None)
+        seen += sum(1 for m in consumer.consume(min(10_000, count - seen), 1.0)
+                    if m.error() is None)
     consumer.close()
 
 
 def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> float:
+    # The sink consumer's own settings: with librdkafka's default fetch.queue.backoff.ms
+    # (1 s) the bare loop idles a second whenever its queue fills, and loses to Copycat.
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bare-{topic}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+                         **SINK_CONSUMER_DEFAULTS})
     consumer.assign([TopicPartition(topic, 0, 0)])
     seen = 0
     start = None
     with open(out, "wb") as fh:
         while seen < count:
-            for msg in consumer.consume(2000, 1.0):
+            # Never ask for more than remain: librdkafka's consume() waits for the whole count.
+            for msg in consumer.consume(min(2000, count - seen), 1.0):
                 if msg.error() is None:
                     if start is None:
                         start = time.perf_counter()
