@@ -26,6 +26,7 @@ from isolation import PluginEnvironment  # noqa: E402
 from isolation.host import HOSTSIDE_DIR  # noqa: E402
 
 sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host sees them
+from copycat_batch import ConsumedBatch  # noqa: E402
 from copycat_pipeline import (  # noqa: E402
     HostSinkTaskContext,
     Pipeline,
@@ -125,7 +126,8 @@ def run(work: Path) -> None:
 
     # -- RPC throughput ----------------------------------------------------------------------
     payload = b"x" * RECORD_BYTES
-    batch = [("bench", 0, i, 0, 1, None, payload, None) for i in range(BATCH)]
+    batch = ConsumedBatch.from_rows(
+        ("bench", 0, i, 0, 1, None, payload, None) for i in range(BATCH)).wire()
     host = env.start_host("bench-rpc")
     sink = host.next_handle()
     host.request("start_sink_task", sink, "bench_plugin:CountingSinkTask", {}, {})

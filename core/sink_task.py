@@ -22,6 +22,7 @@ from plugin_api import ConnectException, RetriableException
 
 from core.errors import ErrorReporter, retry_backoff_s
 from core.kafka import wrap_kafka_error
+from isolation._hostside.copycat_batch import ConsumedBatch
 from isolation.host import PluginHost
 
 log = logging.getLogger("copycat.sink")
@@ -77,11 +78,11 @@ class SinkTaskLoop:
         self._committed: dict[tuple[str, int], int] = {}
         self._assigned: set[tuple[str, int]] = set()
         self._paused_by_task: set[tuple[str, int]] = set()
-        self._retry_batch: list[tuple[Any, ...]] | None = None
-        self._next: list[tuple[Any, ...]] | None = None  # consumed, not yet handed to put()
+        self._retry_batch: ConsumedBatch | None = None
+        self._next: ConsumedBatch | None = None  # consumed, not yet handed to put()
         self._next_frame: tuple[bytes, bytes] | None = None  # put() request for _next, serialized
-        self._inflight: list[tuple[Any, ...]] | None = None  # in put() in the host now
-        self._unaccounted: list[tuple[Any, ...]] | None = None  # put, positions not yet noted
+        self._inflight: ConsumedBatch | None = None  # in put() in the host now
+        self._unaccounted: ConsumedBatch | None = None  # put, positions not yet noted
         self._retry_at = 0.0
         self._commit_requested = False
         self._pending_seeks: dict[tuple[str, int], int] = {}
@@ -91,7 +92,7 @@ class SinkTaskLoop:
         self._retry_attempt = 0
         # Batches already put: the errant record reporter may report records of these.
         reporting = errors is not None and (errors.tolerate_all or errors.dlq_topic is not None)
-        self._recent: collections.deque[list[tuple[Any, ...]]] = collections.deque(
+        self._recent: collections.deque[ConsumedBatch] = collections.deque(
             maxlen=RECENT_BATCHES_FOR_REPORTS if reporting else 0)
         self.records_put = 0
 
@@ -173,7 +174,7 @@ class SinkTaskLoop:
             if self._clock() >= self._retry_at:
                 batch, self._retry_batch = self._retry_batch, None
                 self._inflight = batch
-                self.host.submit("put", self.handle, batch)
+                self.host.submit("put", self.handle, batch.wire())
             else:
                 time.sleep(min(0.05, max(0.0, self._retry_at - self._clock())))
         elif self._next:
@@ -181,7 +182,7 @@ class SinkTaskLoop:
             frame, self._next_frame = self._next_frame, None
             self._inflight = batch
             if frame is None:
-                self.host.submit("put", self.handle, batch)
+                self.host.submit("put", self.handle, batch.wire())
             else:
                 self.host.submit_encoded("put", frame)
         else:
@@ -191,7 +192,7 @@ class SinkTaskLoop:
             self.commit(asynchronous=True)
         return count
 
-    def _consume(self) -> list[tuple[Any, ...]]:
+    def _consume(self) -> ConsumedBatch:
         if self._pending_seeks:
             self._apply_seeks()
         consumer = self.consumer
@@ -207,19 +208,18 @@ class SinkTaskLoop:
                 if first is not None:
                     messages = [first, *consumer.consume(MAX_RECORDS_PER_PUT - 1, 0)]
         self._raise_if_failed()
-        batch = []
-        for msg in messages:
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    continue
-                raise wrap_kafka_error(err, f"sink task {self.name} consumer")
-            ts_type, ts = msg.timestamp()
-            batch.append((msg.topic(), msg.partition(), msg.offset(),
-                          ts if ts_type else None, ts_type, msg.key(), msg.value(),
-                          msg.headers()))
+        errors = [msg.error() for msg in messages]
+        if errors.count(None) != len(errors):
+            clean = []
+            for msg, err in zip(messages, errors):
+                if err is None:
+                    clean.append(msg)
+                elif err.code() != KafkaError._PARTITION_EOF:
+                    raise wrap_kafka_error(err, f"sink task {self.name} consumer")
+            messages = clean
+        batch = ConsumedBatch.from_messages(messages)
         # Serialized now, while the host is busy with the previous batch.
-        self._next_frame = self.host.encode("put", self.handle, batch) if batch else None
+        self._next_frame = self.host.encode("put", self.handle, batch.wire()) if batch else None
         return batch
 
     def _collect(self) -> int:
@@ -255,13 +255,11 @@ class SinkTaskLoop:
         if batch is None:
             return 0
         self._recent.append(batch)
-        current = self._current
-        for row in batch:
-            current[row[0], row[1]] = row[2] + 1
+        self._current.update(batch.positions())
         self.records_put += len(batch)
         return len(batch)
 
-    def _retry_later(self, batch: list[tuple[Any, ...]] | None,
+    def _retry_later(self, batch: ConsumedBatch | None,
                      exc: RetriableException) -> None:
         """Redeliver the same batch later, as Kafka Connect does; nothing more is consumed
         meanwhile. Backoff doubles up to errors.retry.delay.max.ms; past a positive
@@ -289,7 +287,7 @@ class SinkTaskLoop:
         self._retry_batch = batch
         self._retry_at = now + delay
 
-    def _report(self, batch: list[tuple[Any, ...]], failed: list[tuple[Any, ...]],
+    def _report(self, batch: ConsumedBatch, failed: list[tuple[Any, ...]],
                 reported: list[tuple[Any, ...]]) -> None:
         if reported and (self.errors is None or not self.errors.tolerate_all):
             topic, partition, offset, _stage, _cls, exc_class, message, _trace = reported[0]
@@ -299,7 +297,7 @@ class SinkTaskLoop:
                 "errors.tolerance is none"
             )
         if self.errors is not None:
-            rows = itertools.chain(batch, *self._recent)
+            rows = itertools.chain.from_iterable(b.rows() for b in (batch, *self._recent))
             self.errors.report_sink(rows, failed + reported)
 
     def _drain(self) -> None:
@@ -312,15 +310,9 @@ class SinkTaskLoop:
         """Take prefetched records of ``partitions`` back, to be read again (or dropped)."""
         if not self._next:
             return
-        keep, first = [], {}
-        for row in self._next:
-            tp = (row[0], row[1])
-            if tp in partitions:
-                first.setdefault(tp, row[2])
-            else:
-                keep.append(row)
-        self._next = keep
-        self._next_frame = None  # the batch changed: serialized again when submitted
+        self._next, first = self._next.without(partitions)
+        if first:
+            self._next_frame = None  # the batch changed: serialized again when submitted
         if rewind:
             for tp, offset in first.items():
                 self._pending_seeks.setdefault(tp, offset)

@@ -40,6 +40,7 @@ from plugin_api import (
 )
 from plugin_api.connector import freeze_partition
 
+from copycat_batch import ConsumedBatch
 from copycat_errors import (
     HEADER_CONVERTER,
     KEY_CONVERTER,
@@ -54,6 +55,21 @@ from copycat_errors import (
 Callback = Callable[[str, tuple[Any, ...]], Any]
 
 _TIMESTAMP_TYPES = list(TimestampType)
+# Values that records may share: nothing a task or SMT does to one record changes another.
+_IMMUTABLE = frozenset({type(None), str, bytes, int, float, bool})
+
+
+def _convert_column(converter: Converter | None, topic: str, data: list[Any],
+                    headers: list[Headers | None]) -> Any:
+    """``(schema, value)`` per entry of ``data``: the converter's batch method where it has one
+    (a converter need not derive from plugin_api's Converter), else one call per entry."""
+    if converter is None:
+        return zip(itertools.repeat(None), data)
+    batch = getattr(converter, "to_connect_data_batch", None)
+    if batch is not None:
+        return batch(topic, data, headers)  # type: ignore[no-any-return]
+    convert = converter.to_connect_data
+    return [convert(topic, value, h) for value, h in zip(data, headers)]
 
 
 class TransformStage:
@@ -363,31 +379,30 @@ class SinkRunner:
         self.pipeline = pipeline
         self.context = context
         self.errors = errors or ErrorPolicy()
+        self._transform = self._make_transform()
         self._convert = self._make_converter()
         if context._reporter is not None:
             context._reporter.task_class = f"{type(task).__module__}.{type(task).__qualname__}"
 
-    def put(self, batch: Sequence[tuple[Any, ...]]) -> dict[str, Any]:
-        """``batch`` holds ``(topic, partition, offset, timestamp, ts_type, key, value, headers)``.
+    def put(self, wire: Sequence[Any]) -> dict[str, Any]:
+        """``wire`` is a :class:`ConsumedBatch`'s :meth:`~ConsumedBatch.wire` tuple.
 
         Returns the task's context actions, plus ``failed``: ``(topic, partition, offset,
         stage, class, exception class, message, stack trace)`` for each record whose
         conversion or transformation failed and was tolerated (it is not put).
         """
-        records = []
+        batch = ConsumedBatch.from_wire(wire)
+        records: list[SinkRecord] = []
         failed: list[tuple[Any, ...]] = []
-        convert = self._convert
-        for row in batch:
-            try:
-                record = convert(row)
-            except StageFailure as failure:
-                where = f"record {row[0]}-{row[1]}@{row[2]}"
-                record = self.errors.recover(lambda r=row: convert(r), failure, where)
-                if isinstance(record, StageFailure):
-                    failed.append((row[0], row[1], row[2], *record.info()))
-                    continue
-            if record is not None:
-                records.append(record)
+        if not self._convert_columns(batch, records, failed):
+            convert = self._convert
+            for row in batch.rows():
+                try:
+                    record = convert(row)
+                except StageFailure as failure:
+                    record = self._recover(row, failure, failed)
+                if record is not None:
+                    records.append(record)
         try:
             self.task.put(records)
         except RetriableException as exc:
@@ -400,10 +415,118 @@ class SinkRunner:
         actions["failed"] = failed
         return actions
 
+    def _recover(self, row: tuple[Any, ...], failure: StageFailure,
+                 failed: list[tuple[Any, ...]]) -> SinkRecord | None:
+        """Retry a record whose conversion or transformation failed (errors.retry.*); a failure
+        that is tolerated is added to ``failed`` (None returned), one that is not raises."""
+        convert = self._convert
+        where = f"record {row[0]}-{row[1]}@{row[2]}"
+        record = self.errors.recover(lambda: convert(row), failure, where)
+        if isinstance(record, StageFailure):
+            failed.append((row[0], row[1], row[2], *record.info()))
+            return None
+        return record  # type: ignore[no-any-return]
+
+    def _convert_columns(self, batch: ConsumedBatch, records: list[SinkRecord],
+                         failed: list[tuple[Any, ...]]) -> bool:
+        """Convert a batch of one topic and no headers column by column: each converter sees
+        a whole column at once (``Converter.to_connect_data_batch``) and records are built
+        without a constructor call. Returns False, having added nothing, when the batch does
+        not qualify or a converter raised on a column: the per-record path then converts it
+        again and attributes the failure to its record.
+        """
+        topic = batch.topics
+        size = batch.size
+        if type(topic) is not str or batch.headers is not None or not size:
+            return False
+        pipeline = self.pipeline
+        no_headers = [None] * size
+        kc, vc = pipeline.key_converter, pipeline.value_converter
+        try:
+            if type(batch.keys) is list:
+                key_pairs = _convert_column(kc, topic, batch.keys, no_headers)
+            elif kc is None:
+                key_pairs = itertools.repeat((None, batch.keys), size)
+            else:
+                # One key for the whole batch (usually none): converters are pure functions
+                # of their input (plugin_api.Converter), so it is converted once, and shared
+                # by the records if immutable (a task may change a record's map in place).
+                pair = kc.to_connect_data(topic, batch.keys, None)
+                if type(pair[1]) in _IMMUTABLE:
+                    key_pairs = itertools.repeat(pair, size)
+                else:
+                    key_pairs = _convert_column(kc, topic, [batch.keys] * size, no_headers)
+            value_pairs = _convert_column(vc, topic, batch.values, no_headers)
+        except Exception:
+            return False
+        for converter, pairs in ((kc, key_pairs), (vc, value_pairs)):
+            if type(pairs) is list and len(pairs) != size:  # zip() would drop records
+                raise ConnectException(
+                    f"{type(converter).__qualname__}.to_connect_data_batch returned "
+                    f"{len(pairs)} results for {size} records of topic {topic}")
+        types = batch.timestamp_types
+        type_column: Iterable[Any]
+        if type(types) is list:
+            type_column = [_TIMESTAMP_TYPES[t] for t in types]
+        else:
+            type_column = itertools.repeat(_TIMESTAMP_TYPES[types], size)
+        transform = self._transform
+        new, cls, append = object.__new__, SinkRecord, records.append
+        for (index, partition, offset, timestamp, timestamp_type, (key_schema, key),
+             (value_schema, value)) in zip(itertools.count(), batch.column("partitions"),
+                                           batch.offsets, batch.column("timestamps"),
+                                           type_column, key_pairs, value_pairs):
+            # SinkRecord's constructor, inlined (a third of the per-record cost otherwise);
+            # tests/unit/isolation/test_sink_columns.py checks it sets every slot as the
+            # constructor does.
+            record = new(cls)
+            record.topic = topic
+            record.kafka_partition = partition
+            record.key_schema = key_schema
+            record.key = key
+            record.value_schema = value_schema
+            record.value = value
+            record.timestamp = timestamp
+            record._headers = None
+            record.kafka_offset = offset
+            record.timestamp_type = timestamp_type
+            record.original_topic = topic
+            record.original_kafka_partition = partition
+            record.original_kafka_offset = offset
+            if transform is not None:
+                try:
+                    record = transform(record)
+                except StageFailure as failure:
+                    row = next(itertools.islice(batch.rows(), index, None))
+                    record = self._recover(row, failure, failed)
+                if record is None:
+                    continue
+            append(record)
+        return True
+
+    def _make_transform(self) -> Callable[[Any], Any] | None:
+        """The SMT chain as one function (None without transforms); a failing stage raises
+        StageFailure, a stage that drops the record returns None."""
+        stages = tuple(self.pipeline.stages)
+        if not stages:
+            return None
+
+        def transform(record: Any) -> Any:
+            for stage in stages:
+                try:
+                    record = stage.apply(record)
+                except Exception as exc:
+                    raise StageFailure(TRANSFORMATION, stage.transform, exc) from exc
+                if record is None:
+                    return None
+            return record
+
+        return transform
+
     def _make_converter(self) -> Callable[[tuple[Any, ...]], SinkRecord | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""
         pipeline = self.pipeline
-        stages = tuple(pipeline.stages)
+        transform = self._transform
         kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
         timestamp_types = _TIMESTAMP_TYPES
 
@@ -433,16 +556,9 @@ class SinkRunner:
                     vs, vv = vc.to_connect_data(topic, value, headers)
                 except Exception as exc:
                     raise StageFailure(VALUE_CONVERTER, vc, exc) from exc
-            record: Any = SinkRecord(topic, partition, ks, kv, vs, vv, offset, timestamp,
-                                     timestamp_types[ts_type], headers)
-            for stage in stages:
-                try:
-                    record = stage.apply(record)
-                except Exception as exc:
-                    raise StageFailure(TRANSFORMATION, stage.transform, exc) from exc
-                if record is None:
-                    return None
-            return record  # type: ignore[no-any-return]
+            record = SinkRecord(topic, partition, ks, kv, vs, vv, offset, timestamp,
+                                timestamp_types[ts_type], headers)
+            return record if transform is None else transform(record)
 
         return convert
 

@@ -10,7 +10,7 @@ connector's ``errors.tolerance`` setting; it never crashes the worker.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Generic, TypeVar
 
 from plugin_api._schema import Schema, SchemaAndValue
@@ -69,6 +69,22 @@ class Converter(Versioned, ABC):
         self, topic: str, data: bytes | None, headers: Headers | None = None
     ) -> SchemaAndValue:
         """Deserialize ``data`` consumed from ``topic``."""
+
+    def to_connect_data_batch(
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
+    ) -> Sequence[SchemaAndValue]:
+        """Deserialize a batch of records consumed from ``topic``, one result per entry of
+        ``data`` (``headers[i]`` belongs to ``data[i]``), in order.
+
+        The default calls :meth:`to_connect_data` for each record. Override it when a batch
+        is cheaper than its records one by one; the results must be what
+        :meth:`to_connect_data` gives for each record. If it raises, the worker converts
+        the batch again record by record, so that the error is reported against the record
+        that caused it (``errors.tolerance``, dead letter queue).
+        """
+        convert = self.to_connect_data
+        return [convert(topic, value, record_headers)
+                for value, record_headers in zip(data, headers, strict=True)]
 
     def config(self) -> ConfigDef:
         """Return the definition of the converter's settings (default: none)."""

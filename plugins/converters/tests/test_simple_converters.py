@@ -100,3 +100,25 @@ def test_entry_points_are_declared() -> None:
     converters = {ep.name: ep.value for ep in entry_points(group="copycat.converters")}
     assert converters["JsonConverter"] == "copycat_converters:JsonConverter"
     assert {"StringConverter", "ByteArrayConverter"} <= converters.keys()
+
+
+BATCH_INPUTS = [b"plain", "héllo".encode(), b"", None, b"\xff\xfe bad", bytearray(b"ba"),
+                memoryview(b"mv")]
+
+
+@pytest.mark.parametrize("data", [BATCH_INPUTS, BATCH_INPUTS[:3], [None, None]],
+                         ids=["mixed", "valid", "nulls"])
+@pytest.mark.parametrize("encoding", ["UTF-8", "latin-1"])
+def test_string_batch_gives_what_each_record_gives(data: list, encoding: str) -> None:
+    converter = string_converter(converter_encoding=encoding)
+    expected = [converter.to_connect_data("t", value) for value in data]
+    result = converter.to_connect_data_batch("t", data, [None] * len(data))
+    assert result == expected
+    assert all(isinstance(pair, type(expected[0])) for pair in result)
+
+
+def test_bytearray_batch_gives_what_each_record_gives() -> None:
+    converter = ByteArrayConverter()
+    data = [b"a", None, b""]
+    assert converter.to_connect_data_batch("t", data, [None] * 3) == \
+        [converter.to_connect_data("t", value) for value in data]

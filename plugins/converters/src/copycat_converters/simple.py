@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import codecs
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from plugin_api import (
     OPTIONAL_BYTES_SCHEMA,
@@ -116,6 +116,20 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
             text = data.decode(self._encoding, "replace")
         return _new_tuple(SchemaAndValue, (OPTIONAL_STRING_SCHEMA, text))  # type: ignore[no-any-return]
 
+    def to_connect_data_batch(
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
+    ) -> Sequence[SchemaAndValue]:
+        """:meth:`to_connect_data` of each entry, in one comprehension when all are valid UTF-8
+        ``bytes`` (a third of the per-record cost)."""
+        if self._utf8:
+            try:
+                return [_new_tuple(SchemaAndValue, (OPTIONAL_STRING_SCHEMA, value.decode()))
+                        for value in data]
+            except (AttributeError, UnicodeDecodeError):
+                pass  # None, a memoryview or invalid UTF-8 somewhere: record by record
+        convert = self.to_connect_data
+        return [convert(topic, value, None) for value in data]
+
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
         """Same as :meth:`from_connect_data`."""
         return self.from_connect_data(topic, schema, value)
@@ -158,6 +172,12 @@ class ByteArrayConverter(VersionedPlugin, Converter, HeaderConverter):
     def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
         """Return ``(OPTIONAL_BYTES_SCHEMA, data)``."""
         return SchemaAndValue(OPTIONAL_BYTES_SCHEMA, data)
+
+    def to_connect_data_batch(
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
+    ) -> Sequence[SchemaAndValue]:
+        """:meth:`to_connect_data` of each entry, without a call per record."""
+        return [_new_tuple(SchemaAndValue, (OPTIONAL_BYTES_SCHEMA, value)) for value in data]
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
         """Same as :meth:`from_connect_data`."""
