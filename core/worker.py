@@ -167,6 +167,7 @@ class Worker:
         self._restart_attempts: dict[tuple[str, int], int] = {}
         # Task loops allocate and free a batch of records at a time (isolation/allocator.py).
         allocator.tune_this_process()
+        allocator.tune_gc()
 
     # -- connectors ------------------------------------------------------------------------
 

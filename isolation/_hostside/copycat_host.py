@@ -14,6 +14,7 @@ worker relays to its log and keeps the tail of for crash reports.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import threading
@@ -44,6 +45,10 @@ from plugin_api import (
     SourceTask,
 )
 from plugin_api.config import config_infos
+
+# The young-generation threshold of the cyclic collector: the worker's value, see
+# isolation/allocator.py (this module may import only the standard library and plugin_api).
+GC_YOUNG_THRESHOLD = 50_000
 
 
 class HostConnectorContext(ConnectorContext):
@@ -337,6 +342,11 @@ def main(argv: list[str]) -> None:
     regions = [wire.SharedRegion(int(fd)) for fd in argv[2:4]] or [None, None]
     # Plugin prints must never reach a channel; stdout is also the worker's stderr relay.
     sys.stdout = sys.stderr
+    # The worker's setting (isolation/allocator.py, GC_YOUNG_THRESHOLD): a put() or poll()
+    # batch would otherwise start several young collections and make full ones frequent.
+    young, *older = gc.get_threshold()
+    if 0 < young < GC_YOUNG_THRESHOLD:
+        gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
     Host(in_fd, out_fd, *regions).serve()
 
 

@@ -43,3 +43,25 @@ def test_the_operators_choice_wins_in_this_process() -> None:
     tuned = subprocess.run([sys.executable, "-c", code.replace("is False else 3", "else 3")],
                            env={"PATH": "/usr/bin:/bin"}, cwd=".", check=False)
     assert tuned.returncode == 0
+
+
+def test_the_young_gc_threshold_is_raised_in_a_worker_and_its_plugin_hosts() -> None:
+    from isolation.host import PluginHost
+
+    code = ("import gc; gc.set_threshold(700, 10, 10); from isolation import allocator; "
+            "allocator.tune_gc(); print(gc.get_threshold())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=".", check=True,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == f"({allocator.GC_YOUNG_THRESHOLD}, 10, 10)"
+    # Disabled (0) or already higher: left alone.
+    code = ("import gc; gc.set_threshold(0); from isolation import allocator; "
+            "allocator.tune_gc(); print(gc.get_threshold()[0])")
+    assert subprocess.run([sys.executable, "-c", code], cwd=".", check=True,
+                          capture_output=True, text=True).stdout.strip() == "0"
+
+    host = PluginHost(sys.executable, name="gc-test", isolated_site=True)
+    host.start()
+    try:
+        assert host.request("eval", "gc:get_threshold")[0] == allocator.GC_YOUNG_THRESHOLD
+    finally:
+        host.close()
