@@ -72,15 +72,16 @@ class Converter(Versioned, ABC):
 
     def to_connect_data_batch(
         self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
-    ) -> Sequence[SchemaAndValue]:
-        """Deserialize a batch of records consumed from ``topic``, one result per entry of
-        ``data`` (``headers[i]`` belongs to ``data[i]``), in order.
+    ) -> Sequence[tuple[Schema | None, object]]:
+        """Deserialize a batch of records consumed from ``topic``: one ``(schema, value)``
+        pair per entry of ``data`` (``headers[i]`` belongs to ``data[i]``), in order.
 
         The default calls :meth:`to_connect_data` for each record. Override it when a batch
-        is cheaper than its records one by one; the results must be what
-        :meth:`to_connect_data` gives for each record. If it raises, the worker converts
-        the batch again record by record, so that the error is reported against the record
-        that caused it (``errors.tolerance``, dead letter queue).
+        is cheaper than its records one by one; each pair must equal what
+        :meth:`to_connect_data` gives for its record, but may be a plain tuple (building
+        a ``SchemaAndValue`` costs more than decoding 100 bytes). If it raises, the runtime
+        converts the batch again record by record, so that the error is reported against
+        the record that caused it (``errors.tolerance``, dead letter queue).
         """
         convert = self.to_connect_data
         return [convert(topic, value, record_headers)

@@ -113,12 +113,12 @@ def test_string_batch_gives_what_each_record_gives(data: list, encoding: str) ->
     converter = string_converter(converter_encoding=encoding)
     expected = [converter.to_connect_data("t", value) for value in data]
     result = converter.to_connect_data_batch("t", data, [None] * len(data))
-    assert result == expected
-    assert all(isinstance(pair, type(expected[0])) for pair in result)
+    assert [tuple(pair) for pair in result] == [tuple(pair) for pair in expected]
+    assert all(type(value) is type(pair.value) for (_, value), pair in zip(result, expected))
 
 
 def test_bytearray_batch_gives_what_each_record_gives() -> None:
     converter = ByteArrayConverter()
     data = [b"a", None, b""]
-    assert converter.to_connect_data_batch("t", data, [None] * 3) == \
-        [converter.to_connect_data("t", value) for value in data]
+    assert [tuple(pair) for pair in converter.to_connect_data_batch("t", data, [None] * 3)] == \
+        [tuple(converter.to_connect_data("t", value)) for value in data]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 
 from plugin_api import (
     OPTIONAL_BYTES_SCHEMA,
@@ -118,15 +119,14 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
 
     def to_connect_data_batch(
         self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
-    ) -> Sequence[SchemaAndValue]:
-        """:meth:`to_connect_data` of each entry, in one comprehension when all are valid UTF-8
-        ``bytes`` (a third of the per-record cost)."""
+    ) -> Sequence[tuple[Schema | None, object]]:
+        """:meth:`to_connect_data` of each entry, as plain pairs, decoded in one pass when all
+        are UTF-8 ``bytes`` (a quarter of the per-record cost)."""
         if self._utf8:
             try:
-                return [_new_tuple(SchemaAndValue, (OPTIONAL_STRING_SCHEMA, value.decode()))
-                        for value in data]
-            except (AttributeError, UnicodeDecodeError):
-                pass  # None, a memoryview or invalid UTF-8 somewhere: record by record
+                return list(zip(repeat(OPTIONAL_STRING_SCHEMA), map(bytes.decode, data)))
+            except (TypeError, UnicodeDecodeError):
+                pass  # None, a bytearray or invalid UTF-8 somewhere: record by record
         convert = self.to_connect_data
         return [convert(topic, value, None) for value in data]
 
@@ -175,9 +175,9 @@ class ByteArrayConverter(VersionedPlugin, Converter, HeaderConverter):
 
     def to_connect_data_batch(
         self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
-    ) -> Sequence[SchemaAndValue]:
-        """:meth:`to_connect_data` of each entry, without a call per record."""
-        return [_new_tuple(SchemaAndValue, (OPTIONAL_BYTES_SCHEMA, value)) for value in data]
+    ) -> Sequence[tuple[Schema | None, object]]:
+        """:meth:`to_connect_data` of each entry, as plain pairs."""
+        return list(zip(repeat(OPTIONAL_BYTES_SCHEMA), data))
 
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
         """Same as :meth:`from_connect_data`."""
