@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from isolation import PluginEnvironment  # noqa: E402
+from isolation import PluginEnvironment, allocator  # noqa: E402
 from isolation.host import HOSTSIDE_DIR  # noqa: E402
 
 sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host sees them
@@ -144,7 +144,10 @@ def run(work: Path) -> None:
     assert count == BATCH * (ROUNDS + 0), f"sink saw {count} records"
     host.close()
 
-    # The same runner, in-process: what the boundary costs on top of the work itself.
+    # The same runner, in-process: what the boundary costs on top of the work itself. With
+    # the memory and GC settings a plugin host runs with (isolation/allocator.py).
+    allocator.tune_this_process()
+    allocator.tune_gc()
     sys.path.insert(0, str(env.import_path))
     import bench_plugin  # type: ignore[import-not-found]
 
