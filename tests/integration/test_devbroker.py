@@ -101,6 +101,22 @@ def _port_accepts_connections(port: int) -> bool:
         return False
 
 
+def _listening_socket_inodes(port: int) -> set[int]:
+    """Inodes of the TCP sockets listening on ``port`` (Linux /proc/net)."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], int(fields[9])
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(inode)
+    return inodes
+
+
 @pytest.fixture
 def own_broker() -> Iterator[DevBroker]:
     """A broker of the test's own, for tests that stop or break it."""
@@ -213,6 +229,10 @@ def test_broker_dies_when_its_parent_is_killed_with_sigkill() -> None:
         assert worker.stdout is not None
         broker_pid, port = map(int, worker.stdout.readline().split())
         assert not _process_gone(broker_pid)
+        # The broker's own listening sockets: once it is dead another broker of this test run
+        # (xdist) may bind the same port, so the check names sockets, not the port.
+        sockets = _listening_socket_inodes(port)
+        assert sockets, f"nothing listens on the broker's port {port}"
         os.kill(worker.pid, signal.SIGKILL)
         worker.wait(CLIENT_TIMEOUT_S)
 
@@ -220,7 +240,11 @@ def test_broker_dies_when_its_parent_is_killed_with_sigkill() -> None:
         while not _process_gone(broker_pid):
             assert time.monotonic() < deadline, f"broker pid {broker_pid} outlived its parent"
             time.sleep(0.05)
-        assert not _port_accepts_connections(port)
+        # The main thread shows as a zombie while the broker's other threads are still
+        # exiting, and its sockets close only when the last one is done: wait for those too.
+        while sockets & _listening_socket_inodes(port):
+            assert time.monotonic() < deadline, f"the broker's socket on port {port} outlived it"
+            time.sleep(0.05)
     finally:
         if worker.poll() is None:
             worker.kill()
