@@ -72,6 +72,26 @@ def _convert_column(converter: Converter | None, topic: str, data: list[Any],
     return [convert(topic, value, h) for value, h in zip(data, headers)]
 
 
+def _make_chain(stages: Iterable[TransformStage]) -> Callable[[Any], Any] | None:
+    """The SMT chain as one function, None without transforms: a failing stage raises
+    StageFailure, a stage that drops the record makes it return None."""
+    chain = tuple(stages)
+    if not chain:
+        return None
+
+    def transform(record: Any) -> Any:
+        for stage in chain:
+            try:
+                record = stage.apply(record)
+            except Exception as exc:
+                raise StageFailure(TRANSFORMATION, stage.transform, exc) from exc
+            if record is None:
+                return None
+        return record
+
+    return transform
+
+
 class TransformStage:
     """One ``transforms.<alias>`` entry: the SMT and its optional (negated) predicate."""
 
@@ -217,19 +237,14 @@ class SourceRunner:
     def _make_converter(self) -> Callable[[int, SourceRecord], tuple[Any, ...] | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""
         pipeline = self.pipeline
-        stages = tuple(pipeline.stages)
+        transform = _make_chain(pipeline.stages)
         kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
 
         def convert(seq: int, original: SourceRecord) -> tuple[Any, ...] | None:
             """The worker's row for one record (see :meth:`poll`), or None if dropped."""
-            record: Any = original
-            for stage in stages:
-                try:
-                    record = stage.apply(record)
-                except Exception as exc:
-                    raise StageFailure(TRANSFORMATION, stage.transform, exc) from exc
-                if record is None:
-                    return None
+            record: Any = original if transform is None else transform(original)
+            if record is None:
+                return None
             topic = record.topic
             headers = record._headers
             key, value = record.key, record.value
@@ -379,7 +394,7 @@ class SinkRunner:
         self.pipeline = pipeline
         self.context = context
         self.errors = errors or ErrorPolicy()
-        self._transform = self._make_transform()
+        self._transform = _make_chain(pipeline.stages)
         self._convert = self._make_converter()
         if context._reporter is not None:
             context._reporter.task_class = f"{type(task).__module__}.{type(task).__qualname__}"
@@ -503,25 +518,6 @@ class SinkRunner:
                     continue
             append(record)
         return True
-
-    def _make_transform(self) -> Callable[[Any], Any] | None:
-        """The SMT chain as one function (None without transforms); a failing stage raises
-        StageFailure, a stage that drops the record returns None."""
-        stages = tuple(self.pipeline.stages)
-        if not stages:
-            return None
-
-        def transform(record: Any) -> Any:
-            for stage in stages:
-                try:
-                    record = stage.apply(record)
-                except Exception as exc:
-                    raise StageFailure(TRANSFORMATION, stage.transform, exc) from exc
-                if record is None:
-                    return None
-            return record
-
-        return transform
 
     def _make_converter(self) -> Callable[[tuple[Any, ...]], SinkRecord | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""
