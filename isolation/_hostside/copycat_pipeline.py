@@ -128,13 +128,6 @@ class Pipeline:
         self.header_converter = header_converter
         self.stages = list(stages)
 
-    def transform(self, record: Any) -> Any:
-        for stage in self.stages:
-            record = stage.apply(record)
-            if record is None:
-                return None
-        return record
-
     def close(self) -> None:
         for stage in self.stages:
             stage.transform.close()
