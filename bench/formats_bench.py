@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import json
 import sys
-
-import orjson
 import time
 from pathlib import Path
+
+import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -30,10 +30,10 @@ from copycat_converters import JsonConverter  # noqa: E402
 from copycat_transforms.insert_field import InsertFieldValue  # noqa: E402
 from copycat_transforms.mask_field import MaskFieldValue  # noqa: E402
 from copycat_transforms.regex_router import RegexRouter  # noqa: E402
-from plugin_api import SchemaBuilder, SinkRecord, Struct  # noqa: E402
 
 from core.devbroker import DevBroker  # noqa: E402
 from core.schema_registry import SchemaRegistry  # noqa: E402
+from plugin_api import SchemaBuilder, SinkRecord, Struct  # noqa: E402
 
 RECORDS = 20_000
 BATCH = 2_000  # the sink loop's MAX_RECORDS_PER_PUT
@@ -51,17 +51,27 @@ def chain() -> list:
 
 
 def document(i: int) -> dict:
-    return {"id": i, "email": f"user{i}@example.com", "phone": "555-0100",
-            "credit_card": "4111111111111111", "city": "Oslo", "notes": "x" * 880}
+    return {
+        "id": i,
+        "email": f"user{i}@example.com",
+        "phone": "555-0100",
+        "credit_card": "4111111111111111",
+        "city": "Oslo",
+        "notes": "x" * 880,
+    }
 
 
-SCHEMA = (SchemaBuilder.struct().name("customer")
-          .field("id", SchemaBuilder.int32().build())
-          .field("email", SchemaBuilder.string().build())
-          .field("phone", SchemaBuilder.string().build())
-          .field("credit_card", SchemaBuilder.string().build())
-          .field("city", SchemaBuilder.string().build())
-          .field("notes", SchemaBuilder.string().build()).build())
+SCHEMA = (
+    SchemaBuilder.struct()
+    .name("customer")
+    .field("id", SchemaBuilder.int32().build())
+    .field("email", SchemaBuilder.string().build())
+    .field("phone", SchemaBuilder.string().build())
+    .field("credit_card", SchemaBuilder.string().build())
+    .field("city", SchemaBuilder.string().build())
+    .field("notes", SchemaBuilder.string().build())
+    .build()
+)
 
 
 def run(label: str, decoder, encoder, inputs: list[bytes], check) -> float:
@@ -72,14 +82,14 @@ def run(label: str, decoder, encoder, inputs: list[bytes], check) -> float:
     for first in range(0, len(inputs), BATCH):
         out = []
         start = time.perf_counter()
-        for offset, data in enumerate(inputs[first:first + BATCH], first):
+        for offset, data in enumerate(inputs[first : first + BATCH], first):
             schema, value = decoder.to_connect_data("mysql.customers", data)
-            record = SinkRecord("mysql.customers", 0, None, None, schema, value, offset,
-                                1_700_000_000_000)
+            record = SinkRecord(
+                "mysql.customers", 0, None, None, schema, value, offset, 1_700_000_000_000
+            )
             for t in transforms:
                 record = t.apply(record)
-            out.append(encoder.from_connect_data(record.topic, record.value_schema,
-                                                 record.value))
+            out.append(encoder.from_connect_data(record.topic, record.value_schema, record.value))
         elapsed += time.perf_counter() - start
         check(out)
     rate = len(inputs) / elapsed
@@ -92,7 +102,7 @@ def baseline(label: str, loads, dumps, inputs: list[bytes]) -> float:
     elapsed = 0.0
     for first in range(0, len(inputs), BATCH):
         start = time.perf_counter()
-        out = [dumps(loads(b)) for b in inputs[first:first + BATCH]]
+        out = [dumps(loads(b)) for b in inputs[first : first + BATCH]]
         elapsed += time.perf_counter() - start
         assert json.loads(out[-1]) == json.loads(inputs[first + len(out) - 1])
     rate = len(inputs) / elapsed
@@ -105,8 +115,9 @@ def main() -> None:
     raw = [json.dumps(d).encode() for d in docs]
     assert 950 < len(raw[0]) < 1100, len(raw[0])
 
-    base_rate = baseline("baseline json.loads+dumps", json.loads,
-                         lambda v: json.dumps(v).encode(), raw)
+    base_rate = baseline(
+        "baseline json.loads+dumps", json.loads, lambda v: json.dumps(v).encode(), raw
+    )
     orjson_rate = baseline("baseline orjson.loads+dumps", orjson.loads, orjson.dumps, raw)
 
     def check_json(outputs: list[bytes], envelope: bool) -> None:
@@ -116,8 +127,7 @@ def main() -> None:
 
     plain = JsonConverter()
     plain.configure({"schemas.enable": "false"}, False)
-    r1 = run("JSON schemaless + 3 SMTs", plain, plain, raw,
-             lambda o: check_json(o, envelope=False))
+    r1 = run("JSON schemaless + 3 SMTs", plain, plain, raw, lambda o: check_json(o, envelope=False))
 
     enveloped = JsonConverter()
     enveloped.configure({"schemas.enable": "true"}, False)
@@ -126,8 +136,13 @@ def main() -> None:
         for k, v in d.items():
             s.put(k, v)
     env_raw = [enveloped.from_connect_data("mysql.customers", SCHEMA, s) for s in structs]
-    r2 = run("JSON with schemas + 3 SMTs", enveloped, enveloped, env_raw,
-             lambda o: check_json(o, envelope=True))
+    r2 = run(
+        "JSON with schemas + 3 SMTs",
+        enveloped,
+        enveloped,
+        env_raw,
+        lambda o: check_json(o, envelope=True),
+    )
 
     with DevBroker() as broker, SchemaRegistry(broker.bootstrap_servers) as registry:
         avro = AvroConverter()
@@ -140,11 +155,13 @@ def main() -> None:
 
         r3 = run("Avro + 3 SMTs", avro, avro, avro_raw, check_avro)
         avro.close()
-    print(f"ratios to the bare json baseline: schemaless {r1 / base_rate:.2f}x, "
-          f"schemas {r2 / base_rate:.2f}x, avro {r3 / base_rate:.2f}x; to orjson: schemaless "
-          f"{r1 / orjson_rate:.2f}x; schemaless target "
-          f">= {TARGET_SCHEMALESS_PER_CORE:,} rec/s per core: "
-          f"{'met' if r1 >= TARGET_SCHEMALESS_PER_CORE else 'NOT met'}")
+    print(
+        f"ratios to the bare json baseline: schemaless {r1 / base_rate:.2f}x, "
+        f"schemas {r2 / base_rate:.2f}x, avro {r3 / base_rate:.2f}x; to orjson: schemaless "
+        f"{r1 / orjson_rate:.2f}x; schemaless target "
+        f">= {TARGET_SCHEMALESS_PER_CORE:,} rec/s per core: "
+        f"{'met' if r1 >= TARGET_SCHEMALESS_PER_CORE else 'NOT met'}"
+    )
 
 
 if __name__ == "__main__":

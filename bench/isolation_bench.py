@@ -32,6 +32,7 @@ from copycat_pipeline import (  # noqa: E402
     Pipeline,
     SinkRunner,
 )
+
 from registry import install  # noqa: E402
 from registry.installer import uv_binary  # noqa: E402
 from tests.support.wheels import build_wheel  # noqa: E402
@@ -40,7 +41,7 @@ BATCH = 10_000
 RECORD_BYTES = 100
 ROUNDS = 5
 
-BENCH_PLUGIN = '''
+BENCH_PLUGIN = """
 from plugin_api import SinkConnector, SinkTask, SourceConnector, SourceTask, SourceRecord, ConfigDef
 import benchdep
 
@@ -67,7 +68,7 @@ class CountingSink(SinkConnector):
     def task_configs(self, n): return [{}] * n
     def stop(self): pass
     def config(self): return ConfigDef()
-'''
+"""
 
 
 def _median_s(fn, rounds: int = ROUNDS) -> float:
@@ -87,10 +88,14 @@ def main() -> None:
 def run(work: Path) -> None:
     house = work / "wheelhouse"
     build_wheel(house, "benchdep", "1.0", {"benchdep/__init__.py": "X = 1\n"})
-    whl = build_wheel(house, "bench-plugin", "1.0", {"bench_plugin.py": BENCH_PLUGIN},
-                      requires=["benchdep==1.0", "copycat-plugin-api>=0.1"],
-                      entry_points={"copycat.connectors": {"CountingSink":
-                                                           "bench_plugin:CountingSink"}})
+    whl = build_wheel(
+        house,
+        "bench-plugin",
+        "1.0",
+        {"bench_plugin.py": BENCH_PLUGIN},
+        requires=["benchdep==1.0", "copycat-plugin-api>=0.1"],
+        entry_points={"copycat.connectors": {"CountingSink": "bench_plugin:CountingSink"}},
+    )
     uv = uv_binary()
 
     # -- install -----------------------------------------------------------------------------
@@ -102,9 +107,23 @@ def run(work: Path) -> None:
     def bare_install() -> None:
         venv = work / f"bare{next(counter)}"
         subprocess.run([uv, "venv", "-q", "--python", sys.executable, str(venv)], check=True)
-        subprocess.run([uv, "pip", "install", "-q", "--python", str(venv / "bin/python"),
-                        "--offline", "--find-links", str(house), "--no-deps", str(whl),
-                        str(house / "benchdep-1.0-py3-none-any.whl")], check=True)
+        subprocess.run(
+            [
+                uv,
+                "pip",
+                "install",
+                "-q",
+                "--python",
+                str(venv / "bin/python"),
+                "--offline",
+                "--find-links",
+                str(house),
+                "--no-deps",
+                str(whl),
+                str(house / "benchdep-1.0-py3-none-any.whl"),
+            ],
+            check=True,
+        )
 
     copycat_install()  # warm uv's cache, as an operator's second install would be
     t_install = _median_s(copycat_install)
@@ -127,13 +146,15 @@ def run(work: Path) -> None:
     # -- RPC throughput ----------------------------------------------------------------------
     payload = b"x" * RECORD_BYTES
     batch = ConsumedBatch.from_rows(
-        ("bench", 0, i, 0, 1, None, payload, None) for i in range(BATCH)).wire()
+        ("bench", 0, i, 0, 1, None, payload, None) for i in range(BATCH)
+    ).wire()
     host = env.start_host("bench-rpc")
     sink = host.next_handle()
     host.request("start_sink_task", sink, "bench_plugin:CountingSinkTask", {}, {})
     source = host.next_handle()
-    host.request("start_source_task", source, "bench_plugin:BurstSourceTask",
-                 {"batch": str(BATCH)}, {})
+    host.request(
+        "start_source_task", source, "bench_plugin:BurstSourceTask", {"batch": str(BATCH)}, {}
+    )
 
     polled, failures, _offsets = host.request("poll", source)
     assert not failures
@@ -158,15 +179,22 @@ def run(work: Path) -> None:
     t_local_put = _median_s(lambda: local.put(batch))
     assert local_task.count == BATCH * ROUNDS
 
-    print(f"plugin env install (offline wheelhouse): {t_install * 1000:7.0f} ms   "
-          f"bare uv venv+install {t_bare_install * 1000:5.0f} ms   ratio {t_install / t_bare_install:.2f}x"
-          f"   target < 2000 ms")
-    print(f"host spawn + first RPC:                  {t_spawn * 1000:7.0f} ms   "
-          f"bare python start    {t_bare_spawn * 1000:5.0f} ms   ratio {t_spawn / t_bare_spawn:.2f}x"
-          f"   target < 500 ms")
-    print(f"put() batch of {BATCH} x {RECORD_BYTES} B via host: {BATCH / t_put:10,.0f} rec/s   "
-          f"in-process {BATCH / t_local_put:10,.0f} rec/s   ratio {t_local_put / t_put:.2f}x"
-          f"   target >= 200,000 rec/s")
+    print(
+        f"plugin env install (offline wheelhouse): {t_install * 1000:7.0f} ms   "
+        f"bare uv venv+install {t_bare_install * 1000:5.0f} ms   ratio "
+        f"{t_install / t_bare_install:.2f}x"
+        f"   target < 2000 ms"
+    )
+    print(
+        f"host spawn + first RPC:                  {t_spawn * 1000:7.0f} ms   "
+        f"bare python start    {t_bare_spawn * 1000:5.0f} ms   ratio {t_spawn / t_bare_spawn:.2f}x"
+        f"   target < 500 ms"
+    )
+    print(
+        f"put() batch of {BATCH} x {RECORD_BYTES} B via host: {BATCH / t_put:10,.0f} rec/s   "
+        f"in-process {BATCH / t_local_put:10,.0f} rec/s   ratio {t_local_put / t_put:.2f}x"
+        f"   target >= 200,000 rec/s"
+    )
     print(f"poll() batch of {BATCH} x {RECORD_BYTES} B via host: {BATCH / t_poll:9,.0f} rec/s")
 
 

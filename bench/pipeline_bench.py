@@ -90,19 +90,27 @@ def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[float, int]:
 def copycat_source(worker: Worker, path: Path, topic: str) -> tuple[float, int]:
     name = f"bench-src-{topic}"
     size = path.stat().st_size
-    worker.start_connector(name, {
-        "name": name, "connector.class": "FileStreamSource", "file": str(path), "topic": topic,
-        "batch.size": "5000", "topic.creation.default.partitions": "1",
-        "topic.creation.default.replication.factor": "1",
-    })
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSource",
+            "file": str(path),
+            "topic": topic,
+            "batch.size": "5000",
+            "topic.creation.default.partitions": "1",
+            "topic.creation.default.replication.factor": "1",
+        },
+    )
     worker.start_task(name, 0, worker.task_configs(name)[0])
     loop = worker.connectors[name].tasks[0].loop
     # Timed from the first record handed to the producer (host start-up is measured by
     # bench/isolation_bench.py) to the committed offset reaching the end of the file.
     wait_until(lambda: loop.records_sent > 0)
     start = time.perf_counter()
-    wait_until(lambda: any(o == {"position": size}
-                           for _, o in worker.offsets.connector_offsets(name)))
+    wait_until(
+        lambda: any(o == {"position": size} for _, o in worker.offsets.connector_offsets(name))
+    )
     elapsed = time.perf_counter() - start
     sent = loop.records_sent  # type: ignore[union-attr]
     worker.stop_connector(name)
@@ -112,21 +120,24 @@ def copycat_source(worker: Worker, path: Path, topic: str) -> tuple[float, int]:
 def warm(bootstrap: str, topic: str, count: int, partitions: int = 1) -> None:
     """Read a topic once, untimed. The dev broker serves a topic's first read at ~160k
     records/s and later ones several times faster, so whichever sink read first would lose."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"warm-{topic}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"warm-{topic}", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     seen = 0
     while seen < count:
-        seen += sum(1 for m in consumer.consume(min(10_000, count - seen), 1.0)
-                    if m.error() is None)
+        seen += sum(
+            1 for m in consumer.consume(min(10_000, count - seen), 1.0) if m.error() is None
+        )
     consumer.close()
 
 
 def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> float:
     # The sink consumer's own settings: with librdkafka's default fetch.queue.backoff.ms
     # (1 s) the bare loop idles a second whenever its queue fills, and loses to Copycat.
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bare-{topic}",
-                         **SINK_CONSUMER_DEFAULTS})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"bare-{topic}", **SINK_CONSUMER_DEFAULTS}
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     seen = 0
     start = None
@@ -150,21 +161,38 @@ def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> float:
 # map, add the offset and partition, mask the partition again.
 CHAIN = {
     "transforms": "hoist,insert,mask",
-    "transforms.hoist.type": "HoistField$Value", "transforms.hoist.field": "line",
-    "transforms.insert.type": "InsertField$Value", "transforms.insert.offset.field": "offset",
+    "transforms.hoist.type": "HoistField$Value",
+    "transforms.hoist.field": "line",
+    "transforms.insert.type": "InsertField$Value",
+    "transforms.insert.offset.field": "offset",
     "transforms.insert.partition.field": "partition",
-    "transforms.mask.type": "MaskField$Value", "transforms.mask.fields": "partition",
+    "transforms.mask.type": "MaskField$Value",
+    "transforms.mask.fields": "partition",
 }
 
 
-def copycat_sink(worker: Worker, topic: str, out: Path, count: int, tasks: int = 1,
-                 extra: dict[str, str] | None = None, label: str = "") -> float:
+def copycat_sink(
+    worker: Worker,
+    topic: str,
+    out: Path,
+    count: int,
+    tasks: int = 1,
+    extra: dict[str, str] | None = None,
+    label: str = "",
+) -> float:
     """Seconds from the first line written to the count-th, across ``tasks`` output files."""
     name = f"bench-sink-{topic}-{tasks}{label}"
-    worker.start_connector(name, {
-        "name": name, "connector.class": "FileStreamSink", "topics": topic,
-        "file": str(out), "tasks.max": str(tasks), **(extra or {}),
-    })
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSink",
+            "topics": topic,
+            "file": str(out),
+            "tasks.max": str(tasks),
+            **(extra or {}),
+        },
+    )
     files = [out.with_suffix(f".{i}") for i in range(tasks)]
     for task_id, cfg in enumerate(worker.task_configs(name)):
         worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])))
@@ -174,7 +202,9 @@ def copycat_sink(worker: Worker, topic: str, out: Path, count: int, tasks: int =
         for f in files:
             if f.exists():
                 with open(f, "rb") as fh:
-                    total += sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+                    total += sum(
+                        chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")
+                    )
         return total
 
     loops = [runner.loop for runner in worker.connectors[name].tasks.values()]
@@ -210,12 +240,23 @@ def run(work: Path, scale: int) -> None:
     catalogue = PluginCatalogue.scan([plugin_path])
     with DevBroker() as broker:
         bootstrap = broker.bootstrap_servers
-        sources = Worker("bench-sources", SOURCE_WORKER_PROPS, catalogue, MemoryOffsetStore(),
-                         client_props={"bootstrap.servers": bootstrap})
-        worker = Worker("bench", WORKER_PROPS, catalogue, MemoryOffsetStore(),
-                        client_props={"bootstrap.servers": bootstrap})
-        print(f"{'path':<34}{'copycat rec/s':>14}{'MB/s':>8}{'bare rec/s':>14}{'MB/s':>8}"
-              f"{'ratio':>8}")
+        sources = Worker(
+            "bench-sources",
+            SOURCE_WORKER_PROPS,
+            catalogue,
+            MemoryOffsetStore(),
+            client_props={"bootstrap.servers": bootstrap},
+        )
+        worker = Worker(
+            "bench",
+            WORKER_PROPS,
+            catalogue,
+            MemoryOffsetStore(),
+            client_props={"bootstrap.servers": bootstrap},
+        )
+        print(
+            f"{'path':<34}{'copycat rec/s':>14}{'MB/s':>8}{'bare rec/s':>14}{'MB/s':>8}{'ratio':>8}"
+        )
         for size, count in ((100, 400_000 // scale), (1024, 100_000 // scale)):
             data = work / f"in-{size}.txt"
             make_input(data, count, size)
@@ -226,25 +267,32 @@ def run(work: Path, scale: int) -> None:
             assert acked == count, f"bare loop acked {acked} of {count}"
             t_cc, sent = copycat_source(sources, data, f"cc-{size}")
             assert sent == count, f"copycat sent {sent} of {count}"
-            print(f"{f'source {size} B lines x {count}':<34}{count / t_cc:>14,.0f}"
-                  f"{mb / t_cc:>8.1f}{count / t_bare:>14,.0f}{mb / t_bare:>8.1f}"
-                  f"{t_bare / t_cc:>8.2f}")
+            print(
+                f"{f'source {size} B lines x {count}':<34}{count / t_cc:>14,.0f}"
+                f"{mb / t_cc:>8.1f}{count / t_bare:>14,.0f}{mb / t_bare:>8.1f}"
+                f"{t_bare / t_cc:>8.2f}"
+            )
             # sink: both read the topic Copycat wrote, SINK_REPEATS times each, alternating,
             # because on a shared 2-core machine one pair of runs can differ by a third.
             warm(bootstrap, f"cc-{size}", count)
             t_bare_runs, t_cc_runs = [], []
             for rep in range(SINK_REPEATS):
-                bare_out, cc_out = work / f"bare-out-{size}-{rep}.txt", work / f"cc-out-{size}-{rep}"
+                bare_out, cc_out = (
+                    work / f"bare-out-{size}-{rep}.txt",
+                    work / f"cc-out-{size}-{rep}",
+                )
                 t_bare_runs.append(bare_sink(bootstrap, f"cc-{size}", bare_out, count))
                 t_cc_runs.append(copycat_sink(worker, f"cc-{size}", cc_out, count, label=f"-{rep}"))
                 assert digest(bare_out) == digest(data), "bare sink output differs from input"
                 assert digest(cc_out.with_suffix(".0")) == digest(data), "copycat output differs"
             t_bare, t_cc = statistics.median(t_bare_runs), statistics.median(t_cc_runs)
-            ratios = sorted(b / c for b, c in zip(t_bare_runs, t_cc_runs))
-            print(f"{f'sink {size} B lines x {count}':<34}{count / t_cc:>14,.0f}"
-                  f"{mb / t_cc:>8.1f}{count / t_bare:>14,.0f}{mb / t_bare:>8.1f}"
-                  f"{t_bare / t_cc:>8.2f}   (median of {SINK_REPEATS}; pairs "
-                  f"{', '.join(f'{r:.2f}' for r in ratios)})")
+            ratios = sorted(b / c for b, c in zip(t_bare_runs, t_cc_runs, strict=True))
+            print(
+                f"{f'sink {size} B lines x {count}':<34}{count / t_cc:>14,.0f}"
+                f"{mb / t_cc:>8.1f}{count / t_bare:>14,.0f}{mb / t_bare:>8.1f}"
+                f"{t_bare / t_cc:>8.2f}   (median of {SINK_REPEATS}; pairs "
+                f"{', '.join(f'{r:.2f}' for r in ratios)})"
+            )
         # scaling with tasks: a 2-partition topic, sink with 1 then 2 tasks
         count = 400_000 // scale
         broker.create_topic("scale", 2)
@@ -260,12 +308,16 @@ def run(work: Path, scale: int) -> None:
         warm(bootstrap, "scale", count, partitions=2)
         t1 = copycat_sink(worker, "scale", work / "scale1", count, tasks=1)
         t2 = copycat_sink(worker, "scale", work / "scale2", count, tasks=2)
-        print(f"sink 100 B x {count}, 2 partitions: 1 task {count / t1:,.0f} rec/s, "
-              f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x")
+        print(
+            f"sink 100 B x {count}, 2 partitions: 1 task {count / t1:,.0f} rec/s, "
+            f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x"
+        )
         t1 = copycat_sink(worker, "scale", work / "chain1", count, 1, CHAIN, "-chain")
         t2 = copycat_sink(worker, "scale", work / "chain2", count, 2, CHAIN, "-chain")
-        print(f"  same with a 3-SMT chain:      1 task {count / t1:,.0f} rec/s, "
-              f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x")
+        print(
+            f"  same with a 3-SMT chain:      1 task {count / t1:,.0f} rec/s, "
+            f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x"
+        )
         worker.stop()
         sources.stop()
 

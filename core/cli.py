@@ -25,8 +25,14 @@ def _cmd_plugins_install(args: argparse.Namespace) -> int:
 
     target = _plugin_paths(args)[0]
     for source in args.sources:
-        env = install(source, target, find_links=args.find_links or (), index_url=args.index_url,
-                      offline=args.offline, replace=args.replace)
+        env = install(
+            source,
+            target,
+            find_links=args.find_links or (),
+            index_url=args.index_url,
+            offline=args.offline,
+            replace=args.replace,
+        )
         names = ", ".join(f"{d.name} ({d.kind} {d.version})" for d in env.catalogue())
         print(f"installed {env.location.name} into {target}: {names}")
     return 0
@@ -38,9 +44,16 @@ def _cmd_plugins_list(args: argparse.Namespace) -> int:
     rows = []
     for env in scan(_plugin_paths(args)):
         for plugin in env.catalogue():
-            rows.append({"class": plugin.class_name, "name": plugin.name, "type": plugin.kind,
-                         "version": plugin.version, "distribution": plugin.distribution,
-                         "location": str(env.location)})
+            rows.append(
+                {
+                    "class": plugin.class_name,
+                    "name": plugin.name,
+                    "type": plugin.kind,
+                    "version": plugin.version,
+                    "distribution": plugin.distribution,
+                    "location": str(env.location),
+                }
+            )
     if args.json:
         print(json.dumps(rows, indent=2))
     elif not rows:
@@ -70,7 +83,9 @@ def _cmd_standalone(args: argparse.Namespace) -> int:
 def _cmd_schema_registry(args: argparse.Namespace) -> int:
     from core.schema_registry import SchemaRegistry
 
-    registry = SchemaRegistry(args.bootstrap_servers, port=args.port, host=args.host, topic=args.topic)
+    registry = SchemaRegistry(
+        args.bootstrap_servers, port=args.port, host=args.host, topic=args.topic
+    )
     registry.start()
     print(f"schema registry listening on {registry.url} (topic {args.topic})", flush=True)
     try:
@@ -96,57 +111,86 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kafka Connect in Python: run connectors between Kafka and other systems, "
         "each plugin in its own isolated environment.",
     )
-    parser.add_argument("--log-level", default="INFO",
-                        help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    parser.add_argument(
+        "--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     standalone = sub.add_parser(
-        "standalone", help="run a standalone worker (like connect-standalone)",
+        "standalone",
+        help="run a standalone worker (like connect-standalone)",
         description="Run one worker with the connectors given as .properties or .json files. "
         "Source offsets go to offset.storage.file.filename. Without bootstrap.servers, an "
-        "embedded in-memory dev broker is started. Stops gracefully on SIGTERM/SIGINT.")
+        "embedded in-memory dev broker is started. Stops gracefully on SIGTERM/SIGINT.",
+    )
     standalone.add_argument("worker_config", metavar="worker.properties")
     standalone.add_argument("connector_configs", nargs="*", metavar="connector.properties")
     standalone.set_defaults(func=_cmd_standalone)
 
-    plugins = sub.add_parser("plugins", help="install, list and remove plugins in plugin.path",
-                             description="Manage plugins: each is installed into its own venv "
-                             "under plugin.path, versions side by side.")
-    plugins.add_argument("--plugin-path", help="comma-separated plugin.path directories "
-                         f"(default: ${PLUGIN_PATH_ENV} or ./{DEFAULT_PLUGIN_PATH}); "
-                         "installs go into the first")
+    plugins = sub.add_parser(
+        "plugins",
+        help="install, list and remove plugins in plugin.path",
+        description="Manage plugins: each is installed into its own venv "
+        "under plugin.path, versions side by side.",
+    )
+    plugins.add_argument(
+        "--plugin-path",
+        help="comma-separated plugin.path directories "
+        f"(default: ${PLUGIN_PATH_ENV} or ./{DEFAULT_PLUGIN_PATH}); "
+        "installs go into the first",
+    )
     psub = plugins.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    inst = psub.add_parser("install", help="install plugins from wheels, directories or an index",
-                           description="Install each SOURCE (a .whl file, a project directory, "
-                           "or a requirement such as 'copycat-jdbc>=1.2') into a new venv.")
+    inst = psub.add_parser(
+        "install",
+        help="install plugins from wheels, directories or an index",
+        description="Install each SOURCE (a .whl file, a project directory, "
+        "or a requirement such as 'copycat-jdbc>=1.2') into a new venv.",
+    )
     inst.add_argument("sources", nargs="+", metavar="SOURCE")
-    inst.add_argument("--find-links", action="append", metavar="DIR",
-                      help="also look for wheels in DIR (repeatable)")
+    inst.add_argument(
+        "--find-links",
+        action="append",
+        metavar="DIR",
+        help="also look for wheels in DIR (repeatable)",
+    )
     inst.add_argument("--index-url", help="package index to install from (PEP 503)")
     inst.add_argument("--offline", action="store_true", help="never touch the network")
-    inst.add_argument("--replace", action="store_true",
-                      help="replace an installed plugin of the same version")
+    inst.add_argument(
+        "--replace", action="store_true", help="replace an installed plugin of the same version"
+    )
     inst.set_defaults(func=_cmd_plugins_install)
 
-    lst = psub.add_parser("list", help="list installed plugins and what they provide",
-                          description="List every connector, converter, transform, predicate "
-                          "and config provider installed, read without importing plugin code.")
+    lst = psub.add_parser(
+        "list",
+        help="list installed plugins and what they provide",
+        description="List every connector, converter, transform, predicate "
+        "and config provider installed, read without importing plugin code.",
+    )
     lst.add_argument("--json", action="store_true", help="print JSON")
     lst.set_defaults(func=_cmd_plugins_list)
 
-    rm = psub.add_parser("remove", help="remove installed plugins",
-                         description="Remove plugins by distribution name, or name==version "
-                         "to remove one version of several.")
+    rm = psub.add_parser(
+        "remove",
+        help="remove installed plugins",
+        description="Remove plugins by distribution name, or name==version "
+        "to remove one version of several.",
+    )
     rm.add_argument("specs", nargs="+", metavar="NAME[==VERSION]")
     rm.set_defaults(func=_cmd_plugins_remove)
 
     registry = sub.add_parser(
-        "schema-registry", help="run a development Schema Registry (Confluent REST API)",
+        "schema-registry",
+        help="run a development Schema Registry (Confluent REST API)",
         description="Serve the Confluent Schema Registry REST API for Avro schemas, storing "
-        "every change in a compacted Kafka topic that is replayed on start.")
-    registry.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT",
-                          help="Kafka bootstrap servers holding the schemas topic")
+        "every change in a compacted Kafka topic that is replayed on start.",
+    )
+    registry.add_argument(
+        "--bootstrap-servers",
+        required=True,
+        metavar="HOST:PORT",
+        help="Kafka bootstrap servers holding the schemas topic",
+    )
     registry.add_argument("--port", type=int, default=8081, help="HTTP port (default 8081)")
     registry.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     registry.add_argument("--topic", default="_schemas", help="schemas topic (default _schemas)")

@@ -59,8 +59,7 @@ class ConfigProvider(Protocol):
         """Values of ``keys`` under ``path``; missing keys are left out of the result."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 class _AllowedPaths:
@@ -94,8 +93,9 @@ class FileConfigProvider:
         try:
             props = parse_properties(file.read_text(encoding="utf-8"))
         except OSError as exc:
-            raise ConfigException(f"could not read properties from file {path}: "
-                                  f"{exc.strerror}") from None
+            raise ConfigException(
+                f"could not read properties from file {path}: {exc.strerror}"
+            ) from None
         except PropertiesError:  # its message quotes the line, which may hold a secret
             raise ConfigException(f"{path} is not a valid properties file") from None
         return {k: props[k] for k in keys if k in props}
@@ -140,8 +140,11 @@ class EnvVarConfigProvider:
     def get(self, path: str, keys: Iterable[str]) -> dict[str, str]:
         if path:
             raise ConfigException("EnvVarConfigProvider takes no path: use ${env:VARIABLE}")
-        return {k: os.environ[k] for k in keys
-                if k in os.environ and (self._allow is None or self._allow.fullmatch(k))}
+        return {
+            k: os.environ[k]
+            for k in keys
+            if k in os.environ and (self._allow is None or self._allow.fullmatch(k))
+        }
 
     def close(self) -> None:
         pass
@@ -151,8 +154,7 @@ ProviderFactory = Callable[[], ConfigProvider]
 
 BUILTIN_PROVIDERS: dict[str, ProviderFactory] = {}
 for _cls in (FileConfigProvider, DirectoryConfigProvider, EnvVarConfigProvider):
-    for _name in (_cls.__name__, _KAFKA_PACKAGE + _cls.__name__,
-                  f"{__name__}.{_cls.__name__}"):
+    for _name in (_cls.__name__, _KAFKA_PACKAGE + _cls.__name__, f"{__name__}.{_cls.__name__}"):
         BUILTIN_PROVIDERS[_name] = _cls
 
 
@@ -180,7 +182,9 @@ class ConfigResolver:
 
     @classmethod
     def from_worker_config(
-        cls, aliases: Iterable[str], provider_configs: Mapping[str, Mapping[str, str]],
+        cls,
+        aliases: Iterable[str],
+        provider_configs: Mapping[str, Mapping[str, str]],
         factories: Mapping[str, ProviderFactory],
     ) -> ConfigResolver:
         providers: dict[str, ConfigProvider] = {}
@@ -188,16 +192,22 @@ class ConfigResolver:
             conf = provider_configs.get(alias, {})
             class_name = conf.get("class")
             if not class_name:
-                raise ConfigException(f"config.providers.{alias}.class", None,
-                                      f"config provider '{alias}' needs a class")
+                raise ConfigException(
+                    f"config.providers.{alias}.class",
+                    None,
+                    f"config provider '{alias}' needs a class",
+                )
             factory = factories.get(class_name) or factories.get(class_name.rsplit(".", 1)[-1])
             if factory is None:
                 raise ConfigException(
-                    f"config.providers.{alias}.class", class_name,
-                    f"unknown config provider class; known: {', '.join(sorted(factories))}")
+                    f"config.providers.{alias}.class",
+                    class_name,
+                    f"unknown config provider class; known: {', '.join(sorted(factories))}",
+                )
             provider = factory()
-            provider.configure({k[len("param."):]: v for k, v in conf.items()
-                                if k.startswith("param.")})
+            provider.configure(
+                {k[len("param.") :]: v for k, v in conf.items() if k.startswith("param.")}
+            )
             providers[alias] = provider
         return cls(providers)
 
@@ -226,8 +236,9 @@ class ConfigResolver:
                 try:
                     found = provider.get(path, [name])
                 except ConfigException as exc:
-                    raise ConfigException(key, None, f"could not resolve {match.group(0)}: "
-                                          f"{exc}") from None
+                    raise ConfigException(
+                        key, None, f"could not resolve {match.group(0)}: {exc}"
+                    ) from None
                 if name not in found:
                     return match.group(0)
                 secrets[found[name]] = match.group(0)

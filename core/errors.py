@@ -18,18 +18,27 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
-from plugin_api import ConnectException
 
 from core.kafka import wrap_kafka_error
 from core.topics import TopicCreator
+from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.errors")
 
 # Kafka's DeadLetterQueueReporter header names.
 HEADER_PREFIX = "__connect.errors."
-ERROR_HEADERS = ("topic", "partition", "offset", "connector.name", "task.id", "stage",
-                 "class.name", "exception.class.name", "exception.message",
-                 "exception.stacktrace")
+ERROR_HEADERS = (
+    "topic",
+    "partition",
+    "offset",
+    "connector.name",
+    "task.id",
+    "stage",
+    "class.name",
+    "exception.class.name",
+    "exception.message",
+    "exception.stacktrace",
+)
 # How long a commit waits for DLQ records to be acknowledged before the task fails.
 DLQ_FLUSH_TIMEOUT_S = 30.0
 # Kafka's RetryWithToleranceOperator backoff: 300 ms doubling up to errors.retry.delay.max.ms.
@@ -39,15 +48,20 @@ INITIAL_RETRY_DELAY_MS = 300
 def retry_backoff_s(attempt: int, max_delay_ms: int) -> float:
     """Delay before retry ``attempt`` (1-based): exponential, capped, plus up to 10% jitter."""
     delay = min(INITIAL_RETRY_DELAY_MS * (2 ** (attempt - 1)), max_delay_ms)
-    return (delay + random.uniform(0, delay / 10)) / 1000
+    return float(delay + random.uniform(0, delay / 10)) / 1000
 
 
 class ErrorReporter:
     """Logs tolerated failures and sends them to the dead letter queue of one task."""
 
-    def __init__(self, connector: str, task_id: int, props: Mapping[str, str],
-                 producer_config: Mapping[str, Any] | None = None,
-                 admin_config: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        connector: str,
+        task_id: int,
+        props: Mapping[str, str],
+        producer_config: Mapping[str, Any] | None = None,
+        admin_config: Mapping[str, Any] | None = None,
+    ) -> None:
         self.connector = connector
         self.task_id = task_id
         self.tolerate_all = props.get("errors.tolerance", "none").lower() == "all"
@@ -56,23 +70,28 @@ class ErrorReporter:
         self.retry_timeout_ms = int(props.get("errors.retry.timeout", "0"))
         self.retry_delay_max_ms = int(props.get("errors.retry.delay.max.ms", "60000"))
         self.dlq_topic = props.get("errors.deadletterqueue.topic.name", "").strip() or None
-        self.context_headers = props.get("errors.deadletterqueue.context.headers.enable",
-                                         "false").lower() == "true"
+        self.context_headers = (
+            props.get("errors.deadletterqueue.context.headers.enable", "false").lower() == "true"
+        )
         self._producer: Producer | None = None
         self._failure: ConnectException | None = None
         self.dlq_records = 0
         if self.dlq_topic and producer_config is not None:
             self._producer = Producer(dict(producer_config))
             replication = props.get("errors.deadletterqueue.topic.replication.factor", "3")
-            TopicCreator(admin_config or {}, {
-                "topic.creation.default.replication.factor": replication,
-                "topic.creation.default.partitions": "1",
-            }).ensure(self.dlq_topic)
+            TopicCreator(
+                admin_config or {},
+                {
+                    "topic.creation.default.replication.factor": replication,
+                    "topic.creation.default.partitions": "1",
+                },
+            ).ensure(self.dlq_topic)
 
     # -- reporting ---------------------------------------------------------------------------
 
-    def report_sink(self, rows: Iterable[tuple[Any, ...]],
-                    failures: Sequence[tuple[Any, ...]]) -> None:
+    def report_sink(
+        self, rows: Iterable[tuple[Any, ...]], failures: Sequence[tuple[Any, ...]]
+    ) -> None:
         """Failures of consumed records; ``rows`` holds the batches they may come from."""
         if not failures:
             return
@@ -80,8 +99,9 @@ class ErrorReporter:
         for topic, partition, offset, *info in failures:
             row = by_coordinates.get((topic, partition, offset))
             key, value, headers = (row[5], row[6], row[7]) if row else (None, None, None)
-            where = f"consumed record is {{topic='{topic}', partition={partition}, " \
-                    f"offset={offset}}}"
+            where = (
+                f"consumed record is {{topic='{topic}', partition={partition}, offset={offset}}}"
+            )
             if self.log_messages and row is not None:
                 where += f" with key {key!r} and value {value!r}"
             self._log(info, where)
@@ -99,26 +119,50 @@ class ErrorReporter:
     def _log(self, info: Sequence[str], where: str) -> None:
         stage, class_name, exc_class, message, trace = info
         if self.log_enabled or not self.tolerate_all:
-            log.error("Error encountered in task %s-%d. Executing stage '%s' with class '%s', "
-                      "where %s. %s: %s", self.connector, self.task_id, stage, class_name,
-                      where, exc_class, message)
+            log.error(
+                "Error encountered in task %s-%d. Executing stage '%s' with class '%s', "
+                "where %s. %s: %s",
+                self.connector,
+                self.task_id,
+                stage,
+                class_name,
+                where,
+                exc_class,
+                message,
+            )
             log.debug("%s", trace)
 
-    def _send(self, key: bytes | None, value: bytes | None, headers: list[tuple[str, Any]],
-              context: Mapping[str, str], info: Sequence[str]) -> None:
+    def _send(
+        self,
+        key: bytes | None,
+        value: bytes | None,
+        headers: list[tuple[str, Any]],
+        context: Mapping[str, str],
+        info: Sequence[str],
+    ) -> None:
         assert self._producer is not None and self.dlq_topic is not None
         if self.context_headers:
             stage, class_name, exc_class, message, trace = info
-            values = {**context, "connector.name": self.connector, "task.id": str(self.task_id),
-                      "stage": stage, "class.name": class_name,
-                      "exception.class.name": exc_class, "exception.message": message,
-                      "exception.stacktrace": trace}
-            headers = headers + [(HEADER_PREFIX + name, values[name].encode())
-                                 for name in ERROR_HEADERS if name in values]
+            values = {
+                **context,
+                "connector.name": self.connector,
+                "task.id": str(self.task_id),
+                "stage": stage,
+                "class.name": class_name,
+                "exception.class.name": exc_class,
+                "exception.message": message,
+                "exception.stacktrace": trace,
+            }
+            headers = headers + [
+                (HEADER_PREFIX + name, values[name].encode())
+                for name in ERROR_HEADERS
+                if name in values
+            ]
         while True:
             try:
-                self._producer.produce(self.dlq_topic, value, key, headers=headers or None,
-                                       on_delivery=self._delivered)
+                self._producer.produce(
+                    self.dlq_topic, value, key, headers=headers or None, on_delivery=self._delivered
+                )
                 break
             except BufferError:
                 self._producer.poll(0.05)
@@ -127,8 +171,10 @@ class ErrorReporter:
     def _delivered(self, err: KafkaError | None, msg: Message) -> None:
         if err is not None and self._failure is None:
             self._failure = wrap_kafka_error(
-                err, f"task {self.connector}-{self.task_id} could not write to the dead letter "
-                f"queue {self.dlq_topic}")
+                err,
+                f"task {self.connector}-{self.task_id} could not write to the dead letter "
+                f"queue {self.dlq_topic}",
+            )
 
     def flush(self) -> None:
         """Wait until every DLQ record is acknowledged; raise if one could not be written."""
@@ -137,7 +183,8 @@ class ErrorReporter:
             if remaining and self._failure is None:
                 self._failure = ConnectException(
                     f"{remaining} records for dead letter queue {self.dlq_topic} were not "
-                    f"acknowledged within {DLQ_FLUSH_TIMEOUT_S:.0f} s")
+                    f"acknowledged within {DLQ_FLUSH_TIMEOUT_S:.0f} s"
+                )
         if self._failure is not None:
             raise self._failure
 

@@ -20,8 +20,9 @@ log = logging.getLogger("copycat.extensions")
 ENTRY_POINT_GROUP = "copycat.worker_extensions"
 # Kafka's REST extension class names and the Copycat classes that stand in for them.
 KAFKA_REST_EXTENSIONS = {
-    "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension":
-        "core.rest.basic_auth:BasicAuthSecurityRestExtension",
+    "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension": (
+        "core.rest.basic_auth:BasicAuthSecurityRestExtension"
+    ),
     "BasicAuthSecurityRestExtension": "core.rest.basic_auth:BasicAuthSecurityRestExtension",
 }
 
@@ -43,8 +44,9 @@ def _import(target: str) -> Any:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigException("rest.extension.classes", target,
-                              f"cannot load the REST extension: {exc}") from exc
+        raise ConfigException(
+            "rest.extension.classes", target, f"cannot load the REST extension: {exc}"
+        ) from exc
     return obj
 
 
@@ -73,5 +75,6 @@ def config_resolver(config: WorkerConfig, pm: pluggy.PluginManager) -> ConfigRes
     # pluggy calls the last registered first, so the built-ins come last and win on clashes.
     for offered in pm.hook.copycat_config_providers():
         factories.update(offered)
-    return ConfigResolver.from_worker_config(config.config_providers, config.provider_configs(),
-                                             factories)
+    return ConfigResolver.from_worker_config(
+        config.config_providers, config.provider_configs(), factories
+    )

@@ -49,8 +49,10 @@ log = logging.getLogger("copycat.herder")
 
 PLUGIN_TYPES = ("source", "sink", "converter", "header_converter", "transformation", "predicate")
 _INVALID_CONFIG = "Connector configuration is invalid and contains the following {n} error(s):"
-_VALIDATE_HINT = ("You can also find the above list of errors at the endpoint "
-                  "`/connector-plugins/{connectorType}/config/validate`")
+_VALIDATE_HINT = (
+    "You can also find the above list of errors at the endpoint "
+    "`/connector-plugins/{connectorType}/config/validate`"
+)
 
 
 class HerderError(ConnectException):
@@ -87,12 +89,17 @@ class TargetState(enum.Enum):
     @classmethod
     def from_initial_state(cls, value: str | None) -> TargetState:
         """``initial_state`` of a create request: RUNNING (default), PAUSED or STOPPED."""
-        mapping = {None: cls.STARTED, "RUNNING": cls.STARTED, "PAUSED": cls.PAUSED,
-                   "STOPPED": cls.STOPPED}
+        mapping = {
+            None: cls.STARTED,
+            "RUNNING": cls.STARTED,
+            "PAUSED": cls.PAUSED,
+            "STOPPED": cls.STOPPED,
+        }
         key = value.upper() if isinstance(value, str) else value
         if key not in mapping:
-            raise BadRequestError(f"Invalid initial state {value!r}: must be one of RUNNING, "
-                                  "PAUSED or STOPPED")
+            raise BadRequestError(
+                f"Invalid initial state {value!r}: must be one of RUNNING, PAUSED or STOPPED"
+            )
         return mapping[key]
 
 
@@ -111,23 +118,27 @@ class Herder(Protocol):
     def connector_info(self, name: str) -> dict[str, Any]: ...
     def connector_config(self, name: str) -> dict[str, str]: ...
 
-    def create_connector(self, name: str, config: Mapping[str, str],
-                         initial_state: TargetState = TargetState.STARTED) -> dict[str, Any]: ...
+    def create_connector(
+        self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED
+    ) -> dict[str, Any]: ...
 
-    def put_connector_config(self, name: str, config: Mapping[str, str]
-                             ) -> tuple[bool, dict[str, Any]]:
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str]
+    ) -> tuple[bool, dict[str, Any]]:
         """Create or replace; returns (created, ConnectorInfo)."""
         ...
 
-    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
-                               ) -> dict[str, Any]: ...
+    def patch_connector_config(
+        self, name: str, patch: Mapping[str, str | None]
+    ) -> dict[str, Any]: ...
     def delete_connector(self, name: str) -> None: ...
     def connector_status(self, name: str) -> dict[str, Any]: ...
     def task_status(self, name: str, task: int) -> dict[str, Any]: ...
     def task_configs(self, name: str) -> list[dict[str, Any]]: ...
 
-    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool
-                          ) -> dict[str, Any] | None:
+    def restart_connector(
+        self, name: str, include_tasks: bool, only_failed: bool
+    ) -> dict[str, Any] | None:
         """None for the legacy connector-only restart, else the 202 status body."""
         ...
 
@@ -147,8 +158,7 @@ class Herder(Protocol):
 
 def normalized_plugin_name(name: str) -> str:
     """Kafka's ConnectorPluginsResource.normalizedPluginName: drop a ``Connector`` suffix."""
-    return name[: -len("Connector")] if name.endswith("Connector") and name != "Connector" \
-        else name
+    return name[: -len("Connector")] if name.endswith("Connector") and name != "Connector" else name
 
 
 def status_entry(status: Status, scrub: Resolved | None = None) -> dict[str, Any]:
@@ -186,8 +196,7 @@ class AbstractHerder:
         return out
 
     def _find_plugin(self, name: str) -> PluginDescriptor:
-        for kind in ("connector", "converter", "header_converter", "transformation",
-                     "predicate"):
+        for kind in ("connector", "converter", "header_converter", "transformation", "predicate"):
             try:
                 return self.catalogue.resolve(kind, name)
             except ConfigException:
@@ -198,8 +207,9 @@ class AbstractHerder:
         """The plugin's own ``config/validate`` body, computed in a short-lived plugin host."""
         host = self.catalogue.environment(plugin).start_host(f"validate:{plugin.name}")
         try:
-            infos: dict[str, Any] = host.request("validate", host.new_object(plugin.target),
-                                                 dict(props))
+            infos: dict[str, Any] = host.request(
+                "validate", host.new_object(plugin.target), dict(props)
+            )
             return infos
         finally:
             host.close()
@@ -212,8 +222,9 @@ class AbstractHerder:
             return own
         names = {d["name"] for d in own}
         framework = config_infos(connector_config_def({}, plugin.kind == "sink"), {})
-        return [c["definition"] for c in framework["configs"]
-                if c["definition"]["name"] not in names] + own
+        return [
+            c["definition"] for c in framework["configs"] if c["definition"]["name"] not in names
+        ] + own
 
     # -- validation ----------------------------------------------------------------------------
 
@@ -232,16 +243,24 @@ class AbstractHerder:
         except ConfigException as exc:
             resolve_error, resolved = exc, Resolved(dict(config), {})
         try:
-            plugin = self.catalogue.resolve("connector", connector_class,
-                                            config.get("connector.plugin.version"))
+            plugin = self.catalogue.resolve(
+                "connector", connector_class, config.get("connector.plugin.version")
+            )
         except ConfigException as exc:
-            infos = connector_config_infos(resolved.config, None, connector_class,
-                                           topic_creation_enabled=self.topic_creation_enabled)
+            infos = connector_config_infos(
+                resolved.config,
+                None,
+                connector_class,
+                topic_creation_enabled=self.topic_creation_enabled,
+            )
             self._add_error(infos, exc.name or "connector.class", str(exc))
         else:
-            infos = connector_config_infos(resolved.config, plugin.kind == "sink",
-                                           plugin.class_name,
-                                           topic_creation_enabled=self.topic_creation_enabled)
+            infos = connector_config_infos(
+                resolved.config,
+                plugin.kind == "sink",
+                plugin.class_name,
+                topic_creation_enabled=self.topic_creation_enabled,
+            )
             own = self._plugin_infos(plugin, resolved.config)
             by_name = {c["value"]["name"]: c for c in infos["configs"]}
             for entry in own["configs"]:
@@ -263,19 +282,37 @@ class AbstractHerder:
             if entry["value"]["name"] == key:
                 entry["value"]["errors"].append(message)
                 return
-        infos["configs"].append({
-            "definition": {"name": key, "type": "STRING", "required": False,
-                           "default_value": None, "importance": "HIGH", "documentation": "",
-                           "group": None, "width": "NONE", "display_name": key,
-                           "dependents": [], "order": -1},
-            "value": {"name": key, "value": None, "recommended_values": [],
-                      "errors": [message], "visible": True},
-        })
+        infos["configs"].append(
+            {
+                "definition": {
+                    "name": key,
+                    "type": "STRING",
+                    "required": False,
+                    "default_value": None,
+                    "importance": "HIGH",
+                    "documentation": "",
+                    "group": None,
+                    "width": "NONE",
+                    "display_name": key,
+                    "dependents": [],
+                    "order": -1,
+                },
+                "value": {
+                    "name": key,
+                    "value": None,
+                    "recommended_values": [],
+                    "errors": [message],
+                    "visible": True,
+                },
+            }
+        )
 
     def _check_component_classes(self, infos: dict[str, Any], props: Mapping[str, str]) -> None:
         """Errors for converter, transformation and predicate classes that are not installed."""
-        checks = [(k, "header_converter" if k == "header.converter" else "converter")
-                  for k in ("key.converter", "value.converter", "header.converter")]
+        checks = [
+            (k, "header_converter" if k == "header.converter" else "converter")
+            for k in ("key.converter", "value.converter", "header.converter")
+        ]
         for key in props:
             if key.startswith("transforms.") and key.endswith(".type"):
                 checks.append((key, "transformation"))
@@ -291,30 +328,39 @@ class AbstractHerder:
                 self._add_error(infos, key, str(exc))
                 continue
             if key.endswith(".converter"):
-                self._add_component_infos(infos, key, key + ".", plugin, props,
-                                          {"converter.type": key.split(".")[0]})
+                self._add_component_infos(
+                    infos, key, key + ".", plugin, props, {"converter.type": key.split(".")[0]}
+                )
             else:  # transforms.<alias>.type / predicates.<alias>.type
                 self._add_component_infos(infos, key, key[: -len("type")], plugin, props, {})
 
     # Keys under a transform's or predicate's prefix that the framework, not the plugin, owns.
-    _FRAMEWORK_SUBKEYS = frozenset({"type", "predicate", "negate", "plugin.version",
-                                    "converter.type"})
+    _FRAMEWORK_SUBKEYS = frozenset(
+        {"type", "predicate", "negate", "plugin.version", "converter.type"}
+    )
 
-    def _add_component_infos(self, infos: dict[str, Any], key: str, prefix: str,
-                             plugin: PluginDescriptor, props: Mapping[str, str],
-                             defaults: Mapping[str, str]) -> None:
+    def _add_component_infos(
+        self,
+        infos: dict[str, Any],
+        key: str,
+        prefix: str,
+        plugin: PluginDescriptor,
+        props: Mapping[str, str],
+        defaults: Mapping[str, str],
+    ) -> None:
         """A converter's, transform's or predicate's own keys, validated by the plugin in a
         host and reported under their prefixed names (``value.converter.schemas.enable``,
         ``transforms.mask.fields``), so a bad SMT or converter config fails before start."""
-        sub = {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+        sub = {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
         sub.pop("plugin.version", None)
         for name, value in defaults.items():
             sub.setdefault(name, value)
         try:
             own = self._plugin_infos(plugin, sub)
         except ConnectException as exc:
-            self._add_error(infos, key, f"cannot validate the configuration of {plugin.name}: "
-                                        f"{exc}")
+            self._add_error(
+                infos, key, f"cannot validate the configuration of {plugin.name}: {exc}"
+            )
             return
         present = {c["value"]["name"] for c in infos["configs"]}
         for entry in own["configs"]:
@@ -325,14 +371,17 @@ class AbstractHerder:
             entry["definition"]["name"] = entry["value"]["name"] = name
             # The plugin's messages name its bare key; at connector level it is the full one.
             entry["value"]["errors"] = [
-                m.replace(f"configuration {bare}:", f"configuration {name}:")
-                 .replace(f'"{bare}"', f'"{name}"')
-                for m in entry["value"]["errors"]]
+                m.replace(f"configuration {bare}:", f"configuration {name}:").replace(
+                    f'"{bare}"', f'"{name}"'
+                )
+                for m in entry["value"]["errors"]
+            ]
             infos["configs"].append(entry)
 
     @staticmethod
-    def _show_submitted(infos: dict[str, Any], config: Mapping[str, str],
-                        resolved: Resolved) -> None:
+    def _show_submitted(
+        infos: dict[str, Any], config: Mapping[str, str], resolved: Resolved
+    ) -> None:
         for entry in infos["configs"]:
             value = entry["value"]
             raw = config.get(value["name"])
@@ -348,16 +397,21 @@ class AbstractHerder:
         if infos["error_count"]:
             messages = [m for c in infos["configs"] for m in c["value"]["errors"]]
             messages = list(dict.fromkeys(messages))
-            raise BadRequestError("\n".join([_INVALID_CONFIG.format(n=len(messages)),
-                                             *messages, _VALIDATE_HINT]))
+            raise BadRequestError(
+                "\n".join([_INVALID_CONFIG.format(n=len(messages)), *messages, _VALIDATE_HINT])
+            )
         return infos
 
     # -- status rendering ------------------------------------------------------------------------
 
     @staticmethod
-    def render_status(name: str, kind: str, connector: Status | None,
-                      tasks: Mapping[int, Status], scrub: Resolved | None = None
-                      ) -> dict[str, Any]:
+    def render_status(
+        name: str,
+        kind: str,
+        connector: Status | None,
+        tasks: Mapping[int, Status],
+        scrub: Resolved | None = None,
+    ) -> dict[str, Any]:
         if connector is None:
             raise NotFoundError(f"No status found for connector {name}")
         return {

@@ -34,6 +34,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 
 # -- worker start-up -------------------------------------------------------------------------
 
+
 @hookspec
 def copycat_config_providers() -> Mapping[str, Callable[[], ConfigProvider]]:
     """Config provider classes this plugin offers, by class name (and any aliases).
@@ -46,6 +47,7 @@ def copycat_config_providers() -> Mapping[str, Callable[[], ConfigProvider]]:
 
 
 # -- REST server -----------------------------------------------------------------------------
+
 
 @hookspec
 def copycat_rest_extension(app: Any, worker_config: WorkerConfig) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
+
 from plugin_api import ConnectException, RetriableException
 
 # Kafka Connect's producer defaults for source tasks (Worker.java): no data loss on broker

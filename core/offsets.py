@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from plugin_api import ConnectException
 from plugin_api.connector import freeze_partition
+
+from plugin_api import ConnectException
 
 FILE_FORMAT_VERSION = 1
 
@@ -37,7 +38,10 @@ class OffsetStore(Protocol):
     """Where committed source offsets live (a file in standalone mode, a topic when distributed)."""
 
     def get(self, connector: str, partitions: Iterable[Mapping[str, Any]]) -> dict[Any, Any]:
-        """Offsets of the given partitions, keyed by :func:`freeze_partition`; missing ones absent."""
+        """Offsets of the given partitions, keyed by :func:`freeze_partition`.
+
+        Partitions without an offset are absent from the result.
+        """
         ...
 
     def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
@@ -48,8 +52,7 @@ class OffsetStore(Protocol):
         """Make everything put() so far durable."""
         ...
 
-    def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], Any]]:
-        ...
+    def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], Any]]: ...
 
 
 class MemoryOffsetStore:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from plugin_api import ConfigException
 
 from isolation.environment import PluginDescriptor, PluginEnvironment
+from plugin_api import ConfigException
 from registry.installer import scan
 
 log = logging.getLogger("copycat.plugins")
@@ -91,31 +91,40 @@ class PluginCatalogue:
     def of_kind(self, *kinds: str) -> list[PluginDescriptor]:
         return [p for p in self.plugins if p.kind in kinds]
 
-    def resolve(self, kind: str, name: str, version: str | None = None,
-                key: str = "connector.class") -> PluginDescriptor:
+    def resolve(
+        self, kind: str, name: str, version: str | None = None, key: str = "connector.class"
+    ) -> PluginDescriptor:
         """The plugin a config names, or a ConfigException naming ``key`` and what exists."""
         kinds = KIND_GROUPS[kind]
         candidates = [p for p in self._by_name.get(name.strip(), []) if p.kind in kinds]
         if not candidates:
             available = sorted({p.class_name for p in self.of_kind(*kinds)})
             raise ConfigException(
-                key, name,
+                key,
+                name,
                 f"no {kind.replace('_', ' ')} plugin named {name!r} is installed; "
-                f"available: {', '.join(available) or 'none'}"
+                f"available: {', '.join(available) or 'none'}",
             )
         if version:
             try:
-                spec = SpecifierSet(version) if version[0] in "<>=!~" else SpecifierSet(
-                    f"=={version}")
+                spec = (
+                    SpecifierSet(version) if version[0] in "<>=!~" else SpecifierSet(f"=={version}")
+                )
             except InvalidSpecifier as exc:
                 raise ConfigException(key + ".plugin.version", version, str(exc)) from exc
-            pinned = [p for p in candidates if p.version in spec or
-                      _version_key(p.version)[0] and spec.contains(p.version, prereleases=True)]
+            pinned = [
+                p
+                for p in candidates
+                if p.version in spec
+                or _version_key(p.version)[0]
+                and spec.contains(p.version, prereleases=True)
+            ]
             if not pinned:
                 have = ", ".join(sorted(p.version for p in candidates))
                 raise ConfigException(
-                    f"{key.rsplit('.', 1)[0]}.plugin.version", version,
-                    f"{name} is installed only in versions {have}"
+                    f"{key.rsplit('.', 1)[0]}.plugin.version",
+                    version,
+                    f"{name} is installed only in versions {have}",
                 )
             candidates = pinned
         return max(candidates, key=lambda p: _version_key(p.version))

@@ -50,11 +50,14 @@ def parse_sink_offsets(offsets: list[dict[str, Any]]) -> dict[tuple[str, int], i
     for entry in offsets:
         partition, offset = entry.get("partition"), entry.get("offset")
         if not isinstance(partition, dict):
-            raise BadRequestError("The partition for a sink connector offset cannot be null "
-                                  "or missing")
+            raise BadRequestError(
+                "The partition for a sink connector offset cannot be null or missing"
+            )
         if KAFKA_TOPIC_KEY not in partition or KAFKA_PARTITION_KEY not in partition:
-            raise BadRequestError(f"The partition for a sink connector offset must contain the "
-                                  f"keys '{KAFKA_TOPIC_KEY}' and '{KAFKA_PARTITION_KEY}'")
+            raise BadRequestError(
+                f"The partition for a sink connector offset must contain the "
+                f"keys '{KAFKA_TOPIC_KEY}' and '{KAFKA_PARTITION_KEY}'"
+            )
         topic = partition[KAFKA_TOPIC_KEY]
         if not isinstance(topic, str) or not topic:
             raise BadRequestError("Kafka topic names must be valid strings and may not be null")
@@ -63,8 +66,10 @@ def parse_sink_offsets(offsets: list[dict[str, Any]]) -> dict[tuple[str, int], i
             parsed[(topic, number)] = None
             continue
         if not isinstance(offset, dict) or KAFKA_OFFSET_KEY not in offset:
-            raise BadRequestError(f"The offset for a sink connector should either be null or "
-                                  f"contain the key '{KAFKA_OFFSET_KEY}'")
+            raise BadRequestError(
+                f"The offset for a sink connector should either be null or "
+                f"contain the key '{KAFKA_OFFSET_KEY}'"
+            )
         value = _number(offset[KAFKA_OFFSET_KEY], "Kafka offsets")
         if value < 0 or number < 0:
             raise BadRequestError("Kafka partitions and offsets may not be negative")
@@ -74,9 +79,15 @@ def parse_sink_offsets(offsets: list[dict[str, Any]]) -> dict[tuple[str, int], i
 
 # Right after a sink is stopped its consumer may still be leaving the group; admin calls then
 # fail with these codes for a moment. Retried for up to this long before giving up.
-_TRANSIENT = frozenset({KafkaError.REBALANCE_IN_PROGRESS, KafkaError.NON_EMPTY_GROUP,
-                        KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.NOT_COORDINATOR,
-                        KafkaError.COORDINATOR_NOT_AVAILABLE})
+_TRANSIENT = frozenset(
+    {
+        KafkaError.REBALANCE_IN_PROGRESS,
+        KafkaError.NON_EMPTY_GROUP,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
 TRANSIENT_RETRY_S = 15.0
 
 
@@ -103,8 +114,11 @@ class SinkOffsets:
     def get(self) -> list[dict[str, Any]]:
         request = [ConsumerGroupTopicPartitions(self.group)]
         try:
-            result = _retrying(lambda: self.admin.list_consumer_group_offsets(request)[
-                self.group].result(ADMIN_TIMEOUT_S))
+            result = _retrying(
+                lambda: self.admin.list_consumer_group_offsets(request)[self.group].result(
+                    ADMIN_TIMEOUT_S
+                )
+            )
         except KafkaException as exc:
             if exc.args[0].code() in _GROUP_GONE:
                 return []
@@ -113,9 +127,12 @@ class SinkOffsets:
         for tp in sorted(result.topic_partitions or [], key=lambda t: (t.topic, t.partition)):
             if tp.offset is None or tp.offset < 0 or tp.error is not None:
                 continue
-            rows.append({"partition": {KAFKA_TOPIC_KEY: tp.topic,
-                                       KAFKA_PARTITION_KEY: tp.partition},
-                         "offset": {KAFKA_OFFSET_KEY: tp.offset}})
+            rows.append(
+                {
+                    "partition": {KAFKA_TOPIC_KEY: tp.topic, KAFKA_PARTITION_KEY: tp.partition},
+                    "offset": {KAFKA_OFFSET_KEY: tp.offset},
+                }
+            )
         return rows
 
     def alter(self, offsets: Mapping[tuple[str, int], int | None]) -> None:
@@ -127,8 +144,12 @@ class SinkOffsets:
         """
         to_set = {tp: o for tp, o in offsets.items() if o is not None}
         if any(o is None for o in offsets.values()):
-            keep = {(r["partition"][KAFKA_TOPIC_KEY], r["partition"][KAFKA_PARTITION_KEY]):
-                    r["offset"][KAFKA_OFFSET_KEY] for r in self.get()}
+            keep = {
+                (r["partition"][KAFKA_TOPIC_KEY], r["partition"][KAFKA_PARTITION_KEY]): r["offset"][
+                    KAFKA_OFFSET_KEY
+                ]
+                for r in self.get()
+            }
             for tp, offset in offsets.items():
                 if offset is None:
                     keep.pop(tp, None)
@@ -138,16 +159,21 @@ class SinkOffsets:
             return
         partitions = [KafkaTopicPartition(t, p, o) for (t, p), o in to_set.items()]
         try:
-            _retrying(lambda: self.admin.alter_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(self.group, partitions)])[self.group].result(
-                ADMIN_TIMEOUT_S))
+            _retrying(
+                lambda: self.admin.alter_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(self.group, partitions)]
+                )[self.group].result(ADMIN_TIMEOUT_S)
+            )
         except KafkaException as exc:
             raise wrap_kafka_error(exc, f"could not alter offsets of group {self.group}") from exc
 
     def reset(self) -> None:
         try:
-            _retrying(lambda: self.admin.delete_consumer_groups([self.group])[self.group].result(
-                ADMIN_TIMEOUT_S))
+            _retrying(
+                lambda: self.admin.delete_consumer_groups([self.group])[self.group].result(
+                    ADMIN_TIMEOUT_S
+                )
+            )
         except KafkaException as exc:
             if exc.args[0].code() not in _GROUP_GONE:
                 raise wrap_kafka_error(exc, f"could not delete group {self.group}") from exc

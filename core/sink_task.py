@@ -18,12 +18,12 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
-from plugin_api import ConnectException, RetriableException
 
 from core.errors import ErrorReporter, retry_backoff_s
 from core.kafka import wrap_kafka_error
-from isolation._hostside.copycat_batch import ConsumedBatch
+from isolation import ConsumedBatch
 from isolation.host import PluginHost
+from plugin_api import ConnectException, RetriableException
 
 log = logging.getLogger("copycat.sink")
 
@@ -93,7 +93,8 @@ class SinkTaskLoop:
         # Batches already put: the errant record reporter may report records of these.
         reporting = errors is not None and (errors.tolerate_all or errors.dlq_topic is not None)
         self._recent: collections.deque[ConsumedBatch] = collections.deque(
-            maxlen=RECENT_BATCHES_FOR_REPORTS if reporting else 0)
+            maxlen=RECENT_BATCHES_FOR_REPORTS if reporting else 0
+        )
         self.records_put = 0
 
     @property
@@ -105,14 +106,19 @@ class SinkTaskLoop:
     def start(self) -> None:
         if self.topics_regex:
             # librdkafka treats a subscription starting with ^ as a regex.
-            pattern = self.topics_regex if self.topics_regex.startswith("^") \
-                else "^" + self.topics_regex
+            pattern = (
+                self.topics_regex if self.topics_regex.startswith("^") else "^" + self.topics_regex
+            )
             re.compile(pattern)
             subscription = [pattern]
         else:
             subscription = self.topics
-        self.consumer.subscribe(subscription, on_assign=self._on_assign,
-                                on_revoke=self._on_revoke, on_lost=self._on_lost)
+        self.consumer.subscribe(
+            subscription,
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
@@ -211,7 +217,7 @@ class SinkTaskLoop:
         errors = [msg.error() for msg in messages]
         if errors.count(None) != len(errors):
             clean = []
-            for msg, err in zip(messages, errors):
+            for msg, err in zip(messages, errors, strict=True):
                 if err is None:
                     clean.append(msg)
                 elif err.code() != KafkaError._PARTITION_EOF:
@@ -259,8 +265,7 @@ class SinkTaskLoop:
         self.records_put += len(batch)
         return len(batch)
 
-    def _retry_later(self, batch: ConsumedBatch | None,
-                     exc: RetriableException) -> None:
+    def _retry_later(self, batch: ConsumedBatch | None, exc: RetriableException) -> None:
         """Redeliver the same batch later, as Kafka Connect does; nothing more is consumed
         meanwhile. Backoff doubles up to errors.retry.delay.max.ms; past a positive
         errors.retry.timeout the task fails (with 0, the default, it retries as Kafka does:
@@ -282,13 +287,19 @@ class SinkTaskLoop:
             delay = retry_backoff_s(self._retry_attempt, self.errors.retry_delay_max_ms)
         else:
             delay = DEFAULT_RETRY_BACKOFF_MS / 1000
-        log.warning("task %s: put() failed with a retriable error (attempt %d), retrying in "
-                    "%.2f s: %s", self.name, self._retry_attempt, delay, exc)
+        log.warning(
+            "task %s: put() failed with a retriable error (attempt %d), retrying in %.2f s: %s",
+            self.name,
+            self._retry_attempt,
+            delay,
+            exc,
+        )
         self._retry_batch = batch
         self._retry_at = now + delay
 
-    def _report(self, batch: ConsumedBatch, failed: list[tuple[Any, ...]],
-                reported: list[tuple[Any, ...]]) -> None:
+    def _report(
+        self, batch: ConsumedBatch, failed: list[tuple[Any, ...]], reported: list[tuple[Any, ...]]
+    ) -> None:
         if reported and (self.errors is None or not self.errors.tolerate_all):
             topic, partition, offset, _stage, _cls, exc_class, message, _trace = reported[0]
             raise ConnectException(
@@ -328,12 +339,12 @@ class SinkTaskLoop:
             self._seek(topic, partition, offset)
         if actions.get("pause"):
             tps = [tuple(tp) for tp in actions["pause"]]
-            self._unfetch(set(tps), rewind=True)  # type: ignore[arg-type]
-            self._paused_by_task.update(tps)  # type: ignore[arg-type]
+            self._unfetch(set(tps), rewind=True)
+            self._paused_by_task.update(tps)
             self.consumer.pause([KafkaTopicPartition(t, p) for t, p in tps])
         if actions.get("resume"):
             tps = [tuple(tp) for tp in actions["resume"]]
-            self._paused_by_task.difference_update(tps)  # type: ignore[arg-type]
+            self._paused_by_task.difference_update(tps)
             self.consumer.resume([KafkaTopicPartition(t, p) for t, p in tps])
         if actions.get("request_commit"):
             self._commit_requested = True
@@ -356,8 +367,9 @@ class SinkTaskLoop:
             del self._pending_seeks[(topic, partition)]
             self._current[(topic, partition)] = offset
 
-    def commit(self, only: set[tuple[str, int]] | None = None, *,
-               asynchronous: bool = False) -> None:
+    def commit(
+        self, only: set[tuple[str, int]] | None = None, *, asynchronous: bool = False
+    ) -> None:
         """Ask the task what is safe (pre_commit) and commit exactly that to Kafka.
 
         Periodic commits are asynchronous, as Kafka Connect's are (the loop goes on
@@ -399,16 +411,18 @@ class SinkTaskLoop:
         for tp in offsets:
             self._committed[(tp.topic, tp.partition)] = tp.offset
 
-    def on_commit(self, error: KafkaError | None,
-                  partitions: list[KafkaTopicPartition]) -> None:
+    def on_commit(self, error: KafkaError | None, partitions: list[KafkaTopicPartition]) -> None:
         """The consumer's commit callback (served from consume()): remember what is committed.
 
         A failed asynchronous commit is logged and left for the next interval, which commits
         the then-current offsets (Kafka Connect does the same).
         """
         if error is not None:
-            log.warning("task %s: offset commit failed, retried at the next interval: %s",
-                        self.name, error.str() if isinstance(error, KafkaError) else error)
+            log.warning(
+                "task %s: offset commit failed, retried at the next interval: %s",
+                self.name,
+                error.str() if isinstance(error, KafkaError) else error,
+            )
             return
         for tp in partitions:
             if tp.error is None and tp.offset >= 0 and (tp.topic, tp.partition) in self._assigned:

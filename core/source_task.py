@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
-from plugin_api import ConnectException
 from plugin_api.connector import freeze_partition
 
 from core.errors import ErrorReporter
@@ -24,6 +23,7 @@ from core.kafka import wrap_kafka_error
 from core.offsets import OffsetStore
 from core.topics import TopicCreator
 from isolation.host import PluginHost
+from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.source")
 
@@ -133,17 +133,18 @@ class SourceTaskLoop:
     def _delivery_failed(self, err: KafkaError, msg: Message) -> None:
         if self._failure is None:
             self._failure = wrap_kafka_error(
-                err, f"task {self.name} could not send a record to "
-                f"{msg.topic()}-{msg.partition()}"
+                err, f"task {self.name} could not send a record to {msg.topic()}-{msg.partition()}"
             )
 
-    def _record_delivered(self, batch: _Batch, seq: int, err: KafkaError | None,
-                          msg: Message) -> None:
+    def _record_delivered(
+        self, batch: _Batch, seq: int, err: KafkaError | None, msg: Message
+    ) -> None:
         """Per-record callback, used only when the task implements commit_record()."""
         batch.delivered(err, msg)
         if err is None:
             self._pending_acks.append(
-                (seq, msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1]))
+                (seq, msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1])
+            )
 
     def iteration(self) -> int:
         """One ``poll()`` of the task, its records handed to the producer. Returns the count.
@@ -215,15 +216,28 @@ class SourceTaskLoop:
                 # (both what the Java producer does with a null partition/timestamp).
                 try:
                     if headers:
-                        produce(topic, value, key, -1 if partition is None else partition,
-                                on_delivery=on_delivery, timestamp=timestamp or 0,
-                                headers=headers)
+                        produce(
+                            topic,
+                            value,
+                            key,
+                            -1 if partition is None else partition,
+                            on_delivery=on_delivery,
+                            timestamp=timestamp or 0,
+                            headers=headers,
+                        )
                     else:
-                        produce(topic, value, key, -1 if partition is None else partition,
-                                on_delivery=on_delivery, timestamp=timestamp or 0)
+                        produce(
+                            topic,
+                            value,
+                            key,
+                            -1 if partition is None else partition,
+                            on_delivery=on_delivery,
+                            timestamp=timestamp or 0,
+                        )
                 except BufferError:
-                    self._produce_when_room(topic, value, key, partition, timestamp, headers,
-                                            on_delivery)
+                    self._produce_when_room(
+                        topic, value, key, partition, timestamp, headers, on_delivery
+                    )
                 except Exception as exc:  # KafkaException, TypeError for bad values
                     raise ConnectException(
                         f"task {self.name} could not send a record to topic {topic!r}: {exc}"
@@ -236,9 +250,16 @@ class SourceTaskLoop:
             self.records_sent += batch.size
         return len(rows)
 
-    def _produce_when_room(self, topic: str, value: Any, key: Any, partition: int | None,
-                           timestamp: int | None, headers: Any,
-                           on_delivery: Callable[..., None]) -> None:
+    def _produce_when_room(
+        self,
+        topic: str,
+        value: Any,
+        key: Any,
+        partition: int | None,
+        timestamp: int | None,
+        headers: Any,
+        on_delivery: Callable[..., None],
+    ) -> None:
         """Back-pressure: librdkafka's queue is full, so the broker is slower than the source;
         no more polls until it has room."""
         while True:
@@ -248,9 +269,14 @@ class SourceTaskLoop:
                 raise _Interrupted from None
             try:
                 self.producer.produce(
-                    topic, value, key, -1 if partition is None else partition,
-                    on_delivery=on_delivery, timestamp=timestamp or 0,
-                    **({"headers": headers} if headers else {}))
+                    topic,
+                    value,
+                    key,
+                    -1 if partition is None else partition,
+                    on_delivery=on_delivery,
+                    timestamp=timestamp or 0,
+                    **({"headers": headers} if headers else {}),
+                )
                 return
             except BufferError:
                 continue

@@ -57,13 +57,17 @@ log = logging.getLogger("copycat.standalone")
 
 # How long GET / waits for the broker to name its cluster id at start-up.
 CLUSTER_ID_TIMEOUT_S = 10.0
-_NOT_STOPPED = ("Connectors must be in the STOPPED state before their offsets can be modified. "
-                "This can be done for the specified connector by issuing a 'PUT' request to the "
-                "'/connectors/{name}/stop' endpoint")
+_NOT_STOPPED = (
+    "Connectors must be in the STOPPED state before their offsets can be modified. "
+    "This can be done for the specified connector by issuing a 'PUT' request to the "
+    "'/connectors/{name}/stop' endpoint"
+)
 _ALTERED = "The offsets for this connector have been {verb} successfully"
-_ALTERED_EXTERNAL = ("The Connect framework-managed offsets for this connector have been {verb} "
-                     "successfully. However, if this connector manages offsets externally, they "
-                     "will need to be manually {verb} in the system that the connector uses.")
+_ALTERED_EXTERNAL = (
+    "The Connect framework-managed offsets for this connector have been {verb} "
+    "successfully. However, if this connector manages offsets externally, they "
+    "will need to be manually {verb} in the system that the connector uses."
+)
 
 
 @dataclass(frozen=True)
@@ -94,15 +98,21 @@ def _software_version() -> tuple[str, str]:
         version = "unknown"
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "--short=16", "HEAD"], cwd=Path(__file__).parent,
-            capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+            ["git", "rev-parse", "--short=16", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit = "unknown"
     return version, commit or "unknown"
 
 
-def reverse_transform(task_config: Mapping[str, str], raw: Mapping[str, str],
-                      resolved: Resolved) -> dict[str, str]:
+def reverse_transform(
+    task_config: Mapping[str, str], raw: Mapping[str, str], resolved: Resolved
+) -> dict[str, str]:
     """Put placeholders back into a task config made from resolved values (as Kafka does)."""
     out = dict(task_config)
     for key, raw_value in raw.items():
@@ -114,11 +124,15 @@ def reverse_transform(task_config: Mapping[str, str], raw: Mapping[str, str],
 class StandaloneHerder(AbstractHerder):
     """Runs the connectors of one standalone worker, from files and from REST."""
 
-    def __init__(self, worker_file: Path | None, connector_files: Sequence[Path] = (), *,
-                 worker_props: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        worker_file: Path | None,
+        connector_files: Sequence[Path] = (),
+        *,
+        worker_props: Mapping[str, str] | None = None,
+    ) -> None:
         self.worker_file = worker_file
-        props = dict(worker_props) if worker_props is not None else \
-            load_properties(worker_file)  # type: ignore[arg-type]
+        props = dict(worker_props) if worker_props is not None else load_properties(worker_file)  # type: ignore[arg-type]
         self.config = WorkerConfig.from_properties(props, str(worker_file or "<worker config>"))
         self.connector_files = [ConnectorFile(p, load_connector_file(p)) for p in connector_files]
         self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
@@ -150,12 +164,15 @@ class StandaloneHerder(AbstractHerder):
         errors: list[str] = []
         for cf in self.connector_files:
             if not cf.props.get("name"):
-                errors.append(f"{cf.path}: name: Missing required configuration \"name\" "
-                              "which has no default value.")
+                errors.append(
+                    f'{cf.path}: name: Missing required configuration "name" '
+                    "which has no default value."
+                )
                 continue
             if cf.name in names:
-                errors.append(f"{cf.path}: connector {cf.name!r} is also defined in "
-                              f"{names[cf.name]}")
+                errors.append(
+                    f"{cf.path}: connector {cf.name!r} is also defined in {names[cf.name]}"
+                )
             names[cf.name] = cf.path
             try:
                 infos = self.validate_connector_config(cf.props)
@@ -163,11 +180,13 @@ class StandaloneHerder(AbstractHerder):
                 errors.append(f"{cf.path}: {exc}")
                 continue
             for entry in infos["configs"]:
-                errors += [f"{cf.path}: {entry['value']['name']}: {m}"
-                           for m in entry["value"]["errors"]]
+                errors += [
+                    f"{cf.path}: {entry['value']['name']}: {m}" for m in entry["value"]["errors"]
+                ]
         if errors:
-            raise ConfigException("invalid connector configuration, nothing was started:\n  "
-                                  + "\n  ".join(errors))
+            raise ConfigException(
+                "invalid connector configuration, nothing was started:\n  " + "\n  ".join(errors)
+            )
         self._prepared = True
         return self.catalogue
 
@@ -179,18 +198,29 @@ class StandaloneHerder(AbstractHerder):
             self.broker = DevBroker()
             self.broker.start()
             bootstrap = self.broker.bootstrap_servers
-            log.warning("no bootstrap.servers configured: started the embedded dev broker at %s "
-                        "(in-memory, for development only)", bootstrap)
+            log.warning(
+                "no bootstrap.servers configured: started the embedded dev broker at %s "
+                "(in-memory, for development only)",
+                bootstrap,
+            )
         offsets_file = self.config.offset_storage_file_filename
         if not offsets_file:
-            raise ConfigException("offset.storage.file.filename", None,
-                                  f"standalone mode needs an offsets file ({self.worker_file})")
+            raise ConfigException(
+                "offset.storage.file.filename",
+                None,
+                f"standalone mode needs an offsets file ({self.worker_file})",
+            )
         client = dict(self.config.client_config())
         client["bootstrap.servers"] = bootstrap
         self.client_props = client
         self._admin = AdminClient(client)  # type: ignore[arg-type]
-        self.worker = Worker(self.worker_id, self.config.originals_strings(), catalogue,
-                             FileOffsetStore(Path(offsets_file)), client_props=client)
+        self.worker = Worker(
+            self.worker_id,
+            self.config.originals_strings(),
+            catalogue,
+            FileOffsetStore(Path(offsets_file)),
+            client_props=client,
+        )
         try:
             metadata_ = self._admin.list_topics(timeout=CLUSTER_ID_TIMEOUT_S)
             self._cluster_id = metadata_.cluster_id
@@ -254,15 +284,19 @@ class StandaloneHerder(AbstractHerder):
         return True
 
     def server_info(self) -> dict[str, Any]:
-        return {"version": self._version[0], "commit": self._version[1],
-                "kafka_cluster_id": self._cluster_id}
+        return {
+            "version": self._version[0],
+            "commit": self._version[1],
+            "kafka_cluster_id": self._cluster_id,
+        }
 
     # -- internals ---------------------------------------------------------------------------------
 
     def _worker(self) -> Worker:
         if self.worker is None:
-            raise ConflictError("Cannot complete request because the worker is still starting "
-                                "up or shutting down")
+            raise ConflictError(
+                "Cannot complete request because the worker is still starting up or shutting down"
+            )
         return self.worker
 
     def _get(self, name: str) -> _Deployed:
@@ -273,8 +307,11 @@ class StandaloneHerder(AbstractHerder):
 
     def _kind(self, config: Mapping[str, str]) -> str:
         try:
-            return self.catalogue.resolve("connector", config.get("connector.class", ""),
-                                          config.get("connector.plugin.version")).kind
+            return self.catalogue.resolve(
+                "connector",
+                config.get("connector.class", ""),
+                config.get("connector.plugin.version"),
+            ).kind
         except ConfigException:
             return "unknown"
 
@@ -287,9 +324,14 @@ class StandaloneHerder(AbstractHerder):
         message = scrub.scrub(str(exc)) if scrub else str(exc)
         log.error("connector %s failed: %s", name, message)
         worker = self._worker()
-        worker.status.set_connector(name, Status(
-            State.FAILED, worker.worker_id,
-            trace=scrub.scrub(failure_trace(exc)) if scrub else failure_trace(exc)))
+        worker.status.set_connector(
+            name,
+            Status(
+                State.FAILED,
+                worker.worker_id,
+                trace=scrub.scrub(failure_trace(exc)) if scrub else failure_trace(exc),
+            ),
+        )
 
     def _start(self, name: str) -> None:
         worker, deployed = self._worker(), self._connectors[name]
@@ -314,8 +356,9 @@ class StandaloneHerder(AbstractHerder):
             self._fail_connector(name, exc, resolved)
             return
         task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
-        deployed.task_configs = [reverse_transform(tc, deployed.config, resolved)
-                                 for tc in task_configs]
+        deployed.task_configs = [
+            reverse_transform(tc, deployed.config, resolved) for tc in task_configs
+        ]
         for task_id in worker.status.tasks_of(name):
             if task_id >= len(task_configs):
                 worker.status.remove_task(name, task_id)
@@ -333,7 +376,7 @@ class StandaloneHerder(AbstractHerder):
         worker = self._worker()
         worker.pause(name, paused)
         connector = worker.connectors.get(name)
-        for task_id, runner in (connector.tasks.items() if connector else ()):
+        for task_id, runner in connector.tasks.items() if connector else ():
             if runner.failed:  # a failed task stays FAILED through pause/resume
                 worker.status.update_task(name, task_id, state=State.FAILED)
 
@@ -358,10 +401,12 @@ class StandaloneHerder(AbstractHerder):
 
     def connector_info(self, name: str) -> dict[str, Any]:
         deployed = self._get(name)
-        return {"name": name, "config": dict(deployed.config),
-                "tasks": [{"connector": name, "task": i}
-                          for i in range(len(deployed.task_configs))],
-                "type": deployed.kind}
+        return {
+            "name": name,
+            "config": dict(deployed.config),
+            "tasks": [{"connector": name, "task": i} for i in range(len(deployed.task_configs))],
+            "type": deployed.kind,
+        }
 
     def connector_config(self, name: str) -> dict[str, str]:
         return dict(self._get(name).config)
@@ -371,12 +416,15 @@ class StandaloneHerder(AbstractHerder):
         if "/" in name:
             raise BadRequestError("Connector name should not contain '/'")
         if config.get("name") is not None and config["name"] != name:
-            raise BadRequestError(f"Connector name configuration ({config['name']}) doesn't "
-                                  f"match connector name in the URL ({name})")
+            raise BadRequestError(
+                f"Connector name configuration ({config['name']}) doesn't "
+                f"match connector name in the URL ({name})"
+            )
         return {**config, "name": name}
 
-    def create_connector(self, name: str, config: Mapping[str, str],
-                         initial_state: TargetState = TargetState.STARTED) -> dict[str, Any]:
+    def create_connector(
+        self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED
+    ) -> dict[str, Any]:
         config = self._named(name, config)
         if name in self._connectors:
             raise AlreadyExistsError(f"Connector {name} already exists")
@@ -388,8 +436,9 @@ class StandaloneHerder(AbstractHerder):
             self._deploy(name, config, initial_state)
             return self.connector_info(name)
 
-    def put_connector_config(self, name: str, config: Mapping[str, str]
-                             ) -> tuple[bool, dict[str, Any]]:
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str]
+    ) -> tuple[bool, dict[str, Any]]:
         config = self._named(name, config)
         self.ensure_valid(config)
         with self._lock:
@@ -403,8 +452,7 @@ class StandaloneHerder(AbstractHerder):
             self._start(name)
             return False, self.connector_info(name)
 
-    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]
-                               ) -> dict[str, Any]:
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
         current = self._get(name).config
         merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
         created, info = self.put_connector_config(name, merged)
@@ -424,26 +472,37 @@ class StandaloneHerder(AbstractHerder):
         if deployed is None:
             raise NotFoundError(f"No status found for connector {name}")
         worker = self._worker()
-        return self.render_status(name, deployed.kind, worker.status.connector(name),
-                                  worker.status.tasks_of(name), deployed.resolved)
+        return self.render_status(
+            name,
+            deployed.kind,
+            worker.status.connector(name),
+            worker.status.tasks_of(name),
+            deployed.resolved,
+        )
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
         deployed = self._connectors.get(name)
         status = self._worker().status.task(name, task) if deployed else None
         if deployed is None or status is None:
             raise NotFoundError(f"No status found for task {name}-{task}")
-        return self.render_status(name, deployed.kind, Status(State.RUNNING, ""),
-                                  {task: status}, deployed.resolved)["tasks"][0]
+        rendered = self.render_status(
+            name, deployed.kind, Status(State.RUNNING, ""), {task: status}, deployed.resolved
+        )
+        entry: dict[str, Any] = rendered["tasks"][0]
+        return entry
 
     def task_configs(self, name: str) -> list[dict[str, Any]]:
         deployed = self._get(name)
-        return [{"id": {"connector": name, "task": i}, "config": dict(c)}
-                for i, c in enumerate(deployed.task_configs)]
+        return [
+            {"id": {"connector": name, "task": i}, "config": dict(c)}
+            for i, c in enumerate(deployed.task_configs)
+        ]
 
     # -- Herder: restart, pause, resume, stop -----------------------------------------------------
 
-    def restart_connector(self, name: str, include_tasks: bool, only_failed: bool
-                          ) -> dict[str, Any] | None:
+    def restart_connector(
+        self, name: str, include_tasks: bool, only_failed: bool
+    ) -> dict[str, Any] | None:
         with self._lock:
             deployed, worker = self._get(name), self._worker()
             if deployed.target is TargetState.STOPPED:
@@ -459,15 +518,19 @@ class StandaloneHerder(AbstractHerder):
                 return None
             status = self.connector_status(name)
             restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
-            tasks = [t["id"] for t in status["tasks"]
-                     if include_tasks and (not only_failed or t["state"] == "FAILED")]
+            tasks = [
+                t["id"]
+                for t in status["tasks"]
+                if include_tasks and (not only_failed or t["state"] == "FAILED")
+            ]
             if restart_connector:
                 status["connector"]["state"] = State.RESTARTING.value
             for entry in status["tasks"]:
                 if entry["id"] in tasks:
                     entry["state"] = State.RESTARTING.value
-            if restart_connector and (name not in worker.connectors
-                                      or len(tasks) == len(deployed.task_configs)):
+            if restart_connector and (
+                name not in worker.connectors or len(tasks) == len(deployed.task_configs)
+            ):
                 self._stop(name)
                 self._start(name)
                 return status
@@ -534,17 +597,22 @@ class StandaloneHerder(AbstractHerder):
 
     def _connector_alter_offsets(self, deployed: _Deployed, offsets: Mapping[Any, Any]) -> bool:
         """Let the connector plugin see (and veto) the change, on a fresh instance."""
-        plugin = self.catalogue.resolve("connector", deployed.config["connector.class"],
-                                        deployed.config.get("connector.plugin.version"))
+        plugin = self.catalogue.resolve(
+            "connector",
+            deployed.config["connector.class"],
+            deployed.config.get("connector.plugin.version"),
+        )
         resolved = self.resolver.resolve(deployed.config)
         host = self.catalogue.environment(plugin).start_host(f"offsets:{plugin.name}")
         try:
             handle = host.new_object(plugin.target)
             return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
         except RemotePluginError as exc:
-            raise BadRequestError(f"Failed to alter offsets for connector "
-                                  f"{deployed.config['name']}: "
-                                  f"{resolved.scrub(exc.remote_message)}") from None
+            raise BadRequestError(
+                f"Failed to alter offsets for connector "
+                f"{deployed.config['name']}: "
+                f"{resolved.scrub(exc.remote_message)}"
+            ) from None
         finally:
             host.close()
 
@@ -552,12 +620,14 @@ class StandaloneHerder(AbstractHerder):
         with self._lock:
             deployed = self._require_stopped(name)
             if not offsets:
-                raise BadRequestError("Partitions / offsets need to be provided for an alter "
-                                      "offsets request")
+                raise BadRequestError(
+                    "Partitions / offsets need to be provided for an alter offsets request"
+                )
             if deployed.kind == "sink":
                 parsed = parse_sink_offsets(offsets)
                 handled = self._connector_alter_offsets(
-                    deployed, {TopicPartition(t, p): o for (t, p), o in parsed.items()})
+                    deployed, {TopicPartition(t, p): o for (t, p), o in parsed.items()}
+                )
                 self._sink_offsets(name, deployed).alter(parsed)
             else:
                 entries = []
@@ -569,7 +639,8 @@ class StandaloneHerder(AbstractHerder):
                         raise BadRequestError("Source offsets must be JSON objects or null")
                     entries.append((partition, offset))
                 handled = self._connector_alter_offsets(
-                    deployed, {freeze_partition(p): o for p, o in entries})
+                    deployed, {freeze_partition(p): o for p, o in entries}
+                )
                 store = self._worker().offsets
                 store.put(name, entries)
                 store.flush()
@@ -580,15 +651,22 @@ class StandaloneHerder(AbstractHerder):
             deployed = self._require_stopped(name)
             if deployed.kind == "sink":
                 current = self._sink_offsets(name, deployed).get()
-                handled = self._connector_alter_offsets(deployed, {
-                    TopicPartition(r["partition"]["kafka_topic"],
-                                   r["partition"]["kafka_partition"]): None for r in current})
+                handled = self._connector_alter_offsets(
+                    deployed,
+                    {
+                        TopicPartition(
+                            r["partition"]["kafka_topic"], r["partition"]["kafka_partition"]
+                        ): None
+                        for r in current
+                    },
+                )
                 self._sink_offsets(name, deployed).reset()
             else:
                 store = self._worker().offsets
                 rows = store.connector_offsets(name)
                 handled = self._connector_alter_offsets(
-                    deployed, {freeze_partition(p): None for p, _ in rows})
+                    deployed, {freeze_partition(p): None for p, _ in rows}
+                )
                 store.put(name, [(p, None) for p, _ in rows])
                 store.flush()
             return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")

@@ -13,9 +13,10 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from core.kafka import wrap_kafka_error
 
@@ -36,8 +37,9 @@ class TopicGroup:
     configs: dict[str, str] = field(default_factory=dict)
 
     def matches(self, topic: str) -> bool:
-        return any(p.fullmatch(topic) for p in self.include) and \
-            not any(p.fullmatch(topic) for p in self.exclude)
+        return any(p.fullmatch(topic) for p in self.include) and not any(
+            p.fullmatch(topic) for p in self.exclude
+        )
 
 
 def _patterns(raw: str) -> tuple[re.Pattern[str], ...]:
@@ -55,24 +57,30 @@ def topic_groups(props: Mapping[str, str]) -> list[TopicGroup]:
     groups = []
     for name in [n for n in names if n != "default"] + ["default"]:
         gp = f"topic.creation.{name}."
-        configs = {k[len(gp):]: v for k, v in props.items()
-                   if k.startswith(gp) and k[len(gp):] not in _GROUP_KEYS}
-        groups.append(TopicGroup(
-            name=name,
-            include=_patterns(props.get(gp + "include", ".*" if name == "default" else "")),
-            exclude=_patterns(props.get(gp + "exclude", "")),
-            replication_factor=int(props.get(gp + "replication.factor", default_rf)),
-            partitions=int(props.get(gp + "partitions", default_parts)),
-            configs=configs,
-        ))
+        configs = {
+            k[len(gp) :]: v
+            for k, v in props.items()
+            if k.startswith(gp) and k[len(gp) :] not in _GROUP_KEYS
+        }
+        groups.append(
+            TopicGroup(
+                name=name,
+                include=_patterns(props.get(gp + "include", ".*" if name == "default" else "")),
+                exclude=_patterns(props.get(gp + "exclude", "")),
+                replication_factor=int(props.get(gp + "replication.factor", default_rf)),
+                partitions=int(props.get(gp + "partitions", default_parts)),
+                configs=configs,
+            )
+        )
     return groups
 
 
 class TopicCreator:
     """Creates each new topic a source task writes to, once, before its first record."""
 
-    def __init__(self, admin_config: Mapping[str, object], props: Mapping[str, str],
-                 enabled: bool = True) -> None:
+    def __init__(
+        self, admin_config: Mapping[str, Any], props: Mapping[str, str], enabled: bool = True
+    ) -> None:
         self.groups = topic_groups(props) if enabled else []
         self._admin = AdminClient(dict(admin_config)) if self.groups else None
         self._known: set[str] = set()
@@ -86,13 +94,22 @@ class TopicCreator:
             self._known.add(topic)
             return
         group = next(g for g in self.groups if g.matches(topic) or g.name == "default")
-        new = NewTopic(topic, num_partitions=group.partitions,
-                       replication_factor=group.replication_factor, config=group.configs)
+        new = NewTopic(
+            topic,
+            num_partitions=group.partitions,
+            replication_factor=group.replication_factor,
+            config=group.configs,
+        )
         future = self._admin.create_topics([new], operation_timeout=CREATE_TIMEOUT_S)[topic]
         try:
             future.result(CREATE_TIMEOUT_S)
-            log.info("created topic %s (group %s: %d partitions, replication factor %d)",
-                     topic, group.name, group.partitions, group.replication_factor)
+            log.info(
+                "created topic %s (group %s: %d partitions, replication factor %d)",
+                topic,
+                group.name,
+                group.partitions,
+                group.replication_factor,
+            )
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise wrap_kafka_error(exc, f"could not create topic {topic!r}") from exc

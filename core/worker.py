@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import Consumer, Producer
-from plugin_api import ConfigException, ConnectException
 
 from core.errors import ErrorReporter
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS, client_config
@@ -28,6 +27,7 @@ from core.topics import TopicCreator
 from isolation import allocator
 from isolation.environment import PluginDescriptor
 from isolation.host import PluginHost, RemotePluginError
+from plugin_api import ConfigException, ConnectException
 
 log = logging.getLogger("copycat.worker")
 
@@ -52,16 +52,18 @@ class RestartPolicy:
             return None
         if policy != "on-failure":
             raise ConfigException("task.restart.policy", policy, "must be none or on-failure")
-        return cls(int(props.get("task.restart.max.attempts", "5")),
-                   int(props.get("task.restart.backoff.initial.ms", "1000")),
-                   int(props.get("task.restart.backoff.max.ms", "60000")))
+        return cls(
+            int(props.get("task.restart.max.attempts", "5")),
+            int(props.get("task.restart.backoff.initial.ms", "1000")),
+            int(props.get("task.restart.backoff.max.ms", "60000")),
+        )
 
     def delay_ms(self, attempt: int) -> int:
-        return min(self.initial_backoff_ms * 2 ** (attempt - 1), self.max_backoff_ms)
+        return min(self.initial_backoff_ms << (attempt - 1), self.max_backoff_ms)
 
 
 def prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
-    return {k[len(prefix):]: v for k, v in props.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
 
 
 @dataclass
@@ -78,8 +80,15 @@ class _Connector:
 class _TaskRunner(threading.Thread):
     """A thread that drives one task loop until stopped or failed."""
 
-    def __init__(self, worker: Worker, connector: str, task_id: int, host: PluginHost,
-                 loop: SourceTaskLoop | SinkTaskLoop, commit_interval_s: float) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        connector: str,
+        task_id: int,
+        host: PluginHost,
+        loop: SourceTaskLoop | SinkTaskLoop,
+        commit_interval_s: float,
+    ) -> None:
         super().__init__(name=f"task-{connector}-{task_id}", daemon=True)
         self.worker = worker
         self.connector = connector
@@ -114,8 +123,11 @@ class _TaskRunner(threading.Thread):
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
             self.failed = True
             log.error("task %s-%d failed: %s", self.connector, self.task_id, exc)
-            self.worker.status.set_task(self.connector, self.task_id, Status(
-                State.FAILED, self.worker.worker_id, trace=failure_trace(exc)))
+            self.worker.status.set_task(
+                self.connector,
+                self.task_id,
+                Status(State.FAILED, self.worker.worker_id, trace=failure_trace(exc)),
+            )
         finally:
             self._shut_down()
         if self.failed and not self.stopping.is_set():
@@ -137,8 +149,9 @@ class _TaskRunner(threading.Thread):
             if self.reporter is not None:
                 self.reporter.close()
             if not self.failed:
-                self.worker.status.set_task(self.connector, self.task_id,
-                                            Status(State.UNASSIGNED, self.worker.worker_id))
+                self.worker.status.set_task(
+                    self.connector, self.task_id, Status(State.UNASSIGNED, self.worker.worker_id)
+                )
 
 
 class Worker:
@@ -161,8 +174,9 @@ class Worker:
         self.client_props = dict(client_props)
         self.status = status or StatusBoard()
         self.connectors: dict[str, _Connector] = {}
-        self.graceful_timeout_s = int(self.props.get("task.shutdown.graceful.timeout.ms",
-                                                     5000)) / 1000
+        self.graceful_timeout_s = (
+            int(self.props.get("task.shutdown.graceful.timeout.ms", 5000)) / 1000
+        )
         self.commit_interval_s = int(self.props.get("offset.flush.interval.ms", 60000)) / 1000
         self._restart_attempts: dict[tuple[str, int], int] = {}
         # Task loops allocate and free a batch of records at a time (isolation/allocator.py).
@@ -173,11 +187,14 @@ class Worker:
 
     def resolve_connector(self, props: Mapping[str, str]) -> PluginDescriptor:
         if not props.get("connector.class"):
-            raise ConfigException("connector.class", None,
-                                  'Missing required configuration "connector.class" '
-                                  "which has no default value.")
-        return self.catalogue.resolve("connector", props["connector.class"],
-                                      props.get("connector.plugin.version"))
+            raise ConfigException(
+                "connector.class",
+                None,
+                'Missing required configuration "connector.class" which has no default value.',
+            )
+        return self.catalogue.resolve(
+            "connector", props["connector.class"], props.get("connector.plugin.version")
+        )
 
     def validate_plugin_config(self, props: Mapping[str, str]) -> dict[str, Any]:
         """The connector plugin's own ``config/validate`` body, computed in a plugin host."""
@@ -200,8 +217,9 @@ class Worker:
             version = str(host.call(handle, "version"))
         except BaseException as exc:
             host.close()
-            self.status.set_connector(name, Status(State.FAILED, self.worker_id,
-                                                   trace=failure_trace(exc)))
+            self.status.set_connector(
+                name, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
+            )
             raise
         self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
         self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
@@ -214,8 +232,10 @@ class Worker:
         configs = connector.host.call(connector.handle, "task_configs", max_tasks)
         enforce = connector.props.get("tasks.max.enforce", "true").lower() != "false"
         if enforce and len(configs) > max_tasks:
-            raise ConnectException(f"connector {name} generated {len(configs)} task configs, "
-                                   f"more than tasks.max={max_tasks}")
+            raise ConnectException(
+                f"connector {name} generated {len(configs)} task configs, "
+                f"more than tasks.max={max_tasks}"
+            )
         return [{str(k): str(v) for k, v in c.items()} for c in configs]
 
     def stop_connector(self, name: str) -> None:
@@ -249,58 +269,101 @@ class Worker:
             pipeline["errors"] = {k: v for k, v in props.items() if k.startswith("errors.")}
             handle = host.next_handle()
             reporter = ErrorReporter(
-                name, task_id, props,
+                name,
+                task_id,
+                props,
                 producer_config=client_config(
-                    self.client_props, {"acks": "all", "enable.idempotence": True,
-                                        "client.id": f"connector-dlq-producer-{name}-{task_id}"},
-                    prefixed(self.props, "producer."), prefixed(props, "producer.override.")),
-                admin_config=client_config(self.client_props, prefixed(self.props, "admin."),
-                                           prefixed(props, "admin.override.")),
+                    self.client_props,
+                    {
+                        "acks": "all",
+                        "enable.idempotence": True,
+                        "client.id": f"connector-dlq-producer-{name}-{task_id}",
+                    },
+                    prefixed(self.props, "producer."),
+                    prefixed(props, "producer.override."),
+                ),
+                admin_config=client_config(
+                    self.client_props,
+                    prefixed(self.props, "admin."),
+                    prefixed(props, "admin.override."),
+                ),
             )
             loop: SourceTaskLoop | SinkTaskLoop
             if connector.plugin.kind == "source":
-                started = host.request("start_source_task", handle, task_target,
-                                       dict(task_props), pipeline)
-                producer = Producer(client_config(
-                    self.client_props, SOURCE_PRODUCER_DEFAULTS,
-                    {"client.id": f"connector-producer-{name}-{task_id}"},
-                    prefixed(self.props, "producer."),
-                    prefixed(props, "producer.override."),
-                ))
+                started = host.request(
+                    "start_source_task", handle, task_target, dict(task_props), pipeline
+                )
+                producer = Producer(
+                    client_config(
+                        self.client_props,
+                        SOURCE_PRODUCER_DEFAULTS,
+                        {"client.id": f"connector-producer-{name}-{task_id}"},
+                        prefixed(self.props, "producer."),
+                        prefixed(props, "producer.override."),
+                    )
+                )
                 creator = TopicCreator(
-                    client_config(self.client_props, prefixed(self.props, "admin."),
-                                  prefixed(props, "admin.override.")),
+                    client_config(
+                        self.client_props,
+                        prefixed(self.props, "admin."),
+                        prefixed(props, "admin.override."),
+                    ),
                     props,
                     enabled=self.props.get("topic.creation.enable", "true").lower() == "true",
                 )
-                loop = SourceTaskLoop(name, task_id, host, handle, producer, self.offsets,
-                                      creator, wants_acks=started["wants_acks"],
-                                      errors=reporter)
+                loop = SourceTaskLoop(
+                    name,
+                    task_id,
+                    host,
+                    handle,
+                    producer,
+                    self.offsets,
+                    creator,
+                    wants_acks=started["wants_acks"],
+                    errors=reporter,
+                )
             else:
-                errant = bool(props.get("errors.deadletterqueue.topic.name")) or \
-                    props.get("errors.tolerance", "none") == "all"
-                host.request("start_sink_task", handle, task_target, dict(task_props), pipeline,
-                             errant)
+                errant = (
+                    bool(props.get("errors.deadletterqueue.topic.name"))
+                    or props.get("errors.tolerance", "none") == "all"
+                )
+                host.request(
+                    "start_sink_task", handle, task_target, dict(task_props), pipeline, errant
+                )
+
                 def on_commit(error: Any, partitions: Any) -> None:
                     sink_loop.on_commit(error, partitions)  # bound below, before any consume()
 
-                consumer = Consumer(client_config(
-                    self.client_props, SINK_CONSUMER_DEFAULTS,
-                    {"group.id": f"connect-{name}",
-                     "client.id": f"connector-consumer-{name}-{task_id}",
-                     "on_commit": on_commit},
-                    prefixed(self.props, "consumer."),
-                    prefixed(props, "consumer.override."),
-                ))
+                consumer = Consumer(
+                    client_config(
+                        self.client_props,
+                        SINK_CONSUMER_DEFAULTS,
+                        {
+                            "group.id": f"connect-{name}",
+                            "client.id": f"connector-consumer-{name}-{task_id}",
+                            "on_commit": on_commit,
+                        },
+                        prefixed(self.props, "consumer."),
+                        prefixed(props, "consumer.override."),
+                    )
+                )
                 topics = [t.strip() for t in props.get("topics", "").split(",") if t.strip()]
                 loop = sink_loop = SinkTaskLoop(
-                    name, task_id, host, handle, consumer, topics=topics,
+                    name,
+                    task_id,
+                    host,
+                    handle,
+                    consumer,
+                    topics=topics,
                     topics_regex=props.get("topics.regex") or None,
-                    commit_interval_ms=int(self.commit_interval_s * 1000), errors=reporter)
+                    commit_interval_ms=int(self.commit_interval_s * 1000),
+                    errors=reporter,
+                )
         except BaseException as exc:
             host.close()
-            self.status.set_task(name, task_id, Status(State.FAILED, self.worker_id,
-                                                       trace=failure_trace(exc)))
+            self.status.set_task(
+                name, task_id, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
+            )
             log.error("task %s-%d failed to start: %s", name, task_id, exc)
             return
         runner = _TaskRunner(self, name, task_id, host, loop, self.commit_interval_s)
@@ -309,8 +372,9 @@ class Worker:
         runner.task_props = dict(task_props)
         runner.reporter = reporter
         connector.tasks[task_id] = runner
-        self.status.set_task(name, task_id, Status(State.RUNNING, self.worker_id,
-                                                   version=connector.version))
+        self.status.set_task(
+            name, task_id, Status(State.RUNNING, self.worker_id, version=connector.version)
+        )
         runner.start()
 
     def stop_tasks(self, name: str, timeout_s: float | None = None) -> None:
@@ -321,13 +385,17 @@ class Worker:
         runners = list(connector.tasks.values())
         for runner in runners:
             runner.stopping.set()
-        deadline = time.monotonic() + (timeout_s if timeout_s is not None
-                                       else self.graceful_timeout_s)
+        deadline = time.monotonic() + (
+            timeout_s if timeout_s is not None else self.graceful_timeout_s
+        )
         for runner in runners:
             runner.join(max(0.0, deadline - time.monotonic()))
             if runner.is_alive():
-                log.error("task %s-%d did not stop within the graceful timeout; killing its "
-                          "plugin host", name, runner.task_id)
+                log.error(
+                    "task %s-%d did not stop within the graceful timeout; killing its plugin host",
+                    name,
+                    runner.task_id,
+                )
                 runner.host.kill()
                 runner.join(5)
         connector.tasks.clear()
@@ -374,18 +442,36 @@ class Worker:
         status = self.status.task(name, task_id)
         trace = status.trace if status is not None else None
         if attempt > policy.max_attempts:
-            self.status.set_task(name, task_id, Status(
-                State.FAILED, self.worker_id,
-                trace=f"gave up after {policy.max_attempts} automatic restarts\n{trace}"))
+            self.status.set_task(
+                name,
+                task_id,
+                Status(
+                    State.FAILED,
+                    self.worker_id,
+                    trace=f"gave up after {policy.max_attempts} automatic restarts\n{trace}",
+                ),
+            )
             return
         self._restart_attempts[key] = attempt
         delay_ms = policy.delay_ms(attempt)
-        self.status.set_task(name, task_id, Status(
-            State.RESTARTING, self.worker_id,
-            trace=f"automatic restart {attempt} of {policy.max_attempts} in {delay_ms} ms "
-                  f"after:\n{trace}"))
-        log.warning("task %s-%d failed; automatic restart %d of %d in %d ms", name, task_id,
-                    attempt, policy.max_attempts, delay_ms)
+        self.status.set_task(
+            name,
+            task_id,
+            Status(
+                State.RESTARTING,
+                self.worker_id,
+                trace=f"automatic restart {attempt} of {policy.max_attempts} in {delay_ms} ms "
+                f"after:\n{trace}",
+            ),
+        )
+        log.warning(
+            "task %s-%d failed; automatic restart %d of %d in %d ms",
+            name,
+            task_id,
+            attempt,
+            policy.max_attempts,
+            delay_ms,
+        )
 
         def restart() -> None:
             current = self.connectors.get(name)
@@ -415,8 +501,11 @@ class Worker:
         runner.stopping.set()
         runner.join(timeout_s if timeout_s is not None else self.graceful_timeout_s)
         if runner.is_alive():
-            log.error("task %s-%d did not stop within the graceful timeout; killing its "
-                      "plugin host", name, task_id)
+            log.error(
+                "task %s-%d did not stop within the graceful timeout; killing its plugin host",
+                name,
+                task_id,
+            )
             runner.host.kill()
             runner.join(5)
 
@@ -436,12 +525,14 @@ class Worker:
             host.call(handle, "start", dict(connector.props))
         except BaseException as exc:
             host.close()
-            self.status.set_connector(name, Status(State.FAILED, self.worker_id,
-                                                   trace=failure_trace(exc)))
+            self.status.set_connector(
+                name, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
+            )
             raise
         connector.host, connector.handle = host, handle
-        self.status.set_connector(name, Status(State.RUNNING, self.worker_id,
-                                               version=connector.version))
+        self.status.set_connector(
+            name, Status(State.RUNNING, self.worker_id, version=connector.version)
+        )
 
     def task_topics(self, name: str) -> set[str]:
         """Topics the connector's current tasks produced to or are assigned (KIP-558)."""
@@ -471,9 +562,10 @@ class Worker:
             host.request("attach", str(self.catalogue.environment(plugin).import_path))
         except RemotePluginError as exc:
             raise ConfigException(
-                key, plugin.class_name,
+                key,
+                plugin.class_name,
                 f"cannot load {plugin.distribution} into the task's plugin host: "
-                f"{exc.remote_message}"
+                f"{exc.remote_message}",
             ) from exc
 
     def _pipeline(self, host: PluginHost, home: str, props: Mapping[str, str]) -> dict[str, Any]:
@@ -484,8 +576,9 @@ class Worker:
             if not class_name:
                 continue
             kind = "header_converter" if which == "header.converter" else "converter"
-            plugin = self.catalogue.resolve(kind, class_name,
-                                            source.get(f"{which}.plugin.version"), key=which)
+            plugin = self.catalogue.resolve(
+                kind, class_name, source.get(f"{which}.plugin.version"), key=which
+            )
             self._attach(host, plugin, home, which)
             sub = prefixed(source, which + ".")
             sub.pop("plugin.version", None)
@@ -494,8 +587,9 @@ class Worker:
         spec["transforms"] = self._transforms(host, home, props)
         return spec
 
-    def _transforms(self, host: PluginHost, home: str,
-                    props: Mapping[str, str]) -> list[tuple[Any, ...]]:
+    def _transforms(
+        self, host: PluginHost, home: str, props: Mapping[str, str]
+    ) -> list[tuple[Any, ...]]:
         stages = []
         aliases = [a.strip() for a in props.get("transforms", "").split(",") if a.strip()]
         for alias in aliases:
@@ -504,8 +598,9 @@ class Worker:
             type_name = sub.pop("type", None)
             if not type_name:
                 raise ConfigException(prefix + "type", None, "Missing required configuration")
-            plugin = self.catalogue.resolve("transformation", type_name,
-                                            sub.pop("plugin.version", None), key=prefix + "type")
+            plugin = self.catalogue.resolve(
+                "transformation", type_name, sub.pop("plugin.version", None), key=prefix + "type"
+            )
             self._attach(host, plugin, home, prefix + "type")
             predicate_alias = sub.pop("predicate", None)
             negate = sub.pop("negate", "false").lower() == "true"
@@ -515,12 +610,14 @@ class Worker:
                 psub = prefixed(props, pprefix)
                 ptype = psub.pop("type", None)
                 if not ptype:
-                    raise ConfigException(pprefix + "type", None,
-                                          f"predicate {predicate_alias!r} used by transform "
-                                          f"{alias!r} is not defined")
-                pplugin = self.catalogue.resolve("predicate", ptype,
-                                                 psub.pop("plugin.version", None),
-                                                 key=pprefix + "type")
+                    raise ConfigException(
+                        pprefix + "type",
+                        None,
+                        f"predicate {predicate_alias!r} used by transform {alias!r} is not defined",
+                    )
+                pplugin = self.catalogue.resolve(
+                    "predicate", ptype, psub.pop("plugin.version", None), key=pprefix + "type"
+                )
                 self._attach(host, pplugin, home, pprefix + "type")
                 predicate = (pplugin.target, psub)
             stages.append((alias, (plugin.target, sub), predicate, negate))

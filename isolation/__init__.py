@@ -6,6 +6,7 @@ to it through a batched RPC and survives its crashes and hangs.
 
 from __future__ import annotations
 
+from isolation._hostside.copycat_batch import ConsumedBatch
 from isolation.environment import (
     ENTRY_POINT_GROUPS,
     PluginDescriptor,
@@ -21,6 +22,7 @@ from isolation.host import (
 )
 
 __all__ = [
+    "ConsumedBatch",
     "ENTRY_POINT_GROUPS",
     "PluginDescriptor",
     "PluginEnvironment",

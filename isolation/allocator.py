@@ -16,8 +16,8 @@ The cyclic garbage collector is tuned for the same pattern (:func:`tune_gc`).
 from __future__ import annotations
 
 import ctypes
-import gc
 import ctypes.util
+import gc
 import logging
 import os
 import sys

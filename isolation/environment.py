@@ -23,9 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from plugin_api import ConnectException
-
 from isolation.host import PluginHost
+from plugin_api import ConnectException
 
 MANIFEST_NAME = "copycat-plugin.json"
 ZIP_SUFFIXES = (".pyz", ".zip")
@@ -112,8 +111,11 @@ class PluginEnvironment:
         for dist in importlib.metadata.distributions(path=[str(self.import_path)]):
             for ep in dist.entry_points:
                 if ep.group in ENTRY_POINT_GROUPS:
-                    found.append(EntryPointInfo(ep.group, ep.name, ep.value,
-                                                dist.metadata["Name"], dist.version))
+                    found.append(
+                        EntryPointInfo(
+                            ep.group, ep.name, ep.value, dist.metadata["Name"], dist.version
+                        )
+                    )
         return sorted(found, key=lambda e: (e.group, e.name))
 
     def distributions(self) -> dict[str, str]:
@@ -136,7 +138,9 @@ class PluginEnvironment:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            raise PluginEnvironmentError(f"unreadable manifest {self.manifest_path}: {exc}") from exc
+            raise PluginEnvironmentError(
+                f"unreadable manifest {self.manifest_path}: {exc}"
+            ) from exc
         return manifest
 
     def catalogue(self) -> list[PluginDescriptor]:
@@ -144,9 +148,16 @@ class PluginEnvironment:
         manifest = self.read_manifest()
         if manifest is None:
             manifest = self.write_manifest(self.probe())
-        return [PluginDescriptor(**{**entry, "location": str(self.location),
-                                   "aliases": tuple(entry.get("aliases", ()))})
-                for entry in manifest["plugins"]]
+        return [
+            PluginDescriptor(
+                **{
+                    **entry,
+                    "location": str(self.location),
+                    "aliases": tuple(entry.get("aliases", ())),
+                }
+            )
+            for entry in manifest["plugins"]
+        ]
 
     def start_host(self, name: str, **kwargs: Any) -> PluginHost:
         """Start a plugin host for this location (a zipapp host has its zip attached)."""
@@ -178,22 +189,39 @@ class PluginEnvironment:
             else:
                 kind = expected if expected in kinds else None
             if kind is None:
-                wanted = "a SourceConnector or SinkConnector" if expected == "connector" \
+                wanted = (
+                    "a SourceConnector or SinkConnector"
+                    if expected == "connector"
                     else f"a {expected}"
-                errors.append(f"{ep.name} = {ep.value} is in group {ep.group} but is not "
-                              f"{wanted} (it is a {', '.join(kinds)})")
+                )
+                errors.append(
+                    f"{ep.name} = {ep.value} is in group {ep.group} but is not "
+                    f"{wanted} (it is a {', '.join(kinds)})"
+                )
                 continue
-            plugins.append(asdict(PluginDescriptor(
-                kind=kind, name=ep.name, target=ep.value, class_name=info["class_name"],
-                version=info["version"], distribution=f"{ep.distribution}=={ep.version}",
-                location=str(self.location), aliases=tuple(info.get("aliases", ())),
-            )))
+            plugins.append(
+                asdict(
+                    PluginDescriptor(
+                        kind=kind,
+                        name=ep.name,
+                        target=ep.value,
+                        class_name=info["class_name"],
+                        version=info["version"],
+                        distribution=f"{ep.distribution}=={ep.version}",
+                        location=str(self.location),
+                        aliases=tuple(info.get("aliases", ())),
+                    )
+                )
+            )
         if errors:
             raise PluginEnvironmentError(
                 f"plugin location {self.location} has broken entry points: " + "; ".join(errors)
             )
-        return {"location": str(self.location), "distributions": self.distributions(),
-                "plugins": plugins}
+        return {
+            "location": str(self.location),
+            "distributions": self.distributions(),
+            "plugins": plugins,
+        }
 
     def write_manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
         tmp = self.manifest_path.with_name(self.manifest_path.name + ".tmp")

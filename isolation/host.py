@@ -29,10 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import plugin_api
-from plugin_api import ConfigException, ConnectException, DataException, RetriableException
-
 from isolation import allocator
 from isolation._hostside import copycat_wire as wire
+from plugin_api import ConfigException, ConnectException, DataException, RetriableException
 
 log = logging.getLogger("copycat.isolation")
 
@@ -202,8 +201,17 @@ class PluginHost:
             regions = [None, None]
         self._to_host_region, self._from_host_region = regions
         region_fds = [region.fd for region in regions if region is not None]
-        cmd = [self.python, *self._site_flags, "-c", _BOOTSTRAP, str(plugin_api_root()), str(HOSTSIDE_DIR),
-               str(to_host_r), str(from_host_w), *map(str, region_fds)]
+        cmd = [
+            self.python,
+            *self._site_flags,
+            "-c",
+            _BOOTSTRAP,
+            str(plugin_api_root()),
+            str(HOSTSIDE_DIR),
+            str(to_host_r),
+            str(from_host_w),
+            *map(str, region_fds),
+        ]
         try:
             self._proc = subprocess.Popen(
                 cmd,
@@ -219,13 +227,15 @@ class PluginHost:
             for fd in (to_host_r, to_host_w, from_host_r, from_host_w):
                 os.close(fd)
             self._close_regions()
-            raise PluginHostError(f"cannot start plugin host for {self.name} "
-                                  f"with {self.python}: {exc}") from exc
+            raise PluginHostError(
+                f"cannot start plugin host for {self.name} with {self.python}: {exc}"
+            ) from exc
         os.close(to_host_r)
         os.close(from_host_w)
         self._to_host, self._from_host = to_host_w, from_host_r
-        threading.Thread(target=self._relay_output, name=f"host-log-{self.name}",
-                         daemon=True).start()
+        threading.Thread(
+            target=self._relay_output, name=f"host-log-{self.name}", daemon=True
+        ).start()
         self.info = self.request("hello", timeout_s=timeout_s)
         return self.info
 
@@ -380,8 +390,11 @@ class PluginHost:
             wire.write_message(self._to_host, ("cbret", True, result), self._to_host_region)
         except Exception as exc:  # noqa: BLE001 - the host reports it as the plugin's error
             log.warning("callback %s from plugin %s failed: %s", name, self.name, exc)
-            wire.write_message(self._to_host, ("cbret", False, f"{type(exc).__name__}: {exc}"),
-                               self._to_host_region)
+            wire.write_message(
+                self._to_host,
+                ("cbret", False, f"{type(exc).__name__}: {exc}"),
+                self._to_host_region,
+            )
 
     def _crashed(self, op: str) -> PluginHostCrashed:
         assert self._proc is not None

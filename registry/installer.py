@@ -24,7 +24,6 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
-from plugin_api import ConnectException
 
 import plugin_api
 from isolation.environment import (
@@ -33,6 +32,7 @@ from isolation.environment import (
     PluginEnvironment,
     PluginEnvironmentError,
 )
+from plugin_api import ConnectException
 
 PLUGIN_API_DISTRIBUTION = "copycat-plugin-api"
 # uv reads requirement overrides from a file; a marker that is never true removes the
@@ -69,8 +69,9 @@ def _run_uv(args: Sequence[str], what: str) -> None:
     proc = subprocess.run([uv_binary(), *args], capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         output = (proc.stderr or proc.stdout).strip()
-        raise PluginInstallError(f"{what} failed (uv exit {proc.returncode}):\n"
-                                 f"{output[-UV_ERROR_CHARS:]}")
+        raise PluginInstallError(
+            f"{what} failed (uv exit {proc.returncode}):\n{output[-UV_ERROR_CHARS:]}"
+        )
 
 
 def _describe_source(source: str) -> str:
@@ -99,18 +100,29 @@ def install(
     """
     path = Path(source)
     if (path.suffix == ".whl" or os.sep in source) and not path.exists():
-        raise PluginInstallError(f"cannot install plugin: {_describe_source(source)} does not exist")
+        raise PluginInstallError(
+            f"cannot install plugin: {_describe_source(source)} does not exist"
+        )
     if path.exists():
         source = str(path.resolve())
     plugin_path.mkdir(parents=True, exist_ok=True)
     staging = plugin_path / f".staging-{uuid.uuid4().hex[:12]}"
     try:
-        _run_uv(["venv", "--quiet", "--python", sys.executable, str(staging)],
-                f"creating a venv for {_describe_source(source)}")
+        _run_uv(
+            ["venv", "--quiet", "--python", sys.executable, str(staging)],
+            f"creating a venv for {_describe_source(source)}",
+        )
         overrides = staging / "copycat-overrides.txt"
         overrides.write_text(_DROP_PLUGIN_API)
-        args = ["pip", "install", "--quiet", "--python", str(staging / "bin" / "python"),
-                "--override", str(overrides)]
+        args = [
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(staging / "bin" / "python"),
+            "--override",
+            str(overrides),
+        ]
         for link in find_links:
             args += ["--find-links", str(link)]
         if index_url:
@@ -247,8 +259,9 @@ def remove(plugin_paths: Sequence[Path], spec: str) -> list[PluginEnvironment]:
     """Remove every installed version matching ``spec``; raise if nothing matches."""
     hits = find(plugin_paths, spec)
     if not hits:
-        raise PluginNotFoundError(f"no installed plugin matches {spec!r} in "
-                                  f"{', '.join(str(p) for p in plugin_paths)}")
+        raise PluginNotFoundError(
+            f"no installed plugin matches {spec!r} in {', '.join(str(p) for p in plugin_paths)}"
+        )
     for env in hits:
         if env.is_zip:
             env.manifest_path.unlink(missing_ok=True)

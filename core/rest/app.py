@@ -37,19 +37,30 @@ log = logging.getLogger("copycat.rest")
 
 # KIP-1017: how long /health waits for the herder before calling the worker unhealthy.
 HEALTH_CHECK_TIMEOUT_S = 10.0
-_HTTP_REASONS = {400: "Bad Request", 401: "Unauthorized", 403: "Forbidden", 404: "Not Found",
-                 405: "Method Not Allowed", 406: "Not Acceptable", 409: "Conflict",
-                 415: "Unsupported Media Type", 500: "Internal Server Error"}
+_HTTP_REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+    415: "Unsupported Media Type",
+    500: "Internal Server Error",
+}
 
 
 def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error_code": status, "message": message}, status_code=status,
-                        headers=dict(headers or {}))
+    return JSONResponse(
+        {"error_code": status, "message": message}, status_code=status, headers=dict(headers or {})
+    )
 
 
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
-    return {code: {"model": m.ErrorMessage, "description": _HTTP_REASONS.get(code, "Error")}
-            for code in (*codes, 500)}
+    return {
+        code: {"model": m.ErrorMessage, "description": _HTTP_REASONS.get(code, "Error")}
+        for code in (*codes, 500)
+    }
 
 
 def _bool(value: str | None, default: bool) -> bool:
@@ -103,8 +114,11 @@ def _config_map(raw: Any, *, keep_null: bool = False) -> dict[str, Any]:
 def _connectors_router(herder: Herder) -> APIRouter:
     r = APIRouter(route_class=_SafeRoute, tags=["connectors"])
 
-    @r.get("/connectors", response_model=list[str] | dict[str, m.ExpandedConnector],
-           responses=_errors(409))
+    @r.get(
+        "/connectors",
+        response_model=list[str] | dict[str, m.ExpandedConnector],
+        responses=_errors(409),
+    )
     def list_connectors(expand: list[str] = Query(default=[])) -> Any:
         names = herder.connectors()
         wanted = [e for e in expand if e in ("status", "info")]
@@ -123,10 +137,10 @@ def _connectors_router(herder: Herder) -> APIRouter:
             out[name] = entry
         return JSONResponse(out)
 
-    @r.post("/connectors", status_code=201, response_model=m.ConnectorInfo,
-            responses=_errors(400, 409))
-    def create_connector(request: Request,
-                         body: m.CreateConnectorRequest = Body(...)) -> Any:
+    @r.post(
+        "/connectors", status_code=201, response_model=m.ConnectorInfo, responses=_errors(400, 409)
+    )
+    def create_connector(request: Request, body: m.CreateConnectorRequest = Body(...)) -> Any:
         config = _config_map(body.config if body.config is not None else {})
         name = (body.name or config.get("name") or "").strip()
         if not name:
@@ -147,65 +161,96 @@ def _connectors_router(herder: Herder) -> APIRouter:
         herder.delete_connector(connector)
         return Response(status_code=204)
 
-    @r.get("/connectors/{connector}/config", response_model=dict[str, str],
-           responses=_errors(404, 409))
+    @r.get(
+        "/connectors/{connector}/config", response_model=dict[str, str], responses=_errors(404, 409)
+    )
     def get_config(connector: str) -> Any:
         return JSONResponse(herder.connector_config(connector))
 
-    @r.put("/connectors/{connector}/config", response_model=m.ConnectorInfo,
-           responses={201: {"model": m.ConnectorInfo, "description": "Created"},
-                      **_errors(400, 409)})
-    def put_config(request: Request, connector: str,
-                   config: dict[str, Any] = Body(...)) -> Any:
+    @r.put(
+        "/connectors/{connector}/config",
+        response_model=m.ConnectorInfo,
+        responses={201: {"model": m.ConnectorInfo, "description": "Created"}, **_errors(400, 409)},
+    )
+    def put_config(request: Request, connector: str, config: dict[str, Any] = Body(...)) -> Any:
         created, info = herder.put_connector_config(connector, _config_map(config))
         if not created:
             return JSONResponse(info)
         location = str(request.base_url).rstrip("/") + "/connectors/" + quote(connector, safe="")
         return JSONResponse(info, status_code=201, headers={"Location": location})
 
-    @r.patch("/connectors/{connector}/config", response_model=m.ConnectorInfo,
-             responses=_errors(400, 404, 409))
+    @r.patch(
+        "/connectors/{connector}/config",
+        response_model=m.ConnectorInfo,
+        responses=_errors(400, 404, 409),
+    )
     def patch_config(connector: str, patch: dict[str, Any] = Body(...)) -> Any:
-        return JSONResponse(herder.patch_connector_config(
-            connector, _config_map(patch, keep_null=True)))
+        return JSONResponse(
+            herder.patch_connector_config(connector, _config_map(patch, keep_null=True))
+        )
 
-    @r.get("/connectors/{connector}/status", response_model=m.ConnectorStateInfo,
-           responses=_errors(404, 409))
+    @r.get(
+        "/connectors/{connector}/status",
+        response_model=m.ConnectorStateInfo,
+        responses=_errors(404, 409),
+    )
     def get_status(connector: str) -> Any:
         return JSONResponse(herder.connector_status(connector))
 
-    @r.get("/connectors/{connector}/tasks", response_model=list[m.TaskInfo],
-           responses=_errors(404, 409))
+    @r.get(
+        "/connectors/{connector}/tasks",
+        response_model=list[m.TaskInfo],
+        responses=_errors(404, 409),
+    )
     def get_tasks(connector: str) -> Any:
         return JSONResponse(herder.task_configs(connector))
 
-    @r.get("/connectors/{connector}/tasks-config", response_model=dict[str, dict[str, str]],
-           responses=_errors(404, 409), deprecated=True)
+    @r.get(
+        "/connectors/{connector}/tasks-config",
+        response_model=dict[str, dict[str, str]],
+        responses=_errors(404, 409),
+        deprecated=True,
+    )
     def get_tasks_config(connector: str) -> Any:
-        log.warning("The GET /connectors/{connector}/tasks-config endpoint is deprecated "
-                    "(KIP-970); use GET /connectors/{connector}/tasks")
-        return JSONResponse({f"{connector}-{t['id']['task']}": t["config"]
-                             for t in herder.task_configs(connector)})
+        log.warning(
+            "The GET /connectors/{connector}/tasks-config endpoint is deprecated "
+            "(KIP-970); use GET /connectors/{connector}/tasks"
+        )
+        return JSONResponse(
+            {f"{connector}-{t['id']['task']}": t["config"] for t in herder.task_configs(connector)}
+        )
 
-    @r.get("/connectors/{connector}/tasks/{task}/status", response_model=m.TaskState,
-           responses=_errors(404, 409))
+    @r.get(
+        "/connectors/{connector}/tasks/{task}/status",
+        response_model=m.TaskState,
+        responses=_errors(404, 409),
+    )
     def get_task_status(connector: str, task: int) -> Any:
         return JSONResponse(herder.task_status(connector, task))
 
-    @r.post("/connectors/{connector}/tasks/{task}/restart", status_code=204,
-            responses=_errors(404, 409))
+    @r.post(
+        "/connectors/{connector}/tasks/{task}/restart", status_code=204, responses=_errors(404, 409)
+    )
     def restart_task(connector: str, task: int) -> Response:
         herder.restart_task(connector, task)
         return Response(status_code=204)
 
-    @r.post("/connectors/{connector}/restart", status_code=204,
-            responses={202: {"model": m.ConnectorStateInfo, "description": "Accepted"},
-                       **_errors(404, 409)})
-    def restart_connector(connector: str,
-                          includeTasks: str | None = Query(default=None),  # noqa: N803
-                          onlyFailed: str | None = Query(default=None)) -> Response:  # noqa: N803
-        body = herder.restart_connector(connector, _bool(includeTasks, False),
-                                        _bool(onlyFailed, False))
+    @r.post(
+        "/connectors/{connector}/restart",
+        status_code=204,
+        responses={
+            202: {"model": m.ConnectorStateInfo, "description": "Accepted"},
+            **_errors(404, 409),
+        },
+    )
+    def restart_connector(
+        connector: str,
+        includeTasks: str | None = Query(default=None),  # noqa: N803
+        onlyFailed: str | None = Query(default=None),
+    ) -> Response:  # noqa: N803
+        body = herder.restart_connector(
+            connector, _bool(includeTasks, False), _bool(onlyFailed, False)
+        )
         if body is None:
             return Response(status_code=204)
         return JSONResponse(body, status_code=202)
@@ -225,29 +270,42 @@ def _connectors_router(herder: Herder) -> APIRouter:
         herder.stop_connector(connector)
         return Response(status_code=204)
 
-    @r.get("/connectors/{connector}/offsets", response_model=m.ConnectorOffsets,
-           responses=_errors(404, 409))
+    @r.get(
+        "/connectors/{connector}/offsets",
+        response_model=m.ConnectorOffsets,
+        responses=_errors(404, 409),
+    )
     def get_offsets(connector: str) -> Any:
         return JSONResponse(herder.connector_offsets(connector))
 
-    @r.patch("/connectors/{connector}/offsets", response_model=m.Message,
-             responses=_errors(400, 404, 409))
+    @r.patch(
+        "/connectors/{connector}/offsets",
+        response_model=m.Message,
+        responses=_errors(400, 404, 409),
+    )
     def alter_offsets(connector: str, body: m.ConnectorOffsets = Body(...)) -> Any:
         offsets = [o.model_dump() for o in body.offsets or []]
         return JSONResponse({"message": herder.alter_connector_offsets(connector, offsets)})
 
-    @r.delete("/connectors/{connector}/offsets", response_model=m.Message,
-              responses=_errors(400, 404, 409))
+    @r.delete(
+        "/connectors/{connector}/offsets",
+        response_model=m.Message,
+        responses=_errors(400, 404, 409),
+    )
     def reset_offsets(connector: str) -> Any:
         return JSONResponse({"message": herder.reset_connector_offsets(connector)})
 
-    @r.get("/connectors/{connector}/topics", response_model=dict[str, m.ActiveTopics],
-           responses=_errors(403, 404, 409))
+    @r.get(
+        "/connectors/{connector}/topics",
+        response_model=dict[str, m.ActiveTopics],
+        responses=_errors(403, 404, 409),
+    )
     def get_topics(connector: str) -> Any:
         return JSONResponse({connector: {"topics": herder.active_topics(connector)}})
 
-    @r.put("/connectors/{connector}/topics/reset", status_code=202,
-           responses=_errors(403, 404, 409))
+    @r.put(
+        "/connectors/{connector}/topics/reset", status_code=202, responses=_errors(403, 404, 409)
+    )
     def reset_topics(connector: str) -> Response:
         herder.reset_active_topics(connector)
         return Response(status_code=202)
@@ -262,20 +320,28 @@ def _plugins_router(herder: Herder) -> APIRouter:
     def list_plugins(connectorsOnly: str | None = Query(default=None)) -> Any:  # noqa: N803
         return JSONResponse(herder.plugins(_bool(connectorsOnly, True)))
 
-    @r.get("/connector-plugins/{plugin}/config", response_model=list[m.ConfigKeyInfo],
-           responses=_errors(400, 404))
+    @r.get(
+        "/connector-plugins/{plugin}/config",
+        response_model=list[m.ConfigKeyInfo],
+        responses=_errors(400, 404),
+    )
     def plugin_config(plugin: str) -> Any:
         return JSONResponse(herder.plugin_config(plugin))
 
-    @r.put("/connector-plugins/{plugin}/config/validate", response_model=m.ConfigInfos,
-           responses=_errors(400))
+    @r.put(
+        "/connector-plugins/{plugin}/config/validate",
+        response_model=m.ConfigInfos,
+        responses=_errors(400),
+    )
     def validate(plugin: str, config: dict[str, Any] = Body(...)) -> Any:
         props = _config_map(config)
         included = props.get("connector.class")
         if included is not None and not normalized_plugin_name(included).endswith(
-                normalized_plugin_name(plugin)):
-            raise BadRequestError(f"Included connector type {included} does not match request "
-                                  f"type {plugin}")
+            normalized_plugin_name(plugin)
+        ):
+            raise BadRequestError(
+                f"Included connector type {included} does not match request type {plugin}"
+            )
         return JSONResponse(herder.validate_connector_config(props))
 
     return r
@@ -288,19 +354,34 @@ def _root_router(herder: Herder) -> APIRouter:
     def server_info() -> Any:
         return JSONResponse(herder.server_info())
 
-    @r.get("/health", response_model=m.WorkerStatus,
-           responses={503: {"model": m.WorkerStatus, "description": "Starting"},
-                      500: {"model": m.WorkerStatus, "description": "Unhealthy"}})
+    @r.get(
+        "/health",
+        response_model=m.WorkerStatus,
+        responses={
+            503: {"model": m.WorkerStatus, "description": "Starting"},
+            500: {"model": m.WorkerStatus, "description": "Unhealthy"},
+        },
+    )
     def health() -> Any:
         if not herder.ready():
-            return JSONResponse({"status": "starting",
-                                 "message": "Worker is still starting up."}, status_code=503)
+            return JSONResponse(
+                {"status": "starting", "message": "Worker is still starting up."}, status_code=503
+            )
         if not herder.health_check(HEALTH_CHECK_TIMEOUT_S):
-            return JSONResponse({"status": "unhealthy",
-                                 "message": "Worker was unable to handle this request and may "
-                                 "be unable to handle other requests."}, status_code=500)
-        return JSONResponse({"status": "healthy", "message": "Worker has completed startup "
-                             "and is ready to handle requests."})
+            return JSONResponse(
+                {
+                    "status": "unhealthy",
+                    "message": "Worker was unable to handle this request and may "
+                    "be unable to handle other requests.",
+                },
+                status_code=500,
+            )
+        return JSONResponse(
+            {
+                "status": "healthy",
+                "message": "Worker has completed startup and is ready to handle requests.",
+            }
+        )
 
     return r
 
@@ -319,10 +400,14 @@ def _loggers_router() -> APIRouter:
             raise NotFoundError(f"Logger {logger} not found.")
         return JSONResponse(found)
 
-    @r.put("/admin/loggers/{logger}", response_model=list[str],
-           responses={204: {"description": "Set cluster-wide"}, **_errors(400, 404)})
-    def set_logger(logger: str, body: m.LevelRequest = Body(...),
-                   scope: str | None = Query(default=None)) -> Any:
+    @r.put(
+        "/admin/loggers/{logger}",
+        response_model=list[str],
+        responses={204: {"description": "Set cluster-wide"}, **_errors(400, 404)},
+    )
+    def set_logger(
+        logger: str, body: m.LevelRequest = Body(...), scope: str | None = Query(default=None)
+    ) -> Any:
         if body.level is None:
             raise BadRequestError("Desired 'level' parameter was not specified in request.")
         value = loggers.parse_level(body.level)
@@ -343,8 +428,9 @@ def _strip_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            schema = get_openapi(title=app.title, version=app.version, routes=app.routes,
-                                 description=app.description)
+            schema = get_openapi(
+                title=app.title, version=app.version, routes=app.routes, description=app.description
+            )
             for path in schema.get("paths", {}).values():
                 for operation in path.values():
                     operation.get("responses", {}).pop("422", None)
@@ -364,16 +450,25 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "Invalid request: " + "; ".join(parts)
 
 
-def create_app(herder: Herder, worker_config: WorkerConfig, *, main: bool = True,
-               admin: bool = True, extensions: Any = None) -> FastAPI:
+def create_app(
+    herder: Herder,
+    worker_config: WorkerConfig,
+    *,
+    main: bool = True,
+    admin: bool = True,
+    extensions: Any = None,
+) -> FastAPI:
     """The REST app of one listener: ``main`` routes, ``admin`` (/admin/loggers) routes or both.
 
     ``extensions`` is the worker's pluggy manager; its ``copycat_rest_extension`` hooks run
     last (authentication middleware and the like).
     """
-    app = FastAPI(title="Copycat REST API (Kafka Connect compatible)", version="1",
-                  description="Kafka Connect's REST API. Errors are always "
-                  '{"error_code": <status>, "message": "..."}.')
+    app = FastAPI(
+        title="Copycat REST API (Kafka Connect compatible)",
+        version="1",
+        description="Kafka Connect's REST API. Errors are always "
+        '{"error_code": <status>, "message": "..."}.',
+    )
     if main:
         app.include_router(_root_router(herder))
         app.include_router(_connectors_router(herder))

@@ -52,9 +52,13 @@ def credentials_file(props: Mapping[str, str]) -> Path:
         found = _JAAS_OPTION.search(os.environ.get("KAFKA_OPTS", ""))
         jaas = found.group(1) if found else None
     if not jaas:
-        raise ConfigException(CREDENTIALS_FILE, None, "the basic auth REST extension needs a "
-                              f"credentials file ({CREDENTIALS_FILE}) or a JAAS file "
-                              f"({JAAS_CONFIG})")
+        raise ConfigException(
+            CREDENTIALS_FILE,
+            None,
+            "the basic auth REST extension needs a "
+            f"credentials file ({CREDENTIALS_FILE}) or a JAAS file "
+            f"({JAAS_CONFIG})",
+        )
     try:
         match = _JAAS_FILE.search(Path(jaas).read_text())
     except OSError as exc:
@@ -68,8 +72,9 @@ def load_credentials(path: Path) -> dict[str, str]:
     try:
         users = parse_properties(path.read_text(encoding="utf-8"), path)
     except OSError as exc:
-        raise ConfigException(CREDENTIALS_FILE, str(path),
-                              f"cannot read credentials: {exc.strerror}") from None
+        raise ConfigException(
+            CREDENTIALS_FILE, str(path), f"cannot read credentials: {exc.strerror}"
+        ) from None
     if not users:
         raise ConfigException(CREDENTIALS_FILE, str(path), "no users in the credentials file")
     return users
@@ -87,13 +92,17 @@ class BasicAuthMiddleware:
             return False
         try:
             user, sep, password = base64.b64decode(header[6:].strip(), validate=True).partition(
-                b":")
+                b":"
+            )
         except (binascii.Error, ValueError):
             return False
         expected = self.credentials.get(user)
         # compare even for unknown users so timing does not reveal which users exist
-        return bool(sep) and hmac.compare_digest(expected or b"\0" * 32, password) \
+        return (
+            bool(sep)
+            and hmac.compare_digest(expected or b"\0" * 32, password)
             and expected is not None
+        )
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or (scope["method"], scope["path"]) in OPEN_ENDPOINTS:
@@ -116,8 +125,7 @@ class BasicAuthSecurityRestExtension:
 
     def configure(self, props: Mapping[str, str]) -> None:
         self.credentials = load_credentials(credentials_file(props))
-        log.info("basic authentication enabled for the REST API (%d users)",
-                 len(self.credentials))
+        log.info("basic authentication enabled for the REST API (%d users)", len(self.credentials))
 
     @hookimpl
     def copycat_rest_extension(self, app: Any, worker_config: WorkerConfig) -> None:

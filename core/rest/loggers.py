@@ -14,9 +14,15 @@ import time
 
 TRACE = 5
 OFF = logging.CRITICAL + 50
-KAFKA_LEVELS = {"TRACE": TRACE, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
-                "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL,
-                "OFF": OFF}
+KAFKA_LEVELS = {
+    "TRACE": TRACE,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "FATAL": logging.CRITICAL,
+    "OFF": OFF,
+}
 ROOT = "root"
 logging.addLevelName(TRACE, "TRACE")
 
@@ -39,8 +45,10 @@ def _logger(name: str) -> logging.Logger | None:
 
 
 def _entry(name: str, logger: logging.Logger) -> dict[str, object]:
-    return {"level": kafka_level(logger.getEffectiveLevel()),
-            "last_modified": _last_modified.get(name)}
+    return {
+        "level": kafka_level(logger.getEffectiveLevel()),
+        "last_modified": _last_modified.get(name),
+    }
 
 
 def all_levels() -> dict[str, dict[str, object]]:

@@ -50,8 +50,9 @@ def _bind(listener: str) -> tuple[socket.socket, str, str]:
         sock.bind((host or ("::" if family == socket.AF_INET6 else "0.0.0.0"), port))
     except OSError as exc:
         sock.close()
-        raise ConnectException(f"Unable to initialize REST server: cannot bind {listener}: "
-                               f"{exc.strerror}") from None
+        raise ConnectException(
+            f"Unable to initialize REST server: cannot bind {listener}: {exc.strerror}"
+        ) from None
     sock.listen(128)
     sock.set_inheritable(True)
     bound_port = sock.getsockname()[1]
@@ -87,7 +88,8 @@ class RestServer:
         """``host:port`` that names this worker in statuses, as Kafka's advertised URL does."""
         bound = urlsplit(self.url)
         host = self.config.rest_advertised_host_name or (
-            bound.hostname if bound.hostname != "localhost" else socket.gethostname())
+            bound.hostname if bound.hostname != "localhost" else socket.gethostname()
+        )
         port = self.config.rest_advertised_port or bound.port
         return f"{host}:{port}"
 
@@ -95,19 +97,29 @@ class RestServer:
         admin = self.config.admin_listeners
         try:
             for listener in self.config.listeners:
-                app = create_app(self.herder, self.config, main=True, admin=admin is None,
-                                 extensions=self.extensions)
+                app = create_app(
+                    self.herder,
+                    self.config,
+                    main=True,
+                    admin=admin is None,
+                    extensions=self.extensions,
+                )
                 self.listeners.append(self._serve(listener, app))
             for listener in admin or []:
-                app = create_app(self.herder, self.config, main=False, admin=True,
-                                 extensions=self.extensions)
+                app = create_app(
+                    self.herder, self.config, main=False, admin=True, extensions=self.extensions
+                )
                 self.admin_listeners.append(self._serve(listener, app))
         except BaseException:
             self.stop()
             raise
-        log.info("REST server listening on %s%s", ", ".join(li.url for li in self.listeners),
-                 f" (admin: {', '.join(li.url for li in self.admin_listeners)})"
-                 if self.admin_listeners else "")
+        log.info(
+            "REST server listening on %s%s",
+            ", ".join(li.url for li in self.listeners),
+            f" (admin: {', '.join(li.url for li in self.admin_listeners)})"
+            if self.admin_listeners
+            else "",
+        )
 
     def _serve(self, listener: str, app: Any) -> _Listener:
         sock, scheme, url = _bind(listener)
@@ -116,17 +128,25 @@ class RestServer:
             context = None
             if self.extensions is not None:
                 context = self.extensions.hook.copycat_rest_ssl_context(
-                    listener=listener, worker_config=self.config)
+                    listener=listener, worker_config=self.config
+                )
             if context is None:
                 sock.close()
-                raise ConfigException("listeners", listener,
-                                      "no TLS configuration for this https listener")
+                raise ConfigException(
+                    "listeners", listener, "no TLS configuration for this https listener"
+                )
             kwargs["ssl_context_factory"] = lambda _config, _default: context
-        config = uvicorn.Config(app, log_config=None, lifespan="off",
-                                timeout_graceful_shutdown=SHUTDOWN_GRACE_S, **kwargs)
+        config = uvicorn.Config(
+            app,
+            log_config=None,
+            lifespan="off",
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+            **kwargs,
+        )
         server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                                  name=f"rest-{url}", daemon=True)
+        thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name=f"rest-{url}", daemon=True
+        )
         thread.start()
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while not server.started:

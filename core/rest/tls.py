@@ -48,14 +48,17 @@ def _load_pkcs12(context: ssl.SSLContext, location: str, password: str | None) -
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.serialization import pkcs12
     except ImportError as exc:
-        raise ConfigException("ssl.keystore.type", "PKCS12",
-                              "PKCS12 keystores need the 'cryptography' package") from exc
+        raise ConfigException(
+            "ssl.keystore.type", "PKCS12", "PKCS12 keystores need the 'cryptography' package"
+        ) from exc
     key, cert, chain = pkcs12.load_key_and_certificates(
-        Path(location).read_bytes(), password.encode() if password else None)
+        Path(location).read_bytes(), password.encode() if password else None
+    )
     if key is None or cert is None:
         raise ConfigException("ssl.keystore.location", location, "no key and certificate in it")
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     for c in [cert, *(chain or [])]:
         pem += c.public_bytes(serialization.Encoding.PEM)
     _load_inline(context, pem.decode(), None)
@@ -73,6 +76,7 @@ def _load_inline(context: ssl.SSLContext, pem: str, password: str | None) -> Non
 
 def ssl_context(props: Mapping[str, str], prefix: str) -> ssl.SSLContext:
     """Build the server context from ``<prefix>ssl.*`` keys (see the module docstring)."""
+
     def get(key: str) -> str | None:
         value = props.get(prefix + key)
         return value if value else None
@@ -83,8 +87,9 @@ def ssl_context(props: Mapping[str, str], prefix: str) -> ssl.SSLContext:
     if protocols:
         unknown = [p for p in protocols if p not in _PROTOCOLS]
         if unknown:
-            raise ConfigException(prefix + "ssl.enabled.protocols", ",".join(unknown),
-                                  "supported: TLSv1.2, TLSv1.3")
+            raise ConfigException(
+                prefix + "ssl.enabled.protocols", ",".join(unknown), "supported: TLSv1.2, TLSv1.3"
+            )
         context.minimum_version = min(_PROTOCOLS[p] for p in protocols)
     store_type = (get("ssl.keystore.type") or "PEM").upper()
     location, key_password = get("ssl.keystore.location"), get("ssl.key.password")
@@ -93,30 +98,37 @@ def ssl_context(props: Mapping[str, str], prefix: str) -> ssl.SSLContext:
         if store_type == "PKCS12" and location:
             _load_pkcs12(context, location, get("ssl.keystore.password"))
         elif store_type != "PEM":
-            raise ConfigException(prefix + "ssl.keystore.type", store_type,
-                                  "supported keystore types: PEM, PKCS12")
+            raise ConfigException(
+                prefix + "ssl.keystore.type", store_type, "supported keystore types: PEM, PKCS12"
+            )
         elif chain and key:
             _load_inline(context, key + "\n" + chain, key_password)
         elif location:
             context.load_cert_chain(location, password=key_password)
         else:
-            raise ConfigException(prefix + "ssl.keystore.location", None,
-                                  "an https listener needs a keystore (PEM key and certificate)")
-        trust_location, trust_inline = get("ssl.truststore.location"), \
-            get("ssl.truststore.certificates")
+            raise ConfigException(
+                prefix + "ssl.keystore.location",
+                None,
+                "an https listener needs a keystore (PEM key and certificate)",
+            )
+        trust_location, trust_inline = (
+            get("ssl.truststore.location"),
+            get("ssl.truststore.certificates"),
+        )
         if trust_location:
             context.load_verify_locations(cafile=trust_location)
         elif trust_inline:
             context.load_verify_locations(cadata=trust_inline)
     except (OSError, ssl.SSLError, ValueError) as exc:
-        raise ConfigException(prefix + "ssl.keystore.location", location,
-                              f"cannot load TLS material: {exc}") from None
+        raise ConfigException(
+            prefix + "ssl.keystore.location", location, f"cannot load TLS material: {exc}"
+        ) from None
     client_auth = (get("ssl.client.auth") or "none").lower()
-    modes = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL,
-             "required": ssl.CERT_REQUIRED}
+    modes = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
     if client_auth not in modes:
-        raise ConfigException(prefix + "ssl.client.auth", client_auth,
-                              "must be none, requested or required")
+        raise ConfigException(
+            prefix + "ssl.client.auth", client_auth, "must be none, requested or required"
+        )
     context.verify_mode = modes[client_auth]
     return context
 
@@ -125,6 +137,7 @@ class TlsExtension:
     """The built-in provider of TLS contexts for https listeners."""
 
     @hookimpl
-    def copycat_rest_ssl_context(self, listener: str,
-                                 worker_config: WorkerConfig) -> ssl.SSLContext | None:
+    def copycat_rest_ssl_context(
+        self, listener: str, worker_config: WorkerConfig
+    ) -> ssl.SSLContext | None:
         return ssl_context(worker_config.originals_strings(), _prefix(listener, worker_config))

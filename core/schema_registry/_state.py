@@ -5,13 +5,13 @@ value layout; the caller persists them and then :meth:`RegistryState.apply`-s th
 also how a restarted registry replays the topic. So the state after a restart is exactly
 the state the records describe.
 
-==========================================================  =================================================
-Key                                                         Value
-==========================================================  =================================================
-``{"keytype":"SCHEMA","subject":s,"version":v,"magic":1}``  ``{"subject","version","id","schema","deleted"}``
-``{"keytype":"CONFIG","subject":s|null,"magic":0}``         ``{"compatibilityLevel": level}`` (null: removed)
-``{"keytype":"NOOP","magic":0}``                            none (read-to-end marker, see :mod:`._store`)
-==========================================================  =================================================
+Keys and their values:
+
+* ``{"keytype":"SCHEMA","subject":s,"version":v,"magic":1}``:
+  ``{"subject","version","id","schema","deleted"}``
+* ``{"keytype":"CONFIG","subject":s|null,"magic":0}``:
+  ``{"compatibilityLevel": level}`` (null: removed)
+* ``{"keytype":"NOOP","magic":0}``: none (read-to-end marker, see :mod:`._store`)
 """
 
 from __future__ import annotations
@@ -177,7 +177,8 @@ class RegistryState:
         if number <= 0:
             raise RegistryError(
                 INVALID_VERSION,
-                f"The specified version '{version}' is not a valid version id. Allowed values are between "
+                f"The specified version '{version}' is not a valid version id. Allowed values "
+                "are between "
                 f'[1, 2^31-1] and the string "latest"',
             )
         for entry in versions:
@@ -232,7 +233,8 @@ class RegistryState:
         if problems:
             raise RegistryError(
                 INCOMPATIBLE_SCHEMA,
-                f'Schema being registered is incompatible with an earlier schema for subject "{subject}", '
+                "Schema being registered is incompatible with an earlier schema for subject "
+                f'"{subject}", '
                 f"details: [{', '.join(problems)}]",
             )
         canonical = compat.canonical(parsed)
@@ -282,7 +284,8 @@ class RegistryState:
             if not entry.deleted:
                 raise RegistryError(
                     SCHEMA_VERSION_NOT_SOFT_DELETED,
-                    f"Subject '{subject}' Version {entry.version} was not deleted first before being "
+                    f"Subject '{subject}' Version {entry.version} was not deleted first before "
+                    "being "
                     f"permanently deleted",
                 )
             return entry.version, [(schema_key(subject, entry.version), None)]
@@ -301,6 +304,7 @@ class RegistryState:
         if normalized not in compat.COMPATIBILITY_LEVELS:
             raise RegistryError(
                 INVALID_COMPATIBILITY_LEVEL,
-                f"Invalid compatibility level. Valid values are {', '.join(compat.COMPATIBILITY_LEVELS)}",
+                "Invalid compatibility level. Valid values are "
+                f"{', '.join(compat.COMPATIBILITY_LEVELS)}",
             )
         return [(config_key(subject), {"compatibilityLevel": normalized})]

@@ -125,7 +125,9 @@ class SchemaTopicStore:
             )
 
     def replay(self, apply: Callable[[dict[str, Any], dict[str, Any] | None], None]) -> int:
-        """Read the topic from the start, calling ``apply(key, value)`` per record; returns the count.
+        """Read the topic from the start, calling ``apply(key, value)`` per record.
+
+        Returns the number of records read.
 
         Raises:
             StoreError: If the broker cannot be read or the marker cannot be written.

@@ -93,13 +93,18 @@ def _problems(reader: avro.schema.Schema, writer: avro.schema.Schema, new_is: st
                 f"value and is missing in the {writer_name} schema"
             )
         else:
-            text = f"{what} at path '{where}' (the {reader_name} schema reads data of the {writer_name} schema)"
+            text = (
+                f"{what} at path '{where}' "
+                f"(the {reader_name} schema reads data of the {writer_name} schema)"
+            )
         problems.append(f"{{errorType:'{name}', description:'{text}'}}")
     return problems
 
 
 def check(level: str, new: avro.schema.Schema, previous: Sequence[avro.schema.Schema]) -> list[str]:
-    """Return why ``new`` breaks ``level`` against ``previous`` (oldest first); empty if it does not.
+    """Return why ``new`` breaks ``level`` against ``previous`` (oldest first).
+
+    Empty if it does not.
 
     Non-transitive levels compare with the last element only.
     """

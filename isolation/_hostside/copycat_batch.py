@@ -43,12 +43,30 @@ def _none_or_list(column: list[Any]) -> list[Any] | None:
 class ConsumedBatch:
     """Records consumed in one go, column by column (see the module docstring)."""
 
-    __slots__ = ("size", "topics", "partitions", "offsets", "timestamps", "timestamp_types",
-                 "keys", "values", "headers")
+    __slots__ = (
+        "size",
+        "topics",
+        "partitions",
+        "offsets",
+        "timestamps",
+        "timestamp_types",
+        "keys",
+        "values",
+        "headers",
+    )
 
-    def __init__(self, size: int, topics: Any, partitions: Any, offsets: list[int],
-                 timestamps: Any, timestamp_types: Any, keys: Any, values: list[Any],
-                 headers: Any) -> None:
+    def __init__(
+        self,
+        size: int,
+        topics: Any,
+        partitions: Any,
+        offsets: list[int],
+        timestamps: Any,
+        timestamp_types: Any,
+        keys: Any,
+        values: list[Any],
+        headers: Any,
+    ) -> None:
         self.size = size
         self.topics = topics
         self.partitions = partitions
@@ -96,15 +114,34 @@ class ConsumedBatch:
         if not rows:
             return cls(0, [], [], [], [], [], [], [], [])
         topics, partitions, offsets, timestamps, types, keys, values, headers = (
-            list(column) for column in zip(*rows))
-        return cls(len(rows), _shared(topics), _shared(partitions), offsets, _shared(timestamps),
-                   _shared(types), _shared(keys), values, _none_or_list(headers))
+            list(column) for column in zip(*rows, strict=True)
+        )
+        return cls(
+            len(rows),
+            _shared(topics),
+            _shared(partitions),
+            offsets,
+            _shared(timestamps),
+            _shared(types),
+            _shared(keys),
+            values,
+            _none_or_list(headers),
+        )
 
     def wire(self) -> tuple[Any, ...]:
         """The plain tuple that crosses the channel (pickles without naming this class, which
         each end imports under a different module name)."""
-        return (self.size, self.topics, self.partitions, self.offsets, self.timestamps,
-                self.timestamp_types, self.keys, self.values, self.headers)
+        return (
+            self.size,
+            self.topics,
+            self.partitions,
+            self.offsets,
+            self.timestamps,
+            self.timestamp_types,
+            self.keys,
+            self.values,
+            self.headers,
+        )
 
     @classmethod
     def from_wire(cls, wire: Sequence[Any]) -> ConsumedBatch:
@@ -121,9 +158,17 @@ class ConsumedBatch:
     def rows(self) -> Iterator[Row]:
         """One ``(topic, partition, offset, timestamp, timestamp type, key, value, headers)``
         tuple per record, in order."""
-        return zip(self.column("topics"), self.column("partitions"), self.offsets,
-                   self.column("timestamps"), self.column("timestamp_types"),
-                   self.column("keys"), self.values, self.column("headers"))
+        return zip(
+            self.column("topics"),
+            self.column("partitions"),
+            self.offsets,
+            self.column("timestamps"),
+            self.column("timestamp_types"),
+            self.column("keys"),
+            self.values,
+            self.column("headers"),
+            strict=True,
+        )
 
     def positions(self) -> dict[tuple[str, int], int]:
         """The offset after the last record of each topic partition in the batch."""
@@ -131,11 +176,16 @@ class ConsumedBatch:
             return {}
         if type(self.topics) is not list and type(self.partitions) is not list:
             return {(self.topics, self.partitions): self.offsets[-1] + 1}
-        return {(topic, partition): offset + 1 for topic, partition, offset
-                in zip(self.column("topics"), self.column("partitions"), self.offsets)}
+        return {
+            (topic, partition): offset + 1
+            for topic, partition, offset in zip(
+                self.column("topics"), self.column("partitions"), self.offsets, strict=True
+            )
+        }
 
-    def without(self, partitions: set[tuple[str, int]]
-                ) -> tuple[ConsumedBatch, dict[tuple[str, int], int]]:
+    def without(
+        self, partitions: set[tuple[str, int]]
+    ) -> tuple[ConsumedBatch, dict[tuple[str, int], int]]:
         """The batch without the records of ``partitions``, and the first offset dropped of
         each partition that had any."""
         keep: list[Row] = []

@@ -67,7 +67,7 @@ class ErrorPolicy:
     def backoff_s(self, attempt: int) -> float:
         """Delay before retry ``attempt`` (1-based): doubling, capped, with jitter."""
         delay = min(INITIAL_RETRY_DELAY_MS * (2 ** (attempt - 1)), self.retry_delay_max_ms)
-        return (delay + random.uniform(0, delay / 10)) / 1000
+        return float(delay + random.uniform(0, delay / 10)) / 1000
 
     def retries_left(self, started: float, attempt: int) -> float | None:
         """Seconds to sleep before the next attempt, or None when retrying is over."""
@@ -81,8 +81,7 @@ class ErrorPolicy:
             delay = min(delay, remaining)
         return delay
 
-    def recover(self, attempt_fn: Callable[[], Any], failure: StageFailure,
-                where: str) -> Any:
+    def recover(self, attempt_fn: Callable[[], Any], failure: StageFailure, where: str) -> Any:
         """Retry a failed record while allowed; return its result, or the final failure.
 
         Returns the StageFailure itself when the record is to be skipped (tolerance=all).

@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import copycat_wire as wire
@@ -33,6 +33,7 @@ from copycat_pipeline import (
     SourceRunner,
     TransformStage,
 )
+from plugin_api.config import config_infos
 
 import plugin_api
 from plugin_api import (
@@ -44,7 +45,6 @@ from plugin_api import (
     SinkTask,
     SourceTask,
 )
-from plugin_api.config import config_infos
 
 # The young-generation threshold of the cyclic collector: the worker's value, see
 # isolation/allocator.py (this module may import only the standard library and plugin_api).
@@ -61,7 +61,7 @@ class HostConnectorContext(ConnectorContext):
     def request_task_reconfiguration(self) -> None:
         self._host.events.append((self._obj_id, "request_task_reconfiguration", None))
 
-    def raise_error(self, exc: Exception) -> None:
+    def raise_error(self, exc: BaseException) -> None:
         self._host.events.append((self._obj_id, "raise_error", _error_info(exc)))
 
 
@@ -103,8 +103,13 @@ def _plugin_kinds(cls: type) -> list[str]:
 
 
 class Host:
-    def __init__(self, in_fd: int, out_fd: int, in_region: wire.SharedRegion | None = None,
-                 out_region: wire.SharedRegion | None = None) -> None:
+    def __init__(
+        self,
+        in_fd: int,
+        out_fd: int,
+        in_region: wire.SharedRegion | None = None,
+        out_region: wire.SharedRegion | None = None,
+    ) -> None:
         self.in_fd = in_fd
         self.out_fd = out_fd
         self.in_region = in_region
@@ -165,7 +170,8 @@ class Host:
         }
 
     def op_attach(self, location: str) -> list[str]:
-        return self.locations.attach(location)
+        attached: list[str] = self.locations.attach(location)
+        return attached
 
     def op_new(self, obj_id: int, target: str, configs: Mapping[str, Any] | None = None) -> str:
         cls = resolve(target)
@@ -179,8 +185,13 @@ class Host:
         self.objects[obj_id] = obj
         return f"{cls.__module__}.{cls.__qualname__}"
 
-    def op_call(self, obj_id: int, method: str, args: tuple[Any, ...] = (),
-                kwargs: Mapping[str, Any] | None = None) -> Any:
+    def op_call(
+        self,
+        obj_id: int,
+        method: str,
+        args: tuple[Any, ...] = (),
+        kwargs: Mapping[str, Any] | None = None,
+    ) -> Any:
         return getattr(self.objects[obj_id], method)(*args, **(kwargs or {}))
 
     def op_eval(self, target: str, args: tuple[Any, ...] = ()) -> Any:
@@ -203,13 +214,15 @@ class Host:
                     raise TypeError(f"{cls.__qualname__} implements no Copycat plugin interface")
                 instance = cls()
                 version = instance.version() if hasattr(instance, "version") else "undefined"
-                described.append({
-                    "kind": kinds[0],
-                    "kinds": kinds,
-                    "class_name": f"{cls.__module__}.{cls.__qualname__}",
-                    "version": str(version),
-                    "aliases": list(getattr(cls, "KAFKA_CLASS_ALIASES", ())),
-                })
+                described.append(
+                    {
+                        "kind": kinds[0],
+                        "kinds": kinds,
+                        "class_name": f"{cls.__module__}.{cls.__qualname__}",
+                        "version": str(version),
+                        "aliases": list(getattr(cls, "KAFKA_CLASS_ALIASES", ())),
+                    }
+                )
             except Exception as exc:  # noqa: BLE001 - reported per entry point
                 described.append({"error": f"{type(exc).__name__}: {exc}"})
         return described
@@ -262,8 +275,9 @@ class Host:
         stages = []
         for alias, transform, predicate, negate in spec.get("transforms", ()):
             stages.append(
-                TransformStage(alias, self._component(transform),
-                               self._component(predicate), negate)
+                TransformStage(
+                    alias, self._component(transform), self._component(predicate), negate
+                )
             )
         return Pipeline(
             self._component(spec.get("key_converter"), True),
@@ -272,8 +286,9 @@ class Host:
             stages,
         )
 
-    def op_start_source_task(self, obj_id: int, target: str, props: Mapping[str, str],
-                             pipeline: Mapping[str, Any]) -> dict[str, Any]:
+    def op_start_source_task(
+        self, obj_id: int, target: str, props: Mapping[str, str], pipeline: Mapping[str, Any]
+    ) -> dict[str, Any]:
         task = resolve(target)()
         if not isinstance(task, SourceTask):
             raise plugin_api.ConnectException(f"{target} is not a SourceTask")
@@ -284,22 +299,30 @@ class Host:
         task.start(props)
         return {"version": task.version(), "wants_acks": runner.wants_acks}
 
-    def op_start_sink_task(self, obj_id: int, target: str, props: Mapping[str, str],
-                           pipeline: Mapping[str, Any], errant_reporting: bool = False) -> str:
+    def op_start_sink_task(
+        self,
+        obj_id: int,
+        target: str,
+        props: Mapping[str, str],
+        pipeline: Mapping[str, Any],
+        errant_reporting: bool = False,
+    ) -> str:
         task = resolve(target)()
         if not isinstance(task, SinkTask):
             raise plugin_api.ConnectException(f"{target} is not a SinkTask")
         context = HostSinkTaskContext(props, errant_reporting)
-        runner = SinkRunner(task, self._pipeline(pipeline), context,
-                            ErrorPolicy(pipeline.get("errors")))
+        runner = SinkRunner(
+            task, self._pipeline(pipeline), context, ErrorPolicy(pipeline.get("errors"))
+        )
         self.objects[obj_id] = task
         self.runners[obj_id] = runner
         task.initialize(context)
         task.start(props)
         return task.version()
 
-    def op_poll(self, obj_id: int, acks: list[tuple[Any, ...]] = ()
-                ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, Any]]]:
+    def op_poll(
+        self, obj_id: int, acks: Sequence[tuple[Any, ...]] = ()
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, Any]]]:
         """Deliver acks of earlier records (commit_record), then poll: one round trip."""
         runner = self.runners[obj_id]
         if acks:

@@ -22,13 +22,21 @@ import importlib.machinery
 import importlib.metadata
 import sys
 import zipimport
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 
 # Provided by the runtime and shared by every plugin, like org.apache.kafka.connect.* in Kafka.
-PARENT_FIRST = frozenset({"plugin_api", "copycat_wire", "copycat_loader", "copycat_host",
-                          "copycat_pipeline", "copycat_errors"})
+PARENT_FIRST = frozenset(
+    {
+        "plugin_api",
+        "copycat_wire",
+        "copycat_loader",
+        "copycat_host",
+        "copycat_pipeline",
+        "copycat_errors",
+    }
+)
 
 
 class ModuleConflictError(ImportError):
@@ -48,7 +56,11 @@ def _top_level_names(location: str) -> dict[str, str]:
                 continue
             name = parts[0]
             if len(parts) == 1:
-                if not name.endswith(".py") and ".cpython-" not in name and not name.endswith(".so"):
+                if (
+                    not name.endswith(".py")
+                    and ".cpython-" not in name
+                    and not name.endswith(".so")
+                ):
                     continue
                 name = name.split(".", 1)[0]
             owners.setdefault(name, owner)
@@ -118,7 +130,7 @@ class LocationRegistry:
     def __init__(self) -> None:
         self._owners: dict[str, tuple[str, str]] = {}  # module -> (location, dist==version)
         self._attached: list[str] = []
-        self._primary_dists: dict[str, list[str]] | None = None
+        self._primary_dists: Mapping[str, list[str]] | None = None
 
     def _primary_owner(self, name: str) -> tuple[str, str] | None:
         """``(origin, dist==version)`` of ``name`` on the host's own sys.path, if importable."""
@@ -170,8 +182,7 @@ class LocationRegistry:
             )
         if conflicts:
             raise ModuleConflictError(
-                "cannot load plugin location child-first in a shared host: "
-                + "; ".join(conflicts)
+                "cannot load plugin location child-first in a shared host: " + "; ".join(conflicts)
             )
         fresh = [
             n

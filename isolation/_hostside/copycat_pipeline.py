@@ -18,6 +18,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
+from copycat_batch import ConsumedBatch
+from copycat_errors import (
+    HEADER_CONVERTER,
+    KEY_CONVERTER,
+    TASK_PUT,
+    TRANSFORMATION,
+    VALUE_CONVERTER,
+    ErrorPolicy,
+    StageFailure,
+)
+from plugin_api.connector import freeze_partition
+
 from plugin_api import (
     ConnectException,
     Converter,
@@ -38,18 +50,6 @@ from plugin_api import (
     TopicPartition,
     Transformation,
 )
-from plugin_api.connector import freeze_partition
-
-from copycat_batch import ConsumedBatch
-from copycat_errors import (
-    HEADER_CONVERTER,
-    KEY_CONVERTER,
-    TASK_PUT,
-    TRANSFORMATION,
-    VALUE_CONVERTER,
-    ErrorPolicy,
-    StageFailure,
-)
 
 # A callback into the worker, answered before the current request completes.
 Callback = Callable[[str, tuple[Any, ...]], Any]
@@ -59,17 +59,18 @@ _TIMESTAMP_TYPES = list(TimestampType)
 _IMMUTABLE = frozenset({type(None), str, bytes, int, float, bool})
 
 
-def _convert_column(converter: Converter | None, topic: str, data: list[Any],
-                    headers: list[Headers | None]) -> Any:
+def _convert_column(
+    converter: Converter | None, topic: str, data: list[Any], headers: list[Headers | None]
+) -> Any:
     """``(schema, value)`` per entry of ``data``: the converter's batch method where it has one
     (a converter need not derive from plugin_api's Converter), else one call per entry."""
     if converter is None:
         return zip(itertools.repeat(None), data)
     batch = getattr(converter, "to_connect_data_batch", None)
     if batch is not None:
-        return batch(topic, data, headers)  # type: ignore[no-any-return]
+        return batch(topic, data, headers)
     convert = converter.to_connect_data
-    return [convert(topic, value, h) for value, h in zip(data, headers)]
+    return [convert(topic, value, h) for value, h in zip(data, headers, strict=True)]
 
 
 def _make_chain(stages: Iterable[TransformStage]) -> Callable[[Any], Any] | None:
@@ -99,7 +100,7 @@ class TransformStage:
         self,
         alias: str,
         transform: Transformation[Any],
-        predicate: Predicate | None = None,
+        predicate: Predicate[Any] | None = None,
         negate: bool = False,
     ) -> None:
         self.alias = alias
@@ -168,8 +169,9 @@ class HostSourceTaskContext(SourceTaskContext):
 class SourceRunner:
     """Runs one SourceTask: poll + transform + convert, and commit_record on acks."""
 
-    def __init__(self, task: SourceTask, pipeline: Pipeline,
-                 errors: ErrorPolicy | None = None) -> None:
+    def __init__(
+        self, task: SourceTask, pipeline: Pipeline, errors: ErrorPolicy | None = None
+    ) -> None:
         self.task = task
         self.pipeline = pipeline
         self.errors = errors or ErrorPolicy()
@@ -182,8 +184,7 @@ class SourceRunner:
         # default, neither the records nor their acks need to be kept or sent back.
         self.wants_acks = type(task).commit_record is not SourceTask.commit_record
 
-    def poll(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]],
-                            list[tuple[Any, Any]]]:
+    def poll(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, Any]]]:
         """Poll the task; return ``(rows, failures, offsets)``.
 
         A row is ``(seq, topic, partition, key, value, headers, timestamp)``. A record the SMT
@@ -214,8 +215,9 @@ class SourceRunner:
             try:
                 row = convert(seq, original)
             except StageFailure as failure:
-                row = self.errors.recover(lambda s=seq, o=original: convert(s, o), failure,
-                                          _describe_source(original))
+                row = self.errors.recover(
+                    lambda s=seq, o=original: convert(s, o), failure, _describe_source(original)
+                )
                 if isinstance(row, StageFailure):
                     failures.append((seq, _describe_source(original), *row.info()))
                     row = None
@@ -257,8 +259,7 @@ class SourceRunner:
                     raw_headers = _encode_headers(hc, topic, headers)
                 except Exception as exc:
                     raise StageFailure(HEADER_CONVERTER, hc, exc) from exc
-            return (seq, topic, record.kafka_partition, key, value, raw_headers,
-                    record.timestamp)
+            return (seq, topic, record.kafka_partition, key, value, raw_headers, record.timestamp)
 
         return convert
 
@@ -268,8 +269,10 @@ class SourceRunner:
             self._poll_failed_since = time.monotonic()
         self._poll_attempts += 1
         errors = self.errors
-        if errors.retry_timeout_ms > 0 and (time.monotonic() - self._poll_failed_since) * 1000 \
-                > errors.retry_timeout_ms:
+        if (
+            errors.retry_timeout_ms > 0
+            and (time.monotonic() - self._poll_failed_since) * 1000 > errors.retry_timeout_ms
+        ):
             raise ConnectException(
                 f"poll() kept failing with retriable errors for more than "
                 f"errors.retry.timeout={errors.retry_timeout_ms} ms: {exc}"
@@ -283,13 +286,15 @@ class SourceRunner:
             record = self._in_flight.pop(seq, None)
             if record is None:
                 continue
-            metadata = None if topic is None else RecordMetadata(topic, partition, offset, timestamp)
+            metadata = (
+                None if topic is None else RecordMetadata(topic, partition, offset, timestamp)
+            )
             self.task.commit_record(record, metadata)
 
 
 def _encode_headers(
     converter: HeaderConverter | None, topic: str, headers: Headers
-) -> list[tuple[str, bytes | None]]:
+) -> list[tuple[str, Any]]:
     if converter is None:
         return [(h.key, h.value) for h in headers]
     return [
@@ -298,8 +303,10 @@ def _encode_headers(
 
 
 def _describe_source(record: SourceRecord) -> str:
-    return (f"source record for topic {record.topic!r} (source partition "
-            f"{record.source_partition}, offset {record.source_offset})")
+    return (
+        f"source record for topic {record.topic!r} (source partition "
+        f"{record.source_partition}, offset {record.source_offset})"
+    )
 
 
 class _CollectingReporter(ErrantRecordReporter):
@@ -313,8 +320,14 @@ class _CollectingReporter(ErrantRecordReporter):
     def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
         failure = StageFailure(TASK_PUT, None, error)
         failure.component = self.task_class
-        self._sink.reported.append((record.original_topic, record.original_kafka_partition,
-                                    record.original_kafka_offset, *failure.info()))
+        self._sink.reported.append(
+            (
+                record.original_topic,
+                record.original_kafka_partition,
+                record.original_kafka_offset,
+                *failure.info(),
+            )
+        )
         done: Future[None] = Future()
         done.set_result(None)
         return done
@@ -381,8 +394,13 @@ class HostSinkTaskContext(SinkTaskContext):
 class SinkRunner:
     """Runs one SinkTask: convert + transform byte tuples into SinkRecords and ``put()``."""
 
-    def __init__(self, task: SinkTask, pipeline: Pipeline, context: HostSinkTaskContext,
-                 errors: ErrorPolicy | None = None) -> None:
+    def __init__(
+        self,
+        task: SinkTask,
+        pipeline: Pipeline,
+        context: HostSinkTaskContext,
+        errors: ErrorPolicy | None = None,
+    ) -> None:
         self.task = task
         self.pipeline = pipeline
         self.context = context
@@ -423,8 +441,9 @@ class SinkRunner:
         actions["failed"] = failed
         return actions
 
-    def _recover(self, row: tuple[Any, ...], failure: StageFailure,
-                 failed: list[tuple[Any, ...]]) -> SinkRecord | None:
+    def _recover(
+        self, row: tuple[Any, ...], failure: StageFailure, failed: list[tuple[Any, ...]]
+    ) -> SinkRecord | None:
         """Retry a record whose conversion or transformation failed (errors.retry.*); a failure
         that is tolerated is added to ``failed`` (None returned), one that is not raises."""
         convert = self._convert
@@ -435,8 +454,9 @@ class SinkRunner:
             return None
         return record  # type: ignore[no-any-return]
 
-    def _convert_columns(self, batch: ConsumedBatch, records: list[SinkRecord],
-                         failed: list[tuple[Any, ...]]) -> bool:
+    def _convert_columns(
+        self, batch: ConsumedBatch, records: list[SinkRecord], failed: list[tuple[Any, ...]]
+    ) -> bool:
         """Convert a batch of one topic and no headers column by column: each converter sees
         a whole column at once (``Converter.to_connect_data_batch``) and records are built
         without a constructor call. Returns False, having added nothing, when the batch does
@@ -448,7 +468,7 @@ class SinkRunner:
         if type(topic) is not str or batch.headers is not None or not size:
             return False
         pipeline = self.pipeline
-        no_headers = [None] * size
+        no_headers: list[Headers | None] = [None] * size
         kc, vc = pipeline.key_converter, pipeline.value_converter
         try:
             if type(batch.keys) is list:
@@ -471,7 +491,8 @@ class SinkRunner:
             if type(pairs) is list and len(pairs) != size:  # zip() would drop records
                 raise ConnectException(
                     f"{type(converter).__qualname__}.to_connect_data_batch returned "
-                    f"{len(pairs)} results for {size} records of topic {topic}")
+                    f"{len(pairs)} results for {size} records of topic {topic}"
+                )
         types = batch.timestamp_types
         type_column: Iterable[Any]
         if type(types) is list:
@@ -480,10 +501,18 @@ class SinkRunner:
             type_column = itertools.repeat(_TIMESTAMP_TYPES[types], size)
         transform = self._transform
         new, cls, append = object.__new__, SinkRecord, records.append
-        for (index, partition, offset, timestamp, timestamp_type, (key_schema, key),
-             (value_schema, value)) in zip(itertools.count(), batch.column("partitions"),
-                                           batch.offsets, batch.column("timestamps"),
-                                           type_column, key_pairs, value_pairs):
+        for index, partition, offset, timestamp, timestamp_type, (key_schema, key), (
+            value_schema,
+            value,
+        ) in zip(
+            itertools.count(),
+            batch.column("partitions"),
+            batch.offsets,
+            batch.column("timestamps"),
+            type_column,
+            key_pairs,
+            value_pairs,
+        ):
             # SinkRecord's constructor, inlined (a third of the per-record cost otherwise);
             # tests/unit/isolation/test_sink_columns.py checks it sets every slot as the
             # constructor does.
@@ -506,7 +535,10 @@ class SinkRunner:
                     record = transform(record)
                 except StageFailure as failure:
                     row = next(itertools.islice(batch.rows(), index, None))
-                    record = self._recover(row, failure, failed)
+                    recovered = self._recover(row, failure, failed)
+                    if recovered is None:
+                        continue
+                    record = recovered
                 if record is None:
                     continue
             append(record)
@@ -545,8 +577,18 @@ class SinkRunner:
                     vs, vv = vc.to_connect_data(topic, value, headers)
                 except Exception as exc:
                     raise StageFailure(VALUE_CONVERTER, vc, exc) from exc
-            record = SinkRecord(topic, partition, ks, kv, vs, vv, offset, timestamp,
-                                timestamp_types[ts_type], headers)
+            record = SinkRecord(
+                topic,
+                partition,
+                ks,
+                kv,
+                vs,
+                vv,
+                offset,
+                timestamp,
+                timestamp_types[ts_type],
+                headers,
+            )
             return record if transform is None else transform(record)
 
         return convert

@@ -112,8 +112,9 @@ class SharedRegion:
         if size > self.size:
             self._remap()
             if size > self.size:
-                raise ValueError(f"shared frame of {size} bytes exceeds its region of "
-                                 f"{self.size} bytes")
+                raise ValueError(
+                    f"shared frame of {size} bytes exceeds its region of {self.size} bytes"
+                )
         assert self._map is not None
         view = memoryview(self._map)[:size]
         try:
@@ -159,12 +160,12 @@ def write_frame(fd: int, frame: tuple[bytes, bytes], region: SharedRegion | None
     if written < len(header):
         _write_all(fd, memoryview(header)[written:])
         written = len(header)
-    _write_all(fd, memoryview(payload)[written - len(header):])
+    _write_all(fd, memoryview(payload)[written - len(header) :])
 
 
 def _write_all(fd: int, view: memoryview) -> None:
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _read_exact(fd: int, size: int) -> bytearray:
@@ -172,7 +173,7 @@ def _read_exact(fd: int, size: int) -> bytearray:
     view = memoryview(buffer)
     filled = 0
     while filled < size:
-        got = os.readv(fd, [view[filled:filled + _READ_CHUNK]])
+        got = os.readv(fd, [view[filled : filled + _READ_CHUNK]])
         if not got:
             raise ChannelClosed("channel closed by peer")
         filled += got

@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_quickstart_copies_the_sample_file_through_kafka() -> None:
     env = dict(os.environ, QUICKSTART_LINES="2000")
-    proc = subprocess.run(["./scripts/quickstart"], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run(
+        ["./scripts/quickstart"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "copied 2000 lines" in proc.stdout
     out = ROOT / "var" / "quickstart" / "output.txt"

@@ -21,10 +21,12 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str,
-           bundled_plugin_path: Path) -> Iterator[RestWorker]:
-    with RestWorker(tmp_path_factory.mktemp("rest-worker"), bootstrap_servers,
-                    bundled_plugin_path) as running:
+def worker(
+    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+) -> Iterator[RestWorker]:
+    with RestWorker(
+        tmp_path_factory.mktemp("rest-worker"), bootstrap_servers, bundled_plugin_path
+    ) as running:
         yield running
 
 
@@ -41,13 +43,21 @@ def _name(prefix: str) -> str:
 def _source(tmp: Path, topic: str, lines: int = 5) -> dict[str, str]:
     path = tmp / f"{topic}.in"
     path.write_text("".join(f"line {i}\n" for i in range(lines)))
-    return {"connector.class": "FileStreamSource", "file": str(path), "topic": topic,
-            "tasks.max": "1"}
+    return {
+        "connector.class": "FileStreamSource",
+        "file": str(path),
+        "topic": topic,
+        "tasks.max": "1",
+    }
 
 
 def _sink(tmp: Path, topic: str) -> dict[str, str]:
-    return {"connector.class": "FileStreamSink", "file": str(tmp / f"{topic}.out"),
-            "topics": topic, "tasks.max": "1"}
+    return {
+        "connector.class": "FileStreamSink",
+        "file": str(tmp / f"{topic}.out"),
+        "topics": topic,
+        "tasks.max": "1",
+    }
 
 
 def _assert_error(response: httpx.Response, status: int, contains: str = "") -> None:
@@ -65,14 +75,17 @@ def _state(http: httpx.Client, name: str) -> tuple[str, list[str]]:
 
 # -- root ----------------------------------------------------------------------------------------
 
+
 def test_root_and_health(http: httpx.Client) -> None:
     info = http.get("/").json()
     assert set(info) == {"version", "commit", "kafka_cluster_id"}
     assert info["version"]
     health = http.get("/health")
     assert health.status_code == 200
-    assert health.json() == {"status": "healthy", "message": "Worker has completed startup and "
-                             "is ready to handle requests."}
+    assert health.json() == {
+        "status": "healthy",
+        "message": "Worker has completed startup and is ready to handle requests.",
+    }
 
 
 def test_unknown_paths_and_methods_use_the_error_shape(http: httpx.Client) -> None:
@@ -82,18 +95,27 @@ def test_unknown_paths_and_methods_use_the_error_shape(http: httpx.Client) -> No
 
 # -- create, read, update, delete ----------------------------------------------------------------
 
-def test_connector_lifecycle(http: httpx.Client, tmp_path: Path, topic_name: str,
-                             worker: RestWorker) -> None:
+
+def test_connector_lifecycle(
+    http: httpx.Client, tmp_path: Path, topic_name: str, worker: RestWorker
+) -> None:
     name = _name("life")
     config = _source(tmp_path, topic_name)
     created = http.post("/connectors", json={"name": name, "config": config})
     assert created.status_code == 201, created.text
     assert created.headers["location"].endswith(f"/connectors/{name}")
     info = created.json()
-    assert info == {"name": name, "config": {**config, "name": name},
-                    "tasks": [{"connector": name, "task": 0}], "type": "source"}
-    _assert_error(http.post("/connectors", json={"name": name, "config": config}), 409,
-                  f"Connector {name} already exists")
+    assert info == {
+        "name": name,
+        "config": {**config, "name": name},
+        "tasks": [{"connector": name, "task": 0}],
+        "type": "source",
+    }
+    _assert_error(
+        http.post("/connectors", json={"name": name, "config": config}),
+        409,
+        f"Connector {name} already exists",
+    )
 
     assert name in http.get("/connectors").json()
     assert http.get(f"/connectors/{name}").json() == info
@@ -117,14 +139,12 @@ def test_connector_lifecycle(http: httpx.Client, tmp_path: Path, topic_name: str
     assert tasks[0]["id"] == {"connector": name, "task": 0}
     assert tasks[0]["config"]["task.class"].endswith("FileStreamSourceTask")
     assert tasks[0]["config"]["topic"] == topic_name
-    assert http.get(f"/connectors/{name}/tasks-config").json() == {
-        f"{name}-0": tasks[0]["config"]}
+    assert http.get(f"/connectors/{name}/tasks-config").json() == {f"{name}-0": tasks[0]["config"]}
 
     # PUT updates (200), PATCH merges and null removes a key
     updated = http.put(f"/connectors/{name}/config", json={**config, "batch.size": "10"})
     assert updated.status_code == 200 and updated.json()["config"]["batch.size"] == "10"
-    patched = http.patch(f"/connectors/{name}/config", json={"batch.size": None,
-                                                            "tasks.max": 1})
+    patched = http.patch(f"/connectors/{name}/config", json={"batch.size": None, "tasks.max": 1})
     assert patched.status_code == 200
     assert "batch.size" not in patched.json()["config"]
     assert patched.json()["config"]["tasks.max"] == "1"
@@ -140,63 +160,103 @@ def test_put_creates_with_201(http: httpx.Client, tmp_path: Path, topic_name: st
     assert created.status_code == 201, created.text
     assert created.headers["location"].endswith(f"/connectors/{name}")
     assert created.json()["config"]["name"] == name
-    _assert_error(http.put(f"/connectors/{name}/config",
-                           json={**_source(tmp_path, topic_name), "name": "other"}), 400,
-                  f"Connector name configuration (other) doesn't match connector name in the "
-                  f"URL ({name})")
+    _assert_error(
+        http.put(
+            f"/connectors/{name}/config", json={**_source(tmp_path, topic_name), "name": "other"}
+        ),
+        400,
+        f"Connector name configuration (other) doesn't match connector name in the URL ({name})",
+    )
     http.delete(f"/connectors/{name}")
 
 
 def test_invalid_configs_are_400_listing_every_error(http: httpx.Client) -> None:
-    response = http.post("/connectors", json={"name": _name("bad"), "config": {
-        "connector.class": "FileStreamSource", "tasks.max": "zero", "batch.size": "-1"}})
-    _assert_error(response, 400, "Connector configuration is invalid and contains the "
-                  "following 3 error(s):")
+    response = http.post(
+        "/connectors",
+        json={
+            "name": _name("bad"),
+            "config": {
+                "connector.class": "FileStreamSource",
+                "tasks.max": "zero",
+                "batch.size": "-1",
+            },
+        },
+    )
+    _assert_error(
+        response, 400, "Connector configuration is invalid and contains the following 3 error(s):"
+    )
     message = response.json()["message"]
     assert "tasks.max" in message and "batch.size" in message and '"topic"' in message
     assert message.endswith("`/connector-plugins/{connectorType}/config/validate`")
-    _assert_error(http.post("/connectors", json={"name": _name("bad"), "config": {
-        "connector.class": "com.example.Missing"}}), 400, "com.example.Missing")
-    _assert_error(http.post("/connectors", json={"config": {"connector.class": "X"}}), 400,
-                  "name")
-    _assert_error(http.post("/connectors", json={"name": "a", "config": {"name": "b"}}), 400,
-                  "doesn't match")
-    _assert_error(http.post("/connectors", json={"name": "a", "config": {}, "initial_state":
-                                                 "DANCING"}), 400, "initial state")
+    _assert_error(
+        http.post(
+            "/connectors",
+            json={"name": _name("bad"), "config": {"connector.class": "com.example.Missing"}},
+        ),
+        400,
+        "com.example.Missing",
+    )
+    _assert_error(http.post("/connectors", json={"config": {"connector.class": "X"}}), 400, "name")
+    _assert_error(
+        http.post("/connectors", json={"name": "a", "config": {"name": "b"}}), 400, "doesn't match"
+    )
+    _assert_error(
+        http.post("/connectors", json={"name": "a", "config": {}, "initial_state": "DANCING"}),
+        400,
+        "initial state",
+    )
     # FastAPI's own validation errors are 400 in Kafka's shape too
-    _assert_error(http.post("/connectors", content=b"{not json",
-                            headers={"content-type": "application/json"}), 400)
+    _assert_error(
+        http.post(
+            "/connectors", content=b"{not json", headers={"content-type": "application/json"}
+        ),
+        400,
+    )
     _assert_error(http.post("/connectors", json=[1, 2]), 400)
     _assert_error(http.put("/connectors/x/config", json={"a": {"nested": 1}}), 400, "'a'")
     _assert_error(http.patch("/connectors/missing/config", json={"a": "b"}), 404)
 
 
 def test_unknown_connector_is_404_everywhere(http: httpx.Client) -> None:
-    for method, path in [("GET", "/connectors/nope"), ("GET", "/connectors/nope/config"),
-                         ("DELETE", "/connectors/nope"), ("GET", "/connectors/nope/status"),
-                         ("GET", "/connectors/nope/tasks"),
-                         ("GET", "/connectors/nope/tasks/0/status"),
-                         ("POST", "/connectors/nope/tasks/0/restart"),
-                         ("POST", "/connectors/nope/restart"),
-                         ("PUT", "/connectors/nope/pause"), ("PUT", "/connectors/nope/resume"),
-                         ("PUT", "/connectors/nope/stop"), ("GET", "/connectors/nope/offsets"),
-                         ("DELETE", "/connectors/nope/offsets"),
-                         ("GET", "/connectors/nope/topics"),
-                         ("PUT", "/connectors/nope/topics/reset")]:
+    for method, path in [
+        ("GET", "/connectors/nope"),
+        ("GET", "/connectors/nope/config"),
+        ("DELETE", "/connectors/nope"),
+        ("GET", "/connectors/nope/status"),
+        ("GET", "/connectors/nope/tasks"),
+        ("GET", "/connectors/nope/tasks/0/status"),
+        ("POST", "/connectors/nope/tasks/0/restart"),
+        ("POST", "/connectors/nope/restart"),
+        ("PUT", "/connectors/nope/pause"),
+        ("PUT", "/connectors/nope/resume"),
+        ("PUT", "/connectors/nope/stop"),
+        ("GET", "/connectors/nope/offsets"),
+        ("DELETE", "/connectors/nope/offsets"),
+        ("GET", "/connectors/nope/topics"),
+        ("PUT", "/connectors/nope/topics/reset"),
+    ]:
         _assert_error(http.request(method, path), 404)
     _assert_error(http.get("/connectors/nope/status"), 404, "No status found for connector nope")
-    _assert_error(http.get("/connectors/nope/tasks/3/status"), 404,
-                  "No status found for task nope-3")
+    _assert_error(
+        http.get("/connectors/nope/tasks/3/status"), 404, "No status found for task nope-3"
+    )
     _assert_error(http.post("/connectors/nope/tasks/3/restart"), 404, "Unknown task: nope-3")
 
 
 # -- pause, resume, stop, restart ------------------------------------------------------------------
 
-def test_pause_resume_stop_and_initial_state(http: httpx.Client, tmp_path: Path,
-                                             topic_name: str) -> None:
+
+def test_pause_resume_stop_and_initial_state(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
     name = _name("states")
-    assert http.post("/connectors", json={"name": name, "config": _source(
-        tmp_path, topic_name), "initial_state": "PAUSED"}).status_code == 201
+    assert (
+        http.post(
+            "/connectors",
+            json={"name": name, "config": _source(tmp_path, topic_name), "initial_state": "PAUSED"},
+        ).status_code
+        == 201
+    )
     assert _state(http, name) == ("PAUSED", ["PAUSED"])
     assert http.put(f"/connectors/{name}/resume").status_code == 202
     assert _state(http, name) == ("RUNNING", ["RUNNING"])
@@ -212,8 +272,17 @@ def test_pause_resume_stop_and_initial_state(http: httpx.Client, tmp_path: Path,
     http.delete(f"/connectors/{name}")
 
     stopped = _name("stopped")
-    assert http.post("/connectors", json={"name": stopped, "config": _source(
-        tmp_path, topic_name), "initial_state": "STOPPED"}).status_code == 201
+    assert (
+        http.post(
+            "/connectors",
+            json={
+                "name": stopped,
+                "config": _source(tmp_path, topic_name),
+                "initial_state": "STOPPED",
+            },
+        ).status_code
+        == 201
+    )
     assert _state(http, stopped) == ("STOPPED", [])
     http.delete(f"/connectors/{stopped}")
 
@@ -227,8 +296,9 @@ def test_restart_semantics(http: httpx.Client, tmp_path: Path, topic_name: str) 
     assert _state(http, name) == ("RUNNING", ["RUNNING"])
 
     # nothing failed: onlyFailed restarts nothing, and says so
-    only_failed = http.post(f"/connectors/{name}/restart",
-                            params={"includeTasks": "true", "onlyFailed": "true"})
+    only_failed = http.post(
+        f"/connectors/{name}/restart", params={"includeTasks": "true", "onlyFailed": "true"}
+    )
     assert only_failed.status_code == 202
     body = only_failed.json()
     assert body["connector"]["state"] == "RUNNING"
@@ -242,13 +312,13 @@ def test_restart_semantics(http: httpx.Client, tmp_path: Path, topic_name: str) 
 
     assert http.post(f"/connectors/{name}/tasks/0/restart").status_code == 204
     assert _state(http, name) == ("RUNNING", ["RUNNING"])
-    _assert_error(http.post(f"/connectors/{name}/tasks/7/restart"), 404, f"Unknown task: "
-                  f"{name}-7")
+    _assert_error(http.post(f"/connectors/{name}/tasks/7/restart"), 404, f"Unknown task: {name}-7")
     http.delete(f"/connectors/{name}")
 
 
-def test_failed_task_shows_trace_and_restarts_only_failed(http: httpx.Client, tmp_path: Path,
-                                                          topic_name: str) -> None:
+def test_failed_task_shows_trace_and_restarts_only_failed(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
     name = _name("failing")
     missing = tmp_path / "a-directory"
     missing.mkdir()  # reading a directory fails the task
@@ -260,8 +330,9 @@ def test_failed_task_shows_trace_and_restarts_only_failed(http: httpx.Client, tm
     assert status["connector"]["state"] == "RUNNING"
     missing.rmdir()
     missing.write_text("now it is a file\n")
-    restarted = http.post(f"/connectors/{name}/restart",
-                          params={"includeTasks": "true", "onlyFailed": "true"}).json()
+    restarted = http.post(
+        f"/connectors/{name}/restart", params={"includeTasks": "true", "onlyFailed": "true"}
+    ).json()
     assert restarted["connector"]["state"] == "RUNNING"  # not failed: not restarted
     assert [t["state"] for t in restarted["tasks"]] == ["RESTARTING"]
     wait_for(lambda: _state(http, name) == ("RUNNING", ["RUNNING"]), 30, "recovery")
@@ -270,38 +341,56 @@ def test_failed_task_shows_trace_and_restarts_only_failed(http: httpx.Client, tm
 
 # -- offsets (KIP-875) and active topics (KIP-558) -------------------------------------------------
 
+
 def test_source_offsets(http: httpx.Client, tmp_path: Path, topic_name: str) -> None:
     name = _name("srcoff")
     config = _source(tmp_path, topic_name, lines=3)
     http.post("/connectors", json={"name": name, "config": config})
     partition = {"filename": config["file"]}
-    wait_for(lambda: http.get(f"/connectors/{name}/offsets").json()["offsets"], 30,
-             "committed offsets")
-    _assert_error(http.patch(f"/connectors/{name}/offsets", json={"offsets": [
-        {"partition": partition, "offset": {"position": 0}}]}), 400,
-        "Connectors must be in the STOPPED state")
+    wait_for(
+        lambda: http.get(f"/connectors/{name}/offsets").json()["offsets"], 30, "committed offsets"
+    )
+    _assert_error(
+        http.patch(
+            f"/connectors/{name}/offsets",
+            json={"offsets": [{"partition": partition, "offset": {"position": 0}}]},
+        ),
+        400,
+        "Connectors must be in the STOPPED state",
+    )
     _assert_error(http.delete(f"/connectors/{name}/offsets"), 400, "STOPPED")
     http.put(f"/connectors/{name}/stop")
     offsets = http.get(f"/connectors/{name}/offsets").json()
     assert offsets == {"offsets": [{"partition": partition, "offset": {"position": 21}}]}
-    _assert_error(http.patch(f"/connectors/{name}/offsets", json={"offsets": []}), 400,
-                  "Partitions / offsets need to be provided")
-    _assert_error(http.patch(f"/connectors/{name}/offsets", json={"offsets": [
-        {"partition": None, "offset": {"position": 1}}]}), 400, "may not be null")
-    altered = http.patch(f"/connectors/{name}/offsets", json={"offsets": [
-        {"partition": partition, "offset": {"position": 8}}]})
+    _assert_error(
+        http.patch(f"/connectors/{name}/offsets", json={"offsets": []}),
+        400,
+        "Partitions / offsets need to be provided",
+    )
+    _assert_error(
+        http.patch(
+            f"/connectors/{name}/offsets",
+            json={"offsets": [{"partition": None, "offset": {"position": 1}}]},
+        ),
+        400,
+        "may not be null",
+    )
+    altered = http.patch(
+        f"/connectors/{name}/offsets",
+        json={"offsets": [{"partition": partition, "offset": {"position": 8}}]},
+    )
     assert altered.status_code == 200
     assert "altered successfully" in altered.json()["message"]
-    assert http.get(f"/connectors/{name}/offsets").json()["offsets"][0]["offset"] == {
-        "position": 8}
+    assert http.get(f"/connectors/{name}/offsets").json()["offsets"][0]["offset"] == {"position": 8}
     reset = http.delete(f"/connectors/{name}/offsets")
     assert reset.status_code == 200 and "reset successfully" in reset.json()["message"]
     assert http.get(f"/connectors/{name}/offsets").json() == {"offsets": []}
     http.delete(f"/connectors/{name}")
 
 
-def test_sink_offsets_and_active_topics(http: httpx.Client, tmp_path: Path, topic_name: str,
-                                        dev_broker: object) -> None:
+def test_sink_offsets_and_active_topics(
+    http: httpx.Client, tmp_path: Path, topic_name: str, dev_broker: object
+) -> None:
     dev_broker.create_topic(topic_name, 1)  # type: ignore[attr-defined]
     src, sink = _name("src"), _name("sink")
     http.post("/connectors", json={"name": src, "config": _source(tmp_path, topic_name, 4)})
@@ -314,6 +403,7 @@ def test_sink_offsets_and_active_topics(http: httpx.Client, tmp_path: Path, topi
 
     http.put(f"/connectors/{sink}/stop")
     tp = {"kafka_topic": topic_name, "kafka_partition": 0}
+
     def committed() -> bool:
         response = http.get(f"/connectors/{sink}/offsets")
         assert response.status_code == 200, response.text
@@ -321,27 +411,37 @@ def test_sink_offsets_and_active_topics(http: httpx.Client, tmp_path: Path, topi
 
     wait_for(committed, 30, "the sink's committed offsets")
     assert http.get(f"/connectors/{sink}/offsets").json() == {
-        "offsets": [{"partition": tp, "offset": {"kafka_offset": 4}}]}
-    for bad, message in [({"partition": {"kafka_topic": topic_name}}, "kafka_partition"),
-                         ({"partition": {**tp, "kafka_partition": "x"}, "offset": None},
-                          "valid numbers"),
-                         ({"partition": tp, "offset": {"kafka_offset": "x"}}, "valid numbers"),
-                         ({"partition": tp, "offset": {"position": 1}}, "kafka_offset")]:
-        _assert_error(http.patch(f"/connectors/{sink}/offsets", json={"offsets": [bad]}), 400,
-                      message)
-    altered = http.patch(f"/connectors/{sink}/offsets", json={"offsets": [
-        {"partition": tp, "offset": {"kafka_offset": 1}}]})
+        "offsets": [{"partition": tp, "offset": {"kafka_offset": 4}}]
+    }
+    for bad, message in [
+        ({"partition": {"kafka_topic": topic_name}}, "kafka_partition"),
+        ({"partition": {**tp, "kafka_partition": "x"}, "offset": None}, "valid numbers"),
+        ({"partition": tp, "offset": {"kafka_offset": "x"}}, "valid numbers"),
+        ({"partition": tp, "offset": {"position": 1}}, "kafka_offset"),
+    ]:
+        _assert_error(
+            http.patch(f"/connectors/{sink}/offsets", json={"offsets": [bad]}), 400, message
+        )
+    altered = http.patch(
+        f"/connectors/{sink}/offsets",
+        json={"offsets": [{"partition": tp, "offset": {"kafka_offset": 1}}]},
+    )
     assert altered.status_code == 200, altered.text
     assert http.get(f"/connectors/{sink}/offsets").json()["offsets"][0]["offset"] == {
-        "kafka_offset": 1}
-    reset_one = http.patch(f"/connectors/{sink}/offsets", json={"offsets": [
-        {"partition": tp, "offset": None}]})
+        "kafka_offset": 1
+    }
+    reset_one = http.patch(
+        f"/connectors/{sink}/offsets", json={"offsets": [{"partition": tp, "offset": None}]}
+    )
     assert reset_one.status_code == 200, reset_one.text
     assert http.get(f"/connectors/{sink}/offsets").json() == {"offsets": []}
-    http.patch(f"/connectors/{sink}/offsets", json={"offsets": [
-        {"partition": tp, "offset": {"kafka_offset": "0"}}]})
+    http.patch(
+        f"/connectors/{sink}/offsets",
+        json={"offsets": [{"partition": tp, "offset": {"kafka_offset": "0"}}]},
+    )
     assert http.get(f"/connectors/{sink}/offsets").json()["offsets"][0]["offset"] == {
-        "kafka_offset": 0}
+        "kafka_offset": 0
+    }
     assert http.delete(f"/connectors/{sink}/offsets").status_code == 200
     assert http.get(f"/connectors/{sink}/offsets").json() == {"offsets": []}
 
@@ -359,11 +459,13 @@ def test_sink_offsets_and_active_topics(http: httpx.Client, tmp_path: Path, topi
 
 # -- plugins and validation ------------------------------------------------------------------------
 
+
 def test_connector_plugins(http: httpx.Client) -> None:
     connectors = http.get("/connector-plugins").json()
     assert {p["type"] for p in connectors} == {"source", "sink"}
-    assert any(p["class"].endswith("FileStreamSourceConnector") and p["version"]
-               for p in connectors)
+    assert any(
+        p["class"].endswith("FileStreamSourceConnector") and p["version"] for p in connectors
+    )
     everything = http.get("/connector-plugins", params={"connectorsOnly": "false"}).json()
     types = {p["type"] for p in everything}
     assert {"source", "sink", "converter", "header_converter"} <= types
@@ -371,19 +473,32 @@ def test_connector_plugins(http: httpx.Client) -> None:
         keys = http.get(f"/connector-plugins/{plugin}/config").json()
         names = [k["name"] for k in keys]
         assert "connector.class" in names and "file" in names
-        assert set(keys[0]) == {"name", "type", "required", "default_value", "importance",
-                                "documentation", "group", "order", "width", "display_name",
-                                "dependents"}
+        assert set(keys[0]) == {
+            "name",
+            "type",
+            "required",
+            "default_value",
+            "importance",
+            "documentation",
+            "group",
+            "order",
+            "width",
+            "display_name",
+            "dependents",
+        }
     converter = http.get("/connector-plugins/StringConverter/config").json()
     assert all(k["name"] != "connector.class" for k in converter)
-    _assert_error(http.get("/connector-plugins/NoSuchPlugin/config"), 404,
-                  "Unknown plugin NoSuchPlugin.")
+    _assert_error(
+        http.get("/connector-plugins/NoSuchPlugin/config"), 404, "Unknown plugin NoSuchPlugin."
+    )
 
 
 def test_validate_always_200_with_kafkas_shape(http: httpx.Client) -> None:
     path = "/connector-plugins/FileStreamSourceConnector/config/validate"
-    body = http.put(path, json={"connector.class": "FileStreamSource", "name": "v",
-                                "topic": "t", "tasks.max": "x"})
+    body = http.put(
+        path,
+        json={"connector.class": "FileStreamSource", "name": "v", "topic": "t", "tasks.max": "x"},
+    )
     assert body.status_code == 200
     infos = body.json()
     assert set(infos) == {"name", "error_count", "groups", "configs"}
@@ -392,18 +507,34 @@ def test_validate_always_200_with_kafkas_shape(http: httpx.Client) -> None:
     assert "Common" in infos["groups"]
     by_name = {c["value"]["name"]: c for c in infos["configs"]}
     assert by_name["tasks.max"]["value"]["errors"]
-    assert set(by_name["topic"]["value"]) == {"name", "value", "recommended_values", "errors",
-                                              "visible"}
+    assert set(by_name["topic"]["value"]) == {
+        "name",
+        "value",
+        "recommended_values",
+        "errors",
+        "visible",
+    }
     assert "file" in by_name  # the plugin's own keys are merged in
-    good = http.put(path, json={"connector.class": "FileStreamSource", "name": "v",
-                                "topic": "t", "value.converter": "NoSuchConverter"}).json()
+    good = http.put(
+        path,
+        json={
+            "connector.class": "FileStreamSource",
+            "name": "v",
+            "topic": "t",
+            "value.converter": "NoSuchConverter",
+        },
+    ).json()
     assert good["error_count"] == 1
     assert {c["value"]["name"]: c for c in good["configs"]}["value.converter"]["value"]["errors"]
-    unknown = http.put("/connector-plugins/Missing/config/validate",
-                       json={"connector.class": "Missing"})
+    unknown = http.put(
+        "/connector-plugins/Missing/config/validate", json={"connector.class": "Missing"}
+    )
     assert unknown.status_code == 200 and unknown.json()["error_count"] >= 1
-    _assert_error(http.put(path, json={"connector.class": "FileStreamSink"}), 400,
-                  "does not match request type")
+    _assert_error(
+        http.put(path, json={"connector.class": "FileStreamSink"}),
+        400,
+        "does not match request type",
+    )
     _assert_error(http.put(path, json={"topic": "t"}), 400, "contains no connector type")
 
 
@@ -412,7 +543,8 @@ def test_validate_reports_smt_and_converter_configs_per_key_before_start(
 ) -> None:
     path = "/connector-plugins/FileStreamSourceConnector/config/validate"
     config = {
-        **_source(tmp_path, "smt-validate"), "name": "smt-validate",
+        **_source(tmp_path, "smt-validate"),
+        "name": "smt-validate",
         "transforms": "mask,route",
         "transforms.mask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
         "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
@@ -428,15 +560,23 @@ def test_validate_reports_smt_and_converter_configs_per_key_before_start(
     assert by_name["value.converter.schemas.enable"]
     assert infos["error_count"] >= 3
     # ... and creating it fails with the same errors, starting nothing.
-    _assert_error(http.post("/connectors", json={"name": "smt-validate", "config": config}),
-                  400, "transforms.mask.fields")
+    _assert_error(
+        http.post("/connectors", json={"name": "smt-validate", "config": config}),
+        400,
+        "transforms.mask.fields",
+    )
     _assert_error(http.get("/connectors/smt-validate"), 404)
-    fixed = {**config, "transforms.mask.fields": "email", "transforms.route.regex": "(.*)",
-             "value.converter.schemas.enable": "false"}
+    fixed = {
+        **config,
+        "transforms.mask.fields": "email",
+        "transforms.route.regex": "(.*)",
+        "value.converter.schemas.enable": "false",
+    }
     assert http.put(path, json=fixed).json()["error_count"] == 0
 
 
 # -- loggers ---------------------------------------------------------------------------
+
 
 def test_admin_loggers(http: httpx.Client) -> None:
     name = f"copycat.test.{uuid.uuid4().hex[:6]}"
@@ -451,13 +591,21 @@ def test_admin_loggers(http: httpx.Client) -> None:
     assert http.get("/admin/loggers").json()[name]["level"] == "DEBUG"
     assert http.put(f"/admin/loggers/{name}", json={"level": "WARN"}).status_code == 200
     assert logging.getLogger(name).level == logging.WARNING
-    assert http.put(f"/admin/loggers/{name}", params={"scope": "cluster"},
-                    json={"level": "OFF"}).status_code == 204
+    assert (
+        http.put(
+            f"/admin/loggers/{name}", params={"scope": "cluster"}, json={"level": "OFF"}
+        ).status_code
+        == 204
+    )
     assert http.get(f"/admin/loggers/{name}").json()["level"] == "OFF"
-    _assert_error(http.put(f"/admin/loggers/{name}", json={}), 400,
-                  "Desired 'level' parameter was not specified in request.")
-    _assert_error(http.put(f"/admin/loggers/{name}", json={"level": "LOUD"}), 404,
-                  "invalid log level 'LOUD'.")
+    _assert_error(
+        http.put(f"/admin/loggers/{name}", json={}),
+        400,
+        "Desired 'level' parameter was not specified in request.",
+    )
+    _assert_error(
+        http.put(f"/admin/loggers/{name}", json={"level": "LOUD"}), 404, "invalid log level 'LOUD'."
+    )
 
 
 def test_openapi_document(http: httpx.Client) -> None:

@@ -22,17 +22,19 @@ SEED_URL = "http://localhost:8083"
 
 
 @pytest.fixture(scope="module")
-def worker(tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str,
-           bundled_plugin_path: Path) -> Iterator[RestWorker]:
-    with RestWorker(tmp_path_factory.mktemp("clients"), bootstrap_servers,
-                    bundled_plugin_path) as running:
+def worker(
+    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+) -> Iterator[RestWorker]:
+    with RestWorker(
+        tmp_path_factory.mktemp("clients"), bootstrap_servers, bundled_plugin_path
+    ) as running:
         yield running
 
 
 def _seed_commands() -> list[str]:
     """The 'Deploying a Connector (REST API)' curl commands of the deep-dive, as written."""
     text = SEED.read_text()
-    block = text[text.index("# Create a JDBC Source Connector"):]
+    block = text[text.index("# Create a JDBC Source Connector") :]
     block = block[: block.index("\n", block.index("curl -X DELETE")) + 1]
     commands, current = [], ""
     for line in block.splitlines():
@@ -50,27 +52,42 @@ def _seed_commands() -> list[str]:
 
 def _curl(command: str, curl_home: Path) -> tuple[int, str]:
     # ~/.curlrc adds the status line; the command itself runs as the seed wrote it.
-    proc = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60,
-                          env={"CURL_HOME": str(curl_home), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        ["bash", "-c", command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"CURL_HOME": str(curl_home), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     body, _, status = proc.stdout.rstrip("\n").rpartition("\n")
     return int(status), body
 
 
-@pytest.mark.skipif(shutil.which("curl") is None or not SEED.exists(),
-                    reason="needs curl and the seed text beside the repository")
+@pytest.mark.skipif(
+    shutil.which("curl") is None or not SEED.exists(),
+    reason="needs curl and the seed text beside the repository",
+)
 def test_deep_dive_curl_commands(worker: RestWorker, tmp_path: Path, topic_name: str) -> None:
     commands = _seed_commands()
-    methods = [re.match(r"curl(?: -X (\w+))?", c).group(1) or "GET"  # type: ignore[union-attr]
-               for c in commands]
+    methods = [
+        re.match(r"curl(?: -X (\w+))?", c).group(1) or "GET"  # type: ignore[union-attr]
+        for c in commands
+    ]
     assert methods == ["POST", "GET", "GET", "PUT", "PUT", "POST", "DELETE"]
     source = tmp_path / "orders.txt"
     source.write_text("".join(f"order {i}\n" for i in range(10)))
-    file_config = json.dumps({"connector.class": "FileStreamSource", "file": str(source),
-                              "topic": topic_name, "tasks.max": "1"}, indent=1)
+    file_config = json.dumps(
+        {
+            "connector.class": "FileStreamSource",
+            "file": str(source),
+            "topic": topic_name,
+            "tasks.max": "1",
+        },
+        indent=1,
+    )
     # the file connector stands in for JDBC; everything else is the seed's text
-    create = re.sub(r'"config": \{.*?\n\}', f'"config": {file_config}', commands[0],
-                    flags=re.S)
+    create = re.sub(r'"config": \{.*?\n\}', f'"config": {file_config}', commands[0], flags=re.S)
     assert "FileStreamSource" in create
     commands[0] = create
     commands = [c.replace(SEED_URL, worker.url) for c in commands]
@@ -94,18 +111,22 @@ def test_deep_dive_curl_commands(worker: RestWorker, tmp_path: Path, topic_name:
     # the offsets section's requests, written as curl commands (the seed gives bare HTTP)
     base = f"{worker.url}/connectors/{name}"
     partition = {"filename": str(source)}
-    wait_for(lambda: json.loads(_curl(f"curl {base}/offsets", tmp_path)[1])["offsets"], 30,
-             "source offsets")
+    wait_for(
+        lambda: json.loads(_curl(f"curl {base}/offsets", tmp_path)[1])["offsets"],
+        30,
+        "source offsets",
+    )
     assert _curl(f"curl -X PUT {base}/stop", tmp_path)[0] == 204
     status, body = _curl(f"curl {base}/offsets", tmp_path)
-    assert json.loads(body) == {"offsets": [{"partition": partition,
-                                             "offset": {"position": 80}}]}
+    assert json.loads(body) == {"offsets": [{"partition": partition, "offset": {"position": 80}}]}
     alter = json.dumps({"offsets": [{"partition": partition, "offset": {"position": 40}}]})
-    status, body = _curl(f"curl -X PATCH {base}/offsets -H 'Content-Type: application/json' "
-                         f"-d '{alter}'", tmp_path)
+    status, body = _curl(
+        f"curl -X PATCH {base}/offsets -H 'Content-Type: application/json' -d '{alter}'", tmp_path
+    )
     assert status == 200, body
     assert json.loads(_curl(f"curl {base}/offsets", tmp_path)[1])["offsets"][0]["offset"] == {
-        "position": 40}
+        "position": 40
+    }
     status, body = _curl(f"curl -X DELETE {base}/offsets", tmp_path)
     assert status == 200 and "reset successfully" in body
     assert json.loads(_curl(f"curl {base}/offsets", tmp_path)[1]) == {"offsets": []}
@@ -126,10 +147,13 @@ def test_kafka_connect_py_client(worker: RestWorker, tmp_path: Path, topic_name:
     created = client.create_connector({"name": "py-client", "config": config})
     assert created["name"] == "py-client"
     assert "py-client" in client.list_connectors()
-    assert client.list_connectors(expand="status")["py-client"]["status"]["connector"][
-        "state"] == "RUNNING"
-    assert client.list_connectors(expand="status", state="running") == \
-        client.list_connectors(expand="status")
+    assert (
+        client.list_connectors(expand="status")["py-client"]["status"]["connector"]["state"]
+        == "RUNNING"
+    )
+    assert client.list_connectors(expand="status", state="running") == client.list_connectors(
+        expand="status"
+    )
     assert client.get_connector("py-client")["type"] == "source"
     assert client.get_connector_config("py-client")["file"] == str(source)
     assert client.get_connector_status("py-client")["tasks"][0]["state"] == "RUNNING"
@@ -144,13 +168,17 @@ def test_kafka_connect_py_client(worker: RestWorker, tmp_path: Path, topic_name:
     client.resume_connector("py-client")
     updated = client.update_connector("py-client", {**config, "batch.size": "5"})
     assert updated["config"]["batch.size"] == "5"
-    wait_for(lambda: client.list_connector_topics("py-client")["py-client"]["topics"], 30,
-             "active topics")
+    wait_for(
+        lambda: client.list_connector_topics("py-client")["py-client"]["topics"],
+        30,
+        "active topics",
+    )
     client.reset_connector_topics("py-client")
     plugins = client.list_connector_plugins()
     assert any(p["class"].endswith("FileStreamSourceConnector") for p in plugins)
-    validated = client.validate_connector_config("FileStreamSource",
-                                                 {**config, "name": "py-client"})
+    validated = client.validate_connector_config(
+        "FileStreamSource", {**config, "name": "py-client"}
+    )
     assert validated["error_count"] == 0
     client.stop_connector("py-client")
     assert client.get_connector_status("py-client")["connector"]["state"] == "STOPPED"

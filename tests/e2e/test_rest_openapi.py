@@ -17,10 +17,14 @@ MAX_EXAMPLES = 20
 
 
 @pytest.fixture
-def worker(tmp_path: Path, bootstrap_servers: str,
-           bundled_plugin_path: Path) -> Iterator[RestWorker]:
-    levels = {name: lg.level for name, lg in logging.root.manager.loggerDict.items()
-              if isinstance(lg, logging.Logger)}
+def worker(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> Iterator[RestWorker]:
+    levels = {
+        name: lg.level
+        for name, lg in logging.root.manager.loggerDict.items()
+        if isinstance(lg, logging.Logger)
+    }
     root_level = logging.getLogger().level
     with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path) as running:
         yield running
@@ -42,16 +46,26 @@ def test_openapi_fuzz_finds_no_server_error_or_schema_violation(worker: RestWork
     )
 
     schema = schemathesis.openapi.from_url(worker.url + "/openapi.json")
-    checks = [not_a_server_error, status_code_conformance, content_type_conformance,
-              response_schema_conformance]
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+    ]
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 28
     failures: list[str] = []
     calls = 0
     for operation in operations:
-        @settings(max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
-                  phases=[Phase.explicit, Phase.generate],
-                  suppress_health_check=list(HealthCheck))
+
+        @settings(
+            max_examples=MAX_EXAMPLES,
+            deadline=None,
+            database=None,
+            derandomize=True,
+            phases=[Phase.explicit, Phase.generate],
+            suppress_health_check=list(HealthCheck),
+        )
         @given(case=operation.as_strategy())
         def fuzz(case: schemathesis.Case) -> None:
             nonlocal calls

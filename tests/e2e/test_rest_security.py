@@ -19,38 +19,65 @@ pytestmark = pytest.mark.integration
 
 BASIC_AUTH = "org.apache.kafka.connect.rest.basic.auth.extension.BasicAuthSecurityRestExtension"
 
+KAFKA_PROVIDERS = "org.apache.kafka.common.config.provider."
+
 # Every route of the API with a path that exists, so a 401 cannot be mistaken for a 404.
 ENDPOINTS = [
-    ("GET", "/"), ("GET", "/connectors"), ("POST", "/connectors"),
-    ("GET", "/connectors/c"), ("DELETE", "/connectors/c"), ("GET", "/connectors/c/config"),
-    ("PUT", "/connectors/c/config"), ("PATCH", "/connectors/c/config"),
-    ("GET", "/connectors/c/status"), ("GET", "/connectors/c/tasks"),
-    ("GET", "/connectors/c/tasks-config"), ("GET", "/connectors/c/tasks/0/status"),
-    ("POST", "/connectors/c/tasks/0/restart"), ("POST", "/connectors/c/restart"),
-    ("PUT", "/connectors/c/pause"), ("PUT", "/connectors/c/resume"),
-    ("PUT", "/connectors/c/stop"), ("GET", "/connectors/c/offsets"),
-    ("PATCH", "/connectors/c/offsets"), ("DELETE", "/connectors/c/offsets"),
-    ("GET", "/connectors/c/topics"), ("PUT", "/connectors/c/topics/reset"),
-    ("GET", "/connector-plugins"), ("GET", "/connector-plugins/FileStreamSource/config"),
+    ("GET", "/"),
+    ("GET", "/connectors"),
+    ("POST", "/connectors"),
+    ("GET", "/connectors/c"),
+    ("DELETE", "/connectors/c"),
+    ("GET", "/connectors/c/config"),
+    ("PUT", "/connectors/c/config"),
+    ("PATCH", "/connectors/c/config"),
+    ("GET", "/connectors/c/status"),
+    ("GET", "/connectors/c/tasks"),
+    ("GET", "/connectors/c/tasks-config"),
+    ("GET", "/connectors/c/tasks/0/status"),
+    ("POST", "/connectors/c/tasks/0/restart"),
+    ("POST", "/connectors/c/restart"),
+    ("PUT", "/connectors/c/pause"),
+    ("PUT", "/connectors/c/resume"),
+    ("PUT", "/connectors/c/stop"),
+    ("GET", "/connectors/c/offsets"),
+    ("PATCH", "/connectors/c/offsets"),
+    ("DELETE", "/connectors/c/offsets"),
+    ("GET", "/connectors/c/topics"),
+    ("PUT", "/connectors/c/topics/reset"),
+    ("GET", "/connector-plugins"),
+    ("GET", "/connector-plugins/FileStreamSource/config"),
     ("PUT", "/connector-plugins/FileStreamSource/config/validate"),
-    ("GET", "/admin/loggers"), ("GET", "/admin/loggers/root"), ("PUT", "/admin/loggers/root"),
-    ("GET", "/openapi.json"), ("GET", "/docs"), ("GET", "/no/such/path"),
+    ("GET", "/admin/loggers"),
+    ("GET", "/admin/loggers/root"),
+    ("PUT", "/admin/loggers/root"),
+    ("GET", "/openapi.json"),
+    ("GET", "/docs"),
+    ("GET", "/no/such/path"),
 ]
 
 
 @pytest.fixture(scope="module")
-def auth_worker(tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str,
-                bundled_plugin_path: Path) -> Iterator[RestWorker]:
+def auth_worker(
+    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+) -> Iterator[RestWorker]:
     tmp = tmp_path_factory.mktemp("auth")
     (tmp / "credentials.properties").write_text("alice: wonderland\nbob=builder\n")
     jaas = tmp / "connect_jaas.conf"
-    jaas.write_text('KafkaConnect {\n  org.apache.kafka.connect.rest.basic.auth.extension.'
-                    'PropertyFileLoginModule required\n  file="'
-                    f'{tmp / "credentials.properties"}";\n}};\n')
-    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, {
-        "rest.extension.classes": BASIC_AUTH,
-        "rest.extension.basic.auth.jaas.config": str(jaas),
-    }) as worker:
+    jaas.write_text(
+        "KafkaConnect {\n  org.apache.kafka.connect.rest.basic.auth.extension."
+        'PropertyFileLoginModule required\n  file="'
+        f'{tmp / "credentials.properties"}";\n}};\n'
+    )
+    with RestWorker(
+        tmp,
+        bootstrap_servers,
+        bundled_plugin_path,
+        {
+            "rest.extension.classes": BASIC_AUTH,
+            "rest.extension.basic.auth.jaas.config": str(jaas),
+        },
+    ) as worker:
         yield worker
 
 
@@ -59,8 +86,10 @@ def test_basic_auth_guards_every_endpoint_but_health(auth_worker: RestWorker) ->
         for method, path in ENDPOINTS:
             response = anonymous.request(method, path, json={})
             assert response.status_code == 401, (method, path, response.text)
-            assert response.json() == {"error_code": 401,
-                                       "message": "User cannot access the resource."}
+            assert response.json() == {
+                "error_code": 401,
+                "message": "User cannot access the resource.",
+            }
             assert response.headers["www-authenticate"].startswith("Basic")
         assert anonymous.get("/health").status_code == 200  # deliberately open
         assert anonymous.get("/", auth=("alice", "wrong")).status_code == 401
@@ -83,19 +112,29 @@ def _self_signed(tmp: Path) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([
-                x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(serialization.Encoding.PEM,
-                                serialization.PrivateFormat.TraditionalOpenSSL,
-                                serialization.NoEncryption())
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.TraditionalOpenSSL,
+        serialization.NoEncryption(),
+    )
     keystore = tmp / "keystore.pem"
     keystore.write_bytes(key_pem + cert_pem)
     ca = tmp / "ca.pem"
@@ -103,17 +142,24 @@ def _self_signed(tmp: Path) -> tuple[Path, Path]:
     return keystore, ca
 
 
-def test_https_listener_with_pem_keystore(tmp_path: Path, bootstrap_servers: str,
-                                          bundled_plugin_path: Path) -> None:
+def test_https_listener_with_pem_keystore(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
     keystore, ca = _self_signed(tmp_path)
-    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, {
-        "listeners": "https://127.0.0.1:0",
-        "listeners.https.ssl.keystore.type": "PEM",
-        "listeners.https.ssl.keystore.location": str(keystore),
-    }) as worker:
+    with RestWorker(
+        tmp_path,
+        bootstrap_servers,
+        bundled_plugin_path,
+        {
+            "listeners": "https://127.0.0.1:0",
+            "listeners.https.ssl.keystore.type": "PEM",
+            "listeners.https.ssl.keystore.location": str(keystore),
+        },
+    ) as worker:
         assert worker.url.startswith("https://127.0.0.1:")
-        with httpx.Client(base_url=worker.url,
-                          verify=ssl.create_default_context(cafile=str(ca))) as client:
+        with httpx.Client(
+            base_url=worker.url, verify=ssl.create_default_context(cafile=str(ca))
+        ) as client:
             assert client.get("/connectors").json() == []
             assert client.get("/health").json()["status"] == "healthy"
         with pytest.raises(httpx.ConnectError):  # an untrusted certificate is refused
@@ -123,17 +169,23 @@ def test_https_listener_with_pem_keystore(tmp_path: Path, bootstrap_servers: str
 
 
 def test_https_listener_without_a_keystore_refuses_to_start(
-        tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path) -> None:
-    worker = RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path,
-                        {"listeners": "https://127.0.0.1:0"})
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
+    worker = RestWorker(
+        tmp_path, bootstrap_servers, bundled_plugin_path, {"listeners": "https://127.0.0.1:0"}
+    )
     with pytest.raises(Exception, match="keystore"):
         worker.__enter__()
     worker.__exit__(None, None, None)
 
 
 def test_config_provider_secrets_never_leave_the_worker(
-        tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path, topic_name: str,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
+    topic_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     secret = f"pa55-{uuid.uuid4().hex}"
     monkeypatch.setenv("COPYCAT_TEST_SECRET", secret)
     secrets = tmp_path / "secrets.properties"
@@ -145,21 +197,28 @@ def test_config_provider_secrets_never_leave_the_worker(
     source_file.write_text("one\ntwo\n")
     placeholder_topic = f"${{file:{secrets}:topic}}"
     config = {
-        "connector.class": "FileStreamSource", "file": str(source_file),
+        "connector.class": "FileStreamSource",
+        "file": str(source_file),
         "topic": placeholder_topic,
         "db.password": f"${{file:{secrets}:db.password}}",
         "api.token": f"${{dir:{secret_dir}:token}}",
         "other.secret": "${env:COPYCAT_TEST_SECRET}",
     }
-    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, {
-        "config.providers": "file,dir,env",
-        "config.providers.file.class":
-            "org.apache.kafka.common.config.provider.FileConfigProvider",
-        "config.providers.dir.class":
-            "org.apache.kafka.common.config.provider.DirectoryConfigProvider",
-        "config.providers.env.class": "EnvVarConfigProvider",
-        "config.providers.file.param.allowed.paths": str(tmp_path),
-    }) as worker, worker.client() as http:
+    with (
+        RestWorker(
+            tmp_path,
+            bootstrap_servers,
+            bundled_plugin_path,
+            {
+                "config.providers": "file,dir,env",
+                "config.providers.file.class": KAFKA_PROVIDERS + "FileConfigProvider",
+                "config.providers.dir.class": KAFKA_PROVIDERS + "DirectoryConfigProvider",
+                "config.providers.env.class": "EnvVarConfigProvider",
+                "config.providers.file.param.allowed.paths": str(tmp_path),
+            },
+        ) as worker,
+        worker.client() as http,
+    ):
         bodies: list[str] = []
 
         def call(method: str, path: str, **kwargs: object) -> httpx.Response:
@@ -171,32 +230,50 @@ def test_config_provider_secrets_never_leave_the_worker(
         assert created.status_code == 201, created.text
         assert created.json()["config"]["topic"] == placeholder_topic
         # resolved inside the worker: the records went to the topic the provider named
-        wait_for(lambda: call("GET", "/connectors/secretive/topics").json()[
-            "secretive"]["topics"] == [topic_name], 30, "records in the resolved topic")
-        assert call("GET", "/connectors/secretive/config").json() == {**config,
-                                                                      "name": "secretive"}
+        wait_for(
+            lambda: (
+                call("GET", "/connectors/secretive/topics").json()["secretive"]["topics"]
+                == [topic_name]
+            ),
+            30,
+            "records in the resolved topic",
+        )
+        assert call("GET", "/connectors/secretive/config").json() == {**config, "name": "secretive"}
         task_config = call("GET", "/connectors/secretive/tasks").json()[0]["config"]
         assert task_config["topic"] == placeholder_topic  # placeholders put back
         call("GET", "/connectors/secretive/tasks-config")
         call("GET", "/connectors/secretive/status")
         call("GET", "/connectors", params={"expand": ["info", "status"]})
-        validated = call("PUT", "/connector-plugins/FileStreamSource/config/validate",
-                         json={**config, "name": "v", "tasks.max": "${env:COPYCAT_TEST_SECRET}"})
+        validated = call(
+            "PUT",
+            "/connector-plugins/FileStreamSource/config/validate",
+            json={**config, "name": "v", "tasks.max": "${env:COPYCAT_TEST_SECRET}"},
+        )
         tasks_max = {c["value"]["name"]: c for c in validated.json()["configs"]}["tasks.max"]
         assert tasks_max["value"]["value"] == "${env:COPYCAT_TEST_SECRET}"
         assert tasks_max["value"]["errors"]  # invalid, but the message does not quote it
-        bad = call("POST", "/connectors", json={"name": "bad", "config": {
-            **config, "tasks.max": "${env:COPYCAT_TEST_SECRET}"}})
+        bad = call(
+            "POST",
+            "/connectors",
+            json={"name": "bad", "config": {**config, "tasks.max": "${env:COPYCAT_TEST_SECRET}"}},
+        )
         assert bad.status_code == 400
-        if any(p["class"].endswith("AvroConverter") for p in
-               call("GET", "/connector-plugins", params={"connectorsOnly": "false"}).json()):
-            masked = call("PUT", "/connector-plugins/FileStreamSource/config/validate", json={
-                **config, "value.converter": "AvroConverter",
-                "value.converter.schema.registry.url": "http://localhost:1",
-                "value.converter.basic.auth.user.info": secret})
+        if any(
+            p["class"].endswith("AvroConverter")
+            for p in call("GET", "/connector-plugins", params={"connectorsOnly": "false"}).json()
+        ):
+            masked = call(
+                "PUT",
+                "/connector-plugins/FileStreamSource/config/validate",
+                json={
+                    **config,
+                    "value.converter": "AvroConverter",
+                    "value.converter.schema.registry.url": "http://localhost:1",
+                    "value.converter.basic.auth.user.info": secret,
+                },
+            )
             entries = {c["value"]["name"]: c for c in masked.json()["configs"]}
-            assert entries["value.converter.basic.auth.user.info"]["value"]["value"] == \
-                "[hidden]"
+            assert entries["value.converter.basic.auth.user.info"]["value"]["value"] == "[hidden]"
         call("PUT", "/connectors/secretive/stop")
         call("GET", "/connectors/secretive/offsets")
         call("DELETE", "/connectors/secretive")

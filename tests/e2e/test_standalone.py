@@ -26,8 +26,15 @@ def _write_props(path: Path, props: dict[str, str]) -> Path:
 class Pipeline:
     """A file -> topic -> file standalone deployment in a temp dir."""
 
-    def __init__(self, tmp: Path, bootstrap: str, plugin_path: Path, topic: str,
-                 lines: int, flush_ms: int = 500) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        bootstrap: str,
+        plugin_path: Path,
+        topic: str,
+        lines: int,
+        flush_ms: int = 500,
+    ) -> None:
         self.tmp = tmp
         self.topic = topic
         self.input = tmp / "input.txt"
@@ -35,35 +42,59 @@ class Pipeline:
         self.offsets = tmp / "connect.offsets"
         self.log = tmp / "worker.log"
         self.input.write_text("".join(f"line {i:07d} {'x' * 80}\n" for i in range(lines)))
-        self.worker = _write_props(tmp / "worker.properties", {
-            "bootstrap.servers": bootstrap,
-            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.storage.file.filename": str(self.offsets),
-            "offset.flush.interval.ms": str(flush_ms),
-            "plugin.path": str(plugin_path),
-            "consumer.session.timeout.ms": "6000",
-            "consumer.heartbeat.interval.ms": "1000",
-            "listeners": "http://127.0.0.1:0",  # tests run side by side: no fixed REST port
-        })
-        self.source = _write_props(tmp / "source.properties", {
-            "name": f"src-{topic}", "connector.class": "FileStreamSource",
-            "file": str(self.input), "topic": topic, "tasks.max": "1",
-            "topic.creation.default.partitions": "1",
-            "topic.creation.default.replication.factor": "1",
-        })
-        self.sink = _write_props(tmp / "sink.properties", {
-            "name": f"sink-{topic}", "connector.class": "FileStreamSink",
-            "file": str(self.output), "topics": topic, "tasks.max": "1",
-        })
+        self.worker = _write_props(
+            tmp / "worker.properties",
+            {
+                "bootstrap.servers": bootstrap,
+                "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "offset.storage.file.filename": str(self.offsets),
+                "offset.flush.interval.ms": str(flush_ms),
+                "plugin.path": str(plugin_path),
+                "consumer.session.timeout.ms": "6000",
+                "consumer.heartbeat.interval.ms": "1000",
+                "listeners": "http://127.0.0.1:0",  # tests run side by side: no fixed REST port
+            },
+        )
+        self.source = _write_props(
+            tmp / "source.properties",
+            {
+                "name": f"src-{topic}",
+                "connector.class": "FileStreamSource",
+                "file": str(self.input),
+                "topic": topic,
+                "tasks.max": "1",
+                "topic.creation.default.partitions": "1",
+                "topic.creation.default.replication.factor": "1",
+            },
+        )
+        self.sink = _write_props(
+            tmp / "sink.properties",
+            {
+                "name": f"sink-{topic}",
+                "connector.class": "FileStreamSink",
+                "file": str(self.output),
+                "topics": topic,
+                "tasks.max": "1",
+            },
+        )
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> subprocess.Popen[bytes]:
         log = open(self.log, "ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "core.cli", "standalone", str(self.worker), str(self.source),
-             str(self.sink)],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "core.cli",
+                "standalone",
+                str(self.worker),
+                str(self.source),
+                str(self.sink),
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         return self.proc
 
@@ -79,7 +110,8 @@ class Pipeline:
                 return
             assert self.proc is None or self.proc.poll() is None, (
                 f"worker exited ({self.proc.returncode}) while waiting for {what}:\n"
-                + self.log.read_text()[-4000:])
+                + self.log.read_text()[-4000:]
+            )
             time.sleep(0.2)
         raise AssertionError(f"timed out waiting for {what}; log:\n{self.log.read_text()[-4000:]}")
 
@@ -95,8 +127,9 @@ def _topic_size(bootstrap: str, topic: str) -> int:
     The dev broker reports the high watermark as the base offset of the last batch rather
     than the last offset + 1, so watermarks cannot be used to count records on it.
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "size-probe",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "size-probe", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     count, idle_since = 0, time.monotonic()
     try:
@@ -131,23 +164,25 @@ def test_kill_9_then_restart_loses_nothing_and_resumes_from_stored_offset(
     tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path, topic_name: str
 ) -> None:
     lines, chunk = 100_000, 5_000
-    pipe = Pipeline(tmp_path, bootstrap_servers, bundled_plugin_path, topic_name, 0,
-                    flush_ms=200)
+    pipe = Pipeline(tmp_path, bootstrap_servers, bundled_plugin_path, topic_name, 0, flush_ms=200)
     all_lines = [f"line {i:07d} {'x' * 80}\n" for i in range(lines)]
     written = 0
 
     def append(n: int) -> None:
         nonlocal written
         with open(pipe.input, "a") as fh:
-            fh.writelines(all_lines[written:written + n])
+            fh.writelines(all_lines[written : written + n])
         written += n
 
     # The file grows while the worker runs (FileStreamSource follows it), so the crash lands
     # with the source in the middle of the file.
     append(chunk)
     pipe.start()
-    pipe.wait_for(lambda: pipe.offsets.exists() and len(pipe.output_lines()) >= 1_000, 120,
-                  "some progress before the crash")
+    pipe.wait_for(
+        lambda: pipe.offsets.exists() and len(pipe.output_lines()) >= 1_000,
+        120,
+        "some progress before the crash",
+    )
     while written < lines // 2:  # kill while lines are still arriving and flowing
         append(chunk // 5)
         time.sleep(0.05)
@@ -165,8 +200,9 @@ def test_kill_9_then_restart_loses_nothing_and_resumes_from_stored_offset(
     pipe.start()
     try:
         expected = set(all_lines_stripped := [line.rstrip("\n") for line in all_lines])
-        pipe.wait_for(lambda: set(pipe.output_lines()) >= expected, 240,
-                      "every line after the restart")
+        pipe.wait_for(
+            lambda: set(pipe.output_lines()) >= expected, 240, "every line after the restart"
+        )
     finally:
         assert pipe.stop() == 0
     output = pipe.output_lines()
@@ -178,9 +214,11 @@ def test_kill_9_then_restart_loses_nothing_and_resumes_from_stored_offset(
     assert sorted(expected, key=last_seen.__getitem__) == all_lines_stripped
     resent = _topic_size(bootstrap_servers, topic_name) - lines
     lines_before_offset = pipe.input.read_bytes()[:position_at_crash].count(b"\n")
-    print(f"\nkill -9 at source position {position_at_crash} (line {lines_before_offset}); "
-          f"{produced_before_restart} records were in the topic at the crash; "
-          f"{resent} records re-sent by the source; {duplicates} duplicate lines in the sink")
+    print(
+        f"\nkill -9 at source position {position_at_crash} (line {lines_before_offset}); "
+        f"{produced_before_restart} records were in the topic at the crash; "
+        f"{resent} records re-sent by the source; {duplicates} duplicate lines in the sink"
+    )
     # Resumed from the stored offset, not from zero: only what followed it was sent again.
     assert resent == produced_before_restart - lines_before_offset
     assert resent < produced_before_restart
@@ -191,16 +229,23 @@ def test_invalid_connector_configs_fail_fast_and_start_nothing(
 ) -> None:
     pipe = Pipeline(tmp_path, bootstrap_servers, bundled_plugin_path, topic_name, 10)
     cases = {
-        "missing-topic": ({"name": "a", "connector.class": "FileStreamSource",
-                           "file": str(pipe.input)}, "topic"),
-        "unknown-class": ({"name": "b", "connector.class": "com.example.NoSuchConnector",
-                           "topic": "t"}, "com.example.NoSuchConnector"),
+        "missing-topic": (
+            {"name": "a", "connector.class": "FileStreamSource", "file": str(pipe.input)},
+            "topic",
+        ),
+        "unknown-class": (
+            {"name": "b", "connector.class": "com.example.NoSuchConnector", "topic": "t"},
+            "com.example.NoSuchConnector",
+        ),
     }
     for label, (props, expected) in cases.items():
         bad = _write_props(tmp_path / f"{label}.properties", props)
         proc = subprocess.run(
             [sys.executable, "-m", "core.cli", "standalone", str(pipe.worker), str(bad)],
-            cwd=ROOT, capture_output=True, text=True, timeout=120,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert proc.returncode == 1, proc.stderr
         assert expected in proc.stderr and str(bad) in proc.stderr, proc.stderr
@@ -209,7 +254,10 @@ def test_invalid_connector_configs_fail_fast_and_start_nothing(
     malformed.write_text("name=c\nconnector.class=FileStreamSource\n=oops\n")
     proc = subprocess.run(
         [sys.executable, "-m", "core.cli", "standalone", str(pipe.worker), str(malformed)],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1
     assert f"{malformed}:3" in proc.stderr, proc.stderr

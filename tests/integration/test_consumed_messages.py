@@ -13,14 +13,16 @@ pytestmark = pytest.mark.integration
 
 
 def _consume(bootstrap: str, topic: str, partitions: int, count: int) -> list:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{topic}",
-                         **SINK_CONSUMER_DEFAULTS})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"g-{topic}", **SINK_CONSUMER_DEFAULTS}
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     messages: list = []
     try:
         for _ in range(100):
-            messages += [m for m in consumer.consume(count - len(messages), 1.0)
-                         if m.error() is None]
+            messages += [
+                m for m in consumer.consume(count - len(messages), 1.0) if m.error() is None
+            ]
             if len(messages) >= count:
                 break
     finally:
@@ -31,19 +33,32 @@ def _consume(bootstrap: str, topic: str, partitions: int, count: int) -> list:
 
 def _row(message) -> tuple:
     ts_type, ts = message.timestamp()
-    return (message.topic(), message.partition(), message.offset(), ts if ts_type else None,
-            ts_type, message.key(), message.value(), message.headers())
+    return (
+        message.topic(),
+        message.partition(),
+        message.offset(),
+        ts if ts_type else None,
+        ts_type,
+        message.key(),
+        message.value(),
+        message.headers(),
+    )
 
 
 def test_columns_of_consumed_messages_give_back_each_message(
-        dev_broker: DevBroker, bootstrap_servers: str, topic_name: str) -> None:
+    dev_broker: DevBroker, bootstrap_servers: str, topic_name: str
+) -> None:
     dev_broker.create_topic(topic_name, 2)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
     for i in range(40):
-        producer.produce(topic_name, value=None if i == 7 else b"value-%d" % i,
-                         key=b"k%d" % (i % 3) if i % 2 else None, partition=i % 2,
-                         headers=[("n", b"%d" % i)] if i % 5 == 0 else None,
-                         timestamp=1_700_000_000_000 + i)
+        producer.produce(
+            topic_name,
+            value=None if i == 7 else b"value-%d" % i,
+            key=b"k%d" % (i % 3) if i % 2 else None,
+            partition=i % 2,
+            headers=[("n", b"%d" % i)] if i % 5 == 0 else None,
+            timestamp=1_700_000_000_000 + i,
+        )
     producer.flush(30)
     messages = _consume(bootstrap_servers, topic_name, 2, 40)
 
@@ -58,7 +73,8 @@ def test_columns_of_consumed_messages_give_back_each_message(
 
 
 def test_a_single_partition_without_keys_or_headers_shares_those_columns(
-        dev_broker: DevBroker, bootstrap_servers: str, topic_name: str) -> None:
+    dev_broker: DevBroker, bootstrap_servers: str, topic_name: str
+) -> None:
     dev_broker.create_topic(topic_name, 1)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
     for i in range(25):

@@ -102,22 +102,38 @@ class ScriptedSink(SinkConnector):
 
 
 @pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> PluginCatalogue:
+def catalogue(
+    bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> PluginCatalogue:
     extra = tmp_path_factory.mktemp("errors-plugins")
-    whl = build_wheel(extra / "w", "scripted-sink", "1.0", {"scripted_sink.py": SINK},
-                      entry_points={"copycat.connectors": {
-                          "ScriptedSink": "scripted_sink:ScriptedSink",
-                          "MixedSource": "scripted_sink:MixedSource"}})
+    whl = build_wheel(
+        extra / "w",
+        "scripted-sink",
+        "1.0",
+        {"scripted_sink.py": SINK},
+        entry_points={
+            "copycat.connectors": {
+                "ScriptedSink": "scripted_sink:ScriptedSink",
+                "MixedSource": "scripted_sink:MixedSource",
+            }
+        },
+    )
     install(str(whl), extra / "pp", offline=True)
     return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
 def _worker(catalogue: PluginCatalogue, bootstrap: str, **extra: str) -> Worker:
-    props = {"key.converter": "StringConverter", "value.converter": "StringConverter",
-             "offset.flush.interval.ms": "200", "consumer.session.timeout.ms": "6000",
-             "consumer.heartbeat.interval.ms": "1000", **extra}
-    return Worker("w1", props, catalogue, MemoryOffsetStore(),
-                  client_props={"bootstrap.servers": bootstrap})
+    props = {
+        "key.converter": "StringConverter",
+        "value.converter": "StringConverter",
+        "offset.flush.interval.ms": "200",
+        "consumer.session.timeout.ms": "6000",
+        "consumer.heartbeat.interval.ms": "1000",
+        **extra,
+    }
+    return Worker(
+        "w1", props, catalogue, MemoryOffsetStore(), client_props={"bootstrap.servers": bootstrap}
+    )
 
 
 def _start(worker: Worker, name: str, props: dict[str, str]) -> None:
@@ -137,7 +153,7 @@ def _json_mix(good: int, bad_every: int) -> tuple[list[bytes], set[int]]:
     for i in range(good + good // (bad_every - 1)):
         if i % bad_every == bad_every - 1:
             bad_offsets.add(i)
-            values.append(b'{"n": ' + str(n).encode() + b', broken')
+            values.append(b'{"n": ' + str(n).encode() + b", broken")
         else:
             values.append(json.dumps({"n": n}).encode())
             n += 1
@@ -146,7 +162,10 @@ def _json_mix(good: int, bad_every: int) -> tuple[list[bytes], set[int]]:
 
 
 def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_order(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
@@ -156,26 +175,37 @@ def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_ord
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
     worker = _worker(catalogue, bootstrap_servers)
     name = f"tolerant-{topic_name}"
-    _start(worker, name, {
-        "connector.class": "ScriptedSink", "topics": topic_name, "file": str(out),
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "false",
-        "errors.tolerance": "all", "errors.log.enable": "true",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
-    })
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(out),
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "errors.tolerance": "all",
+            "errors.log.enable": "true",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+    )
     try:
-        wait_for(lambda: committed(bootstrap_servers, f"connect-{name}", topic_name)
-              == len(values), 120, "every offset committed")
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == len(values),
+            120,
+            "every offset committed",
+        )
         assert worker.status.task(name, 0).state is State.RUNNING
     finally:
         worker.stop()
     assert _lines(out) == [str(n) for n in range(100_000)]
     dead = read_all(bootstrap_servers, dlq, 1000)
     assert len(dead) == 1000
-    assert sorted(int(dict(m.headers())["__connect.errors.offset"]) for m in dead) \
-        == sorted(bad_offsets)
+    assert sorted(int(dict(m.headers())["__connect.errors.offset"]) for m in dead) == sorted(
+        bad_offsets
+    )
     for message in dead:
         headers = {k: v.decode() for k, v in message.headers()}
         offset = int(headers["__connect.errors.offset"])
@@ -192,7 +222,10 @@ def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_ord
 
 
 def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_past_it_commits(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
@@ -201,11 +234,17 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
     produce(bootstrap_servers, topic_name, values)
     worker = _worker(catalogue, bootstrap_servers)
     name = f"strict-{topic_name}"
-    _start(worker, name, {
-        "connector.class": "ScriptedSink", "topics": topic_name,
-        "file": str(tmp_path / "out.txt"),
-        "value.converter": "JsonConverter", "value.converter.schemas.enable": "false",
-    })
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(tmp_path / "out.txt"),
+            "value.converter": "JsonConverter",
+            "value.converter.schemas.enable": "false",
+        },
+    )
     try:
         wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
         trace = worker.status.task(name, 0).trace
@@ -220,23 +259,47 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
 
 
 def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_timeout(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(1000)])
     worker = _worker(catalogue, bootstrap_servers)
     flaky, broken = f"flaky-{topic_name}", f"broken-{topic_name}"
-    _start(worker, flaky, {"connector.class": "ScriptedSink", "topics": topic_name,
-                           "file": str(tmp_path / "flaky.txt"), "transient.failures": "5"})
-    _start(worker, broken, {"connector.class": "ScriptedSink", "topics": topic_name,
-                            "file": str(tmp_path / "broken.txt"), "always.retriable": "true",
-                            "errors.retry.timeout": "2000",
-                            "errors.retry.delay.max.ms": "200"})
+    _start(
+        worker,
+        flaky,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(tmp_path / "flaky.txt"),
+            "transient.failures": "5",
+        },
+    )
+    _start(
+        worker,
+        broken,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(tmp_path / "broken.txt"),
+            "always.retriable": "true",
+            "errors.retry.timeout": "2000",
+            "errors.retry.delay.max.ms": "200",
+        },
+    )
     try:
-        wait_for(lambda: len(_lines(tmp_path / "flaky.txt")) >= 1000
-              and worker.status.task(broken, 0).state is State.FAILED, 60,
-              "the flaky sink to deliver and the broken one to fail")
+        wait_for(
+            lambda: (
+                len(_lines(tmp_path / "flaky.txt")) >= 1000
+                and worker.status.task(broken, 0).state is State.FAILED
+            ),
+            60,
+            "the flaky sink to deliver and the broken one to fail",
+        )
         assert _lines(tmp_path / "flaky.txt") == [f"v{i}" for i in range(1000)]
         assert worker.status.task(flaky, 0).state is State.RUNNING
         trace = worker.status.task(broken, 0).trace
@@ -246,23 +309,36 @@ def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_
 
 
 def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_commit(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(2000)])
     worker = _worker(catalogue, bootstrap_servers)
     name, dlq = f"errant-{topic_name}", f"{topic_name}-errant-dlq"
-    _start(worker, name, {
-        "connector.class": "ScriptedSink", "topics": topic_name,
-        "file": str(tmp_path / "out.txt"), "errant.value": "1234", "errors.tolerance": "all",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
-    })
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(tmp_path / "out.txt"),
+            "errant.value": "1234",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+    )
     try:
-        wait_for(lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 2000, 60,
-              "all offsets committed")
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 2000,
+            60,
+            "all offsets committed",
+        )
         # Committed implies the DLQ write was acknowledged first: it must be readable now.
         dead = read_all(bootstrap_servers, dlq, 1, timeout_s=10)
         assert [m.value() for m in dead] == [b"1234"]
@@ -285,23 +361,36 @@ def _rss_mb() -> float:
 
 
 def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
     count, size = 100_000, 4096
     started = time.monotonic()
-    produce(bootstrap_servers, topic_name,
-             [f"{i:08d}".encode() + b"x" * (size - 8) for i in range(count)])
+    produce(
+        bootstrap_servers,
+        topic_name,
+        [f"{i:08d}".encode() + b"x" * (size - 8) for i in range(count)],
+    )
     produce_rate = count / (time.monotonic() - started)
     gc.collect()
     baseline = _rss_mb()
     flag = tmp_path / "go-fast"
     worker = _worker(catalogue, bootstrap_servers)
     name = f"slow-{topic_name}"
-    _start(worker, name, {"connector.class": "ScriptedSink", "topics": topic_name,
-                          "file": str(tmp_path / "out.txt"),
-                          "slow.unless.exists": str(flag)})  # 500 records/s while slow
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(tmp_path / "out.txt"),
+            "slow.unless.exists": str(flag),
+        },
+    )  # 500 records/s while slow
     peak = baseline
     try:
         deadline = time.monotonic() + 10
@@ -314,10 +403,12 @@ def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
     finally:
         worker.stop()
     backlog_mb = count * size / 2**20
-    print(f"\nsource wrote {produce_rate:,.0f} rec/s; slow sink took {slow_done} records in "
-          f"10 s ({produce_rate / max(slow_done / 10, 1):.0f}x slower); backlog "
-          f"{backlog_mb:.0f} MiB; worker RSS {baseline:.0f} MiB -> peak {peak:.0f} MiB "
-          f"(+{peak - baseline:.0f} MiB)")
+    print(
+        f"\nsource wrote {produce_rate:,.0f} rec/s; slow sink took {slow_done} records in "
+        f"10 s ({produce_rate / max(slow_done / 10, 1):.0f}x slower); backlog "
+        f"{backlog_mb:.0f} MiB; worker RSS {baseline:.0f} MiB -> peak {peak:.0f} MiB "
+        f"(+{peak - baseline:.0f} MiB)"
+    )
     assert produce_rate / max(slow_done / 10, 1) >= 20  # the sink really was much slower
     # The backlog stayed in Kafka, not in the worker: librdkafka's prefetch (64 MiB by
     # default), the batch in put() and the next one are all the worker may hold, whatever
@@ -328,60 +419,93 @@ def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
 
 
 def test_opt_in_automatic_restart_policy_restarts_a_failed_task_with_backoff(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
     dev_broker,
 ) -> None:
     dev_broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [b"1", b"2", b"3"])
     worker = _worker(catalogue, bootstrap_servers)
     name = f"restart-{topic_name}"
-    _start(worker, name, {
-        "connector.class": "ScriptedSink", "topics": topic_name,
-        "file": str(tmp_path / "out.txt"), "always.retriable": "true",
-        "errors.retry.timeout": "300", "errors.retry.delay.max.ms": "100",
-        "task.restart.policy": "on-failure", "task.restart.max.attempts": "2",
-        "task.restart.backoff.initial.ms": "500",
-    })
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(tmp_path / "out.txt"),
+            "always.retriable": "true",
+            "errors.retry.timeout": "300",
+            "errors.retry.delay.max.ms": "100",
+            "task.restart.policy": "on-failure",
+            "task.restart.max.attempts": "2",
+            "task.restart.backoff.initial.ms": "500",
+        },
+    )
     try:
         wait_for(lambda: worker.status.task(name, 0).state is State.RESTARTING, 30, "RESTARTING")
         assert "automatic restart 1 of 2 in 500 ms" in worker.status.task(name, 0).trace
-        wait_for(lambda: "gave up after 2 automatic restarts"
-              in (worker.status.task(name, 0).trace or ""), 60, "the policy to give up")
+        wait_for(
+            lambda: (
+                "gave up after 2 automatic restarts" in (worker.status.task(name, 0).trace or "")
+            ),
+            60,
+            "the policy to give up",
+        )
         assert worker.status.task(name, 0).state is State.FAILED
     finally:
         worker.stop()
 
 
 def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_source_dlq(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, dev_broker,
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    dev_broker,
 ) -> None:
     dlq = f"{topic_name}-source-dlq"
     worker = _worker(catalogue, bootstrap_servers)
     name = f"mixed-{topic_name}"
-    _start(worker, name, {
-        "connector.class": "MixedSource", "topic": topic_name, "count": "1000",
-        "value.converter": "JsonConverter", "value.converter.schemas.enable": "true",
-        "topic.creation.default.partitions": "1",
-        "topic.creation.default.replication.factor": "1",
-        "errors.tolerance": "all", "errors.log.enable": "true",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
-    })
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "MixedSource",
+            "topic": topic_name,
+            "count": "1000",
+            "value.converter": "JsonConverter",
+            "value.converter.schemas.enable": "true",
+            "topic.creation.default.partitions": "1",
+            "topic.creation.default.replication.factor": "1",
+            "errors.tolerance": "all",
+            "errors.log.enable": "true",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        },
+    )
     try:
         # Offsets move past the failed records too, as for records a transform drops.
-        wait_for(lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 1000}],
-              60, "the source offset to reach the end")
+        wait_for(
+            lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 1000}],
+            60,
+            "the source offset to reach the end",
+        )
         assert worker.status.task(name, 0).state is State.RUNNING
     finally:
         worker.stop()
     good = read_all(bootstrap_servers, topic_name, 900)
-    assert [json.loads(m.value())["payload"] for m in good] == \
-        [n for n in range(1000) if n % 10 != 9]
+    assert [json.loads(m.value())["payload"] for m in good] == [
+        n for n in range(1000) if n % 10 != 9
+    ]
     dead = read_all(bootstrap_servers, dlq, 100)
     assert len(dead) == 100
     headers = {k: v.decode() for k, v in dead[0].headers()}
     assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
     assert headers["__connect.errors.connector.name"] == name
-    assert "bad-9" in json.loads(dead[0].value())["record"] or \
-        "'n': 10" in json.loads(dead[0].value())["record"]
+    assert (
+        "bad-9" in json.loads(dead[0].value())["record"]
+        or "'n': 10" in json.loads(dead[0].value())["record"]
+    )

@@ -106,26 +106,50 @@ class Evolving(_connector(EvolvingTask)):
 
 
 @pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> PluginCatalogue:
+def catalogue(
+    bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> PluginCatalogue:
     extra = tmp_path_factory.mktemp("format-plugins")
-    whl = build_wheel(extra / "w", "format-sources", "1.0", {"format_sources.py": SOURCES},
-                      entry_points={"copycat.connectors": {
-                          "Customers": "format_sources:Customers",
-                          "Evolving": "format_sources:Evolving"}})
+    whl = build_wheel(
+        extra / "w",
+        "format-sources",
+        "1.0",
+        {"format_sources.py": SOURCES},
+        entry_points={
+            "copycat.connectors": {
+                "Customers": "format_sources:Customers",
+                "Evolving": "format_sources:Evolving",
+            }
+        },
+    )
     install(str(whl), extra / "pp", offline=True)
     return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
 def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
-    return Worker("w1", {"key.converter": "StringConverter",
-                         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-                         "offset.flush.interval.ms": "100"},
-                  catalogue, MemoryOffsetStore(), client_props={"bootstrap.servers": bootstrap})
+    return Worker(
+        "w1",
+        {
+            "key.converter": "StringConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "offset.flush.interval.ms": "100",
+        },
+        catalogue,
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap},
+    )
 
 
 def _run(worker: Worker, name: str, props: dict[str, str]) -> None:
-    worker.start_connector(name, {"name": name, "topic.creation.default.partitions": "1",
-                                  "topic.creation.default.replication.factor": "1", **props})
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "topic.creation.default.partitions": "1",
+            "topic.creation.default.replication.factor": "1",
+            **props,
+        },
+    )
     worker.start_task(name, 0, worker.task_configs(name)[0])
 
 
@@ -134,20 +158,27 @@ def test_deep_dive_smt_chain_runs_in_a_pipeline(
 ) -> None:
     worker = _worker(catalogue, bootstrap_servers)
     name = f"chain-{time.time_ns()}"
-    _run(worker, name, {
-        "connector.class": "Customers",
-        "transforms": "route,maskPII,addTimestamp",
-        "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
-        "transforms.route.regex": "mysql\\.(.*)",  # the seed's JSON "mysql\\\\.(.*)"
-        "transforms.route.replacement": "processed.$1",
-        "transforms.maskPII.type": "org.apache.kafka.connect.transforms.MaskField$Value",
-        "transforms.maskPII.fields": "email,phone,credit_card",
-        "transforms.addTimestamp.type": "org.apache.kafka.connect.transforms.InsertField$Value",
-        "transforms.addTimestamp.timestamp.field": "ingested_at",
-    })
+    _run(
+        worker,
+        name,
+        {
+            "connector.class": "Customers",
+            "transforms": "route,maskPII,addTimestamp",
+            "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+            "transforms.route.regex": "mysql\\.(.*)",  # the seed's JSON "mysql\\\\.(.*)"
+            "transforms.route.replacement": "processed.$1",
+            "transforms.maskPII.type": "org.apache.kafka.connect.transforms.MaskField$Value",
+            "transforms.maskPII.fields": "email,phone,credit_card",
+            "transforms.addTimestamp.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.addTimestamp.timestamp.field": "ingested_at",
+        },
+    )
     try:
-        wait_for(lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"row": 5}],
-              30, "all five rows acknowledged")
+        wait_for(
+            lambda: [o for _, o in worker.offsets.connector_offsets(name)] == [{"row": 5}],
+            30,
+            "all five rows acknowledged",
+        )
         assert worker.status.task(name, 0).state is State.RUNNING
     finally:
         worker.stop()
@@ -167,11 +198,16 @@ def test_avro_schema_evolution_compatible_accepted_incompatible_fails_the_task(
 ) -> None:
     worker = _worker(catalogue, bootstrap_servers)
     name = f"evolve-{topic_name}"
-    _run(worker, name, {
-        "connector.class": "Evolving", "topic": topic_name,
-        "value.converter": "io.confluent.connect.avro.AvroConverter",
-        "value.converter.schema.registry.url": schema_registry.url,
-    })
+    _run(
+        worker,
+        name,
+        {
+            "connector.class": "Evolving",
+            "topic": topic_name,
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": schema_registry.url,
+        },
+    )
     try:
         wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
         trace = worker.status.task(name, 0).trace

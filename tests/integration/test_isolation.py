@@ -19,7 +19,7 @@ from tests.support.wheels import build_wheel, build_zipapp
 
 pytestmark = pytest.mark.integration
 
-PLUGIN_SOURCE = '''
+PLUGIN_SOURCE = """
 import os, time
 import conflictlib
 from plugin_api import SourceConnector, SourceTask, SourceRecord, ConfigDef
@@ -65,14 +65,16 @@ class {cls}Connector(SourceConnector):
 
 def pid_and_version():
     return os.getpid(), conflictlib.VERSION, conflictlib.__file__
-'''
+"""
 
 
 def _plugin_wheel(out: Path, name: str, version: str, lib_pin: str) -> Path:
     module = name.replace("-", "_")
     cls = module.title().replace("_", "")
     return build_wheel(
-        out, name, version,
+        out,
+        name,
+        version,
         {f"{module}/__init__.py": PLUGIN_SOURCE.format(cls=cls, version=version)},
         requires=[f"conflictlib=={lib_pin}", "copycat-plugin-api>=0.1,<1"],
         entry_points={"copycat.connectors": {f"{cls}Connector": f"{module}:{cls}Connector"}},
@@ -83,15 +85,18 @@ def _plugin_wheel(out: Path, name: str, version: str, lib_pin: str) -> Path:
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     house = tmp_path_factory.mktemp("wheelhouse")
     for version in ("1.0", "2.0"):
-        build_wheel(house, "conflictlib", version,
-                    {"conflictlib/__init__.py": f"VERSION = {version!r}\n"})
+        build_wheel(
+            house, "conflictlib", version, {"conflictlib/__init__.py": f"VERSION = {version!r}\n"}
+        )
     _plugin_wheel(house, "alpha-plugin", "1.0.0", "1.0")
     _plugin_wheel(house, "beta-plugin", "1.0.0", "2.0")
     return house
 
 
 @pytest.fixture(scope="module")
-def installed(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, PluginEnvironment]:
+def installed(
+    wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, PluginEnvironment]:
     plugin_path = tmp_path_factory.mktemp("plugin-path")
     envs = {}
     for name in ("alpha-plugin", "beta-plugin"):
@@ -112,7 +117,9 @@ def _start_task(env: PluginEnvironment, name: str, **props: str):
     return host, handle
 
 
-def test_conflicting_library_versions_run_side_by_side(installed: dict[str, PluginEnvironment]) -> None:
+def test_conflicting_library_versions_run_side_by_side(
+    installed: dict[str, PluginEnvironment],
+) -> None:
     alpha_host, alpha_task = _start_task(installed["alpha-plugin"], "alpha")
     beta_host, beta_task = _start_task(installed["beta-plugin"], "beta")
     try:
@@ -125,8 +132,10 @@ def test_conflicting_library_versions_run_side_by_side(installed: dict[str, Plug
                 values += [row[4] for row in host.request("poll", handle)[0]]
             results[label] = values
 
-        threads = [threading.Thread(target=drive, args=("alpha", alpha_host, alpha_task)),
-                   threading.Thread(target=drive, args=("beta", beta_host, beta_task))]
+        threads = [
+            threading.Thread(target=drive, args=("alpha", alpha_host, alpha_task)),
+            threading.Thread(target=drive, args=("beta", beta_host, beta_task)),
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -147,8 +156,9 @@ def test_conflicting_library_versions_run_side_by_side(installed: dict[str, Plug
 
 
 def test_kill_9_of_one_host_fails_only_that_plugin(installed: dict[str, PluginEnvironment]) -> None:
-    victim, victim_task = _start_task(installed["alpha-plugin"], "victim", mode="sleep",
-                                      seconds="30")
+    victim, victim_task = _start_task(
+        installed["alpha-plugin"], "victim", mode="sleep", seconds="30"
+    )
     other, other_task = _start_task(installed["beta-plugin"], "other")
     try:
         errors: list[BaseException] = []
@@ -209,15 +219,30 @@ def test_hung_host_times_out_and_is_killed(installed: dict[str, PluginEnvironmen
 
 
 def test_catalogue_is_listed_without_importing_plugin_code(
-    wheelhouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    wheelhouse: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     marker = tmp_path / "imports.log"
     monkeypatch.setenv("COPYCAT_TEST_IMPORT_MARKER", str(marker))
     plugin_path = tmp_path / "pp"
     whl = next(wheelhouse.glob("alpha_plugin-*.whl"))
-    assert cli_main(["plugins", "--plugin-path", str(plugin_path), "install", str(whl),
-                     "--find-links", str(wheelhouse), "--offline"]) == 0
+    assert (
+        cli_main(
+            [
+                "plugins",
+                "--plugin-path",
+                str(plugin_path),
+                "install",
+                str(whl),
+                "--find-links",
+                str(wheelhouse),
+                "--offline",
+            ]
+        )
+        == 0
+    )
     # The install probe imported the plugin, but in a plugin host, not here.
     importers = marker.read_text().split()
     assert importers and str(os.getpid()) not in importers
@@ -241,8 +266,10 @@ def test_versions_install_side_by_side_and_remove_one(wheelhouse: Path, tmp_path
         install(str(whl), plugin_path, find_links=[str(house)], offline=True)
     versions = sorted(d.version for env in scan([plugin_path]) for d in env.catalogue())
     assert versions == ["1.0.0", "1.1.0"]
-    assert cli_main(["plugins", "--plugin-path", str(plugin_path), "remove",
-                     "gamma-plugin==1.0.0"]) == 0
+    assert (
+        cli_main(["plugins", "--plugin-path", str(plugin_path), "remove", "gamma-plugin==1.0.0"])
+        == 0
+    )
     assert [d.version for env in scan([plugin_path]) for d in env.catalogue()] == ["1.1.0"]
 
 
@@ -252,12 +279,18 @@ def test_install_errors_are_clear_and_leave_nothing_behind(
     plugin_path = tmp_path / "pp"
     no_eps = build_wheel(tmp_path / "w", "plain-lib", "1.0", {"plain_lib.py": "X = 1\n"})
     needs_new_api = build_wheel(
-        tmp_path / "w", "future-plugin", "1.0", {"future_plugin.py": "X = 1\n"},
+        tmp_path / "w",
+        "future-plugin",
+        "1.0",
+        {"future_plugin.py": "X = 1\n"},
         requires=["copycat-plugin-api>=9"],
         entry_points={"copycat.connectors": {"F": "future_plugin:F"}},
     )
     broken_ep = build_wheel(
-        tmp_path / "w", "broken-plugin", "1.0", {"broken_plugin.py": "X = 1\n"},
+        tmp_path / "w",
+        "broken-plugin",
+        "1.0",
+        {"broken_plugin.py": "X = 1\n"},
         entry_points={"copycat.connectors": {"Missing": "broken_plugin:Missing"}},
     )
     cases = {
@@ -268,8 +301,18 @@ def test_install_errors_are_clear_and_leave_nothing_behind(
         "definitely-not-a-real-package-xyz==1.0": "installing requirement",
     }
     for source, expected in cases.items():
-        code = cli_main(["plugins", "--plugin-path", str(plugin_path), "install", source,
-                         "--offline", "--find-links", str(wheelhouse)])
+        code = cli_main(
+            [
+                "plugins",
+                "--plugin-path",
+                str(plugin_path),
+                "install",
+                source,
+                "--offline",
+                "--find-links",
+                str(wheelhouse),
+            ]
+        )
         err = capsys.readouterr().err
         assert code == 1, source
         assert expected in err, (source, err)
@@ -279,7 +322,7 @@ def test_install_errors_are_clear_and_leave_nothing_behind(
 
 
 SHARED_V = '''VERSION = "{v}"'''
-ZIP_PLUGIN = '''
+ZIP_PLUGIN = """
 import sharedlib
 from plugin_api import Transformation, ConfigDef
 
@@ -295,14 +338,19 @@ class {cls}(Transformation):
 
 def lib_version():
     return sharedlib.VERSION, sharedlib.__file__
-'''
+"""
 
 
 def _zip_plugin(tmp: Path, name: str, lib_version: str) -> Path:
     cls = name.title().replace("_", "")
     return build_zipapp(
-        tmp / f"{name}.pyz", name.replace("_", "-"), "1.0",
-        {f"{name}.py": ZIP_PLUGIN.format(cls=cls), "sharedlib/__init__.py": SHARED_V.format(v=lib_version)},
+        tmp / f"{name}.pyz",
+        name.replace("_", "-"),
+        "1.0",
+        {
+            f"{name}.py": ZIP_PLUGIN.format(cls=cls),
+            "sharedlib/__init__.py": SHARED_V.format(v=lib_version),
+        },
         {"copycat.transforms": {cls: f"{name}:{cls}"}},
     )
 
@@ -342,18 +390,43 @@ def test_plugin_api_installs_alone_with_no_dependencies(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True)
     proc = subprocess.run(
-        ["uv", "pip", "install", "--python", str(venv / "bin" / "python"), "--offline",
-         str(root / "plugin_api")],
-        capture_output=True, text=True,
+        [
+            "uv",
+            "pip",
+            "install",
+            "--python",
+            str(venv / "bin" / "python"),
+            "--offline",
+            str(root / "plugin_api"),
+        ],
+        capture_output=True,
+        text=True,
     )
     if proc.returncode != 0:  # the build backend may not be cached yet: allow the network
-        subprocess.run(["uv", "pip", "install", "-q", "--python", str(venv / "bin" / "python"),
-                        str(root / "plugin_api")], check=True)
-    listed = subprocess.run(["uv", "pip", "list", "--python", str(venv / "bin" / "python")],
-                            capture_output=True, text=True, check=True).stdout
+        subprocess.run(
+            [
+                "uv",
+                "pip",
+                "install",
+                "-q",
+                "--python",
+                str(venv / "bin" / "python"),
+                str(root / "plugin_api"),
+            ],
+            check=True,
+        )
+    listed = subprocess.run(
+        ["uv", "pip", "list", "--python", str(venv / "bin" / "python")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     names = {line.split()[0] for line in listed.splitlines()[2:] if line.strip()}
     assert names == {"copycat-plugin-api"}
-    out = subprocess.run([str(venv / "bin" / "python"), "-c",
-                          "import plugin_api; print(len(plugin_api.__all__))"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import plugin_api; print(len(plugin_api.__all__))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert int(out) > 30

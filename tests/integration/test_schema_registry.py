@@ -1,4 +1,7 @@
-"""The dev Schema Registry over HTTP: Confluent's REST API, compatibility levels, replay from Kafka."""
+"""The dev Schema Registry over HTTP.
+
+Confluent's REST API, compatibility levels, replay from Kafka.
+"""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.integration
 
-SINK = '''
+SINK = """
 from plugin_api import SinkConnector, SinkTask, ConfigDef
 
 class RecordingSinkTask(SinkTask):
@@ -46,15 +46,21 @@ class RecordingSink(SinkConnector):
         pass
     def config(self):
         return ConfigDef()
-'''
+"""
 
 
 @pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> PluginCatalogue:
+def catalogue(
+    bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> PluginCatalogue:
     extra = tmp_path_factory.mktemp("sink-plugins")
-    whl = build_wheel(extra / "w", "recording-sink", "1.0", {"recording_sink.py": SINK},
-                      entry_points={"copycat.connectors": {
-                          "RecordingSink": "recording_sink:RecordingSink"}})
+    whl = build_wheel(
+        extra / "w",
+        "recording-sink",
+        "1.0",
+        {"recording_sink.py": SINK},
+        entry_points={"copycat.connectors": {"RecordingSink": "recording_sink:RecordingSink"}},
+    )
     install(str(whl), extra / "pp", offline=True)
     return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
@@ -62,16 +68,21 @@ def catalogue(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactor
 def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
     return Worker(
         "w1",
-        {"key.converter": "StringConverter", "value.converter": "StringConverter",
-         "offset.flush.interval.ms": "200", "consumer.session.timeout.ms": "6000",
-         "consumer.heartbeat.interval.ms": "1000"},
-        catalogue, MemoryOffsetStore(), client_props={"bootstrap.servers": bootstrap},
+        {
+            "key.converter": "StringConverter",
+            "value.converter": "StringConverter",
+            "offset.flush.interval.ms": "200",
+            "consumer.session.timeout.ms": "6000",
+            "consumer.heartbeat.interval.ms": "1000",
+        },
+        catalogue,
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap},
     )
 
 
 def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
-    dev_broker
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path, dev_broker
 ) -> None:
     dev_broker.create_topic(topic_name, partitions=1)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
@@ -80,14 +91,22 @@ def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
     producer.flush(10)
     out = tmp_path / "sink.out"
     name = f"rec-{topic_name}"
-    props = {"name": name, "connector.class": "RecordingSink", "topics": topic_name,
-             "file": str(out), "fail.on": "boom"}
+    props = {
+        "name": name,
+        "connector.class": "RecordingSink",
+        "topics": topic_name,
+        "file": str(out),
+        "fail.on": "boom",
+    }
     worker = _worker(catalogue, bootstrap_servers)
     worker.start_connector(name, props)
     worker.start_task(name, 0, worker.task_configs(name)[0])
     try:
-        wait_for(lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 500, 60,
-              "the first 500 records committed")
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 500,
+            60,
+            "the first 500 records committed",
+        )
         for value in ["boom"] + [f"late-{i}" for i in range(99)]:
             producer.produce(topic_name, value.encode())
         producer.flush(10)
@@ -107,8 +126,11 @@ def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
     restarted.start_connector(name, props)
     restarted.start_task(name, 0, restarted.task_configs(name)[0])
     try:
-        wait_for(lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 600, 60,
-              "redelivered records committed")
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 600,
+            60,
+            "redelivered records committed",
+        )
     finally:
         restarted.stop()
     rows = out.read_text().splitlines()
@@ -117,8 +139,7 @@ def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
 
 
 def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
-    dev_broker
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path, dev_broker
 ) -> None:
     dev_broker.create_topic(topic_name, partitions=1)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
@@ -130,8 +151,10 @@ def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
     worker = _worker(catalogue, bootstrap_servers)
     worker.props["offset.flush.interval.ms"] = "600000"  # nothing flushed by a commit
     worker.commit_interval_s = 600.0
-    worker.start_connector(name, {"name": name, "connector.class": "FileStreamSink",
-                                  "topics": topic_name, "file": str(out)})
+    worker.start_connector(
+        name,
+        {"name": name, "connector.class": "FileStreamSink", "topics": topic_name, "file": str(out)},
+    )
     worker.start_task(name, 0, worker.task_configs(name)[0])
     runner = worker.connectors[name].tasks[0]
     wait_for(lambda: runner.loop.records_put >= 3000, 60, "all records put")
@@ -143,8 +166,12 @@ def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
 
 
 def test_records_are_put_without_waiting_to_fill_a_batch(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path,
-    dev_broker, monkeypatch: pytest.MonkeyPatch
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    dev_broker,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """librdkafka's batch consume waits for the whole count; the loop must not, or a burst's
     last records (and a lone record on a quiet topic) wait out the consume timeout."""
@@ -159,8 +186,10 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
     out = tmp_path / "out.txt"
     name = f"prompt-{topic_name}"
     worker = _worker(catalogue, bootstrap_servers)
-    worker.start_connector(name, {"name": name, "connector.class": "FileStreamSink",
-                                  "topics": topic_name, "file": str(out)})
+    worker.start_connector(
+        name,
+        {"name": name, "connector.class": "FileStreamSink", "topics": topic_name, "file": str(out)},
+    )
     worker.start_task(name, 0, worker.task_configs(name)[0])
     loop = worker.connectors[name].tasks[0].loop
     try:
@@ -175,4 +204,4 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
         producer.flush(10)
         worker.stop()
     rows = out.read_text().splitlines()
-    assert rows[:total + 1] == [f"v-{i}" for i in range(total)] + ["lone"]
+    assert rows[: total + 1] == [f"v-{i}" for i in range(total)] + ["lone"]

@@ -20,15 +20,27 @@ def test_stopping_a_source_stores_its_last_offset_without_waiting_out_the_timeou
     data = tmp_path / "in.txt"
     data.write_text("".join(f"line {i}\n" for i in range(1000)))
     worker = Worker(
-        "w1", {"key.converter": "StringConverter", "value.converter": "StringConverter",
-               "offset.flush.interval.ms": "600000",  # only the shutdown flush stores offsets
-               "task.shutdown.graceful.timeout.ms": "60000"},
-        PluginCatalogue.scan([bundled_plugin_path]), MemoryOffsetStore(),
+        "w1",
+        {
+            "key.converter": "StringConverter",
+            "value.converter": "StringConverter",
+            "offset.flush.interval.ms": "600000",  # only the shutdown flush stores offsets
+            "task.shutdown.graceful.timeout.ms": "60000",
+        },
+        PluginCatalogue.scan([bundled_plugin_path]),
+        MemoryOffsetStore(),
         client_props={"bootstrap.servers": bootstrap_servers},
     )
     name = f"stop-{topic_name}"
-    worker.start_connector(name, {"name": name, "connector.class": "FileStreamSource",
-                                  "file": str(data), "topic": topic_name})
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSource",
+            "file": str(data),
+            "topic": topic_name,
+        },
+    )
     worker.start_task(name, 0, worker.task_configs(name)[0])
     loop = worker.connectors[name].tasks[0].loop
     deadline = time.monotonic() + 30
@@ -39,7 +51,8 @@ def test_stopping_a_source_stores_its_last_offset_without_waiting_out_the_timeou
     worker.stop_connector(name)
     took = time.monotonic() - started
     assert worker.offsets.connector_offsets(name) == [
-        ({"filename": str(data)}, {"position": data.stat().st_size})]
+        ({"filename": str(data)}, {"position": data.stat().st_size})
+    ]
     # A graceful stop waits for outstanding acks, not for the whole graceful timeout.
     assert took < 30, f"stop took {took:.1f} s of a 60 s graceful timeout"
 
@@ -55,18 +68,30 @@ def test_a_stalled_broker_stops_polling_and_the_task_can_still_be_stopped(
     data = tmp_path / "in.txt"
     data.write_text("".join(f"line {i}\n" for i in range(50_000)))
     worker = Worker(
-        "w1", {"key.converter": "StringConverter", "value.converter": "StringConverter",
-               "offset.flush.interval.ms": "200", "task.shutdown.graceful.timeout.ms": "2000"},
-        PluginCatalogue.scan([bundled_plugin_path]), MemoryOffsetStore(),
+        "w1",
+        {
+            "key.converter": "StringConverter",
+            "value.converter": "StringConverter",
+            "offset.flush.interval.ms": "200",
+            "task.shutdown.graceful.timeout.ms": "2000",
+        },
+        PluginCatalogue.scan([bundled_plugin_path]),
+        MemoryOffsetStore(),
         client_props={"bootstrap.servers": bootstrap_servers},
     )
     name = f"stalled-{topic_name}"
-    worker.start_connector(name, {
-        "name": name, "connector.class": "FileStreamSource", "file": str(data),
-        "topic": topic_name, "batch.size": "1000",
-        "producer.override.bootstrap.servers": dead,
-        "producer.override.queue.buffering.max.messages": "5000",
-    })
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSource",
+            "file": str(data),
+            "topic": topic_name,
+            "batch.size": "1000",
+            "producer.override.bootstrap.servers": dead,
+            "producer.override.queue.buffering.max.messages": "5000",
+        },
+    )
     worker.start_task(name, 0, worker.task_configs(name)[0])
     runner = worker.connectors[name].tasks[0]
     loop = runner.loop

@@ -41,8 +41,13 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -
 
     Counts by reading: the dev broker's high watermarks are wrong (see docs/architecture.md).
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-{uuid.uuid4()}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     messages: list[Message] = []
     deadline = time.monotonic() + timeout_s

@@ -35,8 +35,9 @@ class _Collect(logging.Handler):
 class RestWorker:
     """``with RestWorker(...) as w: httpx.get(w.url + "/connectors")``."""
 
-    def __init__(self, tmp: Path, bootstrap: str, plugin_path: Path,
-                 extra: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, tmp: Path, bootstrap: str, plugin_path: Path, extra: Mapping[str, str] | None = None
+    ) -> None:
         self.tmp = tmp
         self.props = {
             "bootstrap.servers": bootstrap,

@@ -55,11 +55,17 @@ def build_wheel(
     return path
 
 
-def build_zipapp(out: Path, name: str, version: str, files: Mapping[str, str],
-                 entry_points: Mapping[str, Mapping[str, str]]) -> Path:
+def build_zipapp(
+    out: Path,
+    name: str,
+    version: str,
+    files: Mapping[str, str],
+    entry_points: Mapping[str, Mapping[str, str]],
+) -> Path:
     """A pure-Python plugin packed as one zip: its modules plus a .dist-info, importable as is."""
-    wheel = build_wheel(out.parent / ".zipapp-build", name, version, files,
-                        entry_points=entry_points)
+    wheel = build_wheel(
+        out.parent / ".zipapp-build", name, version, files, entry_points=entry_points
+    )
     with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
         for item in src.namelist():
             dst.writestr(item, src.read(item))

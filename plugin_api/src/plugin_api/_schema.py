@@ -69,13 +69,13 @@ def _where(path: str | None) -> str:
     return f'field "{path}"' if path else "value"
 
 
-
 _EXACT_TYPES: dict[Type, type] = {
     Type.STRING: str,
     Type.BOOLEAN: bool,
     Type.FLOAT32: float,
     Type.FLOAT64: float,
 }
+
 
 class Schema:
     """An immutable description of a value's type, compared and hashed by content.
@@ -114,6 +114,7 @@ class Schema:
     _fields: tuple[Field, ...]
     _fields_by_name: dict[str, Field]
     _hash: int | None
+    _exact_type: type | None
 
     # Predefined constants, assigned after the class body.
     INT8_SCHEMA: Schema
@@ -182,8 +183,7 @@ class Schema:
         setter(self, "_hash", None)
         # A value of exactly this Python type needs no further checks (validate_value runs for
         # every Struct.put, i.e. per field per record on the hot path).
-        setter(self, "_exact_type", None if name in LOGICAL_VALUE_TYPES else
-               _EXACT_TYPES.get(type))
+        setter(self, "_exact_type", None if name in LOGICAL_VALUE_TYPES else _EXACT_TYPES.get(type))
         if default_value is not None:
             self.validate_value(default_value, field_path=name)
 

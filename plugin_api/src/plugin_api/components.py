@@ -84,8 +84,10 @@ class Converter(Versioned, ABC):
         the record that caused it (``errors.tolerance``, dead letter queue).
         """
         convert = self.to_connect_data
-        return [convert(topic, value, record_headers)
-                for value, record_headers in zip(data, headers, strict=True)]
+        return [
+            convert(topic, value, record_headers)
+            for value, record_headers in zip(data, headers, strict=True)
+        ]
 
     def config(self) -> ConfigDef:
         """Return the definition of the converter's settings (default: none)."""

@@ -200,8 +200,10 @@ def _replacer(cls: type, changed: tuple[str, ...]) -> Callable[..., Any]:
     params = "".join(f", {name}" for name in changed)
     namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
     body = "\n".join(lines)
-    exec(f"def replace(src{params}):\n    new = _new(_cls)\n{body}\n    return new",  # noqa: S102
-         namespace)
+    exec(
+        f"def replace(src{params}):\n    new = _new(_cls)\n{body}\n    return new",  # noqa: S102
+        namespace,
+    )
     replace: Callable[..., Any] = namespace["replace"]
     _REPLACERS[(cls, *changed)] = replace
     return replace
@@ -299,7 +301,7 @@ class ConnectRecord:
         if not public.issuperset(changes):
             unknown = sorted(set(changes) - public)
             raise TypeError(f"{cls.__name__} has no attribute(s) {unknown}")
-        new = copy(self)
+        new: R = copy(self)
         headers = changes.pop("headers")
         new._headers = headers.copy() if isinstance(headers, Headers) else _as_headers(headers)
         for name, value in changes.items():

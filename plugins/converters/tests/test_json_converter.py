@@ -8,6 +8,9 @@ import json
 import math
 
 import pytest
+from copycat_converters import JsonConverter, __version__
+from copycat_converters._jsontext import java_double, java_float
+
 from plugin_api import (
     BOOLEAN_SCHEMA,
     BYTES_SCHEMA,
@@ -30,10 +33,7 @@ from plugin_api import (
     converter_round_trip,
 )
 
-from copycat_converters import JsonConverter, __version__
-from copycat_converters._jsontext import java_double, java_float
-
-UTC = datetime.timezone.utc
+UTC = datetime.UTC
 
 
 def make(**config: object) -> JsonConverter:
@@ -63,8 +63,16 @@ def envelope(converter: JsonConverter, schema, value) -> str:
         (FLOAT64_SCHEMA, 3, '{"schema":{"type":"double","optional":false},"payload":3.0}'),
         (FLOAT32_SCHEMA, 0.1, '{"schema":{"type":"float","optional":false},"payload":0.1}'),
         (FLOAT64_SCHEMA, math.nan, '{"schema":{"type":"double","optional":false},"payload":"NaN"}'),
-        (BYTES_SCHEMA, b"\x00\x01\xff", '{"schema":{"type":"bytes","optional":false},"payload":"AAH/"}'),
-        (OPTIONAL_STRING_SCHEMA, None, '{"schema":{"type":"string","optional":true},"payload":null}'),
+        (
+            BYTES_SCHEMA,
+            b"\x00\x01\xff",
+            '{"schema":{"type":"bytes","optional":false},"payload":"AAH/"}',
+        ),
+        (
+            OPTIONAL_STRING_SCHEMA,
+            None,
+            '{"schema":{"type":"string","optional":true},"payload":null}',
+        ),
         (None, "schemaless", '{"schema":null,"payload":"schemaless"}'),
         (
             SchemaBuilder.array(INT8_SCHEMA).optional().build(),
@@ -113,7 +121,11 @@ def test_struct_envelope_field_order_matches_kafka() -> None:
         .field("the_timestamp", Timestamp.builder().optional().build())
         .build()
     )
-    value = Struct(schema).put("content", "hi").put("the_timestamp", datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC))
+    value = (
+        Struct(schema)
+        .put("content", "hi")
+        .put("the_timestamp", datetime.datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC))
+    )
     assert envelope(make(), schema, value) == (
         '{"schema":{"type":"struct","fields":[{"type":"string","optional":false,"field":"content"},'
         '{"type":"int64","optional":true,"name":"org.apache.kafka.connect.data.Timestamp","version":1,'
@@ -162,7 +174,10 @@ NESTED = (
     .field("by_id", SchemaBuilder.map(INT32_SCHEMA, BOOLEAN_SCHEMA).build())
     .field(
         "inner",
-        SchemaBuilder.struct().field("b", BYTES_SCHEMA).field("n", SchemaBuilder.int8().optional().build()).build(),
+        SchemaBuilder.struct()
+        .field("b", BYTES_SCHEMA)
+        .field("n", SchemaBuilder.int8().optional().build())
+        .build(),
     )
     .field("price", Decimal.builder(2).optional().build())
     .field("day", Date.SCHEMA)
@@ -262,12 +277,25 @@ def test_schemaless_non_string_keys_become_pairs() -> None:
 
 
 def test_defaults_and_replace_null_with_default() -> None:
-    schema = SchemaBuilder.struct().field("f", SchemaBuilder.string().optional().default_value("dflt").build()).build()
-    data = b'{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"default":"dflt","field":"f"}],' \
-           b'"optional":false},"payload":{"f":null}}'
+    schema = (
+        SchemaBuilder.struct()
+        .field("f", SchemaBuilder.string().optional().default_value("dflt").build())
+        .build()
+    )
+    data = (
+        b'{"schema":{"type":"struct","fields":[{"type":"string","optional":true,"default":"dflt","field":"f"}],'
+        b'"optional":false},"payload":{"f":null}}'
+    )
     assert make().to_connect_data("t", data).value.get_without_default("f") == "dflt"
-    assert make(replace_null_with_default="false").to_connect_data("t", data).value.get_without_default("f") is None
-    assert envelope(make(replace_null_with_default="false"), schema, Struct(schema)).endswith('"payload":{"f":null}}')
+    assert (
+        make(replace_null_with_default="false")
+        .to_connect_data("t", data)
+        .value.get_without_default("f")
+        is None
+    )
+    assert envelope(make(replace_null_with_default="false"), schema, Struct(schema)).endswith(
+        '"payload":{"f":null}}'
+    )
     assert envelope(make(), schema, Struct(schema)).endswith('"payload":{"f":"dflt"}}')
 
 
@@ -279,7 +307,9 @@ def test_defaults_and_replace_null_with_default() -> None:
     [b'{"payload":1}', b'{"schema":null}', b'{"schema":null,"payload":1,"extra":2}', b"[1]", b"42"],
 )
 def test_schemas_enable_requires_exact_envelope(data: bytes) -> None:
-    with pytest.raises(DataException, match='requires "schema" and "payload" fields and may not contain additional'):
+    with pytest.raises(
+        DataException, match='requires "schema" and "payload" fields and may not contain additional'
+    ):
         make().to_connect_data("t", data)
 
 
@@ -289,15 +319,29 @@ def test_schemas_enable_requires_exact_envelope(data: bytes) -> None:
         (b"{not json", "serialization error"),
         (b'{"schema":{"optional":true},"payload":1}', "Schema must contain 'type' field"),
         (b'{"schema":{"type":"uuid"},"payload":1}', "Unknown schema type: uuid"),
-        (b'{"schema":{"type":"array"},"payload":[]}', "Array schema did not specify the element type"),
-        (b'{"schema":{"type":"struct","fields":{}},"payload":{}}', 'Struct schema\'s "fields" argument is not an array'),
-        (b'{"schema":{"type":"int32"},"payload":null}', "Invalid null value for required INT32 field"),
+        (
+            b'{"schema":{"type":"array"},"payload":[]}',
+            "Array schema did not specify the element type",
+        ),
+        (
+            b'{"schema":{"type":"struct","fields":{}},"payload":{}}',
+            'Struct schema\'s "fields" argument is not an array',
+        ),
+        (
+            b'{"schema":{"type":"int32"},"payload":null}',
+            "Invalid null value for required INT32 field",
+        ),
         (b'{"schema":{"type":"int8"},"payload":300}', "out of range"),
         (b'{"schema":{"type":"string"},"payload":5}', "Invalid JSON NUMBER for STRING"),
         (b'{"schema":{"type":"bytes"},"payload":"@@@"}', "Invalid bytes field"),
-        (b'{"schema":{"type":"map","keys":{"type":"int32"},"values":{"type":"int32"}},"payload":{}}',
-         "Maps with non-string fields should be encoded as JSON array of tuples"),
-        (b'{"schema":{"type":"int32","parameters":{"a":1}},"payload":1}', "Schema parameters must have string values"),
+        (
+            b'{"schema":{"type":"map","keys":{"type":"int32"},"values":{"type":"int32"}},"payload":{}}',
+            "Maps with non-string fields should be encoded as JSON array of tuples",
+        ),
+        (
+            b'{"schema":{"type":"int32","parameters":{"a":1}},"payload":1}',
+            "Schema parameters must have string values",
+        ),
         (b"NaN", "serialization error"),
     ],
 )

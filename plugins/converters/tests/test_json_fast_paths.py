@@ -6,22 +6,26 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from plugin_api import DataException
-
 from copycat_converters import JsonConverter, _jsontext
 from copycat_converters._jsontext import dumps, dumps_bytes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plugin_api import DataException
 
 INT64 = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 # The only doubles the converter leaves to the encoder: Java writes the others with an
 # exponent and they go through the exact (Raw) path.
-PLAIN_DOUBLES = st.floats(min_value=1e-3, max_value=1e7, exclude_max=True) | \
-    st.floats(min_value=-1e7, max_value=-1e-3, exclude_min=True)
+PLAIN_DOUBLES = st.floats(min_value=1e-3, max_value=1e7, exclude_max=True) | st.floats(
+    min_value=-1e7, max_value=-1e-3, exclude_min=True
+)
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)  # no lone surrogates
 SCALARS = st.none() | st.booleans() | INT64 | PLAIN_DOUBLES | TEXT
-TREES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=5)
-                     | st.dictionaries(TEXT, inner, max_size=5), max_leaves=30)
+TREES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(TEXT, inner, max_size=5),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=400, deadline=None)
@@ -54,7 +58,7 @@ def test_control_characters_are_escaped_with_upper_case_hex_as_jackson_does() ->
 
 
 def test_a_lone_surrogate_is_a_data_exception_on_either_path(
-    monkeypatch: pytest.MonkeyPatch
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     converter = JsonConverter()
     converter.configure({"schemas.enable": "false"}, False)

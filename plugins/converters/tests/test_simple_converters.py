@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from copycat_converters import ByteArrayConverter, StringConverter, __version__
+
 from plugin_api import (
     BYTES_SCHEMA,
     INT32_SCHEMA,
@@ -14,8 +16,6 @@ from plugin_api import (
     converter_round_trip,
 )
 
-from copycat_converters import ByteArrayConverter, StringConverter, __version__
-
 
 def string_converter(**config: str) -> StringConverter:
     converter = StringConverter()
@@ -24,7 +24,10 @@ def string_converter(**config: str) -> StringConverter:
 
 
 def test_string_round_trip_and_null() -> None:
-    assert converter_round_trip(StringConverter, {}, "t", STRING_SCHEMA, "héllo") == (OPTIONAL_STRING_SCHEMA, "héllo")
+    assert converter_round_trip(StringConverter, {}, "t", STRING_SCHEMA, "héllo") == (
+        OPTIONAL_STRING_SCHEMA,
+        "héllo",
+    )
     converter = string_converter()
     assert converter.from_connect_data("t", None, None) is None
     assert converter.to_connect_data("t", None) == (OPTIONAL_STRING_SCHEMA, None)
@@ -56,8 +59,12 @@ def test_string_encoding_config() -> None:
 def test_string_bad_encoding_names_the_key() -> None:
     with pytest.raises(ConfigException, match="converter.encoding"):
         string_converter(converter_encoding="no-such-charset")
-    errors = {v.name: v.error_messages for v in StringConverter().config().validate(
-        {"converter.encoding": "nope", "converter.type": "value"})}
+    errors = {
+        v.name: v.error_messages
+        for v in StringConverter()
+        .config()
+        .validate({"converter.encoding": "nope", "converter.type": "value"})
+    }
     assert errors["converter.encoding"]
 
 
@@ -89,8 +96,12 @@ def test_bytearray_rejects_other_schemas_and_values() -> None:
 
 
 def test_aliases_and_versions() -> None:
-    assert StringConverter.KAFKA_CLASS_ALIASES == ("org.apache.kafka.connect.storage.StringConverter",)
-    assert ByteArrayConverter.KAFKA_CLASS_ALIASES == ("org.apache.kafka.connect.converters.ByteArrayConverter",)
+    assert StringConverter.KAFKA_CLASS_ALIASES == (
+        "org.apache.kafka.connect.storage.StringConverter",
+    )
+    assert ByteArrayConverter.KAFKA_CLASS_ALIASES == (
+        "org.apache.kafka.connect.converters.ByteArrayConverter",
+    )
     assert StringConverter().version() == ByteArrayConverter().version() == __version__
 
 
@@ -102,23 +113,34 @@ def test_entry_points_are_declared() -> None:
     assert {"StringConverter", "ByteArrayConverter"} <= converters.keys()
 
 
-BATCH_INPUTS = [b"plain", "héllo".encode(), b"", None, b"\xff\xfe bad", bytearray(b"ba"),
-                memoryview(b"mv")]
+BATCH_INPUTS = [
+    b"plain",
+    "héllo".encode(),
+    b"",
+    None,
+    b"\xff\xfe bad",
+    bytearray(b"ba"),
+    memoryview(b"mv"),
+]
 
 
-@pytest.mark.parametrize("data", [BATCH_INPUTS, BATCH_INPUTS[:3], [None, None]],
-                         ids=["mixed", "valid", "nulls"])
+@pytest.mark.parametrize(
+    "data", [BATCH_INPUTS, BATCH_INPUTS[:3], [None, None]], ids=["mixed", "valid", "nulls"]
+)
 @pytest.mark.parametrize("encoding", ["UTF-8", "latin-1"])
 def test_string_batch_gives_what_each_record_gives(data: list, encoding: str) -> None:
     converter = string_converter(converter_encoding=encoding)
     expected = [converter.to_connect_data("t", value) for value in data]
     result = converter.to_connect_data_batch("t", data, [None] * len(data))
     assert [tuple(pair) for pair in result] == [tuple(pair) for pair in expected]
-    assert all(type(value) is type(pair.value) for (_, value), pair in zip(result, expected))
+    assert all(
+        type(value) is type(pair.value) for (_, value), pair in zip(result, expected, strict=True)
+    )
 
 
 def test_bytearray_batch_gives_what_each_record_gives() -> None:
     converter = ByteArrayConverter()
     data = [b"a", None, b""]
-    assert [tuple(pair) for pair in converter.to_connect_data_batch("t", data, [None] * 3)] == \
-        [tuple(converter.to_connect_data("t", value)) for value in data]
+    assert [tuple(pair) for pair in converter.to_connect_data_batch("t", data, [None] * 3)] == [
+        tuple(converter.to_connect_data("t", value)) for value in data
+    ]

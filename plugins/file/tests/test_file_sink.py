@@ -5,16 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from plugin_api import ConnectException, TopicPartition, run_connector, run_sink_task, sink_records
+from copycat_file import FileStreamSinkConnector, FileStreamSinkTask, __version__
 from plugin_api.testing import MockSinkTaskContext
 
-from copycat_file import FileStreamSinkConnector, FileStreamSinkTask, __version__
+from plugin_api import ConnectException, TopicPartition, run_connector, run_sink_task, sink_records
 
 
 def test_writes_one_line_per_record_and_commits(tmp_path: Path) -> None:
     path = tmp_path / "out.txt"
     records = sink_records("t", ["a", 1, b"bytes\xc3\xa9", None], partition=2, start_offset=10)
-    run = run_sink_task(FileStreamSinkTask, {"file": str(path), "topics": "t"}, records, batch_size=3)
+    run = run_sink_task(
+        FileStreamSinkTask, {"file": str(path), "topics": "t"}, records, batch_size=3
+    )
     assert path.read_text(encoding="utf-8") == "a\n1\nbytesé\nnull\n"
     assert run.committed == {TopicPartition("t", 2): 14}
 
@@ -44,8 +46,9 @@ def test_flush_makes_data_visible(tmp_path: Path) -> None:
 def test_large_batches_are_written_in_order_by_the_writer_thread(tmp_path: Path) -> None:
     path = tmp_path / "out.txt"
     values = [f"{i:06d} " + "z" * 2000 for i in range(3000)]  # batches far beyond the buffer
-    run_sink_task(FileStreamSinkTask, {"file": str(path)}, sink_records("t", values),
-                  batch_size=700)
+    run_sink_task(
+        FileStreamSinkTask, {"file": str(path)}, sink_records("t", values), batch_size=700
+    )
     assert path.read_text().splitlines() == values
 
 
@@ -86,7 +89,9 @@ def test_connector_task_configs_and_validation(tmp_path: Path) -> None:
 
 def test_connector_metadata() -> None:
     assert FileStreamSinkConnector().version() == __version__
-    assert FileStreamSinkConnector.KAFKA_CLASS_ALIASES == ("org.apache.kafka.connect.file.FileStreamSinkConnector",)
+    assert FileStreamSinkConnector.KAFKA_CLASS_ALIASES == (
+        "org.apache.kafka.connect.file.FileStreamSinkConnector",
+    )
     from importlib.metadata import entry_points
 
     names = {ep.name for ep in entry_points(group="copycat.connectors")}

@@ -7,11 +7,17 @@ import time
 from pathlib import Path
 
 import pytest
-from plugin_api import STRING_SCHEMA, ConfigException, ExactlyOnceSupport, run_connector, run_source_task
-from plugin_api.testing import MockSourceTaskContext
-
 from copycat_file import FileStreamSourceConnector, FileStreamSourceTask, __version__
 from copycat_file import source as source_module
+from plugin_api.testing import MockSourceTaskContext
+
+from plugin_api import (
+    STRING_SCHEMA,
+    ConfigException,
+    ExactlyOnceSupport,
+    run_connector,
+    run_source_task,
+)
 
 
 def started_task(path: Path, **extra: str) -> FileStreamSourceTask:
@@ -33,7 +39,11 @@ def test_reads_every_line_with_byte_offsets(tmp_path: Path) -> None:
     run = run_source_task(FileStreamSourceTask, {"file": str(path), "topic": "lines"})
     assert run.values == ["a", "bé", "", "last"]
     assert [r.source_offset for r in run.records] == [
-        {"position": 2}, {"position": 7}, {"position": 8}, {"position": 13}]
+        {"position": 2},
+        {"position": 7},
+        {"position": 8},
+        {"position": 13},
+    ]
     record = run.records[0]
     assert record.topic == "lines" and record.value_schema == STRING_SCHEMA
     assert record.source_partition == {"filename": str(path)}
@@ -52,7 +62,9 @@ def test_resumes_from_stored_offset(tmp_path: Path) -> None:
 def test_batch_size_is_respected(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
     path.write_text("".join(f"line {i}\n" for i in range(10)))
-    run = run_source_task(FileStreamSourceTask, {"file": str(path), "topic": "t", "batch.size": "3"})
+    run = run_source_task(
+        FileStreamSourceTask, {"file": str(path), "topic": "t", "batch.size": "3"}
+    )
     assert run.values == [f"line {i}" for i in range(10)]
     assert run.polls >= 4
     task = started_task(path, **{"batch.size": "3"})
@@ -116,21 +128,29 @@ def test_bad_stored_offset_type(tmp_path: Path) -> None:
     path = tmp_path / "in.txt"
     path.write_text("a\n")
     with pytest.raises(Exception, match="incorrect type"):
-        run_source_task(FileStreamSourceTask, {"file": str(path), "topic": "t"},
-                        offsets=[({"filename": str(path)}, {"position": "4"})])
+        run_source_task(
+            FileStreamSourceTask,
+            {"file": str(path), "topic": "t"},
+            offsets=[({"filename": str(path)}, {"position": "4"})],
+        )
 
 
 def test_connector_single_task_and_validation(tmp_path: Path) -> None:
     config = {"file": str(tmp_path / "f"), "topic": "t"}
     assert run_connector(FileStreamSourceConnector, config, max_tasks=5) == [
-        {"file": str(tmp_path / "f"), "topic": "t", "batch.size": "2000"}]
-    assert run_connector(FileStreamSourceConnector, {"topic": "t"}) == [{"topic": "t", "batch.size": "2000"}]
+        {"file": str(tmp_path / "f"), "topic": "t", "batch.size": "2000"}
+    ]
+    assert run_connector(FileStreamSourceConnector, {"topic": "t"}) == [
+        {"topic": "t", "batch.size": "2000"}
+    ]
     with pytest.raises(ConfigException, match="must be a single topic"):
         run_connector(FileStreamSourceConnector, {"topic": "a,b"})
     with pytest.raises(ConfigException, match="topic"):
         run_connector(FileStreamSourceConnector, {"file": "x"})
-    errors = {v.name: v.error_messages for v in FileStreamSourceConnector().validate(
-        {"topic": "a,b", "batch.size": "0"})}
+    errors = {
+        v.name: v.error_messages
+        for v in FileStreamSourceConnector().validate({"topic": "a,b", "batch.size": "0"})
+    }
     assert errors["topic"] and errors["batch.size"] and not errors["file"]
 
 
@@ -138,8 +158,11 @@ def test_connector_metadata() -> None:
     connector = FileStreamSourceConnector()
     assert connector.version() == __version__
     assert FileStreamSourceConnector.KAFKA_CLASS_ALIASES == (
-        "org.apache.kafka.connect.file.FileStreamSourceConnector",)
-    assert connector.exactly_once_support({"file": "f", "topic": "t"}) is ExactlyOnceSupport.SUPPORTED
+        "org.apache.kafka.connect.file.FileStreamSourceConnector",
+    )
+    assert (
+        connector.exactly_once_support({"file": "f", "topic": "t"}) is ExactlyOnceSupport.SUPPORTED
+    )
     assert connector.exactly_once_support({"topic": "t"}) is ExactlyOnceSupport.UNSUPPORTED
     assert connector.alter_offsets({"file": "f"}, {("filename", "f"): {"position": 3}})
     with pytest.raises(Exception, match="non-negative integer"):

@@ -13,36 +13,47 @@ from plugin_api import ConfigException
 def _resolver(tmp_path: Path, **params: str) -> ConfigResolver:
     aliases = ["file", "dir", "env"]
     configs = {
-        "file": {"class": "org.apache.kafka.common.config.provider.FileConfigProvider",
-                 **{f"param.{k}": v for k, v in params.items()}},
+        "file": {
+            "class": "org.apache.kafka.common.config.provider.FileConfigProvider",
+            **{f"param.{k}": v for k, v in params.items()},
+        },
         "dir": {"class": "DirectoryConfigProvider"},
         "env": {"class": "EnvVarConfigProvider", "param.allowlist.pattern": "COPYCAT_.*"},
     }
     return ConfigResolver.from_worker_config(aliases, configs, BUILTIN_PROVIDERS)
 
 
-def test_resolves_each_builtin_provider_and_can_scrub(tmp_path: Path,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolves_each_builtin_provider_and_can_scrub(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "s.properties").write_text("user=alice\npassword: hunter2\n")
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "token").write_text("tok-123")
     monkeypatch.setenv("COPYCAT_X", "from-env")
     monkeypatch.setenv("OTHER", "hidden-by-allowlist")
-    resolved = _resolver(tmp_path).resolve({
-        "a": f"${{file:{tmp_path}/s.properties:password}}",
-        "b": f"jdbc://${{file:{tmp_path}/s.properties:user}}@host",
-        "c": f"${{dir:{tmp_path}/d:token}}",
-        "d": "${env:COPYCAT_X}",
+    resolved = _resolver(tmp_path).resolve(
+        {
+            "a": f"${{file:{tmp_path}/s.properties:password}}",
+            "b": f"jdbc://${{file:{tmp_path}/s.properties:user}}@host",
+            "c": f"${{dir:{tmp_path}/d:token}}",
+            "d": "${env:COPYCAT_X}",
+            "e": "${env:OTHER}",
+            "f": "${nosuch:key}",
+            "g": "plain",
+        }
+    )
+    assert resolved.config == {
+        "a": "hunter2",
+        "b": "jdbc://alice@host",
+        "c": "tok-123",
+        "d": "from-env",
         "e": "${env:OTHER}",
         "f": "${nosuch:key}",
         "g": "plain",
-    })
-    assert resolved.config == {"a": "hunter2", "b": "jdbc://alice@host", "c": "tok-123",
-                               "d": "from-env", "e": "${env:OTHER}", "f": "${nosuch:key}",
-                               "g": "plain"}
+    }
     assert resolved.scrub("bad value hunter2 and tok-123") == (
-        f"bad value ${{file:{tmp_path}/s.properties:password}} and "
-        f"${{dir:{tmp_path}/d:token}}")
+        f"bad value ${{file:{tmp_path}/s.properties:password}} and ${{dir:{tmp_path}/d:token}}"
+    )
 
 
 def test_allowed_paths_and_unreadable_files(tmp_path: Path) -> None:
@@ -57,5 +68,6 @@ def test_allowed_paths_and_unreadable_files(tmp_path: Path) -> None:
 
 def test_unknown_provider_class_is_a_config_error() -> None:
     with pytest.raises(ConfigException, match="unknown config provider"):
-        ConfigResolver.from_worker_config(["x"], {"x": {"class": "com.example.Nope"}},
-                                          BUILTIN_PROVIDERS)
+        ConfigResolver.from_worker_config(
+            ["x"], {"x": {"class": "com.example.Nope"}}, BUILTIN_PROVIDERS
+        )

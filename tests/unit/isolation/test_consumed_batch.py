@@ -7,10 +7,19 @@ import pickle
 from isolation._hostside.copycat_batch import ConsumedBatch
 
 
-def _rows(count: int, *, topic: str = "t", partition: int = 0, start: int = 0,
-          key: bytes | None = None, headers: list | None = None) -> list[tuple]:
-    return [(topic, partition, start + i, 1_700_000_000_000 + i, 1, key, b"v%d" % i, headers)
-            for i in range(count)]
+def _rows(
+    count: int,
+    *,
+    topic: str = "t",
+    partition: int = 0,
+    start: int = 0,
+    key: bytes | None = None,
+    headers: list | None = None,
+) -> list[tuple]:
+    return [
+        (topic, partition, start + i, 1_700_000_000_000 + i, 1, key, b"v%d" % i, headers)
+        for i in range(count)
+    ]
 
 
 def test_shared_fields_are_stored_once_and_rows_come_back_in_order() -> None:
@@ -24,9 +33,11 @@ def test_shared_fields_are_stored_once_and_rows_come_back_in_order() -> None:
 
 
 def test_fields_that_differ_stay_per_record() -> None:
-    rows = [("a", 0, 7, 10, 1, b"k1", b"x", [("h", b"1")]),
-            ("b", 1, 3, None, 0, None, None, None),
-            ("a", 0, 8, 12, 2, b"k1", b"", [("h", b"1")])]
+    rows = [
+        ("a", 0, 7, 10, 1, b"k1", b"x", [("h", b"1")]),
+        ("b", 1, 3, None, 0, None, None, None),
+        ("a", 0, 8, 12, 2, b"k1", b"", [("h", b"1")]),
+    ]
     batch = ConsumedBatch.from_rows(rows)
     assert batch.topics == ["a", "b", "a"] and batch.partitions == [0, 1, 0]
     assert batch.timestamp_types == [1, 0, 2] and batch.keys == [b"k1", None, b"k1"]
@@ -50,10 +61,12 @@ def test_the_wire_form_pickles_without_the_class_and_round_trips() -> None:
 
 def test_positions_are_the_offset_after_each_partitions_last_record() -> None:
     assert ConsumedBatch.from_rows(_rows(3, start=40)).positions() == {("t", 0): 43}
-    mixed = _rows(2, partition=0, start=10) + _rows(3, partition=1, start=5) \
+    mixed = (
+        _rows(2, partition=0, start=10)
+        + _rows(3, partition=1, start=5)
         + _rows(1, topic="u", partition=0, start=99)
-    assert ConsumedBatch.from_rows(mixed).positions() == {
-        ("t", 0): 12, ("t", 1): 8, ("u", 0): 100}
+    )
+    assert ConsumedBatch.from_rows(mixed).positions() == {("t", 0): 12, ("t", 1): 8, ("u", 0): 100}
     assert ConsumedBatch.from_rows([]).positions() == {}
 
 

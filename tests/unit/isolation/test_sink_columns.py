@@ -24,8 +24,9 @@ from copycat_batch import ConsumedBatch  # noqa: E402
 from copycat_errors import ErrorPolicy  # noqa: E402
 from copycat_pipeline import HostSinkTaskContext, Pipeline, SinkRunner, TransformStage  # noqa: E402
 
-SLOTS = sorted({slot for klass in SinkRecord.__mro__
-                for slot in klass.__dict__.get("__slots__", ())})
+SLOTS = sorted(
+    {slot for klass in SinkRecord.__mro__ for slot in klass.__dict__.get("__slots__", ())}
+)
 
 
 class KeepingTask(SinkTask):
@@ -51,11 +52,19 @@ def _converter(cls: type, **configs: Any) -> Any:
     return converter
 
 
-def _runner(key: Any, value: Any, stages: Sequence[TransformStage] = (),
-            errors: dict[str, str] | None = None) -> tuple[SinkRunner, KeepingTask]:
+def _runner(
+    key: Any,
+    value: Any,
+    stages: Sequence[TransformStage] = (),
+    errors: dict[str, str] | None = None,
+) -> tuple[SinkRunner, KeepingTask]:
     task = KeepingTask()
-    runner = SinkRunner(task, Pipeline(key, value, None, stages), HostSinkTaskContext({}, False),
-                        ErrorPolicy(errors))
+    runner = SinkRunner(
+        task,
+        Pipeline(key, value, None, stages),
+        HostSinkTaskContext({}, False),
+        ErrorPolicy(errors),
+    )
     return runner, task
 
 
@@ -64,16 +73,27 @@ def _slots(record: SinkRecord) -> dict[str, Any]:
 
 
 def _rows(count: int, *, keys: bool = False, partitions: int = 1) -> list[tuple]:
-    return [("orders", i % partitions, 100 + i, 1_700_000_000_000 + i, 1,
-             b"key-%d" % (i % 4) if keys else None, b"value %d \xc3\xa9" % i, None)
-            for i in range(count)]
+    return [
+        (
+            "orders",
+            i % partitions,
+            100 + i,
+            1_700_000_000_000 + i,
+            1,
+            b"key-%d" % (i % 4) if keys else None,
+            b"value %d \xc3\xa9" % i,
+            None,
+        )
+        for i in range(count)
+    ]
 
 
 @pytest.mark.parametrize("keys", [False, True])
 @pytest.mark.parametrize("partitions", [1, 3])
 @pytest.mark.parametrize("converter", [StringConverter, ByteArrayConverter])
-def test_records_match_the_constructor_slot_for_slot(keys: bool, partitions: int,
-                                                     converter: type) -> None:
+def test_records_match_the_constructor_slot_for_slot(
+    keys: bool, partitions: int, converter: type
+) -> None:
     rows = _rows(50, keys=keys, partitions=partitions)
     runner, task = _runner(_converter(converter), _converter(converter))
     runner.put(ConsumedBatch.from_rows(rows).wire())
@@ -81,14 +101,16 @@ def test_records_match_the_constructor_slot_for_slot(keys: bool, partitions: int
     assert len(task.records) == 50
     assert [_slots(r) for r in task.records] == [_slots(r) for r in by_constructor]
     assert all(type(r) is SinkRecord for r in task.records)
-    assert task.records[0].value == ("value 0 é" if converter is StringConverter
-                                     else b"value 0 \xc3\xa9")
+    assert task.records[0].value == (
+        "value 0 é" if converter is StringConverter else b"value 0 \xc3\xa9"
+    )
 
 
 def test_records_do_not_share_a_mutable_key() -> None:
     rows = [("t", 0, i, None, 0, b'{"id": 1}', b"%d" % i, None) for i in range(3)]
-    runner, task = _runner(_converter(JsonConverter, **{"schemas.enable": "false"}),
-                           _converter(StringConverter))
+    runner, task = _runner(
+        _converter(JsonConverter, **{"schemas.enable": "false"}), _converter(StringConverter)
+    )
     runner.put(ConsumedBatch.from_rows(rows).wire())
     assert [r.key for r in task.records] == [{"id": 1}] * 3
     task.records[0].key["id"] = 2
@@ -115,16 +137,22 @@ def test_a_batch_method_returning_too_few_results_fails_the_put() -> None:
             return super().to_connect_data_batch(topic, data[:-1], headers[:-1])
 
     runner, _ = _runner(None, _converter(ShortConverter))
-    with pytest.raises(ConnectException, match="ShortConverter.to_connect_data_batch returned 4 "
-                                               "results for 5 records of topic orders"):
+    with pytest.raises(
+        ConnectException,
+        match="ShortConverter.to_connect_data_batch returned 4 "
+        "results for 5 records of topic orders",
+    ):
         runner.put(ConsumedBatch.from_rows(_rows(5)).wire())
 
 
 def test_a_bad_record_in_a_column_is_reported_against_its_offset() -> None:
     rows = _rows(6)
     rows[3] = rows[3][:6] + (b"\xff not json",) + rows[3][7:]
-    runner, task = _runner(None, _converter(JsonConverter, **{"schemas.enable": "false"}),
-                           errors={"errors.tolerance": "all"})
+    runner, task = _runner(
+        None,
+        _converter(JsonConverter, **{"schemas.enable": "false"}),
+        errors={"errors.tolerance": "all"},
+    )
     good = [(r[:6] + (b'"%d"' % i,) + r[7:]) if i != 3 else r for i, r in enumerate(rows)]
     actions = runner.put(ConsumedBatch.from_rows(good).wire())
     assert [r.kafka_offset for r in task.records] == [100, 101, 102, 104, 105]
@@ -151,18 +179,23 @@ class DropEvenFailOnFive(Transformation):
 
 
 def test_a_failing_transform_names_the_record_even_after_dropped_ones() -> None:
-    runner, task = _runner(None, _converter(StringConverter),
-                           [TransformStage("t", DropEvenFailOnFive())],
-                           errors={"errors.tolerance": "all"})
+    runner, task = _runner(
+        None,
+        _converter(StringConverter),
+        [TransformStage("t", DropEvenFailOnFive())],
+        errors={"errors.tolerance": "all"},
+    )
     actions = runner.put(ConsumedBatch.from_rows(_rows(8)).wire())
     assert [r.kafka_offset for r in task.records] == [101, 103, 107]
     assert [(f[2], f[3], f[6]) for f in actions["failed"]] == [
-        (105, "TRANSFORMATION", "offset 105 is poison")]
+        (105, "TRANSFORMATION", "offset 105 is poison")
+    ]
 
 
 def test_without_tolerance_a_failing_transform_fails_the_put() -> None:
-    runner, _ = _runner(None, _converter(StringConverter),
-                        [TransformStage("t", DropEvenFailOnFive())])
+    runner, _ = _runner(
+        None, _converter(StringConverter), [TransformStage("t", DropEvenFailOnFive())]
+    )
     with pytest.raises(ConnectException, match="Tolerance exceeded.*orders-0@105"):
         runner.put(ConsumedBatch.from_rows(_rows(8)).wire())
 

@@ -258,7 +258,8 @@ def _define(
         return definition
     if known != _required(schema) and known != schema:
         raise DataException(
-            f"Cannot convert to Avro: two different schemas use the name {full!r}; Avro needs unique names"
+            f"Cannot convert to Avro: two different schemas use the name {full!r}; Avro needs "
+            "unique names"
         )
     return full
 
@@ -501,7 +502,8 @@ def _to_connect(  # noqa: C901
             fields = {f["name"]: f["type"] for f in entry["fields"]}
             if set(fields) != {KEY_FIELD, VALUE_FIELD}:
                 raise DataException(
-                    "Found map encoded as array of key-value pairs, but array elements do not match the "
+                    "Found map encoded as array of key-value pairs, but array elements do not "
+                    "match the "
                     "expected format."
                 )
             if not isinstance(items, str):

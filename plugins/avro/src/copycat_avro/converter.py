@@ -78,8 +78,10 @@ CONFIG_DEF = (
         SCHEMA_REGISTRY_URL_CONFIG,
         ConfigType.LIST,
         importance=Importance.HIGH,
-        documentation="Comma-separated list of URLs for Schema Registry instances that can be used to "
-        "register or look up schemas.",
+        documentation=(
+            "Comma-separated list of URLs for Schema Registry instances that can be used "
+            "to register or look up schemas."
+        ),
     )
     .define(
         AUTO_REGISTER_SCHEMAS_CONFIG,
@@ -295,7 +297,8 @@ class AvroConverter(Converter):
             fastavro.schemaless_writer(out, parsed, datum)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise DataException(
-                f"Failed to serialize Avro data for topic {topic!r} (subject {subject!r}, schema id "
+                f"Failed to serialize Avro data for topic {topic!r} (subject {subject!r}, "
+                "schema id "
                 f"{schema_id}): {exc}"
             ) from exc
         return out.getvalue()
@@ -325,7 +328,8 @@ class AvroConverter(Converter):
         assert self._client is not None and self._strategy is not None, "configure() was not called"
         if len(data) < _HEADER.size:
             raise DataException(
-                f"Failed to deserialize data for topic {topic!r} to Avro: too short ({len(data)} bytes)"
+                f"Failed to deserialize data for topic {topic!r} to Avro: too short "
+                f"({len(data)} bytes)"
             )
         magic, schema_id = _HEADER.unpack_from(data)
         if magic != MAGIC_BYTE:
@@ -343,7 +347,8 @@ class AvroConverter(Converter):
             )
         except (EOFError, ValueError, IndexError, UnicodeDecodeError, struct.error) as exc:
             raise DataException(
-                f"Failed to deserialize data for topic {topic!r} to Avro (schema id {schema_id}): {exc}"
+                f"Failed to deserialize data for topic {topic!r} to Avro (schema id "
+                f"{schema_id}): {exc}"
             ) from exc
         version = self._version(topic, schema_id, avro)
         key = (schema_id, version)

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from plugin_api import ConfigDef, ConfigType, Importance, ValidString
-
 from copycat_converters._version import __version__
+from plugin_api import ConfigDef, ConfigType, Importance, ValidString
 
 TYPE_CONFIG = "converter.type"
 TYPE_KEY = "key"
@@ -21,7 +20,7 @@ TYPE_HEADER = "header"
 
 
 def converter_config_def() -> ConfigDef:
-    """Return a fresh ConfigDef holding ``converter.type`` (as Kafka's ConverterConfig.newConfigDef)."""
+    """A fresh ConfigDef holding ``converter.type`` (Kafka's ConverterConfig.newConfigDef)."""
     return ConfigDef().define(
         TYPE_CONFIG,
         ConfigType.STRING,

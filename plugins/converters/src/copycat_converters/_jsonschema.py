@@ -117,7 +117,9 @@ def from_json_schema(node: object, json_to_value: JsonToValue) -> Schema:
             if not isinstance(name, str):
                 raise DataException("Struct schema's field name not specified properly")
             if name in seen:
-                raise DataException(f'Cannot create field because of field name duplication "{name}"')
+                raise DataException(
+                    f'Cannot create field because of field name duplication "{name}"'
+                )
             seen.add(name)
             fields.append(Field(name, len(fields), from_json_schema(field_node, json_to_value)))
 

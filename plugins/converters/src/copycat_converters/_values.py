@@ -1,4 +1,6 @@
-"""Kafka Connect's ``Values.convertToString`` and ``Values.parseString``, as SimpleHeaderConverter uses them.
+"""Kafka Connect's ``Values.convertToString`` and ``Values.parseString``.
+
+SimpleHeaderConverter uses them.
 
 Text format (written by :func:`convert_to_string`, read by :func:`parse_string`):
 

@@ -29,7 +29,18 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
+from copycat_converters._jsonschema import from_json_schema, has_decimal, to_json_schema
+from copycat_converters._jsontext import (
+    Raw,
+    dumps,
+    dumps_bytes,
+    java_double,
+    java_float,
+    loads_fast,
+)
 from plugin_api import (
+    NULL_SCHEMA_AND_VALUE,
     AbstractConfig,
     CaseInsensitiveValidString,
     ConfigDef,
@@ -41,7 +52,6 @@ from plugin_api import (
     HeaderConverter,
     Headers,
     Importance,
-    NULL_SCHEMA_AND_VALUE,
     Range,
     Schema,
     SchemaAndValue,
@@ -51,10 +61,6 @@ from plugin_api import (
     Type,
     Width,
 )
-
-from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
-from copycat_converters._jsonschema import from_json_schema, has_decimal, to_json_schema
-from copycat_converters._jsontext import Raw, dumps, dumps_bytes, java_double, java_float, loads_fast
 
 __all__ = ["JsonConverter"]
 
@@ -66,8 +72,10 @@ DECIMAL_FORMAT_BASE64 = "BASE64"
 DECIMAL_FORMAT_NUMERIC = "NUMERIC"
 
 ENVELOPE_ERROR = (
-    'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not contain additional '
-    "fields. If you are trying to deserialize plain JSON data, set schemas.enable=false in your converter "
+    'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
+    "contain additional "
+    "fields. If you are trying to deserialize plain JSON data, set schemas.enable=false in your "
+    "converter "
     "configuration."
 )
 
@@ -84,33 +92,64 @@ _INT_RANGES = {
     Type.INT64: (-(2**63), 2**63 - 1),
 }
 _NON_FINITE_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_EXACT_DECODER = json.JSONDecoder(parse_float=decimal.Decimal, parse_constant=lambda c: _reject_constant(c))
+_EXACT_DECODER = json.JSONDecoder(
+    parse_float=decimal.Decimal, parse_constant=lambda c: _reject_constant(c)
+)
 _FLOAT_DECODER = json.JSONDecoder(parse_constant=lambda c: _reject_constant(c))
 
 CONFIG_DEF = (
     converter_config_def()
     .define(
-        SCHEMAS_ENABLE_CONFIG, ConfigType.BOOLEAN, True, None, Importance.HIGH,
+        SCHEMAS_ENABLE_CONFIG,
+        ConfigType.BOOLEAN,
+        True,
+        None,
+        Importance.HIGH,
         "Include schemas within each of the serialized values and keys.",
-        "Schemas", 0, Width.MEDIUM, "Enable Schemas",
+        "Schemas",
+        0,
+        Width.MEDIUM,
+        "Enable Schemas",
     )
     .define(
-        SCHEMAS_CACHE_SIZE_CONFIG, ConfigType.INT, 1000, Range.at_least(0), Importance.HIGH,
+        SCHEMAS_CACHE_SIZE_CONFIG,
+        ConfigType.INT,
+        1000,
+        Range.at_least(0),
+        Importance.HIGH,
         "The maximum number of schemas that can be cached in this converter instance.",
-        "Schemas", 1, Width.MEDIUM, "Schema Cache Size",
+        "Schemas",
+        1,
+        Width.MEDIUM,
+        "Schema Cache Size",
     )
     .define(
-        DECIMAL_FORMAT_CONFIG, ConfigType.STRING, DECIMAL_FORMAT_BASE64,
-        CaseInsensitiveValidString.in_(DECIMAL_FORMAT_BASE64, DECIMAL_FORMAT_NUMERIC), Importance.LOW,
-        "Controls which format this converter will serialize decimals in. This value is case insensitive "
+        DECIMAL_FORMAT_CONFIG,
+        ConfigType.STRING,
+        DECIMAL_FORMAT_BASE64,
+        CaseInsensitiveValidString.in_(DECIMAL_FORMAT_BASE64, DECIMAL_FORMAT_NUMERIC),
+        Importance.LOW,
+        "Controls which format this converter will serialize decimals in. This value is case "
+        "insensitive "
         "and can be either 'BASE64' (default) or 'NUMERIC'",
-        "Serialization", 0, Width.MEDIUM, "Decimal Format",
+        "Serialization",
+        0,
+        Width.MEDIUM,
+        "Decimal Format",
     )
     .define(
-        REPLACE_NULL_WITH_DEFAULT_CONFIG, ConfigType.BOOLEAN, True, None, Importance.LOW,
-        "Whether to replace fields that have a default value and that are null to the default value. "
+        REPLACE_NULL_WITH_DEFAULT_CONFIG,
+        ConfigType.BOOLEAN,
+        True,
+        None,
+        Importance.LOW,
+        "Whether to replace fields that have a default value and that are null to the default "
+        "value. "
         "When set to true, the default value is used, otherwise null is used.",
-        "Serialization", 1, Width.MEDIUM, "Replace null with default",
+        "Serialization",
+        1,
+        Width.MEDIUM,
+        "Replace null with default",
     )
 )
 
@@ -182,7 +221,9 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         """
         conf = AbstractConfig(CONFIG_DEF, with_type(configs, is_key))
         self._schemas_enabled = bool(conf.get_boolean(SCHEMAS_ENABLE_CONFIG))
-        self._decimal_numeric = (conf.get_string(DECIMAL_FORMAT_CONFIG) or "").upper() == DECIMAL_FORMAT_NUMERIC
+        self._decimal_numeric = (
+            conf.get_string(DECIMAL_FORMAT_CONFIG) or ""
+        ).upper() == DECIMAL_FORMAT_NUMERIC
         self._replace_null = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         size = conf.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0
         self._from_connect_cache = _LRU(size)
@@ -207,16 +248,24 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             payload = self._to_json(schema, value)
             if self._schemas_enabled:
                 schema_text = self._schema_text(schema)
-                return b"".join((_ENVELOPE_HEAD_BYTES, schema_text.encode("utf-8"), _ENVELOPE_MID_BYTES,
-                                 dumps_bytes(payload, self._slow), b"}"))
+                return b"".join(
+                    (
+                        _ENVELOPE_HEAD_BYTES,
+                        schema_text.encode("utf-8"),
+                        _ENVELOPE_MID_BYTES,
+                        dumps_bytes(payload, self._slow),
+                        b"}",
+                    )
+                )
             return dumps_bytes(payload, self._slow)
         except UnicodeEncodeError as exc:
             raise DataException(
-                "Converting Kafka Connect data to byte[] failed due to serialization error: " + str(exc)
+                "Converting Kafka Connect data to byte[] failed due to serialization error: "
+                + str(exc)
             ) from exc
 
     def as_json_schema(self, schema: Schema | None) -> object:
-        """Return the JSON schema object (dicts/lists) of ``schema``, as Kafka's ``asJsonSchema``."""
+        """The JSON schema object (dicts/lists) of ``schema``, as Kafka's ``asJsonSchema``."""
         if schema is None:
             return None
         return json.loads(self._schema_text(schema), parse_float=decimal.Decimal)
@@ -244,7 +293,9 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                 return self._to_json(schema, schema.default_value)
             if schema.optional:
                 return None
-            raise DataException("Conversion error: null value for field that is required and has no default value")
+            raise DataException(
+                "Conversion error: null value for field that is required and has no default value"
+            )
         if schema is not None and schema.name is not None:
             logical = self._logical_to_json(schema, value)
             if logical is not _NOT_LOGICAL:
@@ -323,13 +374,18 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                     json_key = "null" if json_key is None else str(json_key)
                 out[json_key] = self._to_json(value_schema, item)
             return out
-        return [[self._to_json(key_schema, k), self._to_json(value_schema, v)] for k, v in value.items()]
+        return [
+            [self._to_json(key_schema, k), self._to_json(value_schema, v)] for k, v in value.items()
+        ]
 
     def _logical_to_json(self, schema: Schema, value: object) -> object:
         name = schema.name
         if name == Decimal.LOGICAL_NAME:
             if not isinstance(value, decimal.Decimal):
-                raise DataException(f"Invalid type for Decimal, expected decimal.Decimal but was {type(value).__name__}")
+                raise DataException(
+                    "Invalid type for Decimal, expected decimal.Decimal but was "
+                    f"{type(value).__name__}"
+                )
             if self._decimal_numeric:
                 if not value.is_finite():
                     raise DataException(f"Invalid Decimal value {value}: not finite")
@@ -338,23 +394,30 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             return base64.b64encode(Decimal.from_logical(schema, value)).decode("ascii")
         if name == Date.LOGICAL_NAME:
             if not isinstance(value, datetime.date):
-                raise DataException(f"Invalid type for Date, expected datetime.date but was {type(value).__name__}")
+                raise DataException(
+                    f"Invalid type for Date, expected datetime.date but was {type(value).__name__}"
+                )
             return Date.from_logical(schema, value)
         if name == Time.LOGICAL_NAME:
             if not isinstance(value, datetime.time):
-                raise DataException(f"Invalid type for Time, expected datetime.time but was {type(value).__name__}")
+                raise DataException(
+                    f"Invalid type for Time, expected datetime.time but was {type(value).__name__}"
+                )
             return Time.from_logical(schema, value)
         if name == Timestamp.LOGICAL_NAME:
             if not isinstance(value, datetime.datetime):
                 raise DataException(
-                    f"Invalid type for Timestamp, expected datetime.datetime but was {type(value).__name__}"
+                    "Invalid type for Timestamp, expected datetime.datetime but was "
+                    f"{type(value).__name__}"
                 )
             return Timestamp.from_logical(schema, value)
         return _NOT_LOGICAL
 
     # -- JSON -> Connect -----------------------------------------------------------
 
-    def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
+    def to_connect_data(
+        self, topic: str, data: bytes | None, headers: Headers | None = None
+    ) -> SchemaAndValue:
         """Deserialize ``data``; ``None`` (a tombstone) gives ``SchemaAndValue(None, None)``.
 
         Raises:
@@ -365,7 +428,9 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             return NULL_SCHEMA_AND_VALUE
         if not self._schemas_enabled:
             try:
-                return SchemaAndValue(None, loads_fast(data if type(data) is bytes else bytes(data)))
+                return SchemaAndValue(
+                    None, loads_fast(data if type(data) is bytes else bytes(data))
+                )
             except ValueError:
                 pass  # empty input, or an error worth the stdlib's exact message: below
         try:
@@ -390,7 +455,9 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         return SchemaAndValue(schema, self._to_connect(schema, envelope["payload"]))
 
     def _read_envelope_fast(self, text: str) -> SchemaAndValue | None:
-        """Read Kafka's exact envelope layout, caching schemas by their JSON text; ``None`` if not that layout."""
+        """Read Kafka's exact envelope layout, caching schemas by their JSON text.
+
+        ``None`` if the document is not laid out that way."""
         start = len(_ENVELOPE_HEAD)
         try:
             schema_node, end = _EXACT_DECODER.raw_decode(text, start)
@@ -401,12 +468,16 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         schema_text = text[start:end]
         cached = self._to_connect_cache.get(schema_text)
         if cached is None:
-            schema = None if schema_node is None else from_json_schema(schema_node, self._to_connect)
+            schema = (
+                None if schema_node is None else from_json_schema(schema_node, self._to_connect)
+            )
             cached = (schema, has_decimal(schema))
             self._to_connect_cache.put(schema_text, cached)
         schema, exact = cached
         try:
-            payload, stop = (_EXACT_DECODER if exact else _FLOAT_DECODER).raw_decode(text, end + len(_ENVELOPE_MID))
+            payload, stop = (_EXACT_DECODER if exact else _FLOAT_DECODER).raw_decode(
+                text, end + len(_ENVELOPE_MID)
+            )
         except ValueError:
             return None
         if text[stop:].strip() != "}":
@@ -462,7 +533,9 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             return self._map_to_connect(schema, node)
         if kind is Type.STRUCT:
             if not isinstance(node, dict):
-                raise DataException(f"Structs should be encoded as JSON objects, but found {_node_type(node)}")
+                raise DataException(
+                    f"Structs should be encoded as JSON objects, but found {_node_type(node)}"
+                )
             struct = Struct(schema)
             for field in schema.fields:
                 struct.put(field, self._to_connect(field.schema, node.get(field.name)))
@@ -476,19 +549,25 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         if key_schema.type is Type.STRING:
             if not isinstance(node, dict):
                 raise DataException(
-                    f"Maps with string fields should be encoded as JSON objects, but found {_node_type(node)}"
+                    "Maps with string fields should be encoded as JSON objects, but found "
+                    f"{_node_type(node)}"
                 )
             return {key: self._to_connect(value_schema, item) for key, item in node.items()}
         if not isinstance(node, list):
             raise DataException(
-                f"Maps with non-string fields should be encoded as JSON array of tuples, but found {_node_type(node)}"
+                "Maps with non-string fields should be encoded as JSON array of tuples, but "
+                f"found {_node_type(node)}"
             )
         result: dict[Any, Any] = {}
         for entry in node:
             if not isinstance(entry, list):
-                raise DataException(f"Found invalid map entry instead of array tuple: {_node_type(entry)}")
+                raise DataException(
+                    f"Found invalid map entry instead of array tuple: {_node_type(entry)}"
+                )
             if len(entry) != 2:
-                raise DataException(f"Found invalid map entry, expected length 2 but found :{len(entry)}")
+                raise DataException(
+                    f"Found invalid map entry, expected length 2 but found :{len(entry)}"
+                )
             key = self._to_connect(key_schema, entry[0])
             if isinstance(key, list):
                 key = tuple(key)
@@ -500,7 +579,9 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
 
     # -- header converter ----------------------------------------------------------
 
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
+    def from_connect_header(
+        self, topic: str, header_key: str, schema: Schema | None, value: object
+    ) -> bytes | None:
         """Same as :meth:`from_connect_data`."""
         return self.from_connect_data(topic, schema, value)
 
@@ -574,7 +655,9 @@ def _infer_type(value: object) -> Type:
         return Type.MAP
     if isinstance(value, Struct):
         return Type.STRUCT
-    raise DataException(f"Python type {type(value).__name__} does not have corresponding schema type.")
+    raise DataException(
+        f"Python type {type(value).__name__} does not have corresponding schema type."
+    )
 
 
 def _schemaless(node: object) -> object:
@@ -626,21 +709,22 @@ def _logical_to_connect(schema: Schema, node: object) -> object:
             raw = _base64(node, "Invalid bytes for Decimal field")
             return Decimal.to_logical(schema, raw)
         raise DataException(
-            "Invalid type for Decimal, underlying representation should be numeric or bytes but was "
-            + _node_type(node)
+            "Invalid type for Decimal, underlying representation should be numeric or bytes but "
+            "was " + _node_type(node)
         )
     if name in (Date.LOGICAL_NAME, Time.LOGICAL_NAME):
         logical = Date if name == Date.LOGICAL_NAME else Time
         if not isinstance(node, int) or isinstance(node, bool) or not -(2**31) <= node < 2**31:
             raise DataException(
-                f"Invalid type for {logical.__name__}, underlying representation should be integer but was "
-                + _node_type(node)
+                f"Invalid type for {logical.__name__}, underlying representation should be "
+                "integer but was " + _node_type(node)
             )
         return logical.to_logical(schema, node)
     if name == Timestamp.LOGICAL_NAME:
         if not isinstance(node, int) or isinstance(node, bool):
             raise DataException(
-                "Invalid type for Timestamp, underlying representation should be integral but was " + _node_type(node)
+                "Invalid type for Timestamp, underlying representation should be integral but was "
+                + _node_type(node)
             )
         return Timestamp.to_logical(schema, node)
     return _NOT_LOGICAL

@@ -229,7 +229,8 @@ class BooleanConverter(VersionedPlugin, Converter, HeaderConverter):
             return SchemaAndValue(OPTIONAL_BOOLEAN_SCHEMA, None)
         if len(data) != 1:
             raise DataException(
-                f"Failed to deserialize boolean: size of data received by BooleanDeserializer is not 1 "
+                "Failed to deserialize boolean: size of data received by BooleanDeserializer "
+                "is not 1 "
                 f"(got {len(data)} bytes)"
             )
         if data[0] == 0:
@@ -237,7 +238,8 @@ class BooleanConverter(VersionedPlugin, Converter, HeaderConverter):
         if data[0] == 1:
             return SchemaAndValue(OPTIONAL_BOOLEAN_SCHEMA, True)
         raise DataException(
-            f"Failed to deserialize boolean: unexpected byte received by BooleanDeserializer: {data[0]}"
+            "Failed to deserialize boolean: unexpected byte received by BooleanDeserializer: "
+            f"{data[0]}"
         )
 
     def from_connect_header(

@@ -6,6 +6,7 @@ import codecs
 from collections.abc import Mapping, Sequence
 from itertools import repeat
 
+from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
 from plugin_api import (
     OPTIONAL_BYTES_SCHEMA,
     OPTIONAL_STRING_SCHEMA,
@@ -15,16 +16,14 @@ from plugin_api import (
     ConfigType,
     Converter,
     DataException,
-    Headers,
     HeaderConverter,
+    Headers,
     Importance,
     Schema,
     SchemaAndValue,
     Type,
     Width,
 )
-
-from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
 
 __all__ = ["ByteArrayConverter", "StringConverter"]
 
@@ -90,7 +89,7 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
     ) -> bytes | None:
-        """Return ``str(value)`` encoded (``bytes`` values are decoded first), ``None`` for ``None``."""
+        """``str(value)`` encoded (``bytes`` values are decoded first); ``None`` for ``None``."""
         if type(value) is str:
             return value.encode(self._encoding, "replace")
         if value is None:
@@ -101,7 +100,9 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
             text = value if isinstance(value, str) else str(value)
         return text.encode(self._encoding, errors="replace")
 
-    def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
+    def to_connect_data(
+        self, topic: str, data: bytes | None, headers: Headers | None = None
+    ) -> SchemaAndValue:
         """Return ``(OPTIONAL_STRING_SCHEMA, decoded text or None)``."""
         if type(data) is not bytes:
             if data is None:
@@ -130,7 +131,9 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
         convert = self.to_connect_data
         return [convert(topic, value, None) for value in data]
 
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
+    def from_connect_header(
+        self, topic: str, header_key: str, schema: Schema | None, value: object
+    ) -> bytes | None:
         """Same as :meth:`from_connect_data`."""
         return self.from_connect_data(topic, schema, value)
 
@@ -167,9 +170,13 @@ class ByteArrayConverter(VersionedPlugin, Converter, HeaderConverter):
             return value
         if isinstance(value, (bytearray, memoryview)):
             return bytes(value)
-        raise DataException(f"ByteArrayConverter is not compatible with objects of type {type(value).__name__}")
+        raise DataException(
+            f"ByteArrayConverter is not compatible with objects of type {type(value).__name__}"
+        )
 
-    def to_connect_data(self, topic: str, data: bytes | None, headers: Headers | None = None) -> SchemaAndValue:
+    def to_connect_data(
+        self, topic: str, data: bytes | None, headers: Headers | None = None
+    ) -> SchemaAndValue:
         """Return ``(OPTIONAL_BYTES_SCHEMA, data)``."""
         return SchemaAndValue(OPTIONAL_BYTES_SCHEMA, data)
 
@@ -179,7 +186,9 @@ class ByteArrayConverter(VersionedPlugin, Converter, HeaderConverter):
         """:meth:`to_connect_data` of each entry, as plain pairs."""
         return list(zip(repeat(OPTIONAL_BYTES_SCHEMA), data))
 
-    def from_connect_header(self, topic: str, header_key: str, schema: Schema | None, value: object) -> bytes | None:
+    def from_connect_header(
+        self, topic: str, header_key: str, schema: Schema | None, value: object
+    ) -> bytes | None:
         """Same as :meth:`from_connect_data`."""
         return self.from_connect_data(topic, schema, value)
 

@@ -1,4 +1,6 @@
-"""FileStream connectors: a line-per-record file source and sink, as Kafka Connect's ``connect-file``.
+"""FileStream connectors: a line-per-record file source and sink.
+
+As Kafka Connect's ``connect-file``.
 
 * :class:`FileStreamSourceConnector` (``org.apache.kafka.connect.file.FileStreamSourceConnector``)
   tails a file (or stdin) and emits one STRING record per line, resuming from

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
+from copycat_file._version import __version__
 from plugin_api import (
     ConfigDef,
     ConfigType,
@@ -27,8 +28,6 @@ from plugin_api import (
     TopicPartition,
 )
 
-from copycat_file._version import __version__
-
 __all__ = ["FileStreamSinkConnector", "FileStreamSinkTask"]
 
 log = logging.getLogger(__name__)
@@ -40,12 +39,30 @@ WRITE_BUFFER_BYTES = 1 << 20
 
 CONFIG_DEF = (
     ConfigDef()
-    .define(FILE_CONFIG, ConfigType.STRING, None, None, Importance.HIGH,
-            "Destination filename. If not specified, the standard output will be used")
-    .define(SinkConnector.TOPICS_CONFIG, ConfigType.LIST, "", None, Importance.HIGH,
-            "List of topics to consume, separated by commas")
-    .define(SinkConnector.TOPICS_REGEX_CONFIG, ConfigType.STRING, "", None, Importance.HIGH,
-            "Regular expression giving topics to consume")
+    .define(
+        FILE_CONFIG,
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "Destination filename. If not specified, the standard output will be used",
+    )
+    .define(
+        SinkConnector.TOPICS_CONFIG,
+        ConfigType.LIST,
+        "",
+        None,
+        Importance.HIGH,
+        "List of topics to consume, separated by commas",
+    )
+    .define(
+        SinkConnector.TOPICS_REGEX_CONFIG,
+        ConfigType.STRING,
+        "",
+        None,
+        Importance.HIGH,
+        "Regular expression giving topics to consume",
+    )
 )
 
 
@@ -125,7 +142,8 @@ class FileStreamSinkTask(SinkTask):
             self._out = open(self._filename, "ab", buffering=WRITE_BUFFER_BYTES)  # noqa: SIM115
         except OSError as exc:
             raise ConnectException(
-                f"Couldn't find or create file '{self._filename}' for FileStreamSinkTask: {exc.strerror or exc}"
+                f"Couldn't find or create file '{self._filename}' for FileStreamSinkTask: "
+                f"{exc.strerror or exc}"
             ) from exc
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="file-sink-writer")
 
@@ -140,8 +158,10 @@ class FileStreamSinkTask(SinkTask):
             return
         # One join and one write per batch: a per-record f"{value}\n" costs more than the
         # write itself for 1 KiB lines.
-        lines = [value if type(value) is str else _as_text(value)
-                 for value in [record.value for record in records]]
+        lines = [
+            value if type(value) is str else _as_text(value)
+            for value in [record.value for record in records]
+        ]
         lines.append("")
         text = "\n".join(lines)
         if self._writer is None or self._out is None:
@@ -175,7 +195,9 @@ class FileStreamSinkTask(SinkTask):
                 self._out.flush()
                 os.fsync(self._out.fileno())
         except OSError as exc:
-            raise ConnectException(f"Failed to flush file '{self._filename or 'stdout'}': {exc}") from exc
+            raise ConnectException(
+                f"Failed to flush file '{self._filename or 'stdout'}': {exc}"
+            ) from exc
 
     def stop(self) -> None:
         """Finish the last write, then flush and close the file (stdout is only flushed).

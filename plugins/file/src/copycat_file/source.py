@@ -24,6 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, BinaryIO
 
+from copycat_file._version import __version__
 from plugin_api import (
     STRING_SCHEMA,
     ConfigDef,
@@ -39,8 +40,6 @@ from plugin_api import (
     SourceTask,
     Task,
 )
-
-from copycat_file._version import __version__
 
 __all__ = ["FileStreamSourceConnector", "FileStreamSourceTask"]
 
@@ -72,12 +71,30 @@ def _single_topic(name: str, value: object) -> None:
 
 CONFIG_DEF = (
     ConfigDef()
-    .define(FILE_CONFIG, ConfigType.STRING, None, None, Importance.HIGH,
-            "Source filename. If not specified, the standard input will be used")
-    .define(TOPIC_CONFIG, ConfigType.STRING, validator=_single_topic, importance=Importance.HIGH,
-            documentation="The topic to publish data to")
-    .define(TASK_BATCH_SIZE_CONFIG, ConfigType.INT, DEFAULT_TASK_BATCH_SIZE, Range.at_least(1), Importance.LOW,
-            "The maximum number of records the source task can read from the file each time it is polled")
+    .define(
+        FILE_CONFIG,
+        ConfigType.STRING,
+        None,
+        None,
+        Importance.HIGH,
+        "Source filename. If not specified, the standard input will be used",
+    )
+    .define(
+        TOPIC_CONFIG,
+        ConfigType.STRING,
+        validator=_single_topic,
+        importance=Importance.HIGH,
+        documentation="The topic to publish data to",
+    )
+    .define(
+        TASK_BATCH_SIZE_CONFIG,
+        ConfigType.INT,
+        DEFAULT_TASK_BATCH_SIZE,
+        Range.at_least(1),
+        Importance.LOW,
+        "The maximum number of records the source task can read from the file each time it is "
+        "polled",
+    )
 )
 
 
@@ -105,7 +122,10 @@ class FileStreamSourceConnector(SourceConnector):
             ConfigException: If ``topic`` is missing or lists several topics.
         """
         parsed = CONFIG_DEF.parse(props)
-        self._props = {TOPIC_CONFIG: parsed[TOPIC_CONFIG], TASK_BATCH_SIZE_CONFIG: str(parsed[TASK_BATCH_SIZE_CONFIG])}
+        self._props = {
+            TOPIC_CONFIG: parsed[TOPIC_CONFIG],
+            TASK_BATCH_SIZE_CONFIG: str(parsed[TASK_BATCH_SIZE_CONFIG]),
+        }
         if parsed[FILE_CONFIG]:
             self._props[FILE_CONFIG] = parsed[FILE_CONFIG]
 
@@ -122,9 +142,15 @@ class FileStreamSourceConnector(SourceConnector):
 
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
         """Supported for files (positions can be replayed), not for stdin."""
-        return ExactlyOnceSupport.SUPPORTED if props.get(FILE_CONFIG) else ExactlyOnceSupport.UNSUPPORTED
+        return (
+            ExactlyOnceSupport.SUPPORTED
+            if props.get(FILE_CONFIG)
+            else ExactlyOnceSupport.UNSUPPORTED
+        )
 
-    def alter_offsets(self, connector_config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
+    def alter_offsets(
+        self, connector_config: Mapping[str, str], offsets: Mapping[Any, Any]
+    ) -> bool:
         """Accept offsets of the form ``{"filename": f} -> {"position": n >= 0}`` (or a reset).
 
         Raises:
@@ -132,7 +158,8 @@ class FileStreamSourceConnector(SourceConnector):
         """
         if not connector_config.get(FILE_CONFIG):
             raise ConnectException(
-                f"Offsets cannot be modified if the '{FILE_CONFIG}' configuration is unspecified. This is because "
+                f"Offsets cannot be modified if the '{FILE_CONFIG}' configuration is "
+                "unspecified. This is because "
                 "stdin is used for input and offsets are not tracked."
             )
         for partition, offset in offsets.items():
@@ -141,7 +168,8 @@ class FileStreamSourceConnector(SourceConnector):
             position = offset.get(POSITION_FIELD) if isinstance(offset, Mapping) else None
             if not isinstance(position, int) or isinstance(position, bool) or position < 0:
                 raise ConnectException(
-                    f"The value for the '{POSITION_FIELD}' key in the offset of partition {partition!r} must be "
+                    f"The value for the '{POSITION_FIELD}' key in the offset of partition "
+                    f"{partition!r} must be "
                     f"a non-negative integer, got {position!r}"
                 )
         return True
@@ -193,12 +221,15 @@ class FileStreamSourceTask(SourceTask):
         position = offset.get(POSITION_FIELD) if offset else None
         if position is not None and (not isinstance(position, int) or isinstance(position, bool)):
             raise ConnectException(
-                f"Offset position {position!r} of file {self._filename} is the incorrect type (expected an integer)"
+                f"Offset position {position!r} of file {self._filename} is the incorrect type "
+                "(expected an integer)"
             )
         self._position = position or 0
 
     def poll(self) -> list[SourceRecord] | None:
-        """Return up to ``batch.size`` complete new lines, or ``[]`` after a short wait if there are none.
+        """Return up to ``batch.size`` complete new lines.
+
+        ``[]`` after a short wait if there are none.
 
         Raises:
             ConnectException: If the file exists but cannot be read.
@@ -218,22 +249,46 @@ class FileStreamSourceTask(SourceTask):
             for raw in lines:
                 if not self._plain_ascii:
                     raw = (raw[:-1] if raw[-1:] == b"\r" else raw).decode("utf-8", "replace")
-                append(SourceRecord(None, None, topic, None, None, None, STRING_SCHEMA, raw, timestamp))
+                append(
+                    SourceRecord(None, None, topic, None, None, None, STRING_SCHEMA, raw, timestamp)
+                )
             return records
         position = self._position
         if self._plain_ascii:  # lines already decoded; characters == bytes
             for text in lines:
                 position += len(text) + 1
-                append(SourceRecord(partition, {POSITION_FIELD: position}, topic, None, None, None, STRING_SCHEMA,
-                                    text, timestamp))
+                append(
+                    SourceRecord(
+                        partition,
+                        {POSITION_FIELD: position},
+                        topic,
+                        None,
+                        None,
+                        None,
+                        STRING_SCHEMA,
+                        text,
+                        timestamp,
+                    )
+                )
             self._position = position
             return records
         for raw in lines:
             position += len(raw) + 1
             if raw[-1:] == b"\r":
                 raw = raw[:-1]
-            append(SourceRecord(partition, {POSITION_FIELD: position}, topic, None, None, None, STRING_SCHEMA,
-                                raw.decode("utf-8", "replace"), timestamp))
+            append(
+                SourceRecord(
+                    partition,
+                    {POSITION_FIELD: position},
+                    topic,
+                    None,
+                    None,
+                    None,
+                    STRING_SCHEMA,
+                    raw.decode("utf-8", "replace"),
+                    timestamp,
+                )
+            )
         self._position = position
         return records
 
@@ -247,7 +302,7 @@ class FileStreamSourceTask(SourceTask):
             end = data.rfind(b"\n") + 1
             self._partial = data[end:]
             if end:
-                complete = data[:end - 1]
+                complete = data[: end - 1]
                 # Fast path: pure ASCII without CRs decodes in one call instead of per line.
                 self._plain_ascii = complete.isascii() and b"\r" not in complete
                 self._lines = (complete.decode("ascii") if self._plain_ascii else complete).split(
@@ -280,12 +335,16 @@ class FileStreamSourceTask(SourceTask):
             stream = open(self._filename, "rb", buffering=0)  # noqa: SIM115 - closed in stop()
         except FileNotFoundError:
             if not self._warned_missing:
-                log.warning("Couldn't find file %s for FileStreamSourceTask, waiting for it to be created",
-                            self._filename)
+                log.warning(
+                    "Couldn't find file %s for FileStreamSourceTask, waiting for it to be created",
+                    self._filename,
+                )
                 self._warned_missing = True
             return False
         except OSError as exc:
-            raise ConnectException(f"Error while trying to open file {self._filename}: {exc}") from exc
+            raise ConnectException(
+                f"Error while trying to open file {self._filename}: {exc}"
+            ) from exc
         if self._position:
             stream.seek(self._position)
             log.debug("Skipped to offset %d of %s", self._position, self._filename)

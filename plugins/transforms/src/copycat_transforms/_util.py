@@ -67,7 +67,8 @@ class KeySide:
         if changes:
             return record.new_record(key_schema=schema, key=value, **changes)
         copy = _KEY_COPIERS.get(type(record)) or add_copier(
-            _KEY_COPIERS, record, "key_schema", "key")
+            _KEY_COPIERS, record, "key_schema", "key"
+        )
         return copy(record, schema, value)
 
 
@@ -78,8 +79,9 @@ _KEY_COPIERS: dict[type, Callable[..., Any]] = {}
 _VALUE_COPIERS: dict[type, Callable[..., Any]] = {}
 
 
-def add_copier(cache: dict[type, Callable[..., Any]], record: ConnectRecord,
-               *attributes: str) -> Callable[..., Any]:
+def add_copier(
+    cache: dict[type, Callable[..., Any]], record: ConnectRecord, *attributes: str
+) -> Callable[..., Any]:
     """Make ``type(record).copier(*attributes)`` and remember it in ``cache``."""
     copy = cache[type(record)] = type(record).copier(*attributes)
     return copy
@@ -106,7 +108,8 @@ class ValueSide:
         if changes:
             return record.new_record(value_schema=schema, value=value, **changes)
         copy = _VALUE_COPIERS.get(type(record)) or add_copier(
-            _VALUE_COPIERS, record, "value_schema", "value")
+            _VALUE_COPIERS, record, "value_schema", "value"
+        )
         return copy(record, schema, value)
 
 

@@ -109,8 +109,9 @@ class RegexRouter(VersionedPlugin, Transformation[ConnectRecord]):
         else:
             first = regex.search(topic)
             assert first is not None
-            new_topic = (topic[: first.start()] + expand(first, self._replacement)
-                         + topic[first.end():])
+            new_topic = (
+                topic[: first.start()] + expand(first, self._replacement) + topic[first.end() :]
+            )
         if len(self._routes) >= _MAX_ROUTES:
             self._routes.clear()
         self._routes[topic] = new_topic
