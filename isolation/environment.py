@@ -163,9 +163,13 @@ class PluginEnvironment:
         """Start a plugin host for this location (a zipapp host has its zip attached)."""
         python = self.python
         host = PluginHost(python, name=name, isolated_site=self.is_zip, **kwargs)
-        host.start()
-        if self.is_zip:
-            host.request("attach", str(self.location))
+        try:
+            host.start()
+            if self.is_zip:
+                host.request("attach", str(self.location))
+        except BaseException:
+            host.close()
+            raise
         return host
 
     def probe(self) -> dict[str, Any]:

@@ -15,13 +15,11 @@ Exceptions::
 from __future__ import annotations
 
 import collections
-import ctypes
 import logging
 import os
 import select
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -29,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import plugin_api
-from isolation import allocator
+from isolation import allocator, launcher
 from isolation._hostside import copycat_wire as wire
 from plugin_api import ConfigException, ConnectException, DataException, RetriableException
 
@@ -38,17 +36,36 @@ log = logging.getLogger("copycat.isolation")
 HOSTSIDE_DIR = Path(__file__).resolve().parent / "_hostside"
 # Generous for a cold interpreter importing a plugin with heavy dependencies on a busy machine.
 DEFAULT_START_TIMEOUT_S = 60.0
-# A single poll()/put() batch that takes longer than this is treated as a hung plugin.
+# Default deadline of one plugin call (start, validate, poll, put, ...) when the worker
+# configures none (its key is plugin.call.timeout.ms): past it the plugin counts as hung and
+# its host is killed.
 DEFAULT_CALL_TIMEOUT_S = 300.0
-# Lines of the host's stderr kept for crash reports; enough for a long Python traceback.
+# Lines of the host's output kept for crash reports; enough for a long Python traceback.
 STDERR_TAIL_LINES = 200
+# A crash report quotes at most this much of that tail (the end of it): a traceback fits,
+# a plugin printing megabytes before it dies does not flood statuses and logs.
+STDERR_TAIL_MAX_CHARS = 16_384
+# Longer output lines are cut: one line of a plugin's output is one log record.
+MAX_OUTPUT_LINE_CHARS = 4_096
+# Plugin output is relayed to the worker's log at most this many lines a second on average,
+# with bursts up to OUTPUT_BURST_LINES; beyond that lines are counted, not logged, so a
+# plugin printing in a loop cannot fill the worker's disk or drown its own log.
+OUTPUT_LINES_PER_S = 200.0
+OUTPUT_BURST_LINES = 2_000
+# How often a host that is being rate limited gets a line saying how much was dropped.
+SUPPRESSED_REPORT_INTERVAL_S = 10.0
 # How long a host gets to exit after a shutdown request before it is killed.
 SHUTDOWN_GRACE_S = 5.0
-_PR_SET_PDEATHSIG = 1
+# glibc reserves address space per malloc arena (64 MiB each, one per thread that
+# allocates); under an address-space limit that reservation, not real use, would fail first.
+LIMITED_MALLOC_ARENAS = "2"
 
+# argv: plugin_api dir, host-side dir, memory limit in bytes (0: none), then the host's own.
 _BOOTSTRAP = (
-    "import sys; api, hostdir, *rest = sys.argv[1:]; sys.path[0:0] = [api, hostdir]; "
-    "import copycat_host; copycat_host.main(rest)"
+    launcher.PDEATHSIG_PRELUDE + "api, hostdir, limit, *rest = sys.argv[1:]; "
+    "import resource; int(limit) and resource.setrlimit(resource.RLIMIT_AS, "
+    "(int(limit), int(limit))); "
+    "sys.path[0:0] = [api, hostdir]; import copycat_host; copycat_host.main(rest)"
 )
 
 
@@ -108,12 +125,6 @@ def remote_error(plugin: str, info: Mapping[str, Any]) -> RemotePluginError:
     return _REMOTE_BY_KIND.get(info["kind"], RemotePluginError)(plugin, info)
 
 
-def _die_with_parent() -> None:
-    """Run in the child before exec: a killed worker must not leave plugin hosts behind."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def plugin_api_root() -> Path:
     """A directory holding only the runtime's ``plugin_api`` package, for the hosts' sys.path.
 
@@ -149,8 +160,47 @@ def describe_exit(returncode: int | None) -> str:
     return f"exited with code {returncode}"
 
 
+_SUPPRESSED = "plugin output over %d lines/s: %d lines not logged"
+
+
+class _OutputLimiter:
+    """Token bucket over plugin output lines (see OUTPUT_LINES_PER_S)."""
+
+    def __init__(self, rate: float = OUTPUT_LINES_PER_S, burst: int = OUTPUT_BURST_LINES) -> None:
+        self.rate = rate
+        self.burst = float(burst)
+        self.tokens = float(burst)
+        self.last = time.monotonic()
+        self.suppressed = 0
+        self.last_report = self.last
+
+    def allow(self) -> bool:
+        now = time.monotonic()
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        self.suppressed += 1
+        return False
+
+    def report_due(self) -> int:
+        """How many lines were dropped since the last report, if a report is due (else 0)."""
+        now = time.monotonic()
+        if not self.suppressed or now - self.last_report < SUPPRESSED_REPORT_INTERVAL_S:
+            return 0
+        dropped, self.suppressed, self.last_report = self.suppressed, 0, now
+        return dropped
+
+
 class PluginHost:
-    """One plugin host process and the channel to it. Thread-safe: one request at a time."""
+    """One plugin host process and the channel to it.
+
+    Thread-safety: one request at a time (a second caller waits for the channel). Any thread
+    may call :meth:`kill`, e.g. to reclaim a host whose plugin hangs while another thread
+    waits for its answer; that waiting thread then gets :class:`PluginHostCrashed` naming the
+    reason. :meth:`close` and :meth:`kill` never close file descriptors under a reader.
+    """
 
     def __init__(
         self,
@@ -161,11 +211,17 @@ class PluginHost:
         env: Mapping[str, str] | None = None,
         call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
         isolated_site: bool = False,
+        memory_limit_bytes: int = 0,
+        on_exit: Callable[[PluginHostCrashed], None] | None = None,
     ) -> None:
         self.python = str(python)
         self.name = name
         self.callbacks = dict(callbacks or {})
         self.call_timeout_s = call_timeout_s
+        self.memory_limit_bytes = memory_limit_bytes
+        # Called (on the output relay thread) when the host exits while nobody is closing it
+        # or waiting for an answer from it: a host dying between requests is noticed too.
+        self.on_exit = on_exit
         # -S: no site-packages at all (zipapp hosts run on the base interpreter).
         self._site_flags = ["-I", "-S"] if isolated_site else ["-I"]
         self._env = dict(env) if env is not None else None
@@ -179,6 +235,10 @@ class PluginHost:
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
         self._next_id = 0
         self._pending_op: str | None = None
+        self._reading = False  # a thread is inside result(), reading the channel
+        self._closing = False
+        self._kill_reason: str | None = None
+        self._relay: threading.Thread | None = None
         self.failure: PluginHostError | None = None
         self.info: dict[str, Any] = {}
 
@@ -191,6 +251,8 @@ class PluginHost:
             wire.enlarge_pipe(fd)
         env = dict(self._env if self._env is not None else os.environ)
         env.update(allocator.child_environment(env))
+        if self.memory_limit_bytes and "MALLOC_ARENA_MAX" not in env:
+            env["MALLOC_ARENA_MAX"] = LIMITED_MALLOC_ARENAS
         env["COPYCAT_PLUGIN"] = self.name
         env.pop("PYTHONPATH", None)
         regions = [wire.SharedRegion.create(f"copycat-{self.name}-{way}") for way in ("in", "out")]
@@ -201,26 +263,27 @@ class PluginHost:
             regions = [None, None]
         self._to_host_region, self._from_host_region = regions
         region_fds = [region.fd for region in regions if region is not None]
+        bootstrap = _BOOTSTRAP.replace("{parent}", str(os.getpid()))
         cmd = [
             self.python,
             *self._site_flags,
             "-c",
-            _BOOTSTRAP,
+            bootstrap,
             str(plugin_api_root()),
             str(HOSTSIDE_DIR),
+            str(self.memory_limit_bytes),
             str(to_host_r),
             str(from_host_w),
             *map(str, region_fds),
         ]
         try:
-            self._proc = subprocess.Popen(
+            self._proc = launcher.spawn(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 pass_fds=(to_host_r, from_host_w, *region_fds),
                 env=env,
-                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
                 close_fds=True,
             )
         except OSError as exc:
@@ -233,19 +296,47 @@ class PluginHost:
         os.close(to_host_r)
         os.close(from_host_w)
         self._to_host, self._from_host = to_host_w, from_host_r
-        threading.Thread(
+        self._relay = threading.Thread(
             target=self._relay_output, name=f"host-log-{self.name}", daemon=True
-        ).start()
+        )
+        self._relay.start()
         self.info = self.request("hello", timeout_s=timeout_s)
         return self.info
 
     def _relay_output(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
+        """Relay the host's output to the log (bounded), keep its tail, notice its exit."""
+        proc = self._proc
+        assert proc is not None and proc.stdout is not None
         plugin_log = logging.getLogger(f"copycat.plugin.{self.name}")
-        for raw in self._proc.stdout:
+        limiter = _OutputLimiter()
+        for raw in proc.stdout:
             line = raw.decode("utf-8", "replace").rstrip("\n")
+            if len(line) > MAX_OUTPUT_LINE_CHARS:
+                line = line[:MAX_OUTPUT_LINE_CHARS] + f"... [{len(line)} chars]"
             self._stderr_tail.append(line)
-            plugin_log.info("%s", line)
+            if limiter.allow():
+                plugin_log.info("%s", line)
+            dropped = limiter.report_due()
+            if dropped:
+                plugin_log.warning(
+                    "plugin output over %d lines/s: %d lines not logged",
+                    OUTPUT_LINES_PER_S,
+                    dropped,
+                )
+        if limiter.suppressed:
+            plugin_log.warning(
+                "plugin output over %d lines/s: %d lines not logged",
+                OUTPUT_LINES_PER_S,
+                limiter.suppressed,
+            )
+        proc.wait()
+        if self.on_exit is not None and not self._closing and self._pending_op is None:
+            reason = self._exit_reason()
+            tail = self.stderr_tail()
+            message = f"plugin host for {self.name} (pid {proc.pid}) {reason}"
+            if tail:
+                message += f"; last output:\n{tail}"
+            self.on_exit(PluginHostCrashed(message, reason, tail))
 
     @property
     def pid(self) -> int | None:
@@ -256,23 +347,60 @@ class PluginHost:
         return self._proc is not None and self._proc.poll() is None and self.failure is None
 
     def stderr_tail(self) -> str:
-        return "\n".join(self._stderr_tail)
+        """The last lines the host printed, at most STDERR_TAIL_MAX_CHARS of them."""
+        text = "\n".join(self._stderr_tail)
+        if len(text) > STDERR_TAIL_MAX_CHARS:
+            text = "[...]\n" + text[-STDERR_TAIL_MAX_CHARS:].split("\n", 1)[-1]
+        return text
+
+    def kill(self, reason: str | None = None) -> None:
+        """SIGKILL the host now; safe from any thread, also while another waits on it.
+
+        A thread waiting for an answer gets :class:`PluginHostCrashed` carrying ``reason``.
+        The channel is released by :meth:`close` (or by that waiting thread's owner).
+        """
+        if reason is not None and self._kill_reason is None:
+            self._kill_reason = reason
+        if self._proc is not None and self._proc.poll() is None:
+            try:
+                self._proc.kill()
+            except ProcessLookupError:
+                pass
 
     def close(self, timeout_s: float = SHUTDOWN_GRACE_S) -> None:
-        """Ask the host to exit, kill it if it does not, and release the channel."""
+        """Ask the host to exit, kill it if it does not, and release the channel.
+
+        Called by the host's owner. A request still pending (submitted but not collected,
+        e.g. a task stopped mid-poll) is abandoned: the host is killed instead of asked.
+        """
         if self._proc is None:
             return
-        if self.alive:
+        self._closing = True
+        if self.alive and self._pending_op is None:
             try:
                 self.request("shutdown", timeout_s=timeout_s)
             except PluginHostError:
                 pass
-        self._reap(timeout_s)
+        if self._pending_op is not None:
+            self.kill(self._kill_reason or "closed while a request was pending")
+            if not self._reading:
+                # Nobody will collect the abandoned answer: release the channel here.
+                self._pending_op = None
+                self._release()
+        if not self._lock.acquire(timeout=timeout_s + SHUTDOWN_GRACE_S):
+            log.error("plugin host %s: a reader kept its channel; killing it", self.name)
+            self.kill()
+            self._lock.acquire()
+        try:
+            self._reap(timeout_s)
+        finally:
+            self._lock.release()
 
-    def kill(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.kill()
-        self._reap(SHUTDOWN_GRACE_S)
+    def _release(self) -> None:
+        try:
+            self._lock.release()
+        except RuntimeError:
+            pass
 
     def _reap(self, timeout_s: float) -> None:
         assert self._proc is not None
@@ -281,6 +409,8 @@ class PluginHost:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        if self._relay is not None and self._relay is not threading.current_thread():
+            self._relay.join(SHUTDOWN_GRACE_S)  # the last lines reach the log and the tail
         for fd in (self._to_host, self._from_host):
             if fd >= 0:
                 try:
@@ -326,8 +456,8 @@ class PluginHost:
         try:
             if self.failure is not None:
                 raise self.failure
-            if self._proc is None:
-                raise PluginHostError(f"plugin host for {self.name} was never started")
+            if self._proc is None or self._to_host < 0:
+                raise PluginHostError(f"plugin host for {self.name} was never started or closed")
             self._pending_op = op
             try:
                 write(self._to_host)
@@ -348,6 +478,7 @@ class PluginHost:
         op = self._pending_op
         if op is None:
             raise PluginHostError(f"no request pending on plugin host {self.name}")
+        self._reading = True
         try:
             timeout = timeout_s or self.call_timeout_s
             deadline = time.monotonic() + timeout
@@ -357,16 +488,19 @@ class PluginHost:
                 if kind == "ok":
                     return reply[1]
                 if kind == "err":
-                    raise remote_error(self.name, reply[1])
+                    raise remote_error(self.name, self._explained(reply[1]))
                 if kind == "cb":
                     self._answer_callback(reply[1], reply[2])
                     continue
                 raise PluginHostError(f"unexpected message {kind!r} from host {self.name}")
-        except (wire.ChannelClosed, BrokenPipeError) as exc:
+        except (wire.ChannelClosed, BrokenPipeError, OSError) as exc:
+            if isinstance(exc, PluginHostError):
+                raise
             raise self._crashed(op) from exc
         finally:
+            self._reading = False
             self._pending_op = None
-            self._lock.release()
+            self._release()
 
     def _read(self, deadline: float, op: str, timeout: float) -> tuple[Any, ...]:
         remaining = deadline - time.monotonic()
@@ -396,6 +530,24 @@ class PluginHost:
                 self._to_host_region,
             )
 
+    def _explained(self, info: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A plugin's MemoryError under a memory limit says which limit it hit."""
+        if self.memory_limit_bytes and info.get("type") == "builtins.MemoryError":
+            limit = f"plugin.host.memory.max.bytes={self.memory_limit_bytes}"
+            return {**info, "message": f"out of memory ({limit}) {info['message']}".rstrip()}
+        return info
+
+    def _exit_reason(self) -> str:
+        assert self._proc is not None
+        reason = describe_exit(self._proc.returncode)
+        if self._kill_reason is not None:
+            reason = f"{reason}: {self._kill_reason}"
+        elif self.memory_limit_bytes and "MemoryError" in self.stderr_tail():
+            reason = (
+                f"{reason}: out of memory (plugin.host.memory.max.bytes={self.memory_limit_bytes})"
+            )
+        return reason
+
     def _crashed(self, op: str) -> PluginHostCrashed:
         assert self._proc is not None
         try:
@@ -403,8 +555,9 @@ class PluginHost:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
-        time.sleep(0.05)  # let the relay thread drain the last lines of stderr
-        reason = describe_exit(self._proc.returncode)
+        if self._relay is not None and self._relay is not threading.current_thread():
+            self._relay.join(SHUTDOWN_GRACE_S)  # the last lines of output reach the tail
+        reason = self._exit_reason()
         tail = self.stderr_tail()
         message = f"plugin host for {self.name} (pid {self._proc.pid}) {reason} during {op}"
         if tail:
