@@ -141,6 +141,11 @@ class _Orders:
         return self._next[group]
 
 
+def _nullable_at_least_zero(name: str, value: object) -> None:
+    if value is not None:
+        Range.at_least(0)(name, value)
+
+
 def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
     c, t, p, e = COMMON_GROUP, TRANSFORMS_GROUP, PREDICATES_GROUP, ERROR_GROUP
     d.define(
@@ -227,6 +232,19 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
         order(c),
         Width.MEDIUM,
         "Reload action",
+    )
+    d.define(
+        "plugin.host.memory.max.bytes",
+        _T.LONG,
+        None,
+        _nullable_at_least_zero,
+        _LOW,
+        "Address-space limit of this connector's plugin hosts (its own and its tasks'); "
+        "unset = the worker's plugin.host.memory.max.bytes, 0 = none.",
+        c,
+        order(c),
+        Width.SHORT,
+        "Plugin host memory limit",
     )
     d.define(
         "transforms",

@@ -26,11 +26,13 @@ from typing import Any, Protocol
 
 from plugin_api.config import config_infos
 
+from core import secrets
 from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
 from core.plugins import PluginCatalogue
 from core.status import Status
 from isolation.environment import PluginDescriptor
+from isolation.host import DEFAULT_CALL_TIMEOUT_S
 from plugin_api import ConfigException, ConnectException
 
 __all__ = [
@@ -42,6 +44,7 @@ __all__ = [
     "Herder",
     "HerderError",
     "NotFoundError",
+    "RequestTimeoutError",
     "TargetState",
 ]
 
@@ -77,6 +80,12 @@ class ConflictError(HerderError):
 
 class AlreadyExistsError(ConflictError):
     pass
+
+
+class RequestTimeoutError(HerderError):
+    """The operation a REST call asked for did not finish in time; it goes on regardless."""
+
+    status = 500
 
 
 class TargetState(enum.Enum):
@@ -164,7 +173,8 @@ def normalized_plugin_name(name: str) -> str:
 def status_entry(status: Status, scrub: Resolved | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {"state": status.state.value, "worker_id": status.worker_id}
     if status.trace:  # Kafka omits an empty trace (@JsonInclude(NON_EMPTY))
-        body["trace"] = scrub.scrub(status.trace) if scrub is not None else status.trace
+        trace = scrub.scrub(status.trace) if scrub is not None else status.trace
+        body["trace"] = secrets.scrub(trace)
     if status.version:
         body["version"] = status.version
     return body
@@ -176,6 +186,8 @@ class AbstractHerder:
     catalogue: PluginCatalogue
     resolver: ConfigResolver
     topic_creation_enabled: bool = True
+    # Deadline of each plugin call made for validation (plugin.call.timeout.ms).
+    plugin_call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
 
     # -- plugins -------------------------------------------------------------------------------
 
@@ -205,7 +217,9 @@ class AbstractHerder:
 
     def _plugin_infos(self, plugin: PluginDescriptor, props: Mapping[str, str]) -> dict[str, Any]:
         """The plugin's own ``config/validate`` body, computed in a short-lived plugin host."""
-        host = self.catalogue.environment(plugin).start_host(f"validate:{plugin.name}")
+        host = self.catalogue.environment(plugin).start_host(
+            f"validate:{plugin.name}", call_timeout_s=self.plugin_call_timeout_s
+        )
         try:
             infos: dict[str, Any] = host.request(
                 "validate", host.new_object(plugin.target), dict(props)

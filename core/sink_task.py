@@ -40,6 +40,9 @@ BUSY_CONSUME_TIMEOUT_S = 0.01
 # Backoff before a put() that raised RetriableException is retried with the same batch, when
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
+# Consumer errors that mean a subscribed topic does not exist (yet): Kafka Connect's sink
+# waits for it, and librdkafka picks it up once created.
+_WAIT_FOR_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC})
 # The errant record reporter may report records of earlier batches (an asynchronous sink);
 # their original bytes are kept this many batches back for the dead letter queue.
 RECENT_BATCHES_FOR_REPORTS = 4
@@ -214,12 +217,15 @@ class SinkTaskLoop:
                 if first is not None:
                     messages = [first, *consumer.consume(MAX_RECORDS_PER_PUT - 1, 0)]
         self._raise_if_failed()
-        errors = [msg.error() for msg in messages]
-        if errors.count(None) != len(errors):
+        # A KafkaError compared with None raises inside list.count(): test identity instead.
+        if any([msg.error() is not None for msg in messages]):
             clean = []
-            for msg, err in zip(messages, errors, strict=True):
+            for msg in messages:
+                err = msg.error()
                 if err is None:
                     clean.append(msg)
+                elif err.code() in _WAIT_FOR_TOPIC:
+                    log.debug("sink task %s: waiting for topic: %s", self.name, err.str())
                 elif err.code() != KafkaError._PARTITION_EOF:
                     raise wrap_kafka_error(err, f"sink task {self.name} consumer")
             messages = clean

@@ -21,15 +21,18 @@ import signal
 import subprocess
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka.admin import AdminClient
 from plugin_api.connector import freeze_partition
 
+from core import secrets
 from core.bundled import ensure_bundled_plugins
 from core.config_providers import Resolved
 from core.devbroker import DevBroker
@@ -41,11 +44,13 @@ from core.herder import (
     ConflictError,
     ForbiddenError,
     NotFoundError,
+    RequestTimeoutError,
     TargetState,
 )
 from core.offsets import FileOffsetStore
 from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
+from core.serial import KeyedSerialExecutor
 from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
 from core.status import State, Status, failure_trace
 from core.worker import Worker
@@ -55,8 +60,16 @@ from plugin_api import ConfigException, ConnectException, TopicPartition
 
 log = logging.getLogger("copycat.standalone")
 
+T = TypeVar("T")
+
 # How long GET / waits for the broker to name its cluster id at start-up.
 CLUSTER_ID_TIMEOUT_S = 10.0
+# How long a REST call waits for its operation on a connector (Kafka's REST request timeout).
+# The operation goes on after that: the call answers 500 "Request timed out", as Kafka does.
+REST_REQUEST_TIMEOUT_S = 90.0
+# Extra time a delete or stop gives a connector operation already running (e.g. a start that
+# hangs) beyond the graceful timeout, before that operation's plugin host is killed.
+RECLAIM_MARGIN_S = 1.0
 _NOT_STOPPED = (
     "Connectors must be in the STOPPED state before their offsets can be modified. "
     "This can be done for the specified connector by issuing a 'PUT' request to the "
@@ -89,6 +102,7 @@ class _Deployed:
     kind: str
     task_configs: list[dict[str, str]] = field(default_factory=list)
     resolved: Resolved | None = None
+    deleted: bool = False
 
 
 def _software_version() -> tuple[str, str]:
@@ -136,16 +150,21 @@ class StandaloneHerder(AbstractHerder):
         self.config = WorkerConfig.from_properties(props, str(worker_file or "<worker config>"))
         self.connector_files = [ConnectorFile(p, load_connector_file(p)) for p in connector_files]
         self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
+        secrets.install_log_scrubber()  # before any config is resolved or plugin speaks
         self.extensions = plugin_manager(self.config)
         self.resolver = config_resolver(self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
+        self.plugin_call_timeout_s = self.config.get("plugin.call.timeout.ms") / 1000
         self.worker_id = f"standalone-{uuid.uuid4().hex[:8]}"
         self.broker: DevBroker | None = None
         self.worker: Worker | None = None
         self.catalogue = PluginCatalogue([])
         self.stopped = threading.Event()
         self._ready = threading.Event()
+        # Guards the bookkeeping of ``_connectors`` only; never held across a plugin call.
         self._lock = threading.RLock()
+        # Operations on one connector run in order on that connector's thread (core/serial.py).
+        self._ops = KeyedSerialExecutor("connector")
         self._connectors: dict[str, _Deployed] = {}
         self._topics: dict[str, set[str]] = {}
         self._cluster_id: str | None = None
@@ -226,9 +245,10 @@ class StandaloneHerder(AbstractHerder):
             self._cluster_id = metadata_.cluster_id
         except Exception as exc:  # noqa: BLE001 - GET / then shows null, as Kafka would fail later
             log.warning("could not read the Kafka cluster id: %s", exc)
-        with self._lock:
-            for cf in self.connector_files:
-                self._deploy(cf.name, cf.props, TargetState.STARTED)
+        for cf in self.connector_files:  # in command-line order, as Kafka's standalone mode
+            with self._lock:
+                self._add(cf.name, cf.props, TargetState.STARTED)
+            self._ops.submit(cf.name, "start", partial(self._start, cf.name)).result()
         self._ready.set()
 
     def run(self, rest: bool = True) -> int:
@@ -257,9 +277,22 @@ class StandaloneHerder(AbstractHerder):
 
     def shutdown(self) -> None:
         self._ready.clear()
+        worker = self.worker
+        if worker is not None:
+            log.info("stopping connectors")
+            for name in list(self._connectors):
+                self._reclaim_if_stuck(name)
+            stopping = [
+                self._ops.submit(name, "shutdown", partial(self._stop, name))
+                for name in list(self._connectors)
+            ]
+            for future in stopping:
+                try:
+                    future.result(worker.graceful_timeout_s * 2 + RECLAIM_MARGIN_S)
+                except Exception as exc:  # noqa: BLE001 - shutting down regardless
+                    log.warning("a connector did not stop cleanly: %s", exc)
         with self._lock:
             if self.worker is not None:
-                log.info("stopping connectors")
                 self.worker.stop()
                 self.worker = None
             self._admin = None  # its librdkafka threads go with it
@@ -281,7 +314,7 @@ class StandaloneHerder(AbstractHerder):
         if not self._lock.acquire(timeout=timeout_s):
             return False
         self._lock.release()
-        return True
+        return self.worker is not None
 
     def server_info(self) -> dict[str, Any]:
         return {
@@ -315,10 +348,48 @@ class StandaloneHerder(AbstractHerder):
         except ConfigException:
             return "unknown"
 
-    def _deploy(self, name: str, config: Mapping[str, str], target: TargetState) -> None:
-        self._connectors[name] = _Deployed(dict(config), target, self._kind(config))
+    def _add(self, name: str, config: Mapping[str, str], target: TargetState) -> _Deployed:
+        """Record a new connector (caller holds the lock); its start is queued separately."""
+        deployed = _Deployed(dict(config), target, self._kind(config))
+        self._connectors[name] = deployed
         self._topics.setdefault(name, set())
-        self._start(name)
+        worker = self._worker()
+        if worker.status.connector(name) is None:
+            worker.status.set_connector(name, Status(State.UNASSIGNED, worker.worker_id))
+        return deployed
+
+    def _run(self, name: str, what: str, fn: Callable[[], T], *, wait: bool = True) -> T | None:
+        """Run ``fn`` on ``name``'s operation thread, after what is already queued there.
+
+        Waits up to REST_REQUEST_TIMEOUT_S for it (unless ``wait`` is false); the operation
+        goes on if the wait times out. Called from that thread itself, runs ``fn`` inline.
+        """
+        if self._ops.on_own_thread(name):
+            return fn()
+        future = self._ops.submit(name, what, fn)
+        if not wait:
+            return None
+        try:
+            return future.result(REST_REQUEST_TIMEOUT_S)
+        except FutureTimeout:
+            raise RequestTimeoutError(
+                f"Request timed out: {what} of connector {name} is still in progress"
+            ) from None
+
+    def _reclaim_if_stuck(self, name: str) -> None:
+        """A delete or stop is waiting behind an operation that may hang in plugin code:
+        after the graceful timeout, kill the host of a connector start still in progress."""
+        worker = self.worker
+        if worker is None or self._ops.running(name) is None:
+            return
+        timer = threading.Timer(
+            worker.graceful_timeout_s + RECLAIM_MARGIN_S,
+            lambda: worker.reclaim(
+                name, f"abandoned after {worker.graceful_timeout_s:g} s: connector removed"
+            ),
+        )
+        timer.daemon = True
+        timer.start()
 
     def _fail_connector(self, name: str, exc: BaseException, scrub: Resolved | None) -> None:
         message = scrub.scrub(str(exc)) if scrub else str(exc)
@@ -334,7 +405,11 @@ class StandaloneHerder(AbstractHerder):
         )
 
     def _start(self, name: str) -> None:
-        worker, deployed = self._worker(), self._connectors[name]
+        """Start the connector and its tasks per its target state (its operation thread)."""
+        deployed = self._connectors.get(name)
+        if deployed is None or deployed.deleted:
+            return
+        worker = self._worker()
         if deployed.target is TargetState.STOPPED:
             deployed.task_configs = []
             worker.status.remove_connector(name)
@@ -353,7 +428,8 @@ class StandaloneHerder(AbstractHerder):
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
             if name in worker.connectors:
                 worker.stop_connector(name)
-            self._fail_connector(name, exc, resolved)
+            if not deployed.deleted:
+                self._fail_connector(name, exc, resolved)
             return
         task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
         deployed.task_configs = [
@@ -362,21 +438,26 @@ class StandaloneHerder(AbstractHerder):
         for task_id in worker.status.tasks_of(name):
             if task_id >= len(task_configs):
                 worker.status.remove_task(name, task_id)
+        if deployed.target is TargetState.PAUSED:
+            worker.pause(name, True)
         for task_id, task_config in enumerate(task_configs):
             worker.start_task(name, task_id, task_config)
-        if deployed.target is TargetState.PAUSED:
-            self._pause(name, True)
+        self._apply_target(name)
 
     def _stop(self, name: str) -> None:
         worker = self._worker()
         self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_connector(name)
 
-    def _pause(self, name: str, paused: bool) -> None:
-        worker = self._worker()
-        worker.pause(name, paused)
+    def _apply_target(self, name: str) -> None:
+        """Bring running tasks in line with the target state (no plugin call: flags only)."""
+        deployed = self._connectors.get(name)
+        worker = self.worker
+        if deployed is None or worker is None or deployed.target is TargetState.STOPPED:
+            return
+        worker.pause(name, deployed.target is TargetState.PAUSED)
         connector = worker.connectors.get(name)
-        for task_id, runner in connector.tasks.items() if connector else ():
+        for task_id, runner in list(connector.tasks.items()) if connector else ():
             if runner.failed:  # a failed task stays FAILED through pause/resume
                 worker.status.update_task(name, task_id, state=State.FAILED)
 
@@ -391,8 +472,6 @@ class StandaloneHerder(AbstractHerder):
         if name not in worker.connectors:
             return
         worker.start_task(name, task, self._resolved_task_config(name, task))
-        if self._connectors[name].target is TargetState.PAUSED:
-            self._pause(name, True)
 
     # -- Herder: connectors ---------------------------------------------------------------
 
@@ -400,7 +479,10 @@ class StandaloneHerder(AbstractHerder):
         return sorted(self._connectors)
 
     def connector_info(self, name: str) -> dict[str, Any]:
-        deployed = self._get(name)
+        return self._info(name, self._get(name))
+
+    @staticmethod
+    def _info(name: str, deployed: _Deployed) -> dict[str, Any]:
         return {
             "name": name,
             "config": dict(deployed.config),
@@ -423,18 +505,22 @@ class StandaloneHerder(AbstractHerder):
         return {**config, "name": name}
 
     def create_connector(
-        self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState = TargetState.STARTED,
     ) -> dict[str, Any]:
         config = self._named(name, config)
         if name in self._connectors:
             raise AlreadyExistsError(f"Connector {name} already exists")
-        self.ensure_valid(config)
+        self.ensure_valid(config)  # plugin calls: outside any lock
         with self._lock:
             self._worker()
             if name in self._connectors:
                 raise AlreadyExistsError(f"Connector {name} already exists")
-            self._deploy(name, config, initial_state)
-            return self.connector_info(name)
+            deployed = self._add(name, config, initial_state)
+        self._run(name, "start", partial(self._start, name))
+        return self._info(name, deployed)
 
     def put_connector_config(
         self, name: str, config: Mapping[str, str]
@@ -444,13 +530,21 @@ class StandaloneHerder(AbstractHerder):
         with self._lock:
             self._worker()
             deployed = self._connectors.get(name)
+            created = deployed is None
             if deployed is None:
-                self._deploy(name, config, TargetState.STARTED)
-                return True, self.connector_info(name)
-            self._stop(name)
-            deployed.config, deployed.kind = dict(config), self._kind(config)
-            self._start(name)
-            return False, self.connector_info(name)
+                deployed = self._add(name, config, TargetState.STARTED)
+        if created:
+            self._run(name, "start", partial(self._start, name))
+        else:
+            self._run(name, "reconfigure", partial(self._reconfigure, name, deployed, config))
+        return created, self._info(name, deployed)
+
+    def _reconfigure(self, name: str, deployed: _Deployed, config: Mapping[str, str]) -> None:
+        if deployed.deleted:
+            return
+        self._stop(name)
+        deployed.config, deployed.kind = dict(config), self._kind(config)
+        self._start(name)
 
     def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
         current = self._get(name).config
@@ -460,12 +554,22 @@ class StandaloneHerder(AbstractHerder):
 
     def delete_connector(self, name: str) -> None:
         with self._lock:
-            self._get(name)
-            worker = self._worker()
-            worker.stop_connector(name)
-            worker.status.remove_connector(name)
-            del self._connectors[name]
-            self._topics.pop(name, None)
+            deployed = self._get(name)
+            self._worker()
+            if deployed.deleted:  # a concurrent delete got there first
+                raise NotFoundError(f"Connector {name} not found")
+            deployed.deleted = True
+        self._reclaim_if_stuck(name)
+        self._run(name, "delete", partial(self._delete, name, deployed))
+
+    def _delete(self, name: str, deployed: _Deployed) -> None:
+        worker = self._worker()
+        worker.stop_connector(name)
+        with self._lock:
+            if self._connectors.get(name) is deployed:
+                del self._connectors[name]
+                self._topics.pop(name, None)
+                worker.status.remove_connector(name)
 
     def connector_status(self, name: str) -> dict[str, Any]:
         deployed = self._connectors.get(name)
@@ -503,77 +607,89 @@ class StandaloneHerder(AbstractHerder):
     def restart_connector(
         self, name: str, include_tasks: bool, only_failed: bool
     ) -> dict[str, Any] | None:
-        with self._lock:
-            deployed, worker = self._get(name), self._worker()
-            if deployed.target is TargetState.STOPPED:
-                return None if not (include_tasks or only_failed) else self.connector_status(name)
-            if not include_tasks and not only_failed:
-                if name in worker.connectors:
-                    try:
-                        worker.restart_connector_instance(name)
-                    except Exception as exc:  # noqa: BLE001 - shown as FAILED
-                        self._fail_connector(name, exc, deployed.resolved)
-                else:
-                    self._start(name)
-                return None
-            status = self.connector_status(name)
-            restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
-            tasks = [
-                t["id"]
-                for t in status["tasks"]
-                if include_tasks and (not only_failed or t["state"] == "FAILED")
-            ]
-            if restart_connector:
-                status["connector"]["state"] = State.RESTARTING.value
-            for entry in status["tasks"]:
-                if entry["id"] in tasks:
-                    entry["state"] = State.RESTARTING.value
-            if restart_connector and (
-                name not in worker.connectors or len(tasks) == len(deployed.task_configs)
-            ):
-                self._stop(name)
-                self._start(name)
-                return status
-            if restart_connector:
+        self._get(name)
+        self._worker()
+        return self._run(
+            name, "restart", partial(self._restart_connector, name, include_tasks, only_failed)
+        )
+
+    def _restart_connector(
+        self, name: str, include_tasks: bool, only_failed: bool
+    ) -> dict[str, Any] | None:
+        deployed, worker = self._get(name), self._worker()
+        if deployed.target is TargetState.STOPPED:
+            return None if not (include_tasks or only_failed) else self.connector_status(name)
+        if not include_tasks and not only_failed:
+            if name in worker.connectors:
                 try:
                     worker.restart_connector_instance(name)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001 - shown as FAILED
                     self._fail_connector(name, exc, deployed.resolved)
-            for task in tasks:
-                self._restart_task(name, task)
+            else:
+                self._start(name)
+            return None
+        status = self.connector_status(name)
+        restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
+        tasks = [
+            t["id"]
+            for t in status["tasks"]
+            if include_tasks and (not only_failed or t["state"] == "FAILED")
+        ]
+        if restart_connector:
+            status["connector"]["state"] = State.RESTARTING.value
+        for entry in status["tasks"]:
+            if entry["id"] in tasks:
+                entry["state"] = State.RESTARTING.value
+        if restart_connector and (
+            name not in worker.connectors or len(tasks) == len(deployed.task_configs)
+        ):
+            self._stop(name)
+            self._start(name)
             return status
+        if restart_connector:
+            try:
+                worker.restart_connector_instance(name)
+            except Exception as exc:  # noqa: BLE001
+                self._fail_connector(name, exc, deployed.resolved)
+        for task in tasks:
+            self._restart_task(name, task)
+        return status
 
     def restart_task(self, name: str, task: int) -> None:
-        with self._lock:
-            deployed = self._connectors.get(name)
-            if deployed is None or not 0 <= task < len(deployed.task_configs):
-                raise NotFoundError(f"Unknown task: {name}-{task}")
-            self._restart_task(name, task)
+        deployed = self._connectors.get(name)
+        if deployed is None or not 0 <= task < len(deployed.task_configs):
+            raise NotFoundError(f"Unknown task: {name}-{task}")
+        self._worker()
+        self._run(name, "task restart", partial(self._restart_task, name, task))
 
     def pause_connector(self, name: str) -> None:
         with self._lock:
             deployed = self._get(name)
             previous, deployed.target = deployed.target, TargetState.PAUSED
-            if previous is TargetState.STOPPED:
-                self._start(name)
-            else:
-                self._pause(name, True)
+        if previous is TargetState.STOPPED:
+            self._run(name, "pause", partial(self._start, name))
+        else:
+            self._apply_target(name)
 
     def resume_connector(self, name: str) -> None:
         with self._lock:
             deployed = self._get(name)
             previous, deployed.target = deployed.target, TargetState.STARTED
-            if previous is TargetState.STOPPED:
-                self._start(name)
-            elif previous is TargetState.PAUSED:
-                self._pause(name, False)
+        if previous is TargetState.STOPPED:
+            self._run(name, "resume", partial(self._start, name))
+        elif previous is TargetState.PAUSED:
+            self._apply_target(name)
 
     def stop_connector(self, name: str) -> None:
         with self._lock:
             deployed = self._get(name)
             deployed.target = TargetState.STOPPED
-            self._stop(name)
-            self._start(name)  # records STOPPED with no tasks (KIP-875)
+        self._reclaim_if_stuck(name)
+        self._run(name, "stop", partial(self._stop_and_record, name))
+
+    def _stop_and_record(self, name: str) -> None:
+        self._stop(name)
+        self._start(name)  # records STOPPED with no tasks (KIP-875)
 
     # -- Herder: offsets (KIP-875) -------------------------------------------------------------
 
@@ -603,7 +719,7 @@ class StandaloneHerder(AbstractHerder):
             deployed.config.get("connector.plugin.version"),
         )
         resolved = self.resolver.resolve(deployed.config)
-        host = self.catalogue.environment(plugin).start_host(f"offsets:{plugin.name}")
+        host = self._worker().start_host(plugin, f"offsets:{plugin.name}", resolved.config)
         try:
             handle = host.new_object(plugin.target)
             return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
@@ -617,59 +733,69 @@ class StandaloneHerder(AbstractHerder):
             host.close()
 
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
-        with self._lock:
-            deployed = self._require_stopped(name)
-            if not offsets:
-                raise BadRequestError(
-                    "Partitions / offsets need to be provided for an alter offsets request"
-                )
-            if deployed.kind == "sink":
-                parsed = parse_sink_offsets(offsets)
-                handled = self._connector_alter_offsets(
-                    deployed, {TopicPartition(t, p): o for (t, p), o in parsed.items()}
-                )
-                self._sink_offsets(name, deployed).alter(parsed)
-            else:
-                entries = []
-                for entry in offsets:
-                    partition, offset = entry.get("partition"), entry.get("offset")
-                    if not isinstance(partition, dict):
-                        raise BadRequestError("Source partitions may not be null")
-                    if offset is not None and not isinstance(offset, dict):
-                        raise BadRequestError("Source offsets must be JSON objects or null")
-                    entries.append((partition, offset))
-                handled = self._connector_alter_offsets(
-                    deployed, {freeze_partition(p): o for p, o in entries}
-                )
-                store = self._worker().offsets
-                store.put(name, entries)
-                store.flush()
-            return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="altered")
+        self._require_stopped(name)
+        message = self._run(name, "alter offsets", partial(self._alter_offsets, name, offsets))
+        assert message is not None
+        return message
+
+    def _alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        deployed = self._require_stopped(name)
+        if not offsets:
+            raise BadRequestError(
+                "Partitions / offsets need to be provided for an alter offsets request"
+            )
+        if deployed.kind == "sink":
+            parsed = parse_sink_offsets(offsets)
+            handled = self._connector_alter_offsets(
+                deployed, {TopicPartition(t, p): o for (t, p), o in parsed.items()}
+            )
+            self._sink_offsets(name, deployed).alter(parsed)
+        else:
+            entries = []
+            for entry in offsets:
+                partition, offset = entry.get("partition"), entry.get("offset")
+                if not isinstance(partition, dict):
+                    raise BadRequestError("Source partitions may not be null")
+                if offset is not None and not isinstance(offset, dict):
+                    raise BadRequestError("Source offsets must be JSON objects or null")
+                entries.append((partition, offset))
+            handled = self._connector_alter_offsets(
+                deployed, {freeze_partition(p): o for p, o in entries}
+            )
+            store = self._worker().offsets
+            store.put(name, entries)
+            store.flush()
+        return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="altered")
 
     def reset_connector_offsets(self, name: str) -> str:
-        with self._lock:
-            deployed = self._require_stopped(name)
-            if deployed.kind == "sink":
-                current = self._sink_offsets(name, deployed).get()
-                handled = self._connector_alter_offsets(
-                    deployed,
-                    {
-                        TopicPartition(
-                            r["partition"]["kafka_topic"], r["partition"]["kafka_partition"]
-                        ): None
-                        for r in current
-                    },
-                )
-                self._sink_offsets(name, deployed).reset()
-            else:
-                store = self._worker().offsets
-                rows = store.connector_offsets(name)
-                handled = self._connector_alter_offsets(
-                    deployed, {freeze_partition(p): None for p, _ in rows}
-                )
-                store.put(name, [(p, None) for p, _ in rows])
-                store.flush()
-            return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")
+        self._require_stopped(name)
+        message = self._run(name, "reset offsets", partial(self._reset_offsets, name))
+        assert message is not None
+        return message
+
+    def _reset_offsets(self, name: str) -> str:
+        deployed = self._require_stopped(name)
+        if deployed.kind == "sink":
+            current = self._sink_offsets(name, deployed).get()
+            handled = self._connector_alter_offsets(
+                deployed,
+                {
+                    TopicPartition(
+                        r["partition"]["kafka_topic"], r["partition"]["kafka_partition"]
+                    ): None
+                    for r in current
+                },
+            )
+            self._sink_offsets(name, deployed).reset()
+        else:
+            store = self._worker().offsets
+            rows = store.connector_offsets(name)
+            handled = self._connector_alter_offsets(
+                deployed, {freeze_partition(p): None for p, _ in rows}
+            )
+            store.put(name, [(p, None) for p, _ in rows])
+            store.flush()
+        return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")
 
     # -- Herder: active topics (KIP-558) ---------------------------------------------------------
 

@@ -26,7 +26,13 @@ from core.status import State, Status, StatusBoard, failure_trace
 from core.topics import TopicCreator
 from isolation import allocator
 from isolation.environment import PluginDescriptor
-from isolation.host import PluginHost, RemotePluginError
+from isolation.host import (
+    DEFAULT_CALL_TIMEOUT_S,
+    SHUTDOWN_GRACE_S,
+    PluginHost,
+    PluginHostCrashed,
+    RemotePluginError,
+)
 from plugin_api import ConfigException, ConnectException
 
 log = logging.getLogger("copycat.worker")
@@ -75,36 +81,71 @@ class _Connector:
     handle: int
     version: str
     tasks: dict[int, _TaskRunner] = field(default_factory=dict)
+    stopping: bool = False
 
 
 class _TaskRunner(threading.Thread):
-    """A thread that drives one task loop until stopped or failed."""
+    """A thread that starts one task in its plugin host and drives its loop until stopped.
+
+    The task's host is spawned and the task's ``start()`` called on this thread, as Kafka's
+    WorkerTask does, so a task that hangs in ``start()`` holds up nothing but itself: its
+    call's deadline (plugin.call.timeout.ms) or a stop reclaims it by killing its host.
+    """
 
     def __init__(
         self,
         worker: Worker,
-        connector: str,
+        connector: _Connector,
         task_id: int,
-        host: PluginHost,
-        loop: SourceTaskLoop | SinkTaskLoop,
+        task_props: Mapping[str, str],
         commit_interval_s: float,
+        paused: bool,
     ) -> None:
-        super().__init__(name=f"task-{connector}-{task_id}", daemon=True)
+        super().__init__(name=f"task-{connector.name}-{task_id}", daemon=True)
         self.worker = worker
-        self.connector = connector
+        self.connector = connector.name
         self.task_id = task_id
-        self.host = host
-        self.loop = loop
+        self.task_props: dict[str, str] = dict(task_props)
+        self._plugin = connector.plugin
+        self._props = connector.props
+        self._version = connector.version
         self.commit_interval_s = commit_interval_s
+        self.host: PluginHost | None = None
+        self.loop: SourceTaskLoop | SinkTaskLoop | None = None
+        self.reporter: ErrorReporter | None = None
         self.stopping = threading.Event()
         self.paused = threading.Event()
+        if paused:
+            self.paused.set()
+        self.started = threading.Event()  # set once start() returned (or failed)
         self.failed = False
         self.started_at = time.monotonic()
-        self.task_props: dict[str, str] = {}
-        self.reporter: ErrorReporter | None = None
 
     def run(self) -> None:
-        loop = self.loop
+        worker, name = self.worker, self.connector
+        try:
+            self.loop = worker._build_task(self, self._plugin, self._props)
+        except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
+            self._close_quietly()
+            self.started.set()
+            if self.stopping.is_set():
+                return  # stopped (its host killed) while starting: not a failure
+            self.failed = True
+            log.error("task %s-%d failed to start: %s", name, self.task_id, exc)
+            worker.status.set_task(
+                name, self.task_id, Status(State.FAILED, worker.worker_id, trace=failure_trace(exc))
+            )
+            worker.task_failed(self)
+            return
+        if not self.stopping.is_set():
+            state = State.PAUSED if self.paused.is_set() else State.RUNNING
+            worker.status.set_task(
+                name, self.task_id, Status(state, worker.worker_id, version=self._version)
+            )
+        self.started.set()
+        self._run_loop(self.loop)
+
+    def _run_loop(self, loop: SourceTaskLoop | SinkTaskLoop) -> None:
         try:
             if isinstance(loop, SinkTaskLoop):
                 loop.start()
@@ -129,33 +170,56 @@ class _TaskRunner(threading.Thread):
                 Status(State.FAILED, self.worker.worker_id, trace=failure_trace(exc)),
             )
         finally:
-            self._shut_down()
+            self._shut_down(loop)
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
 
-    def _shut_down(self) -> None:
+    def _shut_down(self, loop: SourceTaskLoop | SinkTaskLoop) -> None:
         timeout = self.worker.graceful_timeout_s
         try:
-            if isinstance(self.loop, SinkTaskLoop):
-                self.loop.stop(commit=not self.failed)
+            if isinstance(loop, SinkTaskLoop):
+                loop.stop(commit=not self.failed)
             else:
                 # Even when the task failed, what the broker acknowledged is safe to commit:
                 # wait for outstanding acks (up to the graceful timeout) and store them.
-                self.loop.stop(timeout)
+                loop.stop(timeout)
         except Exception as exc:  # noqa: BLE001
             log.warning("task %s-%d did not stop cleanly: %s", self.connector, self.task_id, exc)
         finally:
-            self.host.close()
-            if self.reporter is not None:
-                self.reporter.close()
+            self._close_quietly()
             if not self.failed:
                 self.worker.status.set_task(
                     self.connector, self.task_id, Status(State.UNASSIGNED, self.worker.worker_id)
                 )
 
+    def _close_quietly(self) -> None:
+        try:
+            if self.host is not None:
+                self.host.close(self.worker.graceful_timeout_s)
+        finally:
+            if self.reporter is not None:
+                self.reporter.close()
+
+    def kill_host(self, reason: str) -> None:
+        """Reclaim a task that does not stop (or start) in time: kill its plugin host."""
+        host = self.host
+        if host is not None:
+            host.kill(reason)
+
+    def wait_started(self, timeout_s: float | None = None) -> bool:
+        """Wait until the task's ``start()`` returned or failed (tests, diagnostics)."""
+        return self.started.wait(timeout_s)
+
 
 class Worker:
-    """Runs connectors and their tasks; knows nothing of how they were assigned to it."""
+    """Runs connectors and their tasks; knows nothing of how they were assigned to it.
+
+    Every call into plugin code has a deadline: ``plugin.call.timeout.ms`` for starts,
+    validation, task configs and the data path, ``task.shutdown.graceful.timeout.ms`` for
+    stops. Methods that call a connector's plugin block their caller (the herder runs them
+    on that connector's own operation thread, see :mod:`core.serial`); tasks start and run on
+    threads of their own.
+    """
 
     def __init__(
         self,
@@ -177,11 +241,42 @@ class Worker:
         self.graceful_timeout_s = (
             int(self.props.get("task.shutdown.graceful.timeout.ms", 5000)) / 1000
         )
+        self.call_timeout_s = (
+            int(self.props.get("plugin.call.timeout.ms", DEFAULT_CALL_TIMEOUT_S * 1000)) / 1000
+        )
+        self.memory_limit_bytes = int(self.props.get("plugin.host.memory.max.bytes", 0))
         self.commit_interval_s = int(self.props.get("offset.flush.interval.ms", 60000)) / 1000
         self._restart_attempts: dict[tuple[str, int], int] = {}
+        # Hosts spawned for a connector and not yet registered (a start in progress), so a
+        # delete can reclaim a start that hangs.
+        self._starting: dict[str, PluginHost] = {}
+        self._lock = threading.Lock()
         # Task loops allocate and free a batch of records at a time (isolation/allocator.py).
         allocator.tune_this_process()
         allocator.tune_gc()
+
+    # -- plugin hosts --------------------------------------------------------------------------
+
+    def memory_limit(self, props: Mapping[str, str]) -> int:
+        """``plugin.host.memory.max.bytes`` of a connector: its own value, else the worker's."""
+        own = props.get("plugin.host.memory.max.bytes")
+        return int(own) if own not in (None, "") else self.memory_limit_bytes
+
+    def start_host(
+        self,
+        plugin: PluginDescriptor,
+        name: str,
+        props: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> PluginHost:
+        """A plugin host for ``plugin`` with the worker's deadlines and memory limit."""
+        env = self.catalogue.environment(plugin)
+        return env.start_host(
+            name,
+            call_timeout_s=self.call_timeout_s,
+            memory_limit_bytes=self.memory_limit(props or {}),
+            **kwargs,
+        )
 
     # -- connectors ------------------------------------------------------------------------
 
@@ -196,35 +291,52 @@ class Worker:
             "connector", props["connector.class"], props.get("connector.plugin.version")
         )
 
-    def validate_plugin_config(self, props: Mapping[str, str]) -> dict[str, Any]:
-        """The connector plugin's own ``config/validate`` body, computed in a plugin host."""
-        plugin = self.resolve_connector(props)
-        host = self.catalogue.environment(plugin).start_host(f"validate:{plugin.name}")
-        try:
-            handle = host.new_object(plugin.target)
-            infos: dict[str, Any] = host.request("validate", handle, dict(props))
-            return infos
-        finally:
-            host.close()
-
     def start_connector(self, name: str, props: Mapping[str, str]) -> str:
+        """Start the connector instance in a host of its own; blocks (deadlines apply)."""
         plugin = self.resolve_connector(props)
-        env = self.catalogue.environment(plugin)
-        host = env.start_host(f"{name}:connector")
+        host = self._spawn_connector_host(name, plugin, props)
         try:
             handle = host.new_object(plugin.target)
             host.call(handle, "start", dict(props))
             version = str(host.call(handle, "version"))
         except BaseException as exc:
-            host.close()
+            self._starting.pop(name, None)
+            host.close(self.graceful_timeout_s)
             self.status.set_connector(
                 name, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
             )
             raise
-        self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
+        with self._lock:
+            self._starting.pop(name, None)
+            self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
         self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
         log.info("connector %s started (%s %s)", name, plugin.class_name, version)
         return version
+
+    def _spawn_connector_host(
+        self, name: str, plugin: PluginDescriptor, props: Mapping[str, str]
+    ) -> PluginHost:
+        holder: list[PluginHost] = []
+
+        def on_exit(crash: PluginHostCrashed) -> None:
+            if holder:
+                self._connector_host_died(name, holder[0], crash)
+
+        host = self.start_host(plugin, f"{name}:connector", props, on_exit=on_exit)
+        holder.append(host)
+        with self._lock:
+            self._starting[name] = host
+        return host
+
+    def _connector_host_died(self, name: str, host: PluginHost, crash: PluginHostCrashed) -> None:
+        """A connector's host exited between calls (killed, crashed): the connector FAILED."""
+        connector = self.connectors.get(name)
+        if connector is None or connector.host is not host or connector.stopping:
+            return
+        log.error("connector %s failed: %s", name, crash)
+        self.status.set_connector(
+            name, Status(State.FAILED, self.worker_id, trace=failure_trace(crash))
+        )
 
     def task_configs(self, name: str) -> list[dict[str, str]]:
         connector = self.connectors[name]
@@ -239,143 +351,169 @@ class Worker:
         return [{str(k): str(v) for k, v in c.items()} for c in configs]
 
     def stop_connector(self, name: str) -> None:
-        """Stop the connector's tasks (gracefully, within the shared timeout), then itself."""
+        """Stop the connector's tasks, then itself, each within the graceful timeout."""
         if name not in self.connectors:
             return
+        self.connectors[name].stopping = True
         self.stop_tasks(name)
-        connector = self.connectors.pop(name)
+        with self._lock:
+            connector = self.connectors.pop(name)
+        self._stop_connector_instance(connector)
+        self.status.set_connector(name, Status(State.UNASSIGNED, self.worker_id))
+
+    def _stop_connector_instance(self, connector: _Connector) -> None:
+        connector.stopping = True
         try:
             if connector.host.alive:
-                connector.host.call(connector.handle, "stop")
+                connector.host.request(
+                    "call",
+                    connector.handle,
+                    "stop",
+                    (),
+                    None,
+                    timeout_s=self.graceful_timeout_s,
+                )
         except Exception as exc:  # noqa: BLE001
-            log.warning("connector %s did not stop cleanly: %s", name, exc)
+            log.warning("connector %s did not stop cleanly: %s", connector.name, exc)
         finally:
-            connector.host.close()
-        self.status.set_connector(name, Status(State.UNASSIGNED, self.worker_id))
+            connector.host.close(self.graceful_timeout_s)
+
+    def reclaim(self, name: str, reason: str) -> None:
+        """Kill the host of a connector start that is still in progress (it hangs)."""
+        with self._lock:
+            host = self._starting.pop(name, None)
+        if host is not None:
+            log.error("connector %s: %s; killing its plugin host", name, reason)
+            host.kill(reason)
 
     # -- tasks -------------------------------------------------------------------------------
 
-    def start_task(self, name: str, task_id: int, task_props: Mapping[str, str]) -> None:
+    def start_task(self, name: str, task_id: int, task_props: Mapping[str, str]) -> _TaskRunner:
+        """Start a task on its own thread and return at once; its status becomes RUNNING (or
+        PAUSED) when its ``start()`` returns, FAILED if that fails."""
         connector = self.connectors[name]
-        props = connector.props
-        env = self.catalogue.environment(connector.plugin)
-        host = env.start_host(
+        paused = self.status.connector(name) is not None and (
+            self.status.connector(name).state is State.PAUSED  # type: ignore[union-attr]
+        )
+        runner = _TaskRunner(self, connector, task_id, task_props, self.commit_interval_s, paused)
+        previous = connector.tasks.get(task_id)
+        if previous is not None and previous.is_alive():
+            raise ConnectException(f"task {name}-{task_id} is already running")
+        connector.tasks[task_id] = runner
+        self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
+        runner.start()
+        return runner
+
+    def _build_task(
+        self, runner: _TaskRunner, plugin: PluginDescriptor, props: Mapping[str, str]
+    ) -> SourceTaskLoop | SinkTaskLoop:
+        """On the task's thread: its host, pipeline, clients and loop, with the task started."""
+        name, task_id, task_props = runner.connector, runner.task_id, runner.task_props
+        env = self.catalogue.environment(plugin)
+        host = self.start_host(
+            plugin,
             f"{name}-{task_id}",
+            props,
             callbacks={"offsets": lambda partitions: self.offsets.get(name, partitions)},
         )
-        try:
-            task_target = host.request("task_class", host.new_object(connector.plugin.target))
-            pipeline = self._pipeline(host, str(env.location), props)
-            pipeline["errors"] = {k: v for k, v in props.items() if k.startswith("errors.")}
-            handle = host.next_handle()
-            reporter = ErrorReporter(
-                name,
-                task_id,
-                props,
-                producer_config=client_config(
+        runner.host = host
+        if runner.stopping.is_set():
+            raise ConnectException(f"task {name}-{task_id} was stopped while it started")
+        task_target = host.request("task_class", host.new_object(plugin.target))
+        pipeline = self._pipeline(host, str(env.location), props)
+        pipeline["errors"] = {k: v for k, v in props.items() if k.startswith("errors.")}
+        handle = host.next_handle()
+        reporter = ErrorReporter(
+            name,
+            task_id,
+            props,
+            producer_config=client_config(
+                self.client_props,
+                {
+                    "acks": "all",
+                    "enable.idempotence": True,
+                    "client.id": f"connector-dlq-producer-{name}-{task_id}",
+                },
+                prefixed(self.props, "producer."),
+                prefixed(props, "producer.override."),
+            ),
+            admin_config=client_config(
+                self.client_props,
+                prefixed(self.props, "admin."),
+                prefixed(props, "admin.override."),
+            ),
+        )
+        runner.reporter = reporter
+        if plugin.kind == "source":
+            started = host.request(
+                "start_source_task", handle, task_target, dict(task_props), pipeline
+            )
+            producer = Producer(
+                client_config(
                     self.client_props,
-                    {
-                        "acks": "all",
-                        "enable.idempotence": True,
-                        "client.id": f"connector-dlq-producer-{name}-{task_id}",
-                    },
+                    SOURCE_PRODUCER_DEFAULTS,
+                    {"client.id": f"connector-producer-{name}-{task_id}"},
                     prefixed(self.props, "producer."),
                     prefixed(props, "producer.override."),
-                ),
-                admin_config=client_config(
+                )
+            )
+            creator = TopicCreator(
+                client_config(
                     self.client_props,
                     prefixed(self.props, "admin."),
                     prefixed(props, "admin.override."),
                 ),
+                props,
+                enabled=self.props.get("topic.creation.enable", "true").lower() == "true",
             )
-            loop: SourceTaskLoop | SinkTaskLoop
-            if connector.plugin.kind == "source":
-                started = host.request(
-                    "start_source_task", handle, task_target, dict(task_props), pipeline
-                )
-                producer = Producer(
-                    client_config(
-                        self.client_props,
-                        SOURCE_PRODUCER_DEFAULTS,
-                        {"client.id": f"connector-producer-{name}-{task_id}"},
-                        prefixed(self.props, "producer."),
-                        prefixed(props, "producer.override."),
-                    )
-                )
-                creator = TopicCreator(
-                    client_config(
-                        self.client_props,
-                        prefixed(self.props, "admin."),
-                        prefixed(props, "admin.override."),
-                    ),
-                    props,
-                    enabled=self.props.get("topic.creation.enable", "true").lower() == "true",
-                )
-                loop = SourceTaskLoop(
-                    name,
-                    task_id,
-                    host,
-                    handle,
-                    producer,
-                    self.offsets,
-                    creator,
-                    wants_acks=started["wants_acks"],
-                    errors=reporter,
-                )
-            else:
-                errant = (
-                    bool(props.get("errors.deadletterqueue.topic.name"))
-                    or props.get("errors.tolerance", "none") == "all"
-                )
-                host.request(
-                    "start_sink_task", handle, task_target, dict(task_props), pipeline, errant
-                )
-
-                def on_commit(error: Any, partitions: Any) -> None:
-                    sink_loop.on_commit(error, partitions)  # bound below, before any consume()
-
-                consumer = Consumer(
-                    client_config(
-                        self.client_props,
-                        SINK_CONSUMER_DEFAULTS,
-                        {
-                            "group.id": f"connect-{name}",
-                            "client.id": f"connector-consumer-{name}-{task_id}",
-                            "on_commit": on_commit,
-                        },
-                        prefixed(self.props, "consumer."),
-                        prefixed(props, "consumer.override."),
-                    )
-                )
-                topics = [t.strip() for t in props.get("topics", "").split(",") if t.strip()]
-                loop = sink_loop = SinkTaskLoop(
-                    name,
-                    task_id,
-                    host,
-                    handle,
-                    consumer,
-                    topics=topics,
-                    topics_regex=props.get("topics.regex") or None,
-                    commit_interval_ms=int(self.commit_interval_s * 1000),
-                    errors=reporter,
-                )
-        except BaseException as exc:
-            host.close()
-            self.status.set_task(
-                name, task_id, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
+            source_loop = SourceTaskLoop(
+                name,
+                task_id,
+                host,
+                handle,
+                producer,
+                self.offsets,
+                creator,
+                wants_acks=started["wants_acks"],
+                errors=reporter,
             )
-            log.error("task %s-%d failed to start: %s", name, task_id, exc)
-            return
-        runner = _TaskRunner(self, name, task_id, host, loop, self.commit_interval_s)
-        if isinstance(loop, SourceTaskLoop):
-            loop.should_stop = runner.stopping.is_set
-        runner.task_props = dict(task_props)
-        runner.reporter = reporter
-        connector.tasks[task_id] = runner
-        self.status.set_task(
-            name, task_id, Status(State.RUNNING, self.worker_id, version=connector.version)
+            source_loop.should_stop = runner.stopping.is_set
+            return source_loop
+        errant = (
+            bool(props.get("errors.deadletterqueue.topic.name"))
+            or props.get("errors.tolerance", "none") == "all"
         )
-        runner.start()
+        host.request("start_sink_task", handle, task_target, dict(task_props), pipeline, errant)
+
+        def on_commit(error: Any, partitions: Any) -> None:
+            sink_loop.on_commit(error, partitions)  # bound below, before any consume()
+
+        consumer = Consumer(
+            client_config(
+                self.client_props,
+                SINK_CONSUMER_DEFAULTS,
+                {
+                    "group.id": f"connect-{name}",
+                    "client.id": f"connector-consumer-{name}-{task_id}",
+                    "on_commit": on_commit,
+                },
+                prefixed(self.props, "consumer."),
+                prefixed(props, "consumer.override."),
+            )
+        )
+        topics = [t.strip() for t in props.get("topics", "").split(",") if t.strip()]
+        sink_loop = SinkTaskLoop(
+            name,
+            task_id,
+            host,
+            handle,
+            consumer,
+            topics=topics,
+            topics_regex=props.get("topics.regex") or None,
+            commit_interval_ms=int(self.commit_interval_s * 1000),
+            errors=reporter,
+        )
+        return sink_loop
 
     def stop_tasks(self, name: str, timeout_s: float | None = None) -> None:
         """Stop every task of ``name``: signal all, then wait (the timeout is shared)."""
@@ -383,31 +521,36 @@ class Worker:
         if connector is None:
             return
         runners = list(connector.tasks.values())
+        self._stop_runners(name, runners, timeout_s)
+        connector.tasks.clear()
+
+    def _stop_runners(self, name: str, runners: list[_TaskRunner], timeout_s: float | None) -> None:
         for runner in runners:
             runner.stopping.set()
-        deadline = time.monotonic() + (
-            timeout_s if timeout_s is not None else self.graceful_timeout_s
-        )
+        timeout = timeout_s if timeout_s is not None else self.graceful_timeout_s
+        deadline = time.monotonic() + timeout
         for runner in runners:
             runner.join(max(0.0, deadline - time.monotonic()))
             if runner.is_alive():
                 log.error(
-                    "task %s-%d did not stop within the graceful timeout; killing its plugin host",
+                    "task %s-%d did not stop within the graceful timeout (%g s); killing its "
+                    "plugin host",
                     name,
                     runner.task_id,
+                    timeout,
                 )
-                runner.host.kill()
-                runner.join(5)
-        connector.tasks.clear()
+                runner.kill_host(f"task did not stop within {timeout:g} s")
+                runner.join(SHUTDOWN_GRACE_S)
 
     def pause(self, name: str, paused: bool) -> None:
         connector = self.connectors.get(name)
         if connector is None:
             return
         state = State.PAUSED if paused else State.RUNNING
-        for task_id, runner in connector.tasks.items():
+        for task_id, runner in list(connector.tasks.items()):
             (runner.paused.set if paused else runner.paused.clear)()
-            self.status.update_task(name, task_id, state=state)
+            if runner.started.is_set() and not runner.failed:
+                self.status.update_task(name, task_id, state=state)
         self.status.set_connector(name, Status(state, self.worker_id, version=connector.version))
 
     def stop(self) -> None:
@@ -496,40 +639,26 @@ class Worker:
         """Stop one task of ``name`` (gracefully, then by killing its host)."""
         connector = self.connectors.get(name)
         runner = connector.tasks.pop(task_id, None) if connector is not None else None
-        if runner is None:
-            return
-        runner.stopping.set()
-        runner.join(timeout_s if timeout_s is not None else self.graceful_timeout_s)
-        if runner.is_alive():
-            log.error(
-                "task %s-%d did not stop within the graceful timeout; killing its plugin host",
-                name,
-                task_id,
-            )
-            runner.host.kill()
-            runner.join(5)
+        if runner is not None:
+            self._stop_runners(name, [runner], timeout_s)
 
     def restart_connector_instance(self, name: str) -> None:
         """Stop and start the connector object only (KIP-745 restart); its tasks keep running."""
         connector = self.connectors[name]
-        try:
-            if connector.host.alive:
-                connector.host.call(connector.handle, "stop")
-        except Exception as exc:  # noqa: BLE001
-            log.warning("connector %s did not stop cleanly: %s", name, exc)
-        finally:
-            connector.host.close()
-        host = self.catalogue.environment(connector.plugin).start_host(f"{name}:connector")
+        self._stop_connector_instance(connector)
+        host = self._spawn_connector_host(name, connector.plugin, connector.props)
         try:
             handle = host.new_object(connector.plugin.target)
             host.call(handle, "start", dict(connector.props))
         except BaseException as exc:
-            host.close()
+            self._starting.pop(name, None)
+            host.close(self.graceful_timeout_s)
             self.status.set_connector(
                 name, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
             )
             raise
-        connector.host, connector.handle = host, handle
+        self._starting.pop(name, None)
+        connector.host, connector.handle, connector.stopping = host, handle, False
         self.status.set_connector(
             name, Status(State.RUNNING, self.worker_id, version=connector.version)
         )
@@ -546,7 +675,7 @@ class Worker:
                 try:
                     if isinstance(loop, SourceTaskLoop):
                         topics.update(set(loop._topics_seen))
-                    else:
+                    elif isinstance(loop, SinkTaskLoop):
                         topics.update(t for t, _p in set(loop._assigned))
                     break
                 except RuntimeError:

@@ -215,6 +215,27 @@ def _build() -> ConfigDef:
         "Time to wait for tasks to stop, in total across all tasks.",
     )
     d.define(
+        "plugin.call.timeout.ms",
+        _T.LONG,
+        _FIVE_MINUTES_MS,
+        Range.at_least(1),
+        _LOW,
+        "Deadline of each call into plugin code other than a stop (start, validate, task "
+        "configs, poll, put, pre_commit, ...). A plugin that has not answered by then counts "
+        "as hung: its host is killed and its connector or task fails with that reason. Stops "
+        "get task.shutdown.graceful.timeout.ms.",
+    )
+    d.define(
+        "plugin.host.memory.max.bytes",
+        _T.LONG,
+        0,
+        Range.at_least(0),
+        _LOW,
+        "Address-space limit (RLIMIT_AS) of each plugin host process; 0 means none. A host "
+        "over it fails its connector or task with an out-of-memory reason, never the worker. "
+        "Connectors may set their own value.",
+    )
+    d.define(
         "offset.flush.interval.ms",
         _T.LONG,
         _ONE_MINUTE_MS,

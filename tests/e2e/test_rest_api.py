@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,19 @@ def _assert_error(response: httpx.Response, status: int, contains: str = "") -> 
 def _state(http: httpx.Client, name: str) -> tuple[str, list[str]]:
     body = http.get(f"/connectors/{name}/status").json()
     return body["connector"]["state"], [t["state"] for t in body["tasks"]]
+
+
+def _settled(
+    http: httpx.Client, name: str, expected: tuple[str, list[str]], timeout_s: float = 30
+) -> tuple[str, list[str]]:
+    """The state once it is ``expected`` (or the last seen): tasks start asynchronously, so
+    they are UNASSIGNED until their start() returns, as in Kafka Connect."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        seen = _state(http, name)
+        if seen == expected or time.monotonic() > deadline:
+            return seen
+        time.sleep(0.05)
 
 
 # -- root ----------------------------------------------------------------------------------------
@@ -257,18 +271,18 @@ def test_pause_resume_stop_and_initial_state(
         ).status_code
         == 201
     )
-    assert _state(http, name) == ("PAUSED", ["PAUSED"])
+    assert _settled(http, name, ("PAUSED", ["PAUSED"])) == ("PAUSED", ["PAUSED"])
     assert http.put(f"/connectors/{name}/resume").status_code == 202
-    assert _state(http, name) == ("RUNNING", ["RUNNING"])
+    assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
     assert http.put(f"/connectors/{name}/pause").status_code == 202
     assert http.put(f"/connectors/{name}/pause").status_code == 202  # idempotent
-    assert _state(http, name) == ("PAUSED", ["PAUSED"])
+    assert _settled(http, name, ("PAUSED", ["PAUSED"])) == ("PAUSED", ["PAUSED"])
     assert http.put(f"/connectors/{name}/stop").status_code == 204
-    assert _state(http, name) == ("STOPPED", [])
+    assert _settled(http, name, ("STOPPED", [])) == ("STOPPED", [])
     assert http.get(f"/connectors/{name}").json()["tasks"] == []
     assert http.get(f"/connectors/{name}/tasks").json() == []
     assert http.put(f"/connectors/{name}/resume").status_code == 202
-    assert _state(http, name) == ("RUNNING", ["RUNNING"])
+    assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
     http.delete(f"/connectors/{name}")
 
     stopped = _name("stopped")
@@ -283,7 +297,7 @@ def test_pause_resume_stop_and_initial_state(
         ).status_code
         == 201
     )
-    assert _state(http, stopped) == ("STOPPED", [])
+    assert _settled(http, stopped, ("STOPPED", [])) == ("STOPPED", [])
     http.delete(f"/connectors/{stopped}")
 
 
@@ -293,7 +307,7 @@ def test_restart_semantics(http: httpx.Client, tmp_path: Path, topic_name: str) 
     http.post("/connectors", json={"name": name, "config": config})
     legacy = http.post(f"/connectors/{name}/restart")
     assert legacy.status_code == 204 and legacy.content == b""
-    assert _state(http, name) == ("RUNNING", ["RUNNING"])
+    assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
 
     # nothing failed: onlyFailed restarts nothing, and says so
     only_failed = http.post(
@@ -308,10 +322,10 @@ def test_restart_semantics(http: httpx.Client, tmp_path: Path, topic_name: str) 
     assert everything.status_code == 202
     assert everything.json()["connector"]["state"] == "RESTARTING"
     assert [t["state"] for t in everything.json()["tasks"]] == ["RESTARTING"]
-    assert _state(http, name) == ("RUNNING", ["RUNNING"])
+    assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
 
     assert http.post(f"/connectors/{name}/tasks/0/restart").status_code == 204
-    assert _state(http, name) == ("RUNNING", ["RUNNING"])
+    assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
     _assert_error(http.post(f"/connectors/{name}/tasks/7/restart"), 404, f"Unknown task: {name}-7")
     http.delete(f"/connectors/{name}")
 

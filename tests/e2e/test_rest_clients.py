@@ -156,7 +156,12 @@ def test_kafka_connect_py_client(worker: RestWorker, tmp_path: Path, topic_name:
     )
     assert client.get_connector("py-client")["type"] == "source"
     assert client.get_connector_config("py-client")["file"] == str(source)
-    assert client.get_connector_status("py-client")["tasks"][0]["state"] == "RUNNING"
+    # Tasks start asynchronously (UNASSIGNED until their start() returns), as in Kafka.
+    wait_for(
+        lambda: client.get_connector_status("py-client")["tasks"][0]["state"] == "RUNNING",
+        30,
+        "the task to run",
+    )
     assert client.list_connector_tasks("py-client")[0]["id"]["task"] == 0
     assert client.get_connector_task_status("py-client", 0)["state"] == "RUNNING"
     client.restart_connector_task("py-client", 0)

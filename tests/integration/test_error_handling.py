@@ -139,7 +139,7 @@ def _worker(catalogue: PluginCatalogue, bootstrap: str, **extra: str) -> Worker:
 def _start(worker: Worker, name: str, props: dict[str, str]) -> None:
     worker.start_connector(name, {"name": name, **props})
     for task_id, cfg in enumerate(worker.task_configs(name)):
-        worker.start_task(name, task_id, cfg)
+        assert worker.start_task(name, task_id, cfg).wait_started(60)
 
 
 def _lines(path: Path) -> list[str]:

@@ -100,7 +100,7 @@ def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
     }
     worker = _worker(catalogue, bootstrap_servers)
     worker.start_connector(name, props)
-    worker.start_task(name, 0, worker.task_configs(name)[0])
+    assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
     try:
         wait_for(
             lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 500,
@@ -155,7 +155,7 @@ def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
         name,
         {"name": name, "connector.class": "FileStreamSink", "topics": topic_name, "file": str(out)},
     )
-    worker.start_task(name, 0, worker.task_configs(name)[0])
+    assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
     runner = worker.connectors[name].tasks[0]
     wait_for(lambda: runner.loop.records_put >= 3000, 60, "all records put")
     worker.stop_connector(name)
@@ -190,7 +190,7 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
         name,
         {"name": name, "connector.class": "FileStreamSink", "topics": topic_name, "file": str(out)},
     )
-    worker.start_task(name, 0, worker.task_configs(name)[0])
+    assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
     loop = worker.connectors[name].tasks[0].loop
     try:
         total = sink_task.MAX_RECORDS_PER_PUT + 500

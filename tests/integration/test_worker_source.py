@@ -41,7 +41,7 @@ def test_stopping_a_source_stores_its_last_offset_without_waiting_out_the_timeou
             "topic": topic_name,
         },
     )
-    worker.start_task(name, 0, worker.task_configs(name)[0])
+    assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
     loop = worker.connectors[name].tasks[0].loop
     deadline = time.monotonic() + 30
     while loop.records_sent < 1000 and time.monotonic() < deadline:
@@ -92,7 +92,7 @@ def test_a_stalled_broker_stops_polling_and_the_task_can_still_be_stopped(
             "producer.override.queue.buffering.max.messages": "5000",
         },
     )
-    worker.start_task(name, 0, worker.task_configs(name)[0])
+    assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
     runner = worker.connectors[name].tasks[0]
     loop = runner.loop
     time.sleep(3)

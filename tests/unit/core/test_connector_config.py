@@ -56,8 +56,10 @@ def _error(props: dict[str, str], is_sink: bool | None) -> ConfigException:
 
 
 def test_key_sets_match_kafka() -> None:
+    # Ours beyond Kafka's: KIP-891's version pin, and the plugin host's memory limit.
     assert set(SOURCE_CONNECTOR_CONFIG_DEF.names()) == KAFKA_SOURCE_KEYS | {
-        "connector.plugin.version"
+        "connector.plugin.version",
+        "plugin.host.memory.max.bytes",
     }
     assert set(SINK_CONNECTOR_CONFIG_DEF.names()) - set(CONNECTOR_CONFIG_DEF.names()) == {
         "topics",
