@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from core.properties import PropertiesError, parse_properties
+from core.secrets import register as register_secrets
+from core.secrets import scrub_with
 from plugin_api import ConfigException
 
 __all__ = [
@@ -167,11 +169,9 @@ class Resolved:
     """Each substituted value mapped to the placeholder text it replaced."""
 
     def scrub(self, text: str) -> str:
-        """``text`` with every substituted value put back as its placeholder."""
-        for value in sorted(self.secrets, key=len, reverse=True):
-            if value:
-                text = text.replace(value, self.secrets[value])
-        return text
+        """``text`` with every substituted value put back as its placeholder (as a token:
+        see :mod:`core.secrets`)."""
+        return scrub_with(text, self.secrets)
 
 
 class ConfigResolver:
@@ -222,7 +222,7 @@ class ConfigResolver:
                 config key and the placeholder, never a secret.
         """
         out: dict[str, str] = {}
-        secrets: dict[str, str] = {}
+        found_secrets: dict[str, str] = {}
         for key, value in config.items():
             if not isinstance(value, str) or "${" not in value:
                 out[key] = value
@@ -241,11 +241,12 @@ class ConfigResolver:
                     ) from None
                 if name not in found:
                     return match.group(0)
-                secrets[found[name]] = match.group(0)
+                found_secrets[found[name]] = match.group(0)
                 return found[name]
 
             out[key] = PLACEHOLDER.sub(substitute, value)
-        return Resolved(out, secrets)
+        register_secrets(found_secrets)
+        return Resolved(out, found_secrets)
 
     def close(self) -> None:
         for provider in self.providers.values():

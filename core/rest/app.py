@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from core import secrets
 from core.herder import (
     BadRequestError,
     Herder,
@@ -51,6 +52,8 @@ _HTTP_REASONS = {
 
 
 def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    # A message may quote plugin text, and plugin text may quote a resolved secret.
+    message = secrets.scrub(message)
     return JSONResponse(
         {"error_code": status, "message": message}, status_code=status, headers=dict(headers or {})
     )
