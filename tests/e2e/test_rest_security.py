@@ -283,3 +283,66 @@ def test_config_provider_secrets_never_leave_the_worker(
         assert "secretive" in logged  # the log was captured
     assert secret not in logged
     assert secret not in json.dumps(bodies)
+
+
+def test_secrets_in_plugin_errors_and_output_never_reach_logs_traces_or_rest(
+    tmp_path: Path,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
+    topic_name: str,
+) -> None:
+    """A task that raises with a resolved secret in its message, prints it, or fails in a
+    directory whose name merely contains a short resolved value: the worker's log lines,
+    status traces and REST answers carry placeholders, and nothing else is rewritten."""
+    from tests.support.faulty import install_faulty
+
+    secret = f"hunter2-{uuid.uuid4().hex}"
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text(f"password={secret}\nnum=7\n")
+    short_dir = tmp_path / "s7"  # contains the short resolved value "7" inside a word
+    password = f"${{file:{secrets}:password}}"
+    faulty = install_faulty(tmp_path / "faulty")
+    extra = {
+        "plugin.path": f"{bundled_plugin_path},{faulty}",
+        "config.providers": "file",
+        "config.providers.file.class": KAFKA_PROVIDERS + "FileConfigProvider",
+    }
+    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, extra) as worker:
+        bodies: list[str] = []
+        with worker.client() as http:
+
+            def call(method: str, path: str, **kwargs: object) -> httpx.Response:
+                response = http.request(method, path, **kwargs)  # type: ignore[arg-type]
+                bodies.append(response.text)
+                return response
+
+            config = {
+                "connector.class": "FaultySource",
+                "topic": topic_name,
+                "tasks.max": "1",
+                "retries": f"${{file:{secrets}:num}}",
+                "stdout.on.start": f"connecting with password {password}",
+                "fail.with": f"login refused for {password} under {short_dir} (attempt 7)",
+            }
+            assert call("POST", "/connectors", json={"name": "leaky", "config": config})
+            status = wait_for(
+                lambda: (
+                    (s := call("GET", "/connectors/leaky/status").json())["tasks"]
+                    and s["tasks"][0]["state"] == "FAILED"
+                    and s
+                ),
+                30,
+                "the task to fail",
+            )
+            trace = status["tasks"][0]["trace"]
+            assert f"login refused for {password}" in trace  # the placeholder, in place
+            assert f"under {short_dir} (attempt" in trace  # "s7" and "7)" left alone
+            call("GET", "/connectors/leaky/tasks/0/status")
+            call("POST", "/connectors/leaky/restart", params={"includeTasks": "true"})
+            call("DELETE", "/connectors/leaky")
+        logged = "\n".join(worker.log_lines)
+    assert f"connecting with password {password}" in logged  # plugin output, scrubbed
+    assert "login refused for" in logged  # the task's ERROR line, scrubbed
+    assert secret not in logged
+    for body in bodies:
+        assert secret not in body, body

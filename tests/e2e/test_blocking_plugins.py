@@ -1,0 +1,221 @@
+"""A plugin that hangs costs only its own connector (Kafka's BlockingConnectorTest, re-created).
+
+For each place a plugin can hang (connector start, stop, validate, task configs; task start,
+poll, put, stop), while it hangs: REST reads and writes on *other* connectors answer in under
+a second, and the hung plugin is reclaimed (its host killed, its connector or task FAILED or
+gone) once its deadline passes: ``plugin.call.timeout.ms`` for calls, the graceful timeout
+for stops. Before, one hung ``start()`` held the herder's lock for the whole 300 s call
+timeout and froze every write in the worker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.faulty import install_faulty
+from tests.support.processes import host_pids, wait_until
+from tests.support.rest import RestWorker
+
+pytestmark = pytest.mark.integration
+
+CALL_TIMEOUT_MS = 4_000
+GRACEFUL_MS = 2_000
+# What "unaffected" means for another connector's REST calls while a plugin hangs.
+UNAFFECTED_S = 1.0
+
+
+@pytest.fixture(scope="module")
+def worker(
+    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+) -> Iterator[RestWorker]:
+    tmp = tmp_path_factory.mktemp("blocking")
+    faulty = install_faulty(tmp / "plugins")
+    extra = {
+        "plugin.path": f"{bundled_plugin_path},{faulty}",
+        "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
+        "task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS),
+    }
+    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
+        yield w
+
+
+def _config(kind: str, topic: str, **extra: str) -> dict[str, str]:
+    config = {"connector.class": kind, "tasks.max": "1", **extra}
+    if kind == "FaultySource":
+        config["topic"] = topic
+    else:
+        config["topics"] = topic
+    return config
+
+
+def _in_background(call: Callable[[], httpx.Response]) -> tuple[threading.Thread, list[Any]]:
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    thread.start()
+    return thread, result
+
+
+def _hanging(worker: RestWorker, where: str) -> bool:
+    return any(f"faulty: hanging in {where}" in line for line in worker.log_lines)
+
+
+def _other_connector_round_trip(http: httpx.Client, topic: str) -> dict[str, float]:
+    """Create, read, pause, resume and delete an unrelated connector, timing each call."""
+    name = f"other-{uuid.uuid4().hex[:8]}"
+    timings: dict[str, float] = {}
+
+    def timed(what: str, call: Callable[[], httpx.Response], expected: int) -> None:
+        started = time.monotonic()
+        response = call()
+        timings[what] = time.monotonic() - started
+        assert response.status_code == expected, (what, response.text)
+
+    config = _config("FaultySource", topic)
+    timed("create", lambda: http.post("/connectors", json={"name": name, "config": config}), 201)
+    timed("list", lambda: http.get("/connectors"), 200)
+    timed("status", lambda: http.get(f"/connectors/{name}/status"), 200)
+    timed("pause", lambda: http.put(f"/connectors/{name}/pause"), 202)
+    timed("resume", lambda: http.put(f"/connectors/{name}/resume"), 202)
+    timed("delete", lambda: http.delete(f"/connectors/{name}"), 204)
+    return timings
+
+
+def _assert_unaffected(http: httpx.Client, topic: str) -> None:
+    timings = _other_connector_round_trip(http, topic)
+    slow = {what: round(s, 2) for what, s in timings.items() if s >= UNAFFECTED_S}
+    assert not slow, f"calls on another connector waited for the hung plugin: {slow}"
+
+
+def _status(http: httpx.Client, name: str) -> dict[str, Any]:
+    return http.get(f"/connectors/{name}/status").json()  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    "where", ["connector.start", "connector.task_configs"], ids=lambda w: w.replace(".", "-")
+)
+def test_connector_hanging_while_starting(worker: RestWorker, topic_name: str, where: str) -> None:
+    http = worker.client()
+    name = f"hang-{where.replace('.', '-')}-{uuid.uuid4().hex[:6]}"
+    config = _config("FaultySource", topic_name, **{"hang.in": where})
+    started = time.monotonic()
+    thread, result = _in_background(
+        lambda: http.post("/connectors", json={"name": name, "config": config})
+    )
+    wait_until(lambda: _hanging(worker, where), 30, f"the plugin to hang in {where}")
+    _assert_unaffected(http, topic_name)
+    thread.join(CALL_TIMEOUT_MS / 1000 + 30)
+    assert result and result[0].status_code == 201
+    assert time.monotonic() - started >= CALL_TIMEOUT_MS / 1000 * 0.9  # its own deadline
+    status = _status(http, name)
+    assert status["connector"]["state"] == "FAILED"
+    assert "did not complete within" in status["connector"]["trace"]
+    wait_until(lambda: not host_pids(f"{name}:"), 10, "the hung host to be gone")
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+def test_connector_hanging_in_validate(worker: RestWorker, topic_name: str) -> None:
+    http = worker.client()
+    name = f"hang-validate-{uuid.uuid4().hex[:6]}"
+    config = _config("FaultySource", topic_name, **{"hang.in": "connector.validate"})
+    thread, result = _in_background(
+        lambda: http.post("/connectors", json={"name": name, "config": config})
+    )
+    wait_until(lambda: _hanging(worker, "connector.validate"), 30, "validate to hang")
+    _assert_unaffected(http, topic_name)
+    thread.join(CALL_TIMEOUT_MS / 1000 + 30)
+    assert result and result[0].status_code == 500
+    body = result[0].json()
+    assert body["error_code"] == 500 and "did not complete within" in body["message"]
+    assert name not in http.get("/connectors").json()
+    wait_until(lambda: not host_pids("validate:"), 10, "the validating host to be gone")
+
+
+def test_connector_hanging_in_stop(worker: RestWorker, topic_name: str) -> None:
+    http = worker.client()
+    name = f"hang-stop-{uuid.uuid4().hex[:6]}"
+    config = _config("FaultySource", topic_name, **{"hang.in": "connector.stop"})
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    started = time.monotonic()
+    thread, result = _in_background(lambda: http.delete(f"/connectors/{name}"))
+    wait_until(lambda: _hanging(worker, "connector.stop"), 30, "stop to hang")
+    _assert_unaffected(http, topic_name)
+    thread.join(30)
+    assert result and result[0].status_code == 204
+    assert time.monotonic() - started < GRACEFUL_MS / 1000 + 5  # abandoned after the timeout
+    assert not host_pids(f"{name}:")
+    assert name not in http.get("/connectors").json()
+
+
+@pytest.mark.parametrize(
+    "kind,where",
+    [
+        ("FaultySource", "task.start"),
+        ("FaultySink", "task.start"),
+        ("FaultySource", "task.poll"),
+        ("FaultySink", "task.put"),
+    ],
+    ids=["source-task-start", "sink-task-start", "source-poll", "sink-put"],
+)
+def test_task_hanging_fails_only_itself(
+    worker: RestWorker, bootstrap_servers: str, topic_name: str, kind: str, where: str
+) -> None:
+    http = worker.client()
+    name = f"hang-{where.replace('.', '-')}-{uuid.uuid4().hex[:6]}"
+    if where == "task.put":
+        from tests.support.kafka import produce
+
+        produce(bootstrap_servers, topic_name, [b"a record to put"])
+    config = _config(kind, topic_name, **{"hang.in": where})
+    started = time.monotonic()
+    response = http.post("/connectors", json={"name": name, "config": config})
+    assert response.status_code == 201
+    assert time.monotonic() - started < 10  # a task's start() never holds up the POST
+    wait_until(lambda: _hanging(worker, where), 30, f"the task to hang in {where}")
+    _assert_unaffected(http, topic_name)
+    status = wait_until(
+        lambda: (s := _status(http, name))["tasks"][0]["state"] == "FAILED" and s,
+        CALL_TIMEOUT_MS / 1000 + 20,
+        "the hung task to fail",
+    )
+    assert "did not complete within" in status["tasks"][0]["trace"]
+    assert status["connector"]["state"] == "RUNNING"
+    wait_until(lambda: not host_pids(f"{name}-0"), 10, "the hung task's host to be gone")
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+def test_task_hanging_in_stop(worker: RestWorker, topic_name: str) -> None:
+    http = worker.client()
+    name = f"hang-task-stop-{uuid.uuid4().hex[:6]}"
+    config = _config("FaultySource", topic_name, **{"hang.in": "task.stop"})
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    wait_until(lambda: _status(http, name)["tasks"][0]["state"] == "RUNNING", 30, "the task to run")
+    started = time.monotonic()
+    thread, result = _in_background(lambda: http.delete(f"/connectors/{name}"))
+    wait_until(lambda: _hanging(worker, "task.stop"), 30, "the task's stop to hang")
+    _assert_unaffected(http, topic_name)
+    thread.join(30)
+    assert result and result[0].status_code == 204
+    assert time.monotonic() - started < GRACEFUL_MS / 1000 + 5
+    assert not host_pids(f"{name}-") and not host_pids(f"{name}:")
+
+
+def test_delete_reclaims_a_connector_hanging_in_start(worker: RestWorker, topic_name: str) -> None:
+    """Deleting a connector whose start() hangs does not wait out the call's deadline."""
+    http = worker.client()
+    name = f"hang-delete-{uuid.uuid4().hex[:6]}"
+    config = _config("FaultySource", topic_name, **{"hang.in": "connector.start"})
+    _in_background(lambda: http.post("/connectors", json={"name": name, "config": config}))
+    wait_until(lambda: _hanging(worker, "connector.start") and host_pids(f"{name}:"), 30, "hang")
+    started = time.monotonic()
+    assert http.delete(f"/connectors/{name}").status_code == 204
+    assert time.monotonic() - started < CALL_TIMEOUT_MS / 1000  # reclaimed, not waited out
+    assert not host_pids(f"{name}:")
+    assert name not in http.get("/connectors").json()

@@ -1,0 +1,220 @@
+"""Plugin hosts live and die with the worker *process*, as a user runs it (issue: robustness).
+
+Reproductions of what new users hit in their first hour:
+
+* hosts started from a REST call were SIGKILLed 10-15 s later, when the REST server retired
+  the idle thread that had forked them (PR_SET_PDEATHSIG follows the thread);
+* a Ctrl-C in the terminal reached every host directly ("killed by SIGINT"), and a SIGTERM
+  killed REST-created hosts instead of stopping them;
+* a ``kill -9`` of a connector's own host left the connector RUNNING.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.faulty import install_faulty
+from tests.support.processes import CliWorker, host_pids, wait_until
+
+pytestmark = pytest.mark.integration
+
+# AnyIO retires a threadpool thread after 10 s idle; a minute leaves no doubt.
+IDLE_S = 60
+STORM_CALLS = 200
+STORM_NAMES = 12
+
+
+@pytest.fixture(scope="module")
+def plugin_path(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> str:
+    faulty = install_faulty(tmp_path_factory.mktemp("faulty") / "plugins")
+    return f"{bundled_plugin_path},{faulty}"
+
+
+def _props(tmp: Path, bootstrap: str, plugin_path: str) -> dict[str, str]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp / "connect.offsets"),
+        "offset.flush.interval.ms": "1000",
+        "plugin.path": plugin_path,
+        "listeners": "http://127.0.0.1:0",
+        "task.shutdown.graceful.timeout.ms": "5000",
+    }
+
+
+@pytest.fixture
+def worker(tmp_path: Path, bootstrap_servers: str, plugin_path: str) -> Iterator[CliWorker]:
+    with CliWorker(tmp_path, _props(tmp_path, bootstrap_servers, plugin_path)) as w:
+        yield w
+
+
+def _source(topic: str, marker: Path, **extra: str) -> dict[str, str]:
+    return {
+        "connector.class": "FaultySource",
+        "topic": topic,
+        "records.per.poll": "1",
+        "tasks.max": "2",
+        "stop.marker": str(marker),
+        **extra,
+    }
+
+
+def _states(http: httpx.Client, name: str) -> tuple[str, list[str]]:
+    body = http.get(f"/connectors/{name}/status").json()
+    return body["connector"]["state"], [t["state"] for t in body["tasks"]]
+
+
+def _running(http: httpx.Client, name: str, tasks: int) -> bool:
+    return _states(http, name) == ("RUNNING", ["RUNNING"] * tasks)
+
+
+def test_rest_created_connectors_survive_idle_threads_and_a_create_delete_storm(
+    worker: CliWorker, tmp_path: Path, topic_name: str
+) -> None:
+    marker = tmp_path / "stopped.txt"
+    http = worker.client()
+    first = f"idle-{topic_name}"
+    assert http.post("/connectors", json={"name": first, "config": _source(topic_name, marker)})
+    wait_until(lambda: _running(http, first, 2), 60, "the first connector's tasks")
+    first_hosts = host_pids(f"{first}")
+    assert len(first_hosts) == 3  # the connector's host and one per task
+
+    # The storm: concurrent creates and deletes of a small set of names, from many threads.
+    names = [f"storm{i}-{topic_name}" for i in range(STORM_NAMES)]
+    statuses: list[int] = []
+    net: dict[str, int] = dict.fromkeys(names, 0)  # successful creates minus deletes
+    lock = threading.Lock()
+
+    def call(i: int) -> None:
+        name = random.Random(i).choice(names)
+        with httpx.Client(base_url=worker.url, timeout=120) as client:
+            if i % 2:
+                r = client.post(
+                    "/connectors", json={"name": name, "config": _source(topic_name, marker)}
+                )
+            else:
+                r = client.delete(f"/connectors/{name}")
+        with lock:
+            statuses.append(r.status_code)
+            net[name] += {201: 1, 204: -1}.get(r.status_code, 0)
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        list(pool.map(call, range(STORM_CALLS)))
+    assert set(statuses) <= {201, 204, 404, 409}, sorted(set(statuses))
+    assert len(statuses) == STORM_CALLS
+
+    listed = [n for n in http.get("/connectors").json() if n.startswith("storm")]
+    # Each name was created and deleted alternately: never deleted twice, never created twice.
+    assert net == {n: int(n in listed) for n in names}
+    for name in listed:
+        wait_until(lambda n=name: _running(http, n, 2), 60, f"{name}'s tasks")
+    for name in set(names) - set(listed):
+        wait_until(
+            lambda n=name: not host_pids(f"{n}:") and not host_pids(f"{n}-"),
+            30,
+            f"no host left of deleted {name}",
+        )
+
+    # Now idle: every thread that served the calls above is retired meanwhile.
+    time.sleep(IDLE_S)
+    assert _running(http, first, 2)
+    assert set(host_pids(first)) == set(first_hosts), "the first connector's hosts were replaced"
+    for name in listed:
+        assert _running(http, name, 2), (name, _states(http, name))
+        assert len(host_pids(f"{name}:")) + len(host_pids(f"{name}-")) == 3
+
+
+def test_sigterm_stops_rest_created_tasks_gracefully(
+    worker: CliWorker, tmp_path: Path, topic_name: str
+) -> None:
+    marker = tmp_path / "stopped.txt"
+    http = worker.client()
+    name = f"term-{topic_name}"
+    http.post("/connectors", json={"name": name, "config": _source(topic_name, marker)})
+    wait_until(lambda: _running(http, name, 2), 60, "tasks running")
+    time.sleep(12)  # past the idle-thread retirement that used to kill REST-created hosts
+    hosts = host_pids(name)
+    assert worker.proc is not None
+    worker.proc.send_signal(signal.SIGTERM)
+    assert worker.wait(60) == 0
+    assert marker.read_text().count("stopped") == 2, worker.text()[-3000:]
+    assert "killed by" not in worker.text()
+    assert not [p for p in hosts if Path(f"/proc/{p}").exists() and p in host_pids(name)]
+
+
+def test_ctrl_c_reaches_only_the_worker_which_stops_its_hosts_gracefully(
+    worker: CliWorker, tmp_path: Path, topic_name: str
+) -> None:
+    marker = tmp_path / "stopped.txt"
+    http = worker.client()
+    source, sink = f"ctrlc-src-{topic_name}", f"ctrlc-sink-{topic_name}"
+    http.post("/connectors", json={"name": source, "config": _source(topic_name, marker)})
+    http.post(
+        "/connectors",
+        json={
+            "name": sink,
+            "config": {
+                "connector.class": "FaultySink",
+                "topics": topic_name,
+                "stop.marker": str(marker),
+            },
+        },
+    )
+    wait_until(lambda: _running(http, source, 2) and _running(http, sink, 1), 60, "tasks")
+    worker.signal_group(signal.SIGINT)  # what a terminal's Ctrl-C does
+    assert worker.wait(60) in (0, 130)
+    log = worker.text()
+    assert "KeyboardInterrupt" not in log
+    assert "killed by SIGINT" not in log
+    assert marker.read_text().count("stopped") == 3, log[-3000:]
+    assert not host_pids(source) and not host_pids(sink)
+
+
+def test_kill_9_of_the_worker_takes_its_hosts_with_it(
+    worker: CliWorker, tmp_path: Path, topic_name: str
+) -> None:
+    http = worker.client()
+    name = f"orphan-{topic_name}"
+    http.post("/connectors", json={"name": name, "config": _source(topic_name, tmp_path / "m")})
+    wait_until(lambda: _running(http, name, 2), 60, "tasks running")
+    assert len(host_pids(name)) == 3
+    assert worker.proc is not None
+    worker.proc.kill()
+    worker.proc.wait()
+    wait_until(lambda: not host_pids(name), 10, "the hosts to die with the worker")
+
+
+def test_a_killed_connector_host_fails_the_connector(
+    worker: CliWorker, tmp_path: Path, topic_name: str
+) -> None:
+    http = worker.client()
+    name = f"conn-kill-{topic_name}"
+    http.post("/connectors", json={"name": name, "config": _source(topic_name, tmp_path / "m")})
+    wait_until(lambda: _running(http, name, 2), 60, "tasks running")
+    (pid,) = host_pids(f"{name}:connector")
+    os.kill(pid, signal.SIGKILL)
+    status = wait_until(
+        lambda: (
+            (s := http.get(f"/connectors/{name}/status").json())["connector"]["state"] == "FAILED"
+            and s
+        ),
+        10,
+        "the connector to be FAILED",
+    )
+    assert "SIGKILL" in status["connector"]["trace"]
+    assert [t["state"] for t in status["tasks"]] == ["RUNNING", "RUNNING"]  # tasks unaffected
+    # A restart brings it back with a new host.
+    assert http.post(f"/connectors/{name}/restart").status_code == 204
+    wait_until(lambda: _running(http, name, 2), 30, "the restarted connector")
+    assert list(host_pids(f"{name}:connector")) != [pid]

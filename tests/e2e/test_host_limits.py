@@ -1,0 +1,84 @@
+"""Bounded resources per plugin host: memory (plugin.host.memory.max.bytes) and log output."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from isolation.host import OUTPUT_BURST_LINES, OUTPUT_LINES_PER_S
+from tests.support.faulty import install_faulty
+from tests.support.processes import host_pids, wait_until
+from tests.support.rest import RestWorker
+
+pytestmark = pytest.mark.integration
+
+MEMORY_LIMIT = 512 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def worker(
+    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+) -> Iterator[RestWorker]:
+    tmp = tmp_path_factory.mktemp("limits")
+    faulty = install_faulty(tmp / "plugins")
+    extra = {"plugin.path": f"{bundled_plugin_path},{faulty}"}
+    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
+        yield w
+
+
+def test_a_host_over_its_memory_limit_fails_its_task_with_that_reason(
+    worker: RestWorker, topic_name: str
+) -> None:
+    http = worker.client()
+    name = f"hog-{topic_name}"
+    config = {
+        "connector.class": "FaultySource",
+        "topic": topic_name,
+        "allocate.mb.per.poll": "64",
+        "plugin.host.memory.max.bytes": str(MEMORY_LIMIT),
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    status = wait_until(
+        lambda: (
+            (s := http.get(f"/connectors/{name}/status").json())["tasks"]
+            and s["tasks"][0]["state"] == "FAILED"
+            and s
+        ),
+        60,
+        "the memory hog to fail",
+    )
+    trace = status["tasks"][0]["trace"]
+    assert f"out of memory (plugin.host.memory.max.bytes={MEMORY_LIMIT})" in trace
+    assert status["connector"]["state"] == "RUNNING"  # the connector's own host is fine
+    wait_until(lambda: not host_pids(f"{name}-0"), 10, "the task's host to be gone")
+    # Without the limit the same task keeps running (the worker default is 0: none).
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+def test_plugin_output_is_relayed_at_a_bounded_rate(worker: RestWorker, topic_name: str) -> None:
+    http = worker.client()
+    name = f"chatty-{topic_name}"
+    config = {"connector.class": "FaultySource", "topic": topic_name, "print.per.poll": "2000"}
+    started = time.monotonic()
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    wait_until(
+        lambda: any("lines not logged" in line and name in line for line in worker.log_lines),
+        60,
+        "the relay to report dropped lines",
+    )
+    time.sleep(2)
+    http.delete(f"/connectors/{name}")
+    elapsed = time.monotonic() - started
+    relayed = [
+        line
+        for line in worker.log_lines
+        if re.search(rf"copycat\.plugin\.{name}-0: faulty output", line)
+    ]
+    # The host printed tens of thousands of lines a second; the log got at most the burst
+    # plus the steady rate over the test's duration.
+    assert relayed
+    assert len(relayed) <= OUTPUT_BURST_LINES + OUTPUT_LINES_PER_S * elapsed + 10

@@ -1,0 +1,153 @@
+"""A fault-injection plugin (as Kafka's BlockingConnector and friends), built as a real wheel.
+
+``FaultySource`` and ``FaultySink`` behave as their config says:
+
+* ``hang.in``: where to hang forever (only killing the host ends it): ``connector.start``,
+  ``connector.stop``, ``connector.validate``, ``connector.task_configs``, ``task.start``,
+  ``task.poll``, ``task.put``, ``task.stop``.
+* ``fail.with``: a message the task's poll()/put() raises as a ConnectException.
+* ``print.per.poll``: lines the task prints to stdout on each poll()/put().
+* ``allocate.mb.per.poll``: MiB the task allocates (and keeps) on each poll()/put().
+* ``records.per.poll``: records a source emits per poll() to ``topic`` (default 0).
+* ``stdout.on.start``: a line printed when the task starts (e.g. a secret it was given).
+* ``stop.marker``: a file each task appends ``stopped <pid>`` to when its stop() runs.
+
+Tests install it with :func:`install_faulty` into a plugin path of their own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from registry import install
+from tests.support.wheels import build_wheel
+
+FAULTY_SOURCE = r"""
+import os, sys, threading, time
+from plugin_api import (ConfigDef, ConnectException, SinkConnector, SinkTask, SourceConnector,
+                        SourceRecord, SourceTask)
+
+_FOREVER = threading.Event()
+
+
+def _hang(props, where):
+    if props.get("hang.in") == where:
+        print(f"faulty: hanging in {where}", flush=True)
+        _FOREVER.wait()
+
+
+class _Misbehaving:
+    def _setup(self, props):
+        self.props = dict(props)
+        self.hog = []
+        if props.get("stdout.on.start"):
+            print(props["stdout.on.start"], flush=True)
+
+    def _stopped(self):
+        _hang(self.props, "task.stop")
+        if self.props.get("stop.marker"):
+            with open(self.props["stop.marker"], "a") as marker:
+                marker.write(f"stopped {os.getpid()}\n")
+
+    def _misbehave(self, where):
+        props = self.props
+        _hang(props, where)
+        if props.get("fail.with"):
+            raise ConnectException(props["fail.with"])
+        for i in range(int(props.get("print.per.poll", "0"))):
+            print(f"faulty output line {i}", flush=True)
+        mb = int(props.get("allocate.mb.per.poll", "0"))
+        if mb:
+            self.hog.append(bytearray(mb * 1024 * 1024))
+
+
+class FaultySourceTask(_Misbehaving, SourceTask):
+    def version(self):
+        return "1.0"
+
+    def start(self, props):
+        self._setup(props)
+        _hang(props, "task.start")
+        self.sent = 0
+
+    def poll(self):
+        self._misbehave("task.poll")
+        time.sleep(0.02)
+        n = int(self.props.get("records.per.poll", "0"))
+        records = [
+            SourceRecord({"faulty": "source"}, {"n": self.sent + i + 1}, self.props["topic"],
+                         value=f"record-{self.sent + i}")
+            for i in range(n)
+        ]
+        self.sent += n
+        return records
+
+    def stop(self):
+        self._stopped()
+
+
+class FaultySinkTask(_Misbehaving, SinkTask):
+    def version(self):
+        return "1.0"
+
+    def start(self, props):
+        self._setup(props)
+        _hang(props, "task.start")
+
+    def put(self, records):
+        self._misbehave("task.put")
+
+    def stop(self):
+        self._stopped()
+
+
+class _FaultyConnector:
+    def version(self):
+        return "1.0"
+
+    def start(self, props):
+        self.props = dict(props)
+        _hang(props, "connector.start")
+
+    def task_configs(self, max_tasks):
+        _hang(self.props, "connector.task_configs")
+        return [dict(self.props) for _ in range(max_tasks)]
+
+    def stop(self):
+        _hang(self.props, "connector.stop")
+
+    def config(self):
+        return ConfigDef()
+
+    def validate(self, props):
+        _hang(props, "connector.validate")
+        return super().validate(props)
+
+
+class FaultySource(_FaultyConnector, SourceConnector):
+    def task_class(self):
+        return FaultySourceTask
+
+
+class FaultySink(_FaultyConnector, SinkConnector):
+    def task_class(self):
+        return FaultySinkTask
+"""
+
+
+def install_faulty(plugin_path: Path) -> Path:
+    """Build the faulty plugin's wheel and install it into ``plugin_path`` (offline)."""
+    wheel = build_wheel(
+        plugin_path.parent / "faulty-wheel",
+        "faulty-plugin",
+        "1.0",
+        {"faulty_plugin.py": FAULTY_SOURCE},
+        entry_points={
+            "copycat.connectors": {
+                "FaultySource": "faulty_plugin:FaultySource",
+                "FaultySink": "faulty_plugin:FaultySink",
+            }
+        },
+    )
+    install(str(wheel), plugin_path, offline=True)
+    return plugin_path

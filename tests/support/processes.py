@@ -1,0 +1,123 @@
+"""Real worker processes (``copycat standalone``) and their plugin hosts, seen from outside.
+
+A plugin host carries ``COPYCAT_PLUGIN=<name>`` in its environment (``<connector>:connector``
+for a connector's host, ``<connector>-<task>`` for a task's), which is how tests find the
+hosts of one connector among every process on the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+_LISTENING = re.compile(r"REST server listening on (http://\S+)")
+
+
+def host_pids(prefix: str) -> dict[int, str]:
+    """``{pid: COPYCAT_PLUGIN}`` of every live plugin host whose name starts with ``prefix``."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z":
+            continue  # exited, waiting to be reaped
+        for item in environ:
+            if item.startswith(b"COPYCAT_PLUGIN="):
+                name = item[len("COPYCAT_PLUGIN=") :].decode()
+                if name.startswith(prefix):
+                    found[int(entry.name)] = name
+    return found
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: last={last!r}")
+
+
+class CliWorker:
+    """``copycat standalone worker.properties`` in a process (and session) of its own."""
+
+    def __init__(self, tmp: Path, props: Mapping[str, str]) -> None:
+        self.tmp = tmp
+        self.log = tmp / "worker.log"
+        self.config = tmp / "worker.properties"
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self, timeout_s: float = 60) -> CliWorker:
+        with open(self.log, "ab") as log:
+            # A session of its own, as a terminal gives a foreground job: signals sent to the
+            # process group reach exactly what a Ctrl-C in that terminal would.
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "core.cli", "standalone", str(self.config)],
+                cwd=ROOT,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        self.url = wait_until(self._bound_url, timeout_s, "the worker's REST server")
+        wait_until(
+            lambda: httpx.get(self.url + "/health", timeout=5).status_code == 200,
+            timeout_s,
+            "a healthy worker",
+        )
+        return self
+
+    def _bound_url(self) -> str | None:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"worker exited ({self.proc.returncode}):\n{self.text()}")
+        found = _LISTENING.search(self.text())
+        return found.group(1) if found else None
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60)
+
+    def signal_group(self, sig: int) -> None:
+        """Send ``sig`` to the worker's whole process group, as a terminal's Ctrl-C does."""
+        assert self.proc is not None
+        os.killpg(self.proc.pid, sig)
+
+    def wait(self, timeout_s: float = 60) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout_s)
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> CliWorker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
