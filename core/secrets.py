@@ -20,7 +20,14 @@ import re
 import threading
 from collections.abc import Mapping
 
-__all__ = ["ANYWHERE_MIN_CHARS", "install_log_scrubber", "register", "scrub", "scrub_with"]
+__all__ = [
+    "ANYWHERE_MIN_CHARS",
+    "install_log_scrubber",
+    "register",
+    "registered",
+    "scrub",
+    "scrub_with",
+]
 
 # Values at least this long are replaced wherever they occur: they do not turn up inside
 # unrelated text by chance. Shorter ones only as whole tokens (see the module docstring).
@@ -52,6 +59,12 @@ def register(secrets: Mapping[str, str]) -> None:
     with _lock:
         _secrets.update(new)
         _pattern = _compile(_secrets)
+
+
+def registered() -> list[str]:
+    """Every value registered so far (for tests that check nothing leaked)."""
+    with _lock:
+        return list(_secrets)
 
 
 def scrub_with(text: str, secrets: Mapping[str, str]) -> str:

@@ -6,6 +6,7 @@ loads for unit tests too, before the rest of the code base necessarily exists.
 
 from __future__ import annotations
 
+import logging
 import re
 import uuid
 from collections.abc import Iterator
@@ -75,3 +76,37 @@ def schema_registry(dev_broker: DevBroker) -> Iterator[SchemaRegistry]:
 
     with SchemaRegistry(dev_broker.bootstrap_servers) as registry:
         yield registry
+
+
+class _SecretLeakWatch(logging.Handler):
+    """Checks every log line of the test run against the values resolved from config
+    providers so far (``core.secrets``): none may appear in the log, scrubbed or not."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.leaks: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        from core import secrets
+
+        values = [v for v in secrets.registered() if len(v) >= secrets.ANYWHERE_MIN_CHARS]
+        if not values:
+            return
+        try:
+            line = self.format(record)
+        except Exception:  # noqa: BLE001 - a broken record is logging's to report
+            return
+        self.leaks += [f"{record.name}: {line[:200]}" for v in values if v in line]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_resolved_secret_in_any_log_line() -> Iterator[None]:
+    """The whole suite's log, every line, never shows a provider-resolved value."""
+    watch = _SecretLeakWatch()
+    root = logging.getLogger()
+    root.addHandler(watch)
+    try:
+        yield
+    finally:
+        root.removeHandler(watch)
+    assert watch.leaks == [], f"resolved secrets in log lines: {watch.leaks[:5]}"

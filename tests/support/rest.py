@@ -80,7 +80,21 @@ class RestWorker:
             logging.getLogger().removeHandler(self._handler)
 
     def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+        """A client whose every response is checked for provider-resolved values."""
+        hooks = kwargs.pop("event_hooks", {})
+        hooks.setdefault("response", []).append(_no_resolved_secret)
+        return httpx.Client(base_url=self.url, timeout=60, event_hooks=hooks, **kwargs)
+
+
+def _no_resolved_secret(response: httpx.Response) -> None:
+    from core import secrets
+
+    if response.request.url.path.endswith("/topics"):
+        return  # active topics are Kafka's names, even when a provider named the topic
+    response.read()
+    text = response.text
+    leaked = [v for v in secrets.registered() if len(v) >= secrets.ANYWHERE_MIN_CHARS and v in text]
+    assert not leaked, f"{response.request.method} {response.request.url} answered a secret"
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = "") -> Any:
