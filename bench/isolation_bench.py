@@ -133,8 +133,7 @@ def run(work: Path) -> None:
 
     # -- spawn + first call ------------------------------------------------------------------
     def spawn() -> None:
-        host = env.start_host("bench")
-        host.request("hello")
+        host = env.start_host("bench")  # spawns and answers hello
         host.close()
 
     def bare_python() -> None:
@@ -150,18 +149,16 @@ def run(work: Path) -> None:
     ).wire()
     host = env.start_host("bench-rpc")
     sink = host.next_handle()
-    host.request("start_sink_task", sink, "bench_plugin:CountingSinkTask", {}, {})
+    host.start_sink_task(sink, "bench_plugin:CountingSinkTask", {}, {}, False)
     source = host.next_handle()
-    host.request(
-        "start_source_task", source, "bench_plugin:BurstSourceTask", {"batch": str(BATCH)}, {}
-    )
+    host.start_source_task(source, "bench_plugin:BurstSourceTask", {"batch": str(BATCH)}, {})
 
-    polled, failures, _offsets = host.request("poll", source)
+    polled, failures, _offsets = host.poll(source)
     assert not failures
     assert len(polled) == BATCH and polled[-1][4] == payload
-    t_put = _median_s(lambda: host.request("put", sink, batch))
-    t_poll = _median_s(lambda: host.request("poll", source))
-    count = host.request("call", sink, "__getattribute__", ("count",))
+    t_put = _median_s(lambda: host.put(sink, batch))
+    t_poll = _median_s(lambda: host.poll(source))
+    count = host.call(sink, "__getattribute__", "count")
     assert count == BATCH * (ROUNDS + 0), f"sink saw {count} records"
     host.close()
 

@@ -31,8 +31,8 @@ from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
 from core.plugins import PluginCatalogue
 from core.status import Status
+from isolation import DEFAULT_CALL_TIMEOUT_S
 from isolation.environment import PluginDescriptor
-from isolation.host import DEFAULT_CALL_TIMEOUT_S
 from plugin_api import ConfigException, ConnectException
 
 __all__ = [
@@ -221,9 +221,7 @@ class AbstractHerder:
             f"validate:{plugin.name}", call_timeout_s=self.plugin_call_timeout_s
         )
         try:
-            infos: dict[str, Any] = host.request(
-                "validate", host.new_object(plugin.target), dict(props)
-            )
+            infos = host.validate(host.new(plugin.target), props)
             return infos
         finally:
             host.close()

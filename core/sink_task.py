@@ -13,7 +13,7 @@ import itertools
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
@@ -21,8 +21,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from core.errors import ErrorReporter, retry_backoff_s
 from core.kafka import wrap_kafka_error
-from isolation import ConsumedBatch
-from isolation.host import PluginHost
+from isolation import ConsumedBatch, HostClient, RemoteRetriableError, SinkActions
 from plugin_api import ConnectException, RetriableException
 
 log = logging.getLogger("copycat.sink")
@@ -55,7 +54,7 @@ class SinkTaskLoop:
         self,
         connector: str,
         task_id: int,
-        host: PluginHost,
+        host: HostClient,
         handle: int,
         consumer: Consumer,
         *,
@@ -128,8 +127,7 @@ class SinkTaskLoop:
         try:
             self._drain()
             self._assigned.update(tps)
-            actions = self.host.request("open", self.handle, tps)
-            self._apply(actions)
+            self._apply(self.host.open(self.handle, tps))
         except BaseException as exc:  # raised on the consume() call, reported from there
             self._failure = exc
 
@@ -140,8 +138,7 @@ class SinkTaskLoop:
             self._unfetch(set(tps), rewind=False)  # no longer ours: the next owner reads them
             if self._failure is None:
                 self.commit(only=set(tps))
-            actions = self.host.request("close", self.handle, tps)
-            self._apply(actions)
+            self._apply(self.host.close_partitions(self.handle, tps))
         except BaseException as exc:
             self._failure = exc
         finally:
@@ -159,7 +156,7 @@ class SinkTaskLoop:
         try:
             self._drain()
             self._unfetch(set(tps), rewind=False)
-            self.host.request("close", self.handle, tps)
+            self.host.close_partitions(self.handle, tps)
         except BaseException as exc:
             self._failure = exc
 
@@ -183,17 +180,14 @@ class SinkTaskLoop:
             if self._clock() >= self._retry_at:
                 batch, self._retry_batch = self._retry_batch, None
                 self._inflight = batch
-                self.host.submit("put", self.handle, batch.wire())
+                self.host.submit_put(self.handle, batch.wire())
             else:
                 time.sleep(min(0.05, max(0.0, self._retry_at - self._clock())))
         elif self._next:
             batch, self._next = self._next, None
             frame, self._next_frame = self._next_frame, None
             self._inflight = batch
-            if frame is None:
-                self.host.submit("put", self.handle, batch.wire())
-            else:
-                self.host.submit_encoded("put", frame)
+            self.host.submit_put(self.handle, batch.wire(), frame)
         else:
             self._next = None
         count = self._account()
@@ -231,7 +225,7 @@ class SinkTaskLoop:
             messages = clean
         batch = ConsumedBatch.from_messages(messages)
         # Serialized now, while the host is busy with the previous batch.
-        self._next_frame = self.host.encode("put", self.handle, batch.wire()) if batch else None
+        self._next_frame = self.host.encode_put(self.handle, batch.wire()) if batch else None
         return batch
 
     def _collect(self) -> int:
@@ -245,15 +239,14 @@ class SinkTaskLoop:
         submit (anything that reads or moves the positions accounts first)."""
         batch, self._inflight = self._inflight, None
         try:
-            actions = self.host.result()
+            actions = self.host.put_result()
         except RetriableException as exc:
             self._retry_later(batch, exc)
             return
         assert batch is not None
         self._retry_started = None
         self._retry_attempt = 0
-        failed = actions.get("failed") or []
-        reported = actions.get("reported") or []
+        failed, reported = actions.failed, actions.reported
         if failed or reported:
             self._report(batch, failed, reported)
         self._account()  # normally done already; never lose a batch's positions
@@ -286,7 +279,7 @@ class SinkTaskLoop:
                 f"sink task {self.name}: put() kept failing with retriable errors for more "
                 f"than errors.retry.timeout={timeout_ms} ms; last error: {exc}"
             ) from exc
-        task_timeout_ms = getattr(exc, "timeout_ms", None)
+        task_timeout_ms = exc.retry_after_ms if isinstance(exc, RemoteRetriableError) else None
         if task_timeout_ms is not None:
             delay = task_timeout_ms / 1000
         elif timeout_ms != 0 and self.errors is not None:
@@ -334,25 +327,25 @@ class SinkTaskLoop:
             for tp, offset in first.items():
                 self._pending_seeks.setdefault(tp, offset)
 
-    def _apply(self, actions: Mapping[str, Any]) -> None:
+    def _apply(self, actions: SinkActions) -> None:
         """Carry out what the task asked of its context during the last call."""
-        if actions.get("timeout_ms") is not None and self._retry_batch is not None:
-            self._retry_at = self._clock() + actions["timeout_ms"] / 1000
-        seeks = actions.get("seeks", {})
+        if actions.timeout_ms is not None and self._retry_batch is not None:
+            self._retry_at = self._clock() + actions.timeout_ms / 1000
+        seeks = actions.seeks
         if seeks:
             self._unfetch(set(seeks), rewind=False)
         for (topic, partition), offset in seeks.items():
             self._seek(topic, partition, offset)
-        if actions.get("pause"):
-            tps = [tuple(tp) for tp in actions["pause"]]
-            self._unfetch(set(tps), rewind=True)
-            self._paused_by_task.update(tps)
-            self.consumer.pause([KafkaTopicPartition(t, p) for t, p in tps])
-        if actions.get("resume"):
-            tps = [tuple(tp) for tp in actions["resume"]]
-            self._paused_by_task.difference_update(tps)
-            self.consumer.resume([KafkaTopicPartition(t, p) for t, p in tps])
-        if actions.get("request_commit"):
+        if actions.pause:
+            paused = [(t, p) for t, p in actions.pause]
+            self._unfetch(set(paused), rewind=True)
+            self._paused_by_task.update(paused)
+            self.consumer.pause([KafkaTopicPartition(t, p) for t, p in paused])
+        if actions.resume:
+            resumed = [(t, p) for t, p in actions.resume]
+            self._paused_by_task.difference_update(resumed)
+            self.consumer.resume([KafkaTopicPartition(t, p) for t, p in resumed])
+        if actions.request_commit:
             self._commit_requested = True
 
     def _seek(self, topic: str, partition: int, offset: int) -> None:
@@ -388,8 +381,8 @@ class SinkTaskLoop:
         current = {tp: off for tp, off in self._current.items() if only is None or tp in only}
         if not current:
             return
-        actions = self.host.request("pre_commit", self.handle, current)
-        committable = actions.pop("commit", {})
+        actions = self.host.pre_commit(self.handle, current)
+        committable = actions.commit
         self._apply(actions)
         offsets = []
         for tp, offset in committable.items():
@@ -414,8 +407,8 @@ class SinkTaskLoop:
             self.consumer.commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
             raise wrap_kafka_error(exc, f"sink task {self.name} could not commit offsets") from exc
-        for tp in offsets:
-            self._committed[(tp.topic, tp.partition)] = tp.offset
+        for committed in offsets:
+            self._committed[(committed.topic, committed.partition)] = committed.offset
 
     def on_commit(self, error: KafkaError | None, partitions: list[KafkaTopicPartition]) -> None:
         """The consumer's commit callback (served from consume()): remember what is committed.
@@ -452,7 +445,7 @@ class SinkTaskLoop:
         finally:
             try:
                 if self.host.alive:
-                    self.host.request("close", self.handle, sorted(self._assigned))
-                    self.host.request("stop_task", self.handle)
+                    self.host.close_partitions(self.handle, sorted(self._assigned))
+                    self.host.stop_task(self.handle)
             finally:
                 self.consumer.close()

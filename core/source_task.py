@@ -22,7 +22,7 @@ from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.offsets import OffsetStore
 from core.topics import TopicCreator
-from isolation.host import PluginHost
+from isolation import HostClient
 from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.source")
@@ -99,7 +99,7 @@ class SourceTaskLoop:
         self,
         connector: str,
         task_id: int,
-        host: PluginHost,
+        host: HostClient,
         handle: int,
         producer: Producer,
         offsets: OffsetStore,
@@ -162,7 +162,7 @@ class SourceTaskLoop:
                 return 0
         if not self.host.pending:
             self._submit_poll()
-        rows, failures, offsets = self.host.result()
+        rows, failures, offsets = self.host.poll_result()
         self._submit_poll()
         if failures and self.errors is not None:
             self.errors.report_source(failures)
@@ -173,12 +173,12 @@ class SourceTaskLoop:
 
     def _submit_poll(self) -> None:
         acks, self._pending_acks = self._pending_acks, []
-        self.host.submit("poll", self.handle, acks)
+        self.host.submit_poll(self.handle, acks)
 
     def _settle(self, send: bool = True) -> None:
         """Collect an outstanding poll (and send its records) before other host requests."""
         if self.host.pending:
-            rows, failures, offsets = self.host.result()
+            rows, failures, offsets = self.host.poll_result()
             if send:
                 if failures and self.errors is not None:
                     self.errors.report_source(failures)
@@ -305,7 +305,7 @@ class SourceTaskLoop:
         if offsets:
             self.offsets.put(self.connector, offsets)
             self.offsets.flush()
-            self.host.request("call", self.handle, "commit")
+            self.host.call(self.handle, "commit")
         return self._submitted.records
 
     def stop(self, timeout_s: float) -> None:
@@ -318,5 +318,5 @@ class SourceTaskLoop:
                 self._settle(send=False)
                 if self._pending_acks:
                     acks, self._pending_acks = self._pending_acks, []
-                    self.host.request("acked", self.handle, acks)
-                self.host.request("stop_task", self.handle)
+                    self.host.acked(self.handle, acks)
+                self.host.stop_task(self.handle)

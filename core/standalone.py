@@ -55,7 +55,7 @@ from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
 from core.status import State, Status, failure_trace
 from core.worker import Worker
 from core.worker_config import WorkerConfig
-from isolation.host import RemotePluginError
+from isolation import RemotePluginError
 from plugin_api import ConfigException, ConnectException, TopicPartition
 
 log = logging.getLogger("copycat.standalone")
@@ -233,13 +233,14 @@ class StandaloneHerder(AbstractHerder):
         client["bootstrap.servers"] = bootstrap
         self.client_props = client
         self._admin = AdminClient(client)  # type: ignore[arg-type]
-        self.worker = Worker(
+        self.worker = worker = Worker(
             self.worker_id,
             self.config.originals_strings(),
             catalogue,
             FileOffsetStore(Path(offsets_file)),
             client_props=client,
         )
+        worker.on_reconfiguration_requested = self._reconfiguration_requested
         try:
             metadata_ = self._admin.list_topics(timeout=CLUSTER_ID_TIMEOUT_S)
             self._cluster_id = metadata_.cluster_id
@@ -431,6 +432,18 @@ class StandaloneHerder(AbstractHerder):
             if not deployed.deleted:
                 self._fail_connector(name, exc, resolved)
             return
+        self._start_tasks(name, deployed, resolved, task_class, task_configs)
+
+    def _start_tasks(
+        self,
+        name: str,
+        deployed: _Deployed,
+        resolved: Resolved,
+        task_class: str,
+        task_configs: list[dict[str, str]],
+    ) -> None:
+        """Record the connector's task configs (placeholders put back) and start its tasks."""
+        worker = self._worker()
         task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
         deployed.task_configs = [
             reverse_transform(tc, deployed.config, resolved) for tc in task_configs
@@ -443,6 +456,47 @@ class StandaloneHerder(AbstractHerder):
         for task_id, task_config in enumerate(task_configs):
             worker.start_task(name, task_id, task_config)
         self._apply_target(name)
+
+    def _reconfiguration_requested(self, name: str) -> None:
+        """ConnectorContext.request_task_reconfiguration(), from the connector's host."""
+        self._ops.submit(name, "task reconfiguration", partial(self._reconfigure_tasks, name))
+
+    def _reconfigure_tasks(self, name: str) -> None:
+        """Ask the connector for its task configs again; restart its tasks only if they
+        changed (Kafka's reconfiguration: a connector that found new tables or files)."""
+        deployed, worker = self._connectors.get(name), self.worker
+        if (
+            deployed is None
+            or worker is None
+            or deployed.deleted
+            or deployed.resolved is None
+            or deployed.target is TargetState.STOPPED
+            or name not in worker.connectors
+        ):
+            return
+        resolved = deployed.resolved
+        try:
+            task_class = worker.task_class(name)
+            task_configs = worker.task_configs(name)
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            self._fail_connector(name, exc, resolved)
+            return
+        fresh = [
+            reverse_transform({**tc, "task.class": task_class}, deployed.config, resolved)
+            for tc in task_configs
+        ]
+        if fresh == deployed.task_configs:
+            log.info("connector %s: task configs unchanged; tasks keep running", name)
+            return
+        log.info(
+            "connector %s: task configs changed (%d -> %d tasks); restarting its tasks",
+            name,
+            len(deployed.task_configs),
+            len(fresh),
+        )
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        worker.stop_tasks(name)
+        self._start_tasks(name, deployed, resolved, task_class, task_configs)
 
     def _stop(self, name: str) -> None:
         worker = self._worker()
@@ -721,7 +775,7 @@ class StandaloneHerder(AbstractHerder):
         resolved = self.resolver.resolve(deployed.config)
         host = self._worker().start_host(plugin, f"offsets:{plugin.name}", resolved.config)
         try:
-            handle = host.new_object(plugin.target)
+            handle = host.new(plugin.target)
             return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
         except RemotePluginError as exc:
             raise BadRequestError(

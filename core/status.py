@@ -7,7 +7,7 @@ import threading
 import traceback
 from dataclasses import dataclass, field, replace
 
-from isolation.host import PluginHostCrashed, RemotePluginError
+from isolation import PluginHostCrashed, RemotePluginError
 
 
 class State(enum.Enum):

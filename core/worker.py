@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,15 +24,18 @@ from core.sink_task import SinkTaskLoop
 from core.source_task import SourceTaskLoop
 from core.status import State, Status, StatusBoard, failure_trace
 from core.topics import TopicCreator
-from isolation import allocator
-from isolation.environment import PluginDescriptor
-from isolation.host import (
+from isolation import (
     DEFAULT_CALL_TIMEOUT_S,
     SHUTDOWN_GRACE_S,
-    PluginHost,
+    ConnectorEvent,
+    HostClient,
     PluginHostCrashed,
     RemotePluginError,
+    allocator,
 )
+from isolation.environment import PluginDescriptor
+from isolation.errors import remote_error
+from isolation.protocol import RAISE_ERROR, REQUEST_TASK_RECONFIGURATION
 from plugin_api import ConfigException, ConnectException
 
 log = logging.getLogger("copycat.worker")
@@ -77,7 +80,7 @@ class _Connector:
     name: str
     props: dict[str, str]
     plugin: PluginDescriptor
-    host: PluginHost
+    host: HostClient
     handle: int
     version: str
     tasks: dict[int, _TaskRunner] = field(default_factory=dict)
@@ -110,7 +113,7 @@ class _TaskRunner(threading.Thread):
         self._props = connector.props
         self._version = connector.version
         self.commit_interval_s = commit_interval_s
-        self.host: PluginHost | None = None
+        self.host: HostClient | None = None
         self.loop: SourceTaskLoop | SinkTaskLoop | None = None
         self.reporter: ErrorReporter | None = None
         self.stopping = threading.Event()
@@ -249,8 +252,12 @@ class Worker:
         self._restart_attempts: dict[tuple[str, int], int] = {}
         # Hosts spawned for a connector and not yet registered (a start in progress), so a
         # delete can reclaim a start that hangs.
-        self._starting: dict[str, PluginHost] = {}
+        self._starting: dict[str, HostClient] = {}
         self._lock = threading.Lock()
+        # Set by the herder: a connector asked for its task configs to be generated again
+        # (ConnectorContext.request_task_reconfiguration). Called on the host's event thread:
+        # it must queue work, not do it.
+        self.on_reconfiguration_requested: Callable[[str], None] = lambda name: None
         # Task loops allocate and free a batch of records at a time (isolation/allocator.py).
         allocator.tune_this_process()
         allocator.tune_gc()
@@ -268,7 +275,7 @@ class Worker:
         name: str,
         props: Mapping[str, str] | None = None,
         **kwargs: Any,
-    ) -> PluginHost:
+    ) -> HostClient:
         """A plugin host for ``plugin`` with the worker's deadlines and memory limit."""
         env = self.catalogue.environment(plugin)
         return env.start_host(
@@ -296,7 +303,7 @@ class Worker:
         plugin = self.resolve_connector(props)
         host = self._spawn_connector_host(name, plugin, props)
         try:
-            handle = host.new_object(plugin.target)
+            handle = host.new(plugin.target)
             host.call(handle, "start", dict(props))
             version = str(host.call(handle, "version"))
         except BaseException as exc:
@@ -315,20 +322,41 @@ class Worker:
 
     def _spawn_connector_host(
         self, name: str, plugin: PluginDescriptor, props: Mapping[str, str]
-    ) -> PluginHost:
-        holder: list[PluginHost] = []
+    ) -> HostClient:
+        holder: list[HostClient] = []
 
         def on_exit(crash: PluginHostCrashed) -> None:
             if holder:
                 self._connector_host_died(name, holder[0], crash)
 
-        host = self.start_host(plugin, f"{name}:connector", props, on_exit=on_exit)
+        def on_event(event: ConnectorEvent) -> None:
+            if holder:
+                self._connector_event(name, holder[0], event)
+
+        host = self.start_host(
+            plugin, f"{name}:connector", props, on_exit=on_exit, on_event=on_event
+        )
         holder.append(host)
         with self._lock:
             self._starting[name] = host
         return host
 
-    def _connector_host_died(self, name: str, host: PluginHost, crash: PluginHostCrashed) -> None:
+    def _connector_event(self, name: str, host: HostClient, event: ConnectorEvent) -> None:
+        """A running connector asked for something from one of its own threads."""
+        connector = self.connectors.get(name)
+        if connector is None or connector.host is not host or connector.stopping:
+            return  # not (or no longer) running: a start regenerates task configs anyway
+        if event.kind == REQUEST_TASK_RECONFIGURATION:
+            log.info("connector %s requested task reconfiguration", name)
+            self.on_reconfiguration_requested(name)
+        elif event.kind == RAISE_ERROR and event.error is not None:
+            error = remote_error(host.name, event.error)
+            log.error("connector %s raised an error: %s", name, error)
+            self.status.set_connector(
+                name, Status(State.FAILED, self.worker_id, trace=failure_trace(error))
+            )
+
+    def _connector_host_died(self, name: str, host: HostClient, crash: PluginHostCrashed) -> None:
         """A connector's host exited between calls (killed, crashed): the connector FAILED."""
         connector = self.connectors.get(name)
         if connector is None or connector.host is not host or connector.stopping:
@@ -365,14 +393,7 @@ class Worker:
         connector.stopping = True
         try:
             if connector.host.alive:
-                connector.host.request(
-                    "call",
-                    connector.handle,
-                    "stop",
-                    (),
-                    None,
-                    timeout_s=self.graceful_timeout_s,
-                )
+                connector.host.call(connector.handle, "stop", timeout_s=self.graceful_timeout_s)
         except Exception as exc:  # noqa: BLE001
             log.warning("connector %s did not stop cleanly: %s", connector.name, exc)
         finally:
@@ -419,7 +440,7 @@ class Worker:
         runner.host = host
         if runner.stopping.is_set():
             raise ConnectException(f"task {name}-{task_id} was stopped while it started")
-        task_target = host.request("task_class", host.new_object(plugin.target))
+        task_target = host.task_class(host.new(plugin.target))
         pipeline = self._pipeline(host, str(env.location), props)
         pipeline["errors"] = {k: v for k, v in props.items() if k.startswith("errors.")}
         handle = host.next_handle()
@@ -445,9 +466,7 @@ class Worker:
         )
         runner.reporter = reporter
         if plugin.kind == "source":
-            started = host.request(
-                "start_source_task", handle, task_target, dict(task_props), pipeline
-            )
+            started = host.start_source_task(handle, task_target, task_props, pipeline)
             producer = Producer(
                 client_config(
                     self.client_props,
@@ -474,7 +493,7 @@ class Worker:
                 producer,
                 self.offsets,
                 creator,
-                wants_acks=started["wants_acks"],
+                wants_acks=started.wants_acks,
                 errors=reporter,
             )
             source_loop.should_stop = runner.stopping.is_set
@@ -483,7 +502,7 @@ class Worker:
             bool(props.get("errors.deadletterqueue.topic.name"))
             or props.get("errors.tolerance", "none") == "all"
         )
-        host.request("start_sink_task", handle, task_target, dict(task_props), pipeline, errant)
+        host.start_sink_task(handle, task_target, task_props, pipeline, errant)
 
         def on_commit(error: Any, partitions: Any) -> None:
             sink_loop.on_commit(error, partitions)  # bound below, before any consume()
@@ -632,7 +651,7 @@ class Worker:
     def task_class(self, name: str) -> str:
         """The dotted name of the connector's task class (Kafka's ``task.class`` task key)."""
         connector = self.connectors[name]
-        target = str(connector.host.request("task_class", connector.handle))
+        target = connector.host.task_class(connector.handle)
         return target.replace(":", ".")
 
     def stop_task(self, name: str, task_id: int, timeout_s: float | None = None) -> None:
@@ -648,7 +667,7 @@ class Worker:
         self._stop_connector_instance(connector)
         host = self._spawn_connector_host(name, connector.plugin, connector.props)
         try:
-            handle = host.new_object(connector.plugin.target)
+            handle = host.new(connector.plugin.target)
             host.call(handle, "start", dict(connector.props))
         except BaseException as exc:
             self._starting.pop(name, None)
@@ -684,11 +703,11 @@ class Worker:
 
     # -- converters and transforms -----------------------------------------------------------
 
-    def _attach(self, host: PluginHost, plugin: PluginDescriptor, home: str, key: str) -> None:
+    def _attach(self, host: HostClient, plugin: PluginDescriptor, home: str, key: str) -> None:
         if plugin.location == home:
             return
         try:
-            host.request("attach", str(self.catalogue.environment(plugin).import_path))
+            host.attach(str(self.catalogue.environment(plugin).import_path))
         except RemotePluginError as exc:
             raise ConfigException(
                 key,
@@ -697,7 +716,7 @@ class Worker:
                 f"{exc.remote_message}",
             ) from exc
 
-    def _pipeline(self, host: PluginHost, home: str, props: Mapping[str, str]) -> dict[str, Any]:
+    def _pipeline(self, host: HostClient, home: str, props: Mapping[str, str]) -> dict[str, Any]:
         spec: dict[str, Any] = {}
         for which in CONVERTER_KEYS:
             source = props if props.get(which) else self.props
@@ -717,7 +736,7 @@ class Worker:
         return spec
 
     def _transforms(
-        self, host: PluginHost, home: str, props: Mapping[str, str]
+        self, host: HostClient, home: str, props: Mapping[str, str]
     ) -> list[tuple[Any, ...]]:
         stages = []
         aliases = [a.strip() for a in props.get("transforms", "").split(",") if a.strip()]

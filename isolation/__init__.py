@@ -1,29 +1,55 @@
 """Plugin environments and plugin host processes.
 
 Every plugin runs in a host process started from its own venv's interpreter; the worker talks
-to it through a batched RPC and survives its crashes and hangs.
+to it through a typed client (:class:`HostClient`) over a channel (:class:`HostChannel`: a host
+process, or the in-process twin for tests) and survives its crashes and hangs.
 """
 
 from __future__ import annotations
 
 from isolation._hostside.copycat_batch import ConsumedBatch
+from isolation._hostside.copycat_protocol import (
+    NO_SINK_ACTIONS,
+    ConnectorEvent,
+    ErrorInfo,
+    HostInfo,
+    PollResult,
+    SinkActions,
+    SourceStarted,
+)
+from isolation.channel import Frame, HostChannel
+from isolation.client import HostClient
 from isolation.environment import (
     ENTRY_POINT_GROUPS,
     PluginDescriptor,
     PluginEnvironment,
     PluginEnvironmentError,
 )
-from isolation.host import (
-    PluginHost,
+from isolation.errors import (
     PluginHostCrashed,
     PluginHostError,
     PluginHostTimeout,
+    RemoteConfigError,
+    RemoteDataError,
     RemotePluginError,
+    RemoteRetriableError,
 )
+from isolation.host import DEFAULT_CALL_TIMEOUT_S, SHUTDOWN_GRACE_S, PluginHost
+from isolation.inprocess import InProcessHost
 
 __all__ = [
-    "ConsumedBatch",
+    "DEFAULT_CALL_TIMEOUT_S",
     "ENTRY_POINT_GROUPS",
+    "NO_SINK_ACTIONS",
+    "SHUTDOWN_GRACE_S",
+    "ConnectorEvent",
+    "ConsumedBatch",
+    "ErrorInfo",
+    "Frame",
+    "HostChannel",
+    "HostClient",
+    "HostInfo",
+    "InProcessHost",
     "PluginDescriptor",
     "PluginEnvironment",
     "PluginEnvironmentError",
@@ -31,5 +57,11 @@ __all__ = [
     "PluginHostCrashed",
     "PluginHostError",
     "PluginHostTimeout",
+    "PollResult",
+    "RemoteConfigError",
+    "RemoteDataError",
     "RemotePluginError",
+    "RemoteRetriableError",
+    "SinkActions",
+    "SourceStarted",
 ]

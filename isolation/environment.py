@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from isolation.client import HostClient
 from isolation.host import PluginHost
 from plugin_api import ConnectException
 
@@ -159,25 +160,26 @@ class PluginEnvironment:
             for entry in manifest["plugins"]
         ]
 
-    def start_host(self, name: str, **kwargs: Any) -> PluginHost:
-        """Start a plugin host for this location (a zipapp host has its zip attached)."""
+    def start_host(self, name: str, **kwargs: Any) -> HostClient:
+        """Start a plugin host process for this location (a zipapp host has its zip
+        attached); ``kwargs`` go to :class:`~isolation.host.PluginHost`."""
         python = self.python
-        host = PluginHost(python, name=name, isolated_site=self.is_zip, **kwargs)
+        client = HostClient(PluginHost(python, name=name, isolated_site=self.is_zip, **kwargs))
         try:
-            host.start()
+            client.channel.start()
             if self.is_zip:
-                host.request("attach", str(self.location))
+                client.attach(str(self.location))
         except BaseException:
-            host.close()
+            client.close()
             raise
-        return host
+        return client
 
     def probe(self) -> dict[str, Any]:
         """Ask a plugin host what each entry point is (source/sink/...) and its version()."""
         eps = self.entry_points()
         host = self.start_host(f"probe:{self.location.name}")
         try:
-            described = host.request("describe", [ep.value for ep in eps])
+            described = host.describe([ep.value for ep in eps])
         finally:
             host.close()
         plugins = []

@@ -1,15 +1,6 @@
-"""Worker side of a plugin host: start it from a plugin venv, talk to it, survive its death.
-
-Exceptions::
-
-    plugin_api.ConnectException
-     ├── PluginHostError            the host process itself failed
-     │    ├── PluginHostCrashed      it exited or was killed (exit reason + stderr tail)
-     │    └── PluginHostTimeout      a request took longer than its timeout (host killed)
-     └── RemotePluginError          plugin code raised; carries the plugin's own traceback
-          ├── RemoteRetriableError   (also a RetriableException)
-          ├── RemoteDataError        (also a DataException)
-          └── RemoteConfigError      (also a ConfigException)
+"""Worker side of a plugin host process: start it from a plugin venv, talk to it over pipes,
+survive its death. :class:`PluginHost` is the process implementation of
+:class:`isolation.channel.HostChannel`; failures are the tree of :mod:`isolation.errors`.
 """
 
 from __future__ import annotations
@@ -18,7 +9,6 @@ import collections
 import logging
 import os
 import select
-import signal
 import subprocess
 import threading
 import time
@@ -28,8 +18,17 @@ from typing import Any
 
 import plugin_api
 from isolation import allocator, launcher
+from isolation._hostside import copycat_protocol as protocol
 from isolation._hostside import copycat_wire as wire
-from plugin_api import ConfigException, ConnectException, DataException, RetriableException
+from isolation.errors import (
+    ErrorInfo,
+    PluginHostCrashed,
+    PluginHostError,
+    PluginHostTimeout,
+    describe_exit,
+    remote_error,
+)
+from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.isolation")
 
@@ -69,62 +68,6 @@ _BOOTSTRAP = (
 )
 
 
-class PluginHostError(ConnectException):
-    """The plugin host process failed (as opposed to plugin code raising an exception)."""
-
-
-class PluginHostCrashed(PluginHostError):
-    """The plugin host exited or was killed while the worker needed it."""
-
-    def __init__(self, message: str, exit_reason: str, stderr_tail: str) -> None:
-        super().__init__(message)
-        self.exit_reason = exit_reason
-        self.stderr_tail = stderr_tail
-
-
-class PluginHostTimeout(PluginHostError):
-    """A request to the plugin host did not complete in time; the host was killed."""
-
-
-class RemotePluginError(ConnectException):
-    """Plugin code raised inside its host; ``remote_traceback`` is the plugin's traceback."""
-
-    def __init__(self, plugin: str, info: Mapping[str, Any]) -> None:
-        super().__init__(f"{plugin}: {info['type']}: {info['message']}")
-        self.plugin = plugin
-        self.remote_type: str = info["type"]
-        self.remote_message: str = info["message"]
-        self.remote_traceback: str = info["traceback"]
-        self.kind: str = info["kind"]
-        # For a retriable put(): the sink task's context.timeout() set before it raised.
-        self.timeout_ms: int | None = info.get("timeout_ms")
-
-
-class RemoteRetriableError(RemotePluginError, RetriableException):
-    pass
-
-
-class RemoteDataError(RemotePluginError, DataException):
-    pass
-
-
-class RemoteConfigError(RemotePluginError, ConfigException):
-    def __init__(self, plugin: str, info: Mapping[str, Any]) -> None:
-        RemotePluginError.__init__(self, plugin, info)
-        self.name = None
-
-
-_REMOTE_BY_KIND: dict[str, type[RemotePluginError]] = {
-    "retriable": RemoteRetriableError,
-    "data": RemoteDataError,
-    "config": RemoteConfigError,
-}
-
-
-def remote_error(plugin: str, info: Mapping[str, Any]) -> RemotePluginError:
-    return _REMOTE_BY_KIND.get(info["kind"], RemotePluginError)(plugin, info)
-
-
 def plugin_api_root() -> Path:
     """A directory holding only the runtime's ``plugin_api`` package, for the hosts' sys.path.
 
@@ -146,18 +89,6 @@ def plugin_api_root() -> Path:
         tmp.symlink_to(package, target_is_directory=True)
         os.replace(tmp, link)
     return root
-
-
-def describe_exit(returncode: int | None) -> str:
-    if returncode is None:
-        return "still running"
-    if returncode < 0:
-        try:
-            name = signal.Signals(-returncode).name
-        except ValueError:
-            name = f"signal {-returncode}"
-        return f"killed by {name} (signal {-returncode})"
-    return f"exited with code {returncode}"
 
 
 _SUPPRESSED = "plugin output over %d lines/s: %d lines not logged"
@@ -213,6 +144,7 @@ class PluginHost:
         isolated_site: bool = False,
         memory_limit_bytes: int = 0,
         on_exit: Callable[[PluginHostCrashed], None] | None = None,
+        on_event: Callable[[protocol.ConnectorEvent], None] | None = None,
     ) -> None:
         self.python = str(python)
         self.name = name
@@ -222,6 +154,9 @@ class PluginHost:
         # Called (on the output relay thread) when the host exits while nobody is closing it
         # or waiting for an answer from it: a host dying between requests is noticed too.
         self.on_exit = on_exit
+        # Called (on a thread of its own) with each event a connector sends from its host,
+        # e.g. a request for task reconfiguration; only hosts given one get an events pipe.
+        self.on_event = on_event
         # -S: no site-packages at all (zipapp hosts run on the base interpreter).
         self._site_flags = ["-I", "-S"] if isolated_site else ["-I"]
         self._env = dict(env) if env is not None else None
@@ -239,14 +174,16 @@ class PluginHost:
         self._closing = False
         self._kill_reason: str | None = None
         self._relay: threading.Thread | None = None
+        self._events = -1
         self.failure: PluginHostError | None = None
-        self.info: dict[str, Any] = {}
+        self.info: protocol.HostInfo | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def start(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> dict[str, Any]:
+    def start(self, timeout_s: float = DEFAULT_START_TIMEOUT_S) -> protocol.HostInfo:
         to_host_r, to_host_w = os.pipe()
         from_host_r, from_host_w = os.pipe()
+        events_r, events_w = os.pipe() if self.on_event is not None else (-1, -1)
         for fd in (to_host_w, from_host_w):
             wire.enlarge_pipe(fd)
         env = dict(self._env if self._env is not None else os.environ)
@@ -274,21 +211,24 @@ class PluginHost:
             str(self.memory_limit_bytes),
             str(to_host_r),
             str(from_host_w),
+            str(events_w),
             *map(str, region_fds),
         ]
+        passed = (to_host_r, from_host_w, *([events_w] if events_w >= 0 else []), *region_fds)
         try:
             self._proc = launcher.spawn(
                 cmd,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
-                pass_fds=(to_host_r, from_host_w, *region_fds),
+                pass_fds=passed,
                 env=env,
                 close_fds=True,
             )
         except OSError as exc:
-            for fd in (to_host_r, to_host_w, from_host_r, from_host_w):
-                os.close(fd)
+            for fd in (to_host_r, to_host_w, from_host_r, from_host_w, events_r, events_w):
+                if fd >= 0:
+                    os.close(fd)
             self._close_regions()
             raise PluginHostError(
                 f"cannot start plugin host for {self.name} with {self.python}: {exc}"
@@ -296,12 +236,38 @@ class PluginHost:
         os.close(to_host_r)
         os.close(from_host_w)
         self._to_host, self._from_host = to_host_w, from_host_r
+        if events_w >= 0:
+            os.close(events_w)
+            self._events = events_r
+            threading.Thread(
+                target=self._relay_events, name=f"host-events-{self.name}", daemon=True
+            ).start()
         self._relay = threading.Thread(
             target=self._relay_output, name=f"host-log-{self.name}", daemon=True
         )
         self._relay.start()
-        self.info = self.request("hello", timeout_s=timeout_s)
+        self.info = protocol.HostInfo(*self.request(protocol.HELLO, timeout_s=timeout_s))
         return self.info
+
+    def _relay_events(self) -> None:
+        """Hand each connector event the host sends to ``on_event`` (until the host exits)."""
+        assert self.on_event is not None
+        while True:
+            try:
+                _, (handle, kind, error) = wire.read_message(self._events)
+            except (wire.ChannelClosed, OSError, ValueError):
+                break
+            event = protocol.ConnectorEvent(
+                handle, kind, None if error is None else ErrorInfo(*error)
+            )
+            try:
+                self.on_event(event)
+            except Exception:  # noqa: BLE001 - one bad event must not stop the relay
+                log.exception("plugin host %s: handling connector event %s failed", self.name, kind)
+        try:
+            os.close(self._events)
+        except OSError:
+            pass
 
     def _relay_output(self) -> None:
         """Relay the host's output to the log (bounded), keep its tail, notice its exit."""
@@ -378,7 +344,7 @@ class PluginHost:
         self._closing = True
         if self.alive and self._pending_op is None:
             try:
-                self.request("shutdown", timeout_s=timeout_s)
+                self.request(protocol.SHUTDOWN, timeout_s=timeout_s)
             except PluginHostError:
                 pass
         if self._pending_op is not None:
@@ -433,8 +399,7 @@ class PluginHost:
         self.submit(op, *args)
         return self.result(timeout_s=timeout_s)
 
-    @staticmethod
-    def encode(op: str, *args: Any) -> tuple[bytes, bytes]:
+    def encode(self, op: str, *args: Any) -> tuple[bytes, bytes]:
         """Serialize a request ahead of time, for :meth:`submit_encoded`: a caller that
         prepares the next batch while the host works keeps the pickling off the host's
         critical path."""
@@ -488,7 +453,7 @@ class PluginHost:
                 if kind == "ok":
                     return reply[1]
                 if kind == "err":
-                    raise remote_error(self.name, self._explained(reply[1]))
+                    raise remote_error(self.name, self._explained(ErrorInfo(*reply[1])))
                 if kind == "cb":
                     self._answer_callback(reply[1], reply[2])
                     continue
@@ -530,11 +495,11 @@ class PluginHost:
                 self._to_host_region,
             )
 
-    def _explained(self, info: Mapping[str, Any]) -> Mapping[str, Any]:
+    def _explained(self, info: ErrorInfo) -> ErrorInfo:
         """A plugin's MemoryError under a memory limit says which limit it hit."""
-        if self.memory_limit_bytes and info.get("type") == "builtins.MemoryError":
+        if self.memory_limit_bytes and info.type == "builtins.MemoryError":
             limit = f"plugin.host.memory.max.bytes={self.memory_limit_bytes}"
-            return {**info, "message": f"out of memory ({limit}) {info['message']}".rstrip()}
+            return info._replace(message=f"out of memory ({limit}) {info.message}".rstrip())
         return info
 
     def _exit_reason(self) -> str:
@@ -564,19 +529,3 @@ class PluginHost:
             message += f"; last output:\n{tail}"
         self.failure = PluginHostCrashed(message, reason, tail)
         return self.failure
-
-    # -- conveniences ------------------------------------------------------------------------
-
-    def new_object(self, target: str, configs: Mapping[str, Any] | None = None) -> int:
-        """Instantiate ``target`` (``module:Class``) in the host; return its handle."""
-        self._next_id += 1
-        obj_id = self._next_id
-        self.request("new", obj_id, target, configs)
-        return obj_id
-
-    def next_handle(self) -> int:
-        self._next_id += 1
-        return self._next_id
-
-    def call(self, obj_id: int, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self.request("call", obj_id, method, args, kwargs)

@@ -2,14 +2,20 @@
 
 Started by the worker from a plugin venv's interpreter as::
 
-    <venv>/bin/python -I -c <bootstrap> <plugin_api dir> <this dir> <in fd> <out fd> \
-        [<in region fd> <out region fd>]
+    <venv>/bin/python -I -c <bootstrap> <plugin_api dir> <this dir> <memory limit> \
+        <in fd> <out fd> <events fd> [<in region fd> <out region fd>]
 
 The bootstrap puts the runtime's ``plugin_api`` first on ``sys.path`` (parent-first) and the
 venv's site-packages stay where the interpreter put them (child-first for everything else).
 It serves one request at a time; a request may call back into the worker (e.g. to read source
-offsets) before it answers. Anything the plugin writes to stdout goes to stderr, which the
-worker relays to its log and keeps the tail of for crash reports.
+offsets) before it answers. Connector events (a connector asking for task reconfiguration or
+reporting an error, from any of its threads) go out on a channel of their own, at once. Anything
+the plugin writes to stdout goes to stderr, which the worker relays to its log and keeps the
+tail of for crash reports.
+
+:class:`Host` only dispatches; how requests arrive and answers leave is its transport's
+business: :func:`main` serves it over pipes, the worker's in-process twin
+(``isolation.inprocess``) on a thread.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import copycat_protocol as protocol
 import copycat_wire as wire
 from copycat_errors import ErrorPolicy
 from copycat_loader import LocationRegistry, ModuleConflictError, resolve
@@ -29,6 +36,7 @@ from copycat_pipeline import (
     HostSinkTaskContext,
     HostSourceTaskContext,
     Pipeline,
+    RetriablePut,
     SinkRunner,
     SourceRunner,
     TransformStage,
@@ -52,38 +60,45 @@ GC_YOUNG_THRESHOLD = 50_000
 
 
 class HostConnectorContext(ConnectorContext):
-    """Queues the connector's requests; the worker collects them with the ``events`` op."""
+    """Sends the connector's requests to the worker at once, from whichever thread asks."""
 
     def __init__(self, host: Host, obj_id: int) -> None:
         self._host = host
         self._obj_id = obj_id
 
     def request_task_reconfiguration(self) -> None:
-        self._host.events.append((self._obj_id, "request_task_reconfiguration", None))
+        self._host.emit(
+            protocol.ConnectorEvent(self._obj_id, protocol.REQUEST_TASK_RECONFIGURATION, None)
+        )
 
     def raise_error(self, exc: BaseException) -> None:
-        self._host.events.append((self._obj_id, "raise_error", _error_info(exc)))
+        self._host.emit(
+            protocol.ConnectorEvent(self._obj_id, protocol.RAISE_ERROR, _error_info(exc))
+        )
 
 
-def _error_info(exc: BaseException) -> dict[str, Any]:
-    kind = "other"
+def _error_info(exc: BaseException) -> protocol.ErrorInfo:
+    retry_after_ms = None
+    if isinstance(exc, RetriablePut):
+        retry_after_ms, exc = exc.retry_after_ms, exc.cause
+    kind = protocol.OTHER
     if isinstance(exc, RetriableException):
-        kind = "retriable"
+        kind = protocol.RETRIABLE
     elif isinstance(exc, DataException):
-        kind = "data"
+        kind = protocol.DATA
     elif isinstance(exc, ConfigException):
-        kind = "config"
+        kind = protocol.CONFIG
     elif isinstance(exc, ModuleConflictError):
-        kind = "conflict"
+        kind = protocol.CONFLICT
     elif isinstance(exc, plugin_api.ConnectException):
-        kind = "connect"
-    return {
-        "type": f"{type(exc).__module__}.{type(exc).__qualname__}",
-        "message": str(exc),
-        "kind": kind,
-        "traceback": "".join(traceback.format_exception(exc)),
-        "timeout_ms": getattr(exc, "copycat_timeout_ms", None),
-    }
+        kind = protocol.CONNECT
+    return protocol.ErrorInfo(
+        f"{type(exc).__module__}.{type(exc).__qualname__}",
+        str(exc),
+        kind,
+        "".join(traceback.format_exception(exc)),
+        retry_after_ms,
+    )
 
 
 _KINDS: tuple[tuple[type, str], ...] = (
@@ -102,72 +117,59 @@ def _plugin_kinds(cls: type) -> list[str]:
     return [kind for base, kind in _KINDS if issubclass(cls, base)]
 
 
+Callback = Callable[[str, tuple[Any, ...]], Any]
+Emit = Callable[[tuple[Any, ...]], None]
+
+
 class Host:
-    def __init__(
-        self,
-        in_fd: int,
-        out_fd: int,
-        in_region: wire.SharedRegion | None = None,
-        out_region: wire.SharedRegion | None = None,
-    ) -> None:
-        self.in_fd = in_fd
-        self.out_fd = out_fd
-        self.in_region = in_region
-        self.out_region = out_region
+    """Serves the worker's requests on plugin objects, one at a time.
+
+    ``callback(name, args)`` asks the worker something while a request is being served (and
+    only from the thread serving it); ``emit(event)`` sends a :class:`ConnectorEvent` to the
+    worker from any thread, outside any request.
+    """
+
+    def __init__(self, callback: Callback, emit: Emit) -> None:
+        self._callback = callback
+        self._emit = emit
         self.objects: dict[int, Any] = {}
         self.runners: dict[int, Any] = {}
-        self.events: list[tuple[int, str, Any]] = []
         self.locations = LocationRegistry()
-        self._serving_thread = threading.get_ident()
+        self.serving_thread = threading.get_ident()
         self.running = True
-
-    # -- channel -----------------------------------------------------------------------------
 
     def callback(self, name: str, args: tuple[Any, ...]) -> Any:
         """Ask the worker something while the current request is being served."""
-        if threading.get_ident() != self._serving_thread:
+        if threading.get_ident() != self.serving_thread:
             raise plugin_api.ConnectException(
                 f"{name} may only be used from the thread the runtime calls the task on"
             )
-        wire.write_message(self.out_fd, ("cb", name, args), self.out_region)
-        reply = wire.read_message(self.in_fd, self.in_region)
-        if reply[0] != "cbret":
-            raise plugin_api.ConnectException(f"unexpected reply to callback {name}: {reply[0]}")
-        if not reply[1]:
-            raise plugin_api.ConnectException(f"worker failed callback {name}: {reply[2]}")
-        return reply[2]
+        return self._callback(name, args)
 
-    def serve(self) -> None:
-        while self.running:
-            try:
-                message = wire.read_message(self.in_fd, self.in_region)
-            except wire.ChannelClosed:
-                return  # the worker went away: nothing left to serve
-            _, op, args = message
-            handler: Callable[..., Any] | None = getattr(self, f"op_{op}", None)
-            try:
-                if handler is None:
-                    raise plugin_api.ConnectException(f"unknown plugin host operation {op!r}")
-                result = handler(*args)
-                reply: tuple[Any, ...] = ("ok", result)
-            except BaseException as exc:  # noqa: BLE001 - every failure goes back to the worker
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                reply = ("err", _error_info(exc))
-            try:
-                wire.write_message(self.out_fd, reply, self.out_region)
-            except Exception as exc:  # e.g. a plugin returned something unpicklable
-                wire.write_message(self.out_fd, ("err", _error_info(exc)), self.out_region)
+    def emit(self, event: protocol.ConnectorEvent) -> None:
+        handle, kind, error = event
+        self._emit((handle, kind, None if error is None else tuple(error)))
+
+    def dispatch(self, op: str, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """Run one request: ``("ok", answer)`` or ``("err", ErrorInfo as a tuple)``."""
+        handler: Callable[..., Any] | None = getattr(self, f"op_{op}", None)
+        try:
+            if handler is None:
+                raise plugin_api.ConnectException(f"unknown plugin host operation {op!r}")
+            return ("ok", handler(*args))
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the worker
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            return ("err", tuple(_error_info(exc)))
 
     # -- generic operations ------------------------------------------------------------------
 
-    def op_hello(self) -> dict[str, Any]:
-        return {
-            "pid": os.getpid(),
-            "executable": sys.executable,
-            "prefix": sys.prefix,
-            "plugin_api": os.path.dirname(plugin_api.__file__),
-        }
+    def op_hello(self) -> tuple[Any, ...]:
+        return tuple(
+            protocol.HostInfo(
+                os.getpid(), sys.executable, sys.prefix, os.path.dirname(plugin_api.__file__)
+            )
+        )
 
     def op_attach(self, location: str) -> list[str]:
         attached: list[str] = self.locations.attach(location)
@@ -233,10 +235,6 @@ class Host:
         if runner is not None:
             runner.pipeline.close()
 
-    def op_events(self) -> list[tuple[int, str, Any]]:
-        events, self.events = self.events, []
-        return events
-
     def op_shutdown(self) -> None:
         self.running = False
 
@@ -288,7 +286,7 @@ class Host:
 
     def op_start_source_task(
         self, obj_id: int, target: str, props: Mapping[str, str], pipeline: Mapping[str, Any]
-    ) -> dict[str, Any]:
+    ) -> tuple[Any, ...]:
         task = resolve(target)()
         if not isinstance(task, SourceTask):
             raise plugin_api.ConnectException(f"{target} is not a SourceTask")
@@ -297,7 +295,7 @@ class Host:
         self.runners[obj_id] = runner
         task.initialize(HostSourceTaskContext(props, self.callback))
         task.start(props)
-        return {"version": task.version(), "wants_acks": runner.wants_acks}
+        return tuple(protocol.SourceStarted(str(task.version()), runner.wants_acks))
 
     def op_start_sink_task(
         self,
@@ -332,20 +330,20 @@ class Host:
     def op_acked(self, obj_id: int, acks: list[tuple[Any, ...]]) -> None:
         self.runners[obj_id].acked(acks)
 
-    def op_put(self, obj_id: int, batch: list[tuple[Any, ...]]) -> dict[str, Any]:
-        result: dict[str, Any] = self.runners[obj_id].put(batch)
+    def op_put(self, obj_id: int, batch: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+        result: tuple[Any, ...] = self.runners[obj_id].put(batch)
         return result
 
-    def op_pre_commit(self, obj_id: int, offsets: Mapping[tuple[str, int], int]) -> dict[str, Any]:
-        result: dict[str, Any] = self.runners[obj_id].pre_commit(offsets)
+    def op_pre_commit(self, obj_id: int, offsets: Mapping[tuple[str, int], int]) -> tuple[Any, ...]:
+        result: tuple[Any, ...] = self.runners[obj_id].pre_commit(offsets)
         return result
 
-    def op_open(self, obj_id: int, partitions: list[tuple[str, int]]) -> dict[str, Any]:
-        result: dict[str, Any] = self.runners[obj_id].open(partitions)
+    def op_open(self, obj_id: int, partitions: list[tuple[str, int]]) -> tuple[Any, ...]:
+        result: tuple[Any, ...] = self.runners[obj_id].open(partitions)
         return result
 
-    def op_close(self, obj_id: int, partitions: list[tuple[str, int]]) -> dict[str, Any]:
-        result: dict[str, Any] = self.runners[obj_id].close(partitions)
+    def op_close(self, obj_id: int, partitions: list[tuple[str, int]]) -> tuple[Any, ...]:
+        result: tuple[Any, ...] = self.runners[obj_id].close(partitions)
         return result
 
     def op_stop_task(self, obj_id: int) -> None:
@@ -359,10 +357,59 @@ class Host:
                 runner.pipeline.close()
 
 
+class _PipeTransport:
+    """The host's side of the worker's pipes: requests in, answers and callbacks out, and
+    connector events on a pipe of their own (written whole under a lock, from any thread)."""
+
+    def __init__(
+        self,
+        in_fd: int,
+        out_fd: int,
+        events_fd: int,
+        in_region: wire.SharedRegion | None,
+        out_region: wire.SharedRegion | None,
+    ) -> None:
+        self.in_fd, self.out_fd, self.events_fd = in_fd, out_fd, events_fd
+        self.in_region, self.out_region = in_region, out_region
+        self._events_lock = threading.Lock()
+
+    def callback(self, name: str, args: tuple[Any, ...]) -> Any:
+        wire.write_message(self.out_fd, ("cb", name, args), self.out_region)
+        reply = wire.read_message(self.in_fd, self.in_region)
+        if reply[0] != "cbret":
+            raise plugin_api.ConnectException(f"unexpected reply to callback {name}: {reply[0]}")
+        if not reply[1]:
+            raise plugin_api.ConnectException(f"worker failed callback {name}: {reply[2]}")
+        return reply[2]
+
+    def emit(self, event: tuple[Any, ...]) -> None:
+        if self.events_fd < 0:
+            return  # nobody listens: only connector hosts have an events channel
+        with self._events_lock:
+            try:
+                wire.write_message(self.events_fd, ("event", event))
+            except OSError:
+                pass  # the worker went away
+
+    def serve(self, host: Host) -> None:
+        while host.running:
+            try:
+                message = wire.read_message(self.in_fd, self.in_region)
+            except wire.ChannelClosed:
+                return  # the worker went away: nothing left to serve
+            _, op, args = message
+            reply = host.dispatch(op, args)
+            try:
+                wire.write_message(self.out_fd, reply, self.out_region)
+            except Exception as exc:  # e.g. a plugin returned something unpicklable
+                error = ("err", tuple(_error_info(exc)))
+                wire.write_message(self.out_fd, error, self.out_region)
+
+
 def main(argv: list[str]) -> None:
-    in_fd, out_fd = int(argv[0]), int(argv[1])
+    in_fd, out_fd, events_fd = int(argv[0]), int(argv[1]), int(argv[2])
     # Shared regions for large pickles (worker -> host, host -> worker) where the OS has them.
-    regions = [wire.SharedRegion(int(fd)) for fd in argv[2:4]] or [None, None]
+    regions = [wire.SharedRegion(int(fd)) for fd in argv[3:5]] or [None, None]
     # Plugin prints must never reach a channel; stdout is also the worker's stderr relay.
     sys.stdout = sys.stderr
     # The worker's setting (isolation/allocator.py, GC_YOUNG_THRESHOLD): a put() or poll()
@@ -370,7 +417,8 @@ def main(argv: list[str]) -> None:
     young, *older = gc.get_threshold()
     if 0 < young < GC_YOUNG_THRESHOLD:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
-    Host(in_fd, out_fd, *regions).serve()
+    transport = _PipeTransport(in_fd, out_fd, events_fd, *regions)
+    transport.serve(Host(transport.callback, transport.emit))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ PARENT_FIRST = frozenset(
         "copycat_host",
         "copycat_pipeline",
         "copycat_errors",
+        "copycat_protocol",
+        "copycat_batch",
     }
 )
 

@@ -28,6 +28,7 @@ from copycat_errors import (
     ErrorPolicy,
     StageFailure,
 )
+from copycat_protocol import SinkActions
 from plugin_api.connector import freeze_partition
 
 from plugin_api import (
@@ -53,6 +54,17 @@ from plugin_api import (
 
 # A callback into the worker, answered before the current request completes.
 Callback = Callable[[str, tuple[Any, ...]], Any]
+
+
+class RetriablePut(RetriableException):
+    """A put() that raised RetriableException, with the redelivery delay the task asked for
+    (``context.timeout()`` before it raised; None if it did not), as data for the worker."""
+
+    def __init__(self, cause: RetriableException, retry_after_ms: int | None) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.retry_after_ms = retry_after_ms
+
 
 _TIMESTAMP_TYPES = list(TimestampType)
 # Values that records may share: nothing a task or SMT does to one record changes another.
@@ -350,17 +362,25 @@ class HostSinkTaskContext(SinkTaskContext):
         self.timeout_ms: int | None = None
         self.reported: list[tuple[Any, ...]] = []
 
-    def drain(self) -> dict[str, Any]:
-        actions = {
-            "seeks": dict(self.seeks),
-            "pause": list(self.paused),
-            "resume": list(self.resumed),
-            "request_commit": self.commit_requested,
-            "timeout_ms": self.timeout_ms,
-            "reported": list(self.reported),
-        }
+    def drain(
+        self,
+        failed: list[tuple[Any, ...]] | None = None,
+        commit: dict[tuple[str, int], int] | None = None,
+    ) -> tuple[Any, ...]:
+        """The :class:`SinkActions` of the call that just ended (as a plain tuple, the
+        shape that crosses the channel), and a clean slate for the next one."""
+        actions = SinkActions(
+            {(tp[0], tp[1]): off for tp, off in self.seeks.items()},
+            [(tp[0], tp[1]) for tp in self.paused],
+            [(tp[0], tp[1]) for tp in self.resumed],
+            self.commit_requested,
+            self.timeout_ms,
+            list(self.reported),
+            failed or [],
+            commit or {},
+        )
         self.reset()
-        return actions
+        return tuple(actions)
 
     def configs(self) -> dict[str, str]:
         return dict(self._configs)
@@ -410,11 +430,10 @@ class SinkRunner:
         if context._reporter is not None:
             context._reporter.task_class = f"{type(task).__module__}.{type(task).__qualname__}"
 
-    def put(self, wire: Sequence[Any]) -> dict[str, Any]:
+    def put(self, wire: Sequence[Any]) -> tuple[Any, ...]:
         """``wire`` is a :class:`ConsumedBatch`'s :meth:`~ConsumedBatch.wire` tuple.
 
-        Returns the task's context actions, plus ``failed``: ``(topic, partition, offset,
-        stage, class, exception class, message, stack trace)`` for each record whose
+        Returns the task's :class:`SinkActions`, whose ``failed`` lists each record whose
         conversion or transformation failed and was tolerated (it is not put).
         """
         batch = ConsumedBatch.from_wire(wire)
@@ -434,12 +453,10 @@ class SinkRunner:
         except RetriableException as exc:
             # The task may have called context.timeout() before raising: that is when the
             # worker should redeliver, so it travels with the error.
-            exc.copycat_timeout_ms = self.context.timeout_ms  # type: ignore[attr-defined]
+            retry_after_ms = self.context.timeout_ms
             self.context.reset()
-            raise
-        actions = self.context.drain()
-        actions["failed"] = failed
-        return actions
+            raise RetriablePut(exc, retry_after_ms) from exc
+        return self.context.drain(failed=failed)
 
     def _recover(
         self, row: tuple[Any, ...], failure: StageFailure, failed: list[tuple[Any, ...]]
@@ -593,20 +610,19 @@ class SinkRunner:
 
         return convert
 
-    def pre_commit(self, offsets: Mapping[tuple[str, int], int]) -> dict[str, Any]:
+    def pre_commit(self, offsets: Mapping[tuple[str, int], int]) -> tuple[Any, ...]:
         current = {TopicPartition(*tp): off for tp, off in offsets.items()}
         committable = self.task.pre_commit(current)
-        actions = self.context.drain()
-        actions["commit"] = {(tp[0], tp[1]): off for tp, off in (committable or {}).items()}
-        return actions
+        commit = {(tp[0], tp[1]): off for tp, off in (committable or {}).items()}
+        return self.context.drain(commit=commit)
 
-    def open(self, partitions: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    def open(self, partitions: Sequence[tuple[str, int]]) -> tuple[Any, ...]:
         tps = [TopicPartition(*tp) for tp in partitions]
         self.context._assignment.update(tps)
         self.task.open(tps)
         return self.context.drain()
 
-    def close(self, partitions: Sequence[tuple[str, int]]) -> dict[str, Any]:
+    def close(self, partitions: Sequence[tuple[str, int]]) -> tuple[Any, ...]:
         tps = [TopicPartition(*tp) for tp in partitions]
         self.task.close(tps)
         self.context._assignment.difference_update(tps)

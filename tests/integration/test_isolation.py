@@ -109,11 +109,11 @@ def _start_task(env: PluginEnvironment, name: str, **props: str):
     host = env.start_host(name, call_timeout_s=30)
     connector = env.catalogue()[0]
     task_target = None
-    obj = host.new_object(connector.target)
+    obj = host.new(connector.target)
     host.call(obj, "start", {"name": name})
-    task_target = host.request("task_class", obj)
+    task_target = host.task_class(obj)
     handle = host.next_handle()
-    host.request("start_source_task", handle, task_target, props, {})
+    host.start_source_task(handle, task_target, props, {})
     return host, handle
 
 
@@ -129,7 +129,7 @@ def test_conflicting_library_versions_run_side_by_side(
         def drive(label: str, host, handle) -> None:
             values = []
             for _ in range(50):
-                values += [row[4] for row in host.request("poll", handle)[0]]
+                values += [row[4] for row in host.poll(handle)[0]]
             results[label] = values
 
         threads = [
@@ -143,8 +143,8 @@ def test_conflicting_library_versions_run_side_by_side(
         assert results["alpha"] == ["1.0"] * 50
         assert results["beta"] == ["2.0"] * 50
         # Each host imports its library from its own venv.
-        _, v1, f1 = alpha_host.request("eval", "alpha_plugin:pid_and_version")
-        _, v2, f2 = beta_host.request("eval", "beta_plugin:pid_and_version")
+        _, v1, f1 = alpha_host.eval("alpha_plugin:pid_and_version")
+        _, v2, f2 = beta_host.eval("beta_plugin:pid_and_version")
         assert (v1, v2) == ("1.0", "2.0")
         assert f1.startswith(str(installed["alpha-plugin"].location))
         assert f2.startswith(str(installed["beta-plugin"].location))
@@ -165,7 +165,7 @@ def test_kill_9_of_one_host_fails_only_that_plugin(installed: dict[str, PluginEn
 
         def poll_victim() -> None:
             try:
-                victim.request("poll", victim_task)
+                victim.poll(victim_task)
             except BaseException as exc:  # noqa: BLE001
                 errors.append(exc)
 
@@ -179,8 +179,8 @@ def test_kill_9_of_one_host_fails_only_that_plugin(installed: dict[str, PluginEn
         assert "victim" in str(errors[0])
         # Later requests fail fast with the same reason; the other plugin keeps working.
         with pytest.raises(PluginHostCrashed):
-            victim.request("poll", victim_task)
-        assert [row[4] for row in other.request("poll", other_task)[0]] == ["2.0"]
+            victim.poll(victim_task)
+        assert [row[4] for row in other.poll(other_task)[0]] == ["2.0"]
     finally:
         victim.close()
         other.close()
@@ -189,7 +189,7 @@ def test_kill_9_of_one_host_fails_only_that_plugin(installed: dict[str, PluginEn
 def test_nonzero_exit_is_reported_with_output(installed: dict[str, PluginEnvironment]) -> None:
     host, task = _start_task(installed["alpha-plugin"], "quitter", mode="exit")
     with pytest.raises(PluginHostCrashed) as info:
-        host.request("poll", task)
+        host.poll(task)
     assert info.value.exit_reason == "exited with code 3"
     assert "about to exit with code 3" in str(info.value)
     host.close()
@@ -199,7 +199,7 @@ def test_plugin_exception_carries_remote_traceback(installed: dict[str, PluginEn
     host, task = _start_task(installed["alpha-plugin"], "raiser", mode="raise")
     try:
         with pytest.raises(RemotePluginError) as info:
-            host.request("poll", task)
+            host.poll(task)
         assert "ValueError: bad thing in poll" in str(info.value)
         assert "alpha_plugin/__init__.py" in info.value.remote_traceback
         assert host.alive  # an exception in plugin code does not kill the host
@@ -211,7 +211,7 @@ def test_hung_host_times_out_and_is_killed(installed: dict[str, PluginEnvironmen
     host, task = _start_task(installed["alpha-plugin"], "sleeper", mode="sleep", seconds="60")
     started = time.monotonic()
     with pytest.raises(PluginHostTimeout):
-        host.request("poll", task, timeout_s=1.0)
+        host.poll(task, timeout_s=1.0)
     assert time.monotonic() - started < 10
     time.sleep(0.2)
     assert not host.alive
@@ -366,21 +366,21 @@ def test_zipapp_plugins_load_child_first_and_conflicts_are_reported(tmp_path: Pa
 
     host = envs["zip_one.pyz"].start_host("zip-one")
     try:
-        version, origin = host.request("eval", "zip_one:lib_version")
+        version, origin = host.eval("zip_one:lib_version")
         assert version == "1.0" and origin.startswith(str(one))
         with pytest.raises(RemotePluginError) as info:
-            host.request("attach", str(two))
+            host.attach(str(two))
         message = str(info.value)
         assert info.value.kind == "conflict"
         assert "'sharedlib'" in message and "zip-two==1.0" in message and "zip-one==1.0" in message
         # Nothing was half-loaded: the host still serves the first plugin's version.
-        assert host.request("eval", "zip_one:lib_version")[0] == "1.0"
+        assert host.eval("zip_one:lib_version")[0] == "1.0"
     finally:
         host.close()
     # In a host of its own, the second plugin sees its own version.
     host2 = envs["zip_two.pyz"].start_host("zip-two")
     try:
-        assert host2.request("eval", "zip_two:lib_version")[0] == "2.0"
+        assert host2.eval("zip_two:lib_version")[0] == "2.0"
     finally:
         host2.close()
 

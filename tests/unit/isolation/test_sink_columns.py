@@ -16,6 +16,7 @@ import pytest
 from copycat_converters.json_converter import JsonConverter
 from copycat_converters.simple import ByteArrayConverter, StringConverter
 
+from isolation import SinkActions
 from isolation.host import HOSTSIDE_DIR
 from plugin_api import ConnectException, DataException, SinkRecord, SinkTask, Transformation
 
@@ -156,7 +157,7 @@ def test_a_bad_record_in_a_column_is_reported_against_its_offset() -> None:
     good = [(r[:6] + (b'"%d"' % i,) + r[7:]) if i != 3 else r for i, r in enumerate(rows)]
     actions = runner.put(ConsumedBatch.from_rows(good).wire())
     assert [r.kafka_offset for r in task.records] == [100, 101, 102, 104, 105]
-    [(topic, partition, offset, stage, *_)] = actions["failed"]
+    [(topic, partition, offset, stage, *_)] = SinkActions(*actions).failed
     assert (topic, partition, offset, stage) == ("orders", 0, 103, "VALUE_CONVERTER")
 
 
@@ -187,7 +188,7 @@ def test_a_failing_transform_names_the_record_even_after_dropped_ones() -> None:
     )
     actions = runner.put(ConsumedBatch.from_rows(_rows(8)).wire())
     assert [r.kafka_offset for r in task.records] == [101, 103, 107]
-    assert [(f[2], f[3], f[6]) for f in actions["failed"]] == [
+    assert [(f[2], f[3], f[6]) for f in SinkActions(*actions).failed] == [
         (105, "TRANSFORMATION", "offset 105 is poison")
     ]
 

@@ -1,0 +1,118 @@
+"""The operations of the worker <-> plugin host boundary and the shapes of their answers.
+
+Imported by the plugin host (as the top-level ``copycat_protocol``) and by the worker (as
+``isolation._hostside.copycat_protocol``, re-exported by :mod:`isolation`), so it depends on
+the standard library only.
+
+Answers cross the channel as plain tuples (a pickled NamedTuple names its class, and the two
+sides import this module under different names); each side wraps them in the NamedTuples
+below with ``Shape(*answer)``. Requests stay ``(op, args)`` tuples: the hot ones (poll, put)
+are the frames the channel was measured with, and the typed client on the worker side
+(:mod:`isolation.client`) is the only code that builds them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+# -- operation names (the host serves ``op_<name>``) -------------------------------------------
+HELLO = "hello"
+ATTACH = "attach"
+NEW = "new"
+CALL = "call"
+EVAL = "eval"
+DESCRIBE = "describe"
+DROP = "drop"
+SHUTDOWN = "shutdown"
+TASK_CLASS = "task_class"
+VALIDATE = "validate"
+START_SOURCE_TASK = "start_source_task"
+START_SINK_TASK = "start_sink_task"
+POLL = "poll"
+ACKED = "acked"
+PUT = "put"
+PRE_COMMIT = "pre_commit"
+OPEN = "open"
+CLOSE = "close"
+STOP_TASK = "stop_task"
+
+# -- error kinds: how the worker's exception tree classifies a plugin's exception ----------
+RETRIABLE, DATA, CONFIG, CONFLICT, CONNECT, OTHER = (
+    "retriable",
+    "data",
+    "config",
+    "conflict",
+    "connect",
+    "other",
+)
+
+# -- connector events: what a connector asks of the runtime from any of its threads --------
+REQUEST_TASK_RECONFIGURATION = "request_task_reconfiguration"
+RAISE_ERROR = "raise_error"
+
+
+class ErrorInfo(NamedTuple):
+    """A plugin's exception, as data: the worker rebuilds its own exception from it."""
+
+    type: str  # module.qualname of the plugin's exception class
+    message: str
+    kind: str  # one of the error kinds above
+    traceback: str
+    # For a retriable put(): the delay the task asked for with context.timeout() before it
+    # raised (when the worker should redeliver the batch), else None.
+    retry_after_ms: int | None = None
+
+
+class HostInfo(NamedTuple):
+    pid: int
+    executable: str
+    prefix: str
+    plugin_api: str
+
+
+class SourceStarted(NamedTuple):
+    version: str
+    wants_acks: bool  # whether the task overrides commit_record() (acks must be sent back)
+
+
+class PollResult(NamedTuple):
+    """One poll() of a source task, converted and transformed.
+
+    ``rows``: ``(seq, topic, partition, key, value, headers, timestamp)`` per record; topic
+    None for a record the SMT chain dropped or whose tolerated failure is in ``failures``.
+    ``failures``: ``(seq, description, stage, class, exception class, message, trace)``.
+    ``offsets``: ``(source partition, source offset)`` of the last record per partition.
+    """
+
+    rows: list[tuple[Any, ...]]
+    failures: list[tuple[Any, ...]]
+    offsets: list[tuple[Any, Any]]
+
+
+class SinkActions(NamedTuple):
+    """What a sink task asked of its context during a call, plus that call's own outcome."""
+
+    seeks: dict[tuple[str, int], int]
+    pause: list[tuple[str, int]]
+    resume: list[tuple[str, int]]
+    request_commit: bool
+    timeout_ms: int | None
+    # Records the task reported as errant: (topic, partition, offset, stage, class,
+    # exception class, message, trace).
+    reported: list[tuple[Any, ...]]
+    # put(): records whose conversion or transformation failed and was tolerated (same
+    # shape as ``reported``); they were not put.
+    failed: list[tuple[Any, ...]]
+    # pre_commit(): the offsets the task says are safe to commit.
+    commit: dict[tuple[str, int], int]
+
+
+NO_SINK_ACTIONS = SinkActions({}, [], [], False, None, [], [], {})
+
+
+class ConnectorEvent(NamedTuple):
+    """Sent by the host on its events channel, outside any request."""
+
+    handle: int
+    kind: str  # REQUEST_TASK_RECONFIGURATION or RAISE_ERROR
+    error: ErrorInfo | None
