@@ -169,26 +169,17 @@ def test_connector_metadata() -> None:
         connector.alter_offsets({"file": "f"}, {("filename", "f"): {"position": -1}})
 
 
-# Lines of ~100 bytes poll()ed per second must stay well above this floor; the
-# architecture budget is 500k/s, the floor is lower so slow CI machines pass.
-MIN_LINES_PER_SECOND = 200_000
-
-
-def test_poll_throughput(tmp_path: Path) -> None:
+def test_a_large_file_is_read_whole_and_in_order(tmp_path: Path) -> None:
+    """200,000 lines through poll() batches: every line once, in order. (How fast is the
+    business of bench/pipeline_bench.py, measured beside a bare loop, not of a test.)"""
     path = tmp_path / "big.txt"
     count = 200_000
-    line = "x" * 99 + "\n"
-    path.write_text(line * count)
+    path.write_text("".join(f"{i:099d}\n" for i in range(count)))
     task = started_task(path)
     try:
-        started = time.perf_counter()
-        seen = 0
-        while seen < count:
-            seen += len(task.poll() or [])
-        elapsed = time.perf_counter() - started
+        values: list[str] = []
+        while len(values) < count:
+            values += [r.value for r in task.poll() or []]
     finally:
         task.stop()
-    rate = count / elapsed
-    print(f"FileStreamSourceTask.poll: {rate:,.0f} lines/s")
-    assert seen == count
-    assert rate > MIN_LINES_PER_SECOND
+    assert values == [f"{i:099d}" for i in range(count)]
