@@ -33,6 +33,11 @@ SINK_CONSUMER_DEFAULTS: dict[str, Any] = {
     # held Copycat to a third of its speed. The Java consumer fetches again as soon as its
     # buffer drains; 10 ms comes close to that.
     "fetch.queue.backoff.ms": 10,
+    # A topics.regex subscription sees topics created after the task started only when the
+    # consumer refreshes its metadata: librdkafka's default (and Java's metadata.max.age.ms)
+    # is 5 minutes, so a sink created before its topics seemed stuck. Literal topics are
+    # looked up again at once and only their metadata is fetched, so this costs them little.
+    "topic.metadata.refresh.interval.ms": 10_000,
 }
 
 
