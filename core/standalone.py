@@ -43,6 +43,7 @@ from core.herder import (
     NotFoundError,
     TargetState,
 )
+from core.kafka import admin_client, kafka_cluster_id
 from core.offsets import FileOffsetStore
 from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
@@ -55,8 +56,6 @@ from plugin_api import ConfigException, ConnectException, TopicPartition
 
 log = logging.getLogger("copycat.standalone")
 
-# How long GET / waits for the broker to name its cluster id at start-up.
-CLUSTER_ID_TIMEOUT_S = 10.0
 _NOT_STOPPED = (
     "Connectors must be in the STOPPED state before their offsets can be modified. "
     "This can be done for the specified connector by issuing a 'PUT' request to the "
@@ -213,7 +212,7 @@ class StandaloneHerder(AbstractHerder):
         client = dict(self.config.client_config())
         client["bootstrap.servers"] = bootstrap
         self.client_props = client
-        self._admin = AdminClient(client)  # type: ignore[arg-type]
+        self._admin = admin_client(client)
         self.worker = Worker(
             self.worker_id,
             self.config.originals_strings(),
@@ -221,11 +220,8 @@ class StandaloneHerder(AbstractHerder):
             FileOffsetStore(Path(offsets_file)),
             client_props=client,
         )
-        try:
-            metadata_ = self._admin.list_topics(timeout=CLUSTER_ID_TIMEOUT_S)
-            self._cluster_id = metadata_.cluster_id
-        except Exception as exc:  # noqa: BLE001 - GET / then shows null, as Kafka would fail later
-            log.warning("could not read the Kafka cluster id: %s", exc)
+        timeout_ms = int(self.config.get("default.api.timeout.ms"))
+        self._cluster_id = kafka_cluster_id(client, timeout_ms, "default.api.timeout.ms")
         with self._lock:
             for cf in self.connector_files:
                 self._deploy(cf.name, cf.props, TargetState.STARTED)

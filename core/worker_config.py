@@ -328,6 +328,15 @@ def _build() -> ConfigDef:
         "How long a client waits for a broker response.",
     )
     d.define(
+        "default.api.timeout.ms",
+        _T.INT,
+        _ONE_MINUTE_MS,
+        Range.at_least(0),
+        _MEDIUM,
+        "How long the worker waits at start-up to reach the Kafka cluster and read its id "
+        "before it fails (Kafka Connect's admin client bounds the same lookup with this key).",
+    )
+    d.define(
         "metadata.max.age.ms",
         _T.LONG,
         _FIVE_MINUTES_MS,

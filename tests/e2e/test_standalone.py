@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,9 +14,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from core.kafka import LIBRDKAFKA_LOG_BURST
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+# Interpreter start-up, reading the installed plugins and binding REST, on a busy machine.
+STARTUP_ALLOWANCE_S = 20.0
 
 
 def _write_props(path: Path, props: dict[str, str]) -> Path:
@@ -262,3 +267,41 @@ def test_invalid_connector_configs_fail_fast_and_start_nothing(
     assert proc.returncode == 1
     assert f"{malformed}:3" in proc.stderr, proc.stderr
     assert not pipe.offsets.exists()  # nothing was started
+
+
+def test_unreachable_kafka_fails_startup_within_the_timeout_in_one_line(
+    tmp_path: Path, bundled_plugin_path: Path
+) -> None:
+    """Kafka Connect fails at start-up when it cannot read the cluster id; so does Copycat,
+    after default.api.timeout.ms, with one error line and a bounded number of librdkafka lines
+    (it used to start, log "connector ... started" and then ~30 librdkafka lines a second)."""
+    timeout_ms = 3_000
+    # Bound but not listening: every connection attempt is refused, and no one else can
+    # take the port while the test runs.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+        pipe = Pipeline(tmp_path, address, bundled_plugin_path, "never-created", 10)
+        with open(pipe.worker, "a") as fh:
+            fh.write(f"default.api.timeout.ms={timeout_ms}\n")
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "core.cli", "standalone", str(pipe.worker), str(pipe.sink)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("copycat: error:")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    assert f"bootstrap.servers={address}" in errors[0]
+    assert f"default.api.timeout.ms={timeout_ms} ms" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert "started" not in proc.stderr.replace("Started server process", "")  # no connector
+    # It waited for the timeout, and not much longer: the rest is interpreter start-up and
+    # reading the plugins, seconds at most on a loaded machine.
+    assert timeout_ms / 1000 <= elapsed < timeout_ms / 1000 + STARTUP_ALLOWANCE_S, elapsed
+    librdkafka = [line for line in proc.stderr.splitlines() if "copycat.librdkafka" in line]
+    assert 0 < len(librdkafka) <= LIBRDKAFKA_LOG_BURST + elapsed, proc.stderr[-3000:]
