@@ -16,7 +16,9 @@ thread that lives as long as the broker should (normally the main thread).
 
 Seen on Tansu 0.6.0, beyond ARCHITECTURE.md decision 7:
 
-* Auto-created topics get 4 partitions (Apache Kafka: 1). Create topics explicitly when
+* Auto-created topics get 4 partitions (Apache Kafka: 1). Tansu fixes that number in code
+  (``AUTO_CREATE_NUM_PARTITIONS`` of its metadata service, still so on its main branch in
+  2026-07), with no flag or environment variable to change it. Create topics explicitly when
   the partition count or total order matters.
 * ``ListOffsets(latest)`` (``Consumer.get_watermark_offsets``) counts a multi-record batch
   as one offset: after a 100-record batch at offset 3 it answers 4, not 103. Fetching

@@ -200,6 +200,8 @@ class StandaloneHerder(AbstractHerder):
                 "(in-memory, for development only)",
                 bootstrap,
             )
+            # On stdout too: the user needs the address for their own clients.
+            print(f"dev broker (in memory, for development only): {bootstrap}", flush=True)
         offsets_file = self.config.offset_storage_file_filename
         if not offsets_file:
             raise ConfigException(

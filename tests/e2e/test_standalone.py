@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -305,3 +306,44 @@ def test_unreachable_kafka_fails_startup_within_the_timeout_in_one_line(
     assert timeout_ms / 1000 <= elapsed < timeout_ms / 1000 + STARTUP_ALLOWANCE_S, elapsed
     librdkafka = [line for line in proc.stderr.splitlines() if "copycat.librdkafka" in line]
     assert 0 < len(librdkafka) <= LIBRDKAFKA_LOG_BURST + elapsed, proc.stderr[-3000:]
+
+
+def test_embedded_dev_broker_address_is_printed_on_stdout(
+    tmp_path: Path, bundled_plugin_path: Path
+) -> None:
+    """Without bootstrap.servers the worker starts the dev broker; the user learns its address
+    from stdout (it used to be in the log only) and can point their own clients at it."""
+    worker = _write_props(
+        tmp_path / "worker.properties",
+        {
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+            "plugin.path": str(bundled_plugin_path),
+            "listeners": "http://127.0.0.1:0",
+        },
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.cli", "standalone", str(worker)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    # readline() waits for the line, or for EOF: if no line comes, end the worker after a while.
+    watchdog = threading.Timer(STARTUP_ALLOWANCE_S * 2, proc.kill)
+    watchdog.start()
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        watchdog.cancel()
+        assert line.startswith("dev broker (in memory, for development only): "), line
+        address = line.rsplit(" ", 1)[1].strip()
+        from confluent_kafka.admin import AdminClient
+
+        metadata = AdminClient({"bootstrap.servers": address}).list_topics(timeout=10)
+        assert metadata.cluster_id == "copycat-dev"
+    finally:
+        watchdog.cancel()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
