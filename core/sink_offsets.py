@@ -7,6 +7,8 @@ through the admin client; the connector is STOPPED, so the group has no members.
 
 from __future__ import annotations
 
+import concurrent.futures
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -16,13 +18,24 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
 
 from core.herder import BadRequestError
-from core.kafka import wrap_kafka_error
+from core.kafka import RetriableKafkaError, admin_client, wrap_kafka_error
+
+log = logging.getLogger("copycat.sink_offsets")
 
 KAFKA_TOPIC_KEY = "kafka_topic"
 KAFKA_PARTITION_KEY = "kafka_partition"
 KAFKA_OFFSET_KEY = "kafka_offset"
-# Admin requests to the group coordinator; generous for a broker under test load.
+# Everything one REST call does with the group, retries included: generous for a broker under
+# test load, and well inside the 90 s Kafka Connect's REST clients wait for an answer.
 ADMIN_TIMEOUT_S = 30.0
+# One attempt of an admin request. A request whose connection dropped can stay unanswered
+# (seen: a DeleteGroups sent during a broker outage never completed), so attempts are bounded
+# and retried rather than waited for until the whole deadline is gone.
+ADMIN_ATTEMPT_TIMEOUT_S = 10.0
+# Pause between attempts, doubling up to the maximum (the Java admin client's
+# retry.backoff.ms and retry.backoff.max.ms).
+RETRY_BACKOFF_S = 0.1
+RETRY_BACKOFF_MAX_S = 1.0
 T = TypeVar("T")
 _GROUP_GONE = {KafkaError.GROUP_ID_NOT_FOUND, KafkaError.UNKNOWN_TOPIC_OR_PART}
 
@@ -77,8 +90,10 @@ def parse_sink_offsets(offsets: list[dict[str, Any]]) -> dict[tuple[str, int], i
     return parsed
 
 
-# Right after a sink is stopped its consumer may still be leaving the group; admin calls then
-# fail with these codes for a moment. Retried for up to this long before giving up.
+# Errors retried until the deadline. Right after a sink is stopped its consumer may still be
+# leaving the group (the first five). The rest are the connection to the broker failing under
+# a request: librdkafka reports them as not retriable, but the Java admin client that Kafka
+# Connect uses retries such calls, and a REST call must not fail for a dropped connection.
 _TRANSIENT = frozenset(
     {
         KafkaError.REBALANCE_IN_PROGRESS,
@@ -86,38 +101,93 @@ _TRANSIENT = frozenset(
         KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
         KafkaError.NOT_COORDINATOR,
         KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._TIMED_OUT,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NETWORK_EXCEPTION,
     }
 )
-TRANSIENT_RETRY_S = 15.0
 
 
-def _retrying(call: Callable[[], T]) -> T:
-    deadline = time.monotonic() + TRANSIENT_RETRY_S
+class _AttemptTimedOut(Exception):
+    """One attempt's future did not complete in ADMIN_ATTEMPT_TIMEOUT_S."""
+
+
+def _retrying(
+    connect: Callable[[], AdminClient], call: Callable[[AdminClient, float], T], what: str
+) -> T:
+    """Run ``call(admin, attempt_timeout_s)`` until it succeeds, a non-transient error, or the
+    deadline; each attempt with a new admin client from ``connect``.
+
+    A new client per attempt, as Kafka Connect uses a new admin client per offsets request:
+    after a request was cut off by a dropped connection, later requests of the same librdkafka
+    client for some groups went unanswered (seen on the dev broker), while a new client was
+    answered at once.
+
+    Called on the REST handler's thread; blocks for at most about ADMIN_TIMEOUT_S.
+
+    Raises:
+        KafkaException: a non-transient error, as librdkafka reported it.
+        RetriableKafkaError: still failing transiently at the deadline; names ``what``.
+    """
+    deadline = time.monotonic() + ADMIN_TIMEOUT_S
+    backoff = RETRY_BACKOFF_S
+    attempt = 0
     while True:
+        attempt += 1
+        remaining = deadline - time.monotonic()
         try:
-            return call()
+            return call(connect(), max(0.1, min(ADMIN_ATTEMPT_TIMEOUT_S, remaining)))
         except KafkaException as exc:
             error = exc.args[0]
-            transient = error.code() in _TRANSIENT or error.retriable()
-            if not transient or time.monotonic() > deadline:
+            if not (error.code() in _TRANSIENT or error.retriable()):
                 raise
-            time.sleep(0.2)
+            last: BaseException = exc
+            reason = error.str()
+        except _AttemptTimedOut as exc:
+            last, reason = exc, f"no answer within {ADMIN_ATTEMPT_TIMEOUT_S:.0f} s"
+        if time.monotonic() + backoff >= deadline:
+            raise RetriableKafkaError(
+                f"could not {what}: the Kafka cluster did not answer successfully within "
+                f"{ADMIN_TIMEOUT_S:.0f} s ({attempt} attempts; last: {reason})",
+                retriable=True,
+            ) from last
+        log.info("%s: attempt %d failed (%s); retrying in %.1f s", what, attempt, reason, backoff)
+        time.sleep(backoff)
+        backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
+
+
+def _result(future: concurrent.futures.Future[T], timeout_s: float) -> T:
+    try:
+        return future.result(timeout_s)
+    except concurrent.futures.TimeoutError:
+        raise _AttemptTimedOut() from None  # librdkafka completes the future later, unread
 
 
 class SinkOffsets:
     """Reads and writes one sink connector's consumer group offsets."""
 
-    def __init__(self, admin: AdminClient, group: str) -> None:
-        self.admin = admin
+    def __init__(self, client_config: Mapping[str, Any], group: str) -> None:
+        """``client_config``: the worker's settings for Kafka clients (``bootstrap.servers``...)."""
+        self.client_config = dict(client_config)
         self.group = group
+
+    def _admin(self) -> AdminClient:
+        return admin_client(self.client_config)
 
     def get(self) -> list[dict[str, Any]]:
         request = [ConsumerGroupTopicPartitions(self.group)]
         try:
             result = _retrying(
-                lambda: self.admin.list_consumer_group_offsets(request)[self.group].result(
-                    ADMIN_TIMEOUT_S
-                )
+                self._admin,
+                lambda admin, timeout_s: _result(
+                    admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[
+                        self.group
+                    ],
+                    timeout_s,
+                ),
+                f"read the offsets of group {self.group}",
             )
         except KafkaException as exc:
             if exc.args[0].code() in _GROUP_GONE:
@@ -160,9 +230,15 @@ class SinkOffsets:
         partitions = [KafkaTopicPartition(t, p, o) for (t, p), o in to_set.items()]
         try:
             _retrying(
-                lambda: self.admin.alter_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(self.group, partitions)]
-                )[self.group].result(ADMIN_TIMEOUT_S)
+                self._admin,
+                lambda admin, timeout_s: _result(
+                    admin.alter_consumer_group_offsets(
+                        [ConsumerGroupTopicPartitions(self.group, partitions)],
+                        request_timeout=timeout_s,
+                    )[self.group],
+                    timeout_s,
+                ),
+                f"alter the offsets of group {self.group}",
             )
         except KafkaException as exc:
             raise wrap_kafka_error(exc, f"could not alter offsets of group {self.group}") from exc
@@ -170,9 +246,14 @@ class SinkOffsets:
     def reset(self) -> None:
         try:
             _retrying(
-                lambda: self.admin.delete_consumer_groups([self.group])[self.group].result(
-                    ADMIN_TIMEOUT_S
-                )
+                self._admin,
+                lambda admin, timeout_s: _result(
+                    admin.delete_consumer_groups([self.group], request_timeout=timeout_s)[
+                        self.group
+                    ],
+                    timeout_s,
+                ),
+                f"delete group {self.group}",
             )
         except KafkaException as exc:
             if exc.args[0].code() not in _GROUP_GONE:

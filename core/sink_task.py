@@ -39,12 +39,16 @@ BUSY_CONSUME_TIMEOUT_S = 0.01
 # Backoff before a put() that raised RetriableException is retried with the same batch, when
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
-# Consumer errors that mean a subscribed topic does not exist (yet): Kafka Connect's sink
-# waits for it, and librdkafka picks it up once created.
-_WAIT_FOR_TOPIC = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC})
 # The errant record reporter may report records of earlier batches (an asynchronous sink);
 # their original bytes are kept this many batches back for the dead letter queue.
 RECENT_BATCHES_FOR_REPORTS = 4
+# Consumer errors that mean "a subscribed topic does not exist (yet)". Kafka Connect's sink
+# waits for such topics and consumes them once they are created; librdkafka reports them once
+# per subscription change and keeps looking (literal topics are looked up again at once,
+# topics.regex at every topic.metadata.refresh.interval.ms, see SINK_CONSUMER_DEFAULTS).
+MISSING_TOPIC_ERRORS = frozenset(
+    {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
+)
 
 
 class SinkTaskLoop:
@@ -98,6 +102,7 @@ class SinkTaskLoop:
             maxlen=RECENT_BATCHES_FOR_REPORTS if reporting else 0
         )
         self.records_put = 0
+        self._missing_topics_logged: set[str] = set()
 
     @property
     def name(self) -> str:
@@ -211,15 +216,17 @@ class SinkTaskLoop:
                 if first is not None:
                     messages = [first, *consumer.consume(MAX_RECORDS_PER_PUT - 1, 0)]
         self._raise_if_failed()
-        # A KafkaError compared with None raises inside list.count(): test identity instead.
-        if any([msg.error() is not None for msg in messages]):
+        errors = [msg.error() for msg in messages]
+        # any(): a KafkaError is always true. Not errors.count(None): comparing a KafkaError
+        # with None raises, which made list.count() fail with a SystemError.
+        if any(errors):
             clean = []
             for msg in messages:
                 err = msg.error()
                 if err is None:
                     clean.append(msg)
-                elif err.code() in _WAIT_FOR_TOPIC:
-                    log.debug("sink task %s: waiting for topic: %s", self.name, err.str())
+                elif err.code() in MISSING_TOPIC_ERRORS:
+                    self._waiting_for_topic(err)
                 elif err.code() != KafkaError._PARTITION_EOF:
                     raise wrap_kafka_error(err, f"sink task {self.name} consumer")
             messages = clean
@@ -227,6 +234,20 @@ class SinkTaskLoop:
         # Serialized now, while the host is busy with the previous batch.
         self._next_frame = self.host.encode_put(self.handle, batch.wire()) if batch else None
         return batch
+
+    def _waiting_for_topic(self, error: KafkaError) -> None:
+        """A subscribed topic does not exist yet: keep running, as Kafka Connect does, and say
+        so once per distinct report (librdkafka repeats it after every rebalance)."""
+        text = error.str()
+        if text in self._missing_topics_logged:
+            return
+        self._missing_topics_logged.add(text)
+        log.warning(
+            "task %s is waiting for its topics to be created (%s); it consumes them as soon "
+            "as they exist",
+            self.name,
+            text,
+        )
 
     def _collect(self) -> int:
         """Wait for the in-flight put() and account for it."""

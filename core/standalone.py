@@ -29,7 +29,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
-from confluent_kafka.admin import AdminClient
 from plugin_api.connector import freeze_partition
 
 from core import secrets
@@ -47,6 +46,7 @@ from core.herder import (
     RequestTimeoutError,
     TargetState,
 )
+from core.kafka import kafka_cluster_id
 from core.offsets import FileOffsetStore
 from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
@@ -62,8 +62,6 @@ log = logging.getLogger("copycat.standalone")
 
 T = TypeVar("T")
 
-# How long GET / waits for the broker to name its cluster id at start-up.
-CLUSTER_ID_TIMEOUT_S = 10.0
 # How long a REST call waits for its operation on a connector (Kafka's REST request timeout).
 # The operation goes on after that: the call answers 500 "Request timed out", as Kafka does.
 REST_REQUEST_TIMEOUT_S = 90.0
@@ -170,7 +168,6 @@ class StandaloneHerder(AbstractHerder):
         self._cluster_id: str | None = None
         self._prepared = False
         self.client_props: dict[str, Any] = {}
-        self._admin: AdminClient | None = None
         self._version = _software_version()
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -222,6 +219,8 @@ class StandaloneHerder(AbstractHerder):
                 "(in-memory, for development only)",
                 bootstrap,
             )
+            # On stdout too: the user needs the address for their own clients.
+            print(f"dev broker (in memory, for development only): {bootstrap}", flush=True)
         offsets_file = self.config.offset_storage_file_filename
         if not offsets_file:
             raise ConfigException(
@@ -232,7 +231,6 @@ class StandaloneHerder(AbstractHerder):
         client = dict(self.config.client_config())
         client["bootstrap.servers"] = bootstrap
         self.client_props = client
-        self._admin = AdminClient(client)  # type: ignore[arg-type]
         self.worker = worker = Worker(
             self.worker_id,
             self.config.originals_strings(),
@@ -241,11 +239,8 @@ class StandaloneHerder(AbstractHerder):
             client_props=client,
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested
-        try:
-            metadata_ = self._admin.list_topics(timeout=CLUSTER_ID_TIMEOUT_S)
-            self._cluster_id = metadata_.cluster_id
-        except Exception as exc:  # noqa: BLE001 - GET / then shows null, as Kafka would fail later
-            log.warning("could not read the Kafka cluster id: %s", exc)
+        timeout_ms = int(self.config.get("default.api.timeout.ms"))
+        self._cluster_id = kafka_cluster_id(client, timeout_ms, "default.api.timeout.ms")
         for cf in self.connector_files:  # in command-line order, as Kafka's standalone mode
             with self._lock:
                 self._add(cf.name, cf.props, TargetState.STARTED)
@@ -296,7 +291,6 @@ class StandaloneHerder(AbstractHerder):
             if self.worker is not None:
                 self.worker.stop()
                 self.worker = None
-            self._admin = None  # its librdkafka threads go with it
             if self.broker is not None:
                 self.broker.stop()
                 self.broker = None
@@ -749,8 +743,7 @@ class StandaloneHerder(AbstractHerder):
 
     def _sink_offsets(self, name: str, deployed: _Deployed) -> SinkOffsets:
         self._worker()
-        assert self._admin is not None
-        return SinkOffsets(self._admin, sink_group_id(name, deployed.config))
+        return SinkOffsets(self.client_props, sink_group_id(name, deployed.config))
 
     def connector_offsets(self, name: str) -> dict[str, Any]:
         deployed = self._get(name)

@@ -29,17 +29,44 @@ class Status:
     generation: int = 0
 
 
+# A status trace is in every GET .../status answer (and, in distributed mode, in a record of
+# the status topic). A crashed host's 200-line output tail made traces of 45 KB, twice that
+# when the tail was repeated. A longer trace keeps its start (what failed, and where) and its
+# end (the last lines the plugin wrote, usually its own traceback).
+MAX_TRACE_CHARS = 16_384
+# Of MAX_TRACE_CHARS, the part kept from the start of a cut trace; the rest is its end.
+_TRACE_HEAD_CHARS = 4_096
+
+
 def failure_trace(exc: BaseException) -> str:
-    """The trace shown in REST status: ours, then the plugin's own if it came from a host."""
+    """The trace shown in REST status: ours, then the plugin's own if it came from a host.
+
+    At most MAX_TRACE_CHARS long; a crashed host's output appears once (its message
+    already quotes it).
+    """
     text = "".join(traceback.format_exception(exc))
     if isinstance(exc, RemotePluginError):
         text += f"\nCaused by (in plugin host {exc.plugin}):\n{exc.remote_traceback}"
     elif isinstance(exc, PluginHostCrashed):
-        text += f"\nPlugin host exit: {exc.exit_reason}\n{exc.stderr_tail}"
+        if exc.exit_reason not in text:
+            text += f"\nPlugin host exit: {exc.exit_reason}"
+        if exc.stderr_tail not in text:
+            text += f"\n{exc.stderr_tail}"
     cause = exc.__cause__
     if isinstance(cause, RemotePluginError) and cause is not exc:
         text += f"\nCaused by (in plugin host {cause.plugin}):\n{cause.remote_traceback}"
-    return text
+    return _bounded(text)
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_TRACE_CHARS:
+        return text
+    # The cut count has at most as many digits as len(text): room for the marker is reserved
+    # with that, so the result never exceeds MAX_TRACE_CHARS.
+    room = len(f"\n... [{len(text)} characters cut] ...\n")
+    tail = MAX_TRACE_CHARS - _TRACE_HEAD_CHARS - room
+    cut = len(text) - _TRACE_HEAD_CHARS - tail
+    return f"{text[:_TRACE_HEAD_CHARS]}\n... [{cut} characters cut] ...\n{text[-tail:]}"
 
 
 @dataclass

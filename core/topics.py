@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
-from core.kafka import wrap_kafka_error
+from core.kafka import admin_client, wrap_kafka_error
 
 log = logging.getLogger("copycat.topics")
 
@@ -82,7 +82,7 @@ class TopicCreator:
         self, admin_config: Mapping[str, Any], props: Mapping[str, str], enabled: bool = True
     ) -> None:
         self.groups = topic_groups(props) if enabled else []
-        self._admin = AdminClient(dict(admin_config)) if self.groups else None
+        self._admin = admin_client(admin_config) if self.groups else None
         self._known: set[str] = set()
 
     def ensure(self, topic: str) -> None:

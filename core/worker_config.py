@@ -106,6 +106,11 @@ _SUGGESTION_CUTOFF = 0.75
 _ONE_MINUTE_MS = 60_000
 _FIVE_SECONDS_MS = 5_000
 _FIVE_MINUTES_MS = 300_000
+# REST bodies: a connector config is stored as one record of Kafka's config topic in
+# distributed mode, and brokers accept records of about 1 MiB by default (message.max.bytes),
+# so a larger config could not be stored there anyway. A sink's offsets PATCH of ~10,000
+# partitions still fits.
+_ONE_MIB = 1 << 20
 
 
 def _nullable(check: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
@@ -349,6 +354,15 @@ def _build() -> ConfigDef:
         "How long a client waits for a broker response.",
     )
     d.define(
+        "default.api.timeout.ms",
+        _T.INT,
+        _ONE_MINUTE_MS,
+        Range.at_least(0),
+        _MEDIUM,
+        "How long the worker waits at start-up to reach the Kafka cluster and read its id "
+        "before it fails (Kafka Connect's admin client bounds the same lookup with this key).",
+    )
+    d.define(
         "metadata.max.age.ms",
         _T.LONG,
         _FIVE_MINUTES_MS,
@@ -406,6 +420,14 @@ def _build() -> ConfigDef:
         "Listeners of the /admin endpoints; unset = the main listeners, empty = disabled.",
     )
     d.define("rest.extension.classes", _T.LIST, "", None, _LOW, "REST extension classes.")
+    d.define(
+        "rest.request.max.bytes",
+        _T.INT,
+        _ONE_MIB,
+        Range.at_least(0),
+        _LOW,
+        "Largest REST request body accepted; larger ones are answered 413 before being read.",
+    )
     d.define(
         "access.control.allow.origin",
         _T.STRING,

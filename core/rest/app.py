@@ -31,6 +31,7 @@ from core.herder import (
 )
 from core.rest import loggers
 from core.rest import models as m
+from core.rest.limits import REQUEST_MAX_BYTES_KEY, BodySizeLimit
 from core.worker_config import WorkerConfig
 from plugin_api import ConfigException, ConnectException
 
@@ -46,6 +47,7 @@ _HTTP_REASONS = {
     405: "Method Not Allowed",
     406: "Not Acceptable",
     409: "Conflict",
+    413: "Content Too Large",
     415: "Unsupported Media Type",
     500: "Internal Server Error",
 }
@@ -62,7 +64,7 @@ def error(status: int, message: str, headers: Mapping[str, str] | None = None) -
 def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {
         code: {"model": m.ErrorMessage, "description": _HTTP_REASONS.get(code, "Error")}
-        for code in (*codes, 500)
+        for code in (*codes, 413, 500)  # 413: the body limit applies to every request
     }
 
 
@@ -496,4 +498,9 @@ def create_app(
 
     if extensions is not None:
         extensions.hook.copycat_rest_extension(app=app, worker_config=worker_config)
+    # Added last, so it is the outermost layer: no extension or handler reads a large body.
+    app.add_middleware(
+        BodySizeLimit,
+        max_bytes=int(worker_config.get(REQUEST_MAX_BYTES_KEY)),
+    )
     return app

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -105,6 +106,59 @@ def test_root_and_health(http: httpx.Client) -> None:
 def test_unknown_paths_and_methods_use_the_error_shape(http: httpx.Client) -> None:
     _assert_error(http.get("/no/such/path"), 404, "HTTP 404 Not Found")
     _assert_error(http.delete("/connector-plugins"), 405)
+
+
+def test_request_bodies_over_the_limit_are_413_before_being_read(
+    http: httpx.Client, worker: RestWorker, tmp_path: Path, topic_name: str
+) -> None:
+    limit = worker.herder.config.get("rest.request.max.bytes")
+    assert limit == 1 << 20  # the documented default
+    name = _name("huge")
+    config = {**_sink(tmp_path, topic_name), "padding": "x" * (limit + 1)}
+    _assert_error(
+        http.post("/connectors", json={"name": name, "config": config}),
+        413,
+        "rest.request.max.bytes=1048576",
+    )
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the server has to count
+        yield json.dumps({"name": name, "config": {"padding": ""}})[:-3].encode()
+        for _ in range(limit // 65_536 + 2):
+            yield b"x" * 65_536
+        yield b'"}}'
+
+    _assert_error(
+        http.post("/connectors", content=chunks(), headers={"content-type": "application/json"}),
+        413,
+        "rest.request.max.bytes",
+    )
+    assert name not in http.get("/connectors").json()
+    # Just under the limit is an ordinary request.
+    fits = {**_sink(tmp_path, topic_name), "padding": "x" * (limit - 4096)}
+    created = http.post("/connectors", json={"name": name, "config": fits})
+    assert created.status_code == 201, created.text[:300]
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+    # A declared 50 MB body is answered before a byte of it is sent: the worker reads nothing.
+    host, port = worker.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            b"POST /connectors HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 50000000\r\n\r\n"
+        )
+        head, _, body = _read_response(sock).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 413 "), head
+    assert json.loads(body)["error_code"] == 413
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    data = b""
+    while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+        chunk = sock.recv(65_536)
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 # -- create, read, update, delete ----------------------------------------------------------------

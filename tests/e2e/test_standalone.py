@@ -5,17 +5,23 @@ from __future__ import annotations
 import collections
 import json
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from core.kafka import LIBRDKAFKA_LOG_BURST
+
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
+# Interpreter start-up, reading the installed plugins and binding REST, on a busy machine.
+STARTUP_ALLOWANCE_S = 20.0
 
 
 def _write_props(path: Path, props: dict[str, str]) -> Path:
@@ -262,3 +268,82 @@ def test_invalid_connector_configs_fail_fast_and_start_nothing(
     assert proc.returncode == 1
     assert f"{malformed}:3" in proc.stderr, proc.stderr
     assert not pipe.offsets.exists()  # nothing was started
+
+
+def test_unreachable_kafka_fails_startup_within_the_timeout_in_one_line(
+    tmp_path: Path, bundled_plugin_path: Path
+) -> None:
+    """Kafka Connect fails at start-up when it cannot read the cluster id; so does Copycat,
+    after default.api.timeout.ms, with one error line and a bounded number of librdkafka lines
+    (it used to start, log "connector ... started" and then ~30 librdkafka lines a second)."""
+    timeout_ms = 3_000
+    # Bound but not listening: every connection attempt is refused, and no one else can
+    # take the port while the test runs.
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+        pipe = Pipeline(tmp_path, address, bundled_plugin_path, "never-created", 10)
+        with open(pipe.worker, "a") as fh:
+            fh.write(f"default.api.timeout.ms={timeout_ms}\n")
+        started = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-m", "core.cli", "standalone", str(pipe.worker), str(pipe.sink)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("copycat: error:")]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    assert f"bootstrap.servers={address}" in errors[0]
+    assert f"default.api.timeout.ms={timeout_ms} ms" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert f"connector sink-{pipe.topic} started" not in proc.stderr  # nothing was started
+    # It waited for the timeout, and not much longer: the rest is interpreter start-up and
+    # reading the plugins, seconds at most on a loaded machine.
+    assert timeout_ms / 1000 <= elapsed < timeout_ms / 1000 + STARTUP_ALLOWANCE_S, elapsed
+    librdkafka = [line for line in proc.stderr.splitlines() if "copycat.librdkafka" in line]
+    assert 0 < len(librdkafka) <= LIBRDKAFKA_LOG_BURST + elapsed, proc.stderr[-3000:]
+
+
+def test_embedded_dev_broker_address_is_printed_on_stdout(
+    tmp_path: Path, bundled_plugin_path: Path
+) -> None:
+    """Without bootstrap.servers the worker starts the dev broker; the user learns its address
+    from stdout (it used to be in the log only) and can point their own clients at it."""
+    worker = _write_props(
+        tmp_path / "worker.properties",
+        {
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+            "plugin.path": str(bundled_plugin_path),
+            "listeners": "http://127.0.0.1:0",
+        },
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "core.cli", "standalone", str(worker)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    # readline() waits for the line, or for EOF: if no line comes, end the worker after a while.
+    watchdog = threading.Timer(STARTUP_ALLOWANCE_S * 2, proc.kill)
+    watchdog.start()
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        watchdog.cancel()
+        assert line.startswith("dev broker (in memory, for development only): "), line
+        address = line.rsplit(" ", 1)[1].strip()
+        from confluent_kafka.admin import AdminClient
+
+        metadata = AdminClient({"bootstrap.servers": address}).list_topics(timeout=10)
+        assert metadata.cluster_id == "copycat-dev"
+    finally:
+        watchdog.cancel()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0

@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
 from pathlib import Path
 
 import pytest
 from copycat_file import FileStreamSinkConnector, FileStreamSinkTask, __version__
 from plugin_api.testing import MockSinkTaskContext
 
-from plugin_api import ConnectException, TopicPartition, run_connector, run_sink_task, sink_records
+from plugin_api import (
+    ConnectException,
+    Date,
+    Decimal,
+    Schema,
+    SchemaBuilder,
+    Struct,
+    Timestamp,
+    TopicPartition,
+    run_connector,
+    run_sink_task,
+    sink_records,
+)
 
 
 def test_writes_one_line_per_record_and_commits(tmp_path: Path) -> None:
@@ -96,3 +110,81 @@ def test_connector_metadata() -> None:
 
     names = {ep.name for ep in entry_points(group="copycat.connectors")}
     assert {"FileStreamSourceConnector", "FileStreamSinkConnector"} <= names
+
+
+# What Kafka's FileStreamSinkTask writes for each value: String.valueOf(value), i.e. Java's
+# toString() of the Connect value (Struct.toString, AbstractMap.toString, Double.toString...).
+_USER = (
+    SchemaBuilder.struct()
+    .field("user", Schema.STRING_SCHEMA)
+    .field("age", Schema.OPTIONAL_INT32_SCHEMA)
+    .field("score", Schema.OPTIONAL_FLOAT32_SCHEMA)
+    .field("tags", SchemaBuilder.array(Schema.STRING_SCHEMA).optional().build())
+    .field("raw", Schema.OPTIONAL_BYTES_SCHEMA)
+    .build()
+)
+_ENVELOPE = SchemaBuilder.struct().field("inner", _USER).field("n", Schema.INT64_SCHEMA).build()
+
+
+@pytest.mark.parametrize(
+    ("value", "schema", "line"),
+    [
+        ({"a": 1}, None, "{a=1}"),
+        ({"a": 1, "b": "x", "c": None}, None, "{a=1, b=x, c=null}"),
+        ({"m": {"k": [1, 2]}}, None, "{m={k=[1, 2]}}"),
+        (["a", "b"], None, "[a, b]"),
+        ([], None, "[]"),
+        ({}, None, "{}"),
+        (True, None, "true"),
+        (1.0, None, "1.0"),
+        (100.0, None, "100.0"),
+        (1e7, None, "1.0E7"),
+        (0.0001, None, "1.0E-4"),
+        (0.001, None, "0.001"),
+        (12345678.9, None, "1.23456789E7"),
+        (-0.0, None, "-0.0"),
+        (float("nan"), None, "NaN"),
+        (float("-inf"), None, "-Infinity"),
+        (5e-324, None, "4.9E-324"),
+        (0.1, Schema.FLOAT32_SCHEMA, "0.1"),
+        (3.4028234663852886e38, Schema.FLOAT32_SCHEMA, "3.4028235E38"),
+        (Struct(_USER).put("user", "v2"), _USER, "Struct{user=v2}"),
+        (
+            Struct(_USER)
+            .put("user", "ann")
+            .put("age", 7)
+            .put("score", 2.5)
+            .put("tags", ["a", "b"])
+            .put("raw", b"hi\xff"),
+            _USER,
+            "Struct{user=ann,age=7,score=2.5,tags=[a, b],raw=[104, 105, -1]}",
+        ),
+        (
+            Struct(_ENVELOPE).put("inner", Struct(_USER).put("user", "x")).put("n", 3),
+            _ENVELOPE,
+            "Struct{inner=Struct{user=x},n=3}",
+        ),
+        ([Struct(_USER).put("user", "x"), None], None, "[Struct{user=x}, null]"),
+        (decimal.Decimal("1.50"), Decimal.schema(2), "1.50"),
+        (
+            datetime.datetime(2026, 11, 24, 7, 8, 9, tzinfo=datetime.UTC),
+            Timestamp.SCHEMA,
+            "Tue Nov 24 07:08:09 UTC 2026",
+        ),
+        (datetime.date(1970, 1, 2), Date.SCHEMA, "Fri Jan 02 00:00:00 UTC 1970"),
+    ],
+)
+def test_values_are_written_as_kafkas_task_writes_them(
+    tmp_path: Path, value: object, schema: Schema | None, line: str
+) -> None:
+    path = tmp_path / "out.txt"
+    records = sink_records("t", [value], value_schema=schema)
+    run_sink_task(FileStreamSinkTask, {"file": str(path)}, records)
+    assert path.read_text(encoding="utf-8") == line + "\n"
+
+
+def test_a_batch_mixing_strings_and_structs_keeps_order(tmp_path: Path) -> None:
+    path = tmp_path / "out.txt"
+    records = sink_records("t", ["plain", {"a": 1}, "again", None])
+    run_sink_task(FileStreamSinkTask, {"file": str(path)}, records)
+    assert path.read_text() == "plain\n{a=1}\nagain\nnull\n"

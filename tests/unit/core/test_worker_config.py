@@ -131,6 +131,7 @@ def test_defaults_match_kafka() -> None:
         "inter.worker.verification.algorithms": ["HmacSHA256"],
         "request.timeout.ms": 40_000,
         "metadata.max.age.ms": 300_000,
+        "default.api.timeout.ms": 60_000,
         "rest.extension.classes": [],
         "access.control.allow.origin": "",
         "access.control.allow.methods": "",

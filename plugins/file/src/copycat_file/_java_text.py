@@ -1,0 +1,180 @@
+"""Connect values as text, the way Kafka's FileStreamSinkTask prints them.
+
+Kafka's task writes ``String.valueOf(record.value())``, so a file written by Kafka Connect
+holds Java's ``toString()`` of the value, and a file written by Copycat should hold the same:
+
+* ``null``; ``true``/``false``; integers in decimal;
+* FLOAT64 (and numbers without a schema: Java's ``Double``) as ``Double.toString``, FLOAT32
+  as ``Float.toString``: the shortest digits that identify the number, plain between
+  10^-3 and 10^7 (``100.0``, ``0.001``), else ``1.0E7``, ``1.5E-4``; ``NaN``, ``Infinity``;
+* Decimal as ``BigDecimal.toString`` (``1.50``, ``1E+3``: Python's ``str(Decimal)`` follows the
+  same specification); Date, Time and Timestamp as ``java.util.Date.toString`` in UTC
+  (``Thu Jan 01 00:00:00 UTC 1970``, seconds precision);
+* a Struct as ``Struct{a=1,b=x}``: fields in schema order, unset (null) fields left out, no
+  spaces; a map as ``AbstractMap.toString``, ``{a=1, b=2}``; a list as ``[a, b]``; nested
+  values the same way (a string inside is not quoted).
+
+Deliberate differences, where Java's text depends on object identity or hashing:
+
+* bytes inside a struct, map or list are written as ``Arrays.toString(byte[])``,
+  ``[104, -1]`` (signed), where Java writes the array's identity (``[B@1b6d3586``); a value
+  that is bytes itself is decoded as UTF-8, as Copycat always did;
+* a map keeps the order it has (a JSON object's order); Java's converters build a
+  ``HashMap``, whose order follows the keys' hash codes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from plugin_api import Schema, Struct, Type
+
+# Java's Double.toString and Float.toString write plain decimals for magnitudes in
+# [10^-3, 10^7) and computerized scientific notation outside.
+_PLAIN_MIN_EXPONENT, _PLAIN_MAX_EXPONENT = -3, 6
+# Significant digits that always identify a float32 value (FLT_DECIMAL_DIG).
+_FLOAT32_MAX_DIGITS = 9
+_FLOAT32 = struct.Struct("<f")
+# The largest float32, and half its spacing to the next: beyond that a value rounds to infinity.
+_FLOAT32_MAX = 3.4028234663852886e38
+_FLOAT32_MAX_HALF_ULP = 2.0**103
+_EPOCH_DATE = datetime.date(1970, 1, 1)
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def java_text(value: object, schema: Schema | None = None) -> str:
+    """``String.valueOf`` of the Java object Kafka Connect would hold for ``value``.
+
+    Called by the sink task, in its plugin host, for every value that is not a str.
+    """
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return _text(value, schema)
+
+
+def _text(value: Any, schema: Schema | None) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if schema is not None and schema.type is Type.FLOAT32:
+            return _java_float32(value)
+        return _java_double(value)
+    if isinstance(value, Struct):
+        fields = ",".join(
+            f"{field.name}={_text(v, field.schema)}"
+            for field in value.schema.fields
+            if (v := value.get_without_default(field)) is not None
+        )
+        return f"Struct{{{fields}}}"
+    if isinstance(value, Mapping):
+        keys = schema.key_schema if schema is not None else None
+        values = schema.value_schema if schema is not None else None
+        entries = ", ".join(f"{_text(k, keys)}={_text(v, values)}" for k, v in value.items())
+        return f"{{{entries}}}"
+    if isinstance(value, (list, tuple)):
+        elements = schema.value_schema if schema is not None else None
+        return "[" + ", ".join(_text(v, elements) for v in value) + "]"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "[" + ", ".join(str(b - 256 if b > 127 else b) for b in bytes(value)) + "]"
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, datetime.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(datetime.UTC)
+        return _java_date(value)
+    if isinstance(value, datetime.date):
+        return _java_date(datetime.datetime.combine(value, datetime.time()))
+    if isinstance(value, datetime.time):
+        return _java_date(datetime.datetime.combine(_EPOCH_DATE, value.replace(tzinfo=None)))
+    return str(value)
+
+
+def _java_date(moment: datetime.datetime) -> str:
+    """``java.util.Date.toString()`` on a JVM whose time zone is UTC (English names, whatever
+    the host's locale: strftime's %a and %b would follow it)."""
+    day = _DAYS[moment.weekday()]
+    month = _MONTHS[moment.month - 1]
+    return f"{day} {month} {moment:%d %H:%M:%S} UTC {moment.year}"
+
+
+def _java_double(number: float) -> str:
+    special = _special(number)
+    if special is not None:
+        return special
+    return _java_digits(_closest_of_two_digits(number, repr(number), float))
+
+
+def _java_float32(number: float) -> str:
+    special = _special(number)
+    if special is not None:
+        return special
+    single = _to_float32(number)
+    for digits in range(1, _FLOAT32_MAX_DIGITS + 1):
+        text = f"{single:.{digits - 1}e}"  # the n-digit decimal closest to the value
+        if _to_float32(float(text)) == single:
+            return _java_digits(_closest_of_two_digits(single, text, _to_float32))
+    return _java_digits(repr(single))
+
+
+def _closest_of_two_digits(number: float, shortest: str, rounded: Any) -> str:
+    """Java's rule for a value that one digit identifies: it picks the closest to the value
+    among the one- and two-digit decimals that identify it (Double.MIN_VALUE is 4.9E-324)."""
+    if len(decimal.Decimal(shortest).normalize().as_tuple().digits) != 1:
+        return shortest
+    two = f"{number:.1e}"
+    exact = decimal.Decimal(number)
+    if rounded(float(two)) == number and abs(decimal.Decimal(two) - exact) < abs(
+        decimal.Decimal(shortest) - exact
+    ):
+        return two
+    return shortest
+
+
+def _to_float32(number: float) -> float:
+    """Round to the nearest float32, as Java's (float) cast does (struct refuses overflow)."""
+    if abs(number) > _FLOAT32_MAX:
+        rounds_to_max = abs(number) < _FLOAT32_MAX + _FLOAT32_MAX_HALF_ULP
+        return math.copysign(_FLOAT32_MAX if rounds_to_max else math.inf, number)
+    result: float = _FLOAT32.unpack(_FLOAT32.pack(number))[0]
+    return result
+
+
+def _special(number: float) -> str | None:
+    if math.isnan(number):
+        return "NaN"
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    if number == 0:
+        return "-0.0" if math.copysign(1.0, number) < 0 else "0.0"
+    return None
+
+
+def _java_digits(shortest: str) -> str:
+    """Lay out the digits of a shortest decimal representation as Java does."""
+    sign, digit_tuple, exponent = decimal.Decimal(shortest).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) + exponent  # the value is 0.<digits> x 10^point
+    scientific = point - 1
+    if _PLAIN_MIN_EXPONENT <= scientific <= _PLAIN_MAX_EXPONENT:
+        if point <= 0:
+            text = "0." + "0" * -point + digits
+        elif point >= len(digits):
+            text = digits + "0" * (point - len(digits)) + ".0"
+        else:
+            text = digits[:point] + "." + digits[point:]
+    else:
+        text = f"{digits[0]}.{digits[1:] or '0'}E{scientific}"
+    return ("-" if sign else "") + text
