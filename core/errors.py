@@ -1,4 +1,4 @@
-"""Worker side of error handling: error logs, the dead letter queue, retry backoff.
+"""Worker side of error handling: error logs and the dead letter queue.
 
 The plugin host decides per record (retry, tolerate, or fail the task, see
 ``isolation/_hostside/copycat_errors.py``); what it tolerated comes back to the worker as
@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import logging
-import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, Message
 
 from core.kafka import wrap_kafka_error
+from core.runtime.spec import ErrorsPolicy
 from core.topics import TopicCreator
 from plugin_api import ConnectException
 
@@ -41,14 +41,6 @@ ERROR_HEADERS = (
 )
 # How long a commit waits for DLQ records to be acknowledged before the task fails.
 DLQ_FLUSH_TIMEOUT_S = 30.0
-# Kafka's RetryWithToleranceOperator backoff: 300 ms doubling up to errors.retry.delay.max.ms.
-INITIAL_RETRY_DELAY_MS = 300
-
-
-def retry_backoff_s(attempt: int, max_delay_ms: int) -> float:
-    """Delay before retry ``attempt`` (1-based): exponential, capped, plus up to 10% jitter."""
-    delay = min(INITIAL_RETRY_DELAY_MS * (2 ** (attempt - 1)), max_delay_ms)
-    return float(delay + random.uniform(0, delay / 10)) / 1000
 
 
 class ErrorReporter:
@@ -58,31 +50,31 @@ class ErrorReporter:
         self,
         connector: str,
         task_id: int,
-        props: Mapping[str, str],
-        producer_config: Mapping[str, Any] | None = None,
-        admin_config: Mapping[str, Any] | None = None,
+        policy: ErrorsPolicy,
+        *,
+        producer: Callable[[], Any] | None = None,
+        admin: Callable[[], Any] | None = None,
     ) -> None:
+        """``producer`` and ``admin`` make the DLQ's clients, only when there is a DLQ."""
         self.connector = connector
         self.task_id = task_id
-        self.tolerate_all = props.get("errors.tolerance", "none").lower() == "all"
-        self.log_enabled = props.get("errors.log.enable", "false").lower() == "true"
-        self.log_messages = props.get("errors.log.include.messages", "false").lower() == "true"
-        self.retry_timeout_ms = int(props.get("errors.retry.timeout", "0"))
-        self.retry_delay_max_ms = int(props.get("errors.retry.delay.max.ms", "60000"))
-        self.dlq_topic = props.get("errors.deadletterqueue.topic.name", "").strip() or None
-        self.context_headers = (
-            props.get("errors.deadletterqueue.context.headers.enable", "false").lower() == "true"
-        )
-        self._producer: Producer | None = None
+        self.policy = policy
+        self.tolerate_all = policy.tolerance_all
+        self.log_enabled = policy.log_enable
+        self.log_messages = policy.log_include_messages
+        self.retry_timeout_ms = policy.retry_timeout_ms
+        self.retry_delay_max_ms = policy.retry_delay_max_ms
+        self.dlq_topic = policy.dlq_topic
+        self.context_headers = policy.dlq_context_headers
+        self._producer: Any = None
         self._failure: ConnectException | None = None
         self.dlq_records = 0
-        if self.dlq_topic and producer_config is not None:
-            self._producer = Producer(dict(producer_config))
-            replication = props.get("errors.deadletterqueue.topic.replication.factor", "3")
+        if self.dlq_topic and producer is not None:
+            self._producer = producer()
             TopicCreator(
-                admin_config or {},
+                admin or (lambda: None),
                 {
-                    "topic.creation.default.replication.factor": replication,
+                    "topic.creation.default.replication.factor": str(policy.dlq_replication_factor),
                     "topic.creation.default.partitions": "1",
                 },
             ).ensure(self.dlq_topic)

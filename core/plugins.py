@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from core.runtime.spec import PluginRef
+from isolation import HostClient
 from isolation.environment import PluginDescriptor, PluginEnvironment
 from plugin_api import ConfigException
 from registry.installer import scan
@@ -88,6 +91,10 @@ class PluginCatalogue:
     def environment(self, plugin: PluginDescriptor) -> PluginEnvironment:
         return self.environments[plugin.location]
 
+    def environment_at(self, location: str) -> PluginEnvironment:
+        """The environment at ``location`` (a :class:`PluginRef`'s)."""
+        return self.environments[location]
+
     def of_kind(self, *kinds: str) -> list[PluginDescriptor]:
         return [p for p in self.plugins if p.kind in kinds]
 
@@ -128,3 +135,31 @@ class PluginCatalogue:
                 )
             candidates = pinned
         return max(candidates, key=lambda p: _version_key(p.version))
+
+
+class LocalHosts:
+    """Starts plugin hosts from the environments under this worker's plugin.path (the local
+    :class:`core.runtime.services.HostLauncher`)."""
+
+    def __init__(self, catalogue: PluginCatalogue) -> None:
+        self.catalogue = catalogue
+
+    def start(
+        self,
+        plugin: PluginRef,
+        name: str,
+        *,
+        callbacks: Mapping[str, Callable[..., Any]],
+        call_timeout_s: float,
+        memory_limit_bytes: int,
+    ) -> HostClient:
+        env = self.catalogue.environment_at(plugin.location)
+        return env.start_host(
+            name,
+            callbacks=callbacks,
+            call_timeout_s=call_timeout_s,
+            memory_limit_bytes=memory_limit_bytes,
+        )
+
+    def import_path(self, plugin: PluginRef) -> str:
+        return str(self.catalogue.environment_at(plugin.location).import_path)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from core.kafka import admin_client, wrap_kafka_error
+from core.kafka import wrap_kafka_error
 
 log = logging.getLogger("copycat.topics")
 
@@ -79,10 +79,11 @@ class TopicCreator:
     """Creates each new topic a source task writes to, once, before its first record."""
 
     def __init__(
-        self, admin_config: Mapping[str, Any], props: Mapping[str, str], enabled: bool = True
+        self, admin: Callable[[], Any], props: Mapping[str, str], enabled: bool = True
     ) -> None:
+        """``admin`` makes the AdminClient, only if some topic may have to be created."""
         self.groups = topic_groups(props) if enabled else []
-        self._admin = admin_client(admin_config) if self.groups else None
+        self._admin = admin() if self.groups else None
         self._known: set[str] = set()
 
     def ensure(self, topic: str) -> None:

@@ -14,23 +14,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
-
-from core.errors import ErrorReporter
-from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS, client_config
 from core.offsets import OffsetStore
-from core.plugins import PluginCatalogue
-from core.sink_task import SinkTaskLoop
-from core.source_task import SourceTaskLoop
+from core.plugins import LocalHosts, PluginCatalogue
+from core.runtime.build import build_task
+from core.runtime.loop import TaskLoop
+from core.runtime.services import ConfluentClients, KafkaClients, TaskServices
+from core.runtime.spec import TaskSpec
 from core.status import State, Status, StatusBoard, failure_trace
-from core.topics import TopicCreator
+from core.task_specs import TaskSpecFactory
+from core.worker_config import WorkerConfig
 from isolation import (
-    DEFAULT_CALL_TIMEOUT_S,
     SHUTDOWN_GRACE_S,
     ConnectorEvent,
     HostClient,
     PluginHostCrashed,
-    RemotePluginError,
     allocator,
 )
 from isolation.environment import PluginDescriptor
@@ -40,7 +37,6 @@ from plugin_api import ConfigException, ConnectException
 
 log = logging.getLogger("copycat.worker")
 
-CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
 # Seconds a task loop sleeps after an iteration that moved nothing, when the task's poll()
 # returned at once: keeps an idle source from spinning a core.
 IDLE_BACKOFF_S = 0.01
@@ -88,34 +84,23 @@ class _Connector:
 
 
 class _TaskRunner(threading.Thread):
-    """A thread that starts one task in its plugin host and drives its loop until stopped.
+    """The worker's driver of one task: a thread that builds the task from its spec
+    (:func:`core.runtime.build.build_task`: host, pipeline, clients, the task's ``start()``)
+    and runs its loop until stopped or failed, as Kafka's WorkerTask does.
 
-    The task's host is spawned and the task's ``start()`` called on this thread, as Kafka's
-    WorkerTask does, so a task that hangs in ``start()`` holds up nothing but itself: its
-    call's deadline (plugin.call.timeout.ms) or a stop reclaims it by killing its host.
+    A task that hangs in ``start()`` holds up nothing but itself: its call's deadline
+    (plugin.call.timeout.ms) or a stop reclaims it by killing its host.
     """
 
-    def __init__(
-        self,
-        worker: Worker,
-        connector: _Connector,
-        task_id: int,
-        task_props: Mapping[str, str],
-        commit_interval_s: float,
-        paused: bool,
-    ) -> None:
-        super().__init__(name=f"task-{connector.name}-{task_id}", daemon=True)
+    def __init__(self, worker: Worker, spec: TaskSpec, paused: bool) -> None:
+        super().__init__(name=f"task-{spec.name}", daemon=True)
         self.worker = worker
-        self.connector = connector.name
-        self.task_id = task_id
-        self.task_props: dict[str, str] = dict(task_props)
-        self._plugin = connector.plugin
-        self._props = connector.props
-        self._version = connector.version
-        self.commit_interval_s = commit_interval_s
+        self.spec = spec
+        self.connector = spec.connector
+        self.task_id = spec.task_id
+        self.task_props: dict[str, str] = dict(spec.task_config)
         self.host: HostClient | None = None
-        self.loop: SourceTaskLoop | SinkTaskLoop | None = None
-        self.reporter: ErrorReporter | None = None
+        self.loop: TaskLoop | None = None
         self.stopping = threading.Event()
         self.paused = threading.Event()
         if paused:
@@ -125,83 +110,67 @@ class _TaskRunner(threading.Thread):
         self.started_at = time.monotonic()
 
     def run(self) -> None:
-        worker, name = self.worker, self.connector
+        worker, spec = self.worker, self.spec
         try:
-            self.loop = worker._build_task(self, self._plugin, self._props)
+            loop = build_task(
+                spec,
+                worker.services,
+                on_host=self._set_host,
+                should_stop=self.stopping.is_set,
+            )
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
-            self._close_quietly()
             self.started.set()
             if self.stopping.is_set():
                 return  # stopped (its host killed) while starting: not a failure
             self.failed = True
-            log.error("task %s-%d failed to start: %s", name, self.task_id, exc)
-            worker.status.set_task(
-                name, self.task_id, Status(State.FAILED, worker.worker_id, trace=failure_trace(exc))
-            )
+            log.error("task %s failed to start: %s", spec.name, exc)
+            self._report(State.FAILED, failure_trace(exc))
             worker.task_failed(self)
             return
+        self.loop = loop
         if not self.stopping.is_set():
             state = State.PAUSED if self.paused.is_set() else State.RUNNING
             worker.status.set_task(
-                name, self.task_id, Status(state, worker.worker_id, version=self._version)
+                spec.connector, spec.task_id, Status(state, worker.worker_id, version=spec.version)
             )
         self.started.set()
-        self._run_loop(self.loop)
+        self._drive(loop)
 
-    def _run_loop(self, loop: SourceTaskLoop | SinkTaskLoop) -> None:
+    def _set_host(self, host: HostClient) -> None:
+        self.host = host
+
+    def _report(self, state: State, trace: str | None = None) -> None:
+        self.worker.status.set_task(
+            self.connector, self.task_id, Status(state, self.worker.worker_id, trace=trace)
+        )
+
+    def _drive(self, loop: TaskLoop) -> None:
+        """The TaskLoop protocol (core/runtime/loop.py), until stopped or failed."""
+        paused = False
         try:
-            if isinstance(loop, SinkTaskLoop):
-                loop.start()
-            next_commit = time.monotonic() + self.commit_interval_s
+            loop.start()
             while not self.stopping.is_set():
-                if self.paused.is_set():
-                    self.stopping.wait(0.1)
-                    continue
-                moved = loop.iteration()
-                if isinstance(loop, SourceTaskLoop):
-                    if time.monotonic() >= next_commit:
-                        loop.commit_offsets()
-                        next_commit = time.monotonic() + self.commit_interval_s
-                    if not moved:
-                        self.stopping.wait(IDLE_BACKOFF_S)
+                if self.paused.is_set() != paused:
+                    paused = self.paused.is_set()
+                    (loop.pause if paused else loop.resume)()
+                if not loop.iteration():
+                    self.stopping.wait(IDLE_BACKOFF_S)
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
             self.failed = True
-            log.error("task %s-%d failed: %s", self.connector, self.task_id, exc)
-            self.worker.status.set_task(
-                self.connector,
-                self.task_id,
-                Status(State.FAILED, self.worker.worker_id, trace=failure_trace(exc)),
-            )
+            log.error("task %s failed: %s", self.spec.name, exc)
+            self._report(State.FAILED, failure_trace(exc))
         finally:
-            self._shut_down(loop)
+            try:
+                loop.stop(failed=self.failed, timeout_s=self.worker.graceful_timeout_s)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("task %s did not stop cleanly: %s", self.spec.name, exc)
+            finally:
+                if self.host is not None:
+                    self.host.close(self.worker.graceful_timeout_s)
+            if not self.failed:
+                self._report(State.UNASSIGNED)
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
-
-    def _shut_down(self, loop: SourceTaskLoop | SinkTaskLoop) -> None:
-        timeout = self.worker.graceful_timeout_s
-        try:
-            if isinstance(loop, SinkTaskLoop):
-                loop.stop(commit=not self.failed)
-            else:
-                # Even when the task failed, what the broker acknowledged is safe to commit:
-                # wait for outstanding acks (up to the graceful timeout) and store them.
-                loop.stop(timeout)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("task %s-%d did not stop cleanly: %s", self.connector, self.task_id, exc)
-        finally:
-            self._close_quietly()
-            if not self.failed:
-                self.worker.status.set_task(
-                    self.connector, self.task_id, Status(State.UNASSIGNED, self.worker.worker_id)
-                )
-
-    def _close_quietly(self) -> None:
-        try:
-            if self.host is not None:
-                self.host.close(self.worker.graceful_timeout_s)
-        finally:
-            if self.reporter is not None:
-                self.reporter.close()
 
     def kill_host(self, reason: str) -> None:
         """Reclaim a task that does not stop (or start) in time: kill its plugin host."""
@@ -227,28 +196,36 @@ class Worker:
     def __init__(
         self,
         worker_id: str,
-        worker_props: Mapping[str, str],
+        config: WorkerConfig | Mapping[str, str],
         catalogue: PluginCatalogue,
         offsets: OffsetStore,
         *,
         client_props: Mapping[str, Any],
         status: StatusBoard | None = None,
+        clients: KafkaClients | None = None,
     ) -> None:
+        """``config`` is the worker's (properties are parsed and checked); ``client_props``
+        the keys every Kafka client gets (``bootstrap.servers`` resolved)."""
+        if not isinstance(config, WorkerConfig):
+            config = WorkerConfig.from_properties(config)
         self.worker_id = worker_id
-        self.props = dict(worker_props)
+        self.config = config
         self.catalogue = catalogue
         self.offsets = offsets
         self.client_props = dict(client_props)
         self.status = status or StatusBoard()
         self.connectors: dict[str, _Connector] = {}
-        self.graceful_timeout_s = (
-            int(self.props.get("task.shutdown.graceful.timeout.ms", 5000)) / 1000
+        self.specs = TaskSpecFactory(config, catalogue, self.client_props)
+        self.services = TaskServices(
+            hosts=LocalHosts(catalogue),
+            offsets=offsets,
+            clients=clients or ConfluentClients(),
         )
-        self.call_timeout_s = (
-            int(self.props.get("plugin.call.timeout.ms", DEFAULT_CALL_TIMEOUT_S * 1000)) / 1000
-        )
-        self.memory_limit_bytes = int(self.props.get("plugin.host.memory.max.bytes", 0))
-        self.commit_interval_s = int(self.props.get("offset.flush.interval.ms", 60000)) / 1000
+        settings = self.specs.settings
+        self.graceful_timeout_s = settings.graceful_timeout_s
+        self.call_timeout_s = settings.call_timeout_s
+        self.memory_limit_bytes = settings.memory_limit_bytes
+        self.commit_interval_s = settings.commit_interval_s
         self._restart_attempts: dict[tuple[str, int], int] = {}
         # Hosts spawned for a connector and not yet registered (a start in progress), so a
         # delete can reclaim a start that hangs.
@@ -411,128 +388,26 @@ class Worker:
 
     def start_task(self, name: str, task_id: int, task_props: Mapping[str, str]) -> _TaskRunner:
         """Start a task on its own thread and return at once; its status becomes RUNNING (or
-        PAUSED) when its ``start()`` returns, FAILED if that fails."""
+        PAUSED) when its ``start()`` returns, FAILED if that fails.
+
+        Raises:
+            ConfigException: the task's pipeline names a plugin that is not installed, or a
+                connector key is invalid (the spec could not be made).
+        """
         connector = self.connectors[name]
-        paused = self.status.connector(name) is not None and (
-            self.status.connector(name).state is State.PAUSED  # type: ignore[union-attr]
-        )
-        runner = _TaskRunner(self, connector, task_id, task_props, self.commit_interval_s, paused)
+        connector_status = self.status.connector(name)
+        paused = connector_status is not None and connector_status.state is State.PAUSED
         previous = connector.tasks.get(task_id)
         if previous is not None and previous.is_alive():
             raise ConnectException(f"task {name}-{task_id} is already running")
+        spec = self.specs.make(
+            name, task_id, connector.plugin, connector.props, task_props, connector.version
+        )
+        runner = _TaskRunner(self, spec, paused)
         connector.tasks[task_id] = runner
         self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
         runner.start()
         return runner
-
-    def _build_task(
-        self, runner: _TaskRunner, plugin: PluginDescriptor, props: Mapping[str, str]
-    ) -> SourceTaskLoop | SinkTaskLoop:
-        """On the task's thread: its host, pipeline, clients and loop, with the task started."""
-        name, task_id, task_props = runner.connector, runner.task_id, runner.task_props
-        env = self.catalogue.environment(plugin)
-        host = self.start_host(
-            plugin,
-            f"{name}-{task_id}",
-            props,
-            callbacks={"offsets": lambda partitions: self.offsets.get(name, partitions)},
-        )
-        runner.host = host
-        if runner.stopping.is_set():
-            raise ConnectException(f"task {name}-{task_id} was stopped while it started")
-        task_target = host.task_class(host.new(plugin.target))
-        pipeline = self._pipeline(host, str(env.location), props)
-        pipeline["errors"] = {k: v for k, v in props.items() if k.startswith("errors.")}
-        handle = host.next_handle()
-        reporter = ErrorReporter(
-            name,
-            task_id,
-            props,
-            producer_config=client_config(
-                self.client_props,
-                {
-                    "acks": "all",
-                    "enable.idempotence": True,
-                    "client.id": f"connector-dlq-producer-{name}-{task_id}",
-                },
-                prefixed(self.props, "producer."),
-                prefixed(props, "producer.override."),
-            ),
-            admin_config=client_config(
-                self.client_props,
-                prefixed(self.props, "admin."),
-                prefixed(props, "admin.override."),
-            ),
-        )
-        runner.reporter = reporter
-        if plugin.kind == "source":
-            started = host.start_source_task(handle, task_target, task_props, pipeline)
-            producer = Producer(
-                client_config(
-                    self.client_props,
-                    SOURCE_PRODUCER_DEFAULTS,
-                    {"client.id": f"connector-producer-{name}-{task_id}"},
-                    prefixed(self.props, "producer."),
-                    prefixed(props, "producer.override."),
-                )
-            )
-            creator = TopicCreator(
-                client_config(
-                    self.client_props,
-                    prefixed(self.props, "admin."),
-                    prefixed(props, "admin.override."),
-                ),
-                props,
-                enabled=self.props.get("topic.creation.enable", "true").lower() == "true",
-            )
-            source_loop = SourceTaskLoop(
-                name,
-                task_id,
-                host,
-                handle,
-                producer,
-                self.offsets,
-                creator,
-                wants_acks=started.wants_acks,
-                errors=reporter,
-            )
-            source_loop.should_stop = runner.stopping.is_set
-            return source_loop
-        errant = (
-            bool(props.get("errors.deadletterqueue.topic.name"))
-            or props.get("errors.tolerance", "none") == "all"
-        )
-        host.start_sink_task(handle, task_target, task_props, pipeline, errant)
-
-        def on_commit(error: Any, partitions: Any) -> None:
-            sink_loop.on_commit(error, partitions)  # bound below, before any consume()
-
-        consumer = Consumer(
-            client_config(
-                self.client_props,
-                SINK_CONSUMER_DEFAULTS,
-                {
-                    "group.id": f"connect-{name}",
-                    "client.id": f"connector-consumer-{name}-{task_id}",
-                    "on_commit": on_commit,
-                },
-                prefixed(self.props, "consumer."),
-                prefixed(props, "consumer.override."),
-            )
-        )
-        topics = [t.strip() for t in props.get("topics", "").split(",") if t.strip()]
-        sink_loop = SinkTaskLoop(
-            name,
-            task_id,
-            host,
-            handle,
-            consumer,
-            topics=topics,
-            topics_regex=props.get("topics.regex") or None,
-            commit_interval_ms=int(self.commit_interval_s * 1000),
-            errors=reporter,
-        )
-        return sink_loop
 
     def stop_tasks(self, name: str, timeout_s: float | None = None) -> None:
         """Stop every task of ``name``: signal all, then wait (the timeout is shared)."""
@@ -686,87 +561,7 @@ class Worker:
         """Topics the connector's current tasks produced to or are assigned (KIP-558)."""
         connector = self.connectors.get(name)
         topics: set[str] = set()
-        if connector is None:
-            return topics
-        for runner in list(connector.tasks.values()):
-            loop = runner.loop
-            for _ in range(3):  # the task thread may add to the set while it is copied
-                try:
-                    if isinstance(loop, SourceTaskLoop):
-                        topics.update(set(loop._topics_seen))
-                    elif isinstance(loop, SinkTaskLoop):
-                        topics.update(t for t, _p in set(loop._assigned))
-                    break
-                except RuntimeError:
-                    continue
+        for runner in list(connector.tasks.values()) if connector is not None else ():
+            if runner.loop is not None:
+                topics |= runner.loop.topics()
         return topics
-
-    # -- converters and transforms -----------------------------------------------------------
-
-    def _attach(self, host: HostClient, plugin: PluginDescriptor, home: str, key: str) -> None:
-        if plugin.location == home:
-            return
-        try:
-            host.attach(str(self.catalogue.environment(plugin).import_path))
-        except RemotePluginError as exc:
-            raise ConfigException(
-                key,
-                plugin.class_name,
-                f"cannot load {plugin.distribution} into the task's plugin host: "
-                f"{exc.remote_message}",
-            ) from exc
-
-    def _pipeline(self, host: HostClient, home: str, props: Mapping[str, str]) -> dict[str, Any]:
-        spec: dict[str, Any] = {}
-        for which in CONVERTER_KEYS:
-            source = props if props.get(which) else self.props
-            class_name = source.get(which)
-            if not class_name:
-                continue
-            kind = "header_converter" if which == "header.converter" else "converter"
-            plugin = self.catalogue.resolve(
-                kind, class_name, source.get(f"{which}.plugin.version"), key=which
-            )
-            self._attach(host, plugin, home, which)
-            sub = prefixed(source, which + ".")
-            sub.pop("plugin.version", None)
-            sub.setdefault("converter.type", which.split(".")[0])
-            spec[which.replace(".", "_")] = (plugin.target, sub)
-        spec["transforms"] = self._transforms(host, home, props)
-        return spec
-
-    def _transforms(
-        self, host: HostClient, home: str, props: Mapping[str, str]
-    ) -> list[tuple[Any, ...]]:
-        stages = []
-        aliases = [a.strip() for a in props.get("transforms", "").split(",") if a.strip()]
-        for alias in aliases:
-            prefix = f"transforms.{alias}."
-            sub = prefixed(props, prefix)
-            type_name = sub.pop("type", None)
-            if not type_name:
-                raise ConfigException(prefix + "type", None, "Missing required configuration")
-            plugin = self.catalogue.resolve(
-                "transformation", type_name, sub.pop("plugin.version", None), key=prefix + "type"
-            )
-            self._attach(host, plugin, home, prefix + "type")
-            predicate_alias = sub.pop("predicate", None)
-            negate = sub.pop("negate", "false").lower() == "true"
-            predicate = None
-            if predicate_alias:
-                pprefix = f"predicates.{predicate_alias}."
-                psub = prefixed(props, pprefix)
-                ptype = psub.pop("type", None)
-                if not ptype:
-                    raise ConfigException(
-                        pprefix + "type",
-                        None,
-                        f"predicate {predicate_alias!r} used by transform {alias!r} is not defined",
-                    )
-                pplugin = self.catalogue.resolve(
-                    "predicate", ptype, psub.pop("plugin.version", None), key=pprefix + "type"
-                )
-                self._attach(host, pplugin, home, pprefix + "type")
-                predicate = (pplugin.target, psub)
-            stages.append((alias, (plugin.target, sub), predicate, negate))
-        return stages

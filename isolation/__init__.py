@@ -8,6 +8,7 @@ process, or the in-process twin for tests) and survives its crashes and hangs.
 from __future__ import annotations
 
 from isolation._hostside.copycat_batch import ConsumedBatch
+from isolation._hostside.copycat_errors import retry_backoff_s
 from isolation._hostside.copycat_protocol import (
     NO_SINK_ACTIONS,
     ConnectorEvent,
@@ -64,4 +65,5 @@ __all__ = [
     "RemoteRetriableError",
     "SinkActions",
     "SourceStarted",
+    "retry_backoff_s",
 ]

@@ -16,6 +16,7 @@ install, or on first scan) and kept in the manifest.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import sys
@@ -28,6 +29,8 @@ from isolation.host import PluginHost
 from plugin_api import ConnectException
 
 MANIFEST_NAME = "copycat-plugin.json"
+# The lock of an environment installed from an index (what was installed, with hashes).
+LOCK_NAME = "pylock.toml"
 ZIP_SUFFIXES = (".pyz", ".zip")
 
 # Entry point group -> plugin kind (connector kinds are refined to source/sink by the probe).
@@ -104,6 +107,18 @@ class PluginEnvironment:
         if self.is_zip:
             return self.location.with_name(self.location.name + "." + MANIFEST_NAME)
         return self.location / MANIFEST_NAME
+
+    def content_hash(self) -> str:
+        """Identity of what is installed here: a hash of the manifest (which lists every
+        distribution and version) and of the lock beside it where there is one. A remote
+        runtime compares it with its own copy's to know whether that copy is this one."""
+        digest = hashlib.sha256(self.location.name.encode())
+        for path in (self.manifest_path, self.location / LOCK_NAME):
+            try:
+                digest.update(path.read_bytes())
+            except OSError:
+                continue
+        return digest.hexdigest()[:16]
 
     # -- metadata, read without importing plugin code --------------------------------------
 

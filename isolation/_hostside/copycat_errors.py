@@ -33,6 +33,14 @@ TASK_POLL = "TASK_POLL"
 TASK_PUT = "TASK_PUT"
 
 
+def retry_backoff_s(attempt: int, max_delay_ms: int) -> float:
+    """Delay before retry ``attempt`` (1-based): Kafka's RetryWithToleranceOperator backoff,
+    300 ms doubling up to ``max_delay_ms``, plus up to 10 % jitter. The one backoff of every
+    retry loop, in the host (converters, SMTs, poll) and in the worker (a sink's put())."""
+    delay = min(INITIAL_RETRY_DELAY_MS << (attempt - 1), max_delay_ms)
+    return float(delay + random.uniform(0, delay / 10)) / 1000
+
+
 class StageFailure(Exception):
     """One stage failed on one record; carries the stage and the component that failed."""
 
@@ -66,8 +74,7 @@ class ErrorPolicy:
 
     def backoff_s(self, attempt: int) -> float:
         """Delay before retry ``attempt`` (1-based): doubling, capped, with jitter."""
-        delay = min(INITIAL_RETRY_DELAY_MS * (2 ** (attempt - 1)), self.retry_delay_max_ms)
-        return float(delay + random.uniform(0, delay / 10)) / 1000
+        return retry_backoff_s(attempt, self.retry_delay_max_ms)
 
     def retries_left(self, started: float, attempt: int) -> float | None:
         """Seconds to sleep before the next attempt, or None when retrying is over."""

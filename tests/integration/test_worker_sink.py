@@ -65,13 +65,13 @@ def catalogue(
     return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
-def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
+def _worker(catalogue: PluginCatalogue, bootstrap: str, flush_ms: int = 200) -> Worker:
     return Worker(
         "w1",
         {
             "key.converter": "StringConverter",
             "value.converter": "StringConverter",
-            "offset.flush.interval.ms": "200",
+            "offset.flush.interval.ms": str(flush_ms),
             "consumer.session.timeout.ms": "6000",
             "consumer.heartbeat.interval.ms": "1000",
         },
@@ -148,9 +148,7 @@ def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
     producer.flush(10)
     out = tmp_path / "out.txt"
     name = f"stop-{topic_name}"
-    worker = _worker(catalogue, bootstrap_servers)
-    worker.props["offset.flush.interval.ms"] = "600000"  # nothing flushed by a commit
-    worker.commit_interval_s = 600.0
+    worker = _worker(catalogue, bootstrap_servers, flush_ms=600_000)  # no periodic commit
     worker.start_connector(
         name,
         {"name": name, "connector.class": "FileStreamSink", "topics": topic_name, "file": str(out)},
@@ -175,7 +173,7 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
 ) -> None:
     """librdkafka's batch consume waits for the whole count; the loop must not, or a burst's
     last records (and a lone record on a quiet topic) wait out the consume timeout."""
-    from core import sink_task
+    from core.runtime import sink as sink_task
 
     monkeypatch.setattr(sink_task, "CONSUME_TIMEOUT_S", 30.0)  # far beyond the waits below
     dev_broker.create_topic(topic_name, partitions=1)

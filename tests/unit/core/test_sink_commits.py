@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
-from core.sink_task import SinkTaskLoop
+from core.runtime.sink import SinkTaskLoop
 
 
 def _loop() -> SinkTaskLoop:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.source_task import _Batch, _Submitted
+from core.runtime.source import _Batch, _Submitted
 
 
 def _batch(submitted: _Submitted, errors: list, offsets: dict, size: int) -> _Batch:

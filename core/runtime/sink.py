@@ -19,9 +19,15 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from core.errors import ErrorReporter, retry_backoff_s
+from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
-from isolation import ConsumedBatch, HostClient, RemoteRetriableError, SinkActions
+from isolation import (
+    ConsumedBatch,
+    HostClient,
+    RemoteRetriableError,
+    SinkActions,
+    retry_backoff_s,
+)
 from plugin_api import ConnectException, RetriableException
 
 log = logging.getLogger("copycat.sink")
@@ -75,7 +81,7 @@ class SinkTaskLoop:
         self.host = host
         self.handle = handle
         self.consumer = consumer
-        self.topics = list(topics)
+        self.subscribed_topics = list(topics)
         self.topics_regex = topics_regex
         self.commit_interval_s = commit_interval_ms / 1000
         self._clock = clock
@@ -103,10 +109,44 @@ class SinkTaskLoop:
         )
         self.records_put = 0
         self._missing_topics_logged: set[str] = set()
+        self._paused = False  # a framework pause (REST, target state), not the task's own
 
     @property
     def name(self) -> str:
         return f"{self.connector}-{self.task_id}"
+
+    # -- TaskLoop ------------------------------------------------------------------------------
+
+    @property
+    def records_moved(self) -> int:
+        return self.records_put
+
+    def topics(self) -> set[str]:
+        return {topic for topic, _ in set(self._assigned)}
+
+    def pause(self) -> None:
+        """Pause every assigned partition and keep polling: the consumer stays in its group
+        however long the pause lasts (not polling past max.poll.interval.ms would make it
+        leave and rebalance the group). Prefetched records are taken back, to be read again
+        after :meth:`resume`."""
+        if self._paused:
+            return
+        self._paused = True
+        self._drain()
+        self._unfetch(set(self._assigned), rewind=True)
+        self._pause_partitions(self._assigned)
+
+    def resume(self) -> None:
+        if not self._paused:
+            return
+        self._paused = False
+        resumed = self._assigned - self._paused_by_task
+        if resumed:
+            self.consumer.resume([KafkaTopicPartition(t, p) for t, p in resumed])
+
+    def _pause_partitions(self, partitions: set[tuple[str, int]]) -> None:
+        if partitions:
+            self.consumer.pause([KafkaTopicPartition(t, p) for t, p in partitions])
 
     # -- subscription -------------------------------------------------------------------------
 
@@ -119,7 +159,7 @@ class SinkTaskLoop:
             re.compile(pattern)
             subscription = [pattern]
         else:
-            subscription = self.topics
+            subscription = self.subscribed_topics
         self.consumer.subscribe(
             subscription,
             on_assign=self._on_assign,
@@ -133,6 +173,8 @@ class SinkTaskLoop:
             self._drain()
             self._assigned.update(tps)
             self._apply(self.host.open(self.handle, tps))
+            if self._paused:
+                self._pause_partitions(set(tps))
         except BaseException as exc:  # raised on the consume() call, reported from there
             self._failure = exc
 
@@ -176,6 +218,8 @@ class SinkTaskLoop:
         finished one, so the host waits as little as possible.
         """
         self._raise_if_failed()
+        if self._paused:
+            return self._paused_iteration()
         if self._next is None and self._retry_batch is None:
             self._next = self._consume()
         if self.host.pending:
@@ -199,6 +243,19 @@ class SinkTaskLoop:
         if self._commit_requested or self._clock() >= self._next_commit:
             self.commit(asynchronous=True)
         return count
+
+    def _paused_iteration(self) -> int:
+        """Poll (the group must see this consumer alive) but put nothing; records that still
+        arrive from a partition paused a moment ago are taken back."""
+        stray = self._consume()
+        self._next_frame = None
+        if stray:
+            _, first = stray.without({(t, p) for t, p in stray.positions()})
+            for tp, offset in first.items():
+                self._pending_seeks.setdefault(tp, offset)
+        if self._commit_requested or self._clock() >= self._next_commit:
+            self.commit(asynchronous=True)
+        return 0
 
     def _consume(self) -> ConsumedBatch:
         if self._pending_seeks:
@@ -453,8 +510,13 @@ class SinkTaskLoop:
             failure, self._failure = self._failure, None
             raise failure
 
-    def stop(self, *, commit: bool = True) -> None:
-        """Commit what the task has made durable (unless it failed), close and stop it."""
+    def stop(self, *, failed: bool = False, timeout_s: float = 5.0) -> None:
+        """Commit what the task has made durable (unless it failed), close and stop it.
+
+        ``timeout_s`` bounds nothing here by itself: every host call has its own deadline,
+        and the driver kills the host of a task that does not stop in time.
+        """
+        commit = not failed
         try:
             if self.host.alive and self.host.pending:
                 if commit:

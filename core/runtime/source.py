@@ -1,10 +1,14 @@
 """The source task loop: poll the plugin host, produce the bytes, commit offsets after acks.
 
 The loop knows nothing of threads or herders: whoever drives it (a worker thread, a Spark
-executor) calls :meth:`SourceTaskLoop.iteration` repeatedly and :meth:`commit_offsets` on its
-own schedule. At-least-once: an offset is stored only when the broker has acknowledged its
-record *and every record submitted before it for the same source partition*, so a crash never
-skips data (it may resend some).
+executor) follows :class:`core.runtime.loop.TaskLoop`. At-least-once: an offset is stored only
+when the broker has acknowledged its record *and every record submitted before it for the same
+source partition*, so a crash never skips data (it may resend some).
+
+Hooks for loops with other delivery guarantees (an exactly-once loop is a subclass, not a
+copy): :meth:`SourceTaskLoop._batch_dispatched` is called once a poll's records are handed to
+the producer, :meth:`SourceTaskLoop.commit_offsets` decides what committing means, and
+:meth:`SourceTaskLoop._final_commit` runs once when the task stops.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import collections
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -107,6 +112,8 @@ class SourceTaskLoop:
         *,
         wants_acks: bool = True,
         errors: ErrorReporter | None = None,
+        commit_interval_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.connector = connector
         self.task_id = task_id
@@ -122,6 +129,10 @@ class SourceTaskLoop:
         self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
         self._failure: ConnectException | None = None
         self.records_sent = 0
+        self.commit_interval_s = commit_interval_s
+        self._clock = clock
+        self._next_commit = clock() + commit_interval_s
+        self._paused = False
         # Polled by waits on the broker (a full producer queue, too many unacked records) so a
         # task stuck behind a slow or dead broker can still be stopped. Set by the driver.
         self.should_stop: Callable[[], bool] = lambda: False
@@ -129,6 +140,37 @@ class SourceTaskLoop:
     @property
     def name(self) -> str:
         return f"{self.connector}-{self.task_id}"
+
+    # -- TaskLoop ------------------------------------------------------------------------------
+
+    @property
+    def records_moved(self) -> int:
+        return self.records_sent
+
+    def start(self) -> None:
+        """Nothing to do: the task was started in its host and the producer is ready."""
+
+    def pause(self) -> None:
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    def topics(self) -> set[str]:
+        return set(self._topics_seen)
+
+    def _commit_if_due(self) -> None:
+        if self._clock() >= self._next_commit:
+            self.commit_offsets()
+            self._next_commit = self._clock() + self.commit_interval_s
+
+    def _batch_dispatched(self, batch: _Batch) -> None:
+        """Hook: every record of ``batch`` (one poll) was handed to the producer."""
+
+    def _final_commit(self, timeout_s: float) -> None:
+        """Hook: commit on stop; waits up to ``timeout_s`` for outstanding acks first."""
+        if self._failure is None:  # a producer that failed has nothing trustworthy to commit
+            self.commit_offsets(timeout_s)
 
     def _delivery_failed(self, err: KafkaError, msg: Message) -> None:
         if self._failure is None:
@@ -154,6 +196,10 @@ class SourceTaskLoop:
         """
         self._raise_if_failed()
         self.producer.poll(0)
+        if self._paused:
+            moved = self._settle()  # a poll already in flight is sent; no new one
+            self._commit_if_due()
+            return moved
         while self._submitted.records >= MAX_OUTSTANDING_RECORDS:
             self.producer.poll(QUEUE_FULL_WAIT_S)  # back-pressure: wait for the broker
             self._submitted.settle()
@@ -167,25 +213,30 @@ class SourceTaskLoop:
         if failures and self.errors is not None:
             self.errors.report_source(failures)
         try:
-            return self._send(rows, offsets)
+            moved = self._send(rows, offsets)
         except _Interrupted:
             return 0  # the rest of the batch is unsent and unacked: its offsets stay behind
+        self._commit_if_due()
+        return moved
 
     def _submit_poll(self) -> None:
         acks, self._pending_acks = self._pending_acks, []
         self.host.submit_poll(self.handle, acks)
 
-    def _settle(self, send: bool = True) -> None:
-        """Collect an outstanding poll (and send its records) before other host requests."""
-        if self.host.pending:
-            rows, failures, offsets = self.host.poll_result()
-            if send:
-                if failures and self.errors is not None:
-                    self.errors.report_source(failures)
-                try:
-                    self._send(rows, offsets)
-                except _Interrupted:
-                    pass
+    def _settle(self, send: bool = True) -> int:
+        """Collect an outstanding poll (and send its records) before other host requests;
+        returns how many records were sent."""
+        if not self.host.pending:
+            return 0
+        rows, failures, offsets = self.host.poll_result()
+        if not send:
+            return 0
+        if failures and self.errors is not None:
+            self.errors.report_source(failures)
+        try:
+            return self._send(rows, offsets)
+        except _Interrupted:
+            return 0
 
     def _send(self, rows: list[tuple[Any, ...]], offsets: list[tuple[Any, Any]]) -> int:
         """Produce one poll's rows; the batch's ``offsets`` (the last per source partition)
@@ -248,6 +299,7 @@ class SourceTaskLoop:
         finally:
             self._submitted.records += batch.size
             self.records_sent += batch.size
+        self._batch_dispatched(batch)
         return len(rows)
 
     def _produce_when_room(
@@ -308,11 +360,14 @@ class SourceTaskLoop:
             self.host.call(self.handle, "commit")
         return self._submitted.records
 
-    def stop(self, timeout_s: float) -> None:
-        """Flush what can be flushed, store its offsets and stop the task in its host."""
+    def stop(self, *, failed: bool = False, timeout_s: float = 5.0) -> None:
+        """Flush what can be flushed, store its offsets and stop the task in its host.
+
+        Even after the task failed, what the broker acknowledged is safe to commit: the final
+        commit waits for outstanding acks (up to ``timeout_s``) and stores them.
+        """
         try:
-            if self._failure is None:
-                self.commit_offsets(timeout_s)
+            self._final_commit(timeout_s)
         finally:
             if self.host.alive:
                 self._settle(send=False)

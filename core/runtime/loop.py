@@ -1,0 +1,59 @@
+"""The one lifecycle every task loop has, whoever drives it.
+
+A driver (the worker's task thread, a Spark executor's task) runs::
+
+    loop.start()
+    while not told to stop:
+        loop.pause() / loop.resume()   when the target state changes
+        moved = loop.iteration()       also while paused: it keeps the clients alive
+        if not moved: wait a little
+    loop.stop(failed=..., timeout_s=graceful timeout)
+
+and never looks inside: no ``isinstance`` on loop types, no private fields. Offsets are
+committed inside :meth:`TaskLoop.iteration` when due (the loop has the clock), and once more by
+:meth:`TaskLoop.stop` unless the task failed.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+__all__ = ["TaskLoop"]
+
+
+class TaskLoop(Protocol):
+    @property
+    def name(self) -> str:
+        """``<connector>-<task id>``."""
+        ...
+
+    def start(self) -> None:
+        """Subscribe, open partitions, whatever must happen before the first iteration."""
+        ...
+
+    def iteration(self) -> int:
+        """Move one batch (poll+produce, or consume+put) and commit if due; return how many
+        records moved. While paused: move nothing, but keep the Kafka clients serviced (a
+        sink keeps its group membership) and commit what is due."""
+        ...
+
+    def pause(self) -> None:
+        """Stop moving records until :meth:`resume` (a framework pause: REST or target
+        state). A sink pauses its consumer's partitions and keeps polling."""
+        ...
+
+    def resume(self) -> None: ...
+
+    def stop(self, *, failed: bool, timeout_s: float) -> None:
+        """Commit what is durable (not after a failure, except a source's acknowledged
+        records), stop the task in its host and close the clients, within ``timeout_s``."""
+        ...
+
+    def topics(self) -> set[str]:
+        """Topics the task produced to or is assigned (KIP-558 active topics)."""
+        ...
+
+    @property
+    def records_moved(self) -> int:
+        """Records sent (source) or put (sink) so far."""
+        ...

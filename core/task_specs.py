@@ -1,0 +1,228 @@
+"""The worker's side of a :class:`~core.runtime.spec.TaskSpec`: from configs to a spec.
+
+Everything a task needs from the worker is decided here, once, where the worker's config and
+plugin catalogue are: which plugin environments hold the connector and each converter,
+transform and predicate (KIP-891 version pins honoured), the parsed ``errors.*`` policy, and
+each Kafka client's config in Kafka Connect's order of precedence. What comes out is plain
+data that any driver can run (:func:`core.runtime.build.build_task`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.connector_config import ConnectorConfig
+from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS
+from core.plugins import PluginCatalogue
+from core.runtime.spec import (
+    ClientConfigs,
+    ErrorsPolicy,
+    PipelineSpec,
+    PluginRef,
+    StageSpec,
+    TaskSettings,
+    TaskSpec,
+    TransformSpec,
+)
+from core.worker_config import CONVERTER_KEYS, WorkerConfig
+from isolation.environment import PluginDescriptor
+from plugin_api import ConfigException
+
+__all__ = ["TaskSpecFactory", "plugin_ref"]
+
+# Kafka Connect's dead letter queue producer: no record lost on broker failover.
+DLQ_PRODUCER_DEFAULTS: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
+
+
+def plugin_ref(catalogue: PluginCatalogue, plugin: PluginDescriptor) -> PluginRef:
+    env = catalogue.environment(plugin)
+    return PluginRef(
+        kind=plugin.kind,
+        target=plugin.target,
+        class_name=plugin.class_name,
+        version=plugin.version,
+        distribution=plugin.distribution,
+        location=plugin.location,
+        env_hash=env.content_hash(),
+    )
+
+
+class TaskSpecFactory:
+    """Makes the specs of one worker's tasks (thread-safe: it only reads)."""
+
+    def __init__(
+        self,
+        config: WorkerConfig,
+        catalogue: PluginCatalogue,
+        client_props: Mapping[str, Any],
+    ) -> None:
+        self.config = config
+        self.catalogue = catalogue
+        self.client_props = dict(client_props)
+        self.settings = TaskSettings(
+            graceful_timeout_s=config.get("task.shutdown.graceful.timeout.ms") / 1000,
+            call_timeout_s=config.get("plugin.call.timeout.ms") / 1000,
+            memory_limit_bytes=config.get("plugin.host.memory.max.bytes"),
+            commit_interval_s=config.get("offset.flush.interval.ms") / 1000,
+            topic_creation_enabled=bool(config.get("topic.creation.enable")),
+        )
+
+    def make(
+        self,
+        connector: str,
+        task_id: int,
+        plugin: PluginDescriptor,
+        connector_props: Mapping[str, str],
+        task_props: Mapping[str, str],
+        version: str = "",
+    ) -> TaskSpec:
+        """The spec of task ``task_id`` of ``connector`` (configs already resolved).
+
+        Raises:
+            ConfigException: a converter, transform or predicate is not installed, or a key
+                of the connector config is invalid; names the key.
+        """
+        is_sink = plugin.kind == "sink"
+        config = ConnectorConfig.from_properties(
+            connector_props,
+            is_sink,
+            topic_creation_enabled=self.settings.topic_creation_enabled,
+        )
+        own_limit = connector_props.get("plugin.host.memory.max.bytes")
+        settings = self.settings
+        if own_limit not in (None, ""):
+            settings = TaskSettings(**{**settings.__dict__, "memory_limit_bytes": int(own_limit)})
+        return TaskSpec(
+            connector=connector,
+            task_id=task_id,
+            kind=plugin.kind,
+            task_config=dict(task_props),
+            connector_config=dict(connector_props),
+            plugin=plugin_ref(self.catalogue, plugin),
+            pipeline=self._pipeline(config, plugin),
+            errors=errors_policy(config),
+            clients=self._clients(connector, task_id, config, is_sink),
+            settings=settings,
+            version=version,
+        )
+
+    # -- pipeline ----------------------------------------------------------------------------
+
+    def _stage(
+        self,
+        kind: str,
+        class_name: str,
+        version: str | None,
+        key: str,
+        config: Mapping[str, str],
+        home: PluginDescriptor,
+    ) -> StageSpec:
+        plugin = self.catalogue.resolve(kind, class_name, version, key=key)
+        ref = None if plugin.location == home.location else plugin_ref(self.catalogue, plugin)
+        return StageSpec(plugin.target, dict(config), ref, key)
+
+    def _converter(
+        self, config: ConnectorConfig, which: str, home: PluginDescriptor
+    ) -> StageSpec | None:
+        own = config.converter_class(which)
+        if own is not None:
+            class_name: str | None = own
+            sub = dict(config.converter_config(which) or {})
+        else:
+            class_name = self.config.get(which)
+            sub = self.config.converter_config(which)
+        if not class_name:
+            return None
+        version = sub.pop("plugin.version", None)
+        sub.setdefault("converter.type", which.split(".")[0])
+        kind = "header_converter" if which == "header.converter" else "converter"
+        return self._stage(kind, class_name, version, which, sub, home)
+
+    def _pipeline(self, config: ConnectorConfig, home: PluginDescriptor) -> PipelineSpec:
+        key, value, header = (self._converter(config, w, home) for w in CONVERTER_KEYS)
+        predicates = config.predicates()
+        transforms = []
+        for t in config.transforms():
+            sub = dict(t.config)
+            version = sub.pop("plugin.version", None)
+            prefix = f"transforms.{t.alias}."
+            transform = self._stage("transformation", t.type, version, prefix + "type", sub, home)
+            predicate = None
+            if t.predicate:
+                found = predicates.get(t.predicate)
+                pkey = f"predicates.{t.predicate}.type"
+                if found is None:
+                    raise ConfigException(
+                        pkey,
+                        None,
+                        f"predicate {t.predicate!r} used by transform {t.alias!r} is not defined",
+                    )
+                psub = dict(found.config)
+                pversion = psub.pop("plugin.version", None)
+                predicate = self._stage("predicate", found.type, pversion, pkey, psub, home)
+            transforms.append(TransformSpec(t.alias, transform, predicate, t.negate))
+        return PipelineSpec(key, value, header, tuple(transforms))
+
+    # -- clients -----------------------------------------------------------------------------
+
+    def _clients(
+        self, connector: str, task_id: int, config: ConnectorConfig, is_sink: bool
+    ) -> ClientConfigs:
+        """Kafka Connect's order: the worker's client keys, Connect's defaults, the worker's
+        ``producer.``/``consumer.``/``admin.`` overrides, the connector's ``*.override.``."""
+        base = self.client_props
+        worker = self.config
+        admin = {**base, **worker.admin_overrides(), **config.admin_overrides()}
+        dlq = {
+            **base,
+            **DLQ_PRODUCER_DEFAULTS,
+            "client.id": f"connector-dlq-producer-{connector}-{task_id}",
+            **worker.producer_overrides(),
+            **config.producer_overrides(),
+        }
+        if is_sink:
+            consumer = {
+                **base,
+                **SINK_CONSUMER_DEFAULTS,
+                "group.id": f"connect-{connector}",
+                "client.id": f"connector-consumer-{connector}-{task_id}",
+                **worker.consumer_overrides(),
+                **config.consumer_overrides(),
+            }
+            return ClientConfigs(consumer=consumer, admin=admin, dlq_producer=dlq)
+        producer = {
+            **base,
+            **SOURCE_PRODUCER_DEFAULTS,
+            "client.id": f"connector-producer-{connector}-{task_id}",
+            **worker.producer_overrides(),
+            **config.producer_overrides(),
+        }
+        return ClientConfigs(producer=producer, admin=admin, dlq_producer=dlq)
+
+
+def errors_policy(config: ConnectorConfig) -> ErrorsPolicy:
+    """``errors.*`` of a parsed connector config (sink-only keys default for sources)."""
+    if config.is_sink:
+        dlq_topic = config.errors_deadletterqueue_topic_name
+        replication = config.errors_deadletterqueue_topic_replication_factor or 3
+        context_headers = config.errors_deadletterqueue_context_headers_enable
+    else:
+        # A dead letter queue for sources is ours, beyond Kafka: its keys are not in the
+        # source ConfigDef, so they are read as given (same names and meaning as a sink's).
+        raw = {k: str(v) for k, v in config.originals().items()}
+        dlq_topic = raw.get("errors.deadletterqueue.topic.name", "").strip() or None
+        replication = int(raw.get("errors.deadletterqueue.topic.replication.factor", "3"))
+        context_headers = (
+            raw.get("errors.deadletterqueue.context.headers.enable", "false").lower() == "true"
+        )
+    return ErrorsPolicy(
+        tolerance_all=config.errors_tolerance == "all",
+        log_enable=config.errors_log_enable,
+        log_include_messages=config.errors_log_include_messages,
+        retry_timeout_ms=config.errors_retry_timeout_ms,
+        retry_delay_max_ms=config.errors_retry_delay_max_ms,
+        dlq_topic=dlq_topic or None,
+        dlq_replication_factor=replication,
+        dlq_context_headers=context_headers,
+    )
