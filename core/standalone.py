@@ -30,7 +30,7 @@ from typing import Any
 from confluent_kafka.admin import AdminClient
 from plugin_api.connector import freeze_partition
 
-from core.bundled import ensure_bundled_plugins
+from core.bundled import install_bundled_in_background
 from core.config_providers import Resolved
 from core.devbroker import DevBroker
 from core.extensions import config_resolver, plugin_manager
@@ -157,8 +157,12 @@ class StandaloneHerder(AbstractHerder):
     # -- life cycle ------------------------------------------------------------------------------
 
     def prepare(self) -> PluginCatalogue:
-        """Install bundled plugins if needed, and validate every connector file before start."""
-        ensure_bundled_plugins(self.plugin_paths[0])
+        """Start installing missing bundled plugins (in the background: REST does not wait,
+        the live catalogue lists them when done), and validate every connector file before
+        start (those do wait, since they may name a bundled plugin)."""
+        pending = install_bundled_in_background(self.plugin_paths[0])
+        if pending is not None and self.connector_files:
+            pending.join()
         self.catalogue = PluginCatalogue.scan(self.plugin_paths)
         names: dict[str, Path] = {}
         errors: list[str] = []

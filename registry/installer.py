@@ -277,23 +277,82 @@ def install(
             _remove_tree(staging)
 
 
+def rebuild_from_lock(env: PluginEnvironment) -> PluginEnvironment:
+    """Build ``env`` again from its own lock on this runtime's interpreter, in place.
+
+    Used when the interpreter a venv was made with is gone (see
+    :func:`registry.locks.interpreter_changed`). The new env is built and probed in a staging
+    directory and swapped in only when complete.
+
+    Raises:
+        PluginInstallError: no lock, or uv cannot install what it names.
+    """
+    lock_path = env.location / LOCK_NAME
+    try:
+        lock = Lock.read(lock_path)
+    except LockError as exc:
+        raise PluginInstallError(f"cannot rebuild {env.location}: {exc}") from exc
+    staging = env.location.with_name(f".staging-{uuid.uuid4().hex[:12]}")
+    try:
+        make_venv(staging)
+        store = env.location / WHEEL_STORE
+        if store.is_dir():
+            shutil.copytree(store, staging / WHEEL_STORE)
+        Lock(lock.packages, {**lock.tool, "interpreter": current_interpreter()}).write(
+            staging / LOCK_NAME
+        )
+        run_uv(
+            [
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                str(staging / "bin" / "python"),
+                "-r",
+                str(staging / LOCK_NAME),
+            ],
+            f"rebuilding {env.location.name} from its lock",
+        )
+        previous = env.read_manifest() or {}
+        rebuilt = PluginEnvironment(staging)
+        manifest = rebuilt.probe()
+        for key in ("installer", "source", "primary", "index_url"):
+            if key in previous:
+                manifest[key] = previous[key]
+        manifest["location"] = str(env.location)
+        for plugin in manifest["plugins"]:
+            plugin["location"] = str(env.location)
+        rebuilt.write_manifest(manifest)
+        doomed = env.location.with_name(f".removing-{uuid.uuid4().hex[:12]}")
+        env.location.rename(doomed)
+        staging.rename(env.location)
+        shutil.rmtree(doomed, ignore_errors=True)
+        return PluginEnvironment(env.location)
+    except PluginEnvironmentError as exc:
+        raise PluginInstallError(f"cannot rebuild {env.location}: {exc}") from exc
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
 def _relative_to(packages: Sequence[LockedPackage], env: Path) -> tuple[LockedPackage, ...]:
     """Paths into the env's own wheel store, relative to the lock, so the env can move."""
     root = env.resolve()
 
-    def rel(f: LockedFile | None) -> LockedFile | None:
-        if f is None:
-            return None
-        where = f.path or (
-            unquote(urlsplit(f.url).path) if f.url and f.url.startswith("file:") else None
-        )
+    def rel(f: LockedFile) -> LockedFile:
+        where = f.path
+        if where is None and f.url is not None and f.url.startswith("file:"):
+            where = unquote(urlsplit(f.url).path)
         if where is None or not Path(where).resolve().is_relative_to(root):
             return f
         return LockedFile(f.name, f.sha256, path=str(Path(where).resolve().relative_to(root)))
 
     return tuple(
         LockedPackage(
-            p.name, p.version, tuple(rel(w) for w in p.wheels if w is not None), rel(p.archive)
+            p.name,
+            p.version,
+            tuple(rel(w) for w in p.wheels),
+            rel(p.archive) if p.archive is not None else None,
         )
         for p in packages
     )
