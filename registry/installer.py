@@ -397,8 +397,13 @@ def _requested_name(source: str) -> str | None:
         return None
 
 
+def runtime_api_version() -> str | None:
+    """The copycat-plugin-api version this runtime provides to every plugin host."""
+    return getattr(plugin_api, "__version__", None) or _installed_api_version()
+
+
 def _check_plugin_api(env: PluginEnvironment, primary: str) -> None:
-    runtime_version = getattr(plugin_api, "__version__", None) or _installed_api_version()
+    runtime_version = runtime_api_version()
     for text in env.requirements_of(primary):
         req = Requirement(text)
         if canonicalize_name(req.name) != PLUGIN_API_DISTRIBUTION:
