@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -255,4 +255,36 @@ def _usable(plugin_paths: Sequence[Path]) -> list[PluginEnvironment]:
                 log.error("cannot rebuild plugin env %s: %s", env.location, exc)
                 continue
         out.append(env)
+    return out
+
+
+# Config keys naming a component class, and the catalogue kind each resolves to.
+_CONVERTER_KINDS = {
+    "key.converter": "converter",
+    "value.converter": "converter",
+    "header.converter": "header_converter",
+}
+
+
+def component_locations(
+    catalogue: PluginCatalogue, props: Mapping[str, str], worker_props: Mapping[str, str]
+) -> set[str]:
+    """Plugin locations a connector's converters, transforms and predicates resolve to (the
+    resolution the worker makes when it starts a task); unresolvable ones are skipped."""
+    wanted: list[tuple[str, str, str | None]] = []
+    for key, kind in _CONVERTER_KINDS.items():
+        source = props if props.get(key) else worker_props
+        if source.get(key):
+            wanted.append((kind, source[key], source.get(f"{key}.plugin.version")))
+    for group, kind in (("transforms", "transformation"), ("predicates", "predicate")):
+        for alias in (a.strip() for a in props.get(group, "").split(",")):
+            type_name = props.get(f"{group}.{alias}.type") if alias else None
+            if type_name:
+                wanted.append((kind, type_name, props.get(f"{group}.{alias}.plugin.version")))
+    out = set()
+    for kind, name, version in wanted:
+        try:
+            out.add(catalogue.resolve(kind, name, version).location)
+        except ConfigException:
+            continue
     return out

@@ -44,7 +44,7 @@ from core.herder import (
     TargetState,
 )
 from core.offsets import FileOffsetStore
-from core.plugins import PluginCatalogue
+from core.plugins import PluginCatalogue, component_locations
 from core.properties import load_connector_file, load_properties
 from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
 from core.status import State, Status, failure_trace
@@ -293,6 +293,20 @@ class StandaloneHerder(AbstractHerder):
             "commit": self._version[1],
             "kafka_cluster_id": self._cluster_id,
         }
+
+    def plugins_in_use(self) -> dict[str, list[str]]:
+        """Plugin location -> names of the running connectors that use it (their connector
+        plugin, converters, transforms and predicates); for refusing to remove a used plugin."""
+        worker = self.worker
+        if worker is None:
+            return {}
+        used: dict[str, set[str]] = {}
+        for name, connector in list(worker.connectors.items()):
+            locations = {connector.plugin.location}
+            locations |= component_locations(self.catalogue, connector.props, worker.props)
+            for location in locations:
+                used.setdefault(location, set()).add(name)
+        return {location: sorted(names) for location, names in used.items()}
 
     # -- internals ---------------------------------------------------------------------------------
 

@@ -193,6 +193,7 @@ from plugin_api import (
     ConfigDef,
     ConfigType,
     Converter,
+    Headers,
     Importance,
     Schema,
     SchemaAndValue,
@@ -211,14 +212,16 @@ class {cls}(Converter):
         self.encoding = CONFIG.parse(configs)["encoding"]
 
     def from_connect_data(
-        self, topic: str, schema: Schema | None, value: object
+        self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
     ) -> bytes | None:
         return None if value is None else str(value).upper().encode(self.encoding)
 
-    def to_connect_data(self, topic: str, value: bytes | None) -> SchemaAndValue:
-        if value is None:
+    def to_connect_data(
+        self, topic: str, data: bytes | None, headers: Headers | None = None
+    ) -> SchemaAndValue:
+        if data is None:
             return SchemaAndValue(STRING_SCHEMA, None)
-        return SchemaAndValue(STRING_SCHEMA, bytes(value).decode(self.encoding))
+        return SchemaAndValue(STRING_SCHEMA, bytes(data).decode(self.encoding))
 
     def config(self) -> ConfigDef:
         return CONFIG
@@ -279,7 +282,7 @@ def test_resumes_after_its_committed_offset() -> None:
 
 
 def test_config_definition_is_valid() -> None:
-    assert {{"topic", "greeting", "count"}} <= set({cls}().config().names)
+    assert {{"topic", "greeting", "count"}} <= set({cls}().config().names())
 """,
     "sink": """from pathlib import Path
 
@@ -296,7 +299,7 @@ def test_appends_every_value(tmp_path: Path) -> None:
 
 
 def test_config_definition_is_valid() -> None:
-    assert "file" in {cls}().config().names
+    assert "file" in {cls}().config().names()
 """,
     "converter": """from plugin_api import STRING_SCHEMA
 from plugin_api.testing import converter_round_trip
@@ -310,7 +313,7 @@ def test_round_trip_upper_cases() -> None:
 
 
 def test_config_definition_is_valid() -> None:
-    assert "encoding" in {cls}().config().names
+    assert "encoding" in {cls}().config().names()
 """,
     "transform": """from plugin_api.testing import apply_transform, sink_records
 
@@ -324,7 +327,7 @@ def test_upper_cases_string_values() -> None:
 
 
 def test_config_definition_is_valid() -> None:
-    assert "suffix" in {cls}().config().names
+    assert "suffix" in {cls}().config().names()
 """,
 }
 
@@ -395,8 +398,11 @@ def scaffold(name: str, kind: str, parent: Path) -> Path:
         raise ScaffoldError(f"{project} already exists")
     module = re.sub(r"[^A-Za-z0-9]+", "_", name).lower()
     cls = _camel(name)
-    if not cls.endswith(_CLASS_SUFFIX[kind]):
-        cls += _CLASS_SUFFIX[kind]
+    suffix = _CLASS_SUFFIX[kind]
+    if kind in ("source", "sink") and cls.endswith(kind.capitalize()):
+        suffix = "Connector"  # greeter-source -> GreeterSourceConnector
+    if not cls.endswith(suffix):
+        cls += suffix
     values = {
         "name": name,
         "kind": kind,

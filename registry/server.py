@@ -54,6 +54,9 @@ PLUGINS_DIR, LIBRARIES_DIR, CATALOGUE_DIR = "plugins", "libraries", "catalogue"
 # (plugin wheels are kilobytes to a few megabytes; bundled native libraries go to libraries/).
 MAX_UPLOAD_BYTES = 256 * 1024 * 1024
 
+# Longest reason phrase put into a status line; clients print it whole.
+MAX_REASON_CHARS = 2000
+
 StartResponse = Callable[..., Any]
 WsgiApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
 
@@ -81,6 +84,13 @@ def _text(start: StartResponse, status: str, body: str, headers: Iterable[Any] =
         + list(headers),
     )
     return [data]
+
+
+def _status_line(code: int, message: str) -> str:
+    """An HTTP status line carrying ``message`` as its reason: one line of printable ASCII."""
+    flat = " ".join(message.split())
+    flat = "".join(c if 32 <= ord(c) < 127 else "?" for c in flat)
+    return f"{code} {flat[:MAX_REASON_CHARS]}"
 
 
 class Catalogue:
@@ -298,7 +308,9 @@ class RegistryApp:
             except InvalidPluginError as exc:
                 log.warning("rejected upload %s: %s", filename, "; ".join(exc.reasons))
                 reasons = "\n".join(f"- {r}" for r in exc.reasons)
-                return _text(start, "400 Bad Request", f"{filename} was rejected:\n{reasons}\n")
+                # Like PyPI, the reasons go into the status line too: twine prints only that.
+                status = _status_line(400, f"{filename} rejected: " + "; ".join(exc.reasons))
+                return _text(start, status, f"{filename} was rejected:\n{reasons}\n")
             result = self._forward(environ, start, body)
             if (self.plugins_dir / filename).exists():
                 self.catalogue.add(entry)
