@@ -16,9 +16,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from core.plugin_versions import plugin_version_key, requirement
 from isolation.environment import MANIFEST_NAME, PluginDescriptor, PluginEnvironment
 from plugin_api import ConfigException, ConnectException
 from registry.installer import rebuild_from_lock, scan
@@ -216,26 +216,14 @@ class PluginCatalogue:
                 f"no {kind.replace('_', ' ')} plugin named {name!r} is installed; "
                 f"available: {', '.join(available) or 'none'}",
             )
-        if version:
-            try:
-                spec = (
-                    SpecifierSet(version) if version[0] in "<>=!~" else SpecifierSet(f"=={version}")
-                )
-            except InvalidSpecifier as exc:
-                raise ConfigException(key + ".plugin.version", version, str(exc)) from exc
-            pinned = [
-                p
-                for p in candidates
-                if p.version in spec
-                or _version_key(p.version)[0]
-                and spec.contains(p.version, prereleases=True)
-            ]
+        version_key = plugin_version_key(key)
+        allowed = requirement(version, version_key)
+        if allowed is not None:
+            pinned = [p for p in candidates if allowed(p.version)]
             if not pinned:
                 have = ", ".join(sorted(p.version for p in candidates))
                 raise ConfigException(
-                    f"{key.rsplit('.', 1)[0]}.plugin.version",
-                    version,
-                    f"{name} is installed only in versions {have}",
+                    version_key, version, f"{name} is installed only in versions {have}"
                 )
             candidates = pinned
         return max(candidates, key=lambda p: _version_key(p.version))

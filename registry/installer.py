@@ -114,13 +114,19 @@ def _describe_source(source: str) -> str:
 
 
 def _index_args(
-    index_url: str | None, find_links: Sequence[str], offline: bool, no_index: bool = False
+    index_url: str | None,
+    find_links: Sequence[str],
+    offline: bool,
+    no_index: bool = False,
+    extra_index_urls: Sequence[str] = (),
 ) -> list[str]:
     args: list[str] = []
     for link in find_links:
         args += ["--find-links", str(link)]
     if index_url:
         args += ["--index-url", index_url]
+    for extra in extra_index_urls:
+        args += ["--extra-index-url", extra]
     if no_index:
         args.append("--no-index")
     if offline:
@@ -177,6 +183,7 @@ def install(
     offline: bool = False,
     no_index: bool = False,
     replace: bool = False,
+    extra_index_urls: Sequence[str] = (),
 ) -> PluginEnvironment:
     """Install ``source`` (a wheel file, a project directory or a requirement) as a plugin.
 
@@ -197,7 +204,7 @@ def install(
     if path.exists():
         source = str(path.resolve())
     plugin_path.mkdir(parents=True, exist_ok=True)
-    index_args = _index_args(index_url, find_links, offline, no_index)
+    index_args = _index_args(index_url, find_links, offline, no_index, extra_index_urls)
     staging = plugin_path / f".staging-{uuid.uuid4().hex[:12]}"
     try:
         make_venv(staging)
