@@ -97,10 +97,15 @@ def bundled_wheelhouse(projects: list[Path] | None = None) -> Path:
     wheelhouse.mkdir(parents=True, exist_ok=True)
     out = wheelhouse / f".build-{uuid.uuid4().hex[:12]}"
     try:
-        run_uv(
-            ["build", "--wheel", "--quiet", "--out-dir", str(out), *map(str, missing)],
-            "building the bundled plugins' wheels",
-        )
+
+        def build(project: Path) -> None:
+            run_uv(
+                ["build", "--wheel", "--quiet", "--out-dir", str(out), str(project)],
+                f"building the bundled plugin's wheel of {project}",
+            )
+
+        with ThreadPoolExecutor(PARALLEL_INSTALLS, thread_name_prefix="bundled-build") as pool:
+            list(pool.map(build, missing))
         for wheel in out.glob("*.whl"):
             wheel.replace(wheelhouse / wheel.name)
     finally:

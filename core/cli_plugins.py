@@ -202,6 +202,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         port=args.port,
         upload_token=token,
         htpasswd=Path(args.htpasswd) if args.htpasswd else None,
+        upstream=args.upstream,
     )
     auth = "token" if token else "htpasswd" if args.htpasswd else "none (anyone may upload)"
     print(
@@ -350,6 +351,12 @@ def add_commands(sub: Any) -> None:
         "--upload-token", help=f"token uploads must present (default: ${REGISTRY_TOKEN_ENV})"
     )
     serve.add_argument("--htpasswd", help="htpasswd file of users allowed to upload")
+    serve.add_argument(
+        "--upstream",
+        metavar="URL",
+        help="index to redirect to for projects not held here, and to resolve uploads' "
+        "dependencies from (default: none, air-gapped)",
+    )
     serve.set_defaults(func=_cmd_serve)
     add = rsub.add_parser(
         "add", help="add dependency wheels (libraries, not plugins) to an index's data dir"

@@ -10,6 +10,10 @@ every link so pip and uv verify what they download. In front of it, this module 
   only a valid one is handed on to pypiserver to store. A bad one is answered ``400`` with
   every reason, is never written, never listed. Sdists are refused (a plugin env is built
   from wheels only).
+* **an optional upstream** (``--upstream URL``, off by default): projects the index does not
+  hold are redirected there (pypiserver's fallback) and upload validation may resolve
+  dependencies from it. Off, the index is air-gapped: dependencies must be in ``libraries``.
+  (On, a name missing locally resolves upstream: mind dependency confusion.)
 * **upload auth**: a token (``twine -u __token__ -p TOKEN``, i.e. HTTP basic auth with that
   password; or ``Authorization: Bearer TOKEN``), or an htpasswd file through pypiserver's
   own support. Reading the index needs no account.
@@ -199,6 +203,7 @@ class RegistryApp:
         *,
         upload_token: str | None = None,
         htpasswd: Path | None = None,
+        upstream: str | None = None,
     ) -> None:
         import pypiserver
 
@@ -210,12 +215,14 @@ class RegistryApp:
         self.catalogue = Catalogue(data / CATALOGUE_DIR)
         self.upload_token = upload_token
         self.htpasswd = htpasswd
+        self.upstream = upstream
         self._upload_lock = threading.Lock()
         self.index: WsgiApp = pypiserver.app(
             roots=[str(self.plugins_dir), str(self.libraries_dir)],
             authenticate=[],
             password_file=".",
-            disable_fallback=True,
+            disable_fallback=upstream is None,
+            fallback_url=upstream or "https://pypi.org/simple/",
             hash_algo="sha256",
             overwrite=False,
         )
@@ -321,7 +328,7 @@ class RegistryApp:
         with tempfile.TemporaryDirectory(prefix="copycat-upload-") as tmp:
             wheel = Path(tmp) / filename
             wheel.write_bytes(content)
-            return validate_wheel(wheel, [self.plugins_dir, self.libraries_dir])
+            return validate_wheel(wheel, [self.plugins_dir, self.libraries_dir], self.upstream)
 
     def _forward(
         self, environ: dict[str, Any], start: StartResponse, body: bytes
@@ -344,8 +351,11 @@ class RegistryServer:
         port: int = 0,
         upload_token: str | None = None,
         htpasswd: Path | None = None,
+        upstream: str | None = None,
     ) -> None:
-        self.app = RegistryApp(data, upload_token=upload_token, htpasswd=htpasswd)
+        self.app = RegistryApp(
+            data, upload_token=upload_token, htpasswd=htpasswd, upstream=upstream
+        )
         self._server = make_server(
             host, port, self.app, server_class=_ThreadingServer, handler_class=_QuietHandler
         )

@@ -153,11 +153,13 @@ def metadata_problems(meta: WheelMetadata) -> list[str]:
     return problems
 
 
-def validate_wheel(wheel: Path, dependency_dirs: Sequence[Path] = ()) -> dict[str, Any]:
+def validate_wheel(
+    wheel: Path, dependency_dirs: Sequence[Path] = (), upstream: str | None = None
+) -> dict[str, Any]:
     """Validate ``wheel`` as a plugin and return its catalogue entry.
 
-    Dependencies are resolved only from ``dependency_dirs`` (the index's own files), never
-    from the network, so validation works air-gapped.
+    Dependencies are resolved from ``dependency_dirs`` (the index's own files) and, only if
+    given, the ``upstream`` index; without one nothing touches the network (air-gapped).
 
     Raises:
         InvalidPluginError: with every reason found (metadata first; then what the isolated
@@ -173,8 +175,9 @@ def validate_wheel(wheel: Path, dependency_dirs: Sequence[Path] = ()) -> dict[st
                 str(wheel),
                 Path(tmp) / "plugins",
                 find_links=[str(d) for d in dependency_dirs if d.is_dir()],
-                no_index=True,
-                offline=True,
+                index_url=upstream,
+                no_index=upstream is None,
+                offline=upstream is None,
             )
         except PluginInstallError as exc:
             raise InvalidPluginError(wheel.name, [str(exc)]) from exc
