@@ -24,6 +24,7 @@ import threading
 import tomllib
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -78,6 +79,30 @@ def _wheel_present(wheelhouse: Path, name: str, version: str) -> bool:
     return any(w.name.startswith(prefix) for w in wheelhouse.glob("*.whl"))
 
 
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "copycat"
+
+
+def _build_into(wheelhouse: Path, projects: list[Path]) -> None:
+    """``uv build`` each project's wheel into ``wheelhouse`` (private dir, then renamed in)."""
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    out = wheelhouse / f".build-{uuid.uuid4().hex[:12]}"
+    try:
+
+        def build(project: Path) -> None:
+            run_uv(
+                ["build", "--wheel", "--quiet", "--out-dir", str(out), str(project)],
+                f"building the wheel of {project}",
+            )
+
+        with ThreadPoolExecutor(PARALLEL_INSTALLS, thread_name_prefix="wheel-build") as pool:
+            list(pool.map(build, projects))
+        for wheel in out.glob("*.whl"):
+            wheel.replace(wheelhouse / wheel.name)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def bundled_wheelhouse(projects: list[Path] | None = None) -> Path:
     """The directory of prebuilt bundled wheels, building the missing ones (``uv build``).
 
@@ -89,54 +114,53 @@ def bundled_wheelhouse(projects: list[Path] | None = None) -> Path:
     if configured:
         wheelhouse = Path(configured)
     else:
-        cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
-        wheelhouse = cache / "copycat" / "bundled" / _sources_hash(projects)
+        wheelhouse = _cache_root() / "bundled" / _sources_hash(projects)
     missing = [p for p in projects if not _wheel_present(wheelhouse, *project_version(p))]
-    if not missing:
-        return wheelhouse
-    wheelhouse.mkdir(parents=True, exist_ok=True)
-    out = wheelhouse / f".build-{uuid.uuid4().hex[:12]}"
-    try:
-
-        def build(project: Path) -> None:
-            run_uv(
-                ["build", "--wheel", "--quiet", "--out-dir", str(out), str(project)],
-                f"building the bundled plugin's wheel of {project}",
-            )
-
-        with ThreadPoolExecutor(PARALLEL_INSTALLS, thread_name_prefix="bundled-build") as pool:
-            list(pool.map(build, missing))
-        for wheel in out.glob("*.whl"):
-            wheel.replace(wheelhouse / wheel.name)
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+    if missing:
+        _build_into(wheelhouse, missing)
     return wheelhouse
 
 
-def missing_bundled(plugin_path: Path) -> list[tuple[str, str]]:
-    """(name, version) of each bundled plugin not installed in ``plugin_path``."""
+def prebuilt_wheel(project: Path) -> Path:
+    """One project's wheel, built once per version of its sources into the cache."""
+    wheelhouse = _cache_root() / "wheels" / _sources_hash([project])
+    name, version = project_version(project)
+    if not _wheel_present(wheelhouse, name, version):
+        _build_into(wheelhouse, [project])
+    prefix = f"{canonicalize_name(name).replace('-', '_')}-{version}-"
+    return next(w for w in wheelhouse.glob("*.whl") if w.name.startswith(prefix))
+
+
+def _paths(plugin_path: Path | Sequence[Path]) -> list[Path]:
+    return [plugin_path] if isinstance(plugin_path, Path) else list(plugin_path)
+
+
+def missing_bundled(plugin_path: Path | Sequence[Path]) -> list[tuple[str, str]]:
+    """(name, version) of each bundled plugin installed in none of the plugin.path dirs."""
     wanted = [project_version(p) for p in bundled_plugin_dirs()]
-    return [(n, v) for n, v in wanted if not find([plugin_path], f"{n}=={v}")]
+    return [(n, v) for n, v in wanted if not find(_paths(plugin_path), f"{n}=={v}")]
 
 
-def ensure_bundled_plugins(plugin_path: Path) -> list[Path]:
-    """Install each bundled plugin whose version is not yet in ``plugin_path`` (in parallel),
-    from the prebuilt wheelhouse; dependencies come from the default index or uv's cache."""
+def ensure_bundled_plugins(plugin_path: Path | Sequence[Path]) -> list[Path]:
+    """Install each bundled plugin found in none of the plugin.path dirs into the first (in
+    parallel), from the prebuilt wheelhouse; dependencies come from the default index or uv's
+    cache."""
     missing = missing_bundled(plugin_path)
+    target = _paths(plugin_path)[0]
     if not missing:
         return []
     wheelhouse = bundled_wheelhouse()
 
     def one(name: str, version: str) -> Path:
-        log.info("installing bundled plugin %s %s into %s", name, version, plugin_path)
-        return install(f"{name}=={version}", plugin_path, find_links=[str(wheelhouse)]).location
+        log.info("installing bundled plugin %s %s into %s", name, version, target)
+        return install(f"{name}=={version}", target, find_links=[str(wheelhouse)]).location
 
     with ThreadPoolExecutor(PARALLEL_INSTALLS, thread_name_prefix="bundled-install") as pool:
         futures = [pool.submit(one, n, v) for n, v in missing]
         return [f.result() for f in futures]
 
 
-def install_bundled_in_background(plugin_path: Path) -> threading.Thread | None:
+def install_bundled_in_background(plugin_path: Path | Sequence[Path]) -> threading.Thread | None:
     """Start installing missing bundled plugins on a daemon thread; None if none is missing.
 
     Called by the herder at start-up; a failure is logged (the worker keeps running with what

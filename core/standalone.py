@@ -160,7 +160,7 @@ class StandaloneHerder(AbstractHerder):
         """Start installing missing bundled plugins (in the background: REST does not wait,
         the live catalogue lists them when done), and validate every connector file before
         start (those do wait, since they may name a bundled plugin)."""
-        pending = install_bundled_in_background(self.plugin_paths[0])
+        pending = install_bundled_in_background(self.plugin_paths)
         if pending is not None and self.connector_files:
             pending.join()
         self.catalogue = PluginCatalogue.scan(self.plugin_paths)

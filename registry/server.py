@@ -166,7 +166,8 @@ def _matches(entry: dict[str, Any], query: str) -> bool:
     for component in entry["components"]:
         haystack += [component["class"], component["name"], component["type"]]
         haystack += component["aliases"]
-        haystack += [d.get("name", "") for d in component.get("config", [])]
+        for definition in component.get("config", []):
+            haystack += [definition.get("name", ""), definition.get("documentation") or ""]
     text = "\n".join(str(h) for h in haystack).lower()
     return all(w in text for w in words)
 
@@ -307,18 +308,20 @@ class RegistryApp:
             parse_wheel_filename(filename)
         except ValueError as exc:
             return _text(start, "400 Bad Request", f"{filename}: {exc}\n")
-        with self._upload_lock:  # one validation at a time: each runs an install and a host
-            if (self.plugins_dir / filename).exists():
-                return _text(start, "400 Bad Request", f"{filename} already exists on this index\n")
-            try:
-                entry = self._validate(filename, content)
-            except InvalidPluginError as exc:
-                log.warning("rejected upload %s: %s", filename, "; ".join(exc.reasons))
-                reasons = "\n".join(f"- {r}" for r in exc.reasons)
-                # Like PyPI, the reasons go into the status line too: twine prints only that.
-                status = _status_line(400, f"{filename} rejected: " + "; ".join(exc.reasons))
-                return _text(start, status, f"{filename} was rejected:\n{reasons}\n")
-            result = self._forward(environ, start, body)
+        if (self.plugins_dir / filename).exists():
+            return _text(start, "400 Bad Request", f"{filename} already exists on this index\n")
+        try:
+            # Validations run in parallel (each in its own directory, mostly waiting on uv
+            # and a plugin host); only storing is serialized.
+            entry = self._validate(filename, content)
+        except InvalidPluginError as exc:
+            log.warning("rejected upload %s: %s", filename, "; ".join(exc.reasons))
+            reasons = "\n".join(f"- {r}" for r in exc.reasons)
+            # Like PyPI, the reasons go into the status line too: twine prints only that.
+            status = _status_line(400, f"{filename} rejected: " + "; ".join(exc.reasons))
+            return _text(start, status, f"{filename} was rejected:\n{reasons}\n")
+        with self._upload_lock:
+            result = list(self._forward(environ, start, body))
             if (self.plugins_dir / filename).exists():
                 self.catalogue.add(entry)
                 log.info("accepted plugin %s %s (%s)", entry["name"], entry["version"], filename)

@@ -68,7 +68,7 @@ def plugin_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryS
     )
 
     data = tmp_path_factory.mktemp("plugin-index")
-    api = build_plugin_api_wheel(tmp_path_factory.mktemp("plugin-api-wheel"))
+    api = build_plugin_api_wheel()
     add_libraries(data, [api])
     with RegistryServer(data, upload_token=UPLOAD_TOKEN, upstream=PUBLIC_INDEX) as server:
         from concurrent.futures import ThreadPoolExecutor

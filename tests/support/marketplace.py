@@ -20,7 +20,7 @@ UPLOAD_TOKEN = "test-upload-token"
 PUBLIC_INDEX = "https://pypi.org/simple/"
 PLUGIN_API_PROJECT = Path(__file__).resolve().parents[2] / "plugin_api"
 # What every plugin wheel a test publishes carries, so the index accepts its metadata.
-PLUGIN_METADATA = {"Summary": "A plugin built by a test", "License-Expression": "Apache-2.0"}
+PLUGIN_METADATA = {"Summary": "A plugin built by a test", "License": "Apache-2.0"}
 API_REQUIREMENT = "copycat-plugin-api>=0.1,<0.2"
 
 
@@ -127,8 +127,9 @@ class Source(SourceConnector):
     )
 
 
-def build_plugin_api_wheel(out: Path) -> Path:
-    """The runtime's copycat-plugin-api as a wheel (uv build), for an index's libraries."""
-    from registry.authoring import build_wheel as uv_build_wheel
+def build_plugin_api_wheel() -> Path:
+    """The runtime's copycat-plugin-api as a wheel (uv build, cached by source hash), for an
+    index's libraries."""
+    from core.bundled import prebuilt_wheel
 
-    return uv_build_wheel(PLUGIN_API_PROJECT, out)
+    return prebuilt_wheel(PLUGIN_API_PROJECT)
