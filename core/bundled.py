@@ -38,6 +38,9 @@ WHEELHOUSE_ENV = "COPYCAT_BUNDLED_WHEELHOUSE"
 # Installs run uv and a probe host each, mostly waiting on subprocesses; this many at once
 # keeps the machine's two cores busy without making each install slower than serially.
 PARALLEL_INSTALLS = 4
+# Niceness of the background install of missing bundled plugins (0 = normal, 19 = lowest):
+# low enough that REST start-up and running tasks win the CPU.
+BACKGROUND_NICENESS = 10
 # Source files that do not change what a plugin's wheel holds.
 _IGNORED_PARTS = frozenset({"tests", "__pycache__", ".pytest_cache", "dist", "build"})
 
@@ -170,6 +173,12 @@ def install_bundled_in_background(plugin_path: Path | Sequence[Path]) -> threadi
         return None
 
     def run() -> None:
+        try:
+            # Linux nice values are per thread and inherited by the processes a thread starts
+            # (uv, probe hosts): the worker's own start-up gets the CPU first.
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+        except (AttributeError, OSError):
+            pass
         try:
             ensure_bundled_plugins(plugin_path)
         except Exception as exc:  # noqa: BLE001 - the worker runs on without them

@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,17 +67,28 @@ class PluginNotFoundError(ConnectException):
     """No installed plugin matches the given name (and version)."""
 
 
-def uv_binary() -> str:
-    """The uv executable: the one shipped with the runtime's ``uv`` dependency, else PATH."""
-    try:
-        from uv import find_uv_bin
+_uv_lock = threading.Lock()
+_uv_found: list[str] = []
 
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        found = shutil.which("uv")
-        if found is None:
-            raise PluginInstallError("uv is not installed; `pip install uv`") from None
-        return found
+
+def uv_binary() -> str:
+    """The uv executable: the one shipped with the runtime's ``uv`` dependency, else PATH.
+
+    Looked up once, under a lock: ``find_uv_bin`` reads ``sysconfig``, whose first use is not
+    thread-safe (parallel installs saw ``get_config_var("EXE")`` return None).
+    """
+    with _uv_lock:
+        if not _uv_found:
+            try:
+                from uv import find_uv_bin
+
+                _uv_found.append(str(find_uv_bin()))
+            except (ImportError, FileNotFoundError):
+                found = shutil.which("uv")
+                if found is None:
+                    raise PluginInstallError("uv is not installed; `pip install uv`") from None
+                _uv_found.append(found)
+        return _uv_found[0]
 
 
 def run_uv(args: Sequence[str], what: str, *, stdin: str | None = None) -> str:

@@ -425,3 +425,20 @@ def test_uploads_need_the_token_and_the_catalogue_searches(
     config = detail["versions"][0]["components"][0]["config"]
     assert [d["name"] for d in config] == ["topic", "count"]
     assert detail["versions"][0]["licence"] == "Apache-2.0"
+
+
+def test_plugin_admin_endpoints_live_where_the_admin_surface_is(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
+    """With admin.listeners set, /admin/plugins answers only there (as /admin/loggers)."""
+    extra = {"admin.listeners": "http://127.0.0.1:0"}
+    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, extra) as running:
+        assert running.server.admin_url is not None
+        with running.client() as main:
+            assert main.get("/admin/plugins").status_code == 404
+            assert main.post("/admin/plugins", json={"requirement": "x"}).status_code == 404
+        rows = httpx.get(running.server.admin_url + "/admin/plugins").json()
+        assert {r["name"] for r in rows} >= {"copycat-file", "copycat-converters"}
+        assert all(r["made_by"] == "copycat" and r["locked"] for r in rows)
+        bad = httpx.post(running.server.admin_url + "/admin/plugins", json={})
+        assert bad.status_code == 400 and "requirement" in bad.json()["message"]
