@@ -23,8 +23,8 @@ import shutil
 import threading
 import tomllib
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
