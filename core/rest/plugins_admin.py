@@ -8,8 +8,8 @@ its plugin catalogue is live, and is refreshed right after each change here.
 
 * ``GET /admin/plugins``: every plugin location, how it was made, its lock, its plugins and
   which running connectors use it.
-* ``POST /admin/plugins`` ``{"requirement": "NAME[==V]", "index_url": ..., "find_links": [...]}``:
-  install (201).
+* ``POST /admin/plugins`` ``{"requirement": "NAME[==V]", "index_url": ...}``: install (201),
+  only from one of the worker's ``plugin.index.urls`` (none configured: refused).
 * ``DELETE /admin/plugins/{name}[?version=V]``: remove; refused with 409 naming the running
   connectors that use it.
 """
@@ -24,14 +24,40 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 
 from core.herder import BadRequestError, ConflictError, Herder, NotFoundError
+from core.rest.models import ErrorMessage
 from core.worker_config import WorkerConfig
 
 
 class InstallRequest(BaseModel):
     requirement: str | None = None
     index_url: str | None = None
-    find_links: list[str] | None = None
     replace: bool = False
+
+
+class Removed(BaseModel):
+    removed: list[str]
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    return {code: {"model": ErrorMessage, "description": "Error"} for code in (*codes, 500)}
+
+
+def _index(config: WorkerConfig, requested: str | None) -> str:
+    """The index an install may use: one of ``plugin.index.urls`` (a REST caller must not make
+    the worker fetch code from anywhere it likes)."""
+    allowed = [u for u in (config.get("plugin.index.urls") or []) if u]
+    if not allowed:
+        raise BadRequestError(
+            "installing plugins through REST is disabled: this worker has no plugin.index.urls"
+        )
+    if requested is None:
+        return str(allowed[0])
+    if requested not in allowed:
+        raise BadRequestError(
+            f"index {requested!r} is not one of this worker's plugin.index.urls: "
+            + ", ".join(allowed)
+        )
+    return requested
 
 
 def _plugin_paths(config: WorkerConfig) -> list[Path]:
@@ -47,7 +73,7 @@ def _refresh(herder: Herder) -> None:
 def router(herder: Herder, config: WorkerConfig, route_class: Any) -> APIRouter:
     r = APIRouter(route_class=route_class, tags=["admin"])
 
-    @r.get("/admin/plugins")
+    @r.get("/admin/plugins", response_model=list[dict[str, Any]], responses=_errors())
     def list_plugins() -> Any:
         from registry import scan
         from registry.manage import describe
@@ -60,7 +86,12 @@ def router(herder: Herder, config: WorkerConfig, route_class: Any) -> APIRouter:
             rows.append(row)
         return JSONResponse(rows)
 
-    @r.post("/admin/plugins", status_code=201)
+    @r.post(
+        "/admin/plugins",
+        status_code=201,
+        response_model=dict[str, Any],
+        responses=_errors(400),
+    )
     def install_plugin(body: InstallRequest = Body(...)) -> Any:
         from registry import install
         from registry.installer import PluginInstallError
@@ -68,12 +99,12 @@ def router(herder: Herder, config: WorkerConfig, route_class: Any) -> APIRouter:
 
         if not body.requirement or not body.requirement.strip():
             raise BadRequestError("'requirement' (e.g. \"my-plugin==1.0\") is required")
+        index_url = _index(config, body.index_url)
         try:
             env = install(
                 body.requirement.strip(),
                 _plugin_paths(config)[0],
-                index_url=body.index_url,
-                find_links=body.find_links or (),
+                index_url=index_url,
                 replace=body.replace,
             )
         except PluginInstallError as exc:
@@ -81,7 +112,7 @@ def router(herder: Herder, config: WorkerConfig, route_class: Any) -> APIRouter:
         _refresh(herder)
         return JSONResponse(describe(env), status_code=201)
 
-    @r.delete("/admin/plugins/{name}")
+    @r.delete("/admin/plugins/{name}", response_model=Removed, responses=_errors(404, 409))
     def remove_plugin(name: str, version: str | None = Query(default=None)) -> Any:
         from registry import find, remove
 

@@ -33,13 +33,19 @@ def _uid() -> str:
 
 @pytest.fixture
 def worker(
-    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+    tmp_path: Path,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
+    plugin_index: RegistryServer,
 ) -> Iterator[RestWorker]:
     """A running worker whose plugin.path is an empty directory (installs go there) followed
-    by the bundled plugins (converters)."""
+    by the bundled plugins (converters); REST installs may use the session's index."""
     own = tmp_path / "plugins"
     own.mkdir()
-    extra = {"plugin.path": f"{own},{bundled_plugin_path}"}
+    extra = {
+        "plugin.path": f"{own},{bundled_plugin_path}",
+        "plugin.index.urls": plugin_index.index_url,
+    }
     with RestWorker(tmp_path, bootstrap_servers, own, extra) as running:
         yield running
 
@@ -277,10 +283,7 @@ def test_two_versions_run_side_by_side_and_upgrade_one_connector(
     class_name = f"{name.replace('-', '_')}.Source"
     with worker.client() as http:
         for version in ("1.0", "2.0"):  # through the REST admin endpoint
-            r = http.post(
-                "/admin/plugins",
-                json={"requirement": f"{name}=={version}", "index_url": plugin_index.index_url},
-            )
+            r = http.post("/admin/plugins", json={"requirement": f"{name}=={version}"})
             assert r.status_code == 201, r.text
             assert r.json()["version"] == version and r.json()["locked"] is True
         assert sorted(p["version"] for p in _listed(http, class_name)) == ["1.0", "2.0"]
@@ -442,3 +445,6 @@ def test_plugin_admin_endpoints_live_where_the_admin_surface_is(
         assert all(r["made_by"] == "copycat" and r["locked"] for r in rows)
         bad = httpx.post(running.server.admin_url + "/admin/plugins", json={})
         assert bad.status_code == 400 and "requirement" in bad.json()["message"]
+        # Without plugin.index.urls, REST installs are refused (no fetching from anywhere).
+        off = httpx.post(running.server.admin_url + "/admin/plugins", json={"requirement": "x"})
+        assert off.status_code == 400 and "plugin.index.urls" in off.json()["message"]
