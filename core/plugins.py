@@ -78,7 +78,7 @@ class _Snapshot:
         for env in environments:
             try:
                 found = env.catalogue()
-            except ConnectException as exc:
+            except Exception as exc:  # noqa: BLE001 - one bad location never fails the worker
                 # A half-installed env (pip still running) or a broken one: skipped until
                 # plugin.path changes again; never a reason to fail the whole worker.
                 log.warning("plugin location %s is not usable: %s", env.location, exc)
