@@ -4,7 +4,12 @@ A class may be named as in Kafka Connect: the full class name (ours, or the Kafk
 stands in for, e.g. ``org.apache.kafka.connect.file.FileStreamSourceConnector``), the simple
 name, or the simple name without its type suffix (``FileStreamSource``); an alias that two
 different plugins claim is dropped, as Kafka does. Several versions may be installed side by
-side; the newest is used unless the config pins one (``connector.plugin.version``, KIP-891).
+side; the newest is used unless the config pins one (``connector.plugin.version``, KIP-891,
+read by :mod:`core.plugin_versions`).
+
+The catalogue of a worker is *live*: it notices changes to plugin.path and rescans, so plugins
+installed or removed while the worker runs are seen without a restart (see
+:class:`PluginCatalogue`).
 """
 
 from __future__ import annotations
