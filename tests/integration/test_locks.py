@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 
 from core.cli import main as cli_main
 from core.plugins import PluginCatalogue
+from plugin_api import ConfigException
 from registry import install, scan
 from registry.locks import (
     LOCK_NAME,
@@ -148,4 +151,46 @@ def test_the_catalogue_is_live(plugin_index: RegistryServer, tmp_path: Path) -> 
     assert catalogue.resolve("connector", "Source").version == "1.0"
     shutil.rmtree(env.location)
     catalogue.refresh(force=True)
+    assert catalogue.plugins == []
+
+
+def test_lookups_during_installs_and_removals_never_fail(
+    plugin_index: RegistryServer, tmp_path: Path
+) -> None:
+    """REST threads resolve plugins while plugin.path changes under them: every lookup sees a
+    whole snapshot (the plugin, or a clean 'not installed'), never a half-scanned one."""
+    plugins = tmp_path / "plugins.d"
+    plugins.mkdir()
+    catalogue = PluginCatalogue.scan([plugins])
+    name, _ = _published(plugin_index, tmp_path)
+    errors: list[BaseException] = []
+    seen: set[str] = set()
+    done = threading.Event()
+
+    def look() -> None:
+        while not done.is_set():
+            try:
+                seen.add(catalogue.resolve("connector", "Source").version)
+            except ConfigException:
+                seen.add("none")
+            except BaseException as exc:  # noqa: BLE001 - the test reports it
+                errors.append(exc)
+            time.sleep(0.001)  # a busy REST server, not a spinning core: installs need CPU too
+
+    threads = [threading.Thread(target=look) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        env = install(name, plugins, index_url=plugin_index.index_url)
+        deadline = time.monotonic() + 10
+        while "1.0" not in seen and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shutil.rmtree(env.location)
+        catalogue.refresh(force=True)
+    finally:
+        done.set()
+        for t in threads:
+            t.join(10)
+    assert not errors, errors
+    assert seen == {"none", "1.0"}
     assert catalogue.plugins == []
