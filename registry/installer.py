@@ -372,6 +372,7 @@ def _relative_to(packages: Sequence[LockedPackage], env: Path) -> tuple[LockedPa
             p.version,
             tuple(rel(w) for w in p.wheels),
             rel(p.archive) if p.archive is not None else None,
+            p.sdist,
         )
         for p in packages
     )

@@ -69,6 +69,9 @@ class LockedPackage:
     version: str
     wheels: tuple[LockedFile, ...] = ()
     archive: LockedFile | None = None  # a direct file reference (``name @ file:///x.whl``)
+    # Only when the index has no wheel for this version: built by uv at install, and again on
+    # an offline rebuild (which then needs the sdist's build backend in uv's cache).
+    sdist: LockedFile | None = None
 
 
 @dataclass(frozen=True)
@@ -97,11 +100,11 @@ class Lock:
         packages = []
         for entry in data.get("packages", []):
             wheels = tuple(_locked_file(w, entry["name"]) for w in entry.get("wheels", []))
-            archive = entry.get("archive")
-            if not wheels and archive is None:
+            archive, sdist = entry.get("archive"), entry.get("sdist")
+            if not wheels and archive is None and sdist is None:
                 raise LockError(
                     f"{path}: package {entry['name']} {entry.get('version')} is locked to "
-                    "no wheel (a source tree or sdist cannot be rebuilt bit for bit)"
+                    "no file (a source tree cannot be rebuilt from a lock)"
                 )
             packages.append(
                 LockedPackage(
@@ -109,6 +112,7 @@ class Lock:
                     str(entry.get("version", "")),
                     wheels,
                     _locked_file(archive, entry["name"]) if archive else None,
+                    _locked_file(sdist, entry["name"]) if sdist else None,
                 )
             )
         return cls(tuple(packages), data.get("tool", {}).get("copycat", {}))
@@ -127,6 +131,8 @@ class Lock:
                 lines.append("]")
             if package.archive is not None:
                 lines.append(f"archive = {_file_table(package.archive)}")
+            if package.sdist is not None:
+                lines.append(f"sdist = {_file_table(package.sdist)}")
             lines.append("")
         if self.tool:
             lines.append("[tool.copycat]")
@@ -269,17 +275,19 @@ def export_wheelhouse(env: PluginEnvironment, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     packages = []
     for package in lock.packages:
-        chosen = package.archive or _best_wheel(package.wheels)
+        if package.archive is not None or package.wheels:
+            chosen = package.archive or _best_wheel(package.wheels)
+        else:
+            assert package.sdist is not None
+            chosen = package.sdist
         target = dest / chosen.name
         if not (target.exists() and _sha256(target) == chosen.sha256):
             _fetch(chosen, env.location, target)
-        packages.append(
-            LockedPackage(
-                package.name,
-                package.version,
-                (LockedFile(chosen.name, chosen.sha256, path=chosen.name),),
-            )
-        )
+        local = LockedFile(chosen.name, chosen.sha256, path=chosen.name)
+        if chosen is package.sdist:
+            packages.append(LockedPackage(package.name, package.version, sdist=local))
+        else:
+            packages.append(LockedPackage(package.name, package.version, (local,)))
     Lock(tuple(packages), {**lock.tool, "exported-from": str(env.location)}).write(dest / LOCK_NAME)
     manifest = env.read_manifest()
     if manifest is not None:
@@ -321,15 +329,17 @@ def build_env_offline(wheelhouse: Path, dest: Path) -> PluginEnvironment:
         tool = {k: v for k, v in lock.tool.items() if k != "exported-from"}
         tool["interpreter"] = current_interpreter()
         tool["built-from-wheelhouse"] = str(wheelhouse)
+
         # The env's lock points at the wheelhouse's files, so it can be exported again.
+        def absolute_file(f: LockedFile) -> LockedFile:
+            return LockedFile(f.name, f.sha256, path=str((wheelhouse / str(f.path)).resolve()))
+
         absolute = tuple(
             LockedPackage(
                 p.name,
                 p.version,
-                tuple(
-                    LockedFile(f.name, f.sha256, path=str((wheelhouse / str(f.path)).resolve()))
-                    for f in p.wheels
-                ),
+                tuple(absolute_file(f) for f in p.wheels),
+                sdist=absolute_file(p.sdist) if p.sdist is not None else None,
             )
             for p in lock.packages
         )

@@ -100,7 +100,9 @@ def info(plugin_paths: Sequence[Path], spec: str) -> list[dict[str, Any]]:
                         {
                             "name": p.name,
                             "version": p.version,
-                            "sha256": [f.sha256 for f in (*p.wheels, *filter(None, [p.archive]))],
+                            "sha256": [
+                                f.sha256 for f in (*p.wheels, *filter(None, [p.archive, p.sdist]))
+                            ],
                         }
                         for p in lock.packages
                     ],

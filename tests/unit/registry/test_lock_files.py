@@ -40,10 +40,10 @@ def test_round_trip_and_valid_toml(tmp_path: Path) -> None:
     assert again.tool == lock.tool
 
 
-def test_a_package_without_wheels_or_hashes_is_refused(tmp_path: Path) -> None:
+def test_a_package_without_files_or_hashes_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "pylock.toml"
     path.write_text('lock-version = "1.0"\n[[packages]]\nname = "x"\nversion = "1"\n')
-    with pytest.raises(LockError, match="locked to no wheel"):
+    with pytest.raises(LockError, match="locked to no file"):
         Lock.read(path)
     path.write_text(
         'lock-version = "1.0"\n[[packages]]\nname = "x"\nversion = "1"\n'
