@@ -206,7 +206,8 @@ def install(
 
     Raises:
         PluginInstallError: the source is missing, uv cannot build the env, the plugin declares
-            no Copycat entry points, needs another plugin_api, or an entry point is broken.
+            no Copycat entry points, needs another plugin_api, an entry point is broken, or a
+            component's config definition is invalid.
     """
     path = Path(source)
     if (path.suffix == ".whl" or os.sep in source) and not path.exists():
