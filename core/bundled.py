@@ -1,22 +1,48 @@
-"""Bundled plugins (file connectors, converters, ...) installed into plugin.path on first use.
+"""Bundled plugins (file connectors, converters, ...): installed into plugin.path like any other.
 
 They are separate distributions under ``plugins/`` and are installed exactly like third-party
-plugins (their own venv each), so that what ships with Copycat proves the plugin API suffices.
+plugins (their own venv each, from wheels, with a lock), so that what ships with Copycat proves
+the plugin API and the install path suffice.
+
+Start-up must not wait for them: building four wheels and four envs took ~9 s. So
+
+* their wheels are built once into a *prebuilt wheelhouse* (``$COPYCAT_BUNDLED_WHEELHOUSE``,
+  else a cache directory keyed by a hash of their sources, so an edited plugin is rebuilt);
+* a worker whose plugin.path lacks them installs them on a background thread
+  (:func:`install_bundled_in_background`), in parallel, while REST already answers; the live
+  plugin catalogue lists each as soon as its env is renamed into place.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
+import shutil
+import threading
 import tomllib
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from registry.installer import find, install
+from packaging.utils import canonicalize_name
+
+from registry.installer import find, install, run_uv
 
 log = logging.getLogger("copycat.bundled")
 
 BUNDLED_DIR_ENV = "COPYCAT_BUNDLED_PLUGINS"
+WHEELHOUSE_ENV = "COPYCAT_BUNDLED_WHEELHOUSE"
+# Installs run uv and a probe host each, mostly waiting on subprocesses; this many at once
+# keeps the machine's two cores busy without making each install slower than serially.
+PARALLEL_INSTALLS = 4
+# Niceness of the background install of missing bundled plugins (0 = normal, 19 = lowest):
+# low enough that REST start-up and running tasks win the CPU.
+BACKGROUND_NICENESS = 10
+# Source files that do not change what a plugin's wheel holds.
+_IGNORED_PARTS = frozenset({"tests", "__pycache__", ".pytest_cache", "dist", "build"})
 
 
 def bundled_plugin_dirs() -> list[Path]:
@@ -40,13 +66,124 @@ def project_version(project: Path) -> tuple[str, str]:
     return meta["name"], found.group(1)
 
 
-def ensure_bundled_plugins(plugin_path: Path) -> list[Path]:
-    """Install each bundled plugin whose version is not yet in ``plugin_path``."""
-    installed = []
-    for project in bundled_plugin_dirs():
-        name, version = project_version(project)
-        if find([plugin_path], f"{name}=={version}"):
-            continue
-        log.info("installing bundled plugin %s %s into %s", name, version, plugin_path)
-        installed.append(install(str(project), plugin_path).location)
-    return installed
+def _sources_hash(projects: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for project in projects:
+        for path in sorted(project.rglob("*")):
+            rel = path.relative_to(project)
+            if path.is_dir() or _IGNORED_PARTS.intersection(rel.parts) or path.suffix == ".pyc":
+                continue
+            digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _wheel_present(wheelhouse: Path, name: str, version: str) -> bool:
+    prefix = f"{canonicalize_name(name).replace('-', '_')}-{version}-"
+    return any(w.name.startswith(prefix) for w in wheelhouse.glob("*.whl"))
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "copycat"
+
+
+def _build_into(wheelhouse: Path, projects: list[Path]) -> None:
+    """``uv build`` each project's wheel into ``wheelhouse`` (private dir, then renamed in)."""
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    out = wheelhouse / f".build-{uuid.uuid4().hex[:12]}"
+    try:
+
+        def build(project: Path) -> None:
+            run_uv(
+                ["build", "--wheel", "--quiet", "--out-dir", str(out), str(project)],
+                f"building the wheel of {project}",
+            )
+
+        with ThreadPoolExecutor(PARALLEL_INSTALLS, thread_name_prefix="wheel-build") as pool:
+            list(pool.map(build, projects))
+        for wheel in out.glob("*.whl"):
+            wheel.replace(wheelhouse / wheel.name)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def bundled_wheelhouse(projects: list[Path] | None = None) -> Path:
+    """The directory of prebuilt bundled wheels, building the missing ones (``uv build``).
+
+    Safe to call from several processes at once: a build goes to a private directory that is
+    renamed into place.
+    """
+    projects = bundled_plugin_dirs() if projects is None else projects
+    configured = os.environ.get(WHEELHOUSE_ENV)
+    if configured:
+        wheelhouse = Path(configured)
+    else:
+        wheelhouse = _cache_root() / "bundled" / _sources_hash(projects)
+    missing = [p for p in projects if not _wheel_present(wheelhouse, *project_version(p))]
+    if missing:
+        _build_into(wheelhouse, missing)
+    return wheelhouse
+
+
+def prebuilt_wheel(project: Path) -> Path:
+    """One project's wheel, built once per version of its sources into the cache."""
+    wheelhouse = _cache_root() / "wheels" / _sources_hash([project])
+    name, version = project_version(project)
+    if not _wheel_present(wheelhouse, name, version):
+        _build_into(wheelhouse, [project])
+    prefix = f"{canonicalize_name(name).replace('-', '_')}-{version}-"
+    return next(w for w in wheelhouse.glob("*.whl") if w.name.startswith(prefix))
+
+
+def _paths(plugin_path: Path | Sequence[Path]) -> list[Path]:
+    return [plugin_path] if isinstance(plugin_path, Path) else list(plugin_path)
+
+
+def missing_bundled(plugin_path: Path | Sequence[Path]) -> list[tuple[str, str]]:
+    """(name, version) of each bundled plugin installed in none of the plugin.path dirs."""
+    wanted = [project_version(p) for p in bundled_plugin_dirs()]
+    return [(n, v) for n, v in wanted if not find(_paths(plugin_path), f"{n}=={v}")]
+
+
+def ensure_bundled_plugins(plugin_path: Path | Sequence[Path]) -> list[Path]:
+    """Install each bundled plugin found in none of the plugin.path dirs into the first (in
+    parallel), from the prebuilt wheelhouse; dependencies come from the default index or uv's
+    cache."""
+    missing = missing_bundled(plugin_path)
+    target = _paths(plugin_path)[0]
+    if not missing:
+        return []
+    wheelhouse = bundled_wheelhouse()
+
+    def one(name: str, version: str) -> Path:
+        log.info("installing bundled plugin %s %s into %s", name, version, target)
+        return install(f"{name}=={version}", target, find_links=[str(wheelhouse)]).location
+
+    with ThreadPoolExecutor(PARALLEL_INSTALLS, thread_name_prefix="bundled-install") as pool:
+        futures = [pool.submit(one, n, v) for n, v in missing]
+        return [f.result() for f in futures]
+
+
+def install_bundled_in_background(plugin_path: Path | Sequence[Path]) -> threading.Thread | None:
+    """Start installing missing bundled plugins on a daemon thread; None if none is missing.
+
+    Called by the herder at start-up; a failure is logged (the worker keeps running with what
+    is installed), and ``join()`` on the thread waits for the installs to finish.
+    """
+    if not missing_bundled(plugin_path):
+        return None
+
+    def run() -> None:
+        try:
+            # Linux nice values are per thread and inherited by the processes a thread starts
+            # (uv, probe hosts): the worker's own start-up gets the CPU first.
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
+        except (AttributeError, OSError):
+            pass
+        try:
+            ensure_bundled_plugins(plugin_path)
+        except Exception as exc:  # noqa: BLE001 - the worker runs on without them
+            log.error("installing the bundled plugins into %s failed: %s", plugin_path, exc)
+
+    thread = threading.Thread(target=run, name="bundled-plugins", daemon=True)
+    thread.start()
+    return thread

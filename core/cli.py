@@ -3,75 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
+from core.cli_plugins import add_commands
 from plugin_api import ConnectException
-
-PLUGIN_PATH_ENV = "COPYCAT_PLUGIN_PATH"
-DEFAULT_PLUGIN_PATH = "plugins.d"
-
-
-def _plugin_paths(args: argparse.Namespace) -> list[Path]:
-    raw = args.plugin_path or os.environ.get(PLUGIN_PATH_ENV) or DEFAULT_PLUGIN_PATH
-    return [Path(p.strip()) for p in raw.split(",") if p.strip()]
-
-
-def _cmd_plugins_install(args: argparse.Namespace) -> int:
-    from registry import install
-
-    target = _plugin_paths(args)[0]
-    for source in args.sources:
-        env = install(
-            source,
-            target,
-            find_links=args.find_links or (),
-            index_url=args.index_url,
-            offline=args.offline,
-            replace=args.replace,
-        )
-        names = ", ".join(f"{d.name} ({d.kind} {d.version})" for d in env.catalogue())
-        print(f"installed {env.location.name} into {target}: {names}")
-    return 0
-
-
-def _cmd_plugins_list(args: argparse.Namespace) -> int:
-    from registry import scan
-
-    rows = []
-    for env in scan(_plugin_paths(args)):
-        for plugin in env.catalogue():
-            rows.append(
-                {
-                    "class": plugin.class_name,
-                    "name": plugin.name,
-                    "type": plugin.kind,
-                    "version": plugin.version,
-                    "distribution": plugin.distribution,
-                    "location": str(env.location),
-                }
-            )
-    if args.json:
-        print(json.dumps(rows, indent=2))
-    elif not rows:
-        print(f"no plugins installed in {', '.join(map(str, _plugin_paths(args)))}")
-    else:
-        width = max(len(r["name"]) for r in rows)
-        for r in rows:
-            print(f"{r['name']:<{width}}  {r['type']:<16} {r['version']:<10} {r['distribution']}")
-    return 0
-
-
-def _cmd_plugins_remove(args: argparse.Namespace) -> int:
-    from registry import remove
-
-    for spec in args.specs:
-        for env in remove(_plugin_paths(args), spec):
-            print(f"removed {env.location}")
-    return 0
 
 
 def _cmd_standalone(args: argparse.Namespace) -> int:
@@ -141,57 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     standalone.add_argument("connector_configs", nargs="*", metavar="connector.properties")
     standalone.set_defaults(func=_cmd_standalone)
 
-    plugins = sub.add_parser(
-        "plugins",
-        help="install, list and remove plugins in plugin.path",
-        description="Manage plugins: each is installed into its own venv "
-        "under plugin.path, versions side by side.",
-    )
-    plugins.add_argument(
-        "--plugin-path",
-        help="comma-separated plugin.path directories "
-        f"(default: ${PLUGIN_PATH_ENV} or ./{DEFAULT_PLUGIN_PATH}); "
-        "installs go into the first",
-    )
-    psub = plugins.add_subparsers(dest="action", metavar="ACTION", required=True)
-
-    inst = psub.add_parser(
-        "install",
-        help="install plugins from wheels, directories or an index",
-        description="Install each SOURCE (a .whl file, a project directory, "
-        "or a requirement such as 'copycat-jdbc>=1.2') into a new venv.",
-    )
-    inst.add_argument("sources", nargs="+", metavar="SOURCE")
-    inst.add_argument(
-        "--find-links",
-        action="append",
-        metavar="DIR",
-        help="also look for wheels in DIR (repeatable)",
-    )
-    inst.add_argument("--index-url", help="package index to install from (PEP 503)")
-    inst.add_argument("--offline", action="store_true", help="never touch the network")
-    inst.add_argument(
-        "--replace", action="store_true", help="replace an installed plugin of the same version"
-    )
-    inst.set_defaults(func=_cmd_plugins_install)
-
-    lst = psub.add_parser(
-        "list",
-        help="list installed plugins and what they provide",
-        description="List every connector, converter, transform, predicate "
-        "and config provider installed, read without importing plugin code.",
-    )
-    lst.add_argument("--json", action="store_true", help="print JSON")
-    lst.set_defaults(func=_cmd_plugins_list)
-
-    rm = psub.add_parser(
-        "remove",
-        help="remove installed plugins",
-        description="Remove plugins by distribution name, or name==version "
-        "to remove one version of several.",
-    )
-    rm.add_argument("specs", nargs="+", metavar="NAME[==VERSION]")
-    rm.set_defaults(func=_cmd_plugins_remove)
+    add_commands(sub)
 
     registry = sub.add_parser(
         "schema-registry",

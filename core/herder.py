@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -29,6 +30,7 @@ from plugin_api.config import config_infos
 from core import secrets
 from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
+from core.host_pool import HostPool
 from core.plugins import PluginCatalogue
 from core.status import Status
 from isolation import DEFAULT_CALL_TIMEOUT_S
@@ -50,6 +52,9 @@ __all__ = [
 
 log = logging.getLogger("copycat.herder")
 
+# How long a call that needs the plugin catalogue waits for the bundled plugins' first-time
+# install (measured at 3-12 s on a busy 2-core machine, see docs/benchmarks.md).
+BUNDLED_INSTALL_WAIT_S = 120.0
 PLUGIN_TYPES = ("source", "sink", "converter", "header_converter", "transformation", "predicate")
 _INVALID_CONFIG = "Connector configuration is invalid and contains the following {n} error(s):"
 _VALIDATE_HINT = (
@@ -163,6 +168,9 @@ class Herder(Protocol):
     def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]: ...
     def plugins(self, connectors_only: bool) -> list[dict[str, Any]]: ...
     def plugin_config(self, plugin: str) -> list[dict[str, Any]]: ...
+    def plugins_in_use(self) -> dict[str, list[str]]:
+        """Plugin location -> names of the running connectors that use it."""
+        ...
 
 
 def normalized_plugin_name(name: str) -> str:
@@ -188,10 +196,22 @@ class AbstractHerder:
     topic_creation_enabled: bool = True
     # Deadline of each plugin call made for validation (plugin.call.timeout.ms).
     plugin_call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
+    # Warm hosts for validation and config definitions (core/host_pool.py).
+    host_pool: HostPool
+    # The first-time install of the bundled plugins, when one runs in the background: calls
+    # that resolve plugins wait for it rather than answer "not installed" meanwhile.
+    bundled_install: threading.Thread | None = None
+
+    def _plugins_settled(self) -> None:
+        install = self.bundled_install
+        if install is not None and install.is_alive():
+            log.info("waiting for the bundled plugins' first-time install to finish")
+            install.join(BUNDLED_INSTALL_WAIT_S)
 
     # -- plugins -------------------------------------------------------------------------------
 
     def plugins(self, connectors_only: bool) -> list[dict[str, Any]]:
+        self._plugins_settled()
         kinds = ("source", "sink") if connectors_only else PLUGIN_TYPES
         seen: set[tuple[str, str, str]] = set()
         out = []
@@ -208,6 +228,7 @@ class AbstractHerder:
         return out
 
     def _find_plugin(self, name: str) -> PluginDescriptor:
+        self._plugins_settled()
         for kind in ("connector", "converter", "header_converter", "transformation", "predicate"):
             try:
                 return self.catalogue.resolve(kind, name)
@@ -216,15 +237,15 @@ class AbstractHerder:
         raise NotFoundError(f"Unknown plugin {name}.")
 
     def _plugin_infos(self, plugin: PluginDescriptor, props: Mapping[str, str]) -> dict[str, Any]:
-        """The plugin's own ``config/validate`` body, computed in a short-lived plugin host."""
-        host = self.catalogue.environment(plugin).start_host(
-            f"validate:{plugin.name}", call_timeout_s=self.plugin_call_timeout_s
-        )
-        try:
-            infos = host.validate(host.new(plugin.target), props)
-            return infos
-        finally:
-            host.close()
+        """The plugin's own ``config/validate`` body, computed in a warm plugin host."""
+        env = self.catalogue.environment(plugin)
+        with self.host_pool.lease(env, f"validate:{plugin.name}") as host:
+            handle = host.new(plugin.target)
+            try:
+                return host.validate(handle, props)
+            finally:
+                if host.alive:
+                    host.drop(handle)
 
     def plugin_config(self, name: str) -> list[dict[str, Any]]:
         """Config definitions of a plugin (KIP-769); for connectors, framework keys first."""
@@ -246,6 +267,7 @@ class AbstractHerder:
         Placeholders are resolved for validation; the response shows the submitted values
         (placeholders), PASSWORD values as ``[hidden]``, and no error message quotes a secret.
         """
+        self._plugins_settled()
         connector_class = config.get("connector.class")
         if not connector_class:
             raise BadRequestError("Connector config contains no connector type")

@@ -4,25 +4,33 @@ A class may be named as in Kafka Connect: the full class name (ours, or the Kafk
 stands in for, e.g. ``org.apache.kafka.connect.file.FileStreamSourceConnector``), the simple
 name, or the simple name without its type suffix (``FileStreamSource``); an alias that two
 different plugins claim is dropped, as Kafka does. Several versions may be installed side by
-side; the newest is used unless the config pins one (``connector.plugin.version``, KIP-891).
+side; the newest is used unless the config pins one (``connector.plugin.version``, KIP-891,
+read by :mod:`core.plugin_versions`).
+
+The catalogue of a worker is *live*: it notices changes to plugin.path and rescans, so plugins
+installed or removed while the worker runs are seen without a restart (see
+:class:`PluginCatalogue`).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from core.plugin_versions import plugin_version_key, requirement
 from core.runtime.spec import PluginRef
 from isolation import HostClient
-from isolation.environment import PluginDescriptor, PluginEnvironment
-from plugin_api import ConfigException
-from registry.installer import scan
+from isolation.environment import MANIFEST_NAME, PluginDescriptor, PluginEnvironment
+from plugin_api import ConfigException, ConnectException
+from registry.installer import rebuild_from_lock, scan
+from registry.locks import interpreter_changed
 
 log = logging.getLogger("copycat.plugins")
 
@@ -64,46 +72,159 @@ def _version_key(version: str) -> tuple[int, Version | str]:
         return (0, version)
 
 
-class PluginCatalogue:
-    """Every plugin under plugin.path, indexed by every name a config may use for it."""
+# How often a live catalogue may look at plugin.path for changes: a look is a few stat()
+# calls per plugin, cheap, but REST storms resolve plugins hundreds of times a second.
+RESCAN_INTERVAL_S = 0.1
+
+
+class _Snapshot:
+    """An immutable index of the plugins of some locations (swapped whole on a rescan)."""
 
     def __init__(self, environments: Iterable[PluginEnvironment]) -> None:
-        self.environments = {str(env.location): env for env in environments}
+        self.environments: dict[str, PluginEnvironment] = {}
         self.plugins: list[PluginDescriptor] = []
-        for env in self.environments.values():
-            self.plugins.extend(env.catalogue())
+        for env in environments:
+            try:
+                found = env.catalogue()
+            except Exception as exc:  # noqa: BLE001 - one bad location never fails the worker
+                # A half-installed env (pip still running) or a broken one: skipped until
+                # plugin.path changes again; never a reason to fail the whole worker.
+                log.warning("plugin location %s is not usable: %s", env.location, exc)
+                continue
+            self.environments[str(env.location)] = env
+            self.plugins.extend(found)
         claims: dict[str, set[str]] = defaultdict(set)
         for plugin in self.plugins:
             for name in _names(plugin):
                 claims[name].add(plugin.class_name)
-        self._by_name: dict[str, list[PluginDescriptor]] = defaultdict(list)
+        self.by_name: dict[str, list[PluginDescriptor]] = defaultdict(list)
         for plugin in self.plugins:
             for name in _names(plugin):
                 if len(claims[name]) == 1:
-                    self._by_name[name].append(plugin)
+                    self.by_name[name].append(plugin)
                 else:
                     log.debug("alias %s is ambiguous (%s); dropped", name, sorted(claims[name]))
 
+
+def _signature(plugin_paths: Sequence[Path]) -> tuple[tuple[str, int, int, int], ...]:
+    """What changes when a plugin is installed, removed or pip-installed into: each location's
+    name, its mtime, its packages directory's mtime (pip adding a dist-info) and its manifest's
+    mtime."""
+    out = []
+    for root in plugin_paths:
+        try:
+            children = sorted(root.iterdir())
+        except OSError:
+            continue
+        for child in children:
+            if child.name.startswith("."):
+                continue
+            try:
+                own = child.stat().st_mtime_ns
+            except OSError:
+                continue
+            packages = manifest = 0
+            if child.is_dir():
+                lib = sorted(child.glob("lib/python3*/site-packages"))
+                try:
+                    packages = (lib[0] if lib else child).stat().st_mtime_ns
+                    manifest = (child / MANIFEST_NAME).stat().st_mtime_ns
+                except OSError:
+                    pass
+            out.append((str(child), own, packages, manifest))
+    return tuple(out)
+
+
+class PluginCatalogue:
+    """Every plugin under plugin.path, indexed by every name a config may use for it.
+
+    A catalogue made by :meth:`scan` is *live*: each lookup first checks (at most every
+    :data:`RESCAN_INTERVAL_S`) whether plugin.path changed and, if so, rescans it, so a plugin
+    installed into a running worker's plugin.path (by the CLI, REST, or plain pip) is usable at
+    once and a removed one disappears. Thread-safe: lookups run on REST threads and task
+    threads; a rescan builds a new immutable snapshot under a lock and swaps it in.
+    """
+
+    def __init__(
+        self,
+        environments: Iterable[PluginEnvironment] = (),
+        *,
+        plugin_paths: Sequence[Path] | None = None,
+    ) -> None:
+        self.plugin_paths = [Path(p) for p in plugin_paths] if plugin_paths is not None else None
+        self._lock = threading.Lock()
+        self._signature = _signature(self.plugin_paths) if self.plugin_paths else ()
+        self._checked = time.monotonic()
+        self._snapshot = _Snapshot(environments)
+
     @classmethod
     def scan(cls, plugin_paths: Sequence[Path]) -> PluginCatalogue:
-        return cls(scan(plugin_paths))
+        """A live catalogue of ``plugin_paths`` (envs whose interpreter changed are rebuilt)."""
+        return cls(_usable(plugin_paths), plugin_paths=plugin_paths)
+
+    def refresh(self, force: bool = False) -> bool:
+        """Rescan plugin.path if it changed since the last look; return whether it did."""
+        if self.plugin_paths is None:
+            return False
+        now = time.monotonic()
+        if not force and now - self._checked < RESCAN_INTERVAL_S:
+            return False
+        with self._lock:
+            self._checked = time.monotonic()
+            signature = _signature(self.plugin_paths)
+            if signature == self._signature and not force:
+                return False
+            self._snapshot = _Snapshot(_usable(self.plugin_paths))
+            # Probing a new env may have written its manifest: look again next time.
+            self._signature = signature
+        log.info(
+            "plugin.path changed: %d plugin locations, %d plugins",
+            len(self._snapshot.environments),
+            len(self._snapshot.plugins),
+        )
+        return True
+
+    def _current(self) -> _Snapshot:
+        self.refresh()
+        return self._snapshot
+
+    @property
+    def environments(self) -> dict[str, PluginEnvironment]:
+        return self._current().environments
+
+    @property
+    def plugins(self) -> list[PluginDescriptor]:
+        return self._current().plugins
 
     def environment(self, plugin: PluginDescriptor) -> PluginEnvironment:
-        return self.environments[plugin.location]
+        env = self._snapshot.environments.get(plugin.location)
+        if env is None:  # removed since it was resolved: a plain error, not a KeyError
+            raise ConfigException(
+                "connector.class",
+                plugin.class_name,
+                f"plugin {plugin.distribution} at {plugin.location} is no longer installed",
+            )
+        return env
 
     def environment_at(self, location: str) -> PluginEnvironment:
         """The environment at ``location`` (a :class:`PluginRef`'s)."""
-        return self.environments[location]
+        env = self._current().environments.get(location)
+        if env is None:
+            raise ConfigException(
+                "connector.class", location, f"no plugin is installed at {location} any more"
+            )
+        return env
 
     def of_kind(self, *kinds: str) -> list[PluginDescriptor]:
-        return [p for p in self.plugins if p.kind in kinds]
+        return [p for p in self._current().plugins if p.kind in kinds]
 
     def resolve(
         self, kind: str, name: str, version: str | None = None, key: str = "connector.class"
     ) -> PluginDescriptor:
         """The plugin a config names, or a ConfigException naming ``key`` and what exists."""
         kinds = KIND_GROUPS[kind]
-        candidates = [p for p in self._by_name.get(name.strip(), []) if p.kind in kinds]
+        snapshot = self._current()
+        candidates = [p for p in snapshot.by_name.get(name.strip(), []) if p.kind in kinds]
         if not candidates:
             available = sorted({p.class_name for p in self.of_kind(*kinds)})
             raise ConfigException(
@@ -112,29 +233,66 @@ class PluginCatalogue:
                 f"no {kind.replace('_', ' ')} plugin named {name!r} is installed; "
                 f"available: {', '.join(available) or 'none'}",
             )
-        if version:
-            try:
-                spec = (
-                    SpecifierSet(version) if version[0] in "<>=!~" else SpecifierSet(f"=={version}")
-                )
-            except InvalidSpecifier as exc:
-                raise ConfigException(key + ".plugin.version", version, str(exc)) from exc
-            pinned = [
-                p
-                for p in candidates
-                if p.version in spec
-                or _version_key(p.version)[0]
-                and spec.contains(p.version, prereleases=True)
-            ]
+        version_key = plugin_version_key(key)
+        allowed = requirement(version, version_key)
+        if allowed is not None:
+            pinned = [p for p in candidates if allowed(p.version)]
             if not pinned:
                 have = ", ".join(sorted(p.version for p in candidates))
                 raise ConfigException(
-                    f"{key.rsplit('.', 1)[0]}.plugin.version",
-                    version,
-                    f"{name} is installed only in versions {have}",
+                    version_key, version, f"{name} is installed only in versions {have}"
                 )
             candidates = pinned
         return max(candidates, key=lambda p: _version_key(p.version))
+
+
+def _usable(plugin_paths: Sequence[Path]) -> list[PluginEnvironment]:
+    """The locations under plugin.path, each locked env whose interpreter is gone rebuilt from
+    its lock first (a runtime upgraded from one Python to another keeps its plugins)."""
+    out = []
+    for env in scan(plugin_paths):
+        why = interpreter_changed(env)
+        if why is not None:
+            log.warning("rebuilding plugin env %s from its lock: %s", env.location, why)
+            try:
+                env = rebuild_from_lock(env)
+            except ConnectException as exc:
+                log.error("cannot rebuild plugin env %s: %s", env.location, exc)
+                continue
+        out.append(env)
+    return out
+
+
+# Config keys naming a component class, and the catalogue kind each resolves to.
+_CONVERTER_KINDS = {
+    "key.converter": "converter",
+    "value.converter": "converter",
+    "header.converter": "header_converter",
+}
+
+
+def component_locations(
+    catalogue: PluginCatalogue, props: Mapping[str, str], worker_props: Mapping[str, str]
+) -> set[str]:
+    """Plugin locations a connector's converters, transforms and predicates resolve to (the
+    resolution the worker makes when it starts a task); unresolvable ones are skipped."""
+    wanted: list[tuple[str, str, str | None]] = []
+    for key, kind in _CONVERTER_KINDS.items():
+        source = props if props.get(key) else worker_props
+        if source.get(key):
+            wanted.append((kind, source[key], source.get(f"{key}.plugin.version")))
+    for group, kind in (("transforms", "transformation"), ("predicates", "predicate")):
+        for alias in (a.strip() for a in props.get(group, "").split(",")):
+            type_name = props.get(f"{group}.{alias}.type") if alias else None
+            if type_name:
+                wanted.append((kind, type_name, props.get(f"{group}.{alias}.plugin.version")))
+    out = set()
+    for kind, name, version in wanted:
+        try:
+            out.add(catalogue.resolve(kind, name, version).location)
+        except ConfigException:
+            continue
+    return out
 
 
 class LocalHosts:

@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 from plugin_api.connector import freeze_partition
 
 from core import secrets
-from core.bundled import ensure_bundled_plugins
+from core.bundled import install_bundled_in_background
 from core.config_providers import Resolved
 from core.devbroker import DevBroker
 from core.extensions import config_resolver, plugin_manager
@@ -46,9 +46,10 @@ from core.herder import (
     RequestTimeoutError,
     TargetState,
 )
+from core.host_pool import HostPool
 from core.kafka import kafka_cluster_id
 from core.offsets import FileOffsetStore
-from core.plugins import PluginCatalogue
+from core.plugins import PluginCatalogue, component_locations
 from core.properties import load_connector_file, load_properties
 from core.serial import KeyedSerialExecutor
 from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
@@ -153,6 +154,7 @@ class StandaloneHerder(AbstractHerder):
         self.resolver = config_resolver(self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
         self.plugin_call_timeout_s = self.config.get("plugin.call.timeout.ms") / 1000
+        self.host_pool = HostPool(self.plugin_call_timeout_s)
         self.worker_id = f"standalone-{uuid.uuid4().hex[:8]}"
         self.broker: DevBroker | None = None
         self.worker: Worker | None = None
@@ -173,8 +175,13 @@ class StandaloneHerder(AbstractHerder):
     # -- life cycle ------------------------------------------------------------------------------
 
     def prepare(self) -> PluginCatalogue:
-        """Install bundled plugins if needed, and validate every connector file before start."""
-        ensure_bundled_plugins(self.plugin_paths[0])
+        """Start installing missing bundled plugins (in the background: REST does not wait,
+        the live catalogue lists them when done), and validate every connector file before
+        start (those do wait, since they may name a bundled plugin)."""
+        pending = install_bundled_in_background(self.plugin_paths)
+        self.bundled_install = pending
+        if pending is not None and self.connector_files:
+            pending.join()
         self.catalogue = PluginCatalogue.scan(self.plugin_paths)
         names: dict[str, Path] = {}
         errors: list[str] = []
@@ -291,6 +298,7 @@ class StandaloneHerder(AbstractHerder):
             if self.worker is not None:
                 self.worker.stop()
                 self.worker = None
+            self.host_pool.close()
             if self.broker is not None:
                 self.broker.stop()
                 self.broker = None
@@ -317,6 +325,22 @@ class StandaloneHerder(AbstractHerder):
             "commit": self._version[1],
             "kafka_cluster_id": self._cluster_id,
         }
+
+    def plugins_in_use(self) -> dict[str, list[str]]:
+        """Plugin location -> names of the running connectors that use it (their connector
+        plugin, converters, transforms and predicates); for refusing to remove a used plugin."""
+        worker = self.worker
+        if worker is None:
+            return {}
+        used: dict[str, set[str]] = {}
+        for name, connector in list(worker.connectors.items()):
+            locations = {connector.plugin.location}
+            locations |= component_locations(
+                self.catalogue, connector.props, worker.config.originals_strings()
+            )
+            for location in locations:
+                used.setdefault(location, set()).add(name)
+        return {location: sorted(names) for location, names in used.items()}
 
     # -- internals ---------------------------------------------------------------------------------
 

@@ -273,6 +273,15 @@ def _build() -> ConfigDef:
         "How plugins are discovered (KIP-898).",
     )
     d.define(
+        "plugin.index.urls",
+        _T.LIST,
+        "",
+        None,
+        _LOW,
+        "Package indexes POST /admin/plugins may install from (the first is the default); "
+        "empty: installs through REST are refused (the CLI and plain pip still work).",
+    )
+    d.define(
         "config.providers",
         _T.LIST,
         "",

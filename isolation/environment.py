@@ -2,10 +2,18 @@
 
 A plugin *location* is a child of a ``plugin.path`` directory, as in Kafka Connect:
 
-* a venv directory (``pyvenv.cfg``) built by :mod:`registry` with uv, holding the plugin
-  distribution and its dependencies, and a ``copycat-plugin.json`` manifest written at install;
+* a venv directory (``pyvenv.cfg``) built by :mod:`registry` with uv, or by the operator with
+  plain ``python -m venv`` + ``pip install`` (or ``uv venv`` + ``uv pip install``), holding the
+  plugin distribution and its dependencies;
+* a *target directory*: what ``pip install --target DIR PKG`` leaves (distributions and their
+  ``.dist-info`` directly in ``DIR``, no interpreter), attached child-first to a host started on
+  the runtime's base interpreter with no site-packages;
 * a ``.pyz``/``.zip`` zipapp of a pure-Python plugin (with its ``.dist-info``), loaded child-first
   through zipimport into a host started with no site-packages at all.
+
+Each location gets a ``copycat-plugin.json`` manifest (written at install, or on first scan).
+The manifest keeps a *fingerprint* of the location's installed distributions, so an env that
+someone changes with pip after the manifest was written is probed again on the next scan.
 
 The catalogue (which connectors, converters, transforms, predicates and config providers a
 location offers) comes from entry point metadata read with importlib.metadata: plugin code is
@@ -20,7 +28,7 @@ import hashlib
 import importlib.metadata
 import json
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +40,8 @@ MANIFEST_NAME = "copycat-plugin.json"
 # The lock of an environment installed from an index (what was installed, with hashes).
 LOCK_NAME = "pylock.toml"
 ZIP_SUFFIXES = (".pyz", ".zip")
+# Location layouts, as ``copycat plugins list`` shows them.
+VENV, TARGET_DIR, ZIPAPP = "venv", "target", "zipapp"
 
 # Entry point group -> plugin kind (connector kinds are refined to source/sink by the probe).
 ENTRY_POINT_GROUPS: dict[str, str] = {
@@ -58,6 +68,9 @@ class PluginDescriptor:
     aliases: tuple[str, ...] = ()  # extra names, e.g. Kafka class names it stands in for
 
 
+_DESCRIPTOR_FIELDS = frozenset(f.name for f in fields(PluginDescriptor))
+
+
 @dataclass(frozen=True)
 class EntryPointInfo:
     group: str
@@ -69,6 +82,13 @@ class EntryPointInfo:
 
 class PluginEnvironmentError(ConnectException):
     """A plugin location is unusable (broken venv, unreadable manifest, failing probe)."""
+
+
+def is_target_dir(path: Path) -> bool:
+    """Whether ``path`` is a ``pip install --target`` directory (dist-infos, no pyvenv.cfg)."""
+    if not path.is_dir() or (path / "pyvenv.cfg").exists():
+        return False
+    return any(child.name.endswith(".dist-info") for child in path.iterdir())
 
 
 def site_packages(venv: Path) -> Path:
@@ -84,21 +104,35 @@ class PluginEnvironment:
     def __init__(self, location: Path) -> None:
         self.location = location.resolve()
         self.is_zip = self.location.suffix in ZIP_SUFFIXES
-        if not self.is_zip and not (self.location / "pyvenv.cfg").exists():
-            raise PluginEnvironmentError(f"{location} is neither a venv nor a {ZIP_SUFFIXES} file")
+        self.is_target = not self.is_zip and is_target_dir(self.location)
+        if not self.is_zip and not self.is_target and not (self.location / "pyvenv.cfg").exists():
+            raise PluginEnvironmentError(
+                f"{location} is neither a venv, a pip --target directory nor a "
+                f"{'/'.join(ZIP_SUFFIXES)} file"
+            )
+
+    @property
+    def layout(self) -> str:
+        """``venv``, ``target`` (pip --target directory) or ``zipapp``."""
+        return ZIPAPP if self.is_zip else TARGET_DIR if self.is_target else VENV
+
+    @property
+    def attached(self) -> bool:
+        """Whether hosts run on the base interpreter with this location attached child-first."""
+        return self.is_zip or self.is_target
 
     def __repr__(self) -> str:
         return f"PluginEnvironment({str(self.location)!r})"
 
     @property
     def import_path(self) -> Path:
-        """What holds the plugin's modules: the venv's site-packages, or the zip itself."""
-        return self.location if self.is_zip else site_packages(self.location)
+        """What holds the plugin's modules: the venv's site-packages, or the zip/dir itself."""
+        return self.location if self.attached else site_packages(self.location)
 
     @property
     def python(self) -> Path:
         """The interpreter hosts for this location run on."""
-        if self.is_zip:
+        if self.attached:
             return Path(getattr(sys, "_base_executable", sys.executable))
         return self.location / "bin" / "python"
 
@@ -140,6 +174,28 @@ class PluginEnvironment:
             for d in importlib.metadata.distributions(path=[str(self.import_path)])
         }
 
+    def fingerprint(self) -> list[str]:
+        """What is installed, cheaply: the sorted ``.dist-info`` names (or the zip's size and
+        mtime). A manifest written for another fingerprint is stale and the location is probed
+        again, so ``pip install`` into an env after the worker saw it is picked up."""
+        if self.is_zip:
+            stat = self.location.stat()
+            return [f"{stat.st_size}:{stat.st_mtime_ns}"]
+        try:
+            return sorted(
+                c.name for c in self.import_path.iterdir() if c.name.endswith(".dist-info")
+            )
+        except (OSError, PluginEnvironmentError):
+            return []
+
+    def installer_of(self, distribution: str) -> str | None:
+        """The tool that installed ``distribution`` here (its ``INSTALLER`` file: pip, uv)."""
+        for dist in importlib.metadata.distributions(path=[str(self.import_path)]):
+            if dist.metadata["Name"] == distribution:
+                text = dist.read_text("INSTALLER")
+                return text.strip() if text else None
+        return None
+
     def requirements_of(self, distribution: str) -> list[str]:
         for dist in importlib.metadata.distributions(path=[str(self.import_path)]):
             if dist.metadata["Name"] == distribution:
@@ -159,15 +215,27 @@ class PluginEnvironment:
             ) from exc
         return manifest
 
-    def catalogue(self) -> list[PluginDescriptor]:
-        """Every plugin class this location offers. Reads the manifest; probes if it is missing."""
+    def current_manifest(self) -> dict[str, Any]:
+        """The manifest, probing (and writing it) first if it is missing or stale."""
         manifest = self.read_manifest()
-        if manifest is None:
-            manifest = self.write_manifest(self.probe())
+        fingerprint = self.fingerprint()
+        if manifest is None or manifest.get("fingerprint", fingerprint) != fingerprint:
+            previous = manifest or {}
+            manifest = self.probe()
+            for key in ("installer", "source", "primary", "index_url"):
+                if key in previous and previous.get("fingerprint") == manifest["fingerprint"]:
+                    manifest[key] = previous[key]
+            self.write_manifest(manifest)
+        return manifest
+
+    def catalogue(self) -> list[PluginDescriptor]:
+        """Every plugin class this location offers. Reads the manifest; probes if it is missing
+        or stale."""
+        manifest = self.current_manifest()
         return [
             PluginDescriptor(
                 **{
-                    **entry,
+                    **{k: v for k, v in entry.items() if k in _DESCRIPTOR_FIELDS},
                     "location": str(self.location),
                     "aliases": tuple(entry.get("aliases", ())),
                 }
@@ -179,10 +247,10 @@ class PluginEnvironment:
         """Start a plugin host process for this location (a zipapp host has its zip
         attached); ``kwargs`` go to :class:`~isolation.host.PluginHost`."""
         python = self.python
-        client = HostClient(PluginHost(python, name=name, isolated_site=self.is_zip, **kwargs))
+        client = HostClient(PluginHost(python, name=name, isolated_site=self.attached, **kwargs))
         try:
             client.channel.start()
-            if self.is_zip:
+            if self.attached:
                 client.attach(str(self.location))
         except BaseException:
             client.close()
@@ -233,6 +301,7 @@ class PluginEnvironment:
                         aliases=tuple(info.get("aliases", ())),
                     )
                 )
+                | {"config": info.get("config", []), "config_errors": info.get("config_errors", [])}
             )
         if errors:
             raise PluginEnvironmentError(
@@ -240,7 +309,9 @@ class PluginEnvironment:
             )
         return {
             "location": str(self.location),
+            "layout": self.layout,
             "distributions": self.distributions(),
+            "fingerprint": self.fingerprint(),
             "plugins": plugins,
         }
 

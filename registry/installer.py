@@ -1,9 +1,11 @@
 """Install, list and remove plugins: one uv-built venv per plugin version under plugin.path.
 
-An install builds the venv in a staging directory beside its final place, checks it (the
-plugin declares Copycat entry points, accepts this runtime's plugin_api, and every entry point
-imports and is what its group says), writes the manifest and only then renames the staging
-directory into place, so a failed or interrupted install leaves nothing half-built behind.
+An install resolves the plugin with uv into a lock (``pylock.toml``, see :mod:`registry.locks`),
+builds the venv from that lock in a staging directory beside its final place, checks it (the
+plugin declares Copycat entry points, accepts this runtime's plugin_api, every entry point
+imports and is what its group says, every config definition is valid), writes the manifest and
+only then renames the staging directory into place, so a failed or interrupted install leaves
+nothing half-built behind, and a worker scanning plugin.path never sees a half-built env.
 The final directory is ``<distribution>-<version>``, so versions sit side by side (KIP-891).
 
 ``plugin_api`` is never installed into a plugin venv: the plugin host takes it from the runtime
@@ -18,12 +20,15 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 
 import plugin_api
 from isolation.environment import (
@@ -31,8 +36,17 @@ from isolation.environment import (
     ZIP_SUFFIXES,
     PluginEnvironment,
     PluginEnvironmentError,
+    is_target_dir,
 )
 from plugin_api import ConnectException
+from registry.locks import (
+    LOCK_NAME,
+    Lock,
+    LockedFile,
+    LockedPackage,
+    LockError,
+    current_interpreter,
+)
 
 PLUGIN_API_DISTRIBUTION = "copycat-plugin-api"
 # uv reads requirement overrides from a file; a marker that is never true removes the
@@ -40,6 +54,9 @@ PLUGIN_API_DISTRIBUTION = "copycat-plugin-api"
 _DROP_PLUGIN_API = f'{PLUGIN_API_DISTRIBUTION}; python_version < "0"\n'
 # uv's own resolution and download output is kept to this many characters in error messages.
 UV_ERROR_CHARS = 4000
+# Inside an env: wheels installed from local files or built from project directories, kept
+# because the env's lock points at them (so the env can be exported and rebuilt later).
+WHEEL_STORE = "copycat-wheels"
 
 
 class PluginInstallError(ConnectException):
@@ -50,28 +67,53 @@ class PluginNotFoundError(ConnectException):
     """No installed plugin matches the given name (and version)."""
 
 
+_uv_lock = threading.Lock()
+_uv_found: list[str] = []
+
+
 def uv_binary() -> str:
-    """The uv executable: the one shipped with the runtime's ``uv`` dependency, else PATH."""
-    try:
-        from uv import find_uv_bin
+    """The uv executable: the one shipped with the runtime's ``uv`` dependency, else PATH.
 
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        found = shutil.which("uv")
-        if found is None:
-            raise PluginInstallError("uv is not installed; `pip install uv`") from None
-        return found
+    Looked up once, under a lock: ``find_uv_bin`` reads ``sysconfig``, whose first use is not
+    thread-safe (parallel installs saw ``get_config_var("EXE")`` return None).
+    """
+    with _uv_lock:
+        if not _uv_found:
+            try:
+                from uv import find_uv_bin
+
+                _uv_found.append(str(find_uv_bin()))
+            except (ImportError, FileNotFoundError):
+                found = shutil.which("uv")
+                if found is None:
+                    raise PluginInstallError("uv is not installed; `pip install uv`") from None
+                _uv_found.append(found)
+        return _uv_found[0]
 
 
-def _run_uv(args: Sequence[str], what: str) -> None:
+def run_uv(args: Sequence[str], what: str, *, stdin: str | None = None) -> str:
+    """Run uv; return its stdout, or raise PluginInstallError with its own explanation."""
     env = dict(os.environ)
     env.pop("VIRTUAL_ENV", None)
-    proc = subprocess.run([uv_binary(), *args], capture_output=True, text=True, env=env)
+    # pylock.toml input/output is a preview feature of uv; its warning is noise here.
+    env["UV_PREVIEW_FEATURES"] = "pylock"
+    proc = subprocess.run(
+        [uv_binary(), *args], capture_output=True, text=True, env=env, input=stdin
+    )
     if proc.returncode != 0:
         output = (proc.stderr or proc.stdout).strip()
         raise PluginInstallError(
             f"{what} failed (uv exit {proc.returncode}):\n{output[-UV_ERROR_CHARS:]}"
         )
+    return proc.stdout
+
+
+_run_uv = run_uv
+
+
+def make_venv(path: Path) -> None:
+    """A new venv at ``path`` on the runtime's own interpreter (hosts must match the worker)."""
+    run_uv(["venv", "--quiet", "--python", sys.executable, str(path)], f"creating a venv at {path}")
 
 
 def _describe_source(source: str) -> str:
@@ -83,6 +125,67 @@ def _describe_source(source: str) -> str:
     return f"requirement {source!r}"
 
 
+def _index_args(
+    index_url: str | None,
+    find_links: Sequence[str],
+    offline: bool,
+    no_index: bool = False,
+    extra_index_urls: Sequence[str] = (),
+) -> list[str]:
+    args: list[str] = []
+    for link in find_links:
+        args += ["--find-links", str(link)]
+    if index_url:
+        args += ["--index-url", index_url]
+    for extra in extra_index_urls:
+        args += ["--extra-index-url", extra]
+    if no_index:
+        args.append("--no-index")
+    if offline:
+        args.append("--offline")
+    return args
+
+
+def _as_requirement(source: str, staging: Path, index_args: list[str]) -> str:
+    """The requirement uv resolves for ``source``. A wheel file is kept in the env's
+    ``copycat-wheels`` store (the lock points at it, so the env can be exported and rebuilt
+    later); a project directory is first built into a wheel there with ``uv build``."""
+    path = Path(source)
+    store = staging / WHEEL_STORE
+    if path.is_dir():
+        store.mkdir(parents=True, exist_ok=True)
+        out = store / f".build-{uuid.uuid4().hex[:12]}"
+        try:
+            run_uv(
+                ["build", "--wheel", "--quiet", "--out-dir", str(out), *index_args, str(path)],
+                f"building a wheel of {_describe_source(source)}",
+            )
+            built = sorted(out.glob("*.whl"))
+            if len(built) != 1:
+                raise PluginInstallError(f"building {path} made {len(built)} wheels, not one")
+            path = store / built[0].name
+            built[0].replace(path)
+        finally:
+            shutil.rmtree(out, ignore_errors=True)
+    if path.suffix == ".whl":
+        try:
+            name, _version, _build, _tags = parse_wheel_filename(path.name)
+        except InvalidWheelFilename as exc:
+            raise PluginInstallError(f"cannot install {path}: {exc}") from exc
+        kept = store / path.name
+        if path.resolve() != kept.resolve():
+            store.mkdir(parents=True, exist_ok=True)
+            tmp = store / f".{path.name}.{uuid.uuid4().hex[:8]}"
+            shutil.copyfile(path, tmp)
+            tmp.replace(kept)
+        return f"{name} @ {kept.resolve().as_uri()}"
+    try:
+        Requirement(source)
+    except InvalidRequirement as exc:
+        raise PluginInstallError(f"cannot install {source!r}: not a requirement ({exc})") from exc
+    return source
+
+
 def install(
     source: str,
     plugin_path: Path,
@@ -90,13 +193,21 @@ def install(
     find_links: Sequence[str] = (),
     index_url: str | None = None,
     offline: bool = False,
+    no_index: bool = False,
     replace: bool = False,
+    extra_index_urls: Sequence[str] = (),
 ) -> PluginEnvironment:
     """Install ``source`` (a wheel file, a project directory or a requirement) as a plugin.
 
+    uv resolves the plugin and its dependencies (wheels preferred) into a PEP 751 lock, and
+    the env is installed from that lock, hashes verified; the lock stays in the env
+    (:mod:`registry.locks`). Called from the CLI and from REST admin threads; concurrent
+    installs into one plugin.path are safe (each builds in its own staging directory).
+
     Raises:
         PluginInstallError: the source is missing, uv cannot build the env, the plugin declares
-            no Copycat entry points, needs another plugin_api, or an entry point is broken.
+            no Copycat entry points, needs another plugin_api, an entry point is broken, or a
+            component's config definition is invalid.
     """
     path = Path(source)
     if (path.suffix == ".whl" or os.sep in source) and not path.exists():
@@ -106,36 +217,64 @@ def install(
     if path.exists():
         source = str(path.resolve())
     plugin_path.mkdir(parents=True, exist_ok=True)
+    index_args = _index_args(index_url, find_links, offline, no_index, extra_index_urls)
     staging = plugin_path / f".staging-{uuid.uuid4().hex[:12]}"
     try:
-        _run_uv(
-            ["venv", "--quiet", "--python", sys.executable, str(staging)],
-            f"creating a venv for {_describe_source(source)}",
-        )
+        make_venv(staging)
+        requirement = _as_requirement(source, staging, index_args)
         overrides = staging / "copycat-overrides.txt"
         overrides.write_text(_DROP_PLUGIN_API)
-        args = [
-            "pip",
-            "install",
-            "--quiet",
-            "--python",
-            str(staging / "bin" / "python"),
-            "--override",
-            str(overrides),
-        ]
-        for link in find_links:
-            args += ["--find-links", str(link)]
-        if index_url:
-            args += ["--index-url", index_url]
-        if offline:
-            args.append("--offline")
-        _run_uv([*args, source], f"installing {_describe_source(source)}")
+        lock_path = staging / LOCK_NAME
+        run_uv(
+            [
+                "pip",
+                "compile",
+                "--quiet",
+                "--no-header",
+                "--format",
+                "pylock.toml",
+                "--python",
+                str(staging / "bin" / "python"),
+                "--override",
+                str(overrides),
+                *index_args,
+                "-o",
+                str(lock_path),
+                "-",
+            ],
+            f"resolving {_describe_source(source)}",
+            stdin=requirement + "\n",
+        )
+        resolved = Lock.read(lock_path)
+        Lock(
+            _relative_to(resolved.packages, staging),
+            {
+                "requirement": requirement,
+                "index-url": index_url or "",
+                "interpreter": current_interpreter(),
+            },
+        ).write(lock_path)
+        run_uv(
+            [
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                str(staging / "bin" / "python"),
+                *(["--offline"] if offline else []),
+                "-r",
+                str(lock_path),
+            ],
+            f"installing {_describe_source(source)}",
+        )
         env = PluginEnvironment(staging)
         primary = _primary_distribution(env, source)
         _check_plugin_api(env, primary)
         manifest = env.probe()
-        manifest["source"] = source
-        manifest["primary"] = primary
+        _check_config_definitions(manifest, source)
+        manifest.update(
+            installer="copycat", source=source, primary=primary, index_url=index_url or None
+        )
         version = env.distributions()[primary]
         final = plugin_path / f"{canonicalize_name(primary)}-{version}"
         if final.exists():
@@ -145,14 +284,107 @@ def install(
                     "or install with --replace"
                 )
             _remove_tree(final)
+        manifest["location"] = str(final.resolve())
+        for plugin in manifest["plugins"]:
+            plugin["location"] = manifest["location"]
         env.write_manifest(manifest)
         staging.rename(final)
         return PluginEnvironment(final)
-    except PluginEnvironmentError as exc:
+    except (PluginEnvironmentError, LockError) as exc:
         raise PluginInstallError(f"cannot install {_describe_source(source)}: {exc}") from exc
     finally:
         if staging.exists():
             _remove_tree(staging)
+
+
+def rebuild_from_lock(env: PluginEnvironment) -> PluginEnvironment:
+    """Build ``env`` again from its own lock on this runtime's interpreter, in place.
+
+    Used when the interpreter a venv was made with is gone (see
+    :func:`registry.locks.interpreter_changed`). The new env is built and probed in a staging
+    directory and swapped in only when complete.
+
+    Raises:
+        PluginInstallError: no lock, or uv cannot install what it names.
+    """
+    lock_path = env.location / LOCK_NAME
+    try:
+        lock = Lock.read(lock_path)
+    except LockError as exc:
+        raise PluginInstallError(f"cannot rebuild {env.location}: {exc}") from exc
+    staging = env.location.with_name(f".staging-{uuid.uuid4().hex[:12]}")
+    try:
+        make_venv(staging)
+        store = env.location / WHEEL_STORE
+        if store.is_dir():
+            shutil.copytree(store, staging / WHEEL_STORE)
+        Lock(lock.packages, {**lock.tool, "interpreter": current_interpreter()}).write(
+            staging / LOCK_NAME
+        )
+        run_uv(
+            [
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                str(staging / "bin" / "python"),
+                "-r",
+                str(staging / LOCK_NAME),
+            ],
+            f"rebuilding {env.location.name} from its lock",
+        )
+        previous = env.read_manifest() or {}
+        rebuilt = PluginEnvironment(staging)
+        manifest = rebuilt.probe()
+        for key in ("installer", "source", "primary", "index_url"):
+            if key in previous:
+                manifest[key] = previous[key]
+        manifest["location"] = str(env.location)
+        for plugin in manifest["plugins"]:
+            plugin["location"] = str(env.location)
+        rebuilt.write_manifest(manifest)
+        doomed = env.location.with_name(f".removing-{uuid.uuid4().hex[:12]}")
+        env.location.rename(doomed)
+        staging.rename(env.location)
+        shutil.rmtree(doomed, ignore_errors=True)
+        return PluginEnvironment(env.location)
+    except PluginEnvironmentError as exc:
+        raise PluginInstallError(f"cannot rebuild {env.location}: {exc}") from exc
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _relative_to(packages: Sequence[LockedPackage], env: Path) -> tuple[LockedPackage, ...]:
+    """Paths into the env's own wheel store, relative to the lock, so the env can move."""
+    root = env.resolve()
+
+    def rel(f: LockedFile) -> LockedFile:
+        where = f.path
+        if where is None and f.url is not None and f.url.startswith("file:"):
+            where = unquote(urlsplit(f.url).path)
+        if where is None or not Path(where).resolve().is_relative_to(root):
+            return f
+        return LockedFile(f.name, f.sha256, path=str(Path(where).resolve().relative_to(root)))
+
+    return tuple(
+        LockedPackage(
+            p.name,
+            p.version,
+            tuple(rel(w) for w in p.wheels),
+            rel(p.archive) if p.archive is not None else None,
+            p.sdist,
+        )
+        for p in packages
+    )
+
+
+def _check_config_definitions(manifest: dict[str, Any], source: str) -> None:
+    problems = [e for plugin in manifest["plugins"] for e in plugin.get("config_errors", [])]
+    if problems:
+        raise PluginInstallError(
+            f"{_describe_source(source)} has invalid config definitions: " + "; ".join(problems)
+        )
 
 
 def _primary_distribution(env: PluginEnvironment, source: str) -> str:
@@ -186,8 +418,13 @@ def _requested_name(source: str) -> str | None:
         return None
 
 
+def runtime_api_version() -> str | None:
+    """The copycat-plugin-api version this runtime provides to every plugin host."""
+    return getattr(plugin_api, "__version__", None) or _installed_api_version()
+
+
 def _check_plugin_api(env: PluginEnvironment, primary: str) -> None:
-    runtime_version = getattr(plugin_api, "__version__", None) or _installed_api_version()
+    runtime_version = runtime_api_version()
     for text in env.requirements_of(primary):
         req = Requirement(text)
         if canonicalize_name(req.name) != PLUGIN_API_DISTRIBUTION:
@@ -226,7 +463,7 @@ def scan(plugin_paths: Sequence[Path]) -> list[PluginEnvironment]:
         for child in sorted(root.iterdir()):
             if child.name.startswith("."):
                 continue
-            if child.is_dir() and (child / "pyvenv.cfg").exists():
+            if child.is_dir() and ((child / "pyvenv.cfg").exists() or is_target_dir(child)):
                 found.append(PluginEnvironment(child))
             elif child.is_file() and child.suffix in ZIP_SUFFIXES:
                 found.append(PluginEnvironment(child))

@@ -17,6 +17,7 @@ import pytest
 
 if TYPE_CHECKING:
     from core.devbroker import DevBroker
+    from registry.server import RegistryServer
 
 # Kafka allows topic names of up to 249 characters from [a-zA-Z0-9._-]. The test name part
 # is only there to make a topic recognisable in broker output, so keep it short.
@@ -53,12 +54,53 @@ def topic_name(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def bundled_plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A plugin.path with the bundled plugins (file connectors, converters) installed once."""
-    from core.bundled import ensure_bundled_plugins
+def plugin_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
+    """A running ``copycat registry serve`` index for the session, with the bundled plugins
+    published to it by twine (validated like any upload) and copycat-plugin-api in its
+    libraries. Projects it does not hold are redirected to the public index (the bundled
+    plugins' dependencies). Uploads need ``tests.support.marketplace.UPLOAD_TOKEN``."""
+    from core.bundled import bundled_wheelhouse
+    from registry.server import RegistryServer, add_libraries
+    from tests.support.marketplace import (
+        PUBLIC_INDEX,
+        UPLOAD_TOKEN,
+        build_plugin_api_wheel,
+        twine_upload,
+    )
+
+    data = tmp_path_factory.mktemp("plugin-index")
+    api = build_plugin_api_wheel()
+    add_libraries(data, [api])
+    with RegistryServer(data, upload_token=UPLOAD_TOKEN, upstream=PUBLIC_INDEX) as server:
+        from concurrent.futures import ThreadPoolExecutor
+
+        wheels = sorted(bundled_wheelhouse().glob("*.whl"))
+        with ThreadPoolExecutor(len(wheels)) as pool:  # twine's start-up overlaps
+            for done in pool.map(lambda w: twine_upload(server.url, w), wheels):
+                assert done.returncode == 0, done.stdout + done.stderr
+        yield server
+
+
+@pytest.fixture(scope="session")
+def bundled_plugin_path(
+    tmp_path_factory: pytest.TempPathFactory, plugin_index: RegistryServer
+) -> Path:
+    """A plugin.path with the bundled plugins installed once, from the session's index, by
+    name, the way third-party plugins are installed."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from core.bundled import bundled_plugin_dirs, project_version
+    from registry import install
 
     path = tmp_path_factory.mktemp("bundled-plugins")
-    ensure_bundled_plugins(path)
+    wanted = [project_version(p) for p in bundled_plugin_dirs()]
+    with ThreadPoolExecutor(len(wanted)) as pool:
+        list(
+            pool.map(
+                lambda nv: install(f"{nv[0]}=={nv[1]}", path, index_url=plugin_index.index_url),
+                wanted,
+            )
+        )
     return path
 
 

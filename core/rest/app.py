@@ -29,7 +29,7 @@ from core.herder import (
     TargetState,
     normalized_plugin_name,
 )
-from core.rest import loggers
+from core.rest import loggers, plugins_admin
 from core.rest import models as m
 from core.rest.limits import REQUEST_MAX_BYTES_KEY, BodySizeLimit
 from core.worker_config import WorkerConfig
@@ -463,7 +463,8 @@ def create_app(
     admin: bool = True,
     extensions: Any = None,
 ) -> FastAPI:
-    """The REST app of one listener: ``main`` routes, ``admin`` (/admin/loggers) routes or both.
+    """The REST app of one listener: ``main`` routes, ``admin`` (/admin/loggers,
+    /admin/plugins) routes or both.
 
     ``extensions`` is the worker's pluggy manager; its ``copycat_rest_extension`` hooks run
     last (authentication middleware and the like).
@@ -480,6 +481,7 @@ def create_app(
         app.include_router(_plugins_router(herder))
     if admin:
         app.include_router(_loggers_router())
+        app.include_router(plugins_admin.router(herder, worker_config, _SafeRoute))
     app.openapi = _strip_422(app)  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)

@@ -45,6 +45,7 @@ from plugin_api.config import config_infos
 
 import plugin_api
 from plugin_api import (
+    ConfigDef,
     ConfigException,
     Connector,
     ConnectorContext,
@@ -115,6 +116,29 @@ _KINDS: tuple[tuple[type, str], ...] = (
 def _plugin_kinds(cls: type) -> list[str]:
     """Every plugin interface ``cls`` implements (a converter is often a header converter too)."""
     return [kind for base, kind in _KINDS if issubclass(cls, base)]
+
+
+def _config_definitions(instance: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """A component's config definitions as REST shows them (KIP-769), and what is wrong with
+    them: ``config()`` raising or returning something other than a ConfigDef, a key without a
+    usable name or without documentation."""
+    if not hasattr(instance, "config"):
+        return [], []
+    name = type(instance).__qualname__
+    try:
+        definition = instance.config()
+    except Exception as exc:  # noqa: BLE001 - reported as the plugin's fault
+        return [], [f"{name}.config() raised {type(exc).__name__}: {exc}"]
+    if not isinstance(definition, ConfigDef):
+        return [], [f"{name}.config() returned {type(definition).__name__}, not a ConfigDef"]
+    errors = []
+    for key in definition.keys.values():
+        if not isinstance(key.name, str) or not key.name.strip() or key.name != key.name.strip():
+            errors.append(f"{name}: config key {key.name!r} has no usable name")
+        elif not key.internal and not (key.documentation or "").strip():
+            errors.append(f"{name}: config key {key.name!r} has no documentation")
+    infos = config_infos(definition, {}, name)
+    return [entry["definition"] for entry in infos["configs"]], errors
 
 
 Callback = Callable[[str, tuple[Any, ...]], Any]
@@ -216,6 +240,7 @@ class Host:
                     raise TypeError(f"{cls.__qualname__} implements no Copycat plugin interface")
                 instance = cls()
                 version = instance.version() if hasattr(instance, "version") else "undefined"
+                definitions, config_errors = _config_definitions(instance)
                 described.append(
                     {
                         "kind": kinds[0],
@@ -223,6 +248,8 @@ class Host:
                         "class_name": f"{cls.__module__}.{cls.__qualname__}",
                         "version": str(version),
                         "aliases": list(getattr(cls, "KAFKA_CLASS_ALIASES", ())),
+                        "config": definitions,
+                        "config_errors": config_errors,
                     }
                 )
             except Exception as exc:  # noqa: BLE001 - reported per entry point

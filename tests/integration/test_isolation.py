@@ -298,7 +298,7 @@ def test_install_errors_are_clear_and_leave_nothing_behind(
         str(no_eps): "declares no Copycat entry points",
         str(needs_new_api): "requires copycat-plugin-api>=9",
         str(broken_ep): "broken entry points",
-        "definitely-not-a-real-package-xyz==1.0": "installing requirement",
+        "definitely-not-a-real-package-xyz==1.0": "resolving requirement",
     }
     for source, expected in cases.items():
         code = cli_main(

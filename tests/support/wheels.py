@@ -27,15 +27,20 @@ def build_wheel(
     *,
     requires: Sequence[str] = (),
     entry_points: Mapping[str, Mapping[str, str]] | None = None,
+    metadata: Mapping[str, str] | None = None,
 ) -> Path:
-    """Write ``{name}-{version}-py3-none-any.whl`` holding ``files`` and return its path."""
+    """Write ``{name}-{version}-py3-none-any.whl`` holding ``files`` and return its path.
+
+    ``metadata`` adds core metadata fields (``Summary``, ``License-Expression``, ...).
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
-    metadata = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-    metadata += [f"Requires-Dist: {r}" for r in requires]
+    fields = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
+    fields += [f"{k}: {v}" for k, v in (metadata or {}).items()]
+    fields += [f"Requires-Dist: {r}" for r in requires]
     contents: dict[str, bytes] = {p: c.encode() for p, c in files.items()}
-    contents[f"{info}/METADATA"] = ("\n".join(metadata) + "\n").encode()
+    contents[f"{info}/METADATA"] = ("\n".join(fields) + "\n").encode()
     contents[f"{info}/WHEEL"] = (
         b"Wheel-Version: 1.0\nGenerator: copycat-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     )

@@ -1,0 +1,236 @@
+"""What ``copycat plugins list/info/upgrade`` need beyond install and remove.
+
+Everything here reads plugin.path without importing plugin code (manifests, dist-info
+metadata, locks); only :func:`latest_version` talks to an index, through uv. Called from the
+CLI and from REST admin threads.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from isolation.environment import PluginEnvironment
+from registry.installer import (
+    PluginInstallError,
+    PluginNotFoundError,
+    find,
+    install,
+    remove,
+    run_uv,
+    scan,
+)
+from registry.locks import LOCK_NAME, Lock, LockError
+
+
+def made_by(env: PluginEnvironment, manifest: dict[str, Any]) -> str:
+    """How a location was made, as ``plugins list`` shows it: ``copycat``, ``pip venv``,
+    ``uv venv``, ``pip --target``, ``zipapp``, ..."""
+    if env.is_zip:
+        return "zipapp"
+    if manifest.get("installer") == "copycat":
+        return "copycat"
+    primary = manifest.get("primary") or _declaring(manifest)
+    tool = env.installer_of(primary) if primary else None
+    if env.is_target:
+        return f"{tool or 'pip'} --target"
+    return f"{tool or 'unknown'} venv"
+
+
+def _declaring(manifest: dict[str, Any]) -> str | None:
+    for plugin in manifest.get("plugins", []):
+        return str(plugin["distribution"]).split("==", 1)[0]
+    return None
+
+
+def describe(env: PluginEnvironment) -> dict[str, Any]:
+    """One row of ``plugins list``: the location, what made it, its lock and its plugins."""
+    manifest = env.current_manifest()
+    primary = manifest.get("primary") or _declaring(manifest)
+    dists = manifest.get("distributions", {})
+    return {
+        "location": str(env.location),
+        "name": primary or env.location.name,
+        "version": dists.get(primary, "") if primary else "",
+        "made_by": made_by(env, manifest),
+        "layout": env.layout,
+        "locked": (env.location / LOCK_NAME).exists() if not env.is_zip else False,
+        "index_url": manifest.get("index_url"),
+        "plugins": [
+            {
+                "class": p["class_name"],
+                "name": p["name"],
+                "type": p["kind"],
+                "version": p["version"],
+                "aliases": list(p.get("aliases", [])),
+            }
+            for p in manifest.get("plugins", [])
+        ],
+    }
+
+
+def info(plugin_paths: Sequence[Path], spec: str) -> list[dict[str, Any]]:
+    """Everything known about the installed versions matching ``spec``: components with their
+    config definitions, licence and summary, where it came from, its lock."""
+    hits = find(plugin_paths, spec)
+    if not hits:
+        raise PluginNotFoundError(f"no installed plugin matches {spec!r}")
+    out = []
+    for env in hits:
+        row = describe(env)
+        manifest = env.current_manifest()
+        row["plugins"] = [
+            {**p, "config": entry.get("config", [])}
+            for p, entry in zip(row["plugins"], manifest.get("plugins", []), strict=True)
+        ]
+        row["source"] = manifest.get("source")
+        row["distributions"] = manifest.get("distributions", {})
+        row.update(_metadata(env, row["name"]))
+        if row["locked"]:
+            try:
+                lock = Lock.read(env.location / LOCK_NAME)
+                row["lock"] = {
+                    "interpreter": lock.interpreter,
+                    "packages": [
+                        {
+                            "name": p.name,
+                            "version": p.version,
+                            "sha256": [
+                                f.sha256 for f in (*p.wheels, *filter(None, [p.archive, p.sdist]))
+                            ],
+                        }
+                        for p in lock.packages
+                    ],
+                }
+            except LockError as exc:
+                row["lock"] = {"error": str(exc)}
+        out.append(row)
+    return out
+
+
+def _metadata(env: PluginEnvironment, name: str) -> dict[str, str]:
+    import importlib.metadata
+
+    for dist in importlib.metadata.distributions(path=[str(env.import_path)]):
+        if canonicalize_name(dist.metadata["Name"] or "") == canonicalize_name(name):
+            meta = dist.metadata
+
+            def first(key: str, meta: Any = meta) -> str:
+                return str((meta.get_all(key) or [""])[0])
+
+            licence = first("License-Expression") or first("License")
+            if not licence:
+                for classifier in meta.get_all("Classifier") or []:
+                    if classifier.startswith("License ::"):
+                        licence = classifier.rsplit("::", 1)[-1].strip()
+            return {"summary": first("Summary"), "licence": licence}
+    return {"summary": "", "licence": ""}
+
+
+def latest_version(
+    name: str, *, index_url: str | None = None, find_links: Sequence[str] = ()
+) -> str | None:
+    """The newest version of ``name`` an index offers (uv resolves it), or None."""
+    args = ["pip", "compile", "--quiet", "--no-header", "--no-deps", "--python", sys.executable]
+    for link in find_links:
+        args += ["--find-links", link]
+    if index_url:
+        args += ["--index-url", index_url]
+    try:
+        out = run_uv([*args, "-"], f"looking up {name}", stdin=name + "\n")
+    except PluginInstallError:
+        return None
+    for line in out.splitlines():
+        left, _, version = line.partition("==")
+        if canonicalize_name(left.strip()) == canonicalize_name(name):
+            return version.split()[0].strip()
+    return None
+
+
+def _newer(a: str, b: str) -> bool:
+    try:
+        return Version(a) > Version(b)
+    except InvalidVersion:
+        return False
+
+
+def outdated(
+    plugin_paths: Sequence[Path], *, index_url: str | None = None, find_links: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """Installed plugins for which the index (given, or the one each was installed from) has
+    a newer version: ``{"name", "installed", "latest", "location"}``."""
+    newest: dict[str, str] = {}
+    rows = [describe(env) for env in scan(plugin_paths)]
+    for row in rows:
+        key = canonicalize_name(row["name"])
+        if row["version"] and (key not in newest or _newer(row["version"], newest[key])):
+            newest[key] = row["version"]
+    out = []
+    seen = set()
+    for row in rows:
+        key = canonicalize_name(row["name"])
+        if key in seen or not row["version"] or row["version"] != newest[key]:
+            continue
+        seen.add(key)
+        latest = latest_version(
+            row["name"], index_url=index_url or row["index_url"], find_links=find_links
+        )
+        if latest and _newer(latest, row["version"]):
+            out.append(
+                {
+                    "name": row["name"],
+                    "installed": row["version"],
+                    "latest": latest,
+                    "location": row["location"],
+                }
+            )
+    return out
+
+
+def upgrade(
+    plugin_paths: Sequence[Path],
+    name: str,
+    *,
+    index_url: str | None = None,
+    find_links: Sequence[str] = (),
+    keep: bool = False,
+) -> tuple[PluginEnvironment | None, list[PluginEnvironment]]:
+    """Install the newest version of an installed plugin beside the others and, unless
+    ``keep``, remove the older versions. Returns (new env or None if already newest, removed).
+
+    Raises:
+        PluginNotFoundError: ``name`` is not installed.
+        PluginInstallError: the new version cannot be installed (the old ones stay).
+    """
+    installed = [describe(env) for env in find(plugin_paths, name)]
+    if not installed:
+        raise PluginNotFoundError(f"no installed plugin matches {name!r}")
+    current = max(installed, key=lambda r: _sort_key(r["version"]))
+    latest = latest_version(
+        current["name"], index_url=index_url or current["index_url"], find_links=find_links
+    )
+    if latest is None or not _newer(latest, current["version"]):
+        return None, []
+    env = install(
+        f"{current['name']}=={latest}",
+        plugin_paths[0],
+        index_url=index_url or current["index_url"],
+        find_links=find_links,
+    )
+    removed: list[PluginEnvironment] = []
+    if not keep:
+        for row in installed:
+            removed += remove(plugin_paths, f"{row['name']}=={row['version']}")
+    return env, removed
+
+
+def _sort_key(version: str) -> tuple[int, Any]:
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, version)

@@ -1,0 +1,450 @@
+"""The plugin marketplace end to end: a real index (``copycat registry serve``), real pip, uv
+and twine, a running worker that picks plugins up without a restart, versions side by side.
+
+Everything runs against the session's index (``plugin_index``) and dev broker; each test
+publishes plugins under names of its own.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from core.cli import main as cli_main
+from core.devbroker import DevBroker
+from registry.server import RegistryServer, add_libraries
+from tests.support.kafka import read_all
+from tests.support.marketplace import source_plugin_wheel, twine_upload
+from tests.support.rest import RestWorker, wait_for
+from tests.support.wheels import build_wheel
+
+pytestmark = pytest.mark.integration
+
+
+def _uid() -> str:
+    return uuid.uuid4().hex[:6]
+
+
+@pytest.fixture
+def worker(
+    tmp_path: Path,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
+    plugin_index: RegistryServer,
+) -> Iterator[RestWorker]:
+    """A running worker whose plugin.path is an empty directory (installs go there) followed
+    by the bundled plugins (converters); REST installs may use the session's index."""
+    own = tmp_path / "plugins"
+    own.mkdir()
+    extra = {
+        "plugin.path": f"{own},{bundled_plugin_path}",
+        "plugin.index.urls": plugin_index.index_url,
+    }
+    with RestWorker(tmp_path, bootstrap_servers, own, extra) as running:
+        yield running
+
+
+def _own_path(worker: RestWorker) -> Path:
+    return Path(worker.props["plugin.path"].split(",")[0])
+
+
+def _run_source(
+    http: httpx.Client,
+    dev_broker: DevBroker,
+    name: str,
+    connector_class: str,
+    extra: dict[str, str] | None = None,
+) -> str:
+    topic = f"market-{name}"
+    dev_broker.create_topic(topic, 1)
+    config = {"connector.class": connector_class, "topic": topic, "count": "5", **(extra or {})}
+    r = http.post("/connectors", json={"name": name, "config": config})
+    assert r.status_code == 201, r.text
+    wait_for(
+        lambda: (
+            http.get(f"/connectors/{name}/status").json().get("tasks", [{}])[0].get("state")
+            == "RUNNING"
+        ),
+        what=f"{name} running",
+    )
+    return topic
+
+
+def _values(bootstrap: str, topic: str, n: int) -> list[str]:
+    return [m.value().decode() for m in read_all(bootstrap, topic, n)]
+
+
+def _listed(http: httpx.Client, class_name: str) -> list[dict[str, str]]:
+    plugins = http.get("/connector-plugins").json()
+    return [p for p in plugins if p["class"] == class_name]
+
+
+def test_plain_pip_installs_are_discovered_by_a_running_worker(
+    worker: RestWorker,
+    plugin_index: RegistryServer,
+    dev_broker: DevBroker,
+    bootstrap_servers: str,
+    tmp_path: Path,
+) -> None:
+    """``python -m venv`` + ``pip install`` and ``pip install --target``, no Copycat command:
+    the running worker lists both plugins and runs them."""
+    uid = _uid()
+    venv_name, target_name = f"pipvenv-{uid}", f"piptarget-{uid}"
+    wheels = tmp_path / "wheels"
+    for name in (venv_name, target_name):
+        wheel = source_plugin_wheel(wheels, name, "1.0")
+        done = twine_upload(plugin_index.url, wheel)
+        assert done.returncode == 0, done.stdout + done.stderr
+    own = _own_path(worker)
+    with worker.client() as http:
+        assert not _listed(http, f"{venv_name.replace('-', '_')}.Source")
+
+        subprocess.run([sys.executable, "-m", "venv", str(own / venv_name)], check=True)
+        pip = [str(own / venv_name / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*pip, "--index-url", plugin_index.index_url, venv_name], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--target",
+                str(own / target_name),
+                "--index-url",
+                plugin_index.index_url,
+                target_name,
+            ],
+            check=True,
+        )
+        for name in (venv_name, target_name):
+            class_name = f"{name.replace('-', '_')}.Source"
+            found = wait_for(lambda c=class_name: _listed(http, c), what=f"{class_name} listed")
+            assert found == [{"class": class_name, "type": "source", "version": "1.0"}]
+            topic = _run_source(http, dev_broker, f"c-{name}", class_name)
+            assert _values(bootstrap_servers, topic, 5) == [f"{name}-{n}" for n in range(1, 6)]
+
+    listed = subprocess.run(
+        [sys.executable, "-m", "core.cli", "plugins", "--plugin-path", str(own), "list"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert f"{venv_name} 1.0  [pip venv, no lock]" in listed, listed
+    assert f"{target_name} 1.0  [pip --target, no lock]" in listed, listed
+
+
+def test_scaffold_publish_install_and_run_without_restart(
+    worker: RestWorker,
+    plugin_index: RegistryServer,
+    dev_broker: DevBroker,
+    bootstrap_servers: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    name = f"greeter-{_uid()}-source"
+    assert cli_main(["plugin", "new", name, "--kind", "source", "--directory", str(tmp_path)]) == 0
+    project = tmp_path / name
+    # The generated tests pass as generated, with plugin_api from the index.
+    tests = subprocess.run(
+        [
+            "uv",
+            "run",
+            "--quiet",
+            "--no-project",
+            "--index-url",
+            plugin_index.index_url,
+            "--with",
+            "pytest",
+            "--with-editable",
+            str(project),
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(project / "tests"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=project,
+    )
+    assert tests.returncode == 0 and "3 passed" in tests.stdout, tests.stdout + tests.stderr
+
+    from tests.support.marketplace import UPLOAD_TOKEN
+
+    code = cli_main(
+        ["plugin", "publish", str(project), "--index", plugin_index.url, "--token", UPLOAD_TOKEN]
+    )
+    assert code == 0, capsys.readouterr().err
+
+    # Real pip and uv see it on the index.
+    downloaded = tmp_path / "downloaded"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--index-url",
+            plugin_index.index_url,
+            "-d",
+            str(downloaded),
+            name,
+        ],
+        check=True,
+    )
+    assert [p.name for p in downloaded.iterdir()] == [
+        f"{name.replace('-', '_')}-0.1.0-py3-none-any.whl"
+    ]
+    scratch = tmp_path / "scratch"
+    subprocess.run(["uv", "venv", "--quiet", str(scratch)], check=True)
+    subprocess.run(
+        [
+            "uv",
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(scratch / "bin" / "python"),
+            "--index-url",
+            plugin_index.index_url,
+            name,
+        ],
+        check=True,
+    )
+
+    own = _own_path(worker)
+    code = cli_main(
+        [
+            "plugins",
+            "install",
+            name,
+            "--index-url",
+            plugin_index.index_url,
+            "--plugin-path",
+            str(own),
+        ]
+    )
+    assert code == 0, capsys.readouterr().err
+    assert (own / f"{name}-0.1.0" / "pylock.toml").exists()
+    # What `plugin new` names the class: the camel-cased name, plus Connector.
+    camel = "".join(part.capitalize() for part in name.split("-"))
+    class_name = f"{name.replace('-', '_')}.{camel}Connector"
+    with worker.client() as http:
+        wait_for(lambda: _listed(http, class_name), what=f"{class_name} listed")
+        topic = _run_source(http, dev_broker, f"c-{name}", class_name, {"count": "30"})
+        assert _values(bootstrap_servers, topic, 30) == [f"hello {n}" for n in range(30)]
+
+
+def _versioned_plugin(tmp: Path, index: RegistryServer, name: str, dep: str) -> tuple[Path, Path]:
+    """Versions 1.0 and 2.0 of plugin ``name``, pinning ``dep`` 1.0 and 2.0 respectively;
+    the dependency goes into the index's libraries, the plugins are published with twine."""
+    out = tmp / "versions"
+    deps = [
+        build_wheel(out, dep, v, {f"{dep.replace('-', '_')}.py": f'PREFIX = "dep{v[0]}-"\n'})
+        for v in ("1.0", "2.0")
+    ]
+    add_libraries(index.app.data, deps)
+    module = dep.replace("-", "_")
+    plugins = tuple(
+        source_plugin_wheel(
+            out,
+            name,
+            v,
+            requires=[f"{dep}=={v}"],
+            body=f"import {module}\nPREFIX = {module}.PREFIX\n",
+        )
+        for v in ("1.0", "2.0")
+    )
+    for wheel in plugins:
+        done = twine_upload(index.url, wheel)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return plugins[0], plugins[1]
+
+
+def test_two_versions_run_side_by_side_and_upgrade_one_connector(
+    worker: RestWorker,
+    plugin_index: RegistryServer,
+    dev_broker: DevBroker,
+    bootstrap_servers: str,
+    tmp_path: Path,
+) -> None:
+    uid = _uid()
+    name, dep = f"versioned-{uid}", f"tinydep-{uid}"
+    _versioned_plugin(tmp_path, plugin_index, name, dep)
+    class_name = f"{name.replace('-', '_')}.Source"
+    with worker.client() as http:
+        for version in ("1.0", "2.0"):  # through the REST admin endpoint
+            r = http.post("/admin/plugins", json={"requirement": f"{name}=={version}"})
+            assert r.status_code == 201, r.text
+            assert r.json()["version"] == version and r.json()["locked"] is True
+        assert sorted(p["version"] for p in _listed(http, class_name)) == ["1.0", "2.0"]
+
+        old = _run_source(
+            http, dev_broker, f"old-{uid}", class_name, {"connector.plugin.version": "[1.0]"}
+        )
+        new = _run_source(http, dev_broker, f"new-{uid}", class_name)  # newest by default
+        assert _values(bootstrap_servers, old, 5) == [f"dep1-{n}" for n in range(1, 6)]
+        assert _values(bootstrap_servers, new, 5) == [f"dep2-{n}" for n in range(1, 6)]
+        status = http.get(f"/connectors/old-{uid}/status").json()
+        assert status["connector"]["version"] == "1.0" and status["tasks"][0]["version"] == "1.0"
+        assert http.get(f"/connectors/new-{uid}/status").json()["tasks"][0]["version"] == "2.0"
+
+        # Removing a version running connectors use is refused, naming them.
+        r = http.delete(f"/admin/plugins/{name}", params={"version": "1.0"})
+        assert r.status_code == 409 and f"old-{uid}" in r.json()["message"], r.text
+
+        # Move the old connector to 2.0: the other connector's task is not touched.
+        runner = worker.herder._worker().connectors[f"new-{uid}"].tasks[0]
+        pid = runner.host.pid
+        config = http.get(f"/connectors/old-{uid}/config").json()
+        config["connector.plugin.version"] = "[2.0,3.0)"
+        config["topic"] = old = f"{old}-moved"
+        dev_broker.create_topic(old, 1)
+        assert http.put(f"/connectors/old-{uid}/config", json=config).status_code == 200
+        assert _values(bootstrap_servers, old, 5) == [f"dep2-{n}" for n in range(1, 6)]
+        same = worker.herder._worker().connectors[f"new-{uid}"].tasks[0]
+        assert same is runner and same.host.pid == pid and same.is_alive()
+        wait_for(
+            lambda: (
+                http.get(f"/connectors/old-{uid}/status").json()["tasks"][0].get("version") == "2.0"
+            ),
+            what="old connector on 2.0",
+        )
+
+        # 1.0 is no longer used: it can go, and the catalogue forgets it at once.
+        r = http.delete(f"/admin/plugins/{name}", params={"version": "1.0"})
+        assert r.status_code == 200, r.text
+        assert [p["version"] for p in _listed(http, class_name)] == ["2.0"]
+
+
+BAD = {
+    "no-eps": "declares no Copycat entry points",
+    "broken-ep": "broken entry points",
+    "bad-config": "has no documentation",
+    "old-api": "but this runtime provides copycat-plugin-api",
+}
+
+
+def _bad_wheels(out: Path, uid: str) -> dict[str, Path]:
+    bad_config = (
+        "from plugin_api import ConfigDef, ConfigType, SinkConnector\n"
+        "class Sink(SinkConnector):\n"
+        "    def start(self, props): pass\n"
+        "    def task_class(self): return None\n"
+        "    def task_configs(self, n): return []\n"
+        "    def stop(self): pass\n"
+        "    def config(self): return ConfigDef().define('path', ConfigType.STRING)\n"
+    )
+    return {
+        "no-eps": build_wheel(
+            out,
+            f"no-eps-{uid}",
+            "1.0",
+            {f"no_eps_{uid}.py": "X = 1\n"},
+            requires=["copycat-plugin-api>=0.1,<0.2"],
+            metadata={"Summary": "s", "License": "MIT"},
+        ),
+        "broken-ep": source_plugin_wheel(
+            out,
+            f"broken-ep-{uid}",
+            "1.0",
+            entry_points={"copycat.connectors": {"Gone": f"broken_ep_{uid}:DoesNotExist"}},
+        ),
+        "bad-config": build_wheel(
+            out,
+            f"bad-config-{uid}",
+            "1.0",
+            {f"bad_config_{uid}.py": bad_config},
+            requires=["copycat-plugin-api>=0.1,<0.2"],
+            entry_points={"copycat.connectors": {"Sink": f"bad_config_{uid}:Sink"}},
+            metadata={"Summary": "s", "License": "MIT"},
+        ),
+        "old-api": build_wheel(
+            out,
+            f"old-api-{uid}",
+            "1.0",
+            {f"old_api_{uid}.py": "X = 1\n"},
+            requires=["copycat-plugin-api>=9"],
+            entry_points={"copycat.connectors": {"X": f"old_api_{uid}:X"}},
+            metadata={"Summary": "s", "License": "MIT"},
+        ),
+    }
+
+
+def test_bad_wheels_are_rejected_at_publish_and_at_install(
+    plugin_index: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    uid = _uid()
+    wheels = _bad_wheels(tmp_path / "bad", uid)
+    plugin_path = tmp_path / "plugins"
+    for what, wheel in wheels.items():
+        done = twine_upload(plugin_index.url, wheel)
+        output = " ".join((done.stdout + done.stderr).split())
+        assert done.returncode != 0, (what, output)
+        assert "400" in output and BAD[what] in output, (what, output)
+        project = wheel.name.split("-")[0].replace("_", "-")
+        assert not (plugin_index.app.plugins_dir / wheel.name).exists()
+        # Not served here (the session's index redirects unknown projects upstream).
+        assert httpx.get(f"{plugin_index.index_url}{project}/").status_code in (303, 404)
+        assert not plugin_index.app.catalogue.plugin(project)
+
+        code = cli_main(["plugins", "--plugin-path", str(plugin_path), "install", str(wheel)])
+        err = " ".join(capsys.readouterr().err.split())
+        assert code == 1 and BAD[what] in err, (what, err)
+    assert not plugin_path.exists() or not list(plugin_path.iterdir())
+
+
+def test_uploads_need_the_token_and_the_catalogue_searches(
+    plugin_index: RegistryServer, tmp_path: Path
+) -> None:
+    uid = _uid()
+    wheel = source_plugin_wheel(tmp_path, f"searchable-{uid}", "3.1")
+    refused = twine_upload(plugin_index.url, wheel, token="wrong")
+    assert refused.returncode != 0 and "401" in refused.stdout + refused.stderr
+    assert twine_upload(plugin_index.url, wheel).returncode == 0
+
+    found = httpx.get(f"{plugin_index.url}/api/plugins", params={"q": f"searchable_{uid}"}).json()
+    assert [p["name"] for p in found] == [f"searchable-{uid}"]
+    assert found[0]["versions"] == ["3.1"] and found[0]["plugin_api"] == "<0.2,>=0.1"
+    assert found[0]["components"][0]["type"] == "source"
+    by_config = httpx.get(f"{plugin_index.url}/api/plugins", params={"q": "count Target"}).json()
+    assert f"searchable-{uid}" in [p["name"] for p in by_config]
+    # The bundled plugins are in the catalogue with their Kafka aliases.
+    kafka = httpx.get(
+        f"{plugin_index.url}/api/plugins",
+        params={"q": "org.apache.kafka.connect.file.FileStreamSourceConnector"},
+    ).json()
+    assert [p["name"] for p in kafka] == ["copycat-file"]
+    detail = httpx.get(f"{plugin_index.url}/api/plugins/searchable-{uid}").json()
+    config = detail["versions"][0]["components"][0]["config"]
+    assert [d["name"] for d in config] == ["topic", "count"]
+    assert detail["versions"][0]["licence"] == "Apache-2.0"
+
+
+def test_plugin_admin_endpoints_live_where_the_admin_surface_is(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
+    """With admin.listeners set, /admin/plugins answers only there (as /admin/loggers)."""
+    extra = {"admin.listeners": "http://127.0.0.1:0"}
+    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, extra) as running:
+        assert running.server.admin_url is not None
+        with running.client() as main:
+            assert main.get("/admin/plugins").status_code == 404
+            assert main.post("/admin/plugins", json={"requirement": "x"}).status_code == 404
+        rows = httpx.get(running.server.admin_url + "/admin/plugins").json()
+        assert {r["name"] for r in rows} >= {"copycat-file", "copycat-converters"}
+        assert all(r["made_by"] == "copycat" and r["locked"] for r in rows)
+        bad = httpx.post(running.server.admin_url + "/admin/plugins", json={})
+        assert bad.status_code == 400 and "requirement" in bad.json()["message"]
+        # Without plugin.index.urls, REST installs are refused (no fetching from anywhere).
+        off = httpx.post(running.server.admin_url + "/admin/plugins", json={"requirement": "x"})
+        assert off.status_code == 400 and "plugin.index.urls" in off.json()["message"]
