@@ -276,6 +276,13 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                     if b"\\" in data and b"\\u00" in data:  # as dumps_bytes does
                         data = _jsontext.upper_hex_escapes(data)
                     return last[1] + data + b"}" if self._schemas_enabled else data
+        return self._from_connect_exact(topic, schema, value)
+
+    def _from_connect_exact(self, topic: str, schema: Schema | None, value: object) -> bytes | None:
+        """The straightforward path of :meth:`from_connect_data` (the reference of the
+        compiled one, which falls back to it)."""
+        if schema is None and value is None:
+            return None
         try:
             if schema is None and not self._schemas_enabled and _json_native(value):
                 return dumps_bytes(value, False)  # the common schemaless case, in one step
@@ -306,21 +313,25 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         found = self._writers.get(schema)
         if found is None:
             head = b""
-            if self._schemas_enabled:
-                head = b"".join(
-                    (
-                        _ENVELOPE_HEAD_BYTES,
-                        self._schema_text(schema).encode("utf-8"),
-                        _ENVELOPE_MID_BYTES,
+            writer: Callable[[Any], Any] | None = None
+            try:
+                if self._schemas_enabled:
+                    head = b"".join(
+                        (
+                            _ENVELOPE_HEAD_BYTES,
+                            self._schema_text(schema).encode("utf-8"),
+                            _ENVELOPE_MID_BYTES,
+                        )
                     )
+                writer = compile_writer(
+                    schema,
+                    self._replace_null,
+                    self._decimal_numeric,
+                    lambda number: self._float_to_json(number, True),
+                    self._default_to_json,
                 )
-            writer = compile_writer(
-                schema,
-                self._replace_null,
-                self._decimal_numeric,
-                lambda number: self._float_to_json(number, True),
-                self._default_to_json,
-            )
+            except Exception:  # noqa: BLE001 - e.g. a default the schema text cannot hold:
+                pass  # every value of this schema takes the exact path, which reports it
             found = (schema, head, writer)
             self._writers.put(schema, found)
         elif found[0] is not schema:  # an equal schema: later records likely carry this one
@@ -509,6 +520,12 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             found = self._read_compiled(data)
             if found is not None:
                 return _new_tuple(SchemaAndValue, found)  # its __new__ costs 3x this
+        return self._to_connect_exact(data)
+
+    def _to_connect_exact(self, data: bytes) -> SchemaAndValue:
+        """The straightforward path of :meth:`to_connect_data` (the reference of the compiled
+        readers, which fall back to it); remembers the compiled reader of an envelope's
+        schema for the documents after it."""
         if not self._schemas_enabled:
             try:
                 return SchemaAndValue(
