@@ -202,7 +202,7 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
     def _apply_with_schema(self, record: ConnectRecord, raw: object) -> ConnectRecord:
         """The input's values copied unchecked (a valid struct's), the inserted ones checked
         as put() would; see :meth:`_apply_rebuilding` for the reference behaviour."""
-        value = require_struct(raw, PURPOSE)
+        value = raw if type(raw) is Struct else require_struct(raw, PURPOSE)
         schema = value.schema
         plan = self._last_plan if schema is self._last_schema else self._plan(schema)
         updated_schema, fields, inserted = plan

@@ -163,7 +163,7 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 for name in self._field_order:
                     updated[name] = self._masked(value.get(name))
             return self.new_record(record, None, updated)  # type: ignore[no-any-return]
-        struct = require_struct(raw, PURPOSE)
+        struct = raw if type(raw) is Struct else require_struct(raw, PURPOSE)
         schema = struct.schema
         plan = self._last_plan if schema is self._last_schema else self._plan(schema)
         values = struct.field_values()
