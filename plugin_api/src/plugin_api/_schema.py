@@ -438,6 +438,7 @@ SchemaAndValue.NULL = NULL_SCHEMA_AND_VALUE  # type: ignore[attr-defined]
 
 
 _new_object = object.__new__
+_STRUCT = Type.STRUCT
 
 
 class Struct:
@@ -479,9 +480,7 @@ class Struct:
         return struct
 
     @classmethod
-    def from_values(
-        cls, schema: Schema, values: Iterable[object], validate: bool = True
-    ) -> Struct:
+    def from_values(cls, schema: Schema, values: Iterable[object], validate: bool = True) -> Struct:
         """Build a struct from one value per field, in field order (``None`` for unset).
 
         A list is kept as it is, not copied: do not change it afterwards.
@@ -500,7 +499,7 @@ class Struct:
             DataException: If ``schema`` is not a STRUCT schema, the number of values is not
                 the number of fields, or (with ``validate``) a value does not match its field.
         """
-        if schema._type is not Type.STRUCT:
+        if schema._type is not _STRUCT:
             raise DataException(f"Struct requires a struct schema, got {schema._type.value}")
         values = values if type(values) is list else list(values)
         fields = schema._fields

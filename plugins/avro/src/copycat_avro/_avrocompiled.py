@@ -459,10 +459,14 @@ def _write_present(gen: _Codegen, avro: Any, schema: Schema, var: str) -> list[s
         ]
     if name == Timestamp.LOGICAL_NAME:
         aware = f"({var} if {var}.tzinfo is not None else {var}.replace(tzinfo=_UTC))"
+        last = gen.const([None, b""])  # the last datetime and its bytes (see _jsoncompiled)
         return [
             f"if type({var}) is not _datetime:",
             "    raise _FB",
-            f"w(_long_bytes(({aware} - _EPOCH) // _ONE_MS))",
+            f"if {var} is not {last}[0]:",
+            f"    {last}[1] = _long_bytes(({aware} - _EPOCH) // _ONE_MS)",
+            f"    {last}[0] = {var}",
+            f"w({last}[1])",
         ]
     if name is not None:
         raise _Unsupported  # another named primitive: the exact path decides

@@ -313,12 +313,17 @@ def compile_writer(
         kind, name = field_schema.type, field_schema.name
         if name == Timestamp.LOGICAL_NAME:
             aware = f"({var} if {var}.tzinfo is not None else {var}.replace(tzinfo=_UTC))"
-            return [
+            last = gen.const([None, None])  # the last datetime and its epoch ms: records of
+            return [  # one millisecond share the datetime (InsertField, a task's clock)
                 *lines,
                 f"elif type({var}) is not _datetime:",
                 "    raise _FB",
+                f"elif {var} is {last}[0]:",
+                f"    {var} = {last}[1]",
                 "else:",
-                f"    {var} = ({aware} - _EPOCH) // _ONE_MS",
+                f"    ms = ({aware} - _EPOCH) // _ONE_MS",
+                f"    {last}[0], {last}[1] = {var}, ms",
+                f"    {var} = ms",
             ]
         if name == Date.LOGICAL_NAME:
             return [
