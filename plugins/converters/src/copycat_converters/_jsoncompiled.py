@@ -164,7 +164,7 @@ def compile_reader(schema: Schema, replace_null: bool, exact: bool) -> Callable[
             ]
         if name == Date.LOGICAL_NAME or name == Time.LOGICAL_NAME:
             low, high = _INT_BOUNDS[Type.INT32]
-            convert = (
+            logical = (
                 f"_EPOCH_DATE + _td(days={var})"
                 if name == Date.LOGICAL_NAME
                 else f"_time_logical({gen.const(field_schema)}, {var})"
@@ -174,7 +174,7 @@ def compile_reader(schema: Schema, replace_null: bool, exact: bool) -> Callable[
                 f"elif type({var}) is not int or not {low} <= {var} <= {high}:",
                 "    raise _FB",
                 "else:",
-                f"    {var} = {convert}",
+                f"    {var} = {logical}",
             ]
         if name == Decimal.LOGICAL_NAME:
             return [
@@ -238,22 +238,100 @@ def compile_reader(schema: Schema, replace_null: bool, exact: bool) -> Callable[
                 "else:",
                 f"    {var} = {{k: {value}(v) for k, v in {var}.items()}}",
             ]
-        # STRUCT
+        # STRUCT: when every field holds its usual JSON type (one C-level comparison of the
+        # values' types), only ranges and conversions are left; else field by field
         fields = field_schema.fields
-        out = [*lines, f"elif type({var}) is not dict:", "    raise _FB", "else:"]
-        inner = [f"g = {var}.get"]
+        own = gen.const(field_schema)
+        names = gen.const(tuple(field.name for field in fields))
+        types = gen.const(tuple(_READ_TYPES.get(_key(field.schema), dict) for field in fields))
+        fast = []
         for index, field in enumerate(fields):
-            inner.append(f"a{index} = g({field.name!r})")
-            if _simple(field.schema):
-                inner.extend(body(field.schema, f"a{index}"))
+            key = _key(field.schema)
+            if key in _IDENTITY:
+                continue
+            if key in _INT_BOUNDS:
+                low, high = _INT_BOUNDS[key]  # type: ignore[index]
+                fast += [f"if not {low} <= v[{index}] <= {high}:", "    raise _FB"]
             else:
-                nested = gen.function(field.schema, body)
-                inner.append(f"a{index} = {nested}(a{index})")
+                fast += [f"a = v[{index}]", *convert(field.schema, "a"), f"v[{index}] = a"]
+        generic = []
+        for index, field in enumerate(fields):
+            generic += convert(field.schema, f"a{index}")
+        targets = "".join(f"a{index}, " for index in range(len(fields)))
         values = ", ".join(f"a{index}" for index in range(len(fields)))
-        inner.append(f"{var} = _from_values({gen.const(field_schema)}, [{values}], False)")
-        return [*out, *_indent(inner)]
+        inner = [
+            f"v = list(map({var}.get, {names}))",
+            f"if tuple(map(type, v)) == {types}:",
+            *_indent([*fast, f"{var} = _from_values({own}, v, False)"]),
+            "else:",
+            *_indent(
+                [
+                    *([f"{targets}= v"] if fields else []),
+                    *generic,
+                    f"{var} = _from_values({own}, [{values}], False)",
+                ]
+            ),
+        ]
+        return [*lines, f"elif type({var}) is not dict:", "    raise _FB", "else:", *_indent(inner)]
+
+    def convert(field_schema: Schema, var: str) -> list[str]:
+        if _simple(field_schema):
+            return body(field_schema, var)
+        return [f"{var} = {gen.function(field_schema, body)}({var})"]
 
     return gen.build(gen.function(schema, body))
+
+
+def _key(schema: Schema) -> object:
+    """A field's kind for the tables below: its logical name, else its type."""
+    name = schema.name
+    return name if name in _LOGICAL_NAMES else schema.type
+
+
+_LOGICAL_NAMES = frozenset(
+    {Date.LOGICAL_NAME, Time.LOGICAL_NAME, Timestamp.LOGICAL_NAME, Decimal.LOGICAL_NAME}
+)
+# The usual JSON node type of each kind of field, as a parser returns it (STRUCT: dict).
+_READ_TYPES: dict[object, type] = {
+    Type.STRING: str,
+    Type.BOOLEAN: bool,
+    Type.FLOAT32: float,
+    Type.FLOAT64: float,
+    Type.BYTES: str,
+    Type.ARRAY: list,
+    Type.INT8: int,
+    Type.INT16: int,
+    Type.INT32: int,
+    Type.INT64: int,
+    Date.LOGICAL_NAME: int,
+    Time.LOGICAL_NAME: int,
+    Timestamp.LOGICAL_NAME: int,
+    Decimal.LOGICAL_NAME: str,
+}
+# Kinds whose node of the usual type is the value itself (ints still need their range).
+_IDENTITY = frozenset({Type.STRING, Type.BOOLEAN, Type.FLOAT32, Type.FLOAT64})
+# The usual Python value type of each kind of field (STRUCT: Struct).
+_WRITE_TYPES: dict[object, type] = {
+    Type.STRING: str,
+    Type.BOOLEAN: bool,
+    Type.FLOAT32: float,
+    Type.FLOAT64: float,
+    Type.BYTES: bytes,
+    Type.ARRAY: list,
+    Type.MAP: dict,
+    Type.INT8: int,
+    Type.INT16: int,
+    Type.INT32: int,
+    Type.INT64: int,
+    Date.LOGICAL_NAME: datetime.date,
+    Time.LOGICAL_NAME: datetime.time,
+    Timestamp.LOGICAL_NAME: datetime.datetime,
+    Decimal.LOGICAL_NAME: decimal.Decimal,
+}
+# Kinds whose value of the usual type is its JSON node (the writer checks no int range).
+_IDENTITY_OUT = frozenset(
+    {Type.STRING, Type.BOOLEAN, Type.INT8, Type.INT16, Type.INT32, Type.INT64}
+)
 
 
 def _simple(schema: Schema) -> bool:
@@ -426,17 +504,29 @@ def compile_writer(
             "        raise _FB",
             f"    {seen}[0] = s",
         ]
-        if fields:
-            targets = "".join(f"a{index}, " for index in range(len(fields)))
-            inner.append(f"{targets}= {var}.field_values()")
+        names = gen.const(tuple(field.name for field in fields))
+        types = gen.const(tuple(_WRITE_TYPES.get(_key(field.schema), Struct) for field in fields))
+        fast = []
         for index, field in enumerate(fields):
-            if _simple(field.schema):
-                inner.extend(body(field.schema, f"a{index}"))
-            else:
-                nested = gen.function(field.schema, body)
-                inner.append(f"a{index} = {nested}(a{index})")
+            if _key(field.schema) not in _IDENTITY_OUT:
+                fast += [f"a = v[{index}]", *convert(field.schema, "a"), f"v[{index}] = a"]
+        generic = []
+        for index, field in enumerate(fields):
+            generic += convert(field.schema, f"a{index}")
+        targets = "".join(f"a{index}, " for index in range(len(fields)))
         items = ", ".join(f"{field.name!r}: a{index}" for index, field in enumerate(fields))
-        inner.append(f"{var} = {{{items}}}")
+        inner += [
+            f"v = {var}.field_values()",
+            f"if tuple(map(type, v)) == {types}:",  # the usual types: see compile_reader
+            *_indent([*fast, f"{var} = dict(zip({names}, v))"]),
+            "else:",
+            *_indent([*([f"{targets}= v"] if fields else []), *generic, f"{var} = {{{items}}}"]),
+        ]
         return [*out, *_indent(inner)]
+
+    def convert(field_schema: Schema, var: str) -> list[str]:
+        if _simple(field_schema):
+            return body(field_schema, var)
+        return [f"{var} = {gen.function(field_schema, body)}({var})"]
 
     return gen.build(gen.function(schema, body))
