@@ -14,18 +14,28 @@ record through the chain and the encoder. Baselines in the same run: json.loads 
 and orjson.loads + orjson.dumps (what JsonConverter uses), of the same bytes, no Connect types.
 Every output is decoded again (Avro with fastavro and the registry's schema, not with our
 converter) and compared with what the chain must make of its input, and the counts must match,
-before a rate counts. All paths run once per round, three rounds; each path's ratio is to the
-json baseline of its own round. Rates are records per CPU second of this process (one core),
-which runs with a plugin host's allocator and garbage collector settings.
+before a rate counts. Where java, javac and Kafka Connect's jars (a local Maven repository,
+PEER_JARS) are here, the same JSON-with-schemas chain runs through Kafka Connect itself on the
+same data (bench/peer/ConnectChainBench.java) and its rate is printed as the peer ratio, once
+its outputs are byte-identical to Copycat's (CRC32 and count). All paths run once per round,
+three rounds; each path's ratio is to the json baseline of its own round. Rates are records
+per CPU second of this process (one core), which runs with a plugin host's allocator and
+garbage collector settings.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
 import statistics
+import struct
+import subprocess
 import sys
+import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import fastavro
@@ -141,6 +151,60 @@ def baseline(loads, dumps, inputs: list[bytes]) -> float:
     return len(inputs) / elapsed
 
 
+# The peer: Apache Kafka Connect's JsonConverter and SMTs (bench/peer/ConnectChainBench.java)
+# from a local Maven repository, when java, javac and these jars are here.
+M2_REPOSITORY = Path(os.environ.get("M2_REPOSITORY", Path.home() / ".m2" / "repository"))
+PEER_JARS = [
+    "org/apache/kafka/connect-api/4.1.1/connect-api-4.1.1.jar",
+    "org/apache/kafka/connect-json/4.1.1/connect-json-4.1.1.jar",
+    "org/apache/kafka/connect-transforms/4.1.1/connect-transforms-4.1.1.jar",
+    "org/apache/kafka/kafka-clients/4.1.1/kafka-clients-4.1.1.jar",
+    "com/fasterxml/jackson/core/jackson-databind/2.19.0/jackson-databind-2.19.0.jar",
+    "com/fasterxml/jackson/core/jackson-core/2.19.0/jackson-core-2.19.0.jar",
+    "com/fasterxml/jackson/core/jackson-annotations/2.19.0/jackson-annotations-2.19.0.jar",
+    "com/fasterxml/jackson/module/jackson-module-blackbird/2.19.0/jackson-module-blackbird-2.19.0.jar",
+    "org/slf4j/slf4j-api/1.7.36/slf4j-api-1.7.36.jar",
+]
+# Rounds the JVM runs the chain; the first ones warm the JIT up, the median of the last
+# ROUNDS counts.
+PEER_ROUNDS = 10
+
+
+def framed_crc(outputs: list[bytes]) -> int:
+    """CRC32 of the outputs, each as 4-byte big-endian length + bytes (as the peer computes)."""
+    crc = 0
+    for data in outputs:
+        crc = zlib.crc32(struct.pack(">I", len(data)) + data, crc)
+    return crc
+
+
+def connect_peer(inputs: list[bytes]) -> tuple[float, int, int] | None:
+    """Kafka Connect's rate for the JSON-with-schemas chain on ``inputs`` (records per CPU
+    second of its one thread, median of the warm rounds), with its outputs' CRC and count;
+    None (said why) where Kafka Connect cannot run here."""
+    jars = [M2_REPOSITORY / jar for jar in PEER_JARS]
+    missing = [str(j.name) for j in jars if not j.exists()]
+    if missing or not shutil.which("java") or not shutil.which("javac"):
+        print(f"peer: Kafka Connect does not run here (missing: {missing or 'java/javac'})")
+        return None
+    source = Path(__file__).resolve().parent / "peer" / "ConnectChainBench.java"
+    with tempfile.TemporaryDirectory(prefix="copycat-peer-") as tmp:
+        classpath = ":".join([*map(str, jars), tmp])
+        subprocess.run(["javac", "-d", tmp, "-cp", classpath, str(source)], check=True)
+        data = Path(tmp) / "inputs.bin"
+        data.write_bytes(b"".join(struct.pack(">I", len(r)) + r for r in inputs))
+        done = subprocess.run(
+            ["java", "-cp", classpath, "ConnectChainBench", str(data), str(PEER_ROUNDS)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    lines = done.stdout.split()
+    rates = [float(lines[i + 1]) for i, word in enumerate(lines) if word == "round"]
+    crc, count = int(lines[lines.index("crc") + 1]), int(lines[lines.index("count") + 1])
+    return statistics.median(rates[-ROUNDS:]), crc, count
+
+
 def main() -> None:
     # A plugin host's memory and GC settings (isolation/allocator.py), for the baselines too:
     # with the default young-generation threshold (700) a batch of 2,000 records set off
@@ -211,6 +275,29 @@ def main() -> None:
             f"{label:<30}{statistics.median(found):>16,.0f}{statistics.median(ratios):>23.2f}x"
             f"   {', '.join(f'{r:.2f}' for r in ratios)}"
         )
+    peer = connect_peer(env_raw)
+    if peer is not None:
+        # Ours, untimed, for the comparison of outputs: every byte must be Kafka's.
+        transforms, ours = chain(), []
+        pairs = enveloped.to_connect_data_batch(TOPIC, env_raw, [None] * len(env_raw))
+        for offset, (schema, value) in enumerate(pairs):
+            record = SinkRecord(TOPIC, 0, None, None, schema, value, offset, timestamp(offset))
+            for t in transforms:
+                record = t.apply(record)
+            ours.append(
+                enveloped.from_connect_data(record.topic, record.value_schema, record.value)
+            )
+        peer_rate, crc, count = peer
+        assert count == len(ours), f"peer wrote {count} records of {len(ours)}"
+        same = crc == framed_crc(ours)
+        ratio = statistics.median(rates["JSON with schemas + 3 SMTs"]) / peer_rate
+        print(
+            f"peer: Kafka Connect 4.1.1, the JSON with schemas chain on the same data: "
+            f"{peer_rate:,.0f} rec/s per core (its thread's CPU time, warm JIT), Copycat "
+            f"{ratio:.2f}x of it; outputs "
+            + ("byte-identical to Copycat's" if same else "DIFFER from Copycat's (no ratio)")
+        )
+        assert same, "Kafka Connect and Copycat wrote different bytes"
     schemaless = statistics.median(rates["JSON schemaless + 3 SMTs"])
     print(
         f"(median of {ROUNDS} rounds; CPU time of this process, one core) schemaless target "
