@@ -198,10 +198,16 @@ def _read_function(gen: _Codegen, avro: Any, schema: Schema) -> str:
 
 
 def _read_long(var: str) -> list[str]:
+    """One or two varint bytes inline (ints below 8192, strings shorter than 8 KiB), longer
+    ones through _long_tail."""
     return [
         "b = d[p]",
         "p += 1",
         "if b < 128:",
+        f"    {var} = (b >> 1) ^ -(b & 1)",
+        "elif d[p] < 128:",
+        "    b = (b & 127) | (d[p] << 7)",
+        "    p += 1",
         f"    {var} = (b >> 1) ^ -(b & 1)",
         "else:",
         f"    {var}, p = _long_tail(d, p, b)",

@@ -275,7 +275,7 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                 else:
                     if b"\\" in data and b"\\u00" in data:  # as dumps_bytes does
                         data = _jsontext.upper_hex_escapes(data)
-                    return last[1] + data + b"}" if self._schemas_enabled else data
+                    return b"".join((last[1], data, b"}")) if self._schemas_enabled else data
         return self._from_connect_exact(topic, schema, value)
 
     def _from_connect_exact(self, topic: str, schema: Schema | None, value: object) -> bytes | None:
