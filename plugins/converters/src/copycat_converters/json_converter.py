@@ -640,11 +640,7 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                 except Exception:  # noqa: BLE001 - the exact path below gives value or error
                     pass
             found = read(value) if type(value) is bytes and self._recent_readers else None
-            if found is None:
-                append(convert(topic, value, record_headers))
-                found = None
-            else:
-                append(found)
+            append(found if found is not None else convert(topic, value, record_headers))
             recent = self._recent_readers
             if recent and fast is not None and not recent[0][4]:  # orjson reads it: go inline
                 head, size, schema, reader = recent[0][:4]
