@@ -23,4 +23,4 @@ schema_registry = _fixtures.schema_registry
 topic_name = _fixtures.topic_name
 
 # The Connect schema and value strategies of the fast-path property tests (shared).
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "support"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "strategies"))
