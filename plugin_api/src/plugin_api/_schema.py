@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -437,6 +437,10 @@ NULL_SCHEMA_AND_VALUE = SchemaAndValue(None, None)
 SchemaAndValue.NULL = NULL_SCHEMA_AND_VALUE  # type: ignore[attr-defined]
 
 
+_new_object = object.__new__
+_STRUCT = Type.STRUCT
+
+
 class Struct:
     """A record value of a STRUCT schema: values are validated as they are put.
 
@@ -474,6 +478,49 @@ class Struct:
             struct.put(key, value)
         struct.validate()
         return struct
+
+    @classmethod
+    def from_values(cls, schema: Schema, values: Iterable[object], validate: bool = True) -> Struct:
+        """Build a struct from one value per field, in field order (``None`` for unset).
+
+        A list is kept as it is, not copied: do not change it afterwards.
+
+        Args:
+            schema: A STRUCT schema.
+            values: The field values, as :meth:`field_values` returns them.
+            validate: Check every value as :meth:`put` does. Pass ``False`` only for values
+                already known to be valid for their fields: a converter that checked what it
+                decoded, a transform copying the values of a valid struct. Nothing is checked
+                then (it saves :meth:`put`'s per-field check: most of the cost of building a
+                struct); a wrong value surfaces only when the struct is validated or
+                converted.
+
+        Raises:
+            DataException: If ``schema`` is not a STRUCT schema, the number of values is not
+                the number of fields, or (with ``validate``) a value does not match its field.
+        """
+        if schema._type is not _STRUCT:
+            raise DataException(f"Struct requires a struct schema, got {schema._type.value}")
+        values = values if type(values) is list else list(values)
+        fields = schema._fields
+        if len(values) != len(fields):
+            raise DataException(
+                f"Struct needs one value per field: {len(fields)} fields, {len(values)} values"
+            )
+        if validate:
+            for field, value in zip(fields, values, strict=True):
+                field_schema = field.schema
+                if type(value) is not field_schema._exact_type:
+                    field_schema.validate_value(value, field.name)
+        struct = _new_object(cls)
+        struct._schema = schema
+        struct._values = values
+        return struct
+
+    def field_values(self) -> list[object]:
+        """The values of all fields in field order, ``None`` for unset ones (no defaults): a
+        new list, so a transform can change it and build another struct from it."""
+        return self._values.copy()
 
     @property
     def schema(self) -> Schema:

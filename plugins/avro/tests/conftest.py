@@ -9,6 +9,7 @@ well under a second.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 _ROOT_CONFTEST = Path(__file__).resolve().parents[3] / "tests" / "conftest.py"
@@ -20,3 +21,6 @@ _spec.loader.exec_module(_fixtures)
 dev_broker = _fixtures.dev_broker
 schema_registry = _fixtures.schema_registry
 topic_name = _fixtures.topic_name
+
+# The Connect schema and value strategies of the fast-path property tests (shared).
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "strategies"))

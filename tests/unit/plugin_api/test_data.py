@@ -215,6 +215,35 @@ def test_struct_from_dict_builds_nested_structs() -> None:
         Struct.from_dict(schema, {"id": 1})
 
 
+def test_struct_from_values_and_field_values() -> None:
+    schema = user_schema()
+    address = Struct(schema.field("address").schema).put("city", "Oslo")
+    user = Struct(schema).put("id", 7).put("address", address).put("tags", ["a"])
+    values = user.field_values()
+    assert values == [7, None, ["a"], None, address, None]  # unset fields None, no defaults
+    values[0] = 8  # a copy: the struct is untouched
+    assert user.get("id") == 7
+    rebuilt = Struct.from_values(schema, values)
+    assert rebuilt == Struct(schema).put("id", 8).put("address", address).put("tags", ["a"])
+    assert rebuilt.get("active") is True  # defaults still apply on get()
+    assert Struct.from_values(schema, tuple(values)) == rebuilt  # any iterable
+
+
+def test_struct_from_values_checks_what_put_checks_unless_told_not_to() -> None:
+    schema = user_schema()
+    address = Struct(schema.field("address").schema).put("city", "Oslo")
+    bad = ["7", None, None, None, address, None]
+    with pytest.raises(DataException, match='field "id".*expected int64, got str'):
+        Struct.from_values(schema, bad)
+    unchecked = Struct.from_values(schema, bad, validate=False)
+    with pytest.raises(DataException, match='field "id".*expected int64, got str'):
+        unchecked.validate()  # the wrong value surfaces when the struct is validated
+    with pytest.raises(DataException, match="6 fields, 2 values"):
+        Struct.from_values(schema, [1, None], validate=False)
+    with pytest.raises(DataException, match="struct schema, got string"):
+        Struct.from_values(Schema.STRING_SCHEMA, [])
+
+
 def test_schema_and_value() -> None:
     sv = SchemaAndValue(Schema.STRING_SCHEMA, "x")
     assert sv.schema is Schema.STRING_SCHEMA and sv.value == "x"

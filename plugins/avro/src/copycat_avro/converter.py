@@ -24,11 +24,12 @@ import io
 import json
 import struct
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import fastavro
 
+from copycat_avro._avrocompiled import compile_reader, compile_writer
 from copycat_avro._avrodata import (
     from_connect_data,
     from_connect_schema,
@@ -60,6 +61,10 @@ __all__ = ["AvroConverter"]
 
 MAGIC_BYTE = 0
 _HEADER = struct.Struct(">bI")
+# (topic, schema) pairs and (topic, schema id) pairs whose compiled writer / reader is kept:
+# a task sees a handful; the bound keeps a source that makes a schema per record in check.
+COMPILED_CACHE_SIZE = 64
+_new_tuple = tuple.__new__
 
 SCHEMA_REGISTRY_URL_CONFIG = "schema.registry.url"
 AUTO_REGISTER_SCHEMAS_CONFIG = "auto.register.schemas"
@@ -193,6 +198,19 @@ class AvroConverter(Converter):
         self._strategy: SubjectNameStrategy | None = None
         self._writers = _LRU(1000)
         self._readers = _LRU(1000)
+        self._reset_compiled()
+
+    def _reset_compiled(self) -> None:
+        # (topic, schema) -> (wire header, compiled writer); the last one by identity
+        self._fast_writers: dict[tuple[str, Schema], tuple[bytes, Callable[[Any], bytes]]] = {}
+        self._last_write: tuple[object, object, bytes, Callable[[Any], bytes] | None] = (
+            None,
+            None,
+            b"",
+            None,
+        )
+        # (topic, schema id) -> (Connect schema, compiled reader)
+        self._fast_readers: dict[tuple[str, int], tuple[Schema, Callable[[bytes, int], Any]]] = {}
 
     def version(self) -> str:
         """The copycat-avro version."""
@@ -223,6 +241,7 @@ class AvroConverter(Converter):
         )
         size = conf.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0
         self._writers, self._readers = _LRU(size), _LRU(size)
+        self._reset_compiled()
         if self._client is None:
             urls = [str(u) for u in conf.get_list(SCHEMA_REGISTRY_URL_CONFIG) or []]
             if not urls:
@@ -273,6 +292,31 @@ class AvroConverter(Converter):
         """
         if value is None:
             return None
+        last = self._last_write
+        if last[1] is not schema or last[0] != topic:
+            last = self._fast_writer(topic, schema)
+        encode = last[3]
+        if encode is not None:
+            try:
+                return last[2] + encode(value)
+            except Exception:  # noqa: BLE001 - Fallback or anything odd: the exact path
+                pass
+        return self._from_connect_exact(topic, schema, value)
+
+    def _fast_writer(
+        self, topic: str, schema: Schema | None
+    ) -> tuple[object, object, bytes, Callable[[Any], bytes] | None]:
+        """The compiled writer remembered for ``(topic, schema)``, if any."""
+        found = self._fast_writers.get((topic, schema)) if schema is not None else None
+        last = (topic, schema, *found) if found is not None else (topic, schema, b"", None)
+        self._last_write = last
+        return last
+
+    def _from_connect_exact(self, topic: str, schema: Schema | None, value: object) -> bytes | None:
+        """The straightforward path: the datum for fastavro, which writes it. Remembers a
+        compiled writer for the (topic, schema) once the schema id is known for good."""
+        if value is None:
+            return None
         if schema is None:
             raise DataException(
                 f"AvroConverter needs a schema to serialize data for topic {topic!r}; got a "
@@ -301,7 +345,20 @@ class AvroConverter(Converter):
                 "schema id "
                 f"{schema_id}): {exc}"
             ) from exc
+        if not self._use_latest or self._auto_register:  # the id stays what it is now
+            self._remember_writer(topic, schema, out.getvalue()[: _HEADER.size], writer.avro)
         return out.getvalue()
+
+    def _remember_writer(self, topic: str, schema: Schema, header: bytes, avro: Any) -> None:
+        if (topic, schema) in self._fast_writers:
+            return
+        encode = compile_writer(physical(avro), schema)
+        if encode is None:
+            return
+        if len(self._fast_writers) >= COMPILED_CACHE_SIZE:
+            self._fast_writers.clear()
+        self._fast_writers[(topic, schema)] = (header, encode)
+        self._last_write = (None, None, b"", None)
 
     # -- bytes -> Connect ------------------------------------------------------------------
 
@@ -325,6 +382,37 @@ class AvroConverter(Converter):
         """
         if data is None:
             return NULL_SCHEMA_AND_VALUE
+        if type(data) is bytes and len(data) > _HEADER.size and data[0] == MAGIC_BYTE:
+            found = self._fast_readers.get((topic, int.from_bytes(data[1:5])))
+            if found is not None:
+                try:
+                    return _new_tuple(SchemaAndValue, (found[0], found[1](data, _HEADER.size)))
+                except Exception:  # noqa: BLE001 - Fallback, truncated data: the exact path
+                    pass
+        return self._to_connect_exact(topic, data)
+
+    def to_connect_data_batch(
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
+    ) -> Sequence[tuple[Schema | None, object]]:
+        """:meth:`to_connect_data` for a column of records, the compiled readers inline."""
+        readers, convert, start = self._fast_readers, self.to_connect_data, _HEADER.size
+        out: list[tuple[Schema | None, object]] = []
+        append = out.append
+        for value, record_headers in zip(data, headers, strict=True):
+            if type(value) is bytes and len(value) > start and value[0] == MAGIC_BYTE:
+                found = readers.get((topic, int.from_bytes(value[1:5])))
+                if found is not None:
+                    try:
+                        append((found[0], found[1](value, start)))
+                        continue
+                    except Exception:  # noqa: BLE001 - the exact path gives value or error
+                        pass
+            append(convert(topic, value, record_headers))
+        return out
+
+    def _to_connect_exact(self, topic: str, data: bytes) -> SchemaAndValue:
+        """The straightforward path: fastavro reads a datum that becomes the Connect value.
+        Remembers a compiled reader for (topic, schema id) once its version is known."""
         assert self._client is not None and self._strategy is not None, "configure() was not called"
         if len(data) < _HEADER.size:
             raise DataException(
@@ -355,7 +443,20 @@ class AvroConverter(Converter):
         connect_schema: Schema | None = self._readers.get(key)
         if connect_schema is None:
             connect_schema = self._readers.put(key, to_connect_schema(avro, version))
-        return SchemaAndValue(connect_schema, to_connect_data(connect_schema, datum))
+        result = SchemaAndValue(connect_schema, to_connect_data(connect_schema, datum))
+        if version is not None:  # a version once found stays (unknown ones are asked again)
+            self._remember_reader(topic, schema_id, avro, connect_schema)  # type: ignore[arg-type]
+        return result
+
+    def _remember_reader(self, topic: str, schema_id: int, avro: Any, schema: Schema) -> None:
+        if (topic, schema_id) in self._fast_readers:
+            return
+        read = compile_reader(physical(avro), schema)
+        if read is None:
+            return
+        if len(self._fast_readers) >= COMPILED_CACHE_SIZE:
+            self._fast_readers.clear()
+        self._fast_readers[(topic, schema_id)] = (schema, read)
 
     def _version(self, topic: str, schema_id: int, avro: Any) -> int | None:
         assert self._client is not None and self._strategy is not None

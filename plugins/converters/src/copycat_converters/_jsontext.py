@@ -161,7 +161,8 @@ def _upper_hex(match: re.Match[str]) -> str:
 def dumps(obj: object, slow: bool) -> str:
     """Encode ``obj`` compactly like Jackson; ``slow`` says whether it holds :class:`Raw` values."""
     text = dumps_slow(obj) if slow else _dumps_fast(obj)
-    if "\\u00" in text:
+    # A lone backslash is found with memchr; the four-byte search costs ~0.6 us per KiB.
+    if "\\" in text and "\\u00" in text:
         text = _LOWER_HEX_ESCAPE.sub(_upper_hex, text)
     return text
 
@@ -191,9 +192,14 @@ def dumps_bytes(obj: object, slow: bool) -> bytes:
         data: bytes = _orjson.dumps(obj)
     except TypeError:  # lone surrogates, or anything else orjson declines: the exact path
         return dumps(obj, slow).encode("utf-8")
-    if b"\\u00" in data:
-        data = _LOWER_HEX_ESCAPE_BYTES.sub(_upper_hex_bytes, data)
+    if b"\\" in data and b"\\u00" in data:  # see dumps(): the first test is much cheaper
+        data = upper_hex_escapes(data)
     return data
+
+
+def upper_hex_escapes(data: bytes) -> bytes:
+    """``\\u00xx`` escapes with upper-case hex digits, as Jackson writes them."""
+    return _LOWER_HEX_ESCAPE_BYTES.sub(_upper_hex_bytes, data)
 
 
 def loads_fast(data: bytes) -> object:

@@ -26,10 +26,12 @@ import decimal
 import json
 import math
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from copycat_converters import _jsontext
 from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
+from copycat_converters._jsoncompiled import Fallback, compile_reader, compile_writer
 from copycat_converters._jsonschema import from_json_schema, has_decimal, to_json_schema
 from copycat_converters._jsontext import (
     Raw,
@@ -96,6 +98,12 @@ _EXACT_DECODER = json.JSONDecoder(
     parse_float=decimal.Decimal, parse_constant=lambda c: _reject_constant(c)
 )
 _FLOAT_DECODER = json.JSONDecoder(parse_constant=lambda c: _reject_constant(c))
+# Envelope layouts (schema texts) whose compiled readers are tried first, most recent first: a
+# topic usually carries one schema, sometimes a few in turn (keys and values use separate
+# converters). Each miss costs a prefix comparison; past this, the schema's slow first read.
+RECENT_READ_SCHEMAS = 4
+_CLOSE_BRACE = ord("}")
+_new_tuple = tuple.__new__
 
 CONFIG_DEF = (
     converter_config_def()
@@ -208,6 +216,7 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         self._slow = False
         self._from_connect_cache = _LRU(1000)
         self._to_connect_cache = _LRU(1000)
+        self._reset_compiled(1000)
 
     def config(self) -> ConfigDef:
         """Return the converter's settings."""
@@ -228,6 +237,18 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         size = conf.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0
         self._from_connect_cache = _LRU(size)
         self._to_connect_cache = _LRU(size)
+        self._reset_compiled(size)
+
+    def _reset_compiled(self, size: int) -> None:
+        # schema -> (envelope head, compiled writer); the last one is checked by identity
+        self._writers = _LRU(size)
+        self._last_writer: tuple[Schema | None, bytes, Callable[[Any], Any] | None] = (
+            None,
+            b"",
+            None,
+        )
+        # (envelope head up to the payload, its length, schema, compiled reader, exact)
+        self._recent_readers: list[tuple[bytes, int, Schema, Callable[[Any], Any], bool]] = []
 
     # -- Connect -> JSON -----------------------------------------------------------
 
@@ -239,6 +260,27 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         Raises:
             DataException: If the value does not fit the schema.
         """
+        if schema is None and value is None:
+            return None
+        if schema is not None:
+            last = self._last_writer
+            if last[0] is not schema:
+                last = self._writer_for(schema)
+            writer = last[2]
+            if writer is not None:
+                try:
+                    data = _jsontext._orjson.dumps(writer(value))  # type: ignore[union-attr]
+                except Exception:  # noqa: BLE001 - Fallback, no orjson, ...: the exact path
+                    pass
+                else:
+                    if b"\\" in data and b"\\u00" in data:  # as dumps_bytes does
+                        data = _jsontext.upper_hex_escapes(data)
+                    return b"".join((last[1], data, b"}")) if self._schemas_enabled else data
+        return self._from_connect_exact(topic, schema, value)
+
+    def _from_connect_exact(self, topic: str, schema: Schema | None, value: object) -> bytes | None:
+        """The straightforward path of :meth:`from_connect_data` (the reference of the
+        compiled one, which falls back to it)."""
         if schema is None and value is None:
             return None
         try:
@@ -263,6 +305,54 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                 "Converting Kafka Connect data to byte[] failed due to serialization error: "
                 + str(exc)
             ) from exc
+
+    def _writer_for(
+        self, schema: Schema
+    ) -> tuple[Schema | None, bytes, Callable[[Any], Any] | None]:
+        """The compiled writer of ``schema`` and its envelope head (cached)."""
+        found = self._writers.get(schema)
+        if found is None:
+            head = b""
+            writer: Callable[[Any], Any] | None = None
+            try:
+                if self._schemas_enabled:
+                    head = b"".join(
+                        (
+                            _ENVELOPE_HEAD_BYTES,
+                            self._schema_text(schema).encode("utf-8"),
+                            _ENVELOPE_MID_BYTES,
+                        )
+                    )
+                writer = compile_writer(
+                    schema,
+                    self._replace_null,
+                    self._decimal_numeric,
+                    lambda number: self._float_to_json(number, True),
+                    self._default_to_json,
+                )
+            except Exception:  # noqa: BLE001 - e.g. a default the schema text cannot hold:
+                pass  # every value of this schema takes the exact path, which reports it
+            found = (schema, head, writer)
+            self._writers.put(schema, found)
+        elif found[0] is not schema:  # an equal schema: later records likely carry this one
+            found = (schema, found[1], found[2])
+        self._last_writer = found
+        return found  # type: ignore[no-any-return]
+
+    def _default_to_json(self, schema: Schema) -> object:
+        """The exact path's JSON for ``schema``'s default; Fallback if it holds Raw text."""
+        saved, self._slow = self._slow, False
+        try:
+            tree = self._to_json(schema, schema.default_value)
+            if self._slow:
+                raise Fallback
+            return tree
+        except Fallback:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the exact path raises it per record
+            raise Fallback from exc
+        finally:
+            self._slow = saved
 
     def as_json_schema(self, schema: Schema | None) -> object:
         """The JSON schema object (dicts/lists) of ``schema``, as Kafka's ``asJsonSchema``."""
@@ -426,6 +516,16 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         """
         if data is None:
             return NULL_SCHEMA_AND_VALUE
+        if self._recent_readers and type(data) is bytes:
+            found = self._read_compiled(data)
+            if found is not None:
+                return _new_tuple(SchemaAndValue, found)  # its __new__ costs 3x this
+        return self._to_connect_exact(data)
+
+    def _to_connect_exact(self, data: bytes) -> SchemaAndValue:
+        """The straightforward path of :meth:`to_connect_data` (the reference of the compiled
+        readers, which fall back to it); remembers the compiled reader of an envelope's
+        schema for the documents after it."""
         if not self._schemas_enabled:
             try:
                 return SchemaAndValue(
@@ -484,7 +584,69 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             return None
         if schema is None:
             return SchemaAndValue(None, payload)  # parsed with floats already: nothing to convert
-        return SchemaAndValue(schema, self._to_connect(schema, payload))
+        result = SchemaAndValue(schema, self._to_connect(schema, payload))
+        self._remember_reader(text[: end + len(_ENVELOPE_MID)].encode("utf-8"), schema, exact)
+        return result
+
+    def _remember_reader(self, head: bytes, schema: Schema, exact: bool) -> None:
+        """Try the compiled reader of ``schema`` first for documents starting with ``head``."""
+        recent = self._recent_readers
+        for index, entry in enumerate(recent):
+            if entry[0] == head:
+                recent.insert(0, recent.pop(index))
+                return
+        reader = compile_reader(schema, self._replace_null, exact)
+        recent.insert(0, (head, len(head), schema, reader, exact))
+        del recent[RECENT_READ_SCHEMAS:]
+
+    def _read_compiled(self, data: bytes) -> tuple[Schema, object] | None:
+        """``(schema, value)`` through a compiled reader, or None for the exact path: the
+        document does not start with a recent envelope head or is not laid out as Kafka
+        writes it, or the reader fell back."""
+        if not data or data[-1] != _CLOSE_BRACE:
+            return None
+        for head, size, schema, reader, exact in self._recent_readers:
+            if data.startswith(head):
+                try:
+                    fast = _jsontext._orjson
+                    if exact or fast is None:
+                        return schema, reader(loads_payload(data, size, exact))
+                    return schema, reader(fast.loads(memoryview(data)[size:-1]))
+                except Exception:  # noqa: BLE001 - Fallback, bad JSON, ...: the exact path
+                    return None
+        return None
+
+    def to_connect_data_batch(
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
+    ) -> Sequence[tuple[Schema | None, object]]:
+        """:meth:`to_connect_data` for a column of records: while records start with the same
+        envelope head as the one before, its compiled reader runs inline (a batch usually
+        holds one schema)."""
+        convert, read = self.to_connect_data, self._read_compiled
+        fast = _jsontext._orjson
+        out: list[tuple[Schema | None, object]] = []
+        append = out.append
+        head, size, schema, reader = b"", 0, None, None
+        for value, record_headers in zip(data, headers, strict=True):
+            if (
+                reader is not None
+                and type(value) is bytes
+                and value.startswith(head)
+                and value[-1] == _CLOSE_BRACE
+            ):
+                try:
+                    append((schema, reader(fast.loads(memoryview(value)[size:-1]))))
+                    continue
+                except Exception:  # noqa: BLE001 - the exact path below gives value or error
+                    pass
+            found = read(value) if type(value) is bytes and self._recent_readers else None
+            append(found if found is not None else convert(topic, value, record_headers))
+            recent = self._recent_readers
+            if recent and fast is not None and not recent[0][4]:  # orjson reads it: go inline
+                head, size, schema, reader = recent[0][:4]
+            else:
+                reader = None
+        return out
 
     def _to_connect(self, schema: Schema | None, node: object) -> object:  # noqa: C901 - mirrors Kafka's switch
         if schema is None:
@@ -591,6 +753,21 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
 
 
 _NOT_LOGICAL = object()
+
+
+def loads_payload(data: bytes, start: int, exact: bool) -> Any:
+    """The JSON value in ``data[start:-1]``: an envelope's payload, its head and closing brace
+    cut off. orjson where the straightforward path parses with floats (it reads every number
+    to the same value), the stdlib's exact decoder otherwise.
+
+    Raises:
+        ValueError: If that is not one JSON value (or not UTF-8).
+        DataException: For NaN and infinities (not JSON).
+    """
+    fast = _jsontext._orjson
+    if exact or fast is None:
+        return (_EXACT_DECODER if exact else _FLOAT_DECODER).decode(data[start:-1].decode())
+    return fast.loads(memoryview(data)[start:-1])
 
 
 def _loads(decoder: json.JSONDecoder, text: str) -> Any:

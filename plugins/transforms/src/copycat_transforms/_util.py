@@ -217,6 +217,39 @@ class SchemaCache:
         return updated
 
 
+class StructPlan:
+    """What a transform that copies a struct's fields needs to know of its schema, once.
+
+    Transforms copy the values of a valid struct without checking them again (a struct's
+    values were checked when they were put; Struct.from_values(..., validate=False)). Only
+    two things are looked at per record: defaults (``replace.null.with.default``), and
+    required fields left unset, which Kafka's rebuilding put() rejects and so must we.
+
+    Attributes:
+        defaults: ``(index, default)`` of fields with a default, when defaults replace nulls.
+        required: Indices of required fields without a default (None is an error).
+        masked: ``(index, field)`` of the fields named in ``names``.
+    """
+
+    __slots__ = ("defaults", "required", "masked")
+
+    def __init__(
+        self, schema: Schema, replace_null_with_default: bool, names: frozenset[str] = frozenset()
+    ) -> None:
+        """Look ``schema``'s fields over once."""
+        fields = schema.fields
+        self.defaults = [
+            (f.index, f.schema.default_value)
+            for f in fields
+            if replace_null_with_default and f.schema.default_value is not None
+        ]
+        # put() accepts None where the schema has a default, whether or not it replaces it
+        self.required = [
+            f.index for f in fields if not f.schema.optional and f.schema.default_value is None
+        ]
+        self.masked = [(f.index, f) for f in fields if f.name in names]
+
+
 def copy_schema_basics(source: Schema, builder: SchemaBuilder) -> SchemaBuilder:
     """Copy name, version, doc and parameters (not optionality or default) onto ``builder``."""
     if source.name is not None:
