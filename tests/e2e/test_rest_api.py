@@ -1,6 +1,6 @@
 """Every REST endpoint against a real standalone worker over HTTP, including the error cases.
 
-One worker (dev broker, real plugin hosts) serves the whole module; each test uses its own
+One worker (a real broker, real plugin hosts) serves the whole module; each test uses its own
 connector names so tests stay independent.
 """
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.apache_kafka import KafkaCluster
 from tests.support.rest import RestWorker, wait_for
 
 pytestmark = pytest.mark.integration
@@ -389,9 +390,9 @@ def test_source_offsets(http: httpx.Client, tmp_path: Path, topic_name: str) -> 
 
 
 def test_sink_offsets_and_active_topics(
-    http: httpx.Client, tmp_path: Path, topic_name: str, dev_broker: object
+    http: httpx.Client, tmp_path: Path, topic_name: str, broker: KafkaCluster
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)  # type: ignore[attr-defined]
+    broker.create_topic(topic_name, 1)
     src, sink = _name("src"), _name("sink")
     http.post("/connectors", json={"name": src, "config": _source(tmp_path, topic_name, 4)})
     sink_config = _sink(tmp_path, topic_name)
