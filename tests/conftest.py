@@ -67,17 +67,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize("broker", params, indirect=True, scope="session")
 
 
-def _run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The temp directory every process of this test run shares (xdist workers' parent)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-def _run_owner_pid() -> int:
-    """The process whose exit ends the test run: the xdist controller, or this process."""
-    return os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
-
-
 @pytest.fixture(scope="session")
 def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> KafkaCluster:
     """Apache Kafka for this run: started once and shared by all xdist workers, or external.
@@ -86,17 +75,17 @@ def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> KafkaCluster:
     ``<pytest basetemp>/apache-kafka/broker.log``.
     """
     from tests.support.apache_kafka import ApacheKafka, KafkaCluster
-    from tests.support.jvm import shared
+    from tests.support.jvm import run_owner_pid, run_root, shared
 
     external = os.environ.get("COPYCAT_TEST_BOOTSTRAP")
     if external:
         return KafkaCluster(external, kind="external")
 
     def start(workdir: Path) -> dict[str, object]:
-        kafka = ApacheKafka(workdir).start(watch_pid=_run_owner_pid())
+        kafka = ApacheKafka(workdir).start(watch_pid=run_owner_pid())
         return {"bootstrap": kafka.bootstrap_servers, "pid": kafka.pid}
 
-    described = shared(_run_root(tmp_path_factory), "apache-kafka", start)
+    described = shared(run_root(tmp_path_factory.getbasetemp()), "apache-kafka", start)
     return KafkaCluster(str(described["bootstrap"]))
 
 

@@ -193,7 +193,14 @@ class ApacheKafka:
                 self.workdir,
                 f"storage-format-{attempt}",
                 "kafka.tools.StorageTool",
-                ["format", "--ignore-formatted", "-t", _cluster_id(), "-c", str(config)],
+                # "=": a random id may start with "-", which would read as an option.
+                [
+                    "format",
+                    "--ignore-formatted",
+                    f"--cluster-id={_cluster_id()}",
+                    "-c",
+                    str(config),
+                ],
                 jvm_flags=self.jvm_flags,
                 log_level="WARN",
             ).run_to_completion(FORMAT_TIMEOUT_S)

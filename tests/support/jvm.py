@@ -36,6 +36,8 @@ __all__ = [
     "STARTUP_JVM_FLAGS",
     "free_port",
     "log_tail",
+    "run_owner_pid",
+    "run_root",
     "shared",
     "wait_until",
 ]
@@ -99,6 +101,19 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     except OSError as exc:
         return f"<no log: {exc}>"
     return "\n".join(text.splitlines()[-lines:]) or "<empty log>"
+
+
+def run_root(basetemp: Path) -> Path:
+    """The temp directory every process of a pytest run shares, given this process's basetemp.
+
+    Under pytest-xdist each worker's basetemp is a directory of the controller's.
+    """
+    return basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp
+
+
+def run_owner_pid() -> int:
+    """The process whose exit ends this run: the xdist controller, or this process."""
+    return os.getppid() if os.environ.get("PYTEST_XDIST_WORKER") else os.getpid()
 
 
 def wait_until(
