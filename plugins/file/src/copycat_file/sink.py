@@ -101,10 +101,22 @@ class FileStreamSinkConnector(SinkConnector):
 
 
 def _as_text(value: object) -> str:
+    """The line Kafka's FileStreamSinkTask prints for ``value``: Java's ``String.valueOf``.
+
+    Matches Java for null, strings, integers, booleans (``true``, not Python's ``True``) and
+    lists of those (``[1, true, a]``). Maps, structs and doubles outside [1e-3, 1e7) print
+    Python's text; docs/architecture.md ("Differential checks") says why.
+    """
     if value is None:
         return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_as_text(item) for item in value) + "]"
     return str(value)
 
 
