@@ -266,6 +266,8 @@ def test_pause_resume_stop_and_initial_state(
     assert _state(http, name) == ("PAUSED", ["PAUSED"])
     assert http.put(f"/connectors/{name}/stop").status_code == 204
     assert _state(http, name) == ("STOPPED", [])
+    # As Kafka, a STOPPED connector's status still names its plugin's version.
+    assert http.get(f"/connectors/{name}/status").json()["connector"]["version"] == "0.1.0"
     assert http.get(f"/connectors/{name}").json()["tasks"] == []
     assert http.get(f"/connectors/{name}/tasks").json() == []
     assert http.put(f"/connectors/{name}/resume").status_code == 202
