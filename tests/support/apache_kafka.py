@@ -166,6 +166,7 @@ class ApacheKafka:
         self.jvm_flags = tuple(jvm_flags)
         self.port = 0
         self._jvm: JvmProcess | None = None
+        self._config: Path | None = None
 
     @property
     def bootstrap_servers(self) -> str:
@@ -210,6 +211,7 @@ class ApacheKafka:
             self._jvm = jvm.start(watch_pid)
             try:
                 wait_until(self._serves, jvm.alive, deadline, "Apache Kafka broker", jvm.log)
+                self._config = config
                 return self
             except JvmStartError:
                 jvm.stop()
@@ -220,6 +222,32 @@ class ApacheKafka:
     def stop(self) -> None:
         if self._jvm is not None:
             self._jvm.stop()
+
+    def restart(self, watch_pid: int, timeout_s: float = START_TIMEOUT_S) -> ApacheKafka:
+        """Stop the broker and start it again on the same ports and log directory.
+
+        Raises:
+            JvmStartError: It did not come back (the message quotes its log).
+        """
+        assert self._config is not None, "broker never started"
+        self.stop()
+        jvm = JvmProcess(
+            self.workdir,
+            "broker",
+            "kafka.Kafka",
+            [str(self._config)],
+            jvm_flags=self.jvm_flags,
+            log_level="WARN",
+        )
+        self._jvm = jvm.start(watch_pid)
+        wait_until(
+            self._serves,
+            jvm.alive,
+            time.monotonic() + timeout_s,
+            "restarted Apache Kafka broker",
+            jvm.log,
+        )
+        return self
 
     def _write_config(self, data: Path, controller: int, attempt: int) -> Path:
         settings = {
