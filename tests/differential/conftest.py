@@ -9,27 +9,23 @@ uses, since both workers are shared.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import Peer
 from tests.support.kafka_connect import KafkaConnect
 from tests.support.rest import RestWorker
 
 
-@dataclass(frozen=True)
-class Peer:
-    """A worker's REST address; ``name`` says which implementation it is in messages."""
-
-    name: str
-    url: str
-
-    def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60)
+@pytest.fixture(scope="session", autouse=True)
+def _needs_java() -> None:
+    """Skip (before any JVM starts) when the run was asked to stay on the dev broker."""
+    if os.environ.get("COPYCAT_TEST_BROKER") == "dev-broker":
+        pytest.skip("differential tests need Apache Kafka and Kafka Connect (Java)")
 
 
 @pytest.fixture(scope="session")

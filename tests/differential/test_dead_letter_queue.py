@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.differential.conftest import Peer
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Record, create, delete, differences, read_records
+from tests.support.differential import Peer, Record, create, delete, differences, read_records
 from tests.support.kafka import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]

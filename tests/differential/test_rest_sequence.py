@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.differential.conftest import Peer
 from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import Peer
 from tests.support.kafka import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.differential.conftest import Peer
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
+    Peer,
     Record,
     create,
     delete,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -24,6 +25,17 @@ SCENARIO_TIMEOUT_S = 90.0
 EXTRA_RECORDS_GRACE_S = 1.0
 
 Record = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A worker's REST address; ``name`` says which implementation it is in messages."""
+
+    name: str
+    url: str
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60)
 
 
 def create(client: httpx.Client, name: str, config: Mapping[str, str]) -> httpx.Response:
