@@ -347,11 +347,12 @@ class AbstractHerder:
             (k, "header_converter" if k == "header.converter" else "converter")
             for k in ("key.converter", "value.converter", "header.converter")
         ]
-        for key in props:
-            if key.startswith("transforms.") and key.endswith(".type"):
-                checks.append((key, "transformation"))
-            elif key.startswith("predicates.") and key.endswith(".type"):
-                checks.append((key, "predicate"))
+        # Only the declared aliases' ".type" keys name classes: a transform's own setting may
+        # end in ".type" too (TimestampConverter's "transforms.<alias>.target.type").
+        for list_key, kind in (("transforms", "transformation"), ("predicates", "predicate")):
+            for alias in (a.strip() for a in (props.get(list_key) or "").split(",")):
+                if alias and f"{list_key}.{alias}.type" in props:
+                    checks.append((f"{list_key}.{alias}.type", kind))
         for key, kind in checks:
             value = props.get(key)
             if not value:

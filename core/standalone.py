@@ -367,6 +367,16 @@ class StandaloneHerder(AbstractHerder):
         except ConfigException:
             return "unknown"
 
+    def _plugin_version(self, config: Mapping[str, str]) -> str | None:
+        try:
+            return self.catalogue.resolve(
+                "connector",
+                config.get("connector.class", ""),
+                config.get("connector.plugin.version"),
+            ).version
+        except ConfigException:
+            return None
+
     def _add(self, name: str, config: Mapping[str, str], target: TargetState) -> _Deployed:
         """Record a new connector (caller holds the lock); its start is queued separately."""
         deployed = _Deployed(dict(config), target, self._kind(config))
@@ -432,7 +442,14 @@ class StandaloneHerder(AbstractHerder):
         if deployed.target is TargetState.STOPPED:
             deployed.task_configs = []
             worker.status.remove_connector(name)
-            worker.status.set_connector(name, Status(State.STOPPED, worker.worker_id))
+            # Kafka reports the plugin's version for a STOPPED connector too (from its class,
+            # with nothing running); ours comes from the installed plugin's metadata.
+            worker.status.set_connector(
+                name,
+                Status(
+                    State.STOPPED, worker.worker_id, version=self._plugin_version(deployed.config)
+                ),
+            )
             return
         try:
             resolved = self.resolver.resolve(deployed.config)

@@ -1,12 +1,23 @@
 """Fixtures shared by every test layer.
 
-Only the standard library, pytest and ``core.devbroker`` may be imported here: this file
-loads for unit tests too, before the rest of the code base necessarily exists.
+Only the standard library, pytest and ``core.devbroker`` may be imported at module level
+here: this file loads for unit tests too, before the rest of the code base necessarily exists.
+
+Brokers. Tests that need Kafka ask for ``broker`` (a :class:`~tests.support.apache_kafka.
+KafkaCluster`) or ``bootstrap_servers``. By default that is **Apache Kafka**: one
+single-node KRaft broker JVM for the whole run, shared by every pytest-xdist worker
+(``tests/support/apache_kafka.py``). Tests marked ``also_on_dev_broker`` run a second time on
+the Tansu dev broker that the quickstart uses, so both stay true. Environment:
+
+* ``COPYCAT_TEST_BOOTSTRAP=host:port``: use that Kafka cluster instead of starting one.
+* ``COPYCAT_TEST_BROKER=dev-broker``: run everything on the dev broker (no Java needed);
+  tests marked ``apache_kafka_only(reason)`` are skipped with their reason.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -18,11 +29,79 @@ import pytest
 if TYPE_CHECKING:
     from core.devbroker import DevBroker
     from registry.server import RegistryServer
+    from tests.support.apache_kafka import KafkaCluster
 
 # Kafka allows topic names of up to 249 characters from [a-zA-Z0-9._-]. The test name part
 # is only there to make a topic recognisable in broker output, so keep it short.
 _TOPIC_TEST_NAME_CHARS = 60
 _TOPIC_ILLEGAL_CHARS = re.compile(r"[^a-zA-Z0-9._-]+")
+
+APACHE_KAFKA = "apache-kafka"
+DEV_BROKER = "dev-broker"
+_BROKER_KINDS = (APACHE_KAFKA, DEV_BROKER)
+
+
+def _default_broker_kind() -> str:
+    kind = os.environ.get("COPYCAT_TEST_BROKER", APACHE_KAFKA)
+    if kind not in _BROKER_KINDS:
+        raise pytest.UsageError(f"COPYCAT_TEST_BROKER={kind!r}: expected one of {_BROKER_KINDS}")
+    return kind
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrise every test that uses ``broker`` with the broker kinds it runs on."""
+    if "broker" not in metafunc.fixturenames:
+        return
+    default = _default_broker_kind()
+    kinds = [default]
+    if metafunc.definition.get_closest_marker("also_on_dev_broker") and default != DEV_BROKER:
+        kinds.append(DEV_BROKER)
+    only = metafunc.definition.get_closest_marker("apache_kafka_only")
+    params = [
+        pytest.param(
+            kind,
+            marks=pytest.mark.skip(reason=f"Apache Kafka only: {only.kwargs.get('reason', '')}")
+            if only is not None and kind == DEV_BROKER
+            else (),
+        )
+        for kind in kinds
+    ]
+    metafunc.parametrize("broker", params, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> KafkaCluster:
+    """Apache Kafka for this run: started once and shared by all xdist workers, or external.
+
+    The broker JVM dies with the test run (see tests/support/keeper.py); its log is
+    ``<pytest basetemp>/apache-kafka/broker.log``.
+    """
+    from tests.support.apache_kafka import ApacheKafka, KafkaCluster
+    from tests.support.jvm import run_owner_pid, run_root, shared
+
+    external = os.environ.get("COPYCAT_TEST_BOOTSTRAP")
+    if external:
+        return KafkaCluster(external, kind="external")
+
+    def start(workdir: Path) -> dict[str, object]:
+        kafka = ApacheKafka(workdir).start(watch_pid=run_owner_pid())
+        return {"bootstrap": kafka.bootstrap_servers, "pid": kafka.pid}
+
+    described = shared(run_root(tmp_path_factory.getbasetemp()), "apache-kafka", start)
+    return KafkaCluster(str(described["bootstrap"]))
+
+
+@pytest.fixture(scope="session")
+def broker(request: pytest.FixtureRequest) -> KafkaCluster:
+    """The cluster this test runs on (see the module docstring for which and why)."""
+    from tests.support.apache_kafka import KafkaCluster
+
+    kind = getattr(request, "param", _default_broker_kind())
+    if kind == DEV_BROKER:
+        dev: DevBroker = request.getfixturevalue("dev_broker")
+        return KafkaCluster(dev.bootstrap_servers, kind=DEV_BROKER)
+    cluster: KafkaCluster = request.getfixturevalue("apache_kafka")
+    return cluster
 
 
 @pytest.fixture(scope="session")
@@ -36,18 +115,18 @@ def dev_broker() -> Iterator[DevBroker]:
 
 
 @pytest.fixture(scope="session")
-def bootstrap_servers(dev_broker: DevBroker) -> str:
-    """``bootstrap.servers`` value for clients talking to the session's dev broker."""
-    return dev_broker.bootstrap_servers
+def bootstrap_servers(broker: KafkaCluster) -> str:
+    """``bootstrap.servers`` value for clients talking to this test's ``broker``."""
+    return broker.bootstrap_servers
 
 
 @pytest.fixture
 def topic_name(request: pytest.FixtureRequest) -> str:
     """A topic name no other test (or xdist worker) in this session uses.
 
-    The topic is not created. The dev broker auto-creates topics on first produce, but
-    with 4 partitions (Apache Kafka's default is 1), so tests that depend on the partition
-    count, or on order across all records, call ``dev_broker.create_topic(topic_name, n)``.
+    The topic is not created. Both brokers auto-create topics on first use, but the dev
+    broker with 4 partitions (Apache Kafka here: 1), so tests that depend on the partition
+    count, or on order across all records, call ``broker.create_topic(topic_name, n)``.
     """
     readable = _TOPIC_ILLEGAL_CHARS.sub("-", request.node.name)[:_TOPIC_TEST_NAME_CHARS]
     return f"test-{readable.strip('-.')}-{uuid.uuid4().hex[:12]}"
@@ -109,14 +188,14 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture(scope="session")
-def schema_registry(dev_broker: DevBroker) -> Iterator[SchemaRegistry]:
-    """A dev Schema Registry on a free port, storing schemas in the session broker's ``_schemas``.
+def schema_registry(broker: KafkaCluster) -> Iterator[SchemaRegistry]:
+    """A dev Schema Registry on a free port, storing schemas in the broker's ``_schemas``.
 
     Tests share it: use subject names no other test uses (e.g. derived from ``topic_name``).
     """
     from core.schema_registry import SchemaRegistry
 
-    with SchemaRegistry(dev_broker.bootstrap_servers) as registry:
+    with SchemaRegistry(broker.bootstrap_servers) as registry:
         yield registry
 
 

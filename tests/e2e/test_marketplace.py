@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from core.cli import main as cli_main
-from core.devbroker import DevBroker
 from registry.server import RegistryServer, add_libraries
+from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import read_all
 from tests.support.marketplace import source_plugin_wheel, twine_upload
 from tests.support.rest import RestWorker, wait_for
@@ -56,13 +56,13 @@ def _own_path(worker: RestWorker) -> Path:
 
 def _run_source(
     http: httpx.Client,
-    dev_broker: DevBroker,
+    broker: KafkaCluster,
     name: str,
     connector_class: str,
     extra: dict[str, str] | None = None,
 ) -> str:
     topic = f"market-{name}"
-    dev_broker.create_topic(topic, 1)
+    broker.create_topic(topic, 1)
     config = {"connector.class": connector_class, "topic": topic, "count": "5", **(extra or {})}
     r = http.post("/connectors", json={"name": name, "config": config})
     assert r.status_code == 201, r.text
@@ -88,7 +88,7 @@ def _listed(http: httpx.Client, class_name: str) -> list[dict[str, str]]:
 def test_plain_pip_installs_are_discovered_by_a_running_worker(
     worker: RestWorker,
     plugin_index: RegistryServer,
-    dev_broker: DevBroker,
+    broker: KafkaCluster,
     bootstrap_servers: str,
     tmp_path: Path,
 ) -> None:
@@ -127,7 +127,7 @@ def test_plain_pip_installs_are_discovered_by_a_running_worker(
             class_name = f"{name.replace('-', '_')}.Source"
             found = wait_for(lambda c=class_name: _listed(http, c), what=f"{class_name} listed")
             assert found == [{"class": class_name, "type": "source", "version": "1.0"}]
-            topic = _run_source(http, dev_broker, f"c-{name}", class_name)
+            topic = _run_source(http, broker, f"c-{name}", class_name)
             assert _values(bootstrap_servers, topic, 5) == [f"{name}-{n}" for n in range(1, 6)]
 
     listed = subprocess.run(
@@ -143,7 +143,7 @@ def test_plain_pip_installs_are_discovered_by_a_running_worker(
 def test_scaffold_publish_install_and_run_without_restart(
     worker: RestWorker,
     plugin_index: RegistryServer,
-    dev_broker: DevBroker,
+    broker: KafkaCluster,
     bootstrap_servers: str,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
@@ -240,7 +240,7 @@ def test_scaffold_publish_install_and_run_without_restart(
     class_name = f"{name.replace('-', '_')}.{camel}Connector"
     with worker.client() as http:
         wait_for(lambda: _listed(http, class_name), what=f"{class_name} listed")
-        topic = _run_source(http, dev_broker, f"c-{name}", class_name, {"count": "30"})
+        topic = _run_source(http, broker, f"c-{name}", class_name, {"count": "30"})
         assert _values(bootstrap_servers, topic, 30) == [f"hello {n}" for n in range(30)]
 
 
@@ -273,7 +273,7 @@ def _versioned_plugin(tmp: Path, index: RegistryServer, name: str, dep: str) -> 
 def test_two_versions_run_side_by_side_and_upgrade_one_connector(
     worker: RestWorker,
     plugin_index: RegistryServer,
-    dev_broker: DevBroker,
+    broker: KafkaCluster,
     bootstrap_servers: str,
     tmp_path: Path,
 ) -> None:
@@ -289,9 +289,9 @@ def test_two_versions_run_side_by_side_and_upgrade_one_connector(
         assert sorted(p["version"] for p in _listed(http, class_name)) == ["1.0", "2.0"]
 
         old = _run_source(
-            http, dev_broker, f"old-{uid}", class_name, {"connector.plugin.version": "[1.0]"}
+            http, broker, f"old-{uid}", class_name, {"connector.plugin.version": "[1.0]"}
         )
-        new = _run_source(http, dev_broker, f"new-{uid}", class_name)  # newest by default
+        new = _run_source(http, broker, f"new-{uid}", class_name)  # newest by default
         assert _values(bootstrap_servers, old, 5) == [f"dep1-{n}" for n in range(1, 6)]
         assert _values(bootstrap_servers, new, 5) == [f"dep2-{n}" for n in range(1, 6)]
         status = http.get(f"/connectors/old-{uid}/status").json()
@@ -308,7 +308,7 @@ def test_two_versions_run_side_by_side_and_upgrade_one_connector(
         config = http.get(f"/connectors/old-{uid}/config").json()
         config["connector.plugin.version"] = "[2.0,3.0)"
         config["topic"] = old = f"{old}-moved"
-        dev_broker.create_topic(old, 1)
+        broker.create_topic(old, 1)
         assert http.put(f"/connectors/old-{uid}/config", json=config).status_code == 200
         assert _values(bootstrap_servers, old, 5) == [f"dep2-{n}" for n in range(1, 6)]
         same = worker.herder._worker().connectors[f"new-{uid}"].tasks[0]

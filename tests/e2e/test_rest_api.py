@@ -1,6 +1,6 @@
 """Every REST endpoint against a real standalone worker over HTTP, including the error cases.
 
-One worker (dev broker, real plugin hosts) serves the whole module; each test uses its own
+One worker (a real broker, real plugin hosts) serves the whole module; each test uses its own
 connector names so tests stay independent.
 """
 
@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.apache_kafka import KafkaCluster
 from tests.support.rest import RestWorker, wait_for
 
 pytestmark = pytest.mark.integration
@@ -333,6 +334,8 @@ def test_pause_resume_stop_and_initial_state(
     assert _settled(http, name, ("PAUSED", ["PAUSED"])) == ("PAUSED", ["PAUSED"])
     assert http.put(f"/connectors/{name}/stop").status_code == 204
     assert _settled(http, name, ("STOPPED", [])) == ("STOPPED", [])
+    # As Kafka, a STOPPED connector's status still names its plugin's version.
+    assert http.get(f"/connectors/{name}/status").json()["connector"]["version"] == "0.1.0"
     assert http.get(f"/connectors/{name}").json()["tasks"] == []
     assert http.get(f"/connectors/{name}/tasks").json() == []
     assert http.put(f"/connectors/{name}/resume").status_code == 202
@@ -457,9 +460,9 @@ def test_source_offsets(http: httpx.Client, tmp_path: Path, topic_name: str) -> 
 
 
 def test_sink_offsets_and_active_topics(
-    http: httpx.Client, tmp_path: Path, topic_name: str, dev_broker: object
+    http: httpx.Client, tmp_path: Path, topic_name: str, broker: KafkaCluster
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)  # type: ignore[attr-defined]
+    broker.create_topic(topic_name, 1)
     src, sink = _name("src"), _name("sink")
     http.post("/connectors", json={"name": src, "config": _source(tmp_path, topic_name, 4)})
     sink_config = _sink(tmp_path, topic_name)

@@ -1,4 +1,4 @@
-"""`copycat standalone` as a user runs it: real dev broker, real plugin hosts, real files."""
+"""`copycat standalone` as a user runs it: a real broker, real plugin hosts, real files."""
 
 from __future__ import annotations
 
@@ -149,6 +149,7 @@ def _topic_size(bootstrap: str, topic: str) -> int:
         consumer.close()
 
 
+@pytest.mark.also_on_dev_broker
 def test_100k_lines_go_file_to_topic_to_file_in_order(
     tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path, topic_name: str
 ) -> None:

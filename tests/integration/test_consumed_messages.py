@@ -1,13 +1,13 @@
-"""ConsumedBatch.from_messages on messages consumed from the real dev broker."""
+"""ConsumedBatch.from_messages on messages consumed from a real broker."""
 
 from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from core.devbroker import DevBroker
 from core.kafka import SINK_CONSUMER_DEFAULTS
 from isolation._hostside.copycat_batch import ConsumedBatch
+from tests.support.apache_kafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 
@@ -45,10 +45,11 @@ def _row(message) -> tuple:
     )
 
 
+@pytest.mark.also_on_dev_broker
 def test_columns_of_consumed_messages_give_back_each_message(
-    dev_broker: DevBroker, bootstrap_servers: str, topic_name: str
+    broker: KafkaCluster, bootstrap_servers: str, topic_name: str
 ) -> None:
-    dev_broker.create_topic(topic_name, 2)
+    broker.create_topic(topic_name, 2)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
     for i in range(40):
         producer.produce(
@@ -72,10 +73,11 @@ def test_columns_of_consumed_messages_give_back_each_message(
     assert batch.positions() == last
 
 
+@pytest.mark.also_on_dev_broker
 def test_a_single_partition_without_keys_or_headers_shares_those_columns(
-    dev_broker: DevBroker, bootstrap_servers: str, topic_name: str
+    broker: KafkaCluster, bootstrap_servers: str, topic_name: str
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)
+    broker.create_topic(topic_name, 1)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
     for i in range(25):
         producer.produce(topic_name, value=b"line %d" % i, partition=0)

@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from core.devbroker import DevBroker, DevBrokerError
+from tests.support.apache_kafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 
@@ -127,10 +128,11 @@ def own_broker() -> Iterator[DevBroker]:
         broker.stop()
 
 
+@pytest.mark.also_on_dev_broker
 def test_ten_thousand_messages_come_back_complete_and_in_order(
-    dev_broker: DevBroker, bootstrap_servers: str, topic_name: str
+    broker: KafkaCluster, bootstrap_servers: str, topic_name: str
 ) -> None:
-    dev_broker.create_topic(topic_name, partitions=1)
+    broker.create_topic(topic_name, partitions=1)
     _produce(bootstrap_servers, topic_name, MESSAGE_COUNT)
 
     consumer = _consumer(bootstrap_servers, f"group-{uuid.uuid4().hex}")
@@ -147,11 +149,12 @@ def test_ten_thousand_messages_come_back_complete_and_in_order(
     assert {(m.topic(), m.partition()) for m in received} == {(topic_name, 0)}
 
 
+@pytest.mark.also_on_dev_broker
 def test_committed_offset_is_where_the_group_resumes(
-    dev_broker: DevBroker, bootstrap_servers: str, topic_name: str
+    broker: KafkaCluster, bootstrap_servers: str, topic_name: str
 ) -> None:
     total, committed_at = 100, 40
-    dev_broker.create_topic(topic_name, partitions=1)
+    broker.create_topic(topic_name, partitions=1)
     _produce(bootstrap_servers, topic_name, total)
     group_id = f"group-{uuid.uuid4().hex}"
 

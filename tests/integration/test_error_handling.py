@@ -1,5 +1,5 @@
 """Retries, tolerance, the dead letter queue, the errant record reporter, back-pressure and
-automatic restarts, on the real dev broker with real plugin hosts."""
+automatic restarts, on a real broker with real plugin hosts."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
 from registry import install
+from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, produce, read_all, wait_for
 from tests.support.wheels import build_wheel
 
@@ -161,14 +162,15 @@ def _json_mix(good: int, bad_every: int) -> tuple[list[bytes], set[int]]:
     return values, bad_offsets
 
 
+@pytest.mark.also_on_dev_broker
 def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_order(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
-    dev_broker,
+    broker: KafkaCluster,
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)
+    broker.create_topic(topic_name, 1)
     values, bad_offsets = _json_mix(100_000, 101)
     assert len(bad_offsets) == 1000
     produce(bootstrap_servers, topic_name, values)
@@ -226,9 +228,9 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
-    dev_broker,
+    broker: KafkaCluster,
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)
+    broker.create_topic(topic_name, 1)
     values, bad_offsets = _json_mix(5_000, 1001)
     first_bad = min(bad_offsets)
     produce(bootstrap_servers, topic_name, values)
@@ -263,9 +265,9 @@ def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
-    dev_broker,
+    broker: KafkaCluster,
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)
+    broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(1000)])
     worker = _worker(catalogue, bootstrap_servers)
     flaky, broken = f"flaky-{topic_name}", f"broken-{topic_name}"
@@ -313,9 +315,9 @@ def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_c
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
-    dev_broker,
+    broker: KafkaCluster,
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)
+    broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(2000)])
     worker = _worker(catalogue, bootstrap_servers)
     name, dlq = f"errant-{topic_name}", f"{topic_name}-errant-dlq"
@@ -365,9 +367,9 @@ def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
-    dev_broker,
+    broker: KafkaCluster,
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)
+    broker.create_topic(topic_name, 1)
     count, size = 100_000, 4096
     started = time.monotonic()
     produce(
@@ -423,9 +425,9 @@ def test_opt_in_automatic_restart_policy_restarts_a_failed_task_with_backoff(
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
-    dev_broker,
+    broker: KafkaCluster,
 ) -> None:
-    dev_broker.create_topic(topic_name, 1)
+    broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [b"1", b"2", b"3"])
     worker = _worker(catalogue, bootstrap_servers)
     name = f"restart-{topic_name}"
@@ -463,7 +465,7 @@ def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_so
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
     topic_name: str,
-    dev_broker,
+    broker: KafkaCluster,
 ) -> None:
     dlq = f"{topic_name}-source-dlq"
     worker = _worker(catalogue, bootstrap_servers)

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from core.devbroker import DevBroker
 from core.schema_registry import SchemaRegistry
+from tests.support.apache_kafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
 
@@ -199,16 +199,16 @@ def test_soft_and_permanent_delete(http: httpx.Client, subject: str) -> None:
     assert http.get(f"/subjects/{subject}/versions/latest").json()["version"] == 3
 
 
-def test_state_is_rebuilt_from_the_topic_after_restart(dev_broker: DevBroker) -> None:
+def test_state_is_rebuilt_from_the_topic_after_restart(broker: KafkaCluster) -> None:
     topic = f"_schemas-{uuid.uuid4().hex[:8]}"
     subject = "restart-value"
-    with SchemaRegistry(dev_broker.bootstrap_servers, topic=topic) as first:
+    with SchemaRegistry(broker.bootstrap_servers, topic=topic) as first:
         with httpx.Client(base_url=first.url) as http:
             ids = [register(http, subject, s).json()["id"] for s in (V1, V2_OPTIONAL)]
             set_level(http, subject, "FULL_TRANSITIVE")
             http.delete(f"/subjects/{subject}/versions/1")
             register(http, "other-key", '"string"')
-    with SchemaRegistry(dev_broker.bootstrap_servers, topic=topic) as second:
+    with SchemaRegistry(broker.bootstrap_servers, topic=topic) as second:
         assert second.url != "" and second.state.subject_names() == ["other-key", subject]
         with httpx.Client(base_url=second.url) as http:
             assert http.get(f"/subjects/{subject}/versions").json() == [2]

@@ -16,6 +16,7 @@ from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
+from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import produce, wait_for
 
 pytestmark = pytest.mark.integration
@@ -51,7 +52,7 @@ def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
 def _sink_before_topic(
     catalogue: PluginCatalogue,
     bootstrap: str,
-    dev_broker: object,
+    broker: KafkaCluster,
     topic: str,
     subscription: dict[str, str],
     out: Path,
@@ -69,7 +70,7 @@ def _sink_before_topic(
             status = worker.status.task(name, 0)
             assert status is not None and status.state is State.RUNNING, status
             time.sleep(0.2)
-        dev_broker.create_topic(topic, 1)  # type: ignore[attr-defined]
+        broker.create_topic(topic, 1)
         produce(bootstrap, topic, (f"value-{i}".encode() for i in range(RECORDS)))
         wait_for(
             lambda: out.exists() and out.read_text().count("\n") >= RECORDS,
@@ -86,14 +87,14 @@ def _sink_before_topic(
 def test_sink_on_a_topic_created_later_receives_every_record(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
-    dev_broker: object,
+    broker: KafkaCluster,
     topic_name: str,
     tmp_path: Path,
 ) -> None:
     _sink_before_topic(
         catalogue,
         bootstrap_servers,
-        dev_broker,
+        broker,
         topic_name,
         {"topics": topic_name},
         tmp_path / "out.txt",
@@ -103,7 +104,7 @@ def test_sink_on_a_topic_created_later_receives_every_record(
 def test_regex_sink_picks_up_a_matching_topic_created_later(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
-    dev_broker: object,
+    broker: KafkaCluster,
     topic_name: str,
     tmp_path: Path,
 ) -> None:
@@ -111,7 +112,7 @@ def test_regex_sink_picks_up_a_matching_topic_created_later(
     _sink_before_topic(
         catalogue,
         bootstrap_servers,
-        dev_broker,
+        broker,
         topic_name,
         {"topics.regex": topic_name + ".*"},
         tmp_path / "out.txt",

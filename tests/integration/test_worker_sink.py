@@ -1,4 +1,4 @@
-"""Sink task failure semantics on the real dev broker: FAILED with the trace, then redelivery."""
+"""Sink task failure semantics on a real broker: FAILED with the trace, then redelivery."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
 from registry import install
+from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, wait_for
 from tests.support.wheels import build_wheel
 
@@ -81,10 +82,15 @@ def _worker(catalogue: PluginCatalogue, bootstrap: str, flush_ms: int = 200) -> 
     )
 
 
+@pytest.mark.also_on_dev_broker
 def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path, dev_broker
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
 ) -> None:
-    dev_broker.create_topic(topic_name, partitions=1)
+    broker.create_topic(topic_name, partitions=1)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
     for i in range(500):
         producer.produce(topic_name, f"ok-{i}".encode())
@@ -139,9 +145,13 @@ def test_failing_put_marks_task_failed_and_uncommitted_records_are_redelivered(
 
 
 def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
-    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path, dev_broker
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
 ) -> None:
-    dev_broker.create_topic(topic_name, partitions=1)
+    broker.create_topic(topic_name, partitions=1)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
     for i in range(3000):
         producer.produce(topic_name, f"v-{i}".encode())
@@ -168,7 +178,7 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
-    dev_broker,
+    broker: KafkaCluster,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """librdkafka's batch consume waits for the whole count; the loop must not, or a burst's
@@ -176,7 +186,7 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
     from core.runtime import sink as sink_task
 
     monkeypatch.setattr(sink_task, "CONSUME_TIMEOUT_S", 30.0)  # far beyond the waits below
-    dev_broker.create_topic(topic_name, partitions=1)
+    broker.create_topic(topic_name, partitions=1)
     producer = Producer({"bootstrap.servers": bootstrap_servers})
     for i in range(sink_task.MAX_RECORDS_PER_PUT + 500):  # a full batch and a partial one
         producer.produce(topic_name, f"v-{i}".encode())

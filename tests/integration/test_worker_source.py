@@ -1,4 +1,4 @@
-"""Source task shutdown on the real dev broker: prompt, and with every acked offset stored."""
+"""Source task shutdown on a real broker: prompt, and with every acked offset stored."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from core.worker import Worker
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.also_on_dev_broker
 def test_stopping_a_source_stores_its_last_offset_without_waiting_out_the_timeout(
     bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
 ) -> None:

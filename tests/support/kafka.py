@@ -1,4 +1,4 @@
-"""Helpers for tests that talk to the dev broker: produce, read back, committed offsets."""
+"""Helpers for tests that talk to a broker: produce, read back, committed offsets."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -
     """Partition 0 of ``topic`` from the start: at least ``expected`` records if they come,
     plus anything that arrives in the half second after (so extra records are seen too).
 
-    Counts by reading: the dev broker's high watermarks are wrong (see docs/architecture.md).
+    Counts by reading, which is right on every broker (the dev broker's high watermarks are not).
     """
     consumer = Consumer(
         {

@@ -1,7 +1,7 @@
 """A real standalone worker with its REST server, in-process, for the REST end-to-end tests.
 
 The herder, the worker and the uvicorn listeners run in this process (threads); connectors
-and tasks run in real plugin hosts against the session's dev broker. Every log record the
+and tasks run in real plugin hosts against the test's broker. Every log record the
 worker emits is kept in :attr:`RestWorker.log_lines`, so tests can grep the log.
 """
 

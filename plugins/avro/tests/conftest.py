@@ -2,8 +2,8 @@
 
 pytest applies ``tests/conftest.py`` only to tests under ``tests/``, so its fixtures are
 loaded here under another module name. Running ``plugins/avro`` together with ``tests/``
-therefore starts a second (session) dev broker and registry for these tests; each takes
-well under a second.
+therefore starts a second (session) registry for these tests; the broker is the run's shared
+Apache Kafka (or the dev broker with ``COPYCAT_TEST_BROKER=dev-broker``).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ _fixtures = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_fixtures)
 
 dev_broker = _fixtures.dev_broker
+apache_kafka = _fixtures.apache_kafka
+broker = _fixtures.broker
 schema_registry = _fixtures.schema_registry
 topic_name = _fixtures.topic_name
 

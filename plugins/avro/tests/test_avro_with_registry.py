@@ -1,4 +1,4 @@
-"""AvroConverter against the real dev Schema Registry (and the dev broker)."""
+"""AvroConverter against the real dev Schema Registry (and the test run's broker)."""
 
 from __future__ import annotations
 
@@ -41,9 +41,7 @@ def user_v1() -> SchemaBuilder:
     )
 
 
-def test_round_trip_through_registry_and_broker(
-    schema_registry, dev_broker, topic_name: str
-) -> None:  # noqa: ANN001
+def test_round_trip_through_registry_and_broker(schema_registry, broker, topic_name: str) -> None:  # noqa: ANN001
     schema = user_v1().build()
     value = (
         Struct(schema)
@@ -60,13 +58,13 @@ def test_round_trip_through_registry_and_broker(
     ).json()
     assert registered["id"] == schema_id and registered["version"] == 1
 
-    dev_broker.create_topic(topic_name, 1)
-    producer = Producer({"bootstrap.servers": dev_broker.bootstrap_servers})
+    broker.create_topic(topic_name, 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     producer.produce(topic_name, value=data)
     producer.flush(10)
     consumer = Consumer(
         {
-            "bootstrap.servers": dev_broker.bootstrap_servers,
+            "bootstrap.servers": broker.bootstrap_servers,
             "group.id": uuid.uuid4().hex,
             "auto.offset.reset": "earliest",
         }

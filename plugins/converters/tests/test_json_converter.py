@@ -148,6 +148,22 @@ def test_unicode_and_control_characters_are_written_like_jackson() -> None:
     )
 
 
+def test_characters_outside_the_bmp_are_escaped_surrogate_pairs_like_jackson() -> None:
+    # Kafka 4.x's Jackson writes U+1F984 as "\uD83E\uDD84", not as 4 UTF-8 bytes; the
+    # differential test against Kafka Connect compares the bytes.
+    expected = '"a \\uD83E\\uDD84 \u00e9 \\uD834\\uDD1E"'.encode()
+    for schemas in ("false", "true"):
+        for value in ("a \U0001f984 \u00e9 \U0001d11e",):
+            out = make(schemas_enable=schemas).from_connect_data("t", STRING_SCHEMA, value)
+            assert out is not None and out.endswith(
+                expected if schemas == "false" else expected + b"}"
+            )
+    structured = make(schemas_enable="false").from_connect_data(
+        "t", None, {"k\U0001f984": ["\U0001f984"]}
+    )
+    assert structured == b'{"k\\uD83E\\uDD84":["\\uD83E\\uDD84"]}'
+
+
 def test_decimal_numeric_format() -> None:
     converter = make(decimal_format="numeric")
     text = envelope(converter, Decimal.schema(3), decimal.Decimal("-12.345"))

@@ -35,6 +35,15 @@ def test_writes_one_line_per_record_and_commits(tmp_path: Path) -> None:
     assert run.committed == {TopicPartition("t", 2): 14}
 
 
+def test_values_print_as_java_prints_them(tmp_path: Path) -> None:
+    # Kafka's FileStreamSinkTask prints String.valueOf(value); the differential test against
+    # Kafka Connect (tests/differential/test_dead_letter_queue.py) compares the files.
+    path = tmp_path / "out.txt"
+    records = sink_records("t", [True, False, [1, True, "a", None, [2]], 1.5])
+    run_sink_task(FileStreamSinkTask, {"file": str(path), "topics": "t"}, records)
+    assert path.read_text() == "true\nfalse\n[1, true, a, null, [2]]\n1.5\n"
+
+
 def test_appends_to_existing_file(tmp_path: Path) -> None:
     path = tmp_path / "out.txt"
     path.write_text("old\n")

@@ -137,12 +137,9 @@ def test_bad_stored_offset_type(tmp_path: Path) -> None:
 
 def test_connector_single_task_and_validation(tmp_path: Path) -> None:
     config = {"file": str(tmp_path / "f"), "topic": "t"}
-    assert run_connector(FileStreamSourceConnector, config, max_tasks=5) == [
-        {"file": str(tmp_path / "f"), "topic": "t", "batch.size": "2000"}
-    ]
-    assert run_connector(FileStreamSourceConnector, {"topic": "t"}) == [
-        {"topic": "t", "batch.size": "2000"}
-    ]
+    # One task, with the connector's config as given (as Kafka's connector does).
+    assert run_connector(FileStreamSourceConnector, config, max_tasks=5) == [config]
+    assert run_connector(FileStreamSourceConnector, {"topic": "t"}) == [{"topic": "t"}]
     with pytest.raises(ConfigException, match="must be a single topic"):
         run_connector(FileStreamSourceConnector, {"topic": "a,b"})
     with pytest.raises(ConfigException, match="topic"):

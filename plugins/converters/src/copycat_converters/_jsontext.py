@@ -10,6 +10,10 @@ doubles. The differences handled here:
   (``Float.toString``): ``0.1``, not ``0.10000000149011612``.
 * Decimals with ``decimal.format=NUMERIC`` are written as ``BigDecimal.toString``.
 * Jackson writes the hex digits of ``\\u00XX`` escapes in upper case.
+* Jackson (2.18 and later, so Kafka 4.x) writes a character outside the Basic Multilingual
+  Plane as an escaped UTF-16 surrogate pair, ``\\uD83E\\uDD84`` for U+1F984, not as four
+  UTF-8 bytes (its ``COMBINE_UNICODE_SURROGATES_IN_UTF8`` is off by default). Seen by the
+  differential test against Kafka Connect (tests/differential/test_source_bytes.py).
 
 Values that need Java formatting are wrapped in :class:`Raw`; a tree holding
 any ``Raw`` goes through the (slower) pure-Python :func:`dumps_slow`, every
@@ -164,10 +168,33 @@ def dumps(obj: object, slow: bool) -> str:
     # A lone backslash is found with memchr; the four-byte search costs ~0.6 us per KiB.
     if "\\" in text and "\\u00" in text:
         text = _LOWER_HEX_ESCAPE.sub(_upper_hex, text)
-    return text
+    return _escape_astral(text)
 
 
 _LOWER_HEX_ESCAPE_BYTES = re.compile(rb"(\\\\)|\\u00([0-9a-f]{2})")
+
+# A character outside the BMP: as text, and as its 4-byte UTF-8 sequence. JSON syntax is
+# ASCII, so such a character can only be inside a string, where an escape means the same.
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_ASTRAL_UTF8 = re.compile(rb"[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def _surrogate_escape(char: str) -> str:
+    code = ord(char) - 0x10000
+    return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
+
+
+def _escape_astral(text: str) -> str:
+    """Jackson's escaped surrogate pairs for characters outside the BMP (see the docstring)."""
+    if text.isascii():
+        return text
+    return _ASTRAL.sub(lambda m: _surrogate_escape(m.group()), text)
+
+
+def _escape_astral_bytes(data: bytes) -> bytes:
+    if data.isascii():  # the common case, checked at memory speed
+        return data
+    return _ASTRAL_UTF8.sub(lambda m: _surrogate_escape(m.group().decode()).encode(), data)
 
 
 def _upper_hex_bytes(match: re.Match[bytes]) -> bytes:
@@ -192,9 +219,15 @@ def dumps_bytes(obj: object, slow: bool) -> bytes:
         data: bytes = _orjson.dumps(obj)
     except TypeError:  # lone surrogates, or anything else orjson declines: the exact path
         return dumps(obj, slow).encode("utf-8")
+    return jackson_escapes(data)
+
+
+def jackson_escapes(data: bytes) -> bytes:
+    """orjson's output with Jackson's escapes: ``\\u00XX`` in upper case, and characters
+    outside the BMP as escaped surrogate pairs (Kafka 4.x writes both so)."""
     if b"\\" in data and b"\\u00" in data:  # see dumps(): the first test is much cheaper
         data = upper_hex_escapes(data)
-    return data
+    return _escape_astral_bytes(data)
 
 
 def upper_hex_escapes(data: bytes) -> bytes:

@@ -273,8 +273,7 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                 except Exception:  # noqa: BLE001 - Fallback, no orjson, ...: the exact path
                     pass
                 else:
-                    if b"\\" in data and b"\\u00" in data:  # as dumps_bytes does
-                        data = _jsontext.upper_hex_escapes(data)
+                    data = _jsontext.jackson_escapes(data)  # as dumps_bytes does
                     return b"".join((last[1], data, b"}")) if self._schemas_enabled else data
         return self._from_connect_exact(topic, schema, value)
 

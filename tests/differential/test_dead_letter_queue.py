@@ -1,0 +1,139 @@
+"""The dead letter queue for the same poison input, on Copycat and on Apache Kafka Connect.
+
+One input topic holds good JSON values and poison ones (not JSON, truncated JSON, invalid
+UTF-8), some with keys and headers. A FileStreamSink with JsonConverter and
+``errors.tolerance=all`` runs on each worker, each with its own DLQ topic. The DLQ records
+(original key, value and headers, then Kafka's ``__connect.errors.*`` headers) and the sink's
+output file must be the same. Normalised, because they cannot be equal: the connector name
+(each worker has its own) and the stack trace (Java's frames vs Python's). Normalised as
+deliberate deviations (docs/architecture.md, "Differential checks"): class names are
+compared without their package (``copycat_converters.json_converter.JsonConverter`` ran
+where Kafka runs ``org.apache.kafka.connect.json.JsonConverter``), and our exception
+message may add the parser's reason after Kafka's own message.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import Peer, Record, create, delete, differences, read_records
+from tests.support.kafka import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+# (key, value, headers): good values of every JSON type FileStreamSink writes as text, and
+# poison between them.
+INPUT: list[tuple[bytes | None, bytes, list[tuple[str, bytes]]]] = [
+    (None, b'"hello"', []),
+    (b"k1", b"not json", [("trace-id", b"abc")]),
+    (None, b"42", []),
+    (None, b'{"unterminated": ', []),
+    (b"k2", b"true", [("h", b"1")]),
+    (None, b"\xff\xfe invalid utf-8", []),
+    (None, b"1.5", []),
+    (None, b"null", []),
+    (b"k3", b"[1, 2", [("a", b"x"), ("b", b"y")]),
+    (None, b'[1, true, "a", null, [2]]', []),
+    (None, b'"the end"', []),
+]
+POISON = 4
+GOOD = len(INPUT) - POISON
+
+_NAME_HEADER = "__connect.errors.connector.name"
+_TRACE_HEADER = "__connect.errors.exception.stacktrace"
+_MESSAGE_HEADER = "__connect.errors.exception.message"
+_CLASS_HEADERS = ("__connect.errors.class.name", "__connect.errors.exception.class.name")
+
+
+def _normalised(records: list[Record], connector: str) -> list[Record]:
+    out = []
+    for key, value, headers in records:
+        fixed = []
+        for name, data in headers:
+            if name == _NAME_HEADER:
+                assert data == connector.encode(), (name, data)
+                data = b"<connector>"
+            elif name == _TRACE_HEADER:
+                assert data, "an empty stack trace header"
+                data = b"<stack trace>"
+            elif name in _CLASS_HEADERS and data is not None:
+                data = data.rsplit(b".", 1)[-1]
+            fixed.append((name, data))
+        out.append((key, value, tuple(fixed)))
+    return out
+
+
+def _reconcile_messages(ours: list[Record], theirs: list[Record]) -> list[Record]:
+    """Our records with each exception message cut to Kafka's where it starts with Kafka's."""
+    out = []
+    for (key, value, headers), (_, _, reference) in zip(ours, theirs, strict=False):
+        expected = dict(reference).get(_MESSAGE_HEADER) or b""
+        fixed = tuple(
+            (
+                name,
+                expected
+                if name == _MESSAGE_HEADER and (data or b"").startswith(expected) and expected
+                else data,
+            )
+            for name, data in headers
+        )
+        out.append((key, value, fixed))
+    return out + ours[len(out) :]
+
+
+def _run(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[Record], str]:
+    name = f"dlq-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+    dlq = f"{name}-dlq"
+    output = tmp / f"{name}.out"
+    config = {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "file": str(output),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            dead = read_records(broker.bootstrap_servers, dlq, POISON)
+            lines = wait_for(
+                lambda: (
+                    output.exists()
+                    and len(output.read_text().splitlines()) >= GOOD
+                    and output.read_text()
+                ),
+                90,
+                f"{peer.name} writing {GOOD} lines",
+            )
+        finally:
+            delete(client, name)
+    return _normalised(dead, name), lines
+
+
+def test_poison_records_reach_the_dlq_with_the_same_headers(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    topic = f"dlq-in-{uuid.uuid4().hex[:8]}"
+    apache_kafka.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": apache_kafka.bootstrap_servers})
+    for key, value, headers in INPUT:
+        producer.produce(topic, value, key, headers=headers)
+    assert producer.flush(30) == 0
+
+    ours, our_lines = _run(copycat, apache_kafka, topic, tmp_path)
+    theirs, their_lines = _run(kafka_connect, apache_kafka, topic, tmp_path)
+
+    assert len(theirs) == POISON
+    assert differences(_reconcile_messages(ours, theirs), theirs) == []
+    assert our_lines == their_lines

@@ -1,0 +1,105 @@
+"""Helpers for differential tests: run one connector config on Copycat and Kafka Connect.
+
+Everything goes through the two workers' REST APIs, as a user would; records are read back
+from the shared Apache Kafka with a plain consumer.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from confluent_kafka import Consumer, TopicPartition
+
+from tests.support.kafka import wait_for
+
+# A differential scenario moves tens of records; both workers finish in seconds. The bound is
+# for a loaded 2-core machine where Kafka Connect's first task start is slow.
+SCENARIO_TIMEOUT_S = 90.0
+
+# After the expected records arrived, how long to keep reading for unexpected extra ones.
+EXTRA_RECORDS_GRACE_S = 1.0
+
+Record = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A worker's REST address; ``name`` says which implementation it is in messages."""
+
+    name: str
+    url: str
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60)
+
+
+def create(client: httpx.Client, name: str, config: Mapping[str, str]) -> httpx.Response:
+    """POST /connectors; fail the test with the worker's answer unless it is 201."""
+    response = client.post("/connectors", json={"name": name, "config": dict(config)})
+    assert response.status_code == 201, f"{client.base_url}: {response.status_code} {response.text}"
+    return response
+
+
+def wait_running(client: httpx.Client, name: str, tasks: int = 1) -> dict[str, Any]:
+    """Until the connector and ``tasks`` tasks are RUNNING; fail at once if any FAILED."""
+
+    def running() -> dict[str, Any] | None:
+        response = client.get(f"/connectors/{name}/status")
+        if response.status_code != 200:
+            return None
+        status: dict[str, Any] = response.json()
+        states = [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
+        assert "FAILED" not in states, f"{client.base_url} {name}: {status}"
+        return status if states == ["RUNNING"] * (tasks + 1) else None
+
+    result: dict[str, Any] = wait_for(running, SCENARIO_TIMEOUT_S, f"{name} RUNNING")
+    return result
+
+
+def delete(client: httpx.Client, name: str) -> None:
+    response = client.delete(f"/connectors/{name}")
+    assert response.status_code in (204, 404), response.text
+
+
+def read_records(bootstrap: str, topic: str, expected: int) -> list[Record]:
+    """Every record of partition 0 of ``topic``: ``expected`` of them, plus any extra."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"diff-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    records: list[Record] = []
+    deadline = time.monotonic() + SCENARIO_TIMEOUT_S
+    try:
+        while len(records) < expected and time.monotonic() < deadline:
+            records += _records(consumer.consume(1000, 0.5))
+        grace = time.monotonic() + EXTRA_RECORDS_GRACE_S
+        while time.monotonic() < grace:
+            records += _records(consumer.consume(1000, 0.2))
+    finally:
+        consumer.close()
+    return records
+
+
+def _records(messages: list[Any]) -> list[Record]:
+    return [(m.key(), m.value(), tuple(m.headers() or ())) for m in messages if m.error() is None]
+
+
+def differences(ours: list[Record], theirs: list[Record]) -> list[str]:
+    """One line per record that differs (or exists on one side only), for assertion messages."""
+    lines = []
+    for i in range(max(len(ours), len(theirs))):
+        mine = ours[i] if i < len(ours) else None
+        reference = theirs[i] if i < len(theirs) else None
+        if mine != reference:
+            lines.append(f"record {i}:\n  Copycat:       {mine!r}\n  Kafka Connect: {reference!r}")
+    return lines
