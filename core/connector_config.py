@@ -234,6 +234,57 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
         "Reload action",
     )
     d.define(
+        "task.restart.policy",
+        _T.STRING,
+        "none",
+        CaseInsensitiveValidString.in_("none", "on-failure"),
+        _LOW,
+        "Restart failed tasks automatically: none (Kafka's behaviour) or on-failure, after a "
+        "backoff that doubles from task.restart.backoff.initial.ms up to "
+        "task.restart.backoff.max.ms, at most task.restart.max.attempts times in a row.",
+        c,
+        order(c),
+        Width.SHORT,
+        "Task restart policy",
+    )
+    d.define(
+        "task.restart.max.attempts",
+        _T.INT,
+        5,
+        Range.at_least(1),
+        _LOW,
+        "Automatic restarts of a task in a row before it stays FAILED.",
+        c,
+        order(c),
+        Width.SHORT,
+        "Task restart attempts",
+    )
+    d.define(
+        "task.restart.backoff.initial.ms",
+        _T.LONG,
+        1_000,
+        Range.at_least(0),
+        _LOW,
+        "Delay before the first automatic restart of a failed task.",
+        c,
+        order(c),
+        Width.SHORT,
+        "Task restart initial backoff",
+    )
+    d.define(
+        "task.restart.backoff.max.ms",
+        _T.LONG,
+        60_000,
+        Range.at_least(0),
+        _LOW,
+        "Longest delay between automatic restarts; a task that ran longer than this before "
+        "failing starts counting its attempts again.",
+        c,
+        order(c),
+        Width.SHORT,
+        "Task restart max backoff",
+    )
+    d.define(
         "plugin.host.memory.max.bytes",
         _T.LONG,
         None,
@@ -825,6 +876,23 @@ class ConnectorConfig(AbstractConfig):
     def tasks_max_enforce(self) -> bool:
         """Whether generating more than ``tasks_max`` tasks fails the connector."""
         return self.get("tasks.max.enforce")  # type: ignore[no-any-return]
+
+    @property
+    def task_restart_policy(self) -> str:
+        """``none`` or ``on-failure``."""
+        return str(self.get("task.restart.policy")).lower()
+
+    @property
+    def task_restart_max_attempts(self) -> int:
+        return self.get("task.restart.max.attempts")  # type: ignore[no-any-return]
+
+    @property
+    def task_restart_backoff_initial_ms(self) -> int:
+        return self.get("task.restart.backoff.initial.ms")  # type: ignore[no-any-return]
+
+    @property
+    def task_restart_backoff_max_ms(self) -> int:
+        return self.get("task.restart.backoff.max.ms")  # type: ignore[no-any-return]
 
     @property
     def config_action_reload(self) -> str:

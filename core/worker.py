@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.connector_config import ConnectorConfig
 from core.offsets import OffsetStore
 from core.plugins import LocalHosts, PluginCatalogue
 from core.runtime.build import build_task
@@ -44,23 +45,21 @@ IDLE_BACKOFF_S = 0.01
 
 @dataclass(frozen=True)
 class RestartPolicy:
-    """``task.restart.*``: automatic restarts of failed tasks with bounded exponential backoff."""
+    """``task.restart.*``: automatic restarts of failed tasks with bounded exponential backoff
+    (beyond Kafka Connect, opt-in per connector; parsed once, from the connector ConfigDef)."""
 
     max_attempts: int
     initial_backoff_ms: int
     max_backoff_ms: int
 
     @classmethod
-    def from_props(cls, props: Mapping[str, str]) -> RestartPolicy | None:
-        policy = props.get("task.restart.policy", "none").strip().lower()
-        if policy == "none":
+    def of(cls, config: ConnectorConfig) -> RestartPolicy | None:
+        if config.task_restart_policy == "none":
             return None
-        if policy != "on-failure":
-            raise ConfigException("task.restart.policy", policy, "must be none or on-failure")
         return cls(
-            int(props.get("task.restart.max.attempts", "5")),
-            int(props.get("task.restart.backoff.initial.ms", "1000")),
-            int(props.get("task.restart.backoff.max.ms", "60000")),
+            config.task_restart_max_attempts,
+            config.task_restart_backoff_initial_ms,
+            config.task_restart_backoff_max_ms,
         )
 
     def delay_ms(self, attempt: int) -> int:
@@ -81,6 +80,7 @@ class _Connector:
     version: str
     tasks: dict[int, _TaskRunner] = field(default_factory=dict)
     stopping: bool = False
+    restart_policy: RestartPolicy | None = None
 
 
 class _TaskRunner(threading.Thread):
@@ -278,6 +278,13 @@ class Worker:
     def start_connector(self, name: str, props: Mapping[str, str]) -> str:
         """Start the connector instance in a host of its own; blocks (deadlines apply)."""
         plugin = self.resolve_connector(props)
+        policy = RestartPolicy.of(
+            ConnectorConfig.from_properties(
+                props,
+                plugin.kind == "sink",
+                topic_creation_enabled=self.specs.settings.topic_creation_enabled,
+            )
+        )
         host = self._spawn_connector_host(name, plugin, props)
         try:
             handle = host.new(plugin.target)
@@ -292,7 +299,9 @@ class Worker:
             raise
         with self._lock:
             self._starting.pop(name, None)
-            self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
+            self.connectors[name] = _Connector(
+                name, dict(props), plugin, host, handle, version, restart_policy=policy
+            )
         self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
         log.info("connector %s started (%s %s)", name, plugin.class_name, version)
         return version
@@ -469,7 +478,7 @@ class Worker:
         connector = self.connectors.get(name)
         if connector is None or connector.tasks.get(task_id) is not runner:
             return
-        policy = RestartPolicy.from_props(connector.props)
+        policy = connector.restart_policy
         if policy is None:
             return
         key = (name, task_id)

@@ -11,6 +11,8 @@
 * ``records.per.poll``: records a source emits per poll() to ``topic`` (default 0).
 * ``stdout.on.start``: a line printed when the task starts (e.g. a secret it was given).
 * ``stop.marker``: a file each task appends ``stopped <pid>`` to when its stop() runs.
+* ``partitions.log``: a file a sink task appends ``open t-p`` / ``close t-p`` to on each
+  partition assignment and revocation.
 
 Tests install it with :func:`install_faulty` into a plugin path of their own.
 """
@@ -96,6 +98,18 @@ class FaultySinkTask(_Misbehaving, SinkTask):
 
     def put(self, records):
         self._misbehave("task.put")
+
+    def _log_partitions(self, what, partitions):
+        if self.props.get("partitions.log"):
+            with open(self.props["partitions.log"], "a") as log:
+                for tp in partitions:
+                    log.write(f"{what} {tp.topic}-{tp.partition}\n")
+
+    def open(self, partitions):
+        self._log_partitions("open", partitions)
+
+    def close(self, partitions):
+        self._log_partitions("close", partitions)
 
     def stop(self):
         self._stopped()

@@ -60,6 +60,10 @@ def test_key_sets_match_kafka() -> None:
     assert set(SOURCE_CONNECTOR_CONFIG_DEF.names()) == KAFKA_SOURCE_KEYS | {
         "connector.plugin.version",
         "plugin.host.memory.max.bytes",
+        "task.restart.policy",
+        "task.restart.max.attempts",
+        "task.restart.backoff.initial.ms",
+        "task.restart.backoff.max.ms",
     }
     assert set(SINK_CONNECTOR_CONFIG_DEF.names()) - set(CONNECTOR_CONFIG_DEF.names()) == {
         "topics",

@@ -1,0 +1,152 @@
+"""Worker-wide and per-connector client overrides reach exactly the clients they are for.
+
+Kafka Connect's order: the worker's client keys, Connect's defaults, the worker's
+``producer.``/``consumer.``/``admin.`` overrides, then the connector's ``*.override.`` keys.
+``admin.listeners`` is the REST server's, never an AdminClient key (it used to reach tasks'
+AdminClients as ``listeners``), and a key librdkafka does not know is dropped with a warning,
+as Java's clients ignore unknown keys, instead of keeping the task from starting.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.offsets import MemoryOffsetStore
+from core.plugins import PluginCatalogue
+from core.runtime.services import ConfluentClients
+from core.status import State
+from core.worker import Worker
+from tests.support.kafka import wait_for
+
+pytestmark = pytest.mark.integration
+
+
+class RecordingClients(ConfluentClients):
+    """Real confluent-kafka clients, remembering the config each was asked for."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[str, dict[str, Any]]] = []
+
+    def producer(self, config: Mapping[str, Any]) -> Any:
+        self.made.append(("producer", dict(config)))
+        return super().producer(config)
+
+    def consumer(self, config: Mapping[str, Any]) -> Any:
+        self.made.append(("consumer", dict(config)))
+        return super().consumer(config)
+
+    def admin(self, config: Mapping[str, Any]) -> Any:
+        self.made.append(("admin", dict(config)))
+        return super().admin(config)
+
+
+WORKER = {
+    "key.converter": "StringConverter",
+    "value.converter": "StringConverter",
+    "offset.flush.interval.ms": "500",
+    "producer.linger.ms": "7",
+    "producer.no.such.producer.key": "1",  # not a librdkafka key: dropped with a warning
+    "consumer.fetch.min.bytes": "5",
+    "consumer.session.timeout.ms": "6000",
+    "admin.request.timeout.ms": "12345",
+    "admin.listeners": "http://127.0.0.1:0",  # the REST admin listener, not a client key
+    "admin.listeners.https.ssl.keystore.location": "/nowhere",
+}
+
+
+@pytest.fixture(scope="module")
+def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
+    return PluginCatalogue.scan([bundled_plugin_path])
+
+
+def test_task_clients_get_exactly_their_keys(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clients = RecordingClients()
+    worker = Worker(
+        "w1",
+        WORKER,
+        catalogue,
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+        clients=clients,
+    )
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    name = f"overrides-{topic_name}"
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSource",
+            "file": str(data),
+            "topic": topic_name,
+            "producer.override.linger.ms": "9",  # the connector's own wins
+            "admin.override.client.id": "mine",
+            "topic.creation.default.partitions": "1",
+            "topic.creation.default.replication.factor": "1",
+        },
+    )
+    caplog.set_level(logging.WARNING, logger="copycat.runtime")
+    try:
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert runner.wait_started(60)
+        wait_for(lambda: worker.status.task(name, 0).state is State.RUNNING, 30, "running")
+        wait_for(lambda: runner.loop is not None and runner.loop.records_moved == 2, 30, "sent")
+    finally:
+        worker.stop()
+    made = dict(clients.made)
+    producer, admin = made["producer"], made["admin"]
+    assert producer["linger.ms"] == "9"
+    assert producer["acks"] == "all" and producer["enable.idempotence"] is True  # Connect's
+    assert producer["bootstrap.servers"] == bootstrap_servers
+    assert "fetch.min.bytes" not in producer and "request.timeout.ms" not in producer
+    assert admin["request.timeout.ms"] == "12345" and admin["client.id"] == "mine"
+    assert not any(key.startswith("listeners") for key in admin)  # admin.listeners* is REST's
+    assert "linger.ms" not in admin
+    # The unknown key was asked for, dropped with a warning naming it, and the task ran.
+    assert producer["no.such.producer.key"] == "1"
+    assert any("no.such.producer.key" in r.getMessage() for r in caplog.records)
+
+
+def test_sink_consumers_get_the_consumer_overrides(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    clients = RecordingClients()
+    worker = Worker(
+        "w1",
+        WORKER,
+        catalogue,
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+        clients=clients,
+    )
+    name = f"sink-overrides-{topic_name}"
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSink",
+            "file": str(tmp_path / "out.txt"),
+            "topics": topic_name,
+            "consumer.override.max.poll.records": "17",
+        },
+    )
+    try:
+        assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
+    finally:
+        worker.stop()
+    consumer = dict(clients.made)["consumer"]
+    assert consumer["fetch.min.bytes"] == "5" and consumer["max.poll.records"] == "17"
+    assert consumer["group.id"] == f"connect-{name}"
+    assert consumer["enable.auto.commit"] is False
+    assert "linger.ms" not in consumer and "request.timeout.ms" not in consumer

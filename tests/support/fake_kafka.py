@@ -1,0 +1,237 @@
+"""In-memory Kafka clients for unit tests of the task loops (no broker, no network).
+
+They implement the part of confluent-kafka's Producer and Consumer API the loops use, with
+Kafka's semantics where the loops depend on them: a producer acknowledges (and assigns
+offsets) only when polled or flushed; a consumer reads a partition from its committed offset
+(or the beginning), never returns records of a paused partition, and calls the rebalance
+callbacks on assignment. A :class:`FakeCluster` holds the topics both sides share.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+
+class FakeMessage:
+    """A consumed or produced record, with confluent-kafka's accessor methods."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int = 0,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        self._topic, self._partition, self._offset = topic, partition, offset
+        self._key, self._value, self._timestamp, self._headers = key, value, timestamp, headers
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, self._timestamp)  # TIMESTAMP_CREATE_TIME
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self._headers
+
+    def error(self) -> None:
+        return None
+
+
+@dataclass
+class FakeCluster:
+    """Topics as lists of messages per partition, and consumer groups' committed offsets."""
+
+    partitions: int = 1
+    logs: dict[tuple[str, int], list[FakeMessage]] = field(default_factory=dict)
+    committed: dict[str, dict[tuple[str, int], int]] = field(
+        default_factory=lambda: collections.defaultdict(dict)
+    )
+
+    def append(
+        self,
+        topic: str,
+        partition: int,
+        key: bytes | None,
+        value: bytes | None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> FakeMessage:
+        log = self.logs.setdefault((topic, partition), [])
+        message = FakeMessage(topic, partition, len(log), key, value, timestamp, headers)
+        log.append(message)
+        return message
+
+    def values(self, topic: str, partition: int = 0) -> list[bytes | None]:
+        return [m.value() for m in self.logs.get((topic, partition), [])]
+
+
+class FakeProducer:
+    def __init__(self, cluster: FakeCluster, config: Mapping[str, Any]) -> None:
+        self.cluster = cluster
+        self.config = dict(config)
+        self._queued: list[tuple[Any, ...]] = []
+        self.polls = 0
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        on_delivery: Callable[[Any, FakeMessage], None] | None = None,
+        timestamp: int = 0,
+        headers: Any = None,
+    ) -> None:
+        self._queued.append((topic, value, key, partition, on_delivery, timestamp, headers))
+
+    def poll(self, timeout: float = 0) -> int:
+        self.polls += 1
+        return self._deliver()
+
+    def flush(self, timeout: float = 0) -> int:
+        self._deliver()
+        return 0
+
+    def purge(self, *args: Any) -> None:
+        self._queued.clear()
+
+    def __len__(self) -> int:
+        return len(self._queued)
+
+    def _deliver(self) -> int:
+        queued, self._queued = self._queued, []
+        for topic, value, key, partition, on_delivery, timestamp, headers in queued:
+            message = self.cluster.append(topic, max(partition, 0), key, value, timestamp, headers)
+            if on_delivery is not None:
+                on_delivery(None, message)
+        return len(queued)
+
+
+class FakeConsumer:
+    """A consumer alone in its group: subscribing assigns it every partition of its topics
+    (on the next consume, as the Java consumer's poll does)."""
+
+    def __init__(self, cluster: FakeCluster, config: Mapping[str, Any]) -> None:
+        self.cluster = cluster
+        self.config = dict(config)
+        self.group = str(config.get("group.id"))
+        self._on_commit = config.get("on_commit")
+        self._topics: list[str] = []
+        self._callbacks: dict[str, Callable[..., None]] = {}
+        self.assigned: list[tuple[str, int]] = []
+        self.assignments = 0  # how many times partitions were assigned (a rebalance each)
+        self.paused: set[tuple[str, int]] = set()
+        self.positions: dict[tuple[str, int], int] = {}
+        self.consume_calls = 0
+        self.closed = False
+
+    def subscribe(
+        self,
+        topics: Sequence[str],
+        on_assign: Any = None,
+        on_revoke: Any = None,
+        on_lost: Any = None,
+    ) -> None:
+        self._topics = list(topics)
+        self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
+
+    def _maybe_assign(self) -> None:
+        if self.assigned or not self._topics:
+            return
+        tps = [(t, p) for t in self._topics for p in range(self.cluster.partitions)]
+        self.assigned = tps
+        self.assignments += 1
+        committed = self.cluster.committed[self.group]
+        for tp in tps:
+            self.positions[tp] = committed.get(tp, 0)
+        if self._callbacks.get("assign"):
+            self._callbacks["assign"](self, [TopicPartition(t, p) for t, p in tps])
+
+    def revoke_all(self) -> None:
+        """A rebalance takes every partition away (tests call this)."""
+        tps, self.assigned = self.assigned, []
+        if self._callbacks.get("revoke"):
+            self._callbacks["revoke"](self, [TopicPartition(t, p) for t, p in tps])
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[FakeMessage]:
+        self.consume_calls += 1
+        self._maybe_assign()
+        out: list[FakeMessage] = []
+        for tp in self.assigned:
+            if tp in self.paused:
+                continue
+            log = self.cluster.logs.get(tp, [])
+            start = self.positions.get(tp, 0)
+            take = log[start : start + num_messages - len(out)]
+            out += take
+            self.positions[tp] = start + len(take)
+            if len(out) >= num_messages:
+                break
+        return out
+
+    def poll(self, timeout: float = -1) -> FakeMessage | None:
+        found = self.consume(1, timeout)
+        return found[0] if found else None
+
+    def commit(
+        self, offsets: Sequence[TopicPartition] | None = None, asynchronous: bool = True
+    ) -> None:
+        for tp in offsets or []:
+            self.cluster.committed[self.group][(tp.topic, tp.partition)] = tp.offset
+        if asynchronous and self._on_commit is not None:
+            self._on_commit(None, list(offsets or []))
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        self.paused |= {(tp.topic, tp.partition) for tp in partitions}
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        self.paused -= {(tp.topic, tp.partition) for tp in partitions}
+
+    def seek(self, partition: TopicPartition) -> None:
+        self.positions[(partition.topic, partition.partition)] = partition.offset
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeClients:
+    """:class:`core.runtime.services.KafkaClients` over one :class:`FakeCluster`."""
+
+    def __init__(self, cluster: FakeCluster | None = None) -> None:
+        self.cluster = cluster or FakeCluster()
+        self.producers: list[FakeProducer] = []
+        self.consumers: list[FakeConsumer] = []
+
+    def producer(self, config: Mapping[str, Any]) -> FakeProducer:
+        producer = FakeProducer(self.cluster, config)
+        self.producers.append(producer)
+        return producer
+
+    def consumer(self, config: Mapping[str, Any]) -> FakeConsumer:
+        consumer = FakeConsumer(self.cluster, config)
+        self.consumers.append(consumer)
+        return consumer
+
+    def admin(self, config: Mapping[str, Any]) -> Any:
+        raise AssertionError("no admin client in these tests: topic creation is off")

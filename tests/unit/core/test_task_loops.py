@@ -1,0 +1,253 @@
+"""Both task loops, built by build_task() from a TaskSpec, on the in-process host twin and
+in-memory Kafka clients: no broker, no subprocess. The bundled FileStream connectors and
+StringConverter run in this interpreter (they are importable in the dev environment)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.offsets import MemoryOffsetStore
+from core.runtime.build import build_task
+from core.runtime.loop import TaskLoop
+from core.runtime.services import TaskServices
+from core.runtime.spec import (
+    ClientConfigs,
+    PipelineSpec,
+    PluginRef,
+    StageSpec,
+    TaskSettings,
+    TaskSpec,
+)
+from isolation import HostClient, InProcessHost
+from tests.support.fake_kafka import FakeClients, FakeCluster
+
+COMMIT_INTERVAL_S = 10.0
+
+
+class InProcessHosts:
+    """The HostLauncher of these tests: every plugin in this process."""
+
+    def start(
+        self,
+        plugin: PluginRef,
+        name: str,
+        *,
+        callbacks: Mapping[str, Callable[..., Any]],
+        call_timeout_s: float,
+        memory_limit_bytes: int,
+    ) -> HostClient:
+        host = InProcessHost(name=name, callbacks=callbacks, call_timeout_s=call_timeout_s)
+        host.start()
+        return HostClient(host)
+
+    def import_path(self, plugin: PluginRef) -> str:
+        raise AssertionError("everything is importable here; nothing to attach")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _ref(kind: str, target: str) -> PluginRef:
+    return PluginRef(
+        kind, target, target.replace(":", "."), "0.1.0", "copycat-file==0.1.0", "in-process", ""
+    )
+
+
+def _spec(kind: str, connector_config: dict[str, str]) -> TaskSpec:
+    target = (
+        "copycat_file:FileStreamSourceConnector"
+        if kind == "source"
+        else "copycat_file:FileStreamSinkConnector"
+    )
+    converter = StageSpec(
+        "copycat_converters:StringConverter", {"converter.type": "value"}, None, "value.converter"
+    )
+    return TaskSpec(
+        connector="c",
+        task_id=0,
+        kind=kind,
+        task_config=dict(connector_config),
+        connector_config={"name": "c", "connector.class": target, **connector_config},
+        plugin=_ref(kind, target),
+        pipeline=PipelineSpec(value_converter=converter),
+        clients=ClientConfigs(producer={"client.id": "p"}, consumer={"group.id": "connect-c"}),
+        settings=TaskSettings(
+            commit_interval_s=COMMIT_INTERVAL_S, topic_creation_enabled=False, call_timeout_s=30.0
+        ),
+    )
+
+
+@pytest.fixture
+def cluster() -> FakeCluster:
+    return FakeCluster()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def services(cluster: FakeCluster, clock: Clock) -> TaskServices:
+    return TaskServices(
+        hosts=InProcessHosts(),
+        offsets=MemoryOffsetStore(),
+        clients=FakeClients(cluster),
+        clock=clock,
+    )
+
+
+@pytest.fixture
+def loops() -> Iterator[list[TaskLoop]]:
+    made: list[TaskLoop] = []
+    yield made
+    for loop in made:
+        try:
+            loop.stop(failed=True, timeout_s=1)
+        except Exception:  # noqa: BLE001 - already stopped
+            pass
+
+
+def _run_until(loop: TaskLoop, done: Callable[[], bool], rounds: int = 200) -> None:
+    for _ in range(rounds):
+        if done():
+            return
+        loop.iteration()
+    assert done(), "the loop did not get there"
+
+
+# -- source -----------------------------------------------------------------------------------
+
+
+def test_source_loop_sends_every_line_and_commits_offsets_when_due(
+    tmp_path: Path,
+    services: TaskServices,
+    cluster: FakeCluster,
+    clock: Clock,
+    loops: list[TaskLoop],
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("".join(f"line {i}\n" for i in range(250)))
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    loops.append(loop)
+    loop.start()
+    _run_until(loop, lambda: len(cluster.values("t")) == 250)
+    assert cluster.values("t") == [f"line {i}".encode() for i in range(250)]
+    offsets = services.offsets.connector_offsets("c")
+    assert offsets == []  # not due yet
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [
+        {"position": data.stat().st_size}
+    ]
+    assert loop.topics() == {"t"} and loop.records_moved == 250
+
+
+def test_source_loop_paused_polls_nothing_and_resumes_where_it_was(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster, loops: list[TaskLoop]
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    loops.append(loop)
+    loop.start()
+    _run_until(loop, lambda: len(cluster.values("t")) == 2)
+    loop.pause()
+    loop.iteration()  # a poll already in flight when the pause came is collected and sent
+    with data.open("a") as fh:
+        fh.write("c\n")
+    for _ in range(20):
+        assert loop.iteration() == 0
+    assert cluster.values("t") == [b"a", b"b"]
+    loop.resume()
+    _run_until(loop, lambda: len(cluster.values("t")) == 3)
+    assert cluster.values("t") == [b"a", b"b", b"c"]
+
+
+def test_source_loop_stop_commits_what_was_acknowledged(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("x\ny\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    loop.start()
+    _run_until(loop, lambda: len(cluster.values("t")) == 2)
+    loop.stop(failed=False, timeout_s=1)
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
+
+
+# -- sink -------------------------------------------------------------------------------------
+
+
+def _fill(cluster: FakeCluster, n: int, start: int = 0) -> None:
+    for i in range(start, start + n):
+        cluster.append("in", 0, None, f"v{i}".encode())
+
+
+def test_sink_loop_puts_every_record_and_commits_what_pre_commit_allows(
+    tmp_path: Path,
+    services: TaskServices,
+    cluster: FakeCluster,
+    clock: Clock,
+    loops: list[TaskLoop],
+) -> None:
+    out = tmp_path / "out.txt"
+    _fill(cluster, 300)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loops.append(loop)
+    loop.start()
+    _run_until(loop, lambda: loop.records_moved == 300)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    assert cluster.committed["connect-c"] == {("in", 0): 300}
+    assert out.read_text().splitlines() == [f"v{i}" for i in range(300)]
+    assert loop.topics() == {"in"}
+
+
+def test_a_paused_sink_keeps_polling_with_its_partitions_paused(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster, loops: list[TaskLoop]
+) -> None:
+    out = tmp_path / "out.txt"
+    _fill(cluster, 10)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loops.append(loop)
+    loop.start()
+    _run_until(loop, lambda: loop.records_moved == 10)
+    consumer = services.clients.consumers[0]  # type: ignore[attr-defined]
+    loop.pause()
+    assert consumer.paused == {("in", 0)}
+    _fill(cluster, 5, start=10)
+    polls = consumer.consume_calls
+    for _ in range(10):
+        assert loop.iteration() == 0
+    assert consumer.consume_calls >= polls + 10  # still polling: the group sees it alive
+    assert loop.records_moved == 10
+    loop.resume()
+    assert consumer.paused == set()
+    _run_until(loop, lambda: loop.records_moved == 15)
+    loops.remove(loop)
+    loop.stop(failed=False, timeout_s=1)  # FileStreamSink writes on flush
+    assert out.read_text().splitlines() == [f"v{i}" for i in range(15)]
+    assert consumer.assignments == 1  # one assignment: no rebalance through the pause
+
+
+def test_sink_loop_stop_after_failure_commits_nothing(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster
+) -> None:
+    out = tmp_path / "out.txt"
+    _fill(cluster, 5)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loop.start()
+    _run_until(loop, lambda: loop.records_moved == 5)
+    loop.stop(failed=True, timeout_s=1)
+    assert cluster.committed["connect-c"] == {}
+    assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
