@@ -19,7 +19,6 @@ config definitions, status rendering and secret scrubbing.
 
 from __future__ import annotations
 
-import enum
 import logging
 import threading
 from collections.abc import Mapping
@@ -33,6 +32,7 @@ from core.connector_config import connector_config_def, connector_config_infos
 from core.host_pool import HostPool
 from core.plugins import PluginCatalogue
 from core.status import Status
+from core.stores.config import TargetState
 from isolation import DEFAULT_CALL_TIMEOUT_S
 from isolation.environment import PluginDescriptor
 from plugin_api import ConfigException, ConnectException
@@ -91,30 +91,6 @@ class RequestTimeoutError(HerderError):
     """The operation a REST call asked for did not finish in time; it goes on regardless."""
 
     status = 500
-
-
-class TargetState(enum.Enum):
-    """What the user asked a connector to be (Kafka's TargetState)."""
-
-    STARTED = "STARTED"
-    PAUSED = "PAUSED"
-    STOPPED = "STOPPED"
-
-    @classmethod
-    def from_initial_state(cls, value: str | None) -> TargetState:
-        """``initial_state`` of a create request: RUNNING (default), PAUSED or STOPPED."""
-        mapping = {
-            None: cls.STARTED,
-            "RUNNING": cls.STARTED,
-            "PAUSED": cls.PAUSED,
-            "STOPPED": cls.STOPPED,
-        }
-        key = value.upper() if isinstance(value, str) else value
-        if key not in mapping:
-            raise BadRequestError(
-                f"Invalid initial state {value!r}: must be one of RUNNING, PAUSED or STOPPED"
-            )
-        return mapping[key]
 
 
 class Herder(Protocol):

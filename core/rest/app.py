@@ -152,7 +152,10 @@ def _connectors_router(herder: Herder) -> APIRouter:
             raise BadRequestError("Connector name cannot be empty")
         if body.config is None:
             raise BadRequestError("Connector configuration must be provided")
-        state = TargetState.from_initial_state(body.initial_state)
+        try:
+            state = TargetState.from_initial_state(body.initial_state)
+        except ValueError as exc:
+            raise BadRequestError(str(exc)) from None
         info = herder.create_connector(name, config, state)
         location = str(request.base_url).rstrip("/") + "/connectors/" + quote(name, safe="")
         return JSONResponse(info, status_code=201, headers={"Location": location})

@@ -1,0 +1,198 @@
+"""Source offsets in two layers, as Kafka Connect's OffsetBackingStore + OffsetStorageWriter.
+
+* :class:`OffsetBackingStore` -- bytes keys to bytes values (None: a tombstone). Kept in
+  memory, in a file (standalone), or in a Kafka topic (distributed: ``offset.storage.topic``).
+* :class:`OffsetStorage` -- the serialization above it: a key is the JSON array
+  ``["<connector>", {<source partition>}]`` and a value the JSON of the offset, exactly the
+  records of Kafka Connect's ``connect-offsets`` topic. It implements the
+  :class:`core.offsets.OffsetStore` protocol the task loops and the herder use.
+
+Why split: the file and the topic differ in how bytes are kept, never in what the bytes are,
+so a connector's offsets written by one are read by the other (and by Kafka Connect).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Collection, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+from plugin_api.connector import freeze_partition
+
+from plugin_api import ConnectException
+
+__all__ = [
+    "FILE_FORMAT_VERSION",
+    "FileOffsetBackingStore",
+    "MemoryOffsetBackingStore",
+    "OffsetBackingStore",
+    "OffsetStorage",
+    "offset_key",
+    "parse_offset_key",
+]
+
+FILE_FORMAT_VERSION = 1
+
+
+def offset_key(connector: str, partition: Mapping[str, Any]) -> bytes:
+    """The ``connect-offsets`` key for one source partition (keys sorted, so lookups match)."""
+    return json.dumps([connector, dict(partition)], separators=(",", ":"), sort_keys=True).encode()
+
+
+def parse_offset_key(key: bytes) -> tuple[str, dict[str, Any]]:
+    connector, partition = json.loads(key)
+    return connector, partition
+
+
+class OffsetBackingStore(Protocol):
+    """Bytes to bytes; thread-safe. ``flush`` makes what ``set`` wrote durable."""
+
+    def get(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        """Values of the keys present (tombstoned or unknown keys are left out)."""
+        ...
+
+    def set(self, values: Mapping[bytes, bytes | None]) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def items(self) -> list[tuple[bytes, bytes]]:
+        """Every live key and value (for listing a connector's offsets)."""
+        ...
+
+
+class MemoryOffsetBackingStore:
+    """Offsets in memory: the twin of the file and topic stores."""
+
+    def __init__(self) -> None:
+        self._data: dict[bytes, bytes] = {}
+        self._lock = threading.Lock()
+
+    def get(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        with self._lock:
+            return {k: self._data[k] for k in keys if k in self._data}
+
+    def set(self, values: Mapping[bytes, bytes | None]) -> None:
+        with self._lock:
+            for key, value in values.items():
+                if value is None:
+                    self._data.pop(key, None)
+                else:
+                    self._data[key] = value
+
+    def flush(self) -> None:
+        pass
+
+    def items(self) -> list[tuple[bytes, bytes]]:
+        with self._lock:
+            return list(self._data.items())
+
+
+class FileOffsetBackingStore(MemoryOffsetBackingStore):
+    """Standalone offsets in one JSON file, replaced atomically on every flush.
+
+    The file is ``{"version": 1, "offsets": {<key JSON>: <offset JSON value>}}``: write a
+    temporary file, fsync it, rename it over the old one, fsync the directory, so a crash at
+    any point leaves either the old or the new complete file.
+    """
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self._dirty = False
+        self._flush_lock = threading.Lock()  # one writer of the temporary file at a time
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            raw = self.path.read_text()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise ConnectException(f"cannot read offsets file {self.path}: {exc}") from exc
+        try:
+            document = json.loads(raw)
+            entries = document["offsets"]
+            if not isinstance(entries, dict):
+                raise ValueError("'offsets' is not an object")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConnectException(
+                f"offsets file {self.path} is not a Copycat offsets file ({exc}); move it away "
+                "to start from scratch"
+            ) from exc
+        self._data = {
+            key.encode(): json.dumps(value, separators=(",", ":")).encode()
+            for key, value in entries.items()
+            if value is not None
+        }
+
+    def set(self, values: Mapping[bytes, bytes | None]) -> None:
+        if values:
+            super().set(values)
+            self._dirty = True
+
+    def flush(self) -> None:
+        with self._flush_lock:
+            with self._lock:
+                if not self._dirty:
+                    return
+                document = {
+                    "version": FILE_FORMAT_VERSION,
+                    "offsets": {k.decode(): json.loads(v) for k, v in self._data.items()},
+                }
+                self._dirty = False
+            self._write(document)
+
+    def _write(self, document: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        with open(tmp, "w") as fh:
+            json.dump(document, fh, separators=(",", ":"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+class OffsetStorage:
+    """Kafka Connect's offsets format over an :class:`OffsetBackingStore` (see the module
+    docstring); the :class:`core.offsets.OffsetStore` the loops and herder use."""
+
+    def __init__(self, backing: OffsetBackingStore) -> None:
+        self.backing = backing
+
+    def get(self, connector: str, partitions: Iterable[Mapping[str, Any]]) -> dict[Any, Any]:
+        """Offsets of ``partitions``, keyed by :func:`freeze_partition`; missing ones absent."""
+        keyed = {offset_key(connector, p): p for p in partitions}
+        found = self.backing.get(keyed)
+        return {freeze_partition(keyed[k]): json.loads(v) for k, v in found.items()}
+
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+        """Record ``(source partition, offset)`` pairs (None offset = tombstone); see flush()."""
+        values: dict[bytes, bytes | None] = {}
+        for partition, offset in entries:
+            values[offset_key(connector, partition)] = (
+                None if offset is None else json.dumps(offset, separators=(",", ":")).encode()
+            )
+        if values:
+            self.backing.set(values)
+
+    def flush(self) -> None:
+        self.backing.flush()
+
+    def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], Any]]:
+        rows = []
+        for key, value in self.backing.items():
+            try:
+                name, partition = parse_offset_key(key)
+            except (ValueError, TypeError):
+                continue  # not a Connect offsets key (a foreign record in a shared topic)
+            if name == connector:
+                rows.append((partition, json.loads(value)))
+        return rows

@@ -1,0 +1,86 @@
+"""The store seams' in-memory and file implementations (core/stores)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from core.stores import (
+    FileOffsetBackingStore,
+    MemoryConfigStore,
+    MemoryOffsetBackingStore,
+    OffsetStorage,
+    TargetState,
+)
+from core.stores.offsets import offset_key
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def on_connector_config_update(self, connector: str) -> None:
+        self.events.append(("config", connector))
+
+    def on_connector_config_removed(self, connector: str) -> None:
+        self.events.append(("removed", connector))
+
+    def on_task_configs_update(self, connector: str) -> None:
+        self.events.append(("tasks", connector))
+
+    def on_target_state_change(self, connector: str) -> None:
+        self.events.append(("target", connector))
+
+
+def test_config_snapshots_are_immutable_views_and_listeners_hear_each_change() -> None:
+    store = MemoryConfigStore()
+    listener = Recorder()
+    store.set_listener(listener)
+    store.put_connector_config("a", {"k": "v"}, None)
+    before = store.snapshot()
+    store.put_task_configs("a", [{"t": "0"}, {"t": "1"}])
+    store.put_target_state("a", TargetState.PAUSED)
+    store.put_connector_config("a", {"k": "w"}, None)  # keeps its target state
+    after = store.snapshot()
+    assert before.tasks("a") == () and before.target_state("a") is TargetState.STARTED
+    assert [dict(t) for t in after.tasks("a")] == [{"t": "0"}, {"t": "1"}]
+    assert after.target_state("a") is TargetState.PAUSED
+    assert dict(after.config("a") or {}) == {"k": "w"}
+    assert after.offset > before.offset
+    store.remove_connector_config("a")
+    assert not store.snapshot().contains("a") and store.snapshot().tasks("a") == ()
+    assert listener.events == [
+        ("config", "a"),
+        ("tasks", "a"),
+        ("target", "a"),
+        ("config", "a"),
+        ("removed", "a"),
+    ]
+
+
+def test_offset_keys_are_kafka_connects_format() -> None:
+    assert offset_key("src", {"filename": "/tmp/in.txt"}) == b'["src",{"filename":"/tmp/in.txt"}]'
+    backing = MemoryOffsetBackingStore()
+    storage = OffsetStorage(backing)
+    storage.put("src", [({"filename": "/in"}, {"position": 42}), ({"p": 1}, {"n": 3})])
+    assert dict(backing.items())[b'["src",{"filename":"/in"}]'] == b'{"position":42}'
+    assert storage.get("src", [{"filename": "/in"}, {"filename": "/other"}]) == {
+        (("filename", "/in"),): {"position": 42}
+    }
+    storage.put("src", [({"p": 1}, None)])  # a tombstone removes it
+    assert storage.connector_offsets("src") == [({"filename": "/in"}, {"position": 42})]
+    assert storage.connector_offsets("other") == []
+
+
+def test_the_offsets_file_round_trips_and_keeps_its_format(tmp_path: Path) -> None:
+    path = tmp_path / "connect.offsets"
+    storage = OffsetStorage(FileOffsetBackingStore(path))
+    storage.put("src", [({"filename": "/in"}, {"position": 7})])
+    assert not path.exists()  # durable only on flush
+    storage.flush()
+    assert json.loads(path.read_text()) == {
+        "version": 1,
+        "offsets": {'["src",{"filename":"/in"}]': {"position": 7}},
+    }
+    again = OffsetStorage(FileOffsetBackingStore(path))
+    assert again.connector_offsets("src") == [({"filename": "/in"}, {"position": 7})]
