@@ -50,8 +50,8 @@ from copycat_transforms.insert_field import InsertFieldValue  # noqa: E402
 from copycat_transforms.mask_field import MaskFieldValue  # noqa: E402
 from copycat_transforms.regex_router import RegexRouter  # noqa: E402
 
-from core.devbroker import DevBroker  # noqa: E402
-from core.schema_registry import SchemaRegistry  # noqa: E402
+from core.dev.broker import DevBroker  # noqa: E402
+from core.dev.schema_registry import SchemaRegistry  # noqa: E402
 from isolation import allocator  # noqa: E402
 from plugin_api import SchemaBuilder, SinkRecord, Struct  # noqa: E402
 
