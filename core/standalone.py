@@ -488,6 +488,11 @@ class StandaloneHerder(AbstractHerder):
                 worker.status.remove_task(name, task_id)
         if deployed.target is TargetState.PAUSED:
             worker.pause(name, True)
+        try:
+            worker.reserve_task_slots(name, len(task_configs))  # task.runtime=spark only
+        except ConnectException as exc:
+            self._fail_connector(name, exc, resolved)
+            return
         for task_id, task_config in enumerate(task_configs):
             worker.start_task(name, task_id, task_config)
         self._apply_target(name)
