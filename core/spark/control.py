@@ -134,6 +134,10 @@ class _Server(ThreadingHTTPServer):
         self.token = token
         self.handler = handler
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A task whose executor died while its heartbeat was held: nobody is left to answer.
+        log.debug("control connection from %s ended abruptly", client_address, exc_info=True)
+
 
 class ControlServer:
     """The worker's end: listens on ``bind_host`` (an ephemeral port) until :meth:`close`."""

@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections import Counter
@@ -32,7 +29,6 @@ from tests.support.kafka import read_all, wait_for
 from tests.support.marketplace import API_REQUIREMENT, PLUGIN_METADATA
 from tests.support.rest import RestWorker
 from tests.support.spark import (
-    ancestors,
     executor_jvm_of,
     process_cwd,
     processes_under,
@@ -100,7 +96,7 @@ def _runner(worker: RestWorker, name: str, task: int = 0) -> Any:
 
 # -- plugins built by the tests ------------------------------------------------------------------
 
-_PROBE_SOURCE = '''
+_PROBE_SOURCE = """
 import json, os, sys, time
 import {lib}
 from plugin_api import (
@@ -151,7 +147,7 @@ class Source(SourceConnector):
 
     def version(self):
         return "1.0"
-'''
+"""
 
 
 def _probe_plugins(tmp: Path, plugin_path: Path) -> tuple[str, str, str]:
@@ -250,3 +246,223 @@ def test_tasks_run_in_executor_processes_from_envs_built_there_with_conflicting_
                 [os.environ["PYSPARK_PYTHON"], "-c", f"import {module}"], capture_output=True
             )
             assert probe.returncode != 0 and b"ModuleNotFoundError" in probe.stderr
+
+
+def _file_pipeline(
+    http: httpx.Client, topic: str, source_file: Path, sink_file: Path, **extra: str
+) -> tuple[str, str]:
+    source, sink = f"src-{topic}", f"sink-{topic}"
+    configs = {
+        source: {
+            "connector.class": "FileStreamSource",
+            "file": str(source_file),
+            "topic": topic,
+            "batch.size": "5000",
+            **extra,
+        },
+        sink: {
+            "connector.class": "FileStreamSink",
+            "file": str(sink_file),
+            "topics": topic,
+            **extra,
+        },
+    }
+    for name, config in configs.items():
+        response = http.put(f"/connectors/{name}/config", json=config)
+        assert response.status_code == 201, response.text
+    return source, sink
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_kill_9_of_an_executor_mid_run_loses_no_line_of_a_million(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    lines = 1_000_000
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    source_file.write_text("".join(f"line-{i:07d}\n" for i in range(lines)))
+    topic = f"kill-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
+        source, sink = _file_pipeline(http, topic, source_file, sink_file)
+        for name in (source, sink):
+            _wait_state(http, name, "RUNNING", TASK_START_S)
+        # Shipped: plugin.path is not needed on executors any more, nor when a task is
+        # submitted again.
+        plugins.rename(tmp_path / "plugins.moved")
+        src, snk = _runner(worker, source), _runner(worker, sink)
+        wait_for(lambda: src.remote.get("host_pids") and snk.remote.get("host_pids"), 30)
+        src_pids, snk_pids = list(src.remote["host_pids"]), list(snk.remote["host_pids"])
+        victim = executor_jvm_of(src_pids[0])
+        survivor = executor_jvm_of(snk_pids[0])
+        assert victim is not None and survivor is not None and victim != survivor
+        victim_cache = process_cwd(victim) / "copycat-envs"
+        sink_placement = snk.placement
+        wait_for(lambda: len(_lines(sink_file)) >= lines // 4, 240, "a quarter of the lines")
+        moved_before = len(_lines(sink_file))
+        os.kill(victim, signal.SIGKILL)
+        # The killed executor's Python worker and plugin hosts go with it: no orphans.
+        wait_for(lambda: not any(_alive(p) for p in src_pids), 30, "the source's hosts gone")
+        wait_for(lambda: not processes_under(victim_cache), 30, "nothing left of its env cache")
+        assert moved_before < lines, "the run ended before the kill: nothing was proven"
+        wait_for(lambda: len(_lines(sink_file)) >= lines, 300, f"{lines} lines out")
+        settled = -1
+        while settled != len(_lines(sink_file)):  # duplicates may still be on their way
+            settled = len(_lines(sink_file))
+            time.sleep(2)
+        output = _lines(sink_file)
+        counts = Counter(output)
+        expected = {f"line-{i:07d}" for i in range(lines)}
+        assert set(counts) == expected, "lines lost or made up"
+        duplicates = len(output) - lines
+        print(
+            f"\nkill -9 of executor JVM {victim} after {moved_before} of {lines} lines: "
+            f"{duplicates} duplicate lines ({len(counts)} distinct, {len(output)} written)"
+        )
+        # The source's task ran again elsewhere; the sink's task was never touched.
+        assert src.attempts >= 2
+        assert _task_state(http, source) == "RUNNING"
+        assert snk.attempts == 1 and snk.placement == sink_placement
+        assert all(_alive(p) for p in snk_pids)
+        worker.tmp.joinpath("duplicates.txt").write_text(str(duplicates))
+
+
+def _values(bootstrap: str, topic: str, expected: int) -> list[str]:
+    return [m.value().decode() for m in read_all(bootstrap, topic, expected, timeout_s=120)]
+
+
+def test_offsets_written_on_spark_are_read_locally_and_back(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    source_file = tmp_path / "in.txt"
+    topic = f"switch-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    name = f"src-{topic}"
+    written = 0
+
+    def append(n: int) -> None:
+        nonlocal written
+        with open(source_file, "a") as fh:
+            fh.writelines(f"line-{i:07d}\n" for i in range(written, written + n))
+        written += n
+
+    append(20_000)
+    with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
+        config = {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic}
+        for runtime in ("local", "spark", "local"):
+            response = http.put(
+                f"/connectors/{name}/config", json={**config, "task.runtime": runtime}
+            )
+            assert response.status_code in (200, 201), response.text
+            if runtime != "local" or written > 20_000:
+                assert http.put(f"/connectors/{name}/resume").status_code == 202
+            status = _wait_state(http, name, "RUNNING", TASK_START_S)
+            on_spark = "Spark job group" in status["tasks"][0]["worker_id"]
+            assert on_spark == (runtime == "spark"), status
+            values = _values(bootstrap_servers, topic, written)
+            assert values == [f"line-{i:07d}" for i in range(written)], f"after {runtime}"
+            assert http.put(f"/connectors/{name}/stop").status_code == 204
+            wait_for(lambda: _status(http, name)["connector"]["state"] == "STOPPED", CONTROL_S)
+            # The final commit of the stop: the whole file, whoever ran the task.
+            stored = json.loads((tmp_path / "connect.offsets").read_text())["offsets"]
+            key = json.dumps([name, {"filename": str(source_file)}], separators=(",", ":"))
+            assert stored[key] == {"position": source_file.stat().st_size}, runtime
+            append(10_000)
+        assert _values(bootstrap_servers, topic, written - 10_000) == [
+            f"line-{i:07d}" for i in range(written - 10_000)
+        ]
+
+
+def test_rest_controls_a_task_on_spark_within_seconds(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    _, module, _ = _probe_plugins(tmp_path, plugins)
+    topic = f"control-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    taken: dict[str, float] = {}
+
+    def timed(what: str, predicate: Any, timeout_s: float = CONTROL_S) -> None:
+        began = time.monotonic()
+        wait_for(predicate, timeout_s, what)
+        taken[what] = round(time.monotonic() - began, 2)
+
+    def numbers() -> list[int]:
+        return [json.loads(v)["n"] for v in _values(bootstrap_servers, topic, 1)]
+
+    # Offsets are committed only when a task stops (the interval is an hour): what the
+    # offsets file holds after a stop is the stop's own final commit.
+    extra = {"offset.flush.interval.ms": "3600000"}
+    with _worker(tmp_path, bootstrap_servers, plugins, **extra) as worker, worker.client() as http:
+        config = {"connector.class": f"{module}.Source", "topic": topic, "interval.ms": "50"}
+        assert http.put(f"/connectors/{module}/config", json=config).status_code == 201
+        _wait_state(http, module, "RUNNING", TASK_START_S)
+        runner = _runner(worker, module)
+        wait_for(lambda: len(numbers()) >= 10, 30)
+
+        assert http.put(f"/connectors/{module}/pause").status_code == 202
+        timed("pause", lambda: runner.remote.get("state") == "PAUSED")
+        assert _task_state(http, module) == "PAUSED"
+        time.sleep(1)
+        paused_at = len(numbers())
+        time.sleep(2)
+        assert len(numbers()) == paused_at, "records moved while paused"
+
+        assert http.put(f"/connectors/{module}/resume").status_code == 202
+        timed("resume", lambda: len(numbers()) > paused_at)
+        assert _task_state(http, module) == "RUNNING"
+
+        before = len(numbers())
+        assert http.post(f"/connectors/{module}/tasks/0/restart").status_code == 204
+        timed(
+            "restart",
+            lambda: (
+                _runner(worker, module) is not runner
+                and _task_state(http, module) == "RUNNING"
+                and len(numbers()) > before + 5
+            ),
+        )
+        runner = _runner(worker, module)
+
+        assert http.put(f"/connectors/{module}/stop").status_code == 204
+        timed("stop", lambda: _status(http, module)["connector"]["state"] == "STOPPED")
+        seen = numbers()
+        stored = json.loads((tmp_path / "connect.offsets").read_text())["offsets"]
+        key = json.dumps([module, {"probe": module.replace("_", "-")}], separators=(",", ":"))
+        assert stored[key] == {"n": seen[-1]}, "the stop's final commit"
+        # Every stop committed its last record, so nothing repeats and nothing is skipped.
+        assert seen == list(range(1, len(seen) + 1))
+
+        assert http.put(f"/connectors/{module}/resume").status_code == 202
+        timed("start after stop", lambda: len(numbers()) > len(seen), TASK_START_S)
+        runner = _runner(worker, module)
+        pids = list(runner.remote.get("host_pids", []))
+        group = runner.group
+        assert http.delete(f"/connectors/{module}").status_code == 204
+        timed("delete", lambda: http.get(f"/connectors/{module}").status_code == 404)
+        tracker = spark.sparkContext.statusTracker()
+        timed(
+            "job ended",
+            lambda: all(
+                tracker.getJobInfo(j).status == "SUCCEEDED"
+                for j in tracker.getJobIdsForGroup(group)
+            ),
+        )
+        timed("hosts gone", lambda: not any(_alive(p) for p in pids))
+        final = numbers()
+        assert final == list(range(1, len(final) + 1)), "a number repeated or skipped"
+    print(f"\nREST control on Spark, seconds: {taken}")
