@@ -232,7 +232,7 @@ class ExecutorTask:
         finally:
             heartbeat.done.set()
             for host in self.hosts.started if self.hosts is not None else ():
-                host.kill("the task's Spark job ended")
+                host.close(self.spec.settings.graceful_timeout_s)  # already closed: a no-op
             control.close()
 
     def _drive(self, loop: TaskLoop, heartbeat: _Heartbeat) -> str | None:

@@ -240,6 +240,12 @@ def test_tasks_run_in_executor_processes_from_envs_built_there_with_conflicting_
         assert jvms[mod_a] != jvms[mod_b]
         assert {r["lib"] for r in records[mod_a]} == {"1.0"}
         assert {r["lib"] for r in records[mod_b]} == {"2.0"}
+        # Both slots of the cluster are held: a third connector is refused, saying why.
+        third = {"connector.class": f"{mod_a}.Source", "topic": topics[mod_a], "tasks.max": "1"}
+        assert http.put("/connectors/third/config", json=third).status_code == 201
+        wait_for(lambda: _status(http, "third")["connector"]["state"] == "FAILED", 60)
+        trace = _status(http, "third")["connector"]["trace"]
+        assert "connector third needs 1 Spark task slots" in trace and "0 free of 2" in trace
         # The executors' Python (PYSPARK_PYTHON) cannot import any of it.
         for module in (lib, mod_a, mod_b):
             probe = subprocess.run(
