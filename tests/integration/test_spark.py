@@ -37,8 +37,6 @@ from tests.support.spark import (
 )
 from tests.support.wheels import build_wheel
 
-pyspark = pytest.importorskip("pyspark")
-
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
 # A task on Spark reports every 0.5 s in these tests (the default is 1 s).
@@ -283,6 +281,14 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+# "line-0000000\n": the kill test's lines all have this length.
+LINE_BYTES = 13
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
 def _alive(pid: int) -> bool:
     try:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
@@ -315,17 +321,19 @@ def test_kill_9_of_an_executor_mid_run_loses_no_line_of_a_million(
         assert victim is not None and survivor is not None and victim != survivor
         victim_cache = process_cwd(victim) / "copycat-envs"
         sink_placement = snk.placement
-        wait_for(lambda: len(_lines(sink_file)) >= lines // 4, 240, "a quarter of the lines")
-        moved_before = len(_lines(sink_file))
+        # Progress by file size (every line is LINE_BYTES long): reading a million lines ten
+        # times a second would take a core from the pipeline under test.
+        wait_for(lambda: _size(sink_file) >= lines // 4 * LINE_BYTES, 240, "a quarter")
+        moved_before = _size(sink_file) // LINE_BYTES
         os.kill(victim, signal.SIGKILL)
         # The killed executor's Python worker and plugin hosts go with it: no orphans.
         wait_for(lambda: not any(_alive(p) for p in src_pids), 30, "the source's hosts gone")
         wait_for(lambda: not processes_under(victim_cache), 30, "nothing left of its env cache")
         assert moved_before < lines, "the run ended before the kill: nothing was proven"
-        wait_for(lambda: len(_lines(sink_file)) >= lines, 300, f"{lines} lines out")
+        wait_for(lambda: _size(sink_file) >= lines * LINE_BYTES, 300, f"{lines} lines out")
         settled = -1
-        while settled != len(_lines(sink_file)):  # duplicates may still be on their way
-            settled = len(_lines(sink_file))
+        while settled != _size(sink_file):  # duplicates may still be on their way
+            settled = _size(sink_file)
             time.sleep(2)
         output = _lines(sink_file)
         counts = Counter(output)
