@@ -100,7 +100,6 @@ def _long_tail(data: bytes, pos: int, first: int) -> tuple[int, int]:
 
 _COMMON: dict[str, Any] = {
     "_FB": Fallback,
-    "_from_values": Struct.from_values,
     "_Struct": Struct,
     "_long_tail": _long_tail,
     "_long_bytes": _long_bytes,
@@ -251,7 +250,8 @@ def _read_present(gen: _Codegen, avro: Any, schema: Schema, var: str) -> list[st
             else:
                 lines.extend(_read_value(gen, avro_field["type"], field.schema, f"a{index}"))
         values = ", ".join(f"a{index}" for index in range(len(fields)))
-        lines.append(f"{var} = _from_values({gen.const(schema)}, [{values}], False)")
+        make = gen.const(Struct.maker(schema))  # from_values(..., False), cheaper
+        lines.append(f"{var} = {make}([{values}])")
         return lines
     if kind is Type.ARRAY or kind is Type.MAP:
         if avro_kind != ("array" if kind is Type.ARRAY else "map"):

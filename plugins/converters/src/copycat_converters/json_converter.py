@@ -260,8 +260,6 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         Raises:
             DataException: If the value does not fit the schema.
         """
-        if schema is None and value is None:
-            return None
         if schema is not None:
             last = self._last_writer
             if last[0] is not schema:
@@ -269,12 +267,9 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             writer = last[2]
             if writer is not None:
                 try:
-                    data = _jsontext._orjson.dumps(writer(value))  # type: ignore[union-attr]
-                except Exception:  # noqa: BLE001 - Fallback, no orjson, ...: the exact path
+                    return writer(value)  # type: ignore[no-any-return]
+                except Exception:  # noqa: BLE001 - Fallback, bad text, ...: the exact path
                     pass
-                else:
-                    data = _jsontext.jackson_escapes(data)  # as dumps_bytes does
-                    return b"".join((last[1], data, b"}")) if self._schemas_enabled else data
         return self._from_connect_exact(topic, schema, value)
 
     def _from_connect_exact(self, topic: str, schema: Schema | None, value: object) -> bytes | None:
@@ -322,13 +317,17 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                             _ENVELOPE_MID_BYTES,
                         )
                     )
-                writer = compile_writer(
-                    schema,
-                    self._replace_null,
-                    self._decimal_numeric,
-                    lambda number: self._float_to_json(number, True),
-                    self._default_to_json,
-                )
+                fast = _jsontext._orjson
+                if fast is not None:  # else every value takes the exact path
+                    tail = b"}" if self._schemas_enabled else b""
+                    writer = compile_writer(
+                        schema,
+                        self._replace_null,
+                        self._decimal_numeric,
+                        lambda number: self._float_to_json(number, True),
+                        self._default_to_json,
+                        (head, tail, fast.dumps, _jsontext.jackson_escapes),
+                    )
             except Exception:  # noqa: BLE001 - e.g. a default the schema text cannot hold:
                 pass  # every value of this schema takes the exact path, which reports it
             found = (schema, head, writer)

@@ -7,6 +7,7 @@ import decimal
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from copycat_transforms._structcode import MASK_ZEROS, compile_struct_function, prelude
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     SCHEMA_CACHE_SIZE,
@@ -124,9 +125,10 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._field_order: list[str] = []
         self._replacement: str | None = None
         self._replace_null_with_default = True
-        self._plans: dict[Schema, StructPlan] = {}
+        self._plans: dict[Schema, tuple[StructPlan, Callable[[list[Any]], Any] | None]] = {}
         self._last_schema: Schema | None = None
-        self._last_plan: StructPlan | None = None
+        self._last_fast: Callable[[list[Any]], Any] | None = None
+        self._on_value = getattr(self, "SIDE", "value") == "value"
 
     def config(self) -> ConfigDef:
         """Return ``fields``, ``replacement`` and ``replace.null.with.default``."""
@@ -144,28 +146,51 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._replacement = conf.get_string(REPLACEMENT_CONFIG)
         self._replace_null_with_default = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._plans = {}
-        self._last_schema = self._last_plan = None
+        self._last_schema = self._last_fast = None
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """Return a copy of ``record`` with the listed fields masked."""
-        raw = self.operating_value(record)
+        if self._on_value:
+            raw, schema = record.value, record.value_schema
+        else:
+            raw, schema = record.key, record.key_schema
         if raw is None:
             return record
-        if self.operating_schema(record) is None:
-            value = require_map(raw, PURPOSE)
-            updated: dict[str, Any] = dict(value)
-            if self._replacement is None:  # zero values, inlined: the common configuration
-                for name in self._field_order:
-                    original = value.get(name)
-                    empty = _IMMUTABLE_EMPTY.get(type(original), _NO_EMPTY)
-                    updated[name] = empty if empty is not _NO_EMPTY else self._masked(original)
+        if schema is None:
+            return self._apply_schemaless(record, raw)
+        if type(raw) is Struct:
+            struct_schema = raw.schema
+            if struct_schema is self._last_schema:
+                fast = self._last_fast
             else:
-                for name in self._field_order:
-                    updated[name] = self._masked(value.get(name))
-            return self.new_record(record, None, updated)  # type: ignore[no-any-return]
+                fast = self._plan(struct_schema)[1]
+            if fast is not None:
+                masked = fast(raw.field_values())
+                if masked is not None:
+                    copy = self.COPIERS.get(type(record)) or self.side_copier(record)
+                    return copy(record, struct_schema, masked)  # type: ignore[no-any-return]
+        return self._apply_struct(record, raw)
+
+    def _apply_schemaless(self, record: ConnectRecord, raw: object) -> ConnectRecord:
+        value = require_map(raw, PURPOSE)
+        updated: dict[str, Any] = dict(value)
+        if self._replacement is None:  # zero values, inlined: the common configuration
+            for name in self._field_order:
+                original = value.get(name)
+                empty = _IMMUTABLE_EMPTY.get(type(original), _NO_EMPTY)
+                updated[name] = empty if empty is not _NO_EMPTY else self._masked(original)
+        else:
+            for name in self._field_order:
+                updated[name] = self._masked(value.get(name))
+        return self.new_record(record, None, updated)  # type: ignore[no-any-return]
+
+    def _apply_struct(self, record: ConnectRecord, raw: object) -> ConnectRecord:
+        """The general path for a struct: the reference of the compiled one (which answers
+        only the usual shapes), checking only what it changes; see :meth:`_apply_rebuilding`
+        for Kafka's way."""
         struct = raw if type(raw) is Struct else require_struct(raw, PURPOSE)
         schema = struct.schema
-        plan = self._last_plan if schema is self._last_schema else self._plan(schema)
+        plan = self._plan(schema)[0]
         values = struct.field_values()
         if None in values:
             for index, default in plan.defaults:
@@ -197,16 +222,44 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             masked.put(field, self._masked(original) if field.name in self._fields else original)
         return self.new_record(record, struct.schema, masked)  # type: ignore[no-any-return]
 
-    def _plan(self, schema: Schema) -> StructPlan:
-        """The plan of ``schema`` (cached; the last one is found by identity in apply())."""
-        plan = self._plans.get(schema)
-        if plan is None:
+    def _plan(self, schema: Schema) -> tuple[StructPlan, Callable[[list[Any]], Any] | None]:
+        """The plan of ``schema`` and its compiled function (cached; the last one is found
+        by identity in apply())."""
+        found = self._plans.get(schema)
+        if found is None:
             plan = StructPlan(schema, self._replace_null_with_default, self._fields)
+            found = (plan, self._compile(schema, plan))
             if len(self._plans) >= SCHEMA_CACHE_SIZE:
                 self._plans.clear()
-            self._plans[schema] = plan
-        self._last_schema, self._last_plan = schema, plan
-        return plan
+            self._plans[schema] = found
+        self._last_schema, self._last_fast = schema, found[1]
+        return found
+
+    def _compile(self, schema: Schema, plan: StructPlan) -> Callable[[list[Any]], Any] | None:
+        """``f(values) -> masked struct`` for the usual shapes (None: use the general path),
+        with the zero values only; a custom replacement always takes the general path."""
+        if self._replacement is not None:
+            return None
+
+        def body(const: Callable[[object], str]) -> list[str]:
+            lines = prelude(schema, self._replace_null_with_default, const)
+            for index, field in plan.masked:
+                # by the value's exact type, as the general path (a Timestamp's datetime, a
+                # float field's int, ... fall back to it)
+                zero = MASK_ZEROS.get(field.schema.type)
+                if zero is None:
+                    lines += [f"if v[{index}] is not None:", "    return None"]
+                    continue
+                kind, value = zero
+                lines += [
+                    f"if type(v[{index}]) is {const(kind)}:",
+                    f"    v[{index}] = {value!r}",
+                    f"elif v[{index}] is not None:",
+                    "    return None",
+                ]
+            return lines
+
+        return compile_struct_function("v", schema, body)
 
     def _masked(self, value: object) -> object:
         if value is None:
