@@ -179,11 +179,11 @@ def compile_reader(avro: Any, schema: Schema) -> Callable[[bytes, int], Any] | N
     encoding of (physical) writer schema ``avro`` starting at ``pos``; bytes after the value
     are ignored, as fastavro does. None if the schema is not compiled."""
     gen = _Codegen()
-    try:
-        root = _read_function(gen, avro, schema)
+    try:  # the root's body inline: one call a record, not two
+        lines = ["n = len(d)", *_read_value(gen, avro, schema, "v"), "return v"]
     except _Unsupported:
         return None
-    gen.sources.append(f"def _read(d, p):\n    v, p = {root}(d, p, len(d))\n    return v")
+    gen.sources.append("def _read(d, p):\n" + "\n".join("    " + line for line in lines))
     return gen.build("_read")
 
 
@@ -335,17 +335,21 @@ def _read_string(var: str) -> list[str]:
 # -- Connect value -> binary -------------------------------------------------------------------
 
 
-def compile_writer(avro: Any, schema: Schema) -> Callable[[Any], bytes] | None:
-    """``write(value) -> bytes``: the Avro binary encoding, with (physical) schema ``avro``,
-    of a Connect value of ``schema``. None if the schema is not compiled."""
+def compile_writer(avro: Any, schema: Schema, prefix: bytes = b"") -> Callable[[Any], bytes] | None:
+    """``write(value) -> bytes``: ``prefix`` (the wire format's header), then the Avro binary
+    encoding, with (physical) schema ``avro``, of a Connect value of ``schema``. None if the
+    schema is not compiled."""
     gen = _Codegen()
-    try:
-        root = _write_function(gen, avro, schema)
+    try:  # the root's body inline: one call a record, not two
+        lines = [
+            f"o = [{gen.const(prefix)}]",
+            "w = o.append",
+            *_write_value(gen, avro, schema, "v"),
+        ]
     except _Unsupported:
         return None
-    gen.sources.append(
-        f"def _write(v):\n    o = []\n    w = o.append\n    {root}(v, w)\n    return b''.join(o)"
-    )
+    lines.append("return b''.join(o)")
+    gen.sources.append("def _write(v):\n" + "\n".join("    " + line for line in lines))
     return gen.build("_write")
 
 
