@@ -319,10 +319,18 @@ def _read_present(gen: _Codegen, avro: Any, schema: Schema, var: str) -> list[st
 
 
 def _read_bytes(var: str) -> list[str]:
+    """A length and that many bytes; ``e`` is left at their end."""
     return [
-        *_read_long("z"),
-        "e = p + z",
-        "if z < 0 or e > n:",
+        "b = d[p]",
+        "if not b & 129:",  # one varint byte, an even zigzag: a length below 64, in one test
+        "    p += 1",
+        "    e = p + (b >> 1)",
+        "else:",
+        *("    " + line for line in _read_long("z")),
+        "    if z < 0:",
+        "        raise _FB",
+        "    e = p + z",
+        "if e > n:",
         "    raise _FB",
         f"{var} = d[p:e]",
         "p = e",
