@@ -622,18 +622,19 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         holds one schema)."""
         convert, read = self.to_connect_data, self._read_compiled
         fast = _jsontext._orjson
+        loads = None if fast is None else fast.loads
         out: list[tuple[Schema | None, object]] = []
         append = out.append
-        head, size, schema, reader = b"", 0, None, None
+        head, size, schema, reader, close = b"", 0, None, None, _CLOSE_BRACE
         for value, record_headers in zip(data, headers, strict=True):
             if (
                 reader is not None
                 and type(value) is bytes
                 and value.startswith(head)
-                and value[-1] == _CLOSE_BRACE
+                and value[-1] == close
             ):
                 try:
-                    append((schema, reader(fast.loads(memoryview(value)[size:-1]))))
+                    append((schema, reader(loads(memoryview(value)[size:-1]))))  # type: ignore[misc]
                     continue
                 except Exception:  # noqa: BLE001 - the exact path below gives value or error
                     pass

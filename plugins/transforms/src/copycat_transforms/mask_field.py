@@ -156,8 +156,18 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             raw, schema = record.key, record.key_schema
         if raw is None:
             return record
-        if schema is None:
-            return self._apply_schemaless(record, raw)
+        if schema is None:  # (inline, not a method of its own: as hot as the struct path)
+            value = require_map(raw, PURPOSE)
+            updated: dict[str, Any] = dict(value)
+            if self._replacement is None:  # zero values, inlined: the common configuration
+                for name in self._field_order:
+                    original = value.get(name)
+                    empty = _IMMUTABLE_EMPTY.get(type(original), _NO_EMPTY)
+                    updated[name] = empty if empty is not _NO_EMPTY else self._masked(original)
+            else:
+                for name in self._field_order:
+                    updated[name] = self._masked(value.get(name))
+            return self.new_record(record, None, updated)  # type: ignore[no-any-return]
         if type(raw) is Struct:
             struct_schema = raw.schema
             if struct_schema is self._last_schema:
@@ -170,19 +180,6 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                     copy = self.COPIERS.get(type(record)) or self.side_copier(record)
                     return copy(record, struct_schema, masked)  # type: ignore[no-any-return]
         return self._apply_struct(record, raw)
-
-    def _apply_schemaless(self, record: ConnectRecord, raw: object) -> ConnectRecord:
-        value = require_map(raw, PURPOSE)
-        updated: dict[str, Any] = dict(value)
-        if self._replacement is None:  # zero values, inlined: the common configuration
-            for name in self._field_order:
-                original = value.get(name)
-                empty = _IMMUTABLE_EMPTY.get(type(original), _NO_EMPTY)
-                updated[name] = empty if empty is not _NO_EMPTY else self._masked(original)
-        else:
-            for name in self._field_order:
-                updated[name] = self._masked(value.get(name))
-        return self.new_record(record, None, updated)  # type: ignore[no-any-return]
 
     def _apply_struct(self, record: ConnectRecord, raw: object) -> ConnectRecord:
         """The general path for a struct: the reference of the compiled one (which answers
