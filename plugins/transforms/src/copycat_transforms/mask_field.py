@@ -129,6 +129,8 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._last_schema: Schema | None = None
         self._last_fast: Callable[[list[Any]], Any] | None = None
         self._on_value = getattr(self, "SIDE", "value") == "value"
+        # the side's copiers, read per record: an instance attribute is found faster
+        self._copiers: dict[type, Callable[..., Any]] = getattr(self, "COPIERS", {})
 
     def config(self) -> ConfigDef:
         """Return ``fields``, ``replacement`` and ``replace.null.with.default``."""
@@ -177,7 +179,7 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             if fast is not None:
                 masked = fast(raw.field_values())
                 if masked is not None:
-                    copy = self.COPIERS.get(type(record)) or self.side_copier(record)
+                    copy = self._copiers.get(type(record)) or self.side_copier(record)
                     return copy(record, struct_schema, masked)  # type: ignore[no-any-return]
         return self._apply_struct(record, raw)
 
