@@ -12,7 +12,7 @@ from copycat_transforms.mask_field import MaskFieldKey, MaskFieldValue
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plugin_api import SinkRecord, SourceRecord, Struct
+from plugin_api import Schema, SchemaBuilder, SinkRecord, SourceRecord, Struct
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -135,3 +135,31 @@ def test_one_instance_over_records_of_several_schemas_and_both_sides(
 
 def _key_of(record: Any) -> tuple[Any, Any, Any, Any]:
     return (record.key_schema, record.key, record.value_schema, record.value)
+
+
+def test_structs_keep_the_schema_objects_of_the_general_path() -> None:
+    """Equal schemas built separately (a connector may build one per record): MaskField's
+    struct has the record's own schema object, InsertField's the cached updated one, as
+    their general paths give (downstream caches look schemas up by identity first)."""
+
+    def schema() -> Any:
+        return SchemaBuilder.struct().field("a", Schema.STRING_SCHEMA).build()
+
+    first, second = schema(), schema()
+    assert first == second and first is not second
+    mask, insert = MaskFieldValue(), InsertFieldValue()
+    mask.configure({"fields": "a"})
+    insert.configure({"timestamp.field": "ts"})
+    for own in (first, second, first):
+        record = SinkRecord("t", 0, None, None, own, Struct(own).put("a", "x"), 1, 5)
+        masked = mask.apply(record)
+        assert masked is not None and masked.value.schema is own
+        assert masked.value_schema is own
+        general = mask._apply_struct(record, record.value)
+        assert general.value.schema is own and general.value == masked.value
+        inserted = insert.apply(record)
+        assert inserted is not None
+        reference = insert._apply_with_schema(record, record.value)
+        assert inserted.value_schema is reference.value_schema
+        assert inserted.value.schema is reference.value.schema
+        assert inserted.value == reference.value

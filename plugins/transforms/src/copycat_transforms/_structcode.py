@@ -67,21 +67,25 @@ def prelude(
 
 def compile_struct_function(
     params: str,
-    result: Schema,
+    result: Schema | None,
     body: Callable[[Callable[[object], str]], list[str]],
     namespace: dict[str, Any] | None = None,
 ) -> Callable[..., Any]:
     """``def f(<params>): <body>; return <a struct of result made of v>``, compiled (the body
     may ``return None`` instead); ``body`` gets a function naming a constant
-    (``const(value) -> name``) and returns the lines."""
-    names: dict[str, Any] = {**(namespace or {}), "_make": Struct.maker(result)}
+    (``const(value) -> name``) and returns the lines. With ``result`` None, the last
+    parameter must be ``make``: the caller's ``Struct.maker`` of the result's schema (for a
+    result of exactly the input's schema object, which may be any of several equal ones)."""
+    names: dict[str, Any] = dict(namespace or {})
+    if result is not None:
+        names["make"] = Struct.maker(result)
 
     def const(value: object) -> str:
         name = f"_c{len(names)}"
         names[name] = value
         return name
 
-    lines = [*body(const), "return _make(v)"]
+    lines = [*body(const), "return make(v)"]
     source = "\n".join([f"def f({params}):", *("    " + line for line in lines)])
     exec(source, names)  # noqa: S102 - our own generated source
     function: Callable[..., Any] = names["f"]

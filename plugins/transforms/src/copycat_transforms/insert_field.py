@@ -338,6 +338,7 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 lines += [f"v.append({const(self._static_value)})"]
             return lines
 
+        # (the general path builds structs of the cached updated schema too: the same object)
         return compile_struct_function(
             "v, record", updated, body, {"_EPOCH": _EPOCH, "_timedelta": timedelta}
         )

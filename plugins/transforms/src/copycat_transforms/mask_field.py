@@ -94,6 +94,8 @@ def _empty_of(value: object) -> object:
 # chain); everything else goes through _empty_of.
 _IMMUTABLE_EMPTY: dict[type, object] = {bool: False, int: 0, float: 0.0, str: ""}
 _NO_EMPTY = object()
+# A compiled function: (the struct's values, the maker of its schema) -> masked struct or None
+_Fast = Callable[[list[Any], Callable[[list[Any]], Struct] | None], Struct | None]
 
 
 def _replacement_parser(value: object) -> Callable[[str], object] | None:
@@ -125,9 +127,10 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._field_order: list[str] = []
         self._replacement: str | None = None
         self._replace_null_with_default = True
-        self._plans: dict[Schema, tuple[StructPlan, Callable[[list[Any]], Any] | None]] = {}
+        self._plans: dict[Schema, tuple[StructPlan, _Fast | None]] = {}
         self._last_schema: Schema | None = None
-        self._last_fast: Callable[[list[Any]], Any] | None = None
+        self._last_fast: _Fast | None = None
+        self._last_make: Callable[[list[Any]], Struct] | None = None
         self._on_value = getattr(self, "SIDE", "value") == "value"
         # the side's copiers, read per record: an instance attribute is found faster
         self._copiers: dict[type, Callable[..., Any]] = getattr(self, "COPIERS", {})
@@ -148,7 +151,7 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._replacement = conf.get_string(REPLACEMENT_CONFIG)
         self._replace_null_with_default = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._plans = {}
-        self._last_schema = self._last_fast = None
+        self._last_schema = self._last_fast = self._last_make = None
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """Return a copy of ``record`` with the listed fields masked."""
@@ -172,12 +175,11 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             return self.new_record(record, None, updated)  # type: ignore[no-any-return]
         if type(raw) is Struct:
             struct_schema = raw.schema
-            if struct_schema is self._last_schema:
-                fast = self._last_fast
-            else:
-                fast = self._plan(struct_schema)[1]
+            if struct_schema is not self._last_schema:
+                self._switch(struct_schema)
+            fast = self._last_fast
             if fast is not None:
-                masked = fast(raw.field_values())
+                masked = fast(raw.field_values(), self._last_make)
                 if masked is not None:
                     copy = self._copiers.get(type(record)) or self.side_copier(record)
                     return copy(record, struct_schema, masked)  # type: ignore[no-any-return]
@@ -221,9 +223,8 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             masked.put(field, self._masked(original) if field.name in self._fields else original)
         return self.new_record(record, struct.schema, masked)  # type: ignore[no-any-return]
 
-    def _plan(self, schema: Schema) -> tuple[StructPlan, Callable[[list[Any]], Any] | None]:
-        """The plan of ``schema`` and its compiled function (cached; the last one is found
-        by identity in apply())."""
+    def _plan(self, schema: Schema) -> tuple[StructPlan, _Fast | None]:
+        """The plan of ``schema`` and its compiled function (cached by equality)."""
         found = self._plans.get(schema)
         if found is None:
             plan = StructPlan(schema, self._replace_null_with_default, self._fields)
@@ -231,12 +232,19 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             if len(self._plans) >= SCHEMA_CACHE_SIZE:
                 self._plans.clear()
             self._plans[schema] = found
-        self._last_schema, self._last_fast = schema, found[1]
         return found
 
-    def _compile(self, schema: Schema, plan: StructPlan) -> Callable[[list[Any]], Any] | None:
-        """``f(values) -> masked struct`` for the usual shapes (None: use the general path),
-        with the zero values only; a custom replacement always takes the general path."""
+    def _switch(self, schema: Schema) -> None:
+        """Make ``schema`` the one apply() finds by identity: its compiled function and the
+        maker of structs of exactly this schema object (the general path builds those)."""
+        fast = self._plan(schema)[1]
+        self._last_schema, self._last_fast = schema, fast
+        self._last_make = Struct.maker(schema) if fast is not None else None
+
+    def _compile(self, schema: Schema, plan: StructPlan) -> _Fast | None:
+        """``f(values, make) -> masked struct`` for the usual shapes (None: use the general
+        path), with the zero values only; a custom replacement always takes the general
+        path."""
         if self._replacement is not None:
             return None
 
@@ -258,7 +266,7 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 ]
             return lines
 
-        return compile_struct_function("v", schema, body)
+        return compile_struct_function("v, make", None, body)
 
     def _masked(self, value: object) -> object:
         if value is None:
