@@ -609,9 +609,8 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                     fast = _jsontext._orjson
                     if exact or fast is None:
                         return schema, reader(loads_payload(data, size, exact))
-                    return schema, reader(
-                        fast.loads(data[size:-1])
-                    )  # (a copy: cheaper than a view)
+                    payload = data[size:-1]  # (a copy: cheaper than a memoryview, measured)
+                    return schema, reader(fast.loads(payload))
                 except Exception:  # noqa: BLE001 - Fallback, bad JSON, ...: the exact path
                     return None
         return None
