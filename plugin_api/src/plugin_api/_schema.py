@@ -521,11 +521,13 @@ class Struct:
             DataException: If ``schema`` is not a STRUCT schema, the number of values is not
                 the number of fields, or (with ``validate``) a value does not match its field.
         """
+        if schema._type is not _STRUCT:
+            raise DataException(f"Struct requires a struct schema, got {schema._type.value}")
         if type(values) is not list:
             values = list(values)
         # One test for the usual case (a converter's or transform's unchecked struct), the
         # checks in a call of their own: this is on every record's path, several times.
-        if validate or schema._type is not _STRUCT or len(values) != len(schema._fields):
+        if validate or len(values) != len(schema._fields):
             _check_values(schema, values, validate)
         struct = _new_object(cls)
         struct._schema = schema
