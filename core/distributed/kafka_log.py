@@ -10,9 +10,9 @@ Threads:
 * one **work thread** per log consumes the topic and calls ``consume(record)`` for each record,
   in order per partition; the stores' callbacks run there and must not block;
 * any thread may :meth:`send` (librdkafka's producer is thread-safe) and ask for
-  :meth:`read_to_end`, whose future completes on the work thread once every record written
-  before the call was consumed (Kafka's ``readToEnd``: the end offsets are taken when the work
-  thread serves the request, so a caller that wrote something and then asks sees its write).
+  :meth:`read_to_end`, whose future completes once every record written before the call was
+  consumed and its callback ran (Kafka's ``readToEnd``: the end offsets are taken at the call,
+  so a caller that wrote something and then asks sees its own write).
 
 Reading to the end uses the high watermark, so it needs a broker that reports it as Kafka
 does (the dev broker reports the last batch's base offset instead; see docs/architecture.md).
@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import (
-    OFFSET_BEGINNING,
     Consumer,
     KafkaError,
     KafkaException,
@@ -52,13 +51,25 @@ log = logging.getLogger("copycat.distributed.log")
 # Records taken per consume() call: the internal topics are small, but a fresh worker reading
 # a shared topic with thousands of connectors' records should not pay a call per record.
 CONSUME_BATCH = 1_000
-# How long the work thread waits for records when it has nothing else to do. It bounds how
-# soon a stop or a read-to-end request is noticed (the request also wakes nothing: librdkafka
-# has no wake-up call for a consumer), so it is kept short; an idle log costs ~10 wake-ups/s.
-IDLE_POLL_S = 0.1
+# How long the work thread waits for records. It bounds how soon a stop is noticed, and how
+# soon a read-to-end sees the consumer step over a transaction marker (which returns no
+# record, so consume() waits this long): 50 ms, ~20 cheap wake-ups a second per idle log.
+IDLE_POLL_S = 0.05
 # Deadline of one metadata or watermark request: local brokers answer in milliseconds, a
 # loaded one in well under a second; the call is retried by the next loop round anyway.
 METADATA_TIMEOUT_S = 10.0
+# Pause before asking again after a retriable error (NOT_LEADER just after topic creation).
+RETRY_BACKOFF_S = 0.1
+# Errors librdkafka does not mark retriable in a watermark query but that pass once the
+# partition's leader is known (a topic created a moment ago, a leader election).
+_LEADER_MOVES = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
 # How long stop() waits for the work thread to finish its current round.
 STOP_TIMEOUT_S = 10.0
 # Offsets below 0 are librdkafka's "no position yet" markers (OFFSET_INVALID = -1001).
@@ -105,12 +116,16 @@ class KafkaBasedLog:
         self._read_committed = read_committed
         self._producer_overrides = dict(producer_overrides or {})
         self._consumer: Consumer | None = None
+        self._ends: Consumer | None = None
         self._producer: Producer | None = None
         self._partitions: list[int] = []
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
-        self._lock = threading.Lock()
-        self._pending: list[Future[None]] = []  # read-to-end requests not yet served
+        # Guards how far the work thread has applied each partition, and the read-to-end
+        # requests waiting for it to get further.
+        self._progress = threading.Lock()
+        self._applied: dict[int, int] = {}
+        self._waiters: list[tuple[dict[int, int], Future[None]]] = []
         self._error: BaseException | None = None
         # Set once the work thread consumed past the end offsets taken at start().
         self.caught_up = threading.Event()
@@ -129,6 +144,24 @@ class KafkaBasedLog:
             ConnectException: the topic cannot be read, or reading it took over ``timeout_s``.
         """
         client_id = f"copycat-{self.name}-{uuid.uuid4().hex[:6]}"
+        # End offsets are asked on a connection of their own: a broker answers one
+        # connection's requests in order, and the reading consumer's connection is mostly
+        # busy with a fetch that the broker holds up to fetch.wait.max.ms (500 ms) while
+        # there is nothing new, so every read-to-end waited that long behind it.
+        self._ends = Consumer(
+            client_config(
+                self._client_props,
+                {
+                    "client.id": f"{client_id}-ends",
+                    "group.id": f"copycat-internal-{self.name}",
+                    # The high watermark, not the last stable offset (librdkafka's default
+                    # isolation answers that): just after a leader's commit returns, the
+                    # transaction's markers may not be written yet and the LSO still stands
+                    # before its records, so a read-to-end would end before them.
+                    "isolation.level": "read_uncommitted",
+                },
+            )
+        )
         consumer = Consumer(
             client_config(
                 self._client_props,
@@ -147,17 +180,28 @@ class KafkaBasedLog:
             )
         )
         try:
-            metadata = consumer.list_topics(self.topic, timeout=METADATA_TIMEOUT_S)
+            metadata = self._ends.list_topics(self.topic, timeout=METADATA_TIMEOUT_S)
+            topic = metadata.topics.get(self.topic)
+            if topic is None or topic.error is not None or not topic.partitions:
+                reason = topic.error.str() if topic is not None and topic.error else "no partitions"
+                raise ConnectException(f"cannot read internal topic {self.topic}: {reason}")
+            self._partitions = sorted(topic.partitions)
+            # Start at each partition's first offset, asked for explicitly: assigning
+            # OFFSET_BEGINNING made librdkafka look it up behind the first fetch (~0.5 s).
+            starts = [
+                TopicPartition(self.topic, p, max(self._watermarks(p)[0], 0))
+                for p in self._partitions
+            ]
         except KafkaException as exc:
             consumer.close()
+            self._ends.close()
             raise wrap_kafka_error(exc, f"cannot read metadata of topic {self.topic}") from exc
-        topic = metadata.topics.get(self.topic)
-        if topic is None or topic.error is not None or not topic.partitions:
+        except ConnectException:
             consumer.close()
-            reason = topic.error.str() if topic is not None and topic.error else "no partitions"
-            raise ConnectException(f"cannot read internal topic {self.topic}: {reason}")
-        self._partitions = sorted(topic.partitions)
-        consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in self._partitions])
+            self._ends.close()
+            raise
+        consumer.assign(starts)
+        self._applied = {tp.partition: tp.offset for tp in starts}
         self._consumer = consumer
         self._producer = Producer(
             client_config(
@@ -201,9 +245,12 @@ class KafkaBasedLog:
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             consumer.close()
-        with self._lock:
-            pending, self._pending = self._pending, []
-        for future in pending:
+        ends, self._ends = self._ends, None
+        if ends is not None:
+            ends.close()
+        with self._progress:
+            waiters, self._waiters = self._waiters, []
+        for _targets, future in waiters:
             if not future.done():
                 future.set_exception(ConnectException(f"log of {self.topic} stopped"))
 
@@ -211,36 +258,50 @@ class KafkaBasedLog:
 
     def read_to_end(self) -> Future[None]:
         """A future done once every record written to the topic before this call was consumed
-        (its callbacks have run). Fails if the log stops first."""
+        (its callbacks have run). Fails if the log stops first.
+
+        The end offsets are asked on the caller's thread (a connection of their own, a few
+        milliseconds), then the work thread resolves the future when it has applied that far.
+        """
         future: Future[None] = Future()
         if self._stopping.is_set():
             future.set_exception(ConnectException(f"log of {self.topic} is stopped"))
             return future
-        with self._lock:
-            self._pending.append(future)
+        try:
+            targets = self._end_offsets()
+        except (KafkaException, ConnectException, RuntimeError) as exc:
+            future.set_exception(ConnectException(f"cannot read the end of {self.topic}: {exc}"))
+            return future
+        with self._progress:
+            if self._reached(targets):
+                future.set_result(None)
+            else:
+                self._waiters.append((targets, future))
         return future
+
+    def _reached(self, targets: Mapping[int, int]) -> bool:
+        return all(self._applied.get(p, -1) >= end for p, end in targets.items() if end >= 0)
 
     def _run(self) -> None:
         consumer = self._consumer
         assert consumer is not None
-        serving: list[Future[None]] = []
-        targets: dict[int, int] = {}
+        assigned = [TopicPartition(self.topic, p) for p in self._partitions]
         while not self._stopping.is_set():
             try:
-                if not serving:
-                    with self._lock:
-                        serving, self._pending = self._pending, []
-                    if serving:
-                        targets = self._end_offsets(consumer)
-                if serving and self._reached(consumer, targets):
-                    for future in serving:
-                        if not future.done():
-                            future.set_result(None)
-                    serving, targets = [], {}
-                    continue
-                messages = consumer.consume(CONSUME_BATCH, 0 if serving else IDLE_POLL_S)
-                for message in messages:
+                for message in consumer.consume(CONSUME_BATCH, IDLE_POLL_S):
                     self._deliver(message)
+                positions = consumer.position(assigned)
+                with self._progress:
+                    for tp in positions:
+                        if tp.offset >= _NO_POSITION:
+                            self._applied[tp.partition] = tp.offset
+                    still = []
+                    for targets, future in self._waiters:
+                        if not self._reached(targets):
+                            still.append((targets, future))
+                        elif not future.done():
+                            future.set_result(None)
+                    self._waiters = still
                 if self._producer is not None:
                     self._producer.poll(0)
             except KafkaException as exc:
@@ -250,7 +311,9 @@ class KafkaBasedLog:
             except BaseException as exc:  # noqa: BLE001 - a store bug must not hang callers
                 log.exception("reading %s failed; the log stops", self.topic)
                 self._error = exc
-                for future in serving:
+                with self._progress:
+                    waiters, self._waiters = self._waiters, []
+                for _targets, future in waiters:
                     if not future.done():
                         future.set_exception(exc)
                 self._stopping.set()
@@ -272,24 +335,35 @@ class KafkaBasedLog:
         )
         self._consume(record)
 
-    def _end_offsets(self, consumer: Consumer) -> dict[int, int]:
-        """Each partition's high watermark now (or, read_committed, its last stable offset)."""
+    def _watermarks(self, partition: int) -> tuple[int, int]:
+        """Low and high watermark, retrying retriable errors (a topic created a moment ago
+        answers NOT_LEADER until its leader is elected) for up to METADATA_TIMEOUT_S."""
+        ends = self._ends
+        if ends is None:
+            raise ConnectException(f"log of {self.topic} is stopped")
+        deadline = time.monotonic() + METADATA_TIMEOUT_S
+        while True:
+            try:
+                low, high = ends.get_watermark_offsets(
+                    TopicPartition(self.topic, partition), timeout=METADATA_TIMEOUT_S, cached=False
+                )
+                return int(low), int(high)
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args else None
+                retriable = isinstance(error, KafkaError) and (
+                    error.retriable() or error.code() in _LEADER_MOVES
+                )
+                if not retriable or time.monotonic() > deadline:
+                    raise
+                time.sleep(RETRY_BACKOFF_S)
+
+    def _end_offsets(self) -> dict[int, int]:
+        """Each partition's high watermark now (-1: the partition holds nothing to read)."""
         ends: dict[int, int] = {}
         for partition in self._partitions:
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(self.topic, partition), timeout=METADATA_TIMEOUT_S, cached=False
-            )
-            ends[partition] = high if high > low else -1  # -1: nothing there to read
+            low, high = self._watermarks(partition)
+            ends[partition] = high if high > low else -1
         return ends
-
-    def _reached(self, consumer: Consumer, targets: Mapping[int, int]) -> bool:
-        wanted = [TopicPartition(self.topic, p) for p, end in targets.items() if end >= 0]
-        if not wanted:
-            return True
-        for tp in consumer.position(wanted):
-            if tp.offset < _NO_POSITION or tp.offset < targets[tp.partition]:
-                return False
-        return True
 
     # -- writing -------------------------------------------------------------------------------
 

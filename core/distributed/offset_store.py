@@ -106,6 +106,8 @@ class KafkaOffsetBackingStore:
             return found
 
     def set(self, values: Mapping[bytes, bytes | None]) -> None:
+        if any(v is None for v in values.values()):
+            self._caught_up()  # a tombstone must cover every form of the key written so far
         futures = []
         for key, value in values.items():
             canonical = canonical_offset_key(key)
