@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from core.bundled import ensure_bundled_plugins  # noqa: E402
-from core.devbroker import DevBroker  # noqa: E402
+from core.dev.broker import DevBroker  # noqa: E402
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS  # noqa: E402
 from core.offsets import MemoryOffsetStore  # noqa: E402
 from core.plugins import PluginCatalogue  # noqa: E402
@@ -145,13 +145,13 @@ def copycat_source(worker: Worker, path: Path, topic: str) -> tuple[float, int]:
     loop = worker.connectors[name].tasks[0].loop
     # Timed from the first record handed to the producer (host start-up is measured by
     # bench/isolation_bench.py) to the committed offset reaching the end of the file.
-    wait_until(lambda: loop.records_sent > 0)
+    wait_until(lambda: loop.records_moved > 0)
     start = time.perf_counter()
     wait_until(
         lambda: any(o == {"position": size} for _, o in worker.offsets.connector_offsets(name))
     )
     elapsed = time.perf_counter() - start
-    sent = loop.records_sent  # type: ignore[union-attr]
+    sent = loop.records_moved  # type: ignore[union-attr]
     worker.stop_connector(name)
     return elapsed, sent
 
@@ -251,9 +251,9 @@ def copycat_sink(
 
     loops = [runner.loop for runner in worker.connectors[name].tasks.values()]
     # Timed from the first record put() to the last, from the task loops' own counters.
-    wait_until(lambda: sum(loop.records_put for loop in loops) > 0)  # type: ignore[union-attr]
+    wait_until(lambda: sum(loop.records_moved for loop in loops) > 0)  # type: ignore[union-attr]
     start = time.perf_counter()
-    wait_until(lambda: sum(loop.records_put for loop in loops) >= count)  # type: ignore[union-attr]
+    wait_until(lambda: sum(loop.records_moved for loop in loops) >= count)  # type: ignore[union-attr]
     elapsed = time.perf_counter() - start
     worker.stop_connector(name)
     assert lines() == count, f"sink wrote {lines()} lines, expected {count}"

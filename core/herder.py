@@ -10,7 +10,9 @@ only through the :class:`HerderError` tree, which maps one to one onto HTTP stat
           ├── BadRequestError        400  (a ConfigException from a herder is also a 400)
           ├── ForbiddenError         403  (topic tracking disabled)
           ├── NotFoundError          404
-          └── ConflictError          409  (exists already; rebalance in progress)
+          ├── ConflictError          409  (exists already; rebalance in progress)
+          │    └── NotLeaderError    409  (only the leader can; carries its URL for forwarding)
+          └── RequestTimeoutError    500  (the operation goes on; Kafka's "Request timed out")
 
 :class:`AbstractHerder` holds what does not depend on the mode: validation (the framework's
 ConfigDef merged with the plugin's own, computed in a plugin host), plugin listings and
@@ -46,6 +48,7 @@ __all__ = [
     "Herder",
     "HerderError",
     "NotFoundError",
+    "NotLeaderError",
     "RequestTimeoutError",
     "TargetState",
 ]
@@ -85,6 +88,18 @@ class ConflictError(HerderError):
 
 class AlreadyExistsError(ConflictError):
     pass
+
+
+class NotLeaderError(ConflictError):
+    """This worker cannot apply the request: only the group's leader can (distributed mode).
+
+    ``leader_url`` is the leader's REST URL when known; REST forwards the request there
+    (``?forward=`` semantics as Kafka's), or answers 409 while a rebalance leaves no leader.
+    """
+
+    def __init__(self, message: str, leader_url: str | None = None) -> None:
+        super().__init__(message)
+        self.leader_url = leader_url
 
 
 class RequestTimeoutError(HerderError):

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -125,7 +126,7 @@ def test_plain_pip_installs_are_discovered_by_a_running_worker(
         )
         for name in (venv_name, target_name):
             class_name = f"{name.replace('-', '_')}.Source"
-            found = wait_for(lambda c=class_name: _listed(http, c), what=f"{class_name} listed")
+            found = wait_for(partial(_listed, http, class_name), what=f"{class_name} listed")
             assert found == [{"class": class_name, "type": "source", "version": "1.0"}]
             topic = _run_source(http, broker, f"c-{name}", class_name)
             assert _values(bootstrap_servers, topic, 5) == [f"{name}-{n}" for n in range(1, 6)]

@@ -165,7 +165,7 @@ def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
     )
     assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
     runner = worker.connectors[name].tasks[0]
-    wait_for(lambda: runner.loop.records_put >= 3000, 60, "all records put")
+    wait_for(lambda: runner.loop.records_moved >= 3000, 60, "all records put")
     worker.stop_connector(name)
     assert not runner.is_alive()
     assert out.read_text().splitlines() == [f"v-{i}" for i in range(3000)]
@@ -202,10 +202,10 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
     loop = worker.connectors[name].tasks[0].loop
     try:
         total = sink_task.MAX_RECORDS_PER_PUT + 500
-        wait_for(lambda: loop.records_put == total, 15, "the partial batch put and settled")
+        wait_for(lambda: loop.records_moved == total, 15, "the partial batch put and settled")
         producer.produce(topic_name, b"lone")
         producer.flush(10)
-        wait_for(lambda: loop.records_put == total + 1, 10, "the lone record put")
+        wait_for(lambda: loop.records_moved == total + 1, 10, "the lone record put")
     finally:
         monkeypatch.setattr(sink_task, "CONSUME_TIMEOUT_S", 0.2)
         producer.produce(topic_name, b"wake")  # ends a poll still waiting on the long timeout
