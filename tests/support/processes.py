@@ -56,10 +56,12 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any
 
 
 class CliWorker:
-    """``copycat standalone worker.properties`` in a process (and session) of its own."""
+    """``copycat standalone|distributed worker.properties`` in a process (and session) of its
+    own."""
 
-    def __init__(self, tmp: Path, props: Mapping[str, str]) -> None:
+    def __init__(self, tmp: Path, props: Mapping[str, str], mode: str = "standalone") -> None:
         self.tmp = tmp
+        self.mode = mode
         self.log = tmp / "worker.log"
         self.config = tmp / "worker.properties"
         self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -71,7 +73,7 @@ class CliWorker:
             # A session of its own, as a terminal gives a foreground job: signals sent to the
             # process group reach exactly what a Ctrl-C in that terminal would.
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "core.cli", "standalone", str(self.config)],
+                [sys.executable, "-m", "core.cli", self.mode, str(self.config)],
                 cwd=ROOT,
                 stdout=log,
                 stderr=subprocess.STDOUT,
