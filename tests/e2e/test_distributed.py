@@ -256,6 +256,12 @@ def test_new_workers_restore_everything_from_the_topics_alone(
         {"connector.class": "FileStreamSource", "file": str(source), "topic": "unused-s"},
         initial_state="STOPPED",
     )
+    cluster.wait_running("restore-paused", 1, state="PAUSED")
+    wait_until(
+        lambda: cluster.status("restore-stopped").get("connector", {}).get("state") == "STOPPED",
+        30,
+        "restore-stopped STOPPED",
+    )
     before = {
         name: (
             cluster.request("GET", f"/connectors/{name}").json(),
