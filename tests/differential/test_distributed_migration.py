@@ -43,7 +43,10 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
     topic = f"{group}-lines"
     apache_kafka.create_topic(topic, 1)
     connect = KafkaConnect(
-        tmp_path / "kafka-connect", apache_kafka.bootstrap_servers, mode="distributed", group_id=group
+        tmp_path / "kafka-connect",
+        apache_kafka.bootstrap_servers,
+        mode="distributed",
+        group_id=group,
     ).start(run_owner_pid())
     try:
         with connect.client() as rest:
@@ -76,12 +79,15 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
 
             wait_until(copied, 90, "Kafka Connect copying every line and committing offsets")
             wait_until(
-                lambda: rest.get("/connectors/idle/status").json()["connector"]["state"]
-                == "PAUSED",
+                lambda: (
+                    rest.get("/connectors/idle/status").json()["connector"]["state"] == "PAUSED"
+                ),
                 30,
                 "idle PAUSED",
             )
-            configs = {n: rest.get(f"/connectors/{n}/config").json() for n in ("src", "sink", "idle")}
+            configs = {
+                n: rest.get(f"/connectors/{n}/config").json() for n in ("src", "sink", "idle")
+            }
             assert all("connector.class" in c for c in configs.values()), configs
     finally:
         connect.stop()

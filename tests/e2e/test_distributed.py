@@ -150,10 +150,11 @@ def test_failed_connectors_and_tasks_are_restarted(
     owner = cluster.status("failing-sink")["tasks"][0]["worker_id"]
     other = next(i for i in range(WORKERS) if cluster.worker_id(i) != owner)
     before = set(host_pids("failing-sink-0"))
-    assert cluster.request("POST", "/connectors/failing-sink/tasks/0/restart", via=other).status_code == 204
-    wait_until(
-        lambda: set(host_pids("failing-sink-0")) - before, 30, "a new host for the task"
+    assert (
+        cluster.request("POST", "/connectors/failing-sink/tasks/0/restart", via=other).status_code
+        == 204
     )
+    wait_until(lambda: set(host_pids("failing-sink-0")) - before, 30, "a new host for the task")
     cluster.wait_running("failing-sink", 1)
 
 
