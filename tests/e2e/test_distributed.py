@@ -22,6 +22,7 @@ import pytest
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.distributed import SCHEDULED_DELAY_MS, SESSION_TIMEOUT_MS, DistributedCluster
+from tests.support.faulty import install_faulty
 from tests.support.processes import host_pids, wait_until
 
 pytestmark = [
@@ -38,6 +39,11 @@ COPY_LINES = 1_000_000
 # Appending them over the bounces, in chunks of this size, keeps the copy busy while workers
 # come and go (a file written at once would be copied before the first bounce).
 APPEND_CHUNK = 50_000
+# A hung plugin call is reclaimed after this (plugin.call.timeout.ms): long enough to measure
+# other connectors' calls meanwhile, short enough for the test.
+CALL_TIMEOUT_MS = 8_000
+# What "unaffected" means for another connector's REST calls while a plugin hangs.
+UNAFFECTED_S = 2.0
 
 
 def _line(i: int) -> str:
@@ -51,7 +57,17 @@ def cluster(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[DistributedCluster]:
     tmp = tmp_path_factory.mktemp("distributed")
-    cluster = DistributedCluster(tmp, broker.bootstrap_servers, bundled_plugin_path, WORKERS)
+    faulty = install_faulty(tmp / "plugins")
+    cluster = DistributedCluster(
+        tmp,
+        broker.bootstrap_servers,
+        bundled_plugin_path,
+        WORKERS,
+        extra={
+            "plugin.path": f"{bundled_plugin_path},{faulty}",
+            "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
+        },
+    )
     try:
         yield cluster.start()
     finally:
@@ -286,3 +302,65 @@ def test_new_workers_restore_everything_from_the_topics_alone(
         fh.write("".join(_line(i) for i in range(500, 600)))
     lines = _wait_lines(sink, 600)
     assert lines == [_line(i).strip() for i in range(600)]
+
+
+@pytest.mark.parametrize("where", ["connector.start", "connector.validate"])
+def test_a_hung_plugin_delays_nothing_else_on_any_worker(
+    cluster: DistributedCluster, tmp_path: Path, where: str
+) -> None:
+    name = f"hung-{where.replace('.', '-')}"
+    config = {"connector.class": "FaultySource", "topic": "unused", "hang.in": where}
+    hung: list[httpx.Response] = []
+    thread = threading.Thread(
+        target=lambda: hung.append(
+            cluster.request("POST", "/connectors", 0, json={"name": name, "config": config})
+        ),
+        daemon=True,
+    )
+    thread.start()
+    wait_until(
+        lambda: any(f"faulty: hanging in {where}" in w.text() for w in cluster.workers),
+        30,
+        f"the plugin to hang in {where}",
+    )
+    for via in range(WORKERS):  # every worker answers for other connectors at once
+        other = f"other-{via}-{where.replace('.', '-')}"
+        source = tmp_path / f"{other}.in"
+        source.touch()
+        timings = {}
+        for what, method, path, body in [
+            (
+                "create",
+                "POST",
+                "/connectors",
+                {
+                    "name": other,
+                    "config": {
+                        "connector.class": "FileStreamSource",
+                        "file": str(source),
+                        "topic": other,
+                    },
+                },
+            ),
+            ("list", "GET", "/connectors", None),
+            ("pause", "PUT", f"/connectors/{other}/pause", None),
+            ("delete", "DELETE", f"/connectors/{other}", None),
+        ]:
+            started = time.monotonic()
+            response = cluster.request(method, path, via, json=body)
+            timings[what] = time.monotonic() - started
+            assert response.status_code < 300, (what, response.text)
+        slow = {w: round(t, 2) for w, t in timings.items() if t >= UNAFFECTED_S}
+        assert not slow, f"worker {via} waited for the hung plugin: {slow}"
+    thread.join(CALL_TIMEOUT_MS / 1000 * 3 + 30)
+    assert hung, "the request on the hung plugin never answered"
+    if where == "connector.validate":
+        assert hung[0].status_code == 500 and "did not complete within" in hung[0].text
+    else:
+        assert hung[0].status_code == 201
+        wait_until(
+            lambda: cluster.status(name).get("connector", {}).get("state") == "FAILED",
+            CALL_TIMEOUT_MS / 1000 + 30,
+            "the hung connector FAILED by its deadline",
+        )
+        assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
