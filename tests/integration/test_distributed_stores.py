@@ -12,7 +12,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -410,10 +410,11 @@ def test_workers_join_one_group_and_the_leader_assigns(
             for m, md in metadata.items()
         }
 
+    def metadata_of(i: int) -> Callable[[], MemberMetadata]:
+        return lambda: MemberMetadata(f"http://w{i}", 0, Held())
+
     for i in range(2):
-        member = WorkerGroupMember(
-            settings, lambda i=i: MemberMetadata(f"http://w{i}", 0, Held()), assign
-        )
+        member = WorkerGroupMember(settings, metadata_of(i), assign)
         member.start()
         members.append(member)
     stop = threading.Event()
