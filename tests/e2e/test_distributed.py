@@ -364,3 +364,22 @@ def test_a_hung_plugin_delays_nothing_else_on_any_worker(
             "the hung connector FAILED by its deadline",
         )
         assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+
+
+def test_tasks_max_changes_flow_through_the_leader_and_spread_the_tasks(
+    cluster: DistributedCluster,
+) -> None:
+    name = "grow"
+    config = {"connector.class": "FaultySource", "topic": "unused", "tasks.max": "2"}
+    cluster.create(name, config, via=1)
+    cluster.wait_running(name, 2)
+    response = cluster.request(
+        "PUT", f"/connectors/{name}/config", 2, json={**config, "tasks.max": "6"}
+    )
+    assert response.status_code == 200, response.text
+    status = cluster.wait_running(name, 6)
+    per_worker = collections.Counter(t["worker_id"] for t in status["tasks"])
+    assert len(per_worker) >= 2  # spread by the leader, not all on the connector's worker
+    tasks = cluster.request("GET", f"/connectors/{name}/tasks", 0).json()
+    assert [t["config"]["tasks.max"] for t in tasks] == ["6"] * 6
+    assert cluster.request("DELETE", f"/connectors/{name}", 0).status_code == 204
