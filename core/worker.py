@@ -119,6 +119,16 @@ class _TaskRunner(threading.Thread):
         self.started_at = time.monotonic()
 
     def run(self) -> None:
+        # One line when the task's thread begins and one when it ends, whatever the cause (as
+        # Kafka's "Starting task" / "Stopping task"): operators and the distributed tests count
+        # them to tell which tasks a rebalance stopped.
+        log.info("task %s starting", self.spec.name)
+        try:
+            self._run()
+        finally:
+            log.info("task %s stopped", self.spec.name)
+
+    def _run(self) -> None:
         worker, spec = self.worker, self.spec
         try:
             loop = build_task(

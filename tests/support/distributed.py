@@ -9,9 +9,12 @@ test's main thread.
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,12 @@ HEARTBEAT_MS = 1_000
 SCHEDULED_DELAY_MS = 5_000
 # A worker process: interpreter, plugin scan, reading three topics, REST; on a busy machine.
 START_TIMEOUT_S = 60.0
+# A clean stop: every task here stops and commits within task.shutdown.graceful.timeout.ms
+# (5 s by default), the worker leaves its group and closes its stores.
+STOP_TIMEOUT_S = 30.0
+# The worker's log lines for a task thread's beginning and end (core/worker.py).
+_TASK_EVENT = re.compile(r"copycat\.worker: task (\S+) (starting|stopped)$", re.MULTILINE)
+_REBALANCE_DONE = re.compile(r"rebalance \d+ done \(generation \d+, (leader[^)]*)\)")
 
 
 def worker_props(
@@ -102,10 +111,41 @@ class DistributedCluster:
     def worker_id(self, index: int) -> str:
         return self.workers[index].url.removeprefix("http://")
 
+    def alive(self, index: int) -> bool:
+        proc = self.workers[index].proc
+        return proc is not None and proc.poll() is None
+
+    def leader(self) -> int:
+        """The live worker whose latest completed rebalance says it leads."""
+        for index, worker in enumerate(self.workers):
+            done = _REBALANCE_DONE.findall(worker.text())
+            if self.alive(index) and done and done[-1] == "leader":
+                return index
+        raise AssertionError("no live worker's log says it leads")
+
     def bounce(self, index: int) -> None:
         """Clean bounce: SIGTERM (tasks stop and commit), wait for exit, start a new process."""
-        self.workers[index].close()
+        self.stop_workers([index])
         self.restart(index)
+
+    def stop_workers(self, indices: Iterable[int]) -> None:
+        """Clean stop of several workers at once (SIGTERM to each, then wait): each must exit
+        by itself with status 0, else the stop was not clean and the test says so."""
+        procs = [(i, self.workers[i].proc) for i in indices]
+        for _, proc in procs:
+            assert proc is not None and proc.poll() is None
+            proc.send_signal(signal.SIGTERM)
+        for index, proc in procs:
+            assert proc is not None
+            try:
+                code = proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired as exc:
+                proc.kill()
+                proc.wait()
+                raise AssertionError(
+                    f"worker {index} did not stop within {STOP_TIMEOUT_S} s"
+                ) from exc
+            assert code == 0, f"worker {index} exited {code}:\n{self.workers[index].text()}"
 
     def kill(self, index: int) -> None:
         """Hard bounce, first half: ``kill -9`` the worker (its hosts die with it)."""
@@ -115,9 +155,25 @@ class DistributedCluster:
         proc.wait(30)
 
     def restart(self, index: int) -> None:
-        self._starts[index] += 1
-        self.workers[index] = self._new(index, self._starts[index])
-        self.workers[index].start(START_TIMEOUT_S)
+        self.restart_workers([index])
+
+    def restart_workers(self, indices: Iterable[int]) -> None:
+        """New processes for the (stopped or killed) workers, started in parallel: they join
+        the group together, in one rebalance."""
+        indices = list(indices)
+        for index in indices:
+            self._starts[index] += 1
+            self.workers[index] = self._new(index, self._starts[index]).spawn()
+        for index in indices:
+            self.workers[index].wait_ready(START_TIMEOUT_S)
+
+    def log_mark(self, index: int) -> int:
+        """Where worker ``index``'s log ends now (for :meth:`task_events` after it)."""
+        return len(self.workers[index].text())
+
+    def task_events(self, index: int, mark: int = 0) -> list[tuple[str, str]]:
+        """``(task, "starting"|"stopped")`` as worker ``index`` logged them after ``mark``."""
+        return _TASK_EVENT.findall(self.workers[index].text()[mark:])
 
     # -- REST ----------------------------------------------------------------------------------
 
@@ -138,6 +194,16 @@ class DistributedCluster:
             "POST", "/connectors", via, json={"name": name, "config": dict(config), **body}
         )
         assert response.status_code == 201, response.text
+
+    def placement(self, via: int = 0) -> dict[str, tuple[str, str]]:
+        """``{"<connector>-<task>": (state, worker_id)}`` of every task in the cluster."""
+        response = httpx.get(f"{self.workers[via].url}/connectors?expand=status", timeout=30)
+        response.raise_for_status()
+        return {
+            f"{name}-{task['id']}": (task["state"], task["worker_id"])
+            for name, entry in response.json().items()
+            for task in entry["status"]["tasks"]
+        }
 
     def status(self, name: str, via: int = 0) -> dict[str, Any]:
         response = httpx.get(f"{self.workers[via].url}/connectors/{name}/status", timeout=30)

@@ -69,6 +69,11 @@ class CliWorker:
         self.url = ""
 
     def start(self, timeout_s: float = 60) -> CliWorker:
+        return self.spawn().wait_ready(timeout_s)
+
+    def spawn(self) -> CliWorker:
+        """Start the process and return at once (:meth:`wait_ready` waits for its REST API);
+        several workers spawned together start in parallel."""
         with open(self.log, "ab") as log:
             # A session of its own, as a terminal gives a foreground job: signals sent to the
             # process group reach exactly what a Ctrl-C in that terminal would.
@@ -79,6 +84,9 @@ class CliWorker:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        return self
+
+    def wait_ready(self, timeout_s: float = 60) -> CliWorker:
         self.url = wait_until(self._bound_url, timeout_s, "the worker's REST server")
         wait_until(
             lambda: httpx.get(self.url + "/health", timeout=5).status_code == 200,
