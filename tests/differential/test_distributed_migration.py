@@ -2,15 +2,19 @@
 group and internal topics, and its connectors go on from where Kafka Connect left them.
 
 A real ``connect-distributed`` worker runs FileStreamSource (file -> topic) and FileStreamSink
-(topic -> file) and keeps a third connector paused; it is stopped. Two Copycat distributed
-workers start with the same ``group.id`` and topics: they show the three connectors with
-Kafka Connect's configs and target states, the source resumes at Kafka Connect's offset (no
-line sent twice or skipped) and the sink at its ``connect-<name>`` group's committed offset.
+(topic -> file) and keeps a third connector paused, while a writer keeps appending to the
+source file; it is stopped mid-stream (gracefully: its tasks commit their last offsets). Three
+Copycat distributed workers start with the same ``group.id`` and topics while the writer goes
+on: they show the three connectors with Kafka Connect's configs and target states, the source
+resumes at Kafka Connect's offset and the sink at its ``connect-<name>`` group's committed
+offset. Topic and sink file hold every line once, in order: nothing sent twice, nothing
+skipped, including the lines written while no worker ran.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -26,22 +30,58 @@ from tests.support.processes import wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
-LINES_BEFORE = 300
-LINES_AFTER = 200
+WORKERS = 3
+# The writer appends this many lines every APPEND_INTERVAL_S (~400 lines/s): the copy is
+# always in flight, when Kafka Connect stops and while Copycat starts.
+APPEND_LINES = 20
+APPEND_INTERVAL_S = 0.05
+# Lines Kafka Connect copies (at least) before it is stopped, and Copycat after it took over.
+KAFKA_CONNECT_LINES = 1_000
+COPYCAT_LINES = 1_000
+# Waiting for a copy to catch up with the writer, on a busy machine.
+CATCH_UP_S = 120.0
 
 
-def _lines(start: int, end: int) -> str:
-    return "".join(f"migrated line {i:05d}\n" for i in range(start, end))
+def _line(i: int) -> str:
+    return f"migrated line {i:06d}\n"
+
+
+def _count(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+class _Writer(threading.Thread):
+    """Appends numbered lines to the source file until stopped (its own thread)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(name="migration-writer", daemon=True)
+        self.path, self.written, self.done = path, 0, threading.Event()
+
+    def run(self) -> None:
+        with self.path.open("a") as fh:
+            while not self.done.is_set():
+                fh.write(
+                    "".join(_line(i) for i in range(self.written, self.written + APPEND_LINES))
+                )
+                fh.flush()
+                self.written += APPEND_LINES
+                time.sleep(APPEND_INTERVAL_S)
+
+    def stop(self) -> int:
+        self.done.set()
+        self.join(10)
+        return self.written
 
 
 def test_copycat_workers_take_over_a_kafka_connect_cluster(
     apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path: Path
 ) -> None:
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
-    source_file.write_text(_lines(0, LINES_BEFORE))
+    source_file.touch()
     group = f"connect-migrate-{int(time.time() * 1000) % 10**8}"
     topic = f"{group}-lines"
     apache_kafka.create_topic(topic, 1)
+    writer = _Writer(source_file)
     connect = KafkaConnect(
         tmp_path / "kafka-connect",
         apache_kafka.bootstrap_servers,
@@ -69,15 +109,12 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
             }.items():
                 assert rest.post("/connectors", json={"name": name, "config": config}).is_success
             assert rest.put("/connectors/idle/pause").status_code == 202
-
-            def copied() -> bool:
-                offsets = rest.get("/connectors/src/offsets").json().get("offsets", [])
-                position = offsets[0]["offset"]["position"] if offsets else -1
-                return position == source_file.stat().st_size and (
-                    sink_file.exists() and len(sink_file.read_text().splitlines()) == LINES_BEFORE
-                )
-
-            wait_until(copied, 90, "Kafka Connect copying every line and committing offsets")
+            writer.start()
+            wait_until(
+                lambda: _count(sink_file) >= KAFKA_CONNECT_LINES,
+                CATCH_UP_S,
+                f"Kafka Connect copying {KAFKA_CONNECT_LINES} lines",
+            )
             wait_until(
                 lambda: (
                     rest.get("/connectors/idle/status").json()["connector"]["state"] == "PAUSED"
@@ -90,13 +127,14 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
             }
             assert all("connector.class" in c for c in configs.values()), configs
     finally:
-        connect.stop()
+        connect.stop()  # mid-stream: the writer goes on
+    by_kafka_connect = _count(sink_file)
 
     copycat = DistributedCluster(
         tmp_path / "copycat",
         apache_kafka.bootstrap_servers,
         bundled_plugin_path,
-        2,
+        WORKERS,
         group=group,
         extra={
             # The Kafka Connect worker's own settings (tests/support/kafka_connect.py): same
@@ -110,7 +148,7 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
     )
     try:
         copycat.start()
-        for via in range(2):
+        for via in range(WORKERS):
             assert sorted(copycat.request("GET", "/connectors", via).json()) == [
                 "idle",
                 "sink",
@@ -121,18 +159,24 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
         copycat.wait_running("idle", 1, state="PAUSED")
         copycat.wait_running("src", 1)
         copycat.wait_running("sink", 1)
-        with source_file.open("a") as fh:
-            fh.write(_lines(LINES_BEFORE, LINES_BEFORE + LINES_AFTER))
-        total = LINES_BEFORE + LINES_AFTER
         wait_until(
-            lambda: len(sink_file.read_text().splitlines()) >= total, 90, "the appended lines"
+            lambda: _count(sink_file) >= by_kafka_connect + COPYCAT_LINES,
+            CATCH_UP_S,
+            f"Copycat copying {COPYCAT_LINES} more lines",
         )
+        total = writer.stop()
+        wait_until(lambda: _count(sink_file) >= total, CATCH_UP_S, "every line in the sink file")
         time.sleep(1)  # anything duplicated would arrive now
-        assert sink_file.read_text() == _lines(0, total)  # the sink: nothing twice, nothing lost
+        assert sink_file.read_text() == "".join(_line(i) for i in range(total))  # the sink
         records = read_all(apache_kafka.bootstrap_servers, topic, total)
         payloads = [json.loads(m.value())["payload"] for m in records]
-        assert payloads == _lines(0, total).splitlines()  # the source: resumed at its offset
+        assert payloads == [_line(i).strip() for i in range(total)]  # the source
         status = httpx.get(f"{copycat.urls[0]}/connectors/src/status", timeout=30).json()
-        assert status["connector"]["worker_id"] in {copycat.worker_id(i) for i in range(2)}
+        assert status["connector"]["worker_id"] in {copycat.worker_id(i) for i in range(WORKERS)}
+        print(
+            f"\nmigration: {total} lines, {by_kafka_connect} copied by Kafka Connect, the rest "
+            "by Copycat; none twice, none skipped"
+        )
     finally:
+        writer.stop()
         copycat.stop()
