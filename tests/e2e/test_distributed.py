@@ -24,6 +24,7 @@ import pytest
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.distributed import SCHEDULED_DELAY_MS, SESSION_TIMEOUT_MS, DistributedCluster
 from tests.support.faulty import install_faulty
+from tests.support.kafka import read_all
 from tests.support.processes import host_pids, wait_until
 
 pytestmark = [
@@ -464,3 +465,50 @@ def test_tasks_max_changes_flow_through_the_leader_and_spread_the_tasks(
     tasks = cluster.request("GET", f"/connectors/{name}/tasks", 0).json()
     assert [t["config"]["tasks.max"] for t in tasks] == ["6"] * 6
     assert cluster.request("DELETE", f"/connectors/{name}", 0).status_code == 204
+
+
+def test_a_connector_created_stopped_has_its_offsets_altered_before_its_first_start(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """KIP-980 and KIP-875 across workers: created STOPPED through one worker, offsets altered
+    through another, resumed through the third; the source starts at the altered position."""
+    name, source = "altered", tmp_path / "altered.in"
+    source.write_text("".join(_line(i) for i in range(100)))
+    topic = f"{cluster.group}-{name}"
+    broker.create_topic(topic, 1)
+    config = {"connector.class": "FileStreamSource", "file": str(source), "topic": topic}
+    cluster.create(name, config, via=0, initial_state="STOPPED")
+    wait_until(
+        lambda: cluster.status(name, via=2).get("connector", {}).get("state") == "STOPPED",
+        30,
+        f"{name} STOPPED",
+    )
+    skipped = len(_line(0)) * 40  # the first 40 lines, in bytes (FileStreamSource's position)
+    offsets = {
+        "offsets": [{"partition": {"filename": str(source)}, "offset": {"position": skipped}}]
+    }
+    response = cluster.request("PATCH", f"/connectors/{name}/offsets", 1, json=offsets)
+    assert response.status_code == 200, response.text
+    assert cluster.request("GET", f"/connectors/{name}/offsets", 2).json() == offsets
+    assert cluster.request("PUT", f"/connectors/{name}/resume", 2).status_code == 202
+    cluster.wait_running(name, 1)
+    records = read_all(broker.bootstrap_servers, topic, 60)
+    assert [m.value().decode() for m in records] == [_line(i).strip() for i in range(40, 100)]
+    assert cluster.request("DELETE", f"/connectors/{name}", 0).status_code == 204
+
+
+def test_a_cluster_scope_logger_level_reaches_every_worker(cluster: DistributedCluster) -> None:
+    namespace = "copycat.e2e.cluster-scope"  # a logger of this test's own: no other is touched
+
+    def everywhere(level: str) -> bool:
+        return all(
+            cluster.request("GET", f"/admin/loggers/{namespace}", i).json().get("level") == level
+            for i in range(WORKERS)
+        )
+
+    for level in ("TRACE", "WARN"):  # set, then changed again
+        response = cluster.request(
+            "PUT", f"/admin/loggers/{namespace}?scope=cluster", 1, json={"level": level}
+        )
+        assert response.status_code == 204, response.text
+        wait_until(partial(everywhere, level), 30, f"{namespace} at {level} on every worker")
