@@ -141,8 +141,10 @@ def copycat_source(worker: Worker, path: Path, topic: str) -> tuple[float, int]:
             "topic.creation.default.replication.factor": "1",
         },
     )
-    worker.start_task(name, 0, worker.task_configs(name)[0])
-    loop = worker.connectors[name].tasks[0].loop
+    runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+    assert runner.wait_started(60)  # tasks start on their own thread
+    loop = runner.loop
+    assert loop is not None
     # Timed from the first record handed to the producer (host start-up is measured by
     # bench/isolation_bench.py) to the committed offset reaching the end of the file.
     wait_until(lambda: loop.records_moved > 0)
@@ -237,7 +239,9 @@ def copycat_sink(
     )
     files = [out.with_suffix(f".{i}") for i in range(tasks)]
     for task_id, cfg in enumerate(worker.task_configs(name)):
-        worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])))
+        assert worker.start_task(name, task_id, dict(cfg, file=str(files[task_id]))).wait_started(
+            60
+        )
 
     def lines() -> int:
         total = 0
@@ -249,7 +253,7 @@ def copycat_sink(
                     )
         return total
 
-    loops = [runner.loop for runner in worker.connectors[name].tasks.values()]
+    loops = [runner.loop for runner in worker.connectors[name].tasks.values() if runner.loop]
     # Timed from the first record put() to the last, from the task loops' own counters.
     wait_until(lambda: sum(loop.records_moved for loop in loops) > 0)  # type: ignore[union-attr]
     start = time.perf_counter()

@@ -43,7 +43,7 @@ from core.stores.config import ConfigStore, TargetState
 from core.worker import Worker
 from core.worker_config import WorkerConfig
 from isolation import RemotePluginError
-from plugin_api import ConfigException, TopicPartition
+from plugin_api import ConfigException, ConnectException, TopicPartition
 
 __all__ = ["REST_REQUEST_TIMEOUT_S", "WorkerHerder", "reverse_transform"]
 
@@ -282,6 +282,11 @@ class WorkerHerder(AbstractHerder):
                 worker.status.remove_task(name, task_id)
         if self._target(name) is TargetState.PAUSED:
             worker.pause(name, True)
+        try:
+            worker.reserve_task_slots(name, len(task_configs))  # task.runtime=spark only
+        except ConnectException as exc:
+            self._fail_connector(name, exc, resolved)
+            return
         for task_id, task_config in enumerate(task_configs):
             worker.start_task(name, task_id, task_config)
         self._apply_target(name)
