@@ -96,7 +96,8 @@ class SparkTaskRunner(_TaskRunner):
 
     # -- the thread ----------------------------------------------------------------------------
 
-    def run(self) -> None:
+    def _run(self) -> None:
+        """The thread's work (``run()``, inherited, logs the task's start and end around it)."""
         driver, spec = self.driver, self.spec
         driver.register(self)
         try:

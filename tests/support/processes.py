@@ -56,10 +56,12 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any
 
 
 class CliWorker:
-    """``copycat standalone worker.properties`` in a process (and session) of its own."""
+    """``copycat standalone|distributed worker.properties`` in a process (and session) of its
+    own."""
 
-    def __init__(self, tmp: Path, props: Mapping[str, str]) -> None:
+    def __init__(self, tmp: Path, props: Mapping[str, str], mode: str = "standalone") -> None:
         self.tmp = tmp
+        self.mode = mode
         self.log = tmp / "worker.log"
         self.config = tmp / "worker.properties"
         self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -67,16 +69,24 @@ class CliWorker:
         self.url = ""
 
     def start(self, timeout_s: float = 60) -> CliWorker:
+        return self.spawn().wait_ready(timeout_s)
+
+    def spawn(self) -> CliWorker:
+        """Start the process and return at once (:meth:`wait_ready` waits for its REST API);
+        several workers spawned together start in parallel."""
         with open(self.log, "ab") as log:
             # A session of its own, as a terminal gives a foreground job: signals sent to the
             # process group reach exactly what a Ctrl-C in that terminal would.
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "core.cli", "standalone", str(self.config)],
+                [sys.executable, "-m", "core.cli", self.mode, str(self.config)],
                 cwd=ROOT,
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        return self
+
+    def wait_ready(self, timeout_s: float = 60) -> CliWorker:
         self.url = wait_until(self._bound_url, timeout_s, "the worker's REST server")
         wait_until(
             lambda: httpx.get(self.url + "/health", timeout=5).status_code == 200,
