@@ -61,11 +61,11 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -
         consumer.close()
 
 
-def committed(bootstrap: str, group: str, topic: str) -> int:
-    """The offset ``group`` committed for partition 0 of ``topic`` (negative if none)."""
+def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int:
+    """The offset ``group`` committed for ``partition`` of ``topic`` (negative if none)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        [tp] = consumer.committed([TopicPartition(topic, partition)], timeout=10)
         return int(tp.offset)
     finally:
         consumer.close()
