@@ -87,6 +87,9 @@ class _TransactionalSource(threading.Thread):
                 self.producer.begin_transaction()
                 for i, value in enumerate(values):
                     self.producer.produce(self.topic, value.encode(), partition=i % PARTITIONS)
+                # On the log before the abort: abort_transaction() drops what is still unsent,
+                # and the test wants aborted records in the topic for the sink to skip.
+                self.producer.flush(30)
                 if abort:
                     self.producer.abort_transaction(30)
                     self.aborted += len(values)
