@@ -1,5 +1,7 @@
 """Sink connector offsets over REST (KIP-875): the consumer group ``connect-<name>``.
 
+Offsets are read stable (``require_stable``, the read_committed of group offsets): an
+offset committed in a transaction that is still open is not answered until it ends.
 Kafka's shapes: a partition is ``{"kafka_topic": str, "kafka_partition": int}`` and an offset
 ``{"kafka_offset": int}`` (``null`` resets that partition). Reading, altering and deleting go
 through the admin client; the connector is STOPPED, so the group has no members.
@@ -106,6 +108,9 @@ _TRANSIENT = frozenset(
         KafkaError._TIMED_OUT,
         KafkaError.REQUEST_TIMED_OUT,
         KafkaError.NETWORK_EXCEPTION,
+        # Offsets read stable (require_stable): one is in a transaction that is still open.
+        # Java's admin client retries it; librdkafka reports it as not retriable.
+        KafkaError.UNSTABLE_OFFSET_COMMIT,
     }
 )
 
@@ -165,6 +170,17 @@ def _result(future: concurrent.futures.Future[T], timeout_s: float) -> T:
         raise _AttemptTimedOut() from None  # librdkafka completes the future later, unread
 
 
+def _stable(result: ConsumerGroupTopicPartitions) -> ConsumerGroupTopicPartitions:
+    """``result``, unless a partition's offset is still in an open transaction: librdkafka
+    reports UNSTABLE_OFFSET_COMMIT for the whole request or, as seen on Kafka 4.1, for the
+    partition alone; raised here too, so the read is retried until the transaction ends
+    instead of leaving the partition out."""
+    for tp in result.topic_partitions or []:
+        if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT:
+            raise KafkaException(tp.error)
+    return result
+
+
 class SinkOffsets:
     """Reads and writes one sink connector's consumer group offsets."""
 
@@ -181,11 +197,13 @@ class SinkOffsets:
         try:
             result = _retrying(
                 self._admin,
-                lambda admin, timeout_s: _result(
-                    admin.list_consumer_group_offsets(request, request_timeout=timeout_s)[
-                        self.group
-                    ],
-                    timeout_s,
+                lambda admin, timeout_s: _stable(
+                    _result(
+                        admin.list_consumer_group_offsets(
+                            request, request_timeout=timeout_s, require_stable=True
+                        )[self.group],
+                        timeout_s,
+                    )
                 ),
                 f"read the offsets of group {self.group}",
             )

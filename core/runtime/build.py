@@ -15,7 +15,7 @@ from typing import Any
 from core.errors import ErrorReporter
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskServices
-from core.runtime.sink import SinkTaskLoop
+from core.runtime.sink import SinkTaskLoop, cooperative_protocol
 from core.runtime.source import SourceTaskLoop
 from core.runtime.spec import TaskSpec
 from core.topics import TopicCreator
@@ -155,6 +155,7 @@ def _sink(
         commit_interval_ms=int(spec.settings.commit_interval_s * 1000),
         clock=services.clock,
         errors=errors,
+        cooperative=cooperative_protocol(spec.clients.consumer),
     )
     holder.append(loop)
     return loop

@@ -4,6 +4,13 @@ Like :mod:`core.source_task`, the loop is driven from outside (``iteration()`` i
 owns no thread. Offsets are committed to Kafka only with what the task's ``pre_commit()``
 returns (KIP-89), so a record is committed only once the task says it is durable; a crash
 redelivers everything after the last commit (at-least-once).
+
+Exactly-once sinks keep their offsets in the target, atomically with the data: their
+``pre_commit()`` returns nothing (or only what the target already holds), and on ``start()``
+/ ``open()`` they rewind with ``context.offset()`` to where the target says. The loop starts
+fetching a newly assigned partition exactly there: the offsets go into the consumer's
+assignment from the rebalance callback itself (:meth:`SinkTaskLoop._on_assign`), so not one
+record from the group's committed offset (or ``auto.offset.reset``) reaches ``put()`` first.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ import itertools
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
@@ -55,6 +62,18 @@ RECENT_BATCHES_FOR_REPORTS = 4
 MISSING_TOPIC_ERRORS = frozenset(
     {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
 )
+# librdkafka's rebalance protocol is COOPERATIVE only when every configured assignor is
+# cooperative, and "cooperative-sticky" is its only cooperative one. The protocol decides how
+# a rebalance callback must set the assignment: assign() under EAGER, incremental_assign()
+# under COOPERATIVE (the other call fails with _STATE and assigns nothing).
+COOPERATIVE_ASSIGNOR = "cooperative-sticky"
+
+
+def cooperative_protocol(consumer_config: Mapping[str, Any]) -> bool:
+    """Whether a consumer made from ``consumer_config`` rebalances cooperatively."""
+    strategies = str(consumer_config.get("partition.assignment.strategy", "range,roundrobin"))
+    names = [name.strip() for name in strategies.split(",") if name.strip()]
+    return bool(names) and all(name == COOPERATIVE_ASSIGNOR for name in names)
 
 
 class SinkTaskLoop:
@@ -73,7 +92,10 @@ class SinkTaskLoop:
         commit_interval_ms: int = 60_000,
         clock: Callable[[], float] = time.monotonic,
         errors: ErrorReporter | None = None,
+        cooperative: bool = False,
     ) -> None:
+        """``cooperative``: the consumer rebalances with the COOPERATIVE protocol (see
+        :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets."""
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
         self.connector = connector
@@ -110,6 +132,7 @@ class SinkTaskLoop:
         self.records_put = 0
         self._missing_topics_logged: set[str] = set()
         self._paused = False  # a framework pause (REST, target state), not the task's own
+        self._cooperative = cooperative
 
     @property
     def name(self) -> str:
@@ -168,15 +191,54 @@ class SinkTaskLoop:
         )
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        """Open the new partitions in the task; where it rewound them (``context.offset()``
+        in ``open()``, or earlier in ``start()``), fetching starts exactly there.
+
+        Called by librdkafka from inside ``consume()``/``poll()`` on the task's thread, before
+        the new assignment takes effect: a ``seek()`` here fails ("Unknown partition"), and
+        had it been retried after the callback, the same ``consume()`` could already have
+        returned records from the group's committed offset: duplicates in a target that keeps
+        its own offsets. So the callback sets the assignment itself, with those offsets.
+        """
         tps = [(p.topic, p.partition) for p in partitions]
         try:
             self._drain()
             self._assigned.update(tps)
-            self._apply(self.host.open(self.handle, tps))
+            actions = self.host.open(self.handle, tps)
+            new = set(tps)
+            starts = {tp: offset for tp, offset in actions.seeks.items() if tp in new}
+            if starts:
+                self._assign_at(consumer, partitions, starts)
+                actions = actions._replace(
+                    seeks={tp: o for tp, o in actions.seeks.items() if tp not in new}
+                )
+            self._apply(actions)
             if self._paused:
                 self._pause_partitions(set(tps))
         except BaseException as exc:  # raised on the consume() call, reported from there
             self._failure = exc
+
+    def _assign_at(
+        self,
+        consumer: Consumer,
+        partitions: list[KafkaTopicPartition],
+        starts: Mapping[tuple[str, int], int],
+    ) -> None:
+        """Take the assignment ``partitions`` with fetching starting at ``starts`` (the others
+        at their committed offset), from within the rebalance callback."""
+        assignment = [
+            KafkaTopicPartition(p.topic, p.partition, starts[(p.topic, p.partition)])
+            if (p.topic, p.partition) in starts
+            else KafkaTopicPartition(p.topic, p.partition)
+            for p in partitions
+        ]
+        if self._cooperative:
+            consumer.incremental_assign(assignment)
+        else:
+            consumer.assign(assignment)
+        for tp, offset in starts.items():
+            self._pending_seeks.pop(tp, None)
+            self._current[tp] = offset
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         tps = [(p.topic, p.partition) for p in partitions]
@@ -189,23 +251,31 @@ class SinkTaskLoop:
         except BaseException as exc:
             self._failure = exc
         finally:
-            for tp in tps:
-                self._assigned.discard(tp)
-                self._current.pop(tp, None)
-                self._committed.pop(tp, None)
-                self._paused_by_task.discard(tp)
+            self._forget(tps)
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        """The partitions may already belong to another member: close them, commit nothing."""
         tps = [(p.topic, p.partition) for p in partitions]
-        for tp in tps:
-            self._assigned.discard(tp)
-            self._current.pop(tp, None)
         try:
             self._drain()
             self._unfetch(set(tps), rewind=False)
             self.host.close_partitions(self.handle, tps)
         except BaseException as exc:
             self._failure = exc
+        finally:
+            self._forget(tps)
+
+    def _forget(self, tps: list[tuple[str, int]]) -> None:
+        """Drop every position kept for partitions no longer ours. A rewind still pending
+        for one of them belonged to the old assignment: applied after the partition came
+        back (an eager rebalance revokes and re-assigns everything), it would override the
+        start the task asks for in its next ``open()``."""
+        for tp in tps:
+            self._assigned.discard(tp)
+            self._current.pop(tp, None)
+            self._committed.pop(tp, None)
+            self._paused_by_task.discard(tp)
+            self._pending_seeks.pop(tp, None)
 
     # -- the loop ------------------------------------------------------------------------------
 

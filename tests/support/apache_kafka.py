@@ -68,6 +68,11 @@ _SINGLE_NODE_SETTINGS = {
     # Kafka delays the first rebalance of a new group by 3 s to gather members; tests start
     # one consumer at a time and would each wait it out.
     "group.initial.rebalance.delay.ms": "0",
+    # A consumer killed with -9 stays in its group until its session times out, and the group
+    # waits for it before assigning anything to the restarted one. Kafka's floor for
+    # session.timeout.ms is 6 s; crash tests (tests/e2e/test_exactly_once_crash_loop.py)
+    # restart ten times and use 3 s sessions. Tests that leave it at the default are unchanged.
+    "group.min.session.timeout.ms": "1000",
     # The log cleaner sleeps 15 s when it finds nothing to compact; compaction tests should
     # see it act within a second or two.
     "log.cleaner.backoff.ms": "1000",

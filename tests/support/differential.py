@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 from confluent_kafka import Consumer, TopicPartition
 
+from core.kafka import READ_COMMITTED
 from tests.support.kafka import wait_for
 
 # A differential scenario moves tens of records; both workers finish in seconds. The bound is
@@ -73,6 +74,7 @@ def read_records(bootstrap: str, topic: str, expected: int) -> list[Record]:
             "bootstrap.servers": bootstrap,
             "group.id": f"diff-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
+            "isolation.level": READ_COMMITTED,
             "topic.metadata.refresh.interval.ms": 500,
         }
     )

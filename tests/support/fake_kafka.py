@@ -4,7 +4,11 @@ They implement the part of confluent-kafka's Producer and Consumer API the loops
 Kafka's semantics where the loops depend on them: a producer acknowledges (and assigns
 offsets) only when polled or flushed; a consumer reads a partition from its committed offset
 (or the beginning), never returns records of a paused partition, and calls the rebalance
-callbacks on assignment. A :class:`FakeCluster` holds the topics both sides share.
+callbacks on assignment. As librdkafka does, the assign callback runs *before* the new
+assignment takes effect: ``seek()`` there fails with "Unknown partition", and the callback
+may set the assignment itself (``assign()`` under the eager protocol, ``incremental_assign()``
+under the cooperative one, each failing with ``_STATE`` under the other), with start offsets.
+A :class:`FakeCluster` holds the topics both sides share.
 """
 
 from __future__ import annotations
@@ -14,7 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+from core.runtime.sink import cooperative_protocol
+
+# librdkafka's "no offset given": start from the committed offset (or auto.offset.reset).
+OFFSET_INVALID = -1001
 
 
 class FakeMessage:
@@ -63,6 +72,9 @@ class FakeCluster:
     """Topics as lists of messages per partition, and consumer groups' committed offsets."""
 
     partitions: int = 1
+    # At most this many records per consume() (None: as many as asked for), as a real consumer
+    # hands over only what it has fetched so far; small values make many small batches.
+    fetched_per_consume: int | None = None
     logs: dict[tuple[str, int], list[FakeMessage]] = field(default_factory=dict)
     committed: dict[str, dict[tuple[str, int], int]] = field(
         default_factory=lambda: collections.defaultdict(dict)
@@ -145,6 +157,9 @@ class FakeConsumer:
         self.positions: dict[tuple[str, int], int] = {}
         self.consume_calls = 0
         self.closed = False
+        self.cooperative = cooperative_protocol(config)
+        self._in_callback = False
+        self._starts: dict[tuple[str, int], int] = {}
 
     def subscribe(
         self,
@@ -160,13 +175,18 @@ class FakeConsumer:
         if self.assigned or not self._topics:
             return
         tps = [(t, p) for t in self._topics for p in range(self.cluster.partitions)]
-        self.assigned = tps
         self.assignments += 1
+        self._in_callback, self._starts = True, {}
+        try:
+            if self._callbacks.get("assign"):
+                self._callbacks["assign"](self, [TopicPartition(t, p) for t, p in tps])
+        finally:
+            self._in_callback = False
+        self.assigned = tps
         committed = self.cluster.committed[self.group]
         for tp in tps:
-            self.positions[tp] = committed.get(tp, 0)
-        if self._callbacks.get("assign"):
-            self._callbacks["assign"](self, [TopicPartition(t, p) for t, p in tps])
+            start = self._starts.get(tp, OFFSET_INVALID)
+            self.positions[tp] = start if start >= 0 else committed.get(tp, 0)
 
     def revoke_all(self) -> None:
         """A rebalance takes every partition away (tests call this)."""
@@ -177,6 +197,8 @@ class FakeConsumer:
     def consume(self, num_messages: int = 1, timeout: float = -1) -> list[FakeMessage]:
         self.consume_calls += 1
         self._maybe_assign()
+        if self.cluster.fetched_per_consume is not None:
+            num_messages = min(num_messages, self.cluster.fetched_per_consume)
         out: list[FakeMessage] = []
         for tp in self.assigned:
             if tp in self.paused:
@@ -209,7 +231,31 @@ class FakeConsumer:
         self.paused -= {(tp.topic, tp.partition) for tp in partitions}
 
     def seek(self, partition: TopicPartition) -> None:
-        self.positions[(partition.topic, partition.partition)] = partition.offset
+        tp = (partition.topic, partition.partition)
+        if tp not in self.assigned:
+            raise KafkaException(
+                KafkaError(
+                    KafkaError._UNKNOWN_PARTITION,
+                    f"Failed to seek to offset {partition.offset}: Local: Unknown partition",
+                )
+            )
+        self.positions[tp] = partition.offset
+
+    def assign(self, partitions: Sequence[TopicPartition]) -> None:
+        """From the assign callback: take these partitions, starting where they say."""
+        self._set_assignment(partitions, incremental=False)
+
+    def incremental_assign(self, partitions: Sequence[TopicPartition]) -> None:
+        self._set_assignment(partitions, incremental=True)
+
+    def _set_assignment(self, partitions: Sequence[TopicPartition], incremental: bool) -> None:
+        if not self._in_callback:
+            raise AssertionError("the loops set an assignment only from the assign callback")
+        if incremental != self.cooperative:
+            raise KafkaException(
+                KafkaError(KafkaError._STATE, "Failed to set assignment: Local: Erroneous state")
+            )
+        self._starts = {(tp.topic, tp.partition): tp.offset for tp in partitions}
 
     def close(self) -> None:
         self.closed = True

@@ -7,7 +7,9 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+
+from core.kafka import READ_COMMITTED
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = "") -> Any:
@@ -46,6 +48,9 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -
             "bootstrap.servers": bootstrap,
             "group.id": f"read-{uuid.uuid4()}",
             "enable.auto.commit": False,
+            # What a downstream consumer sees of an exactly-once source's topic (and of a
+            # DLQ): committed transactions only.
+            "isolation.level": READ_COMMITTED,
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
@@ -61,12 +66,24 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -
         consumer.close()
 
 
-def committed(bootstrap: str, group: str, topic: str) -> int:
-    """The offset ``group`` committed for partition 0 of ``topic`` (negative if none)."""
+# How long committed() retries retriable errors: on a fresh broker the group coordinator
+# answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS until __consumer_offsets exists.
+COMMITTED_RETRY_S = 30.0
+
+
+def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int:
+    """The offset ``group`` committed for ``partition`` of ``topic`` (negative if none)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    deadline = time.monotonic() + COMMITTED_RETRY_S
     try:
-        [tp] = consumer.committed([TopicPartition(topic, 0)], timeout=10)
-        return int(tp.offset)
+        while True:
+            try:
+                [tp] = consumer.committed([TopicPartition(topic, partition)], timeout=10)
+                return int(tp.offset)
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
     finally:
         consumer.close()
 

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,10 @@ def host_pids(prefix: str) -> dict[int, str]:
     return found
 
 
+def _properties(props: Mapping[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
 def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
     deadline = time.monotonic() + timeout_s
     last: Any = None
@@ -56,17 +60,30 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any
 
 
 class CliWorker:
-    """``copycat standalone|distributed worker.properties`` in a process (and session) of its
-    own."""
+    """``copycat standalone|distributed worker.properties [connector.properties ...]`` in a
+    process (and session) of its own. Started again after it exited (or was killed), it
+    appends to the same log and starts the same connectors, as an operator's restart would."""
 
-    def __init__(self, tmp: Path, props: Mapping[str, str], mode: str = "standalone") -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        props: Mapping[str, str],
+        connectors: Sequence[Mapping[str, str]] = (),
+        mode: str = "standalone",
+    ) -> None:
         self.tmp = tmp
         self.mode = mode
         self.log = tmp / "worker.log"
         self.config = tmp / "worker.properties"
-        self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self.config.write_text(_properties(props))
+        self.connector_files: list[Path] = []
+        for index, connector in enumerate(connectors):
+            path = tmp / f"connector-{index}.properties"
+            path.write_text(_properties(connector))
+            self.connector_files.append(path)
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
+        self._log_start = 0
 
     def start(self, timeout_s: float = 60) -> CliWorker:
         return self.spawn().wait_ready(timeout_s)
@@ -74,11 +91,20 @@ class CliWorker:
     def spawn(self) -> CliWorker:
         """Start the process and return at once (:meth:`wait_ready` waits for its REST API);
         several workers spawned together start in parallel."""
+        # Where this start's lines begin: an earlier run's REST address is in the log too.
+        self._log_start = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as log:
             # A session of its own, as a terminal gives a foreground job: signals sent to the
             # process group reach exactly what a Ctrl-C in that terminal would.
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "core.cli", self.mode, str(self.config)],
+                [
+                    sys.executable,
+                    "-m",
+                    "core.cli",
+                    self.mode,
+                    str(self.config),
+                    *map(str, self.connector_files),
+                ],
                 cwd=ROOT,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -99,7 +125,9 @@ class CliWorker:
         assert self.proc is not None
         if self.proc.poll() is not None:
             raise AssertionError(f"worker exited ({self.proc.returncode}):\n{self.text()}")
-        found = _LISTENING.search(self.text())
+        with open(self.log, "rb") as log:
+            log.seek(self._log_start)
+            found = _LISTENING.search(log.read().decode(errors="replace"))
         return found.group(1) if found else None
 
     def text(self) -> str:

@@ -319,6 +319,11 @@ def run_sink_task(
     Lifecycle: initialize, start, open(partitions of the records), put per
     batch (a batch raising RetriableException is redelivered up to
     ``MAX_PUT_RETRIES`` times), pre_commit(next offsets), close, stop.
+
+    A partition the task rewinds in ``start()`` or ``open()`` (``context.offset()``, as an
+    exactly-once sink does from what its target holds) is delivered from that offset on:
+    its records at lower offsets are left out, as the runtime's consumer would never fetch
+    them. Rewinds asked later (during ``put()``) are recorded in the context, not replayed.
     """
     records = list(records)
     partitions = list(
@@ -332,6 +337,13 @@ def run_sink_task(
     task.start(dict(config))
     try:
         task.open(list(partitions))
+        starts = dict(context.requested_offsets)
+        if starts:
+            records = [
+                r
+                for r in records
+                if r.kafka_offset >= starts.get(TopicPartition(r.topic, r.kafka_partition or 0), 0)
+            ]
         for start in range(0, len(records), batch_size):
             batch = records[start : start + batch_size]
             for attempt in range(MAX_PUT_RETRIES + 1):

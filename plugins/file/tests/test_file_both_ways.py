@@ -104,3 +104,28 @@ def test_sink_task_writes_and_pre_commit_agrees(host: HostClient, tmp_path: Path
     host.close_partitions(handle, [("t", 0)])
     host.stop_task(handle)
     assert out.read_text() == "a\nb\n"
+
+
+def test_exactly_once_sink_rewinds_to_its_committed_files_through_the_boundary(
+    host: HostClient, tmp_path: Path
+) -> None:
+    config = {"directory": str(tmp_path), "flush.size": "2", "topics": "t"}
+    values = [bytes([v]) for v in b"abc"]
+    rows = [("t", 0, offset, 0, 1, None, value, None) for offset, value in enumerate(values)]
+    for attempt in range(2):
+        handle = host.next_handle()
+        host.start_sink_task(
+            handle,
+            "copycat_file.exactly_once:ExactlyOnceFileSinkTask",
+            config,
+            STRING_VALUES,
+            False,
+        )
+        opened = host.open(handle, [("t", 0)])
+        # The first time there are no files (the group decides); then a file ends at 1.
+        assert opened.seeks == ({} if attempt == 0 else {("t", 0): 2})
+        host.put(handle, ConsumedBatch.from_rows(rows).wire())  # c stays in a temp file
+        host.stop_task(handle)  # without pre_commit: as after a failure
+    assert sorted(p.name for p in tmp_path.glob("*.txt")) == [
+        "t-0-0000000000000000000-0000000000000000001.txt"
+    ]

@@ -4,9 +4,8 @@ StringConverter run in this interpreter (they are importable in the dev environm
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -22,38 +21,10 @@ from core.runtime.spec import (
     TaskSettings,
     TaskSpec,
 )
-from isolation import HostClient, InProcessHost
 from tests.support.fake_kafka import FakeClients, FakeCluster
+from tests.support.loops import Clock, InProcessHosts, run_until
 
 COMMIT_INTERVAL_S = 10.0
-
-
-class InProcessHosts:
-    """The HostLauncher of these tests: every plugin in this process."""
-
-    def start(
-        self,
-        plugin: PluginRef,
-        name: str,
-        *,
-        callbacks: Mapping[str, Callable[..., Any]],
-        call_timeout_s: float,
-        memory_limit_bytes: int,
-    ) -> HostClient:
-        host = InProcessHost(name=name, callbacks=callbacks, call_timeout_s=call_timeout_s)
-        host.start()
-        return HostClient(host)
-
-    def import_path(self, plugin: PluginRef) -> str:
-        raise AssertionError("everything is importable here; nothing to attach")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _ref(kind: str, target: str) -> PluginRef:
@@ -117,14 +88,6 @@ def loops() -> Iterator[list[TaskLoop]]:
             pass
 
 
-def _run_until(loop: TaskLoop, done: Callable[[], bool], rounds: int = 200) -> None:
-    for _ in range(rounds):
-        if done():
-            return
-        loop.iteration()
-    assert done(), "the loop did not get there"
-
-
 # -- source -----------------------------------------------------------------------------------
 
 
@@ -140,7 +103,7 @@ def test_source_loop_sends_every_line_and_commits_offsets_when_due(
     loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
     loops.append(loop)
     loop.start()
-    _run_until(loop, lambda: len(cluster.values("t")) == 250)
+    run_until(loop, lambda: len(cluster.values("t")) == 250)
     assert cluster.values("t") == [f"line {i}".encode() for i in range(250)]
     offsets = services.offsets.connector_offsets("c")
     assert offsets == []  # not due yet
@@ -160,7 +123,7 @@ def test_source_loop_paused_polls_nothing_and_resumes_where_it_was(
     loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
     loops.append(loop)
     loop.start()
-    _run_until(loop, lambda: len(cluster.values("t")) == 2)
+    run_until(loop, lambda: len(cluster.values("t")) == 2)
     loop.pause()
     loop.iteration()  # a poll already in flight when the pause came is collected and sent
     with data.open("a") as fh:
@@ -169,7 +132,7 @@ def test_source_loop_paused_polls_nothing_and_resumes_where_it_was(
         assert loop.iteration() == 0
     assert cluster.values("t") == [b"a", b"b"]
     loop.resume()
-    _run_until(loop, lambda: len(cluster.values("t")) == 3)
+    run_until(loop, lambda: len(cluster.values("t")) == 3)
     assert cluster.values("t") == [b"a", b"b", b"c"]
 
 
@@ -180,7 +143,7 @@ def test_source_loop_stop_commits_what_was_acknowledged(
     data.write_text("x\ny\n")
     loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
     loop.start()
-    _run_until(loop, lambda: len(cluster.values("t")) == 2)
+    run_until(loop, lambda: len(cluster.values("t")) == 2)
     loop.stop(failed=False, timeout_s=1)
     assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
 
@@ -205,7 +168,7 @@ def test_sink_loop_puts_every_record_and_commits_what_pre_commit_allows(
     loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
     loops.append(loop)
     loop.start()
-    _run_until(loop, lambda: loop.records_moved == 300)
+    run_until(loop, lambda: loop.records_moved == 300)
     clock.now += COMMIT_INTERVAL_S
     loop.iteration()
     assert cluster.committed["connect-c"] == {("in", 0): 300}
@@ -221,7 +184,7 @@ def test_a_paused_sink_keeps_polling_with_its_partitions_paused(
     loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
     loops.append(loop)
     loop.start()
-    _run_until(loop, lambda: loop.records_moved == 10)
+    run_until(loop, lambda: loop.records_moved == 10)
     consumer = services.clients.consumers[0]  # type: ignore[attr-defined]
     loop.pause()
     assert consumer.paused == {("in", 0)}
@@ -233,7 +196,7 @@ def test_a_paused_sink_keeps_polling_with_its_partitions_paused(
     assert loop.records_moved == 10
     loop.resume()
     assert consumer.paused == set()
-    _run_until(loop, lambda: loop.records_moved == 15)
+    run_until(loop, lambda: loop.records_moved == 15)
     loops.remove(loop)
     loop.stop(failed=False, timeout_s=1)  # FileStreamSink writes on flush
     assert out.read_text().splitlines() == [f"v{i}" for i in range(15)]
@@ -247,7 +210,7 @@ def test_sink_loop_stop_after_failure_commits_nothing(
     _fill(cluster, 5)
     loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
     loop.start()
-    _run_until(loop, lambda: loop.records_moved == 5)
+    run_until(loop, lambda: loop.records_moved == 5)
     loop.stop(failed=True, timeout_s=1)
     assert cluster.committed["connect-c"] == {}
     assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
