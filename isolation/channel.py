@@ -23,7 +23,9 @@ from isolation._hostside.copycat_protocol import HostInfo
 
 __all__ = ["Frame", "HostChannel"]
 
-Frame = tuple[bytes, bytes]
+# A request serialized ahead of time by a channel's ``encode``: the operation and a body only
+# that channel reads (a pickle across pipes, the arguments themselves on a direct channel).
+Frame = tuple[bytes, Any]
 
 
 class HostChannel(Protocol):

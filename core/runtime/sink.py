@@ -23,6 +23,7 @@ from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from isolation import (
     ConsumedBatch,
+    Frame,
     HostClient,
     RemoteRetriableError,
     SinkActions,
@@ -92,7 +93,7 @@ class SinkTaskLoop:
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: ConsumedBatch | None = None
         self._next: ConsumedBatch | None = None  # consumed, not yet handed to put()
-        self._next_frame: tuple[bytes, bytes] | None = None  # put() request for _next, serialized
+        self._next_frame: Frame | None = None  # put() request for _next, serialized
         self._inflight: ConsumedBatch | None = None  # in put() in the host now
         self._unaccounted: ConsumedBatch | None = None  # put, positions not yet noted
         self._retry_at = 0.0

@@ -2,8 +2,21 @@
 
 The loop knows nothing of threads or herders: whoever drives it (a worker thread, a Spark
 executor) follows :class:`core.runtime.loop.TaskLoop`. At-least-once: an offset is stored only
-when the broker has acknowledged its record *and every record submitted before it for the same
-source partition*, so a crash never skips data (it may resend some).
+when the broker has acknowledged its record *and every record submitted before it*, so a crash
+never skips data (it may resend some).
+
+How acknowledgements are learnt depends on the task:
+
+* a task that overrides ``commit_record()`` needs every record's ack: each record gets a
+  delivery callback, and offsets advance over the acknowledged prefix of poll batches;
+* every other task gets none: its producer reports failed deliveries only
+  (``delivery.report.only.error``), and offsets become committable when the producer's queue
+  is empty with nothing failed, which proves every record sent so far was acknowledged. A
+  commit that finds records in flight holds the next poll until they are (a *drain*), as
+  Kafka Connect's commits did by flushing the producer before 3.0. Why: confluent-kafka
+  builds a ``Message`` and calls Python for every delivery report it hands over, 0.5-0.6 us
+  per record here, about half of what a bare producer loop spends per 100 B record; a drain
+  costs about one ``linger.ms`` and a round trip per commit interval.
 
 Hooks for loops with other delivery guarantees (an exactly-once loop is a subclass, not a
 copy): :meth:`SourceTaskLoop._batch_dispatched` is called once a poll's records are handed to
@@ -37,6 +50,16 @@ log = logging.getLogger("copycat.source")
 MAX_OUTSTANDING_RECORDS = 200_000
 # How long produce() waits for room in librdkafka's queue before trying again.
 QUEUE_FULL_WAIT_S = 0.05
+# While a commit drains the producer, how long one iteration waits for the last
+# acknowledgements (a flush returns as soon as they are in: about linger.ms plus a round trip)
+# before it returns to its driver, which checks for stop and pause requests in between.
+DRAIN_WAIT_S = 0.1
+
+
+def producer_settings(per_record_acks: bool) -> dict[str, Any]:
+    """What the loop needs in its producer's config (see the module docstring); ``build_task``
+    adds a default ``on_delivery`` that reports failures to the loop."""
+    return {} if per_record_acks else {"delivery.report.only.error": True}
 
 
 class _Interrupted(Exception):
@@ -67,6 +90,20 @@ class _Batch:
         self.delivered = delivered
 
 
+class _Unsent:
+    """One poll's rows waiting to be produced, and how far an interrupted attempt got."""
+
+    __slots__ = ("batch", "rows", "offsets", "next")
+
+    def __init__(
+        self, batch: _Batch, rows: list[tuple[Any, ...]], offsets: list[tuple[Any, Any]]
+    ) -> None:
+        self.batch = batch
+        self.rows = rows
+        self.offsets = offsets
+        self.next = 0  # index of the first row not produced yet
+
+
 class _Submitted:
     """Batches in submission order; offsets become committable as the acknowledged prefix."""
 
@@ -89,6 +126,14 @@ class _Submitted:
             batch = batches.popleft()
             self.records -= batch.size
             self.ready.update(batch.offsets)
+
+    def drained(self) -> None:
+        """Every record sent so far is acknowledged (the producer's queue is empty and no
+        delivery failed): every batch is settled."""
+        for batch in self.batches:
+            self.ready.update(batch.offsets)
+        self.batches.clear()
+        self.records = 0
 
     def committable(self) -> list[tuple[Any, Any]]:
         """Pop ``(partition, latest offset)`` for each partition the acked prefix moved."""
@@ -127,12 +172,16 @@ class SourceTaskLoop:
         self._topics_seen: set[str] = set()
         self._submitted = _Submitted()
         self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
+        self._unsent: collections.deque[_Unsent] = collections.deque()
         self._failure: ConnectException | None = None
         self.records_sent = 0
         self.commit_interval_s = commit_interval_s
         self._clock = clock
         self._next_commit = clock() + commit_interval_s
         self._paused = False
+        # A commit found records in flight (failures-only reports): no new poll until the
+        # producer's queue is empty, then the commit (see the module docstring).
+        self._draining = False
         # Polled by waits on the broker (a full producer queue, too many unacked records) so a
         # task stuck behind a slow or dead broker can still be stopped. Set by the driver.
         self.should_stop: Callable[[], bool] = lambda: False
@@ -172,6 +221,12 @@ class SourceTaskLoop:
         if self._failure is None:  # a producer that failed has nothing trustworthy to commit
             self.commit_offsets(timeout_s)
 
+    def delivery_failed(self, err: KafkaError | None, msg: Message) -> None:
+        """The producer's default delivery callback: called for failed deliveries only (or,
+        with per-record acks, for records produced without a callback of their own)."""
+        if err is not None:
+            self._delivery_failed(err, msg)
+
     def _delivery_failed(self, err: KafkaError, msg: Message) -> None:
         if self._failure is None:
             self._failure = wrap_kafka_error(
@@ -193,64 +248,99 @@ class SourceTaskLoop:
 
         Pipelined: as soon as a poll's records arrive, the next poll is sent, so the host
         polls, transforms and converts while the worker produces, each on its own core.
+        A wait on the broker that ``should_stop`` cuts short keeps the rest of its batch
+        queued, sent first by the next iteration: nothing polled is ever skipped while the
+        task runs (a driver may end a wait to look for stop and pause requests).
         """
         self._raise_if_failed()
         self.producer.poll(0)
-        if self._paused:
-            moved = self._settle()  # a poll already in flight is sent; no new one
-            self._commit_if_due()
+        if self._draining and not self._drain():
+            return 0  # records of earlier polls still in flight: no new poll yet
+        moved = 0
+        try:
+            moved += self._send_queued()
+            if self._paused:
+                self._collect()  # a poll already in flight is sent; no new one
+                moved += self._send_queued()
+                self._commit_if_due()
+                return moved
+        except _Interrupted:
             return moved
-        while self._submitted.records >= MAX_OUTSTANDING_RECORDS:
+        while self._outstanding() >= MAX_OUTSTANDING_RECORDS:
             self.producer.poll(QUEUE_FULL_WAIT_S)  # back-pressure: wait for the broker
-            self._submitted.settle()
             self._raise_if_failed()
             if self.should_stop():
-                return 0
+                return moved
         if not self.host.pending:
             self._submit_poll()
-        rows, failures, offsets = self.host.poll_result()
+        self._collect()
         self._submit_poll()
-        if failures and self.errors is not None:
-            self.errors.report_source(failures)
         try:
-            moved = self._send(rows, offsets)
+            moved += self._send_queued()
         except _Interrupted:
-            return 0  # the rest of the batch is unsent and unacked: its offsets stay behind
+            return moved
         self._commit_if_due()
         return moved
+
+    def _outstanding(self) -> int:
+        """Records sent and not yet acknowledged (or failed)."""
+        if self._wants_acks:
+            self._submitted.settle()
+            return self._submitted.records
+        return len(self.producer)
+
+    def _drain(self) -> bool:
+        """Wait a little for the producer's queue to empty; once it has, commit. True when
+        the loop may poll again (a stop meanwhile is the final commit's business)."""
+        remaining = self.producer.flush(DRAIN_WAIT_S)  # no produce() meanwhile: the drain
+        self._raise_if_failed()
+        if remaining:
+            return False
+        self._draining = False
+        self.commit_offsets()
+        return True
 
     def _submit_poll(self) -> None:
         acks, self._pending_acks = self._pending_acks, []
         self.host.submit_poll(self.handle, acks)
 
-    def _settle(self, send: bool = True) -> int:
-        """Collect an outstanding poll (and send its records) before other host requests;
-        returns how many records were sent."""
+    def _collect(self, keep: bool = True) -> None:
+        """Take the answer of a poll in flight, freeing the host for other requests; its rows
+        join the send queue (or are dropped: ``keep=False``, a stopping task)."""
         if not self.host.pending:
-            return 0
+            return
         rows, failures, offsets = self.host.poll_result()
-        if not send:
-            return 0
+        if not keep:
+            return
         if failures and self.errors is not None:
             self.errors.report_source(failures)
-        try:
-            return self._send(rows, offsets)
-        except _Interrupted:
-            return 0
+        if rows:
+            self._unsent.append(_Unsent(_Batch(self._delivery_failed), rows, offsets))
 
-    def _send(self, rows: list[tuple[Any, ...]], offsets: list[tuple[Any, Any]]) -> int:
-        """Produce one poll's rows; the batch's ``offsets`` (the last per source partition)
-        become committable once all of it is acknowledged. A batch cut short by a stop
-        commits none of them: its records are polled again after a restart."""
-        if not rows:
-            return 0
-        batch = _Batch(self._delivery_failed)
-        self._submitted.batches.append(batch)
+    def _send_queued(self) -> int:
+        """Produce the queued rows, oldest first; returns how many rows were sent.
+
+        Raises:
+            _Interrupted: a wait for room was cut short; the rest stays queued.
+        """
+        moved = 0
+        while self._unsent:
+            moved += self._send(self._unsent[0])
+            self._unsent.popleft()
+        return moved
+
+    def _send(self, unsent: _Unsent) -> int:
+        """Produce one poll's rows from where an earlier attempt stopped. The batch's
+        ``offsets`` (the last per source partition) become committable once all of it is
+        acknowledged; it joins the submitted batches only once every row is sent."""
+        batch, rows, start = unsent.batch, unsent.rows, unsent.next
+        sent_before = batch.size
         produce = self.producer.produce
         wants_acks = self._wants_acks
-        on_delivery = batch.delivered
+        on_delivery: Callable[..., None] | None = None  # the producer's default: failures
         try:
-            for seq, topic, partition, key, value, headers, timestamp in rows:
+            for index in range(start, len(rows)):
+                seq, topic, partition, key, value, headers, timestamp = rows[index]
                 if topic is None:  # dropped by a transform: its offset still counts
                     batch.size += 1
                     batch.acked += 1
@@ -264,7 +354,10 @@ class SourceTaskLoop:
                 if wants_acks:
                     on_delivery = functools.partial(self._record_delivered, batch, seq)
                 # -1: librdkafka's partitioner chooses; timestamp 0: the producer's clock
-                # (both what the Java producer does with a null partition/timestamp).
+                # (both what the Java producer does with a null partition/timestamp). The
+                # callback goes positionally (confluent-kafka's order: topic, value, key,
+                # partition, callback, on_delivery, timestamp, headers); None means the
+                # producer's default.
                 try:
                     if headers:
                         produce(
@@ -272,9 +365,10 @@ class SourceTaskLoop:
                             value,
                             key,
                             -1 if partition is None else partition,
-                            on_delivery=on_delivery,
-                            timestamp=timestamp or 0,
-                            headers=headers,
+                            on_delivery,
+                            None,
+                            timestamp or 0,
+                            headers,
                         )
                     else:
                         produce(
@@ -282,10 +376,12 @@ class SourceTaskLoop:
                             value,
                             key,
                             -1 if partition is None else partition,
-                            on_delivery=on_delivery,
-                            timestamp=timestamp or 0,
+                            on_delivery,
+                            None,
+                            timestamp or 0,
                         )
                 except BufferError:
+                    unsent.next = index
                     self._produce_when_room(
                         topic, value, key, partition, timestamp, headers, on_delivery
                     )
@@ -294,13 +390,15 @@ class SourceTaskLoop:
                         f"task {self.name} could not send a record to topic {topic!r}: {exc}"
                     ) from exc
                 batch.size += 1
-            for partition_, offset in offsets:
-                batch.offsets[freeze_partition(partition_)] = (partition_, offset)
         finally:
-            self._submitted.records += batch.size
-            self.records_sent += batch.size
+            sent = batch.size - sent_before
+            self._submitted.records += sent
+            self.records_sent += sent
+        for partition_, offset in unsent.offsets:
+            batch.offsets[freeze_partition(partition_)] = (partition_, offset)
+        self._submitted.batches.append(batch)
         self._batch_dispatched(batch)
-        return len(rows)
+        return len(rows) - start
 
     def _produce_when_room(
         self,
@@ -310,10 +408,14 @@ class SourceTaskLoop:
         partition: int | None,
         timestamp: int | None,
         headers: Any,
-        on_delivery: Callable[..., None],
+        on_delivery: Callable[..., None] | None,
     ) -> None:
         """Back-pressure: librdkafka's queue is full, so the broker is slower than the source;
-        no more polls until it has room."""
+        no more polls until it has room.
+
+        Raises:
+            _Interrupted: ``should_stop`` said so before there was room (nothing produced).
+        """
         while True:
             self.producer.poll(QUEUE_FULL_WAIT_S)
             self._raise_if_failed()
@@ -325,9 +427,10 @@ class SourceTaskLoop:
                     value,
                     key,
                     -1 if partition is None else partition,
-                    on_delivery=on_delivery,
-                    timestamp=timestamp or 0,
-                    **({"headers": headers} if headers else {}),
+                    on_delivery,
+                    None,
+                    timestamp or 0,
+                    headers or None,
                 )
                 return
             except BufferError:
@@ -344,13 +447,27 @@ class SourceTaskLoop:
     def commit_offsets(self, timeout_s: float = 0.0) -> int:
         """Store offsets of everything acknowledged so far; optionally wait for acks first.
 
+        Without per-record acks, "acknowledged so far" is everything when the producer's queue
+        is empty; otherwise a periodic commit starts a drain (no new polls) and commits when
+        it completes, while a final one (``timeout_s`` > 0) sends what is queued and waits
+        for it here.
+
         Returns how many records are still unacknowledged.
         """
-        self._settle()
+        self._collect()  # the host must be free for the commit() call below
         if timeout_s > 0:
+            try:
+                self._send_queued()
+            except _Interrupted:
+                pass  # stopping: the rest was never sent, its offsets stay behind
             self.producer.flush(timeout_s)  # serves delivery callbacks; returns once all acked
         else:
             self.producer.poll(0)
+        if not self._wants_acks and self._failure is None:
+            if not len(self.producer):
+                self._submitted.drained()
+            elif timeout_s <= 0 and self._submitted.batches:
+                self._draining = True
         offsets = self._submitted.committable()
         if offsets and self.errors is not None:
             self.errors.flush()  # failed records are in the DLQ before their offsets move on
@@ -358,7 +475,7 @@ class SourceTaskLoop:
             self.offsets.put(self.connector, offsets)
             self.offsets.flush()
             self.host.call(self.handle, "commit")
-        return self._submitted.records
+        return self._outstanding()
 
     def stop(self, *, failed: bool = False, timeout_s: float = 5.0) -> None:
         """Flush what can be flushed, store its offsets and stop the task in its host.
@@ -370,7 +487,7 @@ class SourceTaskLoop:
             self._final_commit(timeout_s)
         finally:
             if self.host.alive:
-                self._settle(send=False)
+                self._collect(keep=False)
                 if self._pending_acks:
                     acks, self._pending_acks = self._pending_acks, []
                     self.host.acked(self.handle, acks)

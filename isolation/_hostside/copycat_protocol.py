@@ -51,6 +51,12 @@ REQUEST_TASK_RECONFIGURATION = "request_task_reconfiguration"
 RAISE_ERROR = "raise_error"
 
 
+# The attribute by which an exception raised inside a host carries a plugin's ErrorInfo from a
+# host nested in it (a task's data path running in the plugin host calls the plugin through
+# isolation.direct): the worker then sees the plugin's own error, not the data path's wrapper.
+CARRIED_ERROR_INFO = "_copycat_error_info"
+
+
 class ErrorInfo(NamedTuple):
     """A plugin's exception, as data: the worker rebuilds its own exception from it."""
 

@@ -66,7 +66,9 @@ def catalogue(
     return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
-def _worker(catalogue: PluginCatalogue, bootstrap: str, flush_ms: int = 200) -> Worker:
+def _worker(
+    catalogue: PluginCatalogue, bootstrap: str, flush_ms: int = 200, data_path: str = "auto"
+) -> Worker:
     return Worker(
         "w1",
         {
@@ -75,6 +77,7 @@ def _worker(catalogue: PluginCatalogue, bootstrap: str, flush_ms: int = 200) -> 
             "offset.flush.interval.ms": str(flush_ms),
             "consumer.session.timeout.ms": "6000",
             "consumer.heartbeat.interval.ms": "1000",
+            "task.data.path": data_path,
         },
         catalogue,
         MemoryOffsetStore(),
@@ -165,7 +168,7 @@ def test_stop_connector_stops_its_tasks_and_flushes_what_they_wrote(
     )
     assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
     runner = worker.connectors[name].tasks[0]
-    wait_for(lambda: runner.loop.records_put >= 3000, 60, "all records put")
+    wait_for(lambda: runner.loop.records_moved >= 3000, 60, "all records put")
     worker.stop_connector(name)
     assert not runner.is_alive()
     assert out.read_text().splitlines() == [f"v-{i}" for i in range(3000)]
@@ -193,7 +196,8 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
     producer.flush(10)
     out = tmp_path / "out.txt"
     name = f"prompt-{topic_name}"
-    worker = _worker(catalogue, bootstrap_servers)
+    # The loop is patched in this process: its data path must run here, not in its host.
+    worker = _worker(catalogue, bootstrap_servers, data_path="worker")
     worker.start_connector(
         name,
         {"name": name, "connector.class": "FileStreamSink", "topics": topic_name, "file": str(out)},
@@ -202,10 +206,10 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
     loop = worker.connectors[name].tasks[0].loop
     try:
         total = sink_task.MAX_RECORDS_PER_PUT + 500
-        wait_for(lambda: loop.records_put == total, 15, "the partial batch put and settled")
+        wait_for(lambda: loop.records_moved == total, 15, "the partial batch put and settled")
         producer.produce(topic_name, b"lone")
         producer.flush(10)
-        wait_for(lambda: loop.records_put == total + 1, 10, "the lone record put")
+        wait_for(lambda: loop.records_moved == total + 1, 10, "the lone record put")
     finally:
         monkeypatch.setattr(sink_task, "CONSUME_TIMEOUT_S", 0.2)
         producer.produce(topic_name, b"wake")  # ends a poll still waiting on the long timeout

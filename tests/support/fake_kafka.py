@@ -99,11 +99,18 @@ class FakeProducer:
         value: bytes | None = None,
         key: bytes | None = None,
         partition: int = -1,
+        callback: Callable[[Any, FakeMessage], None] | None = None,
         on_delivery: Callable[[Any, FakeMessage], None] | None = None,
         timestamp: int = 0,
         headers: Any = None,
     ) -> None:
-        self._queued.append((topic, value, key, partition, on_delivery, timestamp, headers))
+        """confluent-kafka's signature and positional order; without a callback of its own a
+        record reports to the producer's ``on_delivery``, and with
+        ``delivery.report.only.error`` successes report to nobody."""
+        report = callback or on_delivery or self.config.get("on_delivery")
+        if self.config.get("delivery.report.only.error"):
+            report = None  # nothing fails here
+        self._queued.append((topic, value, key, partition, report, timestamp, headers))
 
     def poll(self, timeout: float = 0) -> int:
         self.polls += 1
