@@ -32,9 +32,16 @@ GRACEFUL_MS = 2_000
 UNAFFECTED_S = 1.0
 
 
+# Where tasks' data paths run (task.data.path): tests of hanging *tasks* run in both modes.
+BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
+
+
 @pytest.fixture(scope="module")
 def worker(
-    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
 ) -> Iterator[RestWorker]:
     tmp = tmp_path_factory.mktemp("blocking")
     faulty = install_faulty(tmp / "plugins")
@@ -42,6 +49,7 @@ def worker(
         "plugin.path": f"{bundled_plugin_path},{faulty}",
         "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
         "task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS),
+        "task.data.path": getattr(request, "param", "auto"),
     }
     with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
         yield w
@@ -166,6 +174,7 @@ def test_connector_hanging_in_stop(worker: RestWorker, topic_name: str) -> None:
     ],
     ids=["source-task-start", "sink-task-start", "source-poll", "sink-put"],
 )
+@BOTH_DATA_PATHS
 def test_task_hanging_fails_only_itself(
     worker: RestWorker, bootstrap_servers: str, topic_name: str, kind: str, where: str
 ) -> None:
@@ -193,6 +202,7 @@ def test_task_hanging_fails_only_itself(
     assert http.delete(f"/connectors/{name}").status_code == 204
 
 
+@BOTH_DATA_PATHS
 def test_task_hanging_in_stop(worker: RestWorker, topic_name: str) -> None:
     http = worker.client()
     name = f"hang-task-stop-{uuid.uuid4().hex[:6]}"

@@ -40,7 +40,11 @@ def plugin_path(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFact
     return f"{bundled_plugin_path},{faulty}"
 
 
-def _props(tmp: Path, bootstrap: str, plugin_path: str) -> dict[str, str]:
+# Tests of how tasks stop (or die) run in both places a task's data path can run.
+BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
+
+
+def _props(tmp: Path, bootstrap: str, plugin_path: str, data_path: str) -> dict[str, str]:
     return {
         "bootstrap.servers": bootstrap,
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -50,12 +54,16 @@ def _props(tmp: Path, bootstrap: str, plugin_path: str) -> dict[str, str]:
         "plugin.path": plugin_path,
         "listeners": "http://127.0.0.1:0",
         "task.shutdown.graceful.timeout.ms": "5000",
+        "task.data.path": data_path,
     }
 
 
 @pytest.fixture
-def worker(tmp_path: Path, bootstrap_servers: str, plugin_path: str) -> Iterator[CliWorker]:
-    with CliWorker(tmp_path, _props(tmp_path, bootstrap_servers, plugin_path)) as w:
+def worker(
+    request: pytest.FixtureRequest, tmp_path: Path, bootstrap_servers: str, plugin_path: str
+) -> Iterator[CliWorker]:
+    props = _props(tmp_path, bootstrap_servers, plugin_path, getattr(request, "param", "auto"))
+    with CliWorker(tmp_path, props) as w:
         yield w
 
 
@@ -135,6 +143,7 @@ def test_rest_created_connectors_survive_idle_threads_and_a_create_delete_storm(
         assert len(host_pids(f"{name}:")) + len(host_pids(f"{name}-")) == 3
 
 
+@BOTH_DATA_PATHS
 def test_sigterm_stops_rest_created_tasks_gracefully(
     worker: CliWorker, tmp_path: Path, topic_name: str
 ) -> None:
@@ -153,6 +162,7 @@ def test_sigterm_stops_rest_created_tasks_gracefully(
     assert not [p for p in hosts if Path(f"/proc/{p}").exists() and p in host_pids(name)]
 
 
+@BOTH_DATA_PATHS
 def test_ctrl_c_reaches_only_the_worker_which_stops_its_hosts_gracefully(
     worker: CliWorker, tmp_path: Path, topic_name: str
 ) -> None:
@@ -181,6 +191,7 @@ def test_ctrl_c_reaches_only_the_worker_which_stops_its_hosts_gracefully(
     assert not host_pids(source) and not host_pids(sink)
 
 
+@BOTH_DATA_PATHS
 def test_kill_9_of_the_worker_takes_its_hosts_with_it(
     worker: CliWorker, tmp_path: Path, topic_name: str
 ) -> None:

@@ -19,17 +19,28 @@ pytestmark = pytest.mark.integration
 MEMORY_LIMIT = 512 * 1024 * 1024
 
 
+# Every test here runs a task: in both places its data path can run (task.data.path).
+BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
+
+
 @pytest.fixture(scope="module")
 def worker(
-    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
 ) -> Iterator[RestWorker]:
     tmp = tmp_path_factory.mktemp("limits")
     faulty = install_faulty(tmp / "plugins")
-    extra = {"plugin.path": f"{bundled_plugin_path},{faulty}"}
+    extra = {
+        "plugin.path": f"{bundled_plugin_path},{faulty}",
+        "task.data.path": getattr(request, "param", "auto"),
+    }
     with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
         yield w
 
 
+@BOTH_DATA_PATHS
 def test_a_host_over_its_memory_limit_fails_its_task_with_that_reason(
     worker: RestWorker, topic_name: str
 ) -> None:
@@ -59,6 +70,7 @@ def test_a_host_over_its_memory_limit_fails_its_task_with_that_reason(
     assert http.delete(f"/connectors/{name}").status_code == 204
 
 
+@BOTH_DATA_PATHS
 def test_plugin_output_is_relayed_at_a_bounded_rate(worker: RestWorker, topic_name: str) -> None:
     http = worker.client()
     name = f"chatty-{topic_name}"

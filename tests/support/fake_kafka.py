@@ -92,6 +92,10 @@ class FakeProducer:
         self.config = dict(config)
         self._queued: list[tuple[Any, ...]] = []
         self.polls = 0
+        # A slow broker: nothing is acknowledged (or delivered) while True.
+        self.holding = False
+        # A broker refusing every record: deliveries fail with this error instead.
+        self.failing: Any = None
 
     def produce(
         self,
@@ -108,8 +112,6 @@ class FakeProducer:
         record reports to the producer's ``on_delivery``, and with
         ``delivery.report.only.error`` successes report to nobody."""
         report = callback or on_delivery or self.config.get("on_delivery")
-        if self.config.get("delivery.report.only.error"):
-            report = None  # nothing fails here
         self._queued.append((topic, value, key, partition, report, timestamp, headers))
 
     def poll(self, timeout: float = 0) -> int:
@@ -118,7 +120,7 @@ class FakeProducer:
 
     def flush(self, timeout: float = 0) -> int:
         self._deliver()
-        return 0
+        return len(self._queued)
 
     def purge(self, *args: Any) -> None:
         self._queued.clear()
@@ -127,10 +129,18 @@ class FakeProducer:
         return len(self._queued)
 
     def _deliver(self) -> int:
+        if self.holding:
+            return 0
         queued, self._queued = self._queued, []
+        only_errors = self.config.get("delivery.report.only.error")
         for topic, value, key, partition, on_delivery, timestamp, headers in queued:
+            if self.failing is not None:
+                message = FakeMessage(topic, max(partition, 0), -1, key, value, timestamp, headers)
+                if on_delivery is not None:
+                    on_delivery(self.failing, message)
+                continue
             message = self.cluster.append(topic, max(partition, 0), key, value, timestamp, headers)
-            if on_delivery is not None:
+            if on_delivery is not None and not only_errors:
                 on_delivery(None, message)
         return len(queued)
 

@@ -4,6 +4,7 @@ StringConverter run in this interpreter (they are importable in the dev environm
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,15 @@ from core.runtime.spec import (
     TaskSpec,
 )
 from isolation import HostClient, InProcessHost
-from tests.support.fake_kafka import FakeClients, FakeCluster
+from plugin_api import (
+    ConfigDef,
+    ConnectException,
+    RecordMetadata,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+)
+from tests.support.fake_kafka import FakeClients, FakeCluster, FakeProducer
 
 COMMIT_INTERVAL_S = 10.0
 
@@ -183,6 +192,117 @@ def test_source_loop_stop_commits_what_was_acknowledged(
     _run_until(loop, lambda: len(cluster.values("t")) == 2)
     loop.stop(failed=False, timeout_s=1)
     assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
+
+
+class AckingSource(SourceTask):
+    """Overrides commit_record(): needs every record's acknowledgement."""
+
+    acked: list[tuple[str, int | None]] = []
+
+    def start(self, props: Mapping[str, str]) -> None:
+        AckingSource.acked = []
+        self.sent = 0
+
+    def poll(self) -> list[SourceRecord]:
+        if self.sent >= 3:
+            return []
+        self.sent += 1
+        return [SourceRecord({"p": 0}, {"n": self.sent}, "t", value=f"r{self.sent}")]
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        AckingSource.acked.append((record.value, None if metadata is None else metadata.offset))
+
+    def stop(self) -> None:
+        pass
+
+    def version(self) -> str:
+        return "1"
+
+
+class AckingSourceConnector(SourceConnector):
+    def start(self, props: Mapping[str, str]) -> None:
+        pass
+
+    def task_class(self) -> type[SourceTask]:
+        return AckingSource
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{}]
+
+    def config(self) -> ConfigDef:
+        return ConfigDef()
+
+    def stop(self) -> None:
+        pass
+
+    def version(self) -> str:
+        return "1"
+
+
+def _producer(services: TaskServices) -> FakeProducer:
+    return services.clients.producers[-1]  # type: ignore[attr-defined, no-any-return]
+
+
+def test_source_offsets_wait_until_the_producer_has_every_record_acknowledged(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster, clock: Clock
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    producer = _producer(services)
+    assert producer.config["delivery.report.only.error"] is True  # no per-record callbacks
+    producer.holding = True  # the broker has not acknowledged anything yet
+    loop.start()
+    _run_until(loop, lambda: loop.records_moved == 2)
+    with data.open("a") as fh:
+        fh.write("c\n")
+    clock.now += COMMIT_INTERVAL_S
+    for _ in range(5):
+        assert loop.iteration() == 0  # a drain: the commit holds back further polls
+    assert services.offsets.connector_offsets("c") == []
+    assert loop.records_moved == 2
+    producer.holding = False
+    loop.iteration()  # drained: the commit happens, then polling goes on
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
+    _run_until(loop, lambda: loop.records_moved == 3)
+    loop.stop(failed=False, timeout_s=1)
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 6}]
+    assert cluster.values("t") == [b"a", b"b", b"c"]
+
+
+def test_a_failed_delivery_fails_the_source_and_commits_nothing(
+    tmp_path: Path, services: TaskServices, clock: Clock
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    producer = _producer(services)
+    producer.failing = "MSG_SIZE_TOO_LARGE"
+    loop.start()
+    with pytest.raises(ConnectException, match="could not send a record to t-0"):
+        for _ in range(20):
+            loop.iteration()
+            clock.now += COMMIT_INTERVAL_S
+    loop.stop(failed=True, timeout_s=1)
+    assert services.offsets.connector_offsets("c") == []
+
+
+def test_a_source_overriding_commit_record_gets_each_records_acknowledgement(
+    services: TaskServices, clock: Clock
+) -> None:
+    target = f"{__name__}:AckingSourceConnector"
+    spec = _spec("source", {"topic": "t"})
+    spec = dataclasses.replace(spec, plugin=_ref("source", target))
+    loop = build_task(spec, services)
+    assert "delivery.report.only.error" not in _producer(services).config
+    loop.start()
+    _run_until(loop, lambda: loop.records_moved == 3)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    loop.iteration()  # acks go back to the host with the next poll
+    assert AckingSource.acked == [("r1", 0), ("r2", 1), ("r3", 2)]
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"n": 3}]
+    loop.stop(failed=False, timeout_s=1)
 
 
 # -- sink -------------------------------------------------------------------------------------
