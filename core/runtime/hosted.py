@@ -190,7 +190,8 @@ class HostedTaskLoop:
         self.host = host
         self.handle = handle
         self._paused = False
-        self._records_moved = 0
+        # The host's loop's: its clock is time.monotonic too (CLOCK_MONOTONIC, machine-wide).
+        self.progress: tuple[int, float] = (0, 0.0)
         self._topics: set[str] = set()
 
     @property
@@ -199,7 +200,7 @@ class HostedTaskLoop:
 
     @property
     def records_moved(self) -> int:
-        return self._records_moved
+        return self.progress[0]
 
     def topics(self) -> set[str]:
         return set(self._topics)
@@ -217,7 +218,8 @@ class HostedTaskLoop:
                     pass
             raise
         if isinstance(answer, tuple):
-            moved, self._records_moved, topics, records = answer
+            moved, (records_moved, at), topics, records = answer
+            self.progress = (records_moved, at)
             self._topics.update(topics)
             self._log(records)
             return moved

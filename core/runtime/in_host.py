@@ -186,7 +186,7 @@ class HostedTask:
     def run(self, paused: bool, slice_s: float) -> tuple[Any, ...]:
         """Iterate for up to ``slice_s`` (at least once); stop early on an iteration that
         moved nothing, so an idle task waits in the worker's driver, not here. Answers
-        ``(moved, records moved so far, topics, log records)``."""
+        ``(moved, progress, topics, log records)``."""
         loop = self._running()
         if paused != self._paused:
             (loop.pause if paused else loop.resume)()
@@ -224,4 +224,4 @@ class HostedTask:
         return self._loop
 
     def _answer(self, loop: TaskLoop, moved: int) -> tuple[Any, ...]:
-        return (moved, loop.records_moved, sorted(loop.topics()), self._logs.take())
+        return (moved, loop.progress, sorted(loop.topics()), self._logs.take())

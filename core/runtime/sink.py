@@ -109,6 +109,7 @@ class SinkTaskLoop:
             maxlen=RECENT_BATCHES_FOR_REPORTS if reporting else 0
         )
         self.records_put = 0
+        self.progress: tuple[int, float] = (0, 0.0)
         self._missing_topics_logged: set[str] = set()
         self._paused = False  # a framework pause (REST, target state), not the task's own
 
@@ -341,6 +342,7 @@ class SinkTaskLoop:
         self._recent.append(batch)
         self._current.update(batch.positions())
         self.records_put += len(batch)
+        self.progress = (self.records_put, self._clock())
         return len(batch)
 
     def _retry_later(self, batch: ConsumedBatch | None, exc: RetriableException) -> None:

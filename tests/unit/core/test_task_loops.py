@@ -15,6 +15,7 @@ from core.offsets import MemoryOffsetStore
 from core.runtime.build import build_task
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskServices
+from core.runtime.source import DRAIN_AFTER_S
 from core.runtime.spec import (
     ClientConfigs,
     PipelineSpec,
@@ -254,20 +255,45 @@ def test_source_offsets_wait_until_the_producer_has_every_record_acknowledged(
     producer.holding = True  # the broker has not acknowledged anything yet
     loop.start()
     _run_until(loop, lambda: loop.records_moved == 2)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()  # the commit is due with records in flight: it waits for them
     with data.open("a") as fh:
         fh.write("c\n")
-    clock.now += COMMIT_INTERVAL_S
-    for _ in range(5):
-        assert loop.iteration() == 0  # a drain: the commit holds back further polls
+    _run_until(loop, lambda: loop.records_moved == 3)  # polling goes on meanwhile
     assert services.offsets.connector_offsets("c") == []
-    assert loop.records_moved == 2
+    clock.now += DRAIN_AFTER_S  # the queue never emptied on its own: a drain
+    loop.iteration()
+    with data.open("a") as fh:
+        fh.write("d\n")
+    for _ in range(5):
+        assert loop.iteration() == 0  # the drain holds back further polls
+    assert loop.records_moved == 3 and services.offsets.connector_offsets("c") == []
     producer.holding = False
     loop.iteration()  # drained: the commit happens, then polling goes on
-    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
-    _run_until(loop, lambda: loop.records_moved == 3)
-    loop.stop(failed=False, timeout_s=1)
     assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 6}]
-    assert cluster.values("t") == [b"a", b"b", b"c"]
+    _run_until(loop, lambda: loop.records_moved == 4)
+    loop.stop(failed=False, timeout_s=1)
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 8}]
+    assert cluster.values("t") == [b"a", b"b", b"c", b"d"]
+
+
+def test_a_waiting_commit_is_made_once_the_queue_empties_on_its_own(
+    tmp_path: Path, services: TaskServices, clock: Clock
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    producer = _producer(services)
+    producer.holding = True
+    loop.start()
+    _run_until(loop, lambda: loop.records_moved == 2)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    assert services.offsets.connector_offsets("c") == []
+    producer.holding = False
+    loop.iteration()  # acknowledged meanwhile: committed now, not at the next interval
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
+    loop.stop(failed=False, timeout_s=1)
 
 
 def test_a_failed_delivery_fails_the_source_and_commits_nothing(
