@@ -38,13 +38,14 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from core.bundled import ensure_bundled_plugins  # noqa: E402
-from core.devbroker import DevBroker  # noqa: E402
+from core.dev.broker import DevBroker  # noqa: E402
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS  # noqa: E402
 from core.offsets import MemoryOffsetStore  # noqa: E402
 from core.plugins import PluginCatalogue  # noqa: E402
@@ -268,7 +269,7 @@ def broker(kind: str, work: Path) -> Iterator[KafkaCluster]:
 def bench_broker(kind: str, work: Path, plugin_path: Path, scale: int) -> None:
     with broker(kind, work) as cluster:
         bootstrap = cluster.bootstrap_servers
-        peers = [
+        peers: list[Any] = [
             CopycatPeer(bootstrap, plugin_path),
             KafkaConnectPeer(work / f"connect-{kind}", bootstrap),
         ]
@@ -281,7 +282,7 @@ def bench_broker(kind: str, work: Path, plugin_path: Path, scale: int) -> None:
 
 
 def bench_size(
-    cluster: KafkaCluster, peers: list, work: Path, kind: str, size: int, count: int
+    cluster: KafkaCluster, peers: list[Any], work: Path, kind: str, size: int, count: int
 ) -> None:
     bootstrap = cluster.bootstrap_servers
     data = work / f"in-{size}.txt"

@@ -50,8 +50,8 @@ from copycat_transforms.insert_field import InsertFieldValue  # noqa: E402
 from copycat_transforms.mask_field import MaskFieldValue  # noqa: E402
 from copycat_transforms.regex_router import RegexRouter  # noqa: E402
 
-from core.devbroker import DevBroker  # noqa: E402
-from core.schema_registry import SchemaRegistry  # noqa: E402
+from core.dev.broker import DevBroker  # noqa: E402
+from core.dev.schema_registry import SchemaRegistry  # noqa: E402
 from isolation import allocator  # noqa: E402
 from plugin_api import SchemaBuilder, SinkRecord, Struct  # noqa: E402
 
@@ -244,7 +244,7 @@ def main() -> None:
             for i, data in enumerate(outputs, first):
                 assert data[0] == 0, data[:5]
                 writer = writer_schema(int.from_bytes(data[1:5], "big"))
-                value = fastavro.schemaless_reader(io.BytesIO(data[5:]), writer, None)
+                value = fastavro.schemaless_reader(io.BytesIO(data[5:]), writer, None)  # type: ignore[arg-type]
                 assert value == expected(i, timestamp(i)), (i, value)
 
         paths = {

@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import httpx  # noqa: E402
 
 from core.bundled import ensure_bundled_plugins  # noqa: E402
-from core.devbroker import DevBroker  # noqa: E402
+from core.dev.broker import DevBroker  # noqa: E402
 from registry import install  # noqa: E402
 from registry.installer import uv_binary  # noqa: E402
 from registry.server import RegistryServer, add_libraries  # noqa: E402

@@ -63,7 +63,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
 from core.bundled import ensure_bundled_plugins  # noqa: E402
-from core.devbroker import DevBroker  # noqa: E402
+from core.dev.broker import DevBroker  # noqa: E402
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS  # noqa: E402
 from core.offsets import MemoryOffsetStore  # noqa: E402
 from core.plugins import PluginCatalogue  # noqa: E402
@@ -205,13 +205,6 @@ def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[tuple[float, in
     return rate(points[0], (handed, done)), done - started
 
 
-def task_runner(worker: Worker, name: str) -> Any:
-    """The connector's task 0 once its loop exists (it is built on the task's own thread)."""
-    return wait_until(
-        lambda: (r := worker.connectors[name].tasks.get(0)) is not None and r.loop and r, 120
-    )
-
-
 def copycat_source(worker: Worker, path: Path, data: bytes, topic: str) -> tuple[float, int]:
     name = f"bench-src-{topic}"
     path.write_bytes(b"")
@@ -227,8 +220,10 @@ def copycat_source(worker: Worker, path: Path, data: bytes, topic: str) -> tuple
             "topic.creation.default.replication.factor": "1",
         },
     )
-    worker.start_task(name, 0, worker.task_configs(name)[0])
-    loop = task_runner(worker, name).loop
+    runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+    assert runner.wait_started(120), "source task did not start"  # it starts on its own thread
+    loop = runner.loop
+    assert loop is not None, "source task failed to start"
     time.sleep(PRODUCER_ID_WAIT_S)
     with open(path, "ab") as fh:
         fh.write(data)
@@ -323,9 +318,10 @@ def copycat_sink(
     )
     files = [out.with_suffix(f".{i}") for i in range(tasks)]
     for task_id, cfg in enumerate(worker.task_configs(name)):
-        worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])))
-    wait_until(lambda: all(r.loop for r in worker.connectors[name].tasks.values()), 120)
+        runner = worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])))
+        assert runner.wait_started(120), "sink task did not start"
     loops = [runner.loop for runner in worker.connectors[name].tasks.values()]
+    assert all(loops), "a sink task failed to start"
     firsts: list[Progress | None] = [None] * tasks
     while sum(loop.progress[0] for loop in loops) < count:
         for i, loop in enumerate(loops):

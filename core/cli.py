@@ -11,13 +11,13 @@ from plugin_api import ConnectException
 
 
 def _cmd_standalone(args: argparse.Namespace) -> int:
-    from core.standalone import run_standalone
+    from core.bootstrap import run_standalone
 
     return run_standalone(args.worker_config, args.connector_configs)
 
 
 def _cmd_schema_registry(args: argparse.Namespace) -> int:
-    from core.schema_registry import SchemaRegistry
+    from core.dev.schema_registry import SchemaRegistry
 
     registry = SchemaRegistry(
         args.bootstrap_servers, port=args.port, host=args.host, topic=args.topic

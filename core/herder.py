@@ -10,7 +10,9 @@ only through the :class:`HerderError` tree, which maps one to one onto HTTP stat
           ├── BadRequestError        400  (a ConfigException from a herder is also a 400)
           ├── ForbiddenError         403  (topic tracking disabled)
           ├── NotFoundError          404
-          └── ConflictError          409  (exists already; rebalance in progress)
+          ├── ConflictError          409  (exists already; rebalance in progress)
+          │    └── NotLeaderError    409  (only the leader can; carries its URL for forwarding)
+          └── RequestTimeoutError    500  (the operation goes on; Kafka's "Request timed out")
 
 :class:`AbstractHerder` holds what does not depend on the mode: validation (the framework's
 ConfigDef merged with the plugin's own, computed in a plugin host), plugin listings and
@@ -46,6 +48,7 @@ __all__ = [
     "Herder",
     "HerderError",
     "NotFoundError",
+    "NotLeaderError",
     "RequestTimeoutError",
     "TargetState",
 ]
@@ -85,6 +88,18 @@ class ConflictError(HerderError):
 
 class AlreadyExistsError(ConflictError):
     pass
+
+
+class NotLeaderError(ConflictError):
+    """This worker cannot apply the request: only the group's leader can (distributed mode).
+
+    ``leader_url`` is the leader's REST URL when known; REST forwards the request there
+    (``?forward=`` semantics as Kafka's), or answers 409 while a rebalance leaves no leader.
+    """
+
+    def __init__(self, message: str, leader_url: str | None = None) -> None:
+        super().__init__(message)
+        self.leader_url = leader_url
 
 
 class RequestTimeoutError(HerderError):
@@ -143,7 +158,10 @@ class Herder(Protocol):
     def reset_active_topics(self, name: str) -> None: ...
     def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]: ...
     def plugins(self, connectors_only: bool) -> list[dict[str, Any]]: ...
-    def plugin_config(self, plugin: str) -> list[dict[str, Any]]: ...
+    def plugin_config(self, plugin: str, version: str | None = None) -> list[dict[str, Any]]:
+        """Config definitions of ``plugin`` (of ``version``, a KIP-891 version or range)."""
+        ...
+
     def plugins_in_use(self) -> dict[str, list[str]]:
         """Plugin location -> names of the running connectors that use it."""
         ...
@@ -203,13 +221,18 @@ class AbstractHerder:
                 out.append(entry)
         return out
 
-    def _find_plugin(self, name: str) -> PluginDescriptor:
+    def _find_plugin(self, name: str, version: str | None = None) -> PluginDescriptor:
         self._plugins_settled()
+        found_other_version: ConfigException | None = None
         for kind in ("connector", "converter", "header_converter", "transformation", "predicate"):
             try:
-                return self.catalogue.resolve(kind, name)
-            except ConfigException:
+                return self.catalogue.resolve(kind, name, version)
+            except ConfigException as exc:
+                if version and exc.name and exc.name.endswith("plugin.version"):
+                    found_other_version = exc  # the plugin exists, not in that version
                 continue
+        if found_other_version is not None:
+            raise NotFoundError(f"Unknown plugin {name} version {version}: {found_other_version}")
         raise NotFoundError(f"Unknown plugin {name}.")
 
     def _plugin_infos(self, plugin: PluginDescriptor, props: Mapping[str, str]) -> dict[str, Any]:
@@ -223,9 +246,10 @@ class AbstractHerder:
                 if host.alive:
                     host.drop(handle)
 
-    def plugin_config(self, name: str) -> list[dict[str, Any]]:
-        """Config definitions of a plugin (KIP-769); for connectors, framework keys first."""
-        plugin = self._find_plugin(name)
+    def plugin_config(self, name: str, version: str | None = None) -> list[dict[str, Any]]:
+        """Config definitions of a plugin (KIP-769), of ``version`` if given (KIP-891; the
+        newest otherwise); for connectors, framework keys first."""
+        plugin = self._find_plugin(name, version)
         own = [c["definition"] for c in self._plugin_infos(plugin, {})["configs"]]
         if plugin.kind not in ("source", "sink"):
             return own

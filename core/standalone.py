@@ -2,84 +2,48 @@
 
 Everything named on the command line is read and validated before anything starts: a missing
 required key, an unknown connector class or a malformed line fails fast with a message naming
-the file and key, and no task runs. Then the REST server binds its listeners, the herder starts
-the embedded dev broker when no ``bootstrap.servers`` is configured, the connectors and their
-tasks, flushes source offsets to ``offset.storage.file.filename`` every
-``offset.flush.interval.ms`` and on shutdown, and stops gracefully on SIGTERM/SIGINT.
+the file and key, and no task runs. Then (see :mod:`core.bootstrap`) the REST server binds its
+listeners and the herder starts the connectors and their tasks; source offsets go to
+``offset.storage.file.filename`` every ``offset.flush.interval.ms`` and on shutdown.
 
 Connectors created over REST live in memory, as in Kafka's standalone mode: a restart runs
 only the connectors named on the command line. Zero connector files is fine (REST-only use).
 
-Concurrency: REST handlers call the herder from a threadpool; every mutation takes one lock,
-so operations on connectors are serialized, while reads (status, config) never wait for it.
+:class:`StandaloneHerder` is the shared herder logic (:class:`core.worker_herder.WorkerHerder`)
+with a memory config store, file offsets, and every connector run by this worker.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import subprocess
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
-
-from plugin_api.connector import freeze_partition
+from typing import Any
 
 from core import secrets
 from core.bundled import install_bundled_in_background
-from core.config_providers import Resolved
-from core.devbroker import DevBroker
 from core.extensions import config_resolver, plugin_manager
-from core.herder import (
-    AbstractHerder,
-    AlreadyExistsError,
-    BadRequestError,
-    ConflictError,
-    ForbiddenError,
-    NotFoundError,
-    RequestTimeoutError,
-    TargetState,
-)
 from core.host_pool import HostPool
 from core.kafka import kafka_cluster_id
 from core.offsets import FileOffsetStore
-from core.plugins import PluginCatalogue, component_locations
+from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
-from core.serial import KeyedSerialExecutor
-from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
-from core.status import State, Status, failure_trace
+from core.status import State
+from core.stores.config import MemoryConfigStore, TargetState
 from core.worker import Worker
 from core.worker_config import WorkerConfig
-from isolation import RemotePluginError
-from plugin_api import ConfigException, ConnectException, TopicPartition
+from core.worker_herder import RECLAIM_MARGIN_S, WorkerHerder
+from plugin_api import ConfigException, ConnectException
+
+__all__ = ["ConnectorFile", "StandaloneHerder"]
 
 log = logging.getLogger("copycat.standalone")
-
-T = TypeVar("T")
-
-# How long a REST call waits for its operation on a connector (Kafka's REST request timeout).
-# The operation goes on after that: the call answers 500 "Request timed out", as Kafka does.
-REST_REQUEST_TIMEOUT_S = 90.0
-# Extra time a delete or stop gives a connector operation already running (e.g. a start that
-# hangs) beyond the graceful timeout, before that operation's plugin host is killed.
-RECLAIM_MARGIN_S = 1.0
-_NOT_STOPPED = (
-    "Connectors must be in the STOPPED state before their offsets can be modified. "
-    "This can be done for the specified connector by issuing a 'PUT' request to the "
-    "'/connectors/{name}/stop' endpoint"
-)
-_ALTERED = "The offsets for this connector have been {verb} successfully"
-_ALTERED_EXTERNAL = (
-    "The Connect framework-managed offsets for this connector have been {verb} "
-    "successfully. However, if this connector manages offsets externally, they "
-    "will need to be manually {verb} in the system that the connector uses."
-)
 
 
 @dataclass(frozen=True)
@@ -90,18 +54,6 @@ class ConnectorFile:
     @property
     def name(self) -> str:
         return self.props["name"]
-
-
-@dataclass
-class _Deployed:
-    """One connector as the user configured it (placeholders kept) and what it should be."""
-
-    config: dict[str, str]
-    target: TargetState
-    kind: str
-    task_configs: list[dict[str, str]] = field(default_factory=list)
-    resolved: Resolved | None = None
-    deleted: bool = False
 
 
 def _software_version() -> tuple[str, str]:
@@ -123,18 +75,7 @@ def _software_version() -> tuple[str, str]:
     return version, commit or "unknown"
 
 
-def reverse_transform(
-    task_config: Mapping[str, str], raw: Mapping[str, str], resolved: Resolved
-) -> dict[str, str]:
-    """Put placeholders back into a task config made from resolved values (as Kafka does)."""
-    out = dict(task_config)
-    for key, raw_value in raw.items():
-        if "${" in raw_value and key in out and out[key] == resolved.config.get(key):
-            out[key] = raw_value
-    return out
-
-
-class StandaloneHerder(AbstractHerder):
+class StandaloneHerder(WorkerHerder):
     """Runs the connectors of one standalone worker, from files and from REST."""
 
     def __init__(
@@ -156,20 +97,12 @@ class StandaloneHerder(AbstractHerder):
         self.plugin_call_timeout_s = self.config.get("plugin.call.timeout.ms") / 1000
         self.host_pool = HostPool(self.plugin_call_timeout_s)
         self.worker_id = f"standalone-{uuid.uuid4().hex[:8]}"
-        self.broker: DevBroker | None = None
-        self.worker: Worker | None = None
         self.catalogue = PluginCatalogue([])
-        self.stopped = threading.Event()
+        self.configs = MemoryConfigStore()
+        self._init_herding()
         self._ready = threading.Event()
-        # Guards the bookkeeping of ``_connectors`` only; never held across a plugin call.
-        self._lock = threading.RLock()
-        # Operations on one connector run in order on that connector's thread (core/serial.py).
-        self._ops = KeyedSerialExecutor("connector")
-        self._connectors: dict[str, _Deployed] = {}
-        self._topics: dict[str, set[str]] = {}
         self._cluster_id: str | None = None
         self._prepared = False
-        self.client_props: dict[str, Any] = {}
         self._version = _software_version()
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -213,21 +146,21 @@ class StandaloneHerder(AbstractHerder):
         self._prepared = True
         return self.catalogue
 
-    def start(self) -> None:
+    def start(self, bootstrap_servers: str | None = None) -> None:
+        """Start the worker against ``bootstrap_servers`` (default: the config's) and deploy
+        the connector files in order.
+
+        Raises:
+            ConfigException: no ``bootstrap.servers`` at all, or no offsets file.
+            ConnectException: the Kafka cluster cannot be reached (one line, see
+                :func:`core.kafka.kafka_cluster_id`).
+        """
         catalogue = self.catalogue if self._prepared else self.prepare()
-        servers = self.config.bootstrap_servers
-        bootstrap = ",".join(servers) if servers else None
-        if not bootstrap:
-            self.broker = DevBroker()
-            self.broker.start()
-            bootstrap = self.broker.bootstrap_servers
-            log.warning(
-                "no bootstrap.servers configured: started the embedded dev broker at %s "
-                "(in-memory, for development only)",
-                bootstrap,
+        servers = bootstrap_servers or ",".join(self.config.bootstrap_servers or [])
+        if not servers:
+            raise ConfigException(
+                "bootstrap.servers", None, "the worker needs a Kafka cluster to talk to"
             )
-            # On stdout too: the user needs the address for their own clients.
-            print(f"dev broker (in memory, for development only): {bootstrap}", flush=True)
         offsets_file = self.config.offset_storage_file_filename
         if not offsets_file:
             raise ConfigException(
@@ -236,58 +169,40 @@ class StandaloneHerder(AbstractHerder):
                 f"standalone mode needs an offsets file ({self.worker_file})",
             )
         client = dict(self.config.client_config())
-        client["bootstrap.servers"] = bootstrap
+        client["bootstrap.servers"] = servers
         self.client_props = client
+        timeout_ms = int(self.config.get("default.api.timeout.ms"))
+        self._cluster_id = kafka_cluster_id(client, timeout_ms, "default.api.timeout.ms")
         self.worker = worker = Worker(
             self.worker_id,
-            self.config.originals_strings(),
+            self.config,
             catalogue,
             FileOffsetStore(Path(offsets_file)),
             client_props=client,
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested
-        timeout_ms = int(self.config.get("default.api.timeout.ms"))
-        self._cluster_id = kafka_cluster_id(client, timeout_ms, "default.api.timeout.ms")
         for cf in self.connector_files:  # in command-line order, as Kafka's standalone mode
             with self._lock:
                 self._add(cf.name, cf.props, TargetState.STARTED)
             self._ops.submit(cf.name, "start", partial(self._start, cf.name)).result()
         self._ready.set()
 
-    def run(self, rest: bool = True) -> int:
-        """Bind REST, start, then serve until SIGTERM/SIGINT; returns the process exit code."""
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self.stopped.set())
-        server = None
-        try:
-            self.prepare()  # a bad connector file fails before any port is bound
-            if rest:
-                from core.rest.server import RestServer
-
-                server = RestServer(self, self.config, self.extensions)
-                server.start()
-                self.worker_id = server.worker_id
-            self.start()
-            assert self.worker is not None
-            interval = self.worker.commit_interval_s
-            while not self.stopped.wait(min(interval, 1.0)):
-                self.worker.offsets.flush()
-            return 0
-        finally:
-            if server is not None:
-                server.stop()
-            self.shutdown()
+    def flush_offsets(self) -> None:
+        """Make the source offsets committed so far durable (the bootstrap calls this every
+        ``offset.flush.interval.ms``; tasks' commits already put them)."""
+        if self.worker is not None:
+            self.worker.offsets.flush()
 
     def shutdown(self) -> None:
         self._ready.clear()
         worker = self.worker
         if worker is not None:
             log.info("stopping connectors")
-            for name in list(self._connectors):
+            names = list(self._runtime)
+            for name in names:
                 self._reclaim_if_stuck(name)
             stopping = [
-                self._ops.submit(name, "shutdown", partial(self._stop, name))
-                for name in list(self._connectors)
+                self._ops.submit(name, "shutdown", partial(self._stop, name)) for name in names
             ]
             for future in stopping:
                 try:
@@ -299,9 +214,6 @@ class StandaloneHerder(AbstractHerder):
                 self.worker.stop()
                 self.worker = None
             self.host_pool.close()
-            if self.broker is not None:
-                self.broker.stop()
-                self.broker = None
             self.resolver.close()
 
     def task_states(self) -> dict[tuple[str, int], State]:
@@ -325,588 +237,3 @@ class StandaloneHerder(AbstractHerder):
             "commit": self._version[1],
             "kafka_cluster_id": self._cluster_id,
         }
-
-    def plugins_in_use(self) -> dict[str, list[str]]:
-        """Plugin location -> names of the running connectors that use it (their connector
-        plugin, converters, transforms and predicates); for refusing to remove a used plugin."""
-        worker = self.worker
-        if worker is None:
-            return {}
-        used: dict[str, set[str]] = {}
-        for name, connector in list(worker.connectors.items()):
-            locations = {connector.plugin.location}
-            locations |= component_locations(
-                self.catalogue, connector.props, worker.config.originals_strings()
-            )
-            for location in locations:
-                used.setdefault(location, set()).add(name)
-        return {location: sorted(names) for location, names in used.items()}
-
-    # -- internals ---------------------------------------------------------------------------------
-
-    def _worker(self) -> Worker:
-        if self.worker is None:
-            raise ConflictError(
-                "Cannot complete request because the worker is still starting up or shutting down"
-            )
-        return self.worker
-
-    def _get(self, name: str) -> _Deployed:
-        deployed = self._connectors.get(name)
-        if deployed is None:
-            raise NotFoundError(f"Connector {name} not found")
-        return deployed
-
-    def _kind(self, config: Mapping[str, str]) -> str:
-        try:
-            return self.catalogue.resolve(
-                "connector",
-                config.get("connector.class", ""),
-                config.get("connector.plugin.version"),
-            ).kind
-        except ConfigException:
-            return "unknown"
-
-    def _plugin_version(self, config: Mapping[str, str]) -> str | None:
-        try:
-            return self.catalogue.resolve(
-                "connector",
-                config.get("connector.class", ""),
-                config.get("connector.plugin.version"),
-            ).version
-        except ConfigException:
-            return None
-
-    def _add(self, name: str, config: Mapping[str, str], target: TargetState) -> _Deployed:
-        """Record a new connector (caller holds the lock); its start is queued separately."""
-        deployed = _Deployed(dict(config), target, self._kind(config))
-        self._connectors[name] = deployed
-        self._topics.setdefault(name, set())
-        worker = self._worker()
-        if worker.status.connector(name) is None:
-            worker.status.set_connector(name, Status(State.UNASSIGNED, worker.worker_id))
-        return deployed
-
-    def _run(self, name: str, what: str, fn: Callable[[], T], *, wait: bool = True) -> T | None:
-        """Run ``fn`` on ``name``'s operation thread, after what is already queued there.
-
-        Waits up to REST_REQUEST_TIMEOUT_S for it (unless ``wait`` is false); the operation
-        goes on if the wait times out. Called from that thread itself, runs ``fn`` inline.
-        """
-        if self._ops.on_own_thread(name):
-            return fn()
-        future = self._ops.submit(name, what, fn)
-        if not wait:
-            return None
-        try:
-            return future.result(REST_REQUEST_TIMEOUT_S)
-        except FutureTimeout:
-            raise RequestTimeoutError(
-                f"Request timed out: {what} of connector {name} is still in progress"
-            ) from None
-
-    def _reclaim_if_stuck(self, name: str) -> None:
-        """A delete or stop is waiting behind an operation that may hang in plugin code:
-        after the graceful timeout, kill the host of a connector start still in progress."""
-        worker = self.worker
-        if worker is None or self._ops.running(name) is None:
-            return
-        timer = threading.Timer(
-            worker.graceful_timeout_s + RECLAIM_MARGIN_S,
-            lambda: worker.reclaim(
-                name, f"abandoned after {worker.graceful_timeout_s:g} s: connector removed"
-            ),
-        )
-        timer.daemon = True
-        timer.start()
-
-    def _fail_connector(self, name: str, exc: BaseException, scrub: Resolved | None) -> None:
-        message = scrub.scrub(str(exc)) if scrub else str(exc)
-        log.error("connector %s failed: %s", name, message)
-        worker = self._worker()
-        worker.status.set_connector(
-            name,
-            Status(
-                State.FAILED,
-                worker.worker_id,
-                trace=scrub.scrub(failure_trace(exc)) if scrub else failure_trace(exc),
-            ),
-        )
-
-    def _start(self, name: str) -> None:
-        """Start the connector and its tasks per its target state (its operation thread)."""
-        deployed = self._connectors.get(name)
-        if deployed is None or deployed.deleted:
-            return
-        worker = self._worker()
-        if deployed.target is TargetState.STOPPED:
-            deployed.task_configs = []
-            worker.status.remove_connector(name)
-            # Kafka reports the plugin's version for a STOPPED connector too (from its class,
-            # with nothing running); ours comes from the installed plugin's metadata.
-            worker.status.set_connector(
-                name,
-                Status(
-                    State.STOPPED, worker.worker_id, version=self._plugin_version(deployed.config)
-                ),
-            )
-            return
-        try:
-            resolved = self.resolver.resolve(deployed.config)
-        except ConfigException as exc:
-            self._fail_connector(name, exc, None)
-            return
-        deployed.resolved = resolved
-        try:
-            worker.start_connector(name, resolved.config)
-            task_class = worker.task_class(name)
-            task_configs = worker.task_configs(name)
-        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            if name in worker.connectors:
-                worker.stop_connector(name)
-            if not deployed.deleted:
-                self._fail_connector(name, exc, resolved)
-            return
-        self._start_tasks(name, deployed, resolved, task_class, task_configs)
-
-    def _start_tasks(
-        self,
-        name: str,
-        deployed: _Deployed,
-        resolved: Resolved,
-        task_class: str,
-        task_configs: list[dict[str, str]],
-    ) -> None:
-        """Record the connector's task configs (placeholders put back) and start its tasks."""
-        worker = self._worker()
-        task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
-        deployed.task_configs = [
-            reverse_transform(tc, deployed.config, resolved) for tc in task_configs
-        ]
-        for task_id in worker.status.tasks_of(name):
-            if task_id >= len(task_configs):
-                worker.status.remove_task(name, task_id)
-        if deployed.target is TargetState.PAUSED:
-            worker.pause(name, True)
-        for task_id, task_config in enumerate(task_configs):
-            worker.start_task(name, task_id, task_config)
-        self._apply_target(name)
-
-    def _reconfiguration_requested(self, name: str) -> None:
-        """ConnectorContext.request_task_reconfiguration(), from the connector's host."""
-        self._ops.submit(name, "task reconfiguration", partial(self._reconfigure_tasks, name))
-
-    def _reconfigure_tasks(self, name: str) -> None:
-        """Ask the connector for its task configs again; restart its tasks only if they
-        changed (Kafka's reconfiguration: a connector that found new tables or files)."""
-        deployed, worker = self._connectors.get(name), self.worker
-        if (
-            deployed is None
-            or worker is None
-            or deployed.deleted
-            or deployed.resolved is None
-            or deployed.target is TargetState.STOPPED
-            or name not in worker.connectors
-        ):
-            return
-        resolved = deployed.resolved
-        try:
-            task_class = worker.task_class(name)
-            task_configs = worker.task_configs(name)
-        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            self._fail_connector(name, exc, resolved)
-            return
-        fresh = [
-            reverse_transform({**tc, "task.class": task_class}, deployed.config, resolved)
-            for tc in task_configs
-        ]
-        if fresh == deployed.task_configs:
-            log.info("connector %s: task configs unchanged; tasks keep running", name)
-            return
-        log.info(
-            "connector %s: task configs changed (%d -> %d tasks); restarting its tasks",
-            name,
-            len(deployed.task_configs),
-            len(fresh),
-        )
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
-        worker.stop_tasks(name)
-        self._start_tasks(name, deployed, resolved, task_class, task_configs)
-
-    def _stop(self, name: str) -> None:
-        worker = self._worker()
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
-        worker.stop_connector(name)
-
-    def _apply_target(self, name: str) -> None:
-        """Bring running tasks in line with the target state (no plugin call: flags only)."""
-        deployed = self._connectors.get(name)
-        worker = self.worker
-        if deployed is None or worker is None or deployed.target is TargetState.STOPPED:
-            return
-        worker.pause(name, deployed.target is TargetState.PAUSED)
-        connector = worker.connectors.get(name)
-        for task_id, runner in list(connector.tasks.items()) if connector else ():
-            if runner.failed:  # a failed task stays FAILED through pause/resume
-                worker.status.update_task(name, task_id, state=State.FAILED)
-
-    def _resolved_task_config(self, name: str, task: int) -> dict[str, str]:
-        deployed = self._connectors[name]
-        return self.resolver.resolve(deployed.task_configs[task]).config
-
-    def _restart_task(self, name: str, task: int) -> None:
-        worker = self._worker()
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
-        worker.stop_task(name, task)
-        if name not in worker.connectors:
-            return
-        worker.start_task(name, task, self._resolved_task_config(name, task))
-
-    # -- Herder: connectors ---------------------------------------------------------------
-
-    def connectors(self) -> list[str]:
-        return sorted(self._connectors)
-
-    def connector_info(self, name: str) -> dict[str, Any]:
-        return self._info(name, self._get(name))
-
-    @staticmethod
-    def _info(name: str, deployed: _Deployed) -> dict[str, Any]:
-        return {
-            "name": name,
-            "config": dict(deployed.config),
-            "tasks": [{"connector": name, "task": i} for i in range(len(deployed.task_configs))],
-            "type": deployed.kind,
-        }
-
-    def connector_config(self, name: str) -> dict[str, str]:
-        return dict(self._get(name).config)
-
-    @staticmethod
-    def _named(name: str, config: Mapping[str, str]) -> dict[str, str]:
-        if "/" in name:
-            raise BadRequestError("Connector name should not contain '/'")
-        if config.get("name") is not None and config["name"] != name:
-            raise BadRequestError(
-                f"Connector name configuration ({config['name']}) doesn't "
-                f"match connector name in the URL ({name})"
-            )
-        return {**config, "name": name}
-
-    def create_connector(
-        self,
-        name: str,
-        config: Mapping[str, str],
-        initial_state: TargetState = TargetState.STARTED,
-    ) -> dict[str, Any]:
-        config = self._named(name, config)
-        if name in self._connectors:
-            raise AlreadyExistsError(f"Connector {name} already exists")
-        self.ensure_valid(config)  # plugin calls: outside any lock
-        with self._lock:
-            self._worker()
-            if name in self._connectors:
-                raise AlreadyExistsError(f"Connector {name} already exists")
-            deployed = self._add(name, config, initial_state)
-        self._run(name, "start", partial(self._start, name))
-        return self._info(name, deployed)
-
-    def put_connector_config(
-        self, name: str, config: Mapping[str, str]
-    ) -> tuple[bool, dict[str, Any]]:
-        config = self._named(name, config)
-        self.ensure_valid(config)
-        with self._lock:
-            self._worker()
-            deployed = self._connectors.get(name)
-            created = deployed is None
-            if deployed is None:
-                deployed = self._add(name, config, TargetState.STARTED)
-        if created:
-            self._run(name, "start", partial(self._start, name))
-        else:
-            self._run(name, "reconfigure", partial(self._reconfigure, name, deployed, config))
-        return created, self._info(name, deployed)
-
-    def _reconfigure(self, name: str, deployed: _Deployed, config: Mapping[str, str]) -> None:
-        if deployed.deleted:
-            return
-        self._stop(name)
-        deployed.config, deployed.kind = dict(config), self._kind(config)
-        self._start(name)
-
-    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
-        current = self._get(name).config
-        merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
-        created, info = self.put_connector_config(name, merged)
-        return info
-
-    def delete_connector(self, name: str) -> None:
-        with self._lock:
-            deployed = self._get(name)
-            self._worker()
-            if deployed.deleted:  # a concurrent delete got there first
-                raise NotFoundError(f"Connector {name} not found")
-            deployed.deleted = True
-        self._reclaim_if_stuck(name)
-        self._run(name, "delete", partial(self._delete, name, deployed))
-
-    def _delete(self, name: str, deployed: _Deployed) -> None:
-        worker = self._worker()
-        worker.stop_connector(name)
-        with self._lock:
-            if self._connectors.get(name) is deployed:
-                del self._connectors[name]
-                self._topics.pop(name, None)
-                worker.status.remove_connector(name)
-
-    def connector_status(self, name: str) -> dict[str, Any]:
-        deployed = self._connectors.get(name)
-        if deployed is None:
-            raise NotFoundError(f"No status found for connector {name}")
-        worker = self._worker()
-        return self.render_status(
-            name,
-            deployed.kind,
-            worker.status.connector(name),
-            worker.status.tasks_of(name),
-            deployed.resolved,
-        )
-
-    def task_status(self, name: str, task: int) -> dict[str, Any]:
-        deployed = self._connectors.get(name)
-        status = self._worker().status.task(name, task) if deployed else None
-        if deployed is None or status is None:
-            raise NotFoundError(f"No status found for task {name}-{task}")
-        rendered = self.render_status(
-            name, deployed.kind, Status(State.RUNNING, ""), {task: status}, deployed.resolved
-        )
-        entry: dict[str, Any] = rendered["tasks"][0]
-        return entry
-
-    def task_configs(self, name: str) -> list[dict[str, Any]]:
-        deployed = self._get(name)
-        return [
-            {"id": {"connector": name, "task": i}, "config": dict(c)}
-            for i, c in enumerate(deployed.task_configs)
-        ]
-
-    # -- Herder: restart, pause, resume, stop -----------------------------------------------------
-
-    def restart_connector(
-        self, name: str, include_tasks: bool, only_failed: bool
-    ) -> dict[str, Any] | None:
-        self._get(name)
-        self._worker()
-        return self._run(
-            name, "restart", partial(self._restart_connector, name, include_tasks, only_failed)
-        )
-
-    def _restart_connector(
-        self, name: str, include_tasks: bool, only_failed: bool
-    ) -> dict[str, Any] | None:
-        deployed, worker = self._get(name), self._worker()
-        if deployed.target is TargetState.STOPPED:
-            return None if not (include_tasks or only_failed) else self.connector_status(name)
-        if not include_tasks and not only_failed:
-            if name in worker.connectors:
-                try:
-                    worker.restart_connector_instance(name)
-                except Exception as exc:  # noqa: BLE001 - shown as FAILED
-                    self._fail_connector(name, exc, deployed.resolved)
-            else:
-                self._start(name)
-            return None
-        status = self.connector_status(name)
-        restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
-        tasks = [
-            t["id"]
-            for t in status["tasks"]
-            if include_tasks and (not only_failed or t["state"] == "FAILED")
-        ]
-        if restart_connector:
-            status["connector"]["state"] = State.RESTARTING.value
-        for entry in status["tasks"]:
-            if entry["id"] in tasks:
-                entry["state"] = State.RESTARTING.value
-        if restart_connector and (
-            name not in worker.connectors or len(tasks) == len(deployed.task_configs)
-        ):
-            self._stop(name)
-            self._start(name)
-            return status
-        if restart_connector:
-            try:
-                worker.restart_connector_instance(name)
-            except Exception as exc:  # noqa: BLE001
-                self._fail_connector(name, exc, deployed.resolved)
-        for task in tasks:
-            self._restart_task(name, task)
-        return status
-
-    def restart_task(self, name: str, task: int) -> None:
-        deployed = self._connectors.get(name)
-        if deployed is None or not 0 <= task < len(deployed.task_configs):
-            raise NotFoundError(f"Unknown task: {name}-{task}")
-        self._worker()
-        self._run(name, "task restart", partial(self._restart_task, name, task))
-
-    def pause_connector(self, name: str) -> None:
-        with self._lock:
-            deployed = self._get(name)
-            previous, deployed.target = deployed.target, TargetState.PAUSED
-        if previous is TargetState.STOPPED:
-            self._run(name, "pause", partial(self._start, name))
-        else:
-            self._apply_target(name)
-
-    def resume_connector(self, name: str) -> None:
-        with self._lock:
-            deployed = self._get(name)
-            previous, deployed.target = deployed.target, TargetState.STARTED
-        if previous is TargetState.STOPPED:
-            self._run(name, "resume", partial(self._start, name))
-        elif previous is TargetState.PAUSED:
-            self._apply_target(name)
-
-    def stop_connector(self, name: str) -> None:
-        with self._lock:
-            deployed = self._get(name)
-            deployed.target = TargetState.STOPPED
-        self._reclaim_if_stuck(name)
-        self._run(name, "stop", partial(self._stop_and_record, name))
-
-    def _stop_and_record(self, name: str) -> None:
-        self._stop(name)
-        self._start(name)  # records STOPPED with no tasks (KIP-875)
-
-    # -- Herder: offsets (KIP-875) -------------------------------------------------------------
-
-    def _sink_offsets(self, name: str, deployed: _Deployed) -> SinkOffsets:
-        self._worker()
-        return SinkOffsets(self.client_props, sink_group_id(name, deployed.config))
-
-    def connector_offsets(self, name: str) -> dict[str, Any]:
-        deployed = self._get(name)
-        if deployed.kind == "sink":
-            return {"offsets": self._sink_offsets(name, deployed).get()}
-        rows = self._worker().offsets.connector_offsets(name)
-        return {"offsets": [{"partition": p, "offset": o} for p, o in rows if o is not None]}
-
-    def _require_stopped(self, name: str) -> _Deployed:
-        deployed = self._get(name)
-        if deployed.target is not TargetState.STOPPED:
-            raise BadRequestError(_NOT_STOPPED.format(name=name))
-        return deployed
-
-    def _connector_alter_offsets(self, deployed: _Deployed, offsets: Mapping[Any, Any]) -> bool:
-        """Let the connector plugin see (and veto) the change, on a fresh instance."""
-        plugin = self.catalogue.resolve(
-            "connector",
-            deployed.config["connector.class"],
-            deployed.config.get("connector.plugin.version"),
-        )
-        resolved = self.resolver.resolve(deployed.config)
-        host = self._worker().start_host(plugin, f"offsets:{plugin.name}", resolved.config)
-        try:
-            handle = host.new(plugin.target)
-            return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
-        except RemotePluginError as exc:
-            raise BadRequestError(
-                f"Failed to alter offsets for connector "
-                f"{deployed.config['name']}: "
-                f"{resolved.scrub(exc.remote_message)}"
-            ) from None
-        finally:
-            host.close()
-
-    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
-        self._require_stopped(name)
-        message = self._run(name, "alter offsets", partial(self._alter_offsets, name, offsets))
-        assert message is not None
-        return message
-
-    def _alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
-        deployed = self._require_stopped(name)
-        if not offsets:
-            raise BadRequestError(
-                "Partitions / offsets need to be provided for an alter offsets request"
-            )
-        if deployed.kind == "sink":
-            parsed = parse_sink_offsets(offsets)
-            handled = self._connector_alter_offsets(
-                deployed, {TopicPartition(t, p): o for (t, p), o in parsed.items()}
-            )
-            self._sink_offsets(name, deployed).alter(parsed)
-        else:
-            entries = []
-            for entry in offsets:
-                partition, offset = entry.get("partition"), entry.get("offset")
-                if not isinstance(partition, dict):
-                    raise BadRequestError("Source partitions may not be null")
-                if offset is not None and not isinstance(offset, dict):
-                    raise BadRequestError("Source offsets must be JSON objects or null")
-                entries.append((partition, offset))
-            handled = self._connector_alter_offsets(
-                deployed, {freeze_partition(p): o for p, o in entries}
-            )
-            store = self._worker().offsets
-            store.put(name, entries)
-            store.flush()
-        return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="altered")
-
-    def reset_connector_offsets(self, name: str) -> str:
-        self._require_stopped(name)
-        message = self._run(name, "reset offsets", partial(self._reset_offsets, name))
-        assert message is not None
-        return message
-
-    def _reset_offsets(self, name: str) -> str:
-        deployed = self._require_stopped(name)
-        if deployed.kind == "sink":
-            current = self._sink_offsets(name, deployed).get()
-            handled = self._connector_alter_offsets(
-                deployed,
-                {
-                    TopicPartition(
-                        r["partition"]["kafka_topic"], r["partition"]["kafka_partition"]
-                    ): None
-                    for r in current
-                },
-            )
-            self._sink_offsets(name, deployed).reset()
-        else:
-            store = self._worker().offsets
-            rows = store.connector_offsets(name)
-            handled = self._connector_alter_offsets(
-                deployed, {freeze_partition(p): None for p, _ in rows}
-            )
-            store.put(name, [(p, None) for p, _ in rows])
-            store.flush()
-        return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")
-
-    # -- Herder: active topics (KIP-558) ---------------------------------------------------------
-
-    def active_topics(self, name: str) -> list[str]:
-        if not self.config.get("topic.tracking.enable"):
-            raise ForbiddenError("Topic tracking is disabled.")
-        self._get(name)
-        worker = self._worker()
-        return sorted(self._topics.get(name, set()) | worker.task_topics(name))
-
-    def reset_active_topics(self, name: str) -> None:
-        if not self.config.get("topic.tracking.enable"):
-            raise ForbiddenError("Topic tracking is disabled.")
-        if not self.config.get("topic.tracking.allow.reset"):
-            raise ForbiddenError("Topic tracking reset is disabled.")
-        with self._lock:
-            self._get(name)
-            self._topics[name] = set()
-
-
-def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
-    try:
-        herder = StandaloneHerder(Path(worker_file), [Path(p) for p in connector_files])
-    except (OSError, ConnectException) as exc:
-        raise ConnectException(str(exc)) from exc
-    return herder.run()

@@ -1,6 +1,6 @@
 """Fixtures shared by every test layer.
 
-Only the standard library, pytest and ``core.devbroker`` may be imported at module level
+Only the standard library, pytest and ``core.dev.broker`` may be imported at module level
 here: this file loads for unit tests too, before the rest of the code base necessarily exists.
 
 Brokers. Tests that need Kafka ask for ``broker`` (a :class:`~tests.support.apache_kafka.
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from core.devbroker import DevBroker
+    from core.dev.broker import DevBroker
     from registry.server import RegistryServer
     from tests.support.apache_kafka import KafkaCluster
 
@@ -108,7 +108,7 @@ def broker(request: pytest.FixtureRequest) -> KafkaCluster:
 def dev_broker() -> Iterator[DevBroker]:
     """One running dev broker per test session (per worker process under pytest-xdist)."""
     # Imported here so that collecting unit tests never needs the broker's dependencies.
-    from core.devbroker import DevBroker
+    from core.dev.broker import DevBroker
 
     with DevBroker() as broker:
         yield broker
@@ -184,7 +184,7 @@ def bundled_plugin_path(
 
 
 if TYPE_CHECKING:
-    from core.schema_registry import SchemaRegistry
+    from core.dev.schema_registry import SchemaRegistry
 
 
 @pytest.fixture(scope="session")
@@ -193,7 +193,7 @@ def schema_registry(broker: KafkaCluster) -> Iterator[SchemaRegistry]:
 
     Tests share it: use subject names no other test uses (e.g. derived from ``topic_name``).
     """
-    from core.schema_registry import SchemaRegistry
+    from core.dev.schema_registry import SchemaRegistry
 
     with SchemaRegistry(broker.bootstrap_servers) as registry:
         yield registry

@@ -333,8 +333,8 @@ def _plugins_router(herder: Herder) -> APIRouter:
         response_model=list[m.ConfigKeyInfo],
         responses=_errors(400, 404),
     )
-    def plugin_config(plugin: str) -> Any:
-        return JSONResponse(herder.plugin_config(plugin))
+    def plugin_config(plugin: str, version: str | None = Query(default=None)) -> Any:
+        return JSONResponse(herder.plugin_config(plugin, version))
 
     @r.put(
         "/connector-plugins/{plugin}/config/validate",

@@ -28,11 +28,11 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from core.runtime.services import TaskServices
 from core.runtime.spec import TaskSpec
-from isolation import HostClient, PluginEnvironment
+from isolation import HostClient
 from plugin_api import ConnectException
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "RUN_SLICE_S",
     "SHARED_MODULES",
     "HostedTaskLoop",
+    "SharingFacts",
     "cannot_share",
     "runtime_root",
     "start_hosted",
@@ -112,7 +113,22 @@ def _runtime_distributions() -> dict[str, str]:
     return found
 
 
-def cannot_share(environments: Iterable[PluginEnvironment]) -> str | None:
+class SharingFacts(Protocol):
+    """What :func:`cannot_share` reads of an environment (an
+    :class:`isolation.PluginEnvironment`)."""
+
+    @property
+    def location(self) -> Path: ...
+
+    @property
+    def attached(self) -> bool: ...
+
+    def top_level_modules(self) -> dict[str, str]: ...
+
+    def python_version(self) -> tuple[int, int] | None: ...
+
+
+def cannot_share(environments: Iterable[SharingFacts]) -> str | None:
     """Why a task whose plugin (first) and pipeline stages live in ``environments`` cannot
     have its data path in its host, or None if it can."""
     ours = _runtime_distributions()

@@ -244,7 +244,9 @@ class SinkTaskLoop:
         count = self._account()
         if self._commit_requested or self._clock() >= self._next_commit:
             self.commit(asynchronous=True)
-        return count
+        # Records accounted now, or else the batch just handed to the host: a driver that
+        # backs off after an iteration that moved nothing must not while a put() runs.
+        return count or (len(batch) if batch is not None else 0)
 
     def _paused_iteration(self) -> int:
         """Poll (the group must see this consumer alive) but put nothing; records that still

@@ -462,6 +462,19 @@ class SourceTaskLoop:
                     f"task {self.name} could not send a record to topic {topic!r}: {exc}"
                 ) from exc
 
+    def _release_producer(self) -> None:
+        """Drop what is still queued and the batches' callbacks: the producer is freed (and
+        its connections closed) as soon as the driver lets go of the loop, instead of
+        reconnecting to its brokers until a garbage collection finds the cycle that the
+        batches' delivery callbacks form with this loop."""
+        try:
+            self.producer.purge()
+            self.producer.poll(0)
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            pass
+        self._submitted.batches.clear()
+        self._submitted.records = 0
+
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
             raise self._failure
@@ -509,6 +522,7 @@ class SourceTaskLoop:
         try:
             self._final_commit(timeout_s)
         finally:
+            self._release_producer()
             if self.host.alive:
                 self._collect(keep=False)
                 if self._pending_acks:

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
 # (key, value, headers): good values of every JSON type FileStreamSink writes as text, and
 # poison between them.
-INPUT: list[tuple[bytes | None, bytes, list[tuple[str, bytes]]]] = [
+INPUT: list[tuple[bytes | None, bytes, list[tuple[str, str | bytes | None]]]] = [
     (None, b'"hello"', []),
     (b"k1", b"not json", [("trace-id", b"abc")]),
     (None, b"42", []),

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -83,6 +84,10 @@ def _states(http: httpx.Client, name: str) -> tuple[str, list[str]]:
     return body["connector"]["state"], [t["state"] for t in body["tasks"]]
 
 
+def _no_hosts_of(name: str) -> bool:
+    return not host_pids(f"{name}:") and not host_pids(f"{name}-")
+
+
 def _running(http: httpx.Client, name: str, tasks: int) -> bool:
     return _states(http, name) == ("RUNNING", ["RUNNING"] * tasks)
 
@@ -126,10 +131,10 @@ def test_rest_created_connectors_survive_idle_threads_and_a_create_delete_storm(
     # Each name was created and deleted alternately: never deleted twice, never created twice.
     assert net == {n: int(n in listed) for n in names}
     for name in listed:
-        wait_until(lambda n=name: _running(http, n, 2), 60, f"{name}'s tasks")
+        wait_until(partial(_running, http, name, 2), 60, f"{name}'s tasks")
     for name in set(names) - set(listed):
         wait_until(
-            lambda n=name: not host_pids(f"{n}:") and not host_pids(f"{n}-"),
+            partial(_no_hosts_of, name),
             30,
             f"no host left of deleted {name}",
         )

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -125,7 +126,7 @@ def test_plain_pip_installs_are_discovered_by_a_running_worker(
         )
         for name in (venv_name, target_name):
             class_name = f"{name.replace('-', '_')}.Source"
-            found = wait_for(lambda c=class_name: _listed(http, c), what=f"{class_name} listed")
+            found = wait_for(partial(_listed, http, class_name), what=f"{class_name} listed")
             assert found == [{"class": class_name, "type": "source", "version": "1.0"}]
             topic = _run_source(http, broker, f"c-{name}", class_name)
             assert _values(bootstrap_servers, topic, 5) == [f"{name}-{n}" for n in range(1, 6)]
@@ -287,6 +288,12 @@ def test_two_versions_run_side_by_side_and_upgrade_one_connector(
             assert r.status_code == 201, r.text
             assert r.json()["version"] == version and r.json()["locked"] is True
         assert sorted(p["version"] for p in _listed(http, class_name)) == ["1.0", "2.0"]
+        # One version's config definitions (KIP-891's ?version=); an unknown one is a 404.
+        for version in ("1.0", "[2.0]", None):
+            r = http.get(f"/connector-plugins/{class_name}/config", params={"version": version})
+            assert r.status_code == 200 and r.json(), r.text
+        r = http.get(f"/connector-plugins/{class_name}/config", params={"version": "9.9"})
+        assert r.status_code == 404 and "1.0, 2.0" in r.json()["message"], r.text
 
         old = _run_source(
             http, broker, f"old-{uid}", class_name, {"connector.plugin.version": "[1.0]"}

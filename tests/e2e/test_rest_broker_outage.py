@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.devbroker import DevBroker
+from core.dev.broker import DevBroker
 from tests.support.flaky_proxy import DELETE_GROUPS, OFFSET_COMMIT, OFFSET_FETCH, FlakyProxy
 from tests.support.rest import RestWorker
 

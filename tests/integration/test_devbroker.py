@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from core.devbroker import DevBroker, DevBrokerError
+from core.dev.broker import DevBroker, DevBrokerError
 from tests.support.apache_kafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
@@ -218,7 +218,7 @@ def test_broker_dies_when_its_parent_is_killed_with_sigkill() -> None:
     script = textwrap.dedent(
         """
         import sys, time
-        from core.devbroker import DevBroker
+        from core.dev.broker import DevBroker
         broker = DevBroker().start()
         print(broker.pid, broker.port, flush=True)
         time.sleep(600)

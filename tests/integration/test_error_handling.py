@@ -16,7 +16,7 @@ from core.status import State
 from core.worker import Worker
 from registry import install
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.kafka import committed, produce, read_all, wait_for
+from tests.support.kafka import committed, header_text, produce, read_all, wait_for
 from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.integration
@@ -209,7 +209,7 @@ def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_ord
         bad_offsets
     )
     for message in dead:
-        headers = {k: v.decode() for k, v in message.headers()}
+        headers = header_text(message)
         offset = int(headers["__connect.errors.offset"])
         assert message.value() == values[offset]  # the original bytes, untouched
         assert headers["__connect.errors.topic"] == topic_name
@@ -344,7 +344,7 @@ def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_c
         # Committed implies the DLQ write was acknowledged first: it must be readable now.
         dead = read_all(bootstrap_servers, dlq, 1, timeout_s=10)
         assert [m.value() for m in dead] == [b"1234"]
-        headers = {k: v.decode() for k, v in dead[0].headers()}
+        headers = header_text(dead[0])
         assert headers["__connect.errors.stage"] == "TASK_PUT"
         assert headers["__connect.errors.offset"] == "1234"
         assert headers["__connect.errors.class.name"].endswith("ScriptedSinkTask")
@@ -504,7 +504,7 @@ def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_so
     ]
     dead = read_all(bootstrap_servers, dlq, 100)
     assert len(dead) == 100
-    headers = {k: v.decode() for k, v in dead[0].headers()}
+    headers = header_text(dead[0])
     assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
     assert headers["__connect.errors.connector.name"] == name
     assert (

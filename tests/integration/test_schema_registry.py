@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from core.schema_registry import SchemaRegistry
+from core.dev.schema_registry import SchemaRegistry
 from tests.support.apache_kafka import KafkaCluster
 
 pytestmark = pytest.mark.integration

@@ -29,7 +29,7 @@ PRIMITIVES = [*INT_RANGES, Type.FLOAT32, Type.FLOAT64, Type.BOOLEAN, Type.STRING
 LOGICAL = ["date", "time", "timestamp", "decimal"]
 FIELD_NAMES = st.text(string.ascii_letters + "_", min_size=1, max_size=8)
 # Text with controls, quotes, backslashes and non-ASCII (no lone surrogates: not UTF-8).
-TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+TEXT = st.text(st.characters(codec="utf-8"), max_size=20)
 
 
 def _builder(kind: str | Type) -> SchemaBuilder:

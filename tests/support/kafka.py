@@ -69,3 +69,9 @@ def committed(bootstrap: str, group: str, topic: str) -> int:
         return int(tp.offset)
     finally:
         consumer.close()
+
+
+def header_text(message: Any) -> dict[str, str]:
+    """A consumed message's headers as ``{key: text}`` (confluent-kafka gives a list of
+    ``(key, bytes)`` pairs, or None)."""
+    return {key: bytes(value or b"").decode() for key, value in message.headers() or []}

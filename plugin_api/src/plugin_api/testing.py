@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from plugin_api._schema import Schema, SchemaAndValue
 from plugin_api.components import Converter, Transformation
@@ -197,8 +197,12 @@ class MockSinkTaskContext(SinkTaskContext):
         return self.reporter
 
 
-class SourceTaskRun:
-    """Outcome of :func:`run_source_task`.
+SourceT = TypeVar("SourceT", bound=SourceTask)
+SinkT = TypeVar("SinkT", bound=SinkTask)
+
+
+class SourceTaskRun(Generic[SourceT]):
+    """Outcome of :func:`run_source_task`; ``task`` has the type of the class it was given.
 
     Attributes:
         records: Every record returned by ``poll()``, in order.
@@ -208,7 +212,7 @@ class SourceTaskRun:
         context: The context it ran with.
     """
 
-    def __init__(self, task: SourceTask, context: MockSourceTaskContext) -> None:
+    def __init__(self, task: SourceT, context: MockSourceTaskContext) -> None:
         """Create an empty run."""
         self.task = task
         self.context = context
@@ -227,14 +231,14 @@ class SourceTaskRun:
 
 
 def run_source_task(
-    task_cls: type[SourceTask],
+    task_cls: type[SourceT],
     config: Mapping[str, str],
     *,
     max_polls: int = 100,
     max_records: int | None = None,
     offsets: OffsetsInput | None = None,
     stop_when_idle: bool = True,
-) -> SourceTaskRun:
+) -> SourceTaskRun[SourceT]:
     """Run a source task until ``max_polls``, ``max_records`` or an idle poll.
 
     Each record is "written" to a fake Kafka log (offsets count per topic
@@ -285,8 +289,8 @@ def run_source_task(
     return run
 
 
-class SinkTaskRun:
-    """Outcome of :func:`run_sink_task`.
+class SinkTaskRun(Generic[SinkT]):
+    """Outcome of :func:`run_sink_task`; ``task`` has the type of the class it was given.
 
     Attributes:
         committed: Offsets returned by ``pre_commit`` (next offset to consume).
@@ -295,7 +299,7 @@ class SinkTaskRun:
         batches: Number of ``put()`` calls that succeeded.
     """
 
-    def __init__(self, task: SinkTask, context: MockSinkTaskContext) -> None:
+    def __init__(self, task: SinkT, context: MockSinkTaskContext) -> None:
         """Create an empty run."""
         self.task = task
         self.context = context
@@ -304,12 +308,12 @@ class SinkTaskRun:
 
 
 def run_sink_task(
-    task_cls: type[SinkTask],
+    task_cls: type[SinkT],
     config: Mapping[str, str],
     records: Iterable[SinkRecord],
     *,
     batch_size: int = 500,
-) -> SinkTaskRun:
+) -> SinkTaskRun[SinkT]:
     """Deliver ``records`` to a sink task in batches, then commit and close.
 
     Lifecycle: initialize, start, open(partitions of the records), put per

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from core.runtime.source import _Batch, _Submitted
 
 
@@ -15,7 +17,7 @@ def _batch(submitted: _Submitted, errors: list, offsets: dict, size: int) -> _Ba
 
 
 def test_a_later_batch_acked_first_waits_for_the_earlier_one() -> None:
-    submitted, errors = _Submitted(), []
+    submitted, errors = _Submitted(), cast(list[Any], [])
     first = _batch(submitted, errors, {"f": ({"file": "a"}, {"position": 10})}, 2)
     second = _batch(submitted, errors, {"f": ({"file": "a"}, {"position": 20})}, 1)
     second.delivered(None, None)
@@ -30,7 +32,7 @@ def test_a_later_batch_acked_first_waits_for_the_earlier_one() -> None:
 
 
 def test_each_partition_gets_its_latest_offset_from_the_acked_prefix() -> None:
-    submitted, errors = _Submitted(), []
+    submitted, errors = _Submitted(), cast(list[Any], [])
     one = _batch(submitted, errors, {"a": ("A", 1), "b": ("B", 5)}, 2)
     two = _batch(submitted, errors, {"a": ("A", 3)}, 1)
     for batch in (one, one, two):
@@ -39,16 +41,16 @@ def test_each_partition_gets_its_latest_offset_from_the_acked_prefix() -> None:
 
 
 def test_a_failed_delivery_is_reported_and_never_counts_as_acked() -> None:
-    submitted, errors = _Submitted(), []
+    submitted, errors = _Submitted(), cast(list[Any], [])
     batch = _batch(submitted, errors, {"a": ("A", 1)}, 1)
-    batch.delivered("broker said no", None)
+    batch.delivered("broker said no", None)  # type: ignore[arg-type]
     assert errors == ["broker said no"]
     assert submitted.committable() == []
     assert submitted.records == 1
 
 
 def test_an_empty_batch_never_holds_back_later_ones() -> None:
-    submitted, errors = _Submitted(), []
+    submitted, errors = _Submitted(), cast(list[Any], [])
     _batch(submitted, errors, {}, 0)
     later = _batch(submitted, errors, {"a": ("A", 7)}, 1)
     later.delivered(None, None)

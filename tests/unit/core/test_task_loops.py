@@ -49,6 +49,7 @@ class InProcessHosts:
         callbacks: Mapping[str, Callable[..., Any]],
         call_timeout_s: float,
         memory_limit_bytes: int,
+        parent_first: tuple[str, ...] = (),  # everything is importable here already
     ) -> HostClient:
         host = InProcessHost(name=name, callbacks=callbacks, call_timeout_s=call_timeout_s)
         host.start()
@@ -198,7 +199,7 @@ def test_source_loop_stop_commits_what_was_acknowledged(
 class AckingSource(SourceTask):
     """Overrides commit_record(): needs every record's acknowledgement."""
 
-    acked: list[tuple[str, int | None]] = []
+    acked: list[tuple[object, int | None]] = []
 
     def start(self, props: Mapping[str, str]) -> None:
         AckingSource.acked = []

@@ -73,11 +73,12 @@ class ListRewritingConverter(Converter):
         return SchemaAndValue(None, value)
 
     def to_connect_data_batch(
-        self, topic: str, data: list[Any], headers: Sequence[Any]
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Any]
     ) -> list[tuple[Any, Any]]:
+        rewritten: list[Any] = data  # type: ignore[assignment]  # the loop's own list
         for index, value in enumerate(data):
-            data[index] = (None, b"rewritten " + value)
-        return data
+            rewritten[index] = (None, b"rewritten " + (value or b""))
+        return rewritten
 
 
 class KeepingSink(SinkTask):
@@ -147,7 +148,7 @@ def test_a_converter_rewriting_its_input_list_never_changes_the_loops_batch(
     host: HostClient,
 ) -> None:
     handle = host.next_handle()
-    converter = (f"{HERE}:ListRewritingConverter", {})
+    converter: tuple[str, dict[str, str]] = (f"{HERE}:ListRewritingConverter", {})
     host.start_sink_task(
         handle, f"{HERE}:KeepingSink", {}, {"value_converter": converter, "transforms": []}, False
     )

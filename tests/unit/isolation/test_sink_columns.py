@@ -114,7 +114,9 @@ def test_records_do_not_share_a_mutable_key() -> None:
     )
     runner.put(ConsumedBatch.from_rows(rows).wire())
     assert [r.key for r in task.records] == [{"id": 1}] * 3
-    task.records[0].key["id"] = 2
+    key = task.records[0].key
+    assert isinstance(key, dict)
+    key["id"] = 2
     assert task.records[1].key == {"id": 1}
 
 

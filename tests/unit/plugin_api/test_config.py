@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 import pytest
 from plugin_api.config import (
@@ -153,10 +153,10 @@ def test_validate_collects_errors_for_every_key() -> None:
 
 
 class ModeRecommender:
-    def valid_values(self, name: str, parsed_config: dict[str, Any]) -> list[object]:
+    def valid_values(self, name: str, parsed_config: Mapping[str, object]) -> list[object]:
         return ["append", "upsert"]
 
-    def visible(self, name: str, parsed_config: dict[str, Any]) -> bool:
+    def visible(self, name: str, parsed_config: Mapping[str, object]) -> bool:
         return parsed_config.get("enabled") is True
 
 

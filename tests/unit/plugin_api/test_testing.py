@@ -287,7 +287,7 @@ def test_run_connector_splits_work() -> None:
     assert LinesConnector().version() == "1.2.3"
     # Each task config runs through the source task harness.
     values = [v for c in configs for v in run_source_task(LinesSourceTask, c).values]
-    assert sorted(values) == ["a", "b", "c"]
+    assert sorted(map(str, values)) == ["a", "b", "c"]
 
 
 def test_run_connector_rejects_bad_config_and_too_many_tasks() -> None:

@@ -10,6 +10,6 @@ HOST:PORT --port 8081``, or in tests through the ``schema_registry`` fixture. Co
 
 from __future__ import annotations
 
-from core.schema_registry.server import SchemaRegistry, SchemaRegistryStartError
+from core.dev.schema_registry.server import SchemaRegistry, SchemaRegistryStartError
 
 __all__ = ["SchemaRegistry", "SchemaRegistryStartError"]

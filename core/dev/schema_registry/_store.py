@@ -5,7 +5,7 @@ acknowledged registration survives a registry restart. On start the registry rep
 topic from the beginning.
 
 Reading "to the end" without watermarks: the dev broker (Tansu) reports a wrong high
-watermark after multi-record batches (see ``core.devbroker``), so ``get_watermark_offsets``
+watermark after multi-record batches (see ``core.dev.broker``), so ``get_watermark_offsets``
 cannot tell when replay is complete. Like Confluent's registry (which waits for its own
 ``NOOP`` record), we produce a marker record, a ``NOOP`` key carrying a unique id in a
 Kafka header, and consume until that record arrives: everything produced before it has

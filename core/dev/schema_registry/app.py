@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from core.schema_registry._state import (
+from core.dev.schema_registry._state import (
     INVALID_SCHEMA,
     STORE_ERROR,
     SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED,
@@ -22,7 +22,7 @@ from core.schema_registry._state import (
     RegistryState,
     config_key,
 )
-from core.schema_registry._store import SchemaTopicStore, StoreError
+from core.dev.schema_registry._store import SchemaTopicStore, StoreError
 
 __all__ = ["create_app"]
 

@@ -20,9 +20,9 @@ from types import TracebackType
 
 import uvicorn
 
-from core.schema_registry._state import RegistryState
-from core.schema_registry._store import DEFAULT_TOPIC, SchemaTopicStore
-from core.schema_registry.app import create_app
+from core.dev.schema_registry._state import RegistryState
+from core.dev.schema_registry._store import DEFAULT_TOPIC, SchemaTopicStore
+from core.dev.schema_registry.app import create_app
 
 __all__ = ["SchemaRegistry", "SchemaRegistryStartError"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from core.schema_registry import compat
+from core.dev.schema_registry import compat
 
 __all__ = ["Record", "RegistryError", "RegistryState", "SchemaVersion"]
 

@@ -1,0 +1,74 @@
+"""Process bootstrap: what turns a herder into a running worker process.
+
+Signals, the REST server, the embedded dev broker and the periodic offset flush are process
+concerns, kept here so that no herder has them (a Spark driver or a test embeds a herder
+without any of it). Order, as Kafka Connect's: validate the connector files (nothing is bound
+or started if one is bad), start the dev broker when no ``bootstrap.servers`` is configured,
+bind REST, start the herder, serve until SIGTERM/SIGINT, then stop REST, the herder (every
+task gracefully, with final commits), and the dev broker last.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from core.dev.broker import DevBroker
+from core.standalone import StandaloneHerder
+from plugin_api import ConnectException
+
+__all__ = ["run_standalone"]
+
+log = logging.getLogger("copycat.bootstrap")
+
+# Longest wait between two looks at the stop flag while serving (also bounds how late the
+# periodic offset flush can be).
+SERVE_TICK_S = 1.0
+# offset.flush.interval.ms=0 means "every tick", not a busy loop.
+MIN_TICK_S = 0.05
+
+
+def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
+    """``copycat standalone``: run until SIGTERM/SIGINT; returns the exit code."""
+    try:
+        herder = StandaloneHerder(Path(worker_file), [Path(p) for p in connector_files])
+    except (OSError, ConnectException) as exc:
+        raise ConnectException(str(exc)) from exc
+    stopped = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopped.set())
+    from core.rest.server import RestServer  # after the config parsed: a bad file fails fast
+
+    broker: DevBroker | None = None
+    server: RestServer | None = None
+    try:
+        herder.prepare()  # a bad connector file fails before any port is bound
+        bootstrap = ",".join(herder.config.bootstrap_servers or [])
+        if not bootstrap:
+            broker = DevBroker()
+            broker.start()
+            bootstrap = broker.bootstrap_servers
+            log.warning(
+                "no bootstrap.servers configured: started the embedded dev broker at %s "
+                "(in-memory, for development only)",
+                bootstrap,
+            )
+            # On stdout too: the user needs the address for their own clients.
+            print(f"dev broker (in memory, for development only): {bootstrap}", flush=True)
+        server = RestServer(herder, herder.config, herder.extensions)
+        server.start()
+        herder.worker_id = server.worker_id
+        herder.start(bootstrap)
+        interval = herder.config.get("offset.flush.interval.ms") / 1000
+        while not stopped.wait(max(MIN_TICK_S, min(interval, SERVE_TICK_S))):
+            herder.flush_offsets()
+        return 0
+    finally:
+        if server is not None:
+            server.stop()
+        herder.shutdown()
+        if broker is not None:
+            broker.stop()

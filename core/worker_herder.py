@@ -1,0 +1,711 @@
+"""The herder logic every mode shares: a worker running connectors from a config store.
+
+:class:`WorkerHerder` turns REST calls into config store writes and per-connector operations
+(start, stop, reconfigure, restart, pause, resume, KIP-875 offsets), each run in order on that
+connector's own operation thread (:mod:`core.serial`) and waited for up to Kafka's REST
+request timeout. It reads configs, task configs and target states from an immutable
+:class:`~core.stores.config.ClusterConfigState` snapshot; it never holds a lock across plugin
+code. Subclasses decide where the stores live and what this worker runs:
+:class:`core.standalone.StandaloneHerder` (memory configs, file offsets, everything local) and
+the distributed herder (Kafka-backed stores, connectors assigned by the group's leader).
+
+Process concerns (signals, the REST server, the dev broker) are the bootstrap's
+(:mod:`core.bootstrap`), never a herder's.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, TypeVar
+
+from plugin_api.connector import freeze_partition
+
+from core.config_providers import Resolved
+from core.herder import (
+    AbstractHerder,
+    AlreadyExistsError,
+    BadRequestError,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    RequestTimeoutError,
+)
+from core.plugins import component_locations
+from core.serial import KeyedSerialExecutor
+from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
+from core.status import State, Status, failure_trace
+from core.stores.config import ConfigStore, TargetState
+from core.worker import Worker
+from core.worker_config import WorkerConfig
+from isolation import RemotePluginError
+from plugin_api import ConfigException, ConnectException, TopicPartition
+
+__all__ = ["REST_REQUEST_TIMEOUT_S", "WorkerHerder", "reverse_transform"]
+
+log = logging.getLogger("copycat.herder")
+
+T = TypeVar("T")
+
+# How long a REST call waits for its operation on a connector (Kafka's REST request timeout).
+# The operation goes on after that: the call answers 500 "Request timed out", as Kafka does.
+REST_REQUEST_TIMEOUT_S = 90.0
+# Extra time a delete or stop gives a connector operation already running (e.g. a start that
+# hangs) beyond the graceful timeout, before that operation's plugin host is killed.
+RECLAIM_MARGIN_S = 1.0
+_NOT_STOPPED = (
+    "Connectors must be in the STOPPED state before their offsets can be modified. "
+    "This can be done for the specified connector by issuing a 'PUT' request to the "
+    "'/connectors/{name}/stop' endpoint"
+)
+_ALTERED = "The offsets for this connector have been {verb} successfully"
+_ALTERED_EXTERNAL = (
+    "The Connect framework-managed offsets for this connector have been {verb} "
+    "successfully. However, if this connector manages offsets externally, they "
+    "will need to be manually {verb} in the system that the connector uses."
+)
+
+
+@dataclass
+class _Runtime:
+    """What this worker knows about one connector beyond its stored config."""
+
+    kind: str
+    resolved: Resolved | None = None
+    deleted: bool = False
+
+
+def reverse_transform(
+    task_config: Mapping[str, str], raw: Mapping[str, str], resolved: Resolved
+) -> dict[str, str]:
+    """Put placeholders back into a task config made from resolved values (as Kafka does)."""
+    out = dict(task_config)
+    for key, raw_value in raw.items():
+        if "${" in raw_value and key in out and out[key] == resolved.config.get(key):
+            out[key] = raw_value
+    return out
+
+
+class WorkerHerder(AbstractHerder):
+    """Connectors from a :class:`ConfigStore`, run by this process's :class:`Worker`."""
+
+    config: WorkerConfig
+    configs: ConfigStore
+    worker: Worker | None
+    client_props: dict[str, Any]
+
+    def _init_herding(self) -> None:
+        # Guards the bookkeeping of ``_runtime`` only; never held across a plugin call.
+        self._lock = threading.RLock()
+        # Operations on one connector run in order on that connector's thread (core/serial.py).
+        self._ops = KeyedSerialExecutor("connector")
+        self._runtime: dict[str, _Runtime] = {}
+        self._topics: dict[str, set[str]] = {}
+        self.worker = None
+        self.client_props = {}
+
+    # -- reads of the store ------------------------------------------------------------------
+
+    def _config(self, name: str) -> dict[str, str]:
+        return dict(self.configs.snapshot().config(name) or {})
+
+    def _target(self, name: str) -> TargetState:
+        return self.configs.snapshot().target_state(name) or TargetState.STARTED
+
+    def _task_configs(self, name: str) -> list[dict[str, str]]:
+        return [dict(c) for c in self.configs.snapshot().tasks(name)]
+
+    def plugins_in_use(self) -> dict[str, list[str]]:
+        """Plugin location -> names of the running connectors that use it (their connector
+        plugin, converters, transforms and predicates); for refusing to remove a used plugin."""
+        worker = self.worker
+        if worker is None:
+            return {}
+        used: dict[str, set[str]] = {}
+        for name, connector in list(worker.connectors.items()):
+            locations = {connector.plugin.location}
+            locations |= component_locations(
+                self.catalogue, connector.props, worker.config.originals_strings()
+            )
+            for location in locations:
+                used.setdefault(location, set()).add(name)
+        return {location: sorted(names) for location, names in used.items()}
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _worker(self) -> Worker:
+        if self.worker is None:
+            raise ConflictError(
+                "Cannot complete request because the worker is still starting up or shutting down"
+            )
+        return self.worker
+
+    def _get(self, name: str) -> _Runtime:
+        runtime = self._runtime.get(name)
+        if runtime is None or not self.configs.snapshot().contains(name):
+            raise NotFoundError(f"Connector {name} not found")
+        return runtime
+
+    def _kind(self, config: Mapping[str, str]) -> str:
+        try:
+            return self.catalogue.resolve(
+                "connector",
+                config.get("connector.class", ""),
+                config.get("connector.plugin.version"),
+            ).kind
+        except ConfigException:
+            return "unknown"
+
+    def _plugin_version(self, config: Mapping[str, str]) -> str | None:
+        try:
+            return self.catalogue.resolve(
+                "connector",
+                config.get("connector.class", ""),
+                config.get("connector.plugin.version"),
+            ).version
+        except ConfigException:
+            return None
+
+    def _add(self, name: str, config: Mapping[str, str], target: TargetState) -> _Runtime:
+        """Store a new connector (caller holds the lock); its start is queued separately."""
+        runtime = _Runtime(self._kind(config))
+        self._runtime[name] = runtime
+        self._topics.setdefault(name, set())
+        self.configs.put_connector_config(name, config, target)
+        worker = self._worker()
+        if worker.status.connector(name) is None:
+            worker.status.set_connector(name, Status(State.UNASSIGNED, worker.worker_id))
+        return runtime
+
+    def _run(self, name: str, what: str, fn: Callable[[], T], *, wait: bool = True) -> T | None:
+        """Run ``fn`` on ``name``'s operation thread, after what is already queued there.
+
+        Waits up to REST_REQUEST_TIMEOUT_S for it (unless ``wait`` is false); the operation
+        goes on if the wait times out. Called from that thread itself, runs ``fn`` inline.
+        """
+        if self._ops.on_own_thread(name):
+            return fn()
+        future = self._ops.submit(name, what, fn)
+        if not wait:
+            return None
+        try:
+            return future.result(REST_REQUEST_TIMEOUT_S)
+        except FutureTimeout:
+            raise RequestTimeoutError(
+                f"Request timed out: {what} of connector {name} is still in progress"
+            ) from None
+
+    def _reclaim_if_stuck(self, name: str) -> None:
+        """A delete or stop is waiting behind an operation that may hang in plugin code:
+        after the graceful timeout, kill the host of a connector start still in progress."""
+        worker = self.worker
+        if worker is None or self._ops.running(name) is None:
+            return
+        timer = threading.Timer(
+            worker.graceful_timeout_s + RECLAIM_MARGIN_S,
+            lambda: worker.reclaim(
+                name, f"abandoned after {worker.graceful_timeout_s:g} s: connector removed"
+            ),
+        )
+        timer.daemon = True
+        timer.start()
+
+    def _fail_connector(self, name: str, exc: BaseException, scrub: Resolved | None) -> None:
+        message = scrub.scrub(str(exc)) if scrub else str(exc)
+        log.error("connector %s failed: %s", name, message)
+        worker = self._worker()
+        worker.status.set_connector(
+            name,
+            Status(
+                State.FAILED,
+                worker.worker_id,
+                trace=scrub.scrub(failure_trace(exc)) if scrub else failure_trace(exc),
+            ),
+        )
+
+    def _start(self, name: str) -> None:
+        """Start the connector and its tasks per its target state (its operation thread)."""
+        deployed = self._runtime.get(name)
+        if deployed is None or deployed.deleted:
+            return
+        worker = self._worker()
+        config = self._config(name)
+        if self._target(name) is TargetState.STOPPED:
+            self.configs.put_task_configs(name, [])
+            worker.status.remove_connector(name)
+            # Kafka reports the plugin's version for a STOPPED connector too (from its class,
+            # with nothing running); ours comes from the installed plugin's metadata.
+            worker.status.set_connector(
+                name,
+                Status(State.STOPPED, worker.worker_id, version=self._plugin_version(config)),
+            )
+            return
+        try:
+            resolved = self.resolver.resolve(config)
+        except ConfigException as exc:
+            self._fail_connector(name, exc, None)
+            return
+        deployed.resolved = resolved
+        try:
+            worker.start_connector(name, resolved.config)
+            task_class = worker.task_class(name)
+            task_configs = worker.task_configs(name)
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            if name in worker.connectors:
+                worker.stop_connector(name)
+            if not deployed.deleted:
+                self._fail_connector(name, exc, resolved)
+            return
+        self._start_tasks(name, deployed, resolved, task_class, task_configs)
+
+    def _start_tasks(
+        self,
+        name: str,
+        deployed: _Runtime,
+        resolved: Resolved,
+        task_class: str,
+        task_configs: list[dict[str, str]],
+    ) -> None:
+        """Record the connector's task configs (placeholders put back) and start its tasks."""
+        worker = self._worker()
+        task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
+        config = self._config(name)
+        self.configs.put_task_configs(
+            name, [reverse_transform(tc, config, resolved) for tc in task_configs]
+        )
+        for task_id in worker.status.tasks_of(name):
+            if task_id >= len(task_configs):
+                worker.status.remove_task(name, task_id)
+        if self._target(name) is TargetState.PAUSED:
+            worker.pause(name, True)
+        try:
+            worker.reserve_task_slots(name, len(task_configs))  # task.runtime=spark only
+        except ConnectException as exc:
+            self._fail_connector(name, exc, resolved)
+            return
+        for task_id, task_config in enumerate(task_configs):
+            worker.start_task(name, task_id, task_config)
+        self._apply_target(name)
+
+    def _reconfiguration_requested(self, name: str) -> None:
+        """ConnectorContext.request_task_reconfiguration(), from the connector's host."""
+        self._ops.submit(name, "task reconfiguration", partial(self._reconfigure_tasks, name))
+
+    def _reconfigure_tasks(self, name: str) -> None:
+        """Ask the connector for its task configs again; restart its tasks only if they
+        changed (Kafka's reconfiguration: a connector that found new tables or files)."""
+        deployed, worker = self._runtime.get(name), self.worker
+        if (
+            deployed is None
+            or worker is None
+            or deployed.deleted
+            or deployed.resolved is None
+            or self._target(name) is TargetState.STOPPED
+            or name not in worker.connectors
+        ):
+            return
+        resolved = deployed.resolved
+        try:
+            task_class = worker.task_class(name)
+            task_configs = worker.task_configs(name)
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            self._fail_connector(name, exc, resolved)
+            return
+        fresh = [
+            reverse_transform({**tc, "task.class": task_class}, self._config(name), resolved)
+            for tc in task_configs
+        ]
+        current = self._task_configs(name)
+        if fresh == current:
+            log.info("connector %s: task configs unchanged; tasks keep running", name)
+            return
+        log.info(
+            "connector %s: task configs changed (%d -> %d tasks); restarting its tasks",
+            name,
+            len(current),
+            len(fresh),
+        )
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        worker.stop_tasks(name)
+        self._start_tasks(name, deployed, resolved, task_class, task_configs)
+
+    def _stop(self, name: str) -> None:
+        worker = self._worker()
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        worker.stop_connector(name)
+
+    def _apply_target(self, name: str) -> None:
+        """Bring running tasks in line with the target state (no plugin call: flags only)."""
+        worker = self.worker
+        target = self._target(name)
+        if name not in self._runtime or worker is None or target is TargetState.STOPPED:
+            return
+        worker.pause(name, target is TargetState.PAUSED)
+        connector = worker.connectors.get(name)
+        for task_id, runner in list(connector.tasks.items()) if connector else ():
+            if runner.failed:  # a failed task stays FAILED through pause/resume
+                worker.status.update_task(name, task_id, state=State.FAILED)
+
+    def _resolved_task_config(self, name: str, task: int) -> dict[str, str]:
+        return self.resolver.resolve(self._task_configs(name)[task]).config
+
+    def _restart_task(self, name: str, task: int) -> None:
+        worker = self._worker()
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        worker.stop_task(name, task)
+        if name not in worker.connectors:
+            return
+        worker.start_task(name, task, self._resolved_task_config(name, task))
+
+    # -- Herder: connectors ---------------------------------------------------------------
+
+    def connectors(self) -> list[str]:
+        snapshot = self.configs.snapshot()
+        return [n for n in snapshot.connectors() if n in self._runtime]
+
+    def connector_info(self, name: str) -> dict[str, Any]:
+        return self._info(name, self._get(name))
+
+    def _info(self, name: str, deployed: _Runtime) -> dict[str, Any]:
+        snapshot = self.configs.snapshot()
+        return {
+            "name": name,
+            "config": dict(snapshot.config(name) or {}),
+            "tasks": [{"connector": name, "task": i} for i in range(len(snapshot.tasks(name)))],
+            "type": deployed.kind,
+        }
+
+    def connector_config(self, name: str) -> dict[str, str]:
+        self._get(name)
+        return self._config(name)
+
+    @staticmethod
+    def _named(name: str, config: Mapping[str, str]) -> dict[str, str]:
+        if "/" in name:
+            raise BadRequestError("Connector name should not contain '/'")
+        if config.get("name") is not None and config["name"] != name:
+            raise BadRequestError(
+                f"Connector name configuration ({config['name']}) doesn't "
+                f"match connector name in the URL ({name})"
+            )
+        return {**config, "name": name}
+
+    def create_connector(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState = TargetState.STARTED,
+    ) -> dict[str, Any]:
+        config = self._named(name, config)
+        if name in self._runtime:
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        self.ensure_valid(config)  # plugin calls: outside any lock
+        with self._lock:
+            self._worker()
+            if name in self._runtime:
+                raise AlreadyExistsError(f"Connector {name} already exists")
+            deployed = self._add(name, config, initial_state)
+        self._run(name, "start", partial(self._start, name))
+        return self._info(name, deployed)
+
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str]
+    ) -> tuple[bool, dict[str, Any]]:
+        config = self._named(name, config)
+        self.ensure_valid(config)
+        with self._lock:
+            self._worker()
+            deployed = self._runtime.get(name)
+            created = deployed is None
+            if deployed is None:
+                deployed = self._add(name, config, TargetState.STARTED)
+        if created:
+            self._run(name, "start", partial(self._start, name))
+        else:
+            self._run(name, "reconfigure", partial(self._reconfigure, name, deployed, config))
+        return created, self._info(name, deployed)
+
+    def _reconfigure(self, name: str, deployed: _Runtime, config: Mapping[str, str]) -> None:
+        if deployed.deleted:
+            return
+        self._stop(name)
+        deployed.kind = self._kind(config)
+        self.configs.put_connector_config(name, config, None)
+        self._start(name)
+
+    def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
+        self._get(name)
+        current = self._config(name)
+        merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
+        created, info = self.put_connector_config(name, merged)
+        return info
+
+    def delete_connector(self, name: str) -> None:
+        with self._lock:
+            deployed = self._get(name)
+            self._worker()
+            if deployed.deleted:  # a concurrent delete got there first
+                raise NotFoundError(f"Connector {name} not found")
+            deployed.deleted = True
+        self._reclaim_if_stuck(name)
+        self._run(name, "delete", partial(self._delete, name, deployed))
+
+    def _delete(self, name: str, deployed: _Runtime) -> None:
+        worker = self._worker()
+        worker.stop_connector(name)
+        with self._lock:
+            if self._runtime.get(name) is deployed:
+                del self._runtime[name]
+                self._topics.pop(name, None)
+                self.configs.remove_connector_config(name)
+                worker.status.remove_connector(name)
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        deployed = self._runtime.get(name)
+        if deployed is None:
+            raise NotFoundError(f"No status found for connector {name}")
+        worker = self._worker()
+        return self.render_status(
+            name,
+            deployed.kind,
+            worker.status.connector(name),
+            worker.status.tasks_of(name),
+            deployed.resolved,
+        )
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        deployed = self._runtime.get(name)
+        status = self._worker().status.task(name, task) if deployed else None
+        if deployed is None or status is None:
+            raise NotFoundError(f"No status found for task {name}-{task}")
+        rendered = self.render_status(
+            name, deployed.kind, Status(State.RUNNING, ""), {task: status}, deployed.resolved
+        )
+        entry: dict[str, Any] = rendered["tasks"][0]
+        return entry
+
+    def task_configs(self, name: str) -> list[dict[str, Any]]:
+        self._get(name)
+        return [
+            {"id": {"connector": name, "task": i}, "config": c}
+            for i, c in enumerate(self._task_configs(name))
+        ]
+
+    # -- Herder: restart, pause, resume, stop -----------------------------------------------------
+
+    def restart_connector(
+        self, name: str, include_tasks: bool, only_failed: bool
+    ) -> dict[str, Any] | None:
+        self._get(name)
+        self._worker()
+        return self._run(
+            name, "restart", partial(self._restart_connector, name, include_tasks, only_failed)
+        )
+
+    def _restart_connector(
+        self, name: str, include_tasks: bool, only_failed: bool
+    ) -> dict[str, Any] | None:
+        deployed, worker = self._get(name), self._worker()
+        if self._target(name) is TargetState.STOPPED:
+            return None if not (include_tasks or only_failed) else self.connector_status(name)
+        if not include_tasks and not only_failed:
+            if name in worker.connectors:
+                try:
+                    worker.restart_connector_instance(name)
+                except Exception as exc:  # noqa: BLE001 - shown as FAILED
+                    self._fail_connector(name, exc, deployed.resolved)
+            else:
+                self._start(name)
+            return None
+        status = self.connector_status(name)
+        restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
+        tasks = [
+            t["id"]
+            for t in status["tasks"]
+            if include_tasks and (not only_failed or t["state"] == "FAILED")
+        ]
+        if restart_connector:
+            status["connector"]["state"] = State.RESTARTING.value
+        for entry in status["tasks"]:
+            if entry["id"] in tasks:
+                entry["state"] = State.RESTARTING.value
+        if restart_connector and (
+            name not in worker.connectors or len(tasks) == len(self._task_configs(name))
+        ):
+            self._stop(name)
+            self._start(name)
+            return status
+        if restart_connector:
+            try:
+                worker.restart_connector_instance(name)
+            except Exception as exc:  # noqa: BLE001
+                self._fail_connector(name, exc, deployed.resolved)
+        for task in tasks:
+            self._restart_task(name, task)
+        return status
+
+    def restart_task(self, name: str, task: int) -> None:
+        deployed = self._runtime.get(name)
+        if deployed is None or not 0 <= task < len(self._task_configs(name)):
+            raise NotFoundError(f"Unknown task: {name}-{task}")
+        self._worker()
+        self._run(name, "task restart", partial(self._restart_task, name, task))
+
+    def pause_connector(self, name: str) -> None:
+        with self._lock:
+            self._get(name)
+            previous = self._target(name)
+            self.configs.put_target_state(name, TargetState.PAUSED)
+        if previous is TargetState.STOPPED:
+            self._run(name, "pause", partial(self._start, name))
+        else:
+            self._apply_target(name)
+
+    def resume_connector(self, name: str) -> None:
+        with self._lock:
+            self._get(name)
+            previous = self._target(name)
+            self.configs.put_target_state(name, TargetState.STARTED)
+        if previous is TargetState.STOPPED:
+            self._run(name, "resume", partial(self._start, name))
+        elif previous is TargetState.PAUSED:
+            self._apply_target(name)
+
+    def stop_connector(self, name: str) -> None:
+        with self._lock:
+            self._get(name)
+            self.configs.put_target_state(name, TargetState.STOPPED)
+        self._reclaim_if_stuck(name)
+        self._run(name, "stop", partial(self._stop_and_record, name))
+
+    def _stop_and_record(self, name: str) -> None:
+        self._stop(name)
+        self._start(name)  # records STOPPED with no tasks (KIP-875)
+
+    # -- Herder: offsets (KIP-875) -------------------------------------------------------------
+
+    def _sink_offsets(self, name: str) -> SinkOffsets:
+        self._worker()
+        return SinkOffsets(self.client_props, sink_group_id(name, self._config(name)))
+
+    def connector_offsets(self, name: str) -> dict[str, Any]:
+        deployed = self._get(name)
+        if deployed.kind == "sink":
+            return {"offsets": self._sink_offsets(name).get()}
+        rows = self._worker().offsets.connector_offsets(name)
+        return {"offsets": [{"partition": p, "offset": o} for p, o in rows if o is not None]}
+
+    def _require_stopped(self, name: str) -> _Runtime:
+        deployed = self._get(name)
+        if self._target(name) is not TargetState.STOPPED:
+            raise BadRequestError(_NOT_STOPPED.format(name=name))
+        return deployed
+
+    def _connector_alter_offsets(self, name: str, offsets: Mapping[Any, Any]) -> bool:
+        """Let the connector plugin see (and veto) the change, on a fresh instance."""
+        config = self._config(name)
+        plugin = self.catalogue.resolve(
+            "connector",
+            config["connector.class"],
+            config.get("connector.plugin.version"),
+        )
+        resolved = self.resolver.resolve(config)
+        host = self._worker().start_host(plugin, f"offsets:{plugin.name}", resolved.config)
+        try:
+            handle = host.new(plugin.target)
+            return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
+        except RemotePluginError as exc:
+            raise BadRequestError(
+                f"Failed to alter offsets for connector "
+                f"{name}: "
+                f"{resolved.scrub(exc.remote_message)}"
+            ) from None
+        finally:
+            host.close()
+
+    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        self._require_stopped(name)
+        message = self._run(name, "alter offsets", partial(self._alter_offsets, name, offsets))
+        assert message is not None
+        return message
+
+    def _alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        deployed = self._require_stopped(name)
+        if not offsets:
+            raise BadRequestError(
+                "Partitions / offsets need to be provided for an alter offsets request"
+            )
+        if deployed.kind == "sink":
+            parsed = parse_sink_offsets(offsets)
+            handled = self._connector_alter_offsets(
+                name, {TopicPartition(t, p): o for (t, p), o in parsed.items()}
+            )
+            self._sink_offsets(name).alter(parsed)
+        else:
+            entries = []
+            for entry in offsets:
+                partition, offset = entry.get("partition"), entry.get("offset")
+                if not isinstance(partition, dict):
+                    raise BadRequestError("Source partitions may not be null")
+                if offset is not None and not isinstance(offset, dict):
+                    raise BadRequestError("Source offsets must be JSON objects or null")
+                entries.append((partition, offset))
+            handled = self._connector_alter_offsets(
+                name, {freeze_partition(p): o for p, o in entries}
+            )
+            store = self._worker().offsets
+            store.put(name, entries)
+            store.flush()
+        return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="altered")
+
+    def reset_connector_offsets(self, name: str) -> str:
+        self._require_stopped(name)
+        message = self._run(name, "reset offsets", partial(self._reset_offsets, name))
+        assert message is not None
+        return message
+
+    def _reset_offsets(self, name: str) -> str:
+        deployed = self._require_stopped(name)
+        if deployed.kind == "sink":
+            current = self._sink_offsets(name).get()
+            handled = self._connector_alter_offsets(
+                name,
+                {
+                    TopicPartition(
+                        r["partition"]["kafka_topic"], r["partition"]["kafka_partition"]
+                    ): None
+                    for r in current
+                },
+            )
+            self._sink_offsets(name).reset()
+        else:
+            store = self._worker().offsets
+            rows = store.connector_offsets(name)
+            handled = self._connector_alter_offsets(
+                name, {freeze_partition(p): None for p, _ in rows}
+            )
+            store.put(name, [(p, None) for p, _ in rows])
+            store.flush()
+        return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")
+
+    # -- Herder: active topics (KIP-558) ---------------------------------------------------------
+
+    def active_topics(self, name: str) -> list[str]:
+        if not self.config.get("topic.tracking.enable"):
+            raise ForbiddenError("Topic tracking is disabled.")
+        self._get(name)
+        worker = self._worker()
+        return sorted(self._topics.get(name, set()) | worker.task_topics(name))
+
+    def reset_active_topics(self, name: str) -> None:
+        if not self.config.get("topic.tracking.enable"):
+            raise ForbiddenError("Topic tracking is disabled.")
+        if not self.config.get("topic.tracking.allow.reset"):
+            raise ForbiddenError("Topic tracking reset is disabled.")
+        with self._lock:
+            self._get(name)
+            self._topics[name] = set()
