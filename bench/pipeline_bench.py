@@ -3,9 +3,12 @@
 Run from the repository root:
 
     uv run python bench/pipeline_bench.py [--quick] [--broker dev|kafka|both]
-                                          [--data-path auto|host|worker] [--repeats N]
+                                          [--data-path both|host|worker|auto] [--repeats N]
 
-For each broker (the Tansu dev broker, then Apache Kafka from tests/kafka/pom.xml), in one run:
+For each broker (the Tansu dev broker, then Apache Kafka from tests/kafka/pom.xml), in one run,
+with Copycat's tasks in each data path (``task.data.path``: ``host``, the loop and its Kafka
+client in the plugin host; ``worker``, the loop in the worker and bytes crossing to the host;
+both by default, each against the same bare loops of the same run, in turns):
 
 * source: FileStreamSource -> StringConverter -> Kafka, vs a bare loop that reads the same file
   and produces each line with Copycat's producer settings (acks=all, idempotence, linger 5 ms,
@@ -83,6 +86,8 @@ WORKER_PROPS = {
 SOURCE_WORKER_PROPS = {**WORKER_PROPS, "offset.flush.interval.ms": "100"}
 # Each path is timed this many times, bare and Copycat alternating; medians are printed.
 REPEATS = 3
+# The data paths a run compares side by side (task.data.path, docs/architecture.md).
+DATA_PATHS = ("host", "worker")
 # The bare producer is told to report failed deliveries only (a client-side reporting choice:
 # what it sends is what Copycat's producer sends). Copycat's producer does the same unless a
 # task overrides commit_record() (core/runtime/source.py).
@@ -377,10 +382,16 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="4x smaller data sets")
     parser.add_argument("--broker", choices=["dev", "kafka", "both"], default="both")
-    parser.add_argument("--data-path", choices=["auto", "host", "worker"], default="auto")
+    parser.add_argument(
+        "--data-path",
+        choices=["both", *DATA_PATHS, "auto"],
+        default="both",
+        help="task.data.path of the Copycat runs; both (default): host and worker side by side",
+    )
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--no-scaling", action="store_true", help="skip the task scaling runs")
     args = parser.parse_args()
+    modes = list(DATA_PATHS) if args.data_path == "both" else [args.data_path]
     # Plugin venvs, output files and a broker's log take ~1 GB: removed however the run ends.
     with tempfile.TemporaryDirectory(prefix="copycat-pipeline-bench-") as tmp:
         work = Path(tmp)
@@ -388,78 +399,113 @@ def main() -> None:
         ensure_bundled_plugins(plugin_path)
         for kind in ["dev", "kafka"] if args.broker == "both" else [args.broker]:
             with broker(kind, work / kind) as cluster:
-                run(cluster, work / kind, plugin_path, args)
+                run(cluster, work / kind, plugin_path, modes, args)
 
 
-def run(cluster: KafkaCluster, work: Path, plugin_path: Path, args: argparse.Namespace) -> None:
+def in_turn(modes: list[str], rep: int) -> list[str]:
+    """The modes in the order of repeat ``rep``: rotated, so none always runs right after the
+    bare loop (or after the other one's broker traffic)."""
+    shift = rep % len(modes)
+    return modes[shift:] + modes[:shift]
+
+
+def run(
+    cluster: KafkaCluster,
+    work: Path,
+    plugin_path: Path,
+    modes: list[str],
+    args: argparse.Namespace,
+) -> None:
     scale = 4 if args.quick else 1
     catalogue = PluginCatalogue.scan([plugin_path])
     bootstrap = cluster.bootstrap_servers
     client_props = {"bootstrap.servers": bootstrap}
-    mode = {"task.data.path": args.data_path}
-    sources = Worker(
-        "bench-sources",
-        {**SOURCE_WORKER_PROPS, **mode},
-        catalogue,
-        MemoryOffsetStore(),
-        client_props=client_props,
-    )
-    worker = Worker(
-        "bench", {**WORKER_PROPS, **mode}, catalogue, MemoryOffsetStore(), client_props=client_props
-    )
+    # One pair of workers per data path, so each mode's tasks run exactly as a worker
+    # configured with it runs them.
+    sources, sinks = {}, {}
+    for mode in modes:
+        path = {"task.data.path": mode}
+        sources[mode] = Worker(
+            f"bench-sources-{mode}",
+            {**SOURCE_WORKER_PROPS, **path},
+            catalogue,
+            MemoryOffsetStore(),
+            client_props=client_props,
+        )
+        sinks[mode] = Worker(
+            f"bench-{mode}",
+            {**WORKER_PROPS, **path},
+            catalogue,
+            MemoryOffsetStore(),
+            client_props=client_props,
+        )
     print(
-        f"\n{cluster.kind}, task.data.path={args.data_path}: bare loops hand each record to the "
-        "client with nothing else per record;\nsources timed to "
+        f"\n{cluster.kind}, task.data.path={' and '.join(modes)}: bare loops hand each record to "
+        "the client with nothing else per record;\nsources timed to "
         + ("the broker's append stamps" if cluster.kind == "apache-kafka" else "delivery")
         + "\n"
         f"{'path':<34}{'copycat rec/s':>14}{'MB/s':>8}{'bare rec/s':>14}{'MB/s':>8}{'ratio':>8}",
         flush=True,
     )
     work.mkdir(parents=True, exist_ok=True)
+    # The broker stamps each batch as it appends it; see the module docstring.
+    stamped = {"message.timestamp.type": "LogAppendTime"}
     for size, count in ((100, 400_000 // scale), (1024, 100_000 // scale)):
         data_path = work / f"in-{size}.txt"
         data = make_input(data_path, count, size)
         mb_per_record = len(data) / count / 1e6
-        t_bare, t_cc, flushes = [], [], []
-        # The broker stamps each batch as it appends it; see the module docstring.
-        stamped = {"message.timestamp.type": "LogAppendTime"}
+        t_bare: list[tuple[float, int]] = []
+        t_cc: dict[str, list[tuple[float, int]]] = {mode: [] for mode in modes}
+        flushes = []
         for rep in range(args.repeats):
-            bare_topic, cc_topic = f"bare-{size}-{rep}", f"cc-{size}-{rep}"
-            for topic in (bare_topic, cc_topic):
+            bare_topic = f"bare-{size}-{rep}"
+            for topic in [bare_topic] + [f"cc-{mode}-{size}-{rep}" for mode in modes]:
                 cluster.create_topic(topic, 1, stamped)
             cluster.create_topic(f"{bare_topic}-warmup", 1)
             timing, flush_s = bare_source(bootstrap, data_path, bare_topic)
-            flushes.append(flush_s)
-            source_file = work / f"cc-src-{size}-{rep}.txt"
-            cc_timing = copycat_source(sources, source_file, data, cc_topic)
             if cluster.kind == "apache-kafka":
                 timing = append_span(bootstrap, bare_topic, count)
-                cc_timing = append_span(bootstrap, cc_topic, count)
             t_bare.append(timing)
-            t_cc.append(cc_timing)
-        report(f"source {size} B lines x {count}", mb_per_record, t_bare, t_cc)
+            flushes.append(flush_s)
+            for mode in in_turn(modes, rep):
+                cc_topic = f"cc-{mode}-{size}-{rep}"
+                source_file = work / f"{cc_topic}.txt"
+                cc_timing = copycat_source(sources[mode], source_file, data, cc_topic)
+                if cluster.kind == "apache-kafka":
+                    cc_timing = append_span(bootstrap, cc_topic, count)
+                t_cc[mode].append(cc_timing)
+        for mode in modes:
+            report(f"source {size} B x {count} ({mode})", mb_per_record, t_bare, t_cc[mode])
         print(
             f"{'':<34}(bare loop's final flush: {', '.join(f'{f * 1000:.0f}' for f in flushes)} ms)"
         )
-        # sink: both read the topic Copycat's first source run wrote, alternating
-        topic = f"cc-{size}-0"
+        # sink: everyone reads the topic Copycat's first source run wrote, alternating
+        topic = f"cc-{modes[0]}-{size}-0"
         warm(bootstrap, topic, count)
-        t_bare, t_cc = [], []
+        t_bare, t_cc = [], {mode: [] for mode in modes}
         for rep in range(args.repeats):
-            bare_out, cc_out = work / f"bare-out-{size}-{rep}.txt", work / f"cc-out-{size}-{rep}"
+            bare_out = work / f"bare-out-{size}-{rep}.txt"
             t_bare.append(bare_sink(bootstrap, topic, bare_out, count))
-            t_cc.append(copycat_sink(worker, topic, cc_out, count, label=f"-{rep}"))
             assert digest(bare_out) == digest(data_path), "bare sink output differs from input"
-            assert digest(cc_out.with_suffix(".0")) == digest(data_path), "copycat output differs"
-        report(f"sink {size} B lines x {count}", mb_per_record, t_bare, t_cc)
+            for mode in in_turn(modes, rep):
+                cc_out = work / f"cc-out-{mode}-{size}-{rep}"
+                t_cc[mode].append(
+                    copycat_sink(sinks[mode], topic, cc_out, count, label=f"-{mode}-{rep}")
+                )
+                assert digest(cc_out.with_suffix(".0")) == digest(data_path), (
+                    f"copycat output differs ({mode})"
+                )
+        for mode in modes:
+            report(f"sink {size} B x {count} ({mode})", mb_per_record, t_bare, t_cc[mode])
     if not args.no_scaling:
-        scaling(cluster, worker, work, scale)
-    worker.stop()
-    sources.stop()
+        scaling(cluster, sinks, work, scale)
+    for worker in [*sinks.values(), *sources.values()]:
+        worker.stop()
 
 
-def scaling(cluster: KafkaCluster, worker: Worker, work: Path, scale: int) -> None:
-    """The sink with 1 and 2 tasks on a 2-partition topic, plain and with the SMT chain."""
+def scaling(cluster: KafkaCluster, sinks: dict[str, Worker], work: Path, scale: int) -> None:
+    """The sink with 1 and 2 tasks on a 2-partition topic, plain and with the SMT chain, for
+    each data path."""
     bootstrap = cluster.bootstrap_servers
     count = 400_000 // scale
     cluster.create_topic("scale", 2)
@@ -473,24 +519,31 @@ def scaling(cluster: KafkaCluster, worker: Worker, work: Path, scale: int) -> No
                 producer.poll(0.01)
     producer.flush(60)
     warm(bootstrap, "scale", count, partitions=2)
-    rates = []
-    for tasks, extra, label in (
-        (1, None, ""),
-        (2, None, ""),
-        (1, CHAIN, "-chain"),
-        (2, CHAIN, "-chain"),
-    ):
-        seconds, records = copycat_sink(
-            worker, "scale", work / f"scale{tasks}{label}", count, tasks, extra, label
+    for mode, worker in sinks.items():
+        rates = []
+        for tasks, extra, label in (
+            (1, None, ""),
+            (2, None, ""),
+            (1, CHAIN, "-chain"),
+            (2, CHAIN, "-chain"),
+        ):
+            seconds, records = copycat_sink(
+                worker,
+                "scale",
+                work / f"scale-{mode}-{tasks}{label}",
+                count,
+                tasks,
+                extra,
+                f"{label}-{mode}",
+            )
+            rates.append(records / seconds)
+        print(
+            f"sink 100 B x {count}, 2 partitions ({mode}): 1 task {rates[0]:,.0f} rec/s, "
+            f"2 tasks {rates[1]:,.0f} rec/s, scaling {rates[1] / rates[0]:.2f}x\n"
+            f"  same with a 3-SMT chain:      1 task {rates[2]:,.0f} rec/s, 2 tasks "
+            f"{rates[3]:,.0f} rec/s, scaling {rates[3] / rates[2]:.2f}x",
+            flush=True,
         )
-        rates.append(records / seconds)
-    print(
-        f"sink 100 B x {count}, 2 partitions: 1 task {rates[0]:,.0f} rec/s, 2 tasks "
-        f"{rates[1]:,.0f} rec/s, scaling {rates[1] / rates[0]:.2f}x\n"
-        f"  same with a 3-SMT chain:      1 task {rates[2]:,.0f} rec/s, 2 tasks "
-        f"{rates[3]:,.0f} rec/s, scaling {rates[3] / rates[2]:.2f}x",
-        flush=True,
-    )
 
 
 if __name__ == "__main__":

@@ -14,8 +14,8 @@ What crosses keeps the value semantics of the pipes where it matters and costs l
 * ``put``: the batch's list columns are copied (a list copy is a C-level memcpy, ~2 ns per
   record), so a converter that rewrites the list it was given cannot change the loop's copy,
   which it keeps for dead letter reports;
-* ``poll``: the rows are fresh tuples the host built for this answer and are taken as they
-  are; the source offsets, which are the plugin's own objects and are committed only after
+* ``poll``: the batch's columns are fresh lists the host built for this answer and are taken
+  as they are; the source offsets, which are the plugin's own objects and are committed only after
   the broker acknowledged their records, are copied (a plugin may reuse one dict);
 * everything else (starts, commits, callbacks: per batch at most) goes through pickle, as
   across the pipes.
@@ -59,8 +59,8 @@ def _copy_poll(answer: tuple[Any, ...]) -> tuple[Any, ...]:
     status, value = answer
     if status != "ok":
         return answer
-    rows, failures, offsets = value
-    return status, (rows, _copy(failures) if failures else failures, _copy(offsets))
+    batch, failures, offsets = value
+    return status, (batch, _copy(failures) if failures else failures, _copy(offsets))
 
 
 class DirectHost:

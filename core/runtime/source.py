@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -42,7 +43,7 @@ from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.offsets import OffsetStore
 from core.topics import TopicCreator
-from isolation import HostClient
+from isolation import HostClient, ProducedBatch
 from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.source")
@@ -98,17 +99,17 @@ class _Batch:
 
 
 class _Unsent:
-    """One poll's rows waiting to be produced, and how far an interrupted attempt got."""
+    """One poll's records waiting to be produced, and how far an interrupted attempt got."""
 
-    __slots__ = ("batch", "rows", "offsets", "next")
+    __slots__ = ("batch", "records", "offsets", "next")
 
     def __init__(
-        self, batch: _Batch, rows: list[tuple[Any, ...]], offsets: list[tuple[Any, Any]]
+        self, batch: _Batch, records: ProducedBatch, offsets: list[tuple[Any, Any]]
     ) -> None:
         self.batch = batch
-        self.rows = rows
+        self.records = records
         self.offsets = offsets
-        self.next = 0  # index of the first row not produced yet
+        self.next = 0  # index of the first record not produced yet
 
 
 class _Submitted:
@@ -329,13 +330,14 @@ class SourceTaskLoop:
         join the send queue (or are dropped: ``keep=False``, a stopping task)."""
         if not self.host.pending:
             return
-        rows, failures, offsets = self.host.poll_result()
+        wire, failures, offsets = self.host.poll_result()
         if not keep:
             return
         if failures and self.errors is not None:
             self.errors.report_source(failures)
-        if rows:
-            self._unsent.append(_Unsent(_Batch(self._delivery_failed), rows, offsets))
+        records = ProducedBatch.from_wire(wire)
+        if records.size:
+            self._unsent.append(_Unsent(_Batch(self._delivery_failed), records, offsets))
 
     def _send_queued(self) -> int:
         """Produce the queued rows, oldest first; returns how many rows were sent.
@@ -350,66 +352,22 @@ class SourceTaskLoop:
         return moved
 
     def _send(self, unsent: _Unsent) -> int:
-        """Produce one poll's rows from where an earlier attempt stopped. The batch's
+        """Produce one poll's records from where an earlier attempt stopped. The batch's
         ``offsets`` (the last per source partition) become committable once all of it is
-        acknowledged; it joins the submitted batches only once every row is sent."""
-        batch, rows, start = unsent.batch, unsent.rows, unsent.next
+        acknowledged; it joins the submitted batches only once every record is sent."""
+        batch, records, start = unsent.batch, unsent.records, unsent.next
         sent_before = batch.size
-        produce = self.producer.produce
-        wants_acks = self._wants_acks
-        on_delivery: Callable[..., None] | None = None  # the producer's default: failures
         try:
-            for index in range(start, len(rows)):
-                seq, topic, partition, key, value, headers, timestamp = rows[index]
-                if topic is None:  # dropped by a transform: its offset still counts
-                    batch.size += 1
-                    batch.acked += 1
-                    if wants_acks:
-                        self._pending_acks.append((seq, None, None, None, None))
-                    continue
-                if topic not in self._topics_seen:
-                    if self._topic_creator is not None:
-                        self._topic_creator.ensure(topic)
-                    self._topics_seen.add(topic)
-                if wants_acks:
-                    on_delivery = functools.partial(self._record_delivered, batch, seq)
-                # -1: librdkafka's partitioner chooses; timestamp 0: the producer's clock
-                # (both what the Java producer does with a null partition/timestamp). The
-                # callback goes positionally (confluent-kafka's order: topic, value, key,
-                # partition, callback, on_delivery, timestamp, headers); None means the
-                # producer's default.
-                try:
-                    if headers:
-                        produce(
-                            topic,
-                            value,
-                            key,
-                            -1 if partition is None else partition,
-                            on_delivery,
-                            None,
-                            timestamp or 0,
-                            headers,
-                        )
-                    else:
-                        produce(
-                            topic,
-                            value,
-                            key,
-                            -1 if partition is None else partition,
-                            on_delivery,
-                            None,
-                            timestamp or 0,
-                        )
-                except BufferError:
-                    unsent.next = index
-                    self._produce_when_room(
-                        topic, value, key, partition, timestamp, headers, on_delivery
-                    )
-                except Exception as exc:  # KafkaException, TypeError for bad values
-                    raise ConnectException(
-                        f"task {self.name} could not send a record to topic {topic!r}: {exc}"
-                    ) from exc
-                batch.size += 1
+            if (
+                not self._wants_acks
+                and type(records.topics) is str
+                and type(records.partitions) is not list
+                and records.headers is None
+                and type(records.timestamps) is not list
+            ):
+                self._send_uniform(unsent)
+            else:
+                self._send_rows(unsent)
         finally:
             sent = batch.size - sent_before
             self._submitted.records += sent
@@ -420,7 +378,91 @@ class SourceTaskLoop:
             batch.offsets[freeze_partition(partition_)] = (partition_, offset)
         self._submitted.batches.append(batch)
         self._batch_dispatched(batch)
-        return len(rows) - start
+        return records.size - start
+
+    def _send_uniform(self, unsent: _Unsent) -> None:
+        """The usual batch, as cheaply as ``produce()`` allows: one topic, partition and
+        timestamp, no headers, no per-record acks. Only the produce call runs per record."""
+        batch, records = unsent.batch, unsent.records
+        topic: str = records.topics
+        self._see_topic(topic)
+        # -1: librdkafka's partitioner chooses; timestamp 0: the producer's clock (both what
+        # the Java producer does with a null partition/timestamp). Arguments go positionally
+        # (confluent-kafka's order: topic, value, key, partition, callback, on_delivery,
+        # timestamp); a callback of None means the producer's default (failures only).
+        partition = -1 if records.partitions is None else records.partitions
+        timestamp = records.timestamps or 0
+        produce = self.producer.produce
+        values, keys, size = records.values, records.keys, records.size
+        index = unsent.next
+        while index < size:
+            try:
+                if keys is None:
+                    for index in range(index, size):  # noqa: B020 - resumed after a BufferError
+                        produce(topic, values[index], None, partition, None, None, timestamp)
+                else:
+                    for index in range(index, size):  # noqa: B020
+                        produce(topic, values[index], keys[index], partition, None, None, timestamp)
+                index = size
+            except BufferError:
+                batch.size += index - unsent.next
+                unsent.next = index
+                key = None if keys is None else keys[index]
+                self._produce_when_room(topic, values[index], key, partition, timestamp, None, None)
+                index += 1
+                batch.size += 1
+                unsent.next = index
+            except Exception as exc:  # KafkaException, TypeError for bad values
+                batch.size += index - unsent.next
+                unsent.next = index
+                raise ConnectException(
+                    f"task {self.name} could not send a record to topic {topic!r}: {exc}"
+                ) from exc
+        batch.size += size - unsent.next
+        unsent.next = size
+
+    def _see_topic(self, topic: str) -> None:
+        if topic not in self._topics_seen:
+            if self._topic_creator is not None:
+                self._topic_creator.ensure(topic)
+            self._topics_seen.add(topic)
+
+    def _send_rows(self, unsent: _Unsent) -> None:
+        """Any batch, record by record (several topics, headers, per-record acks)."""
+        batch, records = unsent.batch, unsent.records
+        produce = self.producer.produce
+        wants_acks = self._wants_acks
+        on_delivery: Callable[..., None] | None = None  # the producer's default: failures
+        rows = itertools.islice(records.rows(), unsent.next, None)
+        for index, (seq, topic, partition, key, value, headers, timestamp) in enumerate(
+            rows, unsent.next
+        ):
+            unsent.next = index
+            if topic is None:  # dropped by a transform: its offset still counts
+                batch.size += 1
+                batch.acked += 1
+                if wants_acks:
+                    self._pending_acks.append((seq, None, None, None, None))
+                continue
+            self._see_topic(topic)
+            if wants_acks:
+                on_delivery = functools.partial(self._record_delivered, batch, seq)
+            part = -1 if partition is None else partition
+            try:
+                if headers:
+                    produce(topic, value, key, part, on_delivery, None, timestamp or 0, headers)
+                else:
+                    produce(topic, value, key, part, on_delivery, None, timestamp or 0)
+            except BufferError:
+                self._produce_when_room(
+                    topic, value, key, partition, timestamp, headers, on_delivery
+                )
+            except Exception as exc:  # KafkaException, TypeError for bad values
+                raise ConnectException(
+                    f"task {self.name} could not send a record to topic {topic!r}: {exc}"
+                ) from exc
+            batch.size += 1
+        unsent.next = records.size
 
     def _produce_when_room(
         self,

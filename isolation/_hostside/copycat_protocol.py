@@ -84,13 +84,13 @@ class SourceStarted(NamedTuple):
 class PollResult(NamedTuple):
     """One poll() of a source task, converted and transformed.
 
-    ``rows``: ``(seq, topic, partition, key, value, headers, timestamp)`` per record; topic
-    None for a record the SMT chain dropped or whose tolerated failure is in ``failures``.
+    ``batch``: the records as ``copycat_batch.ProducedBatch.wire()`` (by column); topic None
+    for a record the SMT chain dropped or whose tolerated failure is in ``failures``.
     ``failures``: ``(seq, description, stage, class, exception class, message, trace)``.
     ``offsets``: ``(source partition, source offset)`` of the last record per partition.
     """
 
-    rows: list[tuple[Any, ...]]
+    batch: tuple[Any, ...]
     failures: list[tuple[Any, ...]]
     offsets: list[tuple[Any, Any]]
 

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from core.cli import main as cli_main
-from isolation import PluginEnvironment, PluginHostCrashed, PluginHostTimeout, RemotePluginError
+from isolation import (
+    PluginEnvironment,
+    PluginHostCrashed,
+    PluginHostTimeout,
+    ProducedBatch,
+    RemotePluginError,
+)
 from registry import install, scan
 from tests.support.wheels import build_wheel, build_zipapp
 
@@ -129,7 +135,7 @@ def test_conflicting_library_versions_run_side_by_side(
         def drive(label: str, host, handle) -> None:
             values = []
             for _ in range(50):
-                values += [row[4] for row in host.poll(handle)[0]]
+                values += ProducedBatch.from_wire(host.poll(handle).batch).values
             results[label] = values
 
         threads = [
@@ -180,7 +186,7 @@ def test_kill_9_of_one_host_fails_only_that_plugin(installed: dict[str, PluginEn
         # Later requests fail fast with the same reason; the other plugin keeps working.
         with pytest.raises(PluginHostCrashed):
             victim.poll(victim_task)
-        assert [row[4] for row in other.poll(other_task)[0]] == ["2.0"]
+        assert ProducedBatch.from_wire(other.poll(other_task).batch).values == ["2.0"]
     finally:
         victim.close()
         other.close()

@@ -18,6 +18,7 @@ from isolation import (
     DirectHost,
     HostClient,
     PluginHostError,
+    ProducedBatch,
     RemoteDataError,
     RemotePluginError,
 )
@@ -117,8 +118,8 @@ def test_requests_run_on_the_callers_thread_when_collected(host: HostClient) -> 
     handle = _source(host, "ReusedOffsetSource")
     host.submit_poll(handle, [])
     assert host.pending and ReusedOffsetSource.polled_on == []  # nothing ran yet
-    rows, failures, _ = host.poll_result()
-    assert [row[4] for row in rows] == ["v"] and failures == []
+    wire, failures, _ = host.poll_result()
+    assert ProducedBatch.from_wire(wire).values == ["v"] and failures == []
     assert ReusedOffsetSource.polled_on == [threading.get_ident()]
     assert not host.pending
 
