@@ -96,6 +96,8 @@ class FakeProducer:
         self.holding = False
         # A broker refusing every record: deliveries fail with this error instead.
         self.failing: Any = None
+        # librdkafka's queue.buffering.max.messages: produce() raises BufferError when full.
+        self.capacity: int | None = None
 
     def produce(
         self,
@@ -111,6 +113,8 @@ class FakeProducer:
         """confluent-kafka's signature and positional order; without a callback of its own a
         record reports to the producer's ``on_delivery``, and with
         ``delivery.report.only.error`` successes report to nobody."""
+        if self.capacity is not None and len(self._queued) >= self.capacity:
+            raise BufferError("Local: Queue full")
         report = callback or on_delivery or self.config.get("on_delivery")
         self._queued.append((topic, value, key, partition, report, timestamp, headers))
 

@@ -332,6 +332,65 @@ def test_a_source_overriding_commit_record_gets_each_records_acknowledgement(
     loop.stop(failed=False, timeout_s=1)
 
 
+class HeaderSource(SourceTask):
+    """30 records per poll with a header each (the loop's record-by-record path), 90 in all."""
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self.sent = 0
+
+    def poll(self) -> list[SourceRecord]:
+        if self.sent >= 90:
+            return []
+        batch = range(self.sent, self.sent + 30)
+        self.sent += 30
+        return [
+            SourceRecord({"p": 0}, {"n": n + 1}, "t", value=f"r{n}", headers=[("h", "x")])
+            for n in batch
+        ]
+
+    def stop(self) -> None:
+        pass
+
+    def version(self) -> str:
+        return "1"
+
+
+class HeaderSourceConnector(AckingSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return HeaderSource
+
+
+@pytest.mark.parametrize("path", ["uniform", "record by record"])
+def test_a_full_producer_queue_holds_the_loop_and_loses_or_repeats_nothing(
+    path: str, tmp_path: Path, services: TaskServices, cluster: FakeCluster
+) -> None:
+    if path == "uniform":
+        data = tmp_path / "in.txt"
+        data.write_text("".join(f"r{i}\n" for i in range(90)))
+        spec = _spec("source", {"file": str(data), "topic": "t", "batch.size": "30"})
+    else:
+        spec = dataclasses.replace(
+            _spec("source", {"topic": "t"}),
+            plugin=_ref("source", f"{__name__}:HeaderSourceConnector"),
+        )
+    loop = build_task(spec, services)
+    producer = _producer(services)
+    producer.capacity, producer.holding = 7, True  # a slow broker: the queue fills at 7
+    stop_requested = [False]
+    loop.should_stop = lambda: stop_requested[0]  # type: ignore[attr-defined]
+    loop.start()
+    stop_requested[0] = True  # a driver's stop check ends the wait for room...
+    loop.iteration()
+    assert loop.records_moved == 7 and cluster.values("t") == []
+    stop_requested[0] = False  # ... and the next iteration starts where it stopped
+    producer.holding = False
+    _run_until(loop, lambda: len(cluster.values("t")) == 90)
+    assert cluster.values("t") == [f"r{i}".encode() for i in range(90)]
+    assert loop.records_moved == 90
+    loop.stop(failed=False, timeout_s=1)
+    assert cluster.values("t") == [f"r{i}".encode() for i in range(90)]
+
+
 # -- sink -------------------------------------------------------------------------------------
 
 
