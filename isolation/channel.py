@@ -30,6 +30,10 @@ Frame = tuple[bytes, Any]
 
 class HostChannel(Protocol):
     name: str
+    # Whether a submitted request runs while the caller goes on (a host process, a thread);
+    # False for a channel that runs it on the caller's thread when its result is collected
+    # (isolation.direct), where waiting for the request to finish would be waiting for nothing.
+    overlaps: bool
 
     @property
     def pid(self) -> int | None: ...

@@ -70,6 +70,8 @@ class DirectHost:
     failed for the next request (the process it runs in is what the worker kills).
     """
 
+    overlaps = False  # a request runs in result(), on the caller's thread
+
     def __init__(
         self,
         *,

@@ -135,6 +135,8 @@ class PluginHost:
     reason. :meth:`close` and :meth:`kill` never close file descriptors under a reader.
     """
 
+    overlaps = True  # a request runs in the host process while the caller goes on
+
     def __init__(
         self,
         python: str | os.PathLike[str],

@@ -54,6 +54,8 @@ def _host_module() -> Any:
 class InProcessHost:
     """A plugin host on a thread of the worker's process (see the module docstring)."""
 
+    overlaps = True  # a request runs on the host's thread while the caller goes on
+
     def __init__(
         self,
         *,

@@ -265,9 +265,13 @@ class SinkTaskLoop:
         if self._pending_seeks:
             self._apply_seeks()
         consumer = self.consumer
-        if self.host.pending:
+        if self.host.pending and self.host.overlaps:
             # The host is busy with the previous batch: gather the next one meanwhile.
             messages = consumer.consume(MAX_RECORDS_PER_PUT, BUSY_CONSUME_TIMEOUT_S)
+        elif self.host.pending:
+            # A put() submitted on a channel that runs it only when collected (the data path
+            # in the host): take what has arrived, and let the put() run.
+            messages = consumer.consume(MAX_RECORDS_PER_PUT, 0)
         else:
             # The host is idle: as the Java consumer's poll() does, hand over whatever has
             # arrived as soon as there is anything, rather than waiting for a full batch.

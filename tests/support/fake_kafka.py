@@ -165,6 +165,8 @@ class FakeConsumer:
         self.paused: set[tuple[str, int]] = set()
         self.positions: dict[tuple[str, int], int] = {}
         self.consume_calls = 0
+        # (timeout, whether anything was returned) of every consume() and poll()
+        self.waits: list[tuple[float, bool]] = []
         self.closed = False
 
     def subscribe(
@@ -209,6 +211,7 @@ class FakeConsumer:
             self.positions[tp] = start + len(take)
             if len(out) >= num_messages:
                 break
+        self.waits.append((timeout, bool(out)))
         return out
 
     def poll(self, timeout: float = -1) -> FakeMessage | None:

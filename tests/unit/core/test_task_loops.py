@@ -15,6 +15,7 @@ from core.offsets import MemoryOffsetStore
 from core.runtime.build import build_task
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskServices
+from core.runtime.sink import CONSUME_TIMEOUT_S
 from core.runtime.source import DRAIN_AFTER_S
 from core.runtime.spec import (
     ClientConfigs,
@@ -417,6 +418,31 @@ def test_sink_loop_puts_every_record_and_commits_what_pre_commit_allows(
     assert cluster.committed["connect-c"] == {("in", 0): 300}
     assert out.read_text().splitlines() == [f"v{i}" for i in range(300)]
     assert loop.topics() == {"in"}
+
+
+def test_a_sink_on_a_direct_channel_never_waits_for_a_put_that_has_not_run(
+    tmp_path: Path, cluster: FakeCluster, clock: Clock
+) -> None:
+    """With the data path in the host, a submitted put() runs only when collected: the loop
+    must not wait for more records meanwhile, as it does while a host process works."""
+    from core.runtime.in_host import _DirectHosts
+
+    services = TaskServices(
+        hosts=_DirectHosts({}), offsets=MemoryOffsetStore(), clients=FakeClients(cluster)
+    )
+    out = tmp_path / "out.txt"
+    _fill(cluster, 30)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loop.start()
+    consumer = services.clients.consumers[-1]  # type: ignore[attr-defined]
+    _run_until(loop, lambda: loop.records_moved == 30)
+    _fill(cluster, 30, start=30)
+    _run_until(loop, lambda: loop.records_moved == 60)
+    loop.stop(failed=False, timeout_s=1)
+    assert out.read_text().splitlines() == [f"v{i}" for i in range(60)]
+    # The only waits are an idle task's waits for a first record (nothing submitted); none
+    # is the wait that gathers a batch while a host process works on the previous one.
+    assert {timeout for timeout, _ in consumer.waits} <= {0, CONSUME_TIMEOUT_S}
 
 
 def test_a_paused_sink_keeps_polling_with_its_partitions_paused(
