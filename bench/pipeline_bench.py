@@ -56,7 +56,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -109,6 +109,21 @@ POLL_S = 0.005
 SOURCE_BATCH = "5000"
 
 Progress = tuple[int, float]
+# /proc/<pid>/stat counts CPU time in these ticks.
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pids: Iterable[int | None] = ()) -> float:
+    """CPU seconds (user + system, all threads) used so far by this process and ``pids``
+    (plugin hosts). Work done, whatever else the machine runs: on a shared machine the
+    rates swing with other load, CPU time per record much less."""
+    total = time.process_time()
+    for pid in pids:
+        if pid is None:
+            continue
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    return total
 
 
 def make_input(path: Path, count: int, size: int) -> bytes:
@@ -161,13 +176,14 @@ def append_span(bootstrap: str, topic: str, count: int) -> tuple[float, int]:
         consumer.close()
 
 
-def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[tuple[float, int], float]:
+def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[tuple[float, int], float, float]:
     """The cheapest correct producer loop: one ``produce()`` per line and nothing else per
     record, with Copycat's producer settings. librdkafka reports failed deliveries only, so
     acks cost no Python work: a record is acknowledged once flush() has returned with it
     neither failed nor still queued. One record to ``<topic>-warmup`` goes first, untimed:
     an idempotent producer's first delivery waits for its producer id. Returns the timing
-    (progress after each chunk of lines) and how long the final flush took."""
+    (progress after each chunk of lines), how long the final flush took, and CPU seconds per
+    record after the first chunk."""
     failures: list[Any] = []
     producer = Producer(
         {
@@ -200,6 +216,8 @@ def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[tuple[float, in
                             continue
             handed += len(lines)
             points.append((handed, time.monotonic()))
+            if len(points) == 1:
+                cpu_start = cpu_s()
         assert not rest, "input file does not end with a newline"
     started = time.monotonic()
     unsettled = producer.flush(60)
@@ -207,10 +225,15 @@ def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[tuple[float, in
     assert not failures, f"bare producer: {len(failures)} deliveries failed: {failures[0]}"
     assert unsettled == 0, f"bare producer: {unsettled} records never acknowledged"
     assert handed == points[-1][0] == path.read_bytes().count(b"\n"), "bare source lost lines"
-    return rate(points[0], (handed, done)), done - started
+    cpu = (cpu_s() - cpu_start) / (handed - points[0][0])
+    return rate(points[0], (handed, done)), done - started, cpu
 
 
-def copycat_source(worker: Worker, path: Path, data: bytes, topic: str) -> tuple[float, int]:
+def copycat_source(
+    worker: Worker, path: Path, data: bytes, topic: str
+) -> tuple[tuple[float, int], float]:
+    """The timing, and CPU seconds per record (worker and plugin host) after the first
+    progress point."""
     name = f"bench-src-{topic}"
     path.write_bytes(b"")
     worker.start_connector(
@@ -234,14 +257,17 @@ def copycat_source(worker: Worker, path: Path, data: bytes, topic: str) -> tuple
         fh.write(data)
     count = data.count(b"\n")
     first = wait_until(lambda: loop.progress[0] > 0 and loop.progress)
+    hosts = [runner.host.pid if runner.host is not None else None]
+    cpu_start = cpu_s(hosts)
     end = {"position": len(data)}
     wait_until(lambda: any(o == end for _, o in worker.offsets.connector_offsets(name)))
     done = time.monotonic()
+    cpu = (cpu_s(hosts) - cpu_start) / (count - first[0])
     # A loop in the plugin host reports its count with its next answer (core/runtime/hosted.py).
     sent = wait_until(lambda: loop.records_moved >= count and loop.records_moved, 10)
     worker.stop_connector(name)
     assert sent == count, f"copycat sent {sent} of {count}"
-    return rate(first, (count, done))
+    return rate(first, (count, done)), cpu
 
 
 def warm(bootstrap: str, topic: str, count: int, partitions: int = 1) -> None:
@@ -259,7 +285,7 @@ def warm(bootstrap: str, topic: str, count: int, partitions: int = 1) -> None:
     consumer.close()
 
 
-def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> tuple[float, int]:
+def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> tuple[tuple[float, int], float]:
     """The cheapest correct consumer loop: batches of up to MAX_RECORDS_PER_PUT, each written
     with one call, with the sink consumer's own settings (with librdkafka's default
     fetch.queue.backoff.ms of 1 s the loop idles a second whenever its queue fills)."""
@@ -279,9 +305,12 @@ def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> tuple[float,
                 fh.write(b"\n".join(values))
                 seen += len(values) - 1
                 points.append((seen, time.monotonic()))
+                if len(points) == 1:
+                    cpu_start = cpu_s()
         fh.flush()
+    cpu = (cpu_s() - cpu_start) / (points[-1][0] - points[0][0])
     consumer.close()
-    return rate(points[0], points[-1])
+    return rate(points[0], points[-1]), cpu
 
 
 # A per-record chain that makes a sink task CPU-bound in its plugin host: wrap each line in a
@@ -306,9 +335,10 @@ def copycat_sink(
     tasks: int = 1,
     extra: dict[str, str] | None = None,
     label: str = "",
-) -> tuple[float, int]:
+) -> tuple[tuple[float, int], float]:
     """``(seconds, records)`` across ``tasks`` loops: from the earliest first progress point
-    to the latest last one, counting what moved after each loop's first point."""
+    to the latest last one, counting what moved after each loop's first point; and CPU
+    seconds per record (worker and plugin hosts) after the first point seen."""
     name = f"bench-sink-{topic}-{tasks}{label}"
     worker.start_connector(
         name,
@@ -325,14 +355,20 @@ def copycat_sink(
     for task_id, cfg in enumerate(worker.task_configs(name)):
         runner = worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])))
         assert runner.wait_started(120), "sink task did not start"
-    loops = [runner.loop for runner in worker.connectors[name].tasks.values()]
+    runners = list(worker.connectors[name].tasks.values())
+    loops = [runner.loop for runner in runners]
     assert all(loops), "a sink task failed to start"
+    hosts = [runner.host.pid if runner.host is not None else None for runner in runners]
     firsts: list[Progress | None] = [None] * tasks
-    while sum(loop.progress[0] for loop in loops) < count:
+    cpu_start, moved_before = 0.0, 0
+    while (moved := sum(loop.progress[0] for loop in loops)) < count:
+        if moved and not cpu_start:
+            cpu_start, moved_before = cpu_s(hosts), moved
         for i, loop in enumerate(loops):
             if firsts[i] is None and loop.progress[0] > 0:
                 firsts[i] = loop.progress
         time.sleep(POLL_S)
+    cpu = (cpu_s(hosts) - cpu_start) / (count - moved_before)
     lasts = [loop.progress for loop in loops]
     starts = [f if f is not None else last for f, last in zip(firsts, lasts, strict=True)]
     worker.stop_connector(name)
@@ -342,18 +378,27 @@ def copycat_sink(
             lines += sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
     assert lines == count, f"sink wrote {lines} lines, expected {count}"
     seconds = max(t for _, t in lasts) - min(t for _, t in starts)
-    return seconds, count - sum(n for n, _ in starts)
+    return (seconds, count - sum(n for n, _ in starts)), cpu
 
 
-def report(label: str, mb_per_record: float, bare: list[tuple[float, int]], cc: list[Any]) -> None:
-    """One table row: medians of the alternating runs, and every pair's ratio."""
+def report(
+    label: str,
+    mb_per_record: float,
+    bare: list[tuple[float, int]],
+    cc: list[Any],
+    cpu: tuple[list[float], list[float]],
+) -> None:
+    """One table row: medians of the alternating runs, every pair's ratio, and the median CPU
+    time per record of each side (``cpu``: bare's, Copycat's)."""
     bare_rates = [n / s for s, n in bare]
     cc_rates = [n / s for s, n in cc]
     b, c = statistics.median(bare_rates), statistics.median(cc_rates)
     pairs = ", ".join(f"{x / y:.2f}" for x, y in sorted(zip(cc_rates, bare_rates, strict=True)))
+    bare_us, cc_us = (statistics.median(side) * 1e6 for side in cpu)
     print(
         f"{label:<34}{c:>14,.0f}{c * mb_per_record:>8.1f}{b:>14,.0f}{b * mb_per_record:>8.1f}"
-        f"{c / b:>8.2f}   (median of {len(cc)}; pairs {pairs})",
+        f"{c / b:>8.2f}   (median of {len(cc)}; pairs {pairs}; CPU us/record {cc_us:.2f} vs "
+        f"{bare_us:.2f}: {bare_us / cc_us:.2f})",
         flush=True,
     )
 
@@ -456,13 +501,16 @@ def run(
         mb_per_record = len(data) / count / 1e6
         t_bare: list[tuple[float, int]] = []
         t_cc: dict[str, list[tuple[float, int]]] = {mode: [] for mode in modes}
+        c_bare: list[float] = []
+        c_cc: dict[str, list[float]] = {mode: [] for mode in modes}
         flushes = []
         for rep in range(args.repeats):
             bare_topic = f"bare-{size}-{rep}"
             for topic in [bare_topic] + [f"cc-{mode}-{size}-{rep}" for mode in modes]:
                 cluster.create_topic(topic, 1, stamped)
             cluster.create_topic(f"{bare_topic}-warmup", 1)
-            timing, flush_s = bare_source(bootstrap, data_path, bare_topic)
+            timing, flush_s, cpu = bare_source(bootstrap, data_path, bare_topic)
+            c_bare.append(cpu)
             if cluster.kind == "apache-kafka":
                 timing = append_span(bootstrap, bare_topic, count)
             t_bare.append(timing)
@@ -470,12 +518,19 @@ def run(
             for mode in in_turn(modes, rep):
                 cc_topic = f"cc-{mode}-{size}-{rep}"
                 source_file = work / f"{cc_topic}.txt"
-                cc_timing = copycat_source(sources[mode], source_file, data, cc_topic)
+                cc_timing, cpu = copycat_source(sources[mode], source_file, data, cc_topic)
+                c_cc[mode].append(cpu)
                 if cluster.kind == "apache-kafka":
                     cc_timing = append_span(bootstrap, cc_topic, count)
                 t_cc[mode].append(cc_timing)
         for mode in modes:
-            report(f"source {size} B x {count} ({mode})", mb_per_record, t_bare, t_cc[mode])
+            report(
+                f"source {size} B x {count} ({mode})",
+                mb_per_record,
+                t_bare,
+                t_cc[mode],
+                (c_bare, c_cc[mode]),
+            )
         print(
             f"{'':<34}(bare loop's final flush: {', '.join(f'{f * 1000:.0f}' for f in flushes)} ms)"
         )
@@ -483,20 +538,31 @@ def run(
         topic = f"cc-{modes[0]}-{size}-0"
         warm(bootstrap, topic, count)
         t_bare, t_cc = [], {mode: [] for mode in modes}
+        c_bare, c_cc = [], {mode: [] for mode in modes}
         for rep in range(args.repeats):
             bare_out = work / f"bare-out-{size}-{rep}.txt"
-            t_bare.append(bare_sink(bootstrap, topic, bare_out, count))
+            timing, cpu = bare_sink(bootstrap, topic, bare_out, count)
+            t_bare.append(timing)
+            c_bare.append(cpu)
             assert digest(bare_out) == digest(data_path), "bare sink output differs from input"
             for mode in in_turn(modes, rep):
                 cc_out = work / f"cc-out-{mode}-{size}-{rep}"
-                t_cc[mode].append(
-                    copycat_sink(sinks[mode], topic, cc_out, count, label=f"-{mode}-{rep}")
+                timing, cpu = copycat_sink(
+                    sinks[mode], topic, cc_out, count, label=f"-{mode}-{rep}"
                 )
+                t_cc[mode].append(timing)
+                c_cc[mode].append(cpu)
                 assert digest(cc_out.with_suffix(".0")) == digest(data_path), (
                     f"copycat output differs ({mode})"
                 )
         for mode in modes:
-            report(f"sink {size} B x {count} ({mode})", mb_per_record, t_bare, t_cc[mode])
+            report(
+                f"sink {size} B x {count} ({mode})",
+                mb_per_record,
+                t_bare,
+                t_cc[mode],
+                (c_bare, c_cc[mode]),
+            )
     if not args.no_scaling:
         scaling(cluster, sinks, work, scale)
     for worker in [*sinks.values(), *sources.values()]:
@@ -527,7 +593,7 @@ def scaling(cluster: KafkaCluster, sinks: dict[str, Worker], work: Path, scale: 
             (1, CHAIN, "-chain"),
             (2, CHAIN, "-chain"),
         ):
-            seconds, records = copycat_sink(
+            (seconds, records), _ = copycat_sink(
                 worker,
                 "scale",
                 work / f"scale-{mode}-{tasks}{label}",
