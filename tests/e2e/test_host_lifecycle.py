@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from tests.support.faulty import install_faulty
-from tests.support.processes import CliWorker, host_pids, wait_until
+from tests.support.processes import CliWorker, assert_data_path, host_pids, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -157,6 +157,7 @@ def test_sigterm_stops_rest_created_tasks_gracefully(
     name = f"term-{topic_name}"
     http.post("/connectors", json={"name": name, "config": _source(topic_name, marker)})
     wait_until(lambda: _running(http, name, 2), 60, "tasks running")
+    assert_data_path(f"{name}-", worker.props["task.data.path"])
     time.sleep(12)  # past the idle-thread retirement that used to kill REST-created hosts
     hosts = host_pids(name)
     assert worker.proc is not None
@@ -187,6 +188,8 @@ def test_ctrl_c_reaches_only_the_worker_which_stops_its_hosts_gracefully(
         },
     )
     wait_until(lambda: _running(http, source, 2) and _running(http, sink, 1), 60, "tasks")
+    for name in (source, sink):
+        assert_data_path(f"{name}-", worker.props["task.data.path"])
     worker.signal_group(signal.SIGINT)  # what a terminal's Ctrl-C does
     assert worker.wait(60) in (0, 130)
     log = worker.text()
@@ -205,6 +208,7 @@ def test_kill_9_of_the_worker_takes_its_hosts_with_it(
     http.post("/connectors", json={"name": name, "config": _source(topic_name, tmp_path / "m")})
     wait_until(lambda: _running(http, name, 2), 60, "tasks running")
     assert len(host_pids(name)) == 3
+    assert_data_path(f"{name}-", worker.props["task.data.path"])
     assert worker.proc is not None
     worker.proc.kill()
     worker.proc.wait()

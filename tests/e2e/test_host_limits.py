@@ -11,7 +11,7 @@ import pytest
 
 from isolation.host import OUTPUT_BURST_LINES, OUTPUT_LINES_PER_S
 from tests.support.faulty import install_faulty
-from tests.support.processes import host_pids, wait_until
+from tests.support.processes import assert_data_path, host_pids, wait_until
 from tests.support.rest import RestWorker
 
 pytestmark = pytest.mark.integration
@@ -65,6 +65,9 @@ def test_a_host_over_its_memory_limit_fails_its_task_with_that_reason(
     trace = status["tasks"][0]["trace"]
     assert f"out of memory (plugin.host.memory.max.bytes={MEMORY_LIMIT})" in trace
     assert status["connector"]["state"] == "RUNNING"  # the connector's own host is fine
+    assert worker.herder.worker is not None
+    runner = worker.herder.worker.connectors[name].tasks[0]
+    assert runner.spec.data_path == worker.props["task.data.path"]  # it ran where asked
     wait_until(lambda: not host_pids(f"{name}-0"), 10, "the task's host to be gone")
     # Without the limit the same task keeps running (the worker default is 0: none).
     assert http.delete(f"/connectors/{name}").status_code == 204
@@ -82,6 +85,7 @@ def test_plugin_output_is_relayed_at_a_bounded_rate(worker: RestWorker, topic_na
         60,
         "the relay to report dropped lines",
     )
+    assert_data_path(f"{name}-0", worker.props["task.data.path"])
     time.sleep(2)
     http.delete(f"/connectors/{name}")
     elapsed = time.monotonic() - started

@@ -55,6 +55,20 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: last={last!r}")
 
 
+def runs_kafka_client(pid: int) -> bool:
+    """Whether confluent-kafka's extension is loaded in process ``pid``: it is in a task's
+    plugin host exactly when the task's data path runs there (task.data.path=host)."""
+    return "confluent_kafka" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def assert_data_path(prefix: str, data_path: str) -> None:
+    """Every live host named ``prefix...`` runs the Kafka client iff ``data_path`` is host."""
+    pids = host_pids(prefix)
+    assert pids, f"no plugin host named {prefix}"
+    found = {pid: runs_kafka_client(pid) for pid in pids}
+    assert set(found.values()) == {data_path == "host"}, (data_path, found)
+
+
 class CliWorker:
     """``copycat standalone worker.properties`` in a process (and session) of its own."""
 
@@ -63,6 +77,7 @@ class CliWorker:
         self.log = tmp / "worker.log"
         self.config = tmp / "worker.properties"
         self.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        self.props = dict(props)
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
 
