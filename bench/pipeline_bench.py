@@ -369,8 +369,17 @@ def copycat_sink(
                 firsts[i] = loop.progress
         time.sleep(POLL_S)
     cpu = (cpu_s(hosts) - cpu_start) / (count - moved_before)
-    lasts = [loop.progress for loop in loops]
-    starts = [f if f is not None else last for f, last in zip(firsts, lasts, strict=True)]
+    # Loops that moved nothing (on Apache Kafka one task may take both partitions and finish
+    # before the other joins the group) have no points: (0, 0.0).
+    moved_loops = [
+        (first or last, last)
+        for first, last in zip(firsts, [lp.progress for lp in loops], strict=True)
+        if last[0]
+    ]
+    if len(moved_loops) < tasks:
+        print(f"  ({name}: {tasks - len(moved_loops)} of {tasks} tasks moved no record)")
+    starts = [start for start, _ in moved_loops]
+    lasts = [last for _, last in moved_loops]
     worker.stop_connector(name)
     lines = 0
     for f in files:
