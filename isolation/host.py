@@ -419,7 +419,10 @@ class PluginHost:
 
         The channel stays reserved for this caller until :meth:`result` collects the answer.
         """
-        self._send(op, lambda fd: wire.write_message(fd, ("req", op, args), self._to_host_region))
+        self._send(
+            protocol.describe_request(op, args),
+            lambda fd: wire.write_message(fd, ("req", op, args), self._to_host_region),
+        )
 
     def submit_encoded(self, op: str, frame: tuple[bytes, bytes]) -> None:
         """:meth:`submit` a request already serialized by :meth:`encode`."""

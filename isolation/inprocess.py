@@ -170,7 +170,7 @@ class InProcessHost:
         if self.failure is not None:
             self._lock.release()
             raise self.failure
-        self._pending_op = op
+        self._pending_op = protocol.describe_request(op, args)
         self._requests.put((op, args))
 
     def submit_encoded(self, op: str, frame: Frame) -> None:

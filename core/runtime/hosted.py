@@ -250,7 +250,9 @@ class HostedTaskLoop:
         self.call("start_loop")
 
     def iteration(self) -> int:
-        moved: int = self.call("run", self._paused, RUN_SLICE_S)
+        # Named after the plugin call a slice makes, for the host's crash messages.
+        slice_call = "poll" if self.spec.kind == "source" else "put"
+        moved: int = self.call(slice_call, self._paused, RUN_SLICE_S)
         return moved
 
     def pause(self) -> None:

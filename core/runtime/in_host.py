@@ -186,7 +186,9 @@ class HostedTask:
     def run(self, paused: bool, slice_s: float) -> tuple[Any, ...]:
         """Iterate for up to ``slice_s`` (at least once); stop early on an iteration that
         moved nothing, so an idle task waits in the worker's driver, not here. Answers
-        ``(moved, progress, topics, log records)``."""
+        ``(moved, progress, topics, log records)``. Called as ``poll`` (a source task) or
+        ``put`` (a sink task): the host's crash and deadline messages name the call
+        ("... during poll"), as they do when the data path runs in the worker."""
         loop = self._running()
         if paused != self._paused:
             (loop.pause if paused else loop.resume)()
@@ -202,6 +204,9 @@ class HostedTask:
         finally:
             self._deadline = math.inf
         return self._answer(loop, moved)
+
+    poll = run
+    put = run
 
     def stop(self, failed: bool, timeout_s: float) -> tuple[Any, ...]:
         """The loop's stop (its final commit unless failed), then the plugin's host channel."""

@@ -76,6 +76,15 @@ class HostInfo(NamedTuple):
     plugin_api: str
 
 
+def describe_request(op: str, args: tuple[Any, ...]) -> str:
+    """What a request does, for crash and deadline messages ("... during <this>"): a ``call``
+    is named by the plugin method it calls (``start``, ``task_configs``, a hosted task's
+    ``poll``), anything else by its operation."""
+    if op == CALL and len(args) > 1 and isinstance(args[1], str):
+        return args[1]
+    return op
+
+
 class SourceStarted(NamedTuple):
     version: str
     wants_acks: bool  # whether the task overrides commit_record() (acks must be sent back)
