@@ -40,6 +40,7 @@ __all__ = [
     "OFFSETS_PUT",
     "RUN_SLICE_S",
     "SHARED_MODULES",
+    "TOPIC_SEEN",
     "HostedTaskLoop",
     "SharingFacts",
     "cannot_share",
@@ -61,6 +62,11 @@ RUN_SLICE_S = 0.05
 # offsets; store and flush acknowledged ones.
 OFFSETS_GET = "offsets"
 OFFSETS_PUT = "offsets.put"
+# ... and: a source task is about to produce to a topic for the first time. The worker knows
+# it before the first record is sent, as when the loop runs in the worker: active topics
+# (KIP-558) are read by the herder at any moment, e.g. right before it stops the task, and a
+# topic learnt only from the next answer would be lost if the task's final commit sent it.
+TOPIC_SEEN = "topic.seen"
 # What the host's ``new`` makes for a hosted task.
 HOSTED_TASK_TARGET = "core.runtime.in_host:HostedTask"
 
@@ -166,12 +172,15 @@ def start_hosted(
         offsets.put(spec.connector, entries)
         offsets.flush()
 
+    topics: set[str] = set()  # the loop's, shared: the callback may come before the loop exists
+
     host = services.hosts.start(
         spec.plugin,
         spec.name,
         callbacks={
             OFFSETS_GET: lambda partitions: offsets.get(spec.connector, partitions),
             OFFSETS_PUT: offsets_put,
+            TOPIC_SEEN: topics.add,
         },
         call_timeout_s=spec.settings.call_timeout_s,
         memory_limit_bytes=spec.settings.memory_limit_bytes,
@@ -186,7 +195,7 @@ def start_hosted(
             for _, plugin in spec.pipeline.attachments()
         }
         handle = host.new(HOSTED_TASK_TARGET)
-        loop = HostedTaskLoop(spec, host, handle)
+        loop = HostedTaskLoop(spec, host, handle, topics)
         loop.call("start", spec, import_paths, logging.getLogger("copycat").getEffectiveLevel())
         return loop
     except BaseException:
@@ -201,14 +210,18 @@ class HostedTaskLoop:
     counters, its topics and the runtime's log records, which are logged here.
     """
 
-    def __init__(self, spec: TaskSpec, host: HostClient, handle: int) -> None:
+    def __init__(
+        self, spec: TaskSpec, host: HostClient, handle: int, topics: set[str] | None = None
+    ) -> None:
         self.spec = spec
         self.host = host
         self.handle = handle
         self._paused = False
         # The host's loop's: its clock is time.monotonic too (CLOCK_MONOTONIC, machine-wide).
         self.progress: tuple[int, float] = (0, 0.0)
-        self._topics: set[str] = set()
+        # Added to by the TOPIC_SEEN callback (on this driver thread, inside a request) and by
+        # answers; only ever grows (KIP-558's topics used since the last reset).
+        self._topics: set[str] = set() if topics is None else topics
 
     @property
     def name(self) -> str:

@@ -29,9 +29,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from core.runtime.build import build_task
-from core.runtime.hosted import OFFSETS_GET, OFFSETS_PUT
+from core.runtime.hosted import OFFSETS_GET, OFFSETS_PUT, TOPIC_SEEN
 from core.runtime.loop import TaskLoop
 from core.runtime.services import ConfluentClients, TaskServices
+from core.runtime.source import SourceTaskLoop
 from core.runtime.spec import DATA_PATH_WORKER, PluginRef, TaskSpec
 from isolation import HostClient
 from isolation.direct import DirectHost
@@ -177,6 +178,9 @@ class HostedTask:
             on_host=self._set_inner,
             should_stop=self._slice_over,
         )
+        if isinstance(self._loop, SourceTaskLoop):
+            callback = self._callback
+            self._loop.on_new_topic = lambda topic: callback(TOPIC_SEEN, (topic,))
 
     def start_loop(self) -> tuple[Any, ...]:
         loop = self._running()

@@ -196,6 +196,9 @@ class SourceTaskLoop:
         # Polled by waits on the broker (a full producer queue, too many unacked records) so a
         # task stuck behind a slow or dead broker can still be stopped. Set by the driver.
         self.should_stop: Callable[[], bool] = lambda: False
+        # Told each topic before the first record goes to it (a driver in another process
+        # learns the task's topics this way, core/runtime/in_host.py). Set by the driver.
+        self.on_new_topic: Callable[[str], None] = lambda topic: None
 
     @property
     def name(self) -> str:
@@ -425,6 +428,7 @@ class SourceTaskLoop:
         if topic not in self._topics_seen:
             if self._topic_creator is not None:
                 self._topic_creator.ensure(topic)
+            self.on_new_topic(topic)
             self._topics_seen.add(topic)
 
     def _send_rows(self, unsent: _Unsent) -> None:

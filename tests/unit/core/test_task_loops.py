@@ -333,6 +333,26 @@ def test_a_source_overriding_commit_record_gets_each_records_acknowledgement(
     loop.stop(failed=False, timeout_s=1)
 
 
+def test_a_source_names_each_topic_to_its_driver_before_producing_to_it(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster, loops: list[TaskLoop]
+) -> None:
+    """A driver in another process (the data path in the host) learns the task's topics this
+    way, before any record reaches them: a stop right after can no longer lose one."""
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    loops.append(loop)
+    queued_when_told: list[tuple[str, int]] = []
+    producer = _producer(services)
+    loop.on_new_topic = lambda topic: queued_when_told.append((topic, len(producer)))  # type: ignore[attr-defined]
+    loop.start()
+    _run_until(loop, lambda: len(cluster.values("t")) == 2)
+    with data.open("a") as fh:
+        fh.write("c\n")
+    _run_until(loop, lambda: len(cluster.values("t")) == 3)
+    assert queued_when_told == [("t", 0)]  # once, before its first record was produced
+
+
 class HeaderSource(SourceTask):
     """30 records per poll with a header each (the loop's record-by-record path), 90 in all."""
 
