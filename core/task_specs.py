@@ -9,13 +9,18 @@ data that any driver can run (:func:`core.runtime.build.build_task`).
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from core.connector_config import ConnectorConfig
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS
 from core.plugins import PluginCatalogue
+from core.runtime.hosted import cannot_share
 from core.runtime.spec import (
+    DATA_PATH_HOST,
+    DATA_PATH_WORKER,
     ClientConfigs,
     ErrorsPolicy,
     PipelineSpec,
@@ -30,6 +35,8 @@ from isolation.environment import PluginDescriptor
 from plugin_api import ConfigException
 
 __all__ = ["TaskSpecFactory", "plugin_ref"]
+
+log = logging.getLogger("copycat.worker")
 
 # Kafka Connect's dead letter queue producer: no record lost on broker failover.
 DLQ_PRODUCER_DEFAULTS: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
@@ -67,6 +74,10 @@ class TaskSpecFactory:
             commit_interval_s=config.get("offset.flush.interval.ms") / 1000,
             topic_creation_enabled=bool(config.get("topic.creation.enable")),
         )
+        self.data_path_choice = str(config.get("task.data.path")).lower()
+        # (environment locations and content hashes) -> why not in the host (None: it can).
+        self._sharing: dict[tuple[tuple[str, str], ...], str | None] = {}
+        self._sharing_lock = threading.Lock()
 
     def make(
         self,
@@ -93,6 +104,7 @@ class TaskSpecFactory:
         settings = self.settings
         if own_limit not in (None, ""):
             settings = TaskSettings(**{**settings.__dict__, "memory_limit_bytes": int(own_limit)})
+        pipeline = self._pipeline(config, plugin)
         return TaskSpec(
             connector=connector,
             task_id=task_id,
@@ -100,12 +112,38 @@ class TaskSpecFactory:
             task_config=dict(task_props),
             connector_config=dict(connector_props),
             plugin=plugin_ref(self.catalogue, plugin),
-            pipeline=self._pipeline(config, plugin),
+            pipeline=pipeline,
             errors=errors_policy(config),
             clients=self._clients(connector, task_id, config, is_sink),
             settings=settings,
             version=version,
+            data_path=self._data_path(f"{connector}-{task_id}", plugin, pipeline),
         )
+
+    def _data_path(self, task: str, plugin: PluginDescriptor, pipeline: PipelineSpec) -> str:
+        """Where the task's data path runs (``task.data.path``, see core/runtime/hosted.py).
+
+        Raises:
+            ConfigException: ``task.data.path=host`` and the task's plugins cannot share the
+                runtime's data path modules.
+        """
+        if self.data_path_choice == DATA_PATH_WORKER:
+            return DATA_PATH_WORKER
+        envs = [self.catalogue.environment(plugin)]
+        envs += [self.catalogue.environment_at(ref.location) for _, ref in pipeline.attachments()]
+        key = tuple((str(env.location), env.content_hash()) for env in envs)
+        with self._sharing_lock:
+            if key not in self._sharing:
+                self._sharing[key] = cannot_share(envs)
+            reason = self._sharing[key]
+        if reason is None:
+            return DATA_PATH_HOST
+        if self.data_path_choice == DATA_PATH_HOST:
+            raise ConfigException(
+                "task.data.path", DATA_PATH_HOST, f"task {task} cannot run in its host: {reason}"
+            )
+        log.info("task %s: data path in the worker: %s", task, reason)
+        return DATA_PATH_WORKER
 
     # -- pipeline ----------------------------------------------------------------------------
 

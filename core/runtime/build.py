@@ -13,11 +13,12 @@ from collections.abc import Callable
 from typing import Any
 
 from core.errors import ErrorReporter
+from core.runtime.hosted import start_hosted
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskServices
 from core.runtime.sink import SinkTaskLoop, cooperative_protocol
-from core.runtime.source import SourceTaskLoop
-from core.runtime.spec import TaskSpec
+from core.runtime.source import SourceTaskLoop, producer_settings
+from core.runtime.spec import DATA_PATH_HOST, TaskSpec
 from core.topics import TopicCreator
 from isolation import HostClient, RemotePluginError
 from plugin_api import ConfigException, ConnectException
@@ -37,7 +38,13 @@ def build_task(
     ``on_host`` receives the task's plugin host as soon as it exists, so that a driver can
     reclaim (kill) a task whose ``start()`` hangs; ``should_stop`` lets a stop requested
     meanwhile abandon the start, and lets the loop give up waiting on a dead broker.
+
+    ``spec.data_path`` says where the loop and its Kafka clients run: here (the host sees only
+    bytes), or in the plugin host next to the plugin (:mod:`core.runtime.hosted`; the loop
+    returned is then the worker's handle on the one running there).
     """
+    if spec.data_path == DATA_PATH_HOST:
+        return start_hosted(spec, services, on_host=on_host, should_stop=should_stop)
     offsets = services.offsets
     host = services.hosts.start(
         spec.plugin,
@@ -109,12 +116,24 @@ def _source(
         spec.connector_config,
         enabled=spec.settings.topic_creation_enabled,
     )
+    holder: list[SourceTaskLoop] = []
+
+    def delivery_failed(error: Any, message: Any) -> None:
+        holder[0].delivery_failed(error, message)  # set below, before anything is produced
+
+    producer = clients.producer(
+        {
+            **spec.clients.producer,
+            **producer_settings(started.wants_acks),
+            "on_delivery": delivery_failed,
+        }
+    )
     loop = SourceTaskLoop(
         spec.connector,
         spec.task_id,
         host,
         handle,
-        clients.producer(spec.clients.producer),
+        producer,
         services.offsets,
         creator,
         wants_acks=started.wants_acks,
@@ -123,6 +142,7 @@ def _source(
         clock=services.clock,
     )
     loop.should_stop = should_stop
+    holder.append(loop)
     return loop
 
 

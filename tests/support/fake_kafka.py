@@ -104,6 +104,12 @@ class FakeProducer:
         self.config = dict(config)
         self._queued: list[tuple[Any, ...]] = []
         self.polls = 0
+        # A slow broker: nothing is acknowledged (or delivered) while True.
+        self.holding = False
+        # A broker refusing every record: deliveries fail with this error instead.
+        self.failing: Any = None
+        # librdkafka's queue.buffering.max.messages: produce() raises BufferError when full.
+        self.capacity: int | None = None
 
     def produce(
         self,
@@ -111,11 +117,18 @@ class FakeProducer:
         value: bytes | None = None,
         key: bytes | None = None,
         partition: int = -1,
+        callback: Callable[[Any, FakeMessage], None] | None = None,
         on_delivery: Callable[[Any, FakeMessage], None] | None = None,
         timestamp: int = 0,
         headers: Any = None,
     ) -> None:
-        self._queued.append((topic, value, key, partition, on_delivery, timestamp, headers))
+        """confluent-kafka's signature and positional order; without a callback of its own a
+        record reports to the producer's ``on_delivery``, and with
+        ``delivery.report.only.error`` successes report to nobody."""
+        if self.capacity is not None and len(self._queued) >= self.capacity:
+            raise BufferError("Local: Queue full")
+        report = callback or on_delivery or self.config.get("on_delivery")
+        self._queued.append((topic, value, key, partition, report, timestamp, headers))
 
     def poll(self, timeout: float = 0) -> int:
         self.polls += 1
@@ -123,7 +136,7 @@ class FakeProducer:
 
     def flush(self, timeout: float = 0) -> int:
         self._deliver()
-        return 0
+        return len(self._queued)
 
     def purge(self, *args: Any) -> None:
         self._queued.clear()
@@ -132,10 +145,18 @@ class FakeProducer:
         return len(self._queued)
 
     def _deliver(self) -> int:
+        if self.holding:
+            return 0
         queued, self._queued = self._queued, []
+        only_errors = self.config.get("delivery.report.only.error")
         for topic, value, key, partition, on_delivery, timestamp, headers in queued:
+            if self.failing is not None:
+                message = FakeMessage(topic, max(partition, 0), -1, key, value, timestamp, headers)
+                if on_delivery is not None:
+                    on_delivery(self.failing, message)
+                continue
             message = self.cluster.append(topic, max(partition, 0), key, value, timestamp, headers)
-            if on_delivery is not None:
+            if on_delivery is not None and not only_errors:
                 on_delivery(None, message)
         return len(queued)
 
@@ -156,6 +177,8 @@ class FakeConsumer:
         self.paused: set[tuple[str, int]] = set()
         self.positions: dict[tuple[str, int], int] = {}
         self.consume_calls = 0
+        # (timeout, whether anything was returned) of every consume() and poll()
+        self.waits: list[tuple[float, bool]] = []
         self.closed = False
         self.cooperative = cooperative_protocol(config)
         self._in_callback = False
@@ -210,6 +233,7 @@ class FakeConsumer:
             self.positions[tp] = start + len(take)
             if len(out) >= num_messages:
                 break
+        self.waits.append((timeout, bool(out)))
         return out
 
     def poll(self, timeout: float = -1) -> FakeMessage | None:
