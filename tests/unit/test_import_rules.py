@@ -168,3 +168,16 @@ def test_the_data_path_that_runs_in_plugin_hosts_imports_only_what_hosts_have() 
                 todo.append(name)
     assert offenders == []
     assert {"core.runtime.build", "core.runtime.source", "core.runtime.sink"} <= seen
+
+
+def test_test_modules_have_unique_names() -> None:
+    """Test directories are not packages, so pytest imports each test module by its base name:
+    two files of one name (say in tests/integration and plugins/file/tests) make whichever is
+    collected second an error of the whole run, and only when both are collected together."""
+    names: dict[str, list[str]] = {}
+    for path in ROOT.glob("**/test_*.py"):
+        relative = path.relative_to(ROOT)
+        if relative.parts[0].startswith("."):
+            continue  # .venv and tool caches
+        names.setdefault(path.name, []).append(str(relative))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
