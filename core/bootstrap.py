@@ -20,7 +20,7 @@ from core.dev.broker import DevBroker
 from core.standalone import StandaloneHerder
 from plugin_api import ConnectException
 
-__all__ = ["run_standalone"]
+__all__ = ["run_distributed", "run_standalone"]
 
 log = logging.getLogger("copycat.bootstrap")
 
@@ -72,3 +72,45 @@ def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
         herder.shutdown()
         if broker is not None:
             broker.stop()
+
+
+def run_distributed(worker_file: str) -> int:
+    """``copycat distributed``: one worker of a Connect cluster, until SIGTERM/SIGINT.
+
+    Needs a Kafka cluster (``bootstrap.servers``): the internal topics and the group live
+    there. REST is bound first (its URL is what the other workers forward to), then the
+    herder reads the internal topics and joins the group. On a signal: REST stops, then the
+    herder stops its connectors and tasks (final commits), leaves the group and closes.
+    """
+    from core.distributed.herder import DistributedHerder
+
+    try:
+        herder = DistributedHerder(Path(worker_file))
+    except (OSError, ConnectException) as exc:
+        raise ConnectException(str(exc)) from exc
+    stopped = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stopped.set())
+    from core.rest.server import RestServer
+
+    server: RestServer | None = None
+    try:
+        herder.prepare()
+        if not herder.config.bootstrap_servers:
+            raise ConnectException(
+                "distributed mode needs bootstrap.servers: its configs, offsets, statuses and "
+                "worker group live in Kafka (the dev broker is for standalone mode)"
+            )
+        server = RestServer(herder, herder.config, herder.extensions)
+        server.start()
+        herder.worker_id = server.worker_id
+        herder.url = server.url
+        herder.start()
+        interval = herder.config.get("offset.flush.interval.ms") / 1000
+        while not stopped.wait(max(MIN_TICK_S, min(interval, SERVE_TICK_S))):
+            herder.flush_offsets()
+        return 0
+    finally:
+        if server is not None:
+            server.stop()
+        herder.shutdown()

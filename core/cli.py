@@ -16,6 +16,12 @@ def _cmd_standalone(args: argparse.Namespace) -> int:
     return run_standalone(args.worker_config, args.connector_configs)
 
 
+def _cmd_distributed(args: argparse.Namespace) -> int:
+    from core.bootstrap import run_distributed
+
+    return run_distributed(args.worker_config)
+
+
 def _cmd_schema_registry(args: argparse.Namespace) -> int:
     from core.dev.schema_registry import SchemaRegistry
 
@@ -47,11 +53,15 @@ def _version() -> str:
 def _setup_logging(level: str) -> None:
     import logging
 
+    chosen = getattr(logging, level.upper(), logging.INFO)
     logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
+        level=chosen,
         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    # kafka-python (the worker group's membership client) logs every connection and join at
+    # INFO; the herder logs each rebalance itself, so its lines are kept for warnings.
+    logging.getLogger("kafka").setLevel(max(chosen, logging.WARNING))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,6 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
     standalone.add_argument("worker_config", metavar="worker.properties")
     standalone.add_argument("connector_configs", nargs="*", metavar="connector.properties")
     standalone.set_defaults(func=_cmd_standalone)
+
+    distributed = sub.add_parser(
+        "distributed",
+        help="run a worker of a distributed cluster (like connect-distributed)",
+        description="Run one worker of the Connect cluster named by group.id: connector "
+        "configs, source offsets and statuses live in the config.storage.topic, "
+        "offset.storage.topic and status.storage.topic (created compacted when missing), "
+        "and the group's leader spreads connectors and tasks over the workers. Connectors "
+        "are managed over REST on any worker. Stops gracefully on SIGTERM/SIGINT.",
+    )
+    distributed.add_argument("worker_config", metavar="worker.properties")
+    distributed.set_defaults(func=_cmd_distributed)
 
     add_commands(sub)
 

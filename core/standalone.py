@@ -34,7 +34,7 @@ from core.kafka import kafka_cluster_id
 from core.offsets import FileOffsetStore
 from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
-from core.status import State
+from core.status import State, StatusBoard
 from core.stores.config import MemoryConfigStore, TargetState
 from core.worker import Worker
 from core.worker_config import WorkerConfig
@@ -218,7 +218,9 @@ class StandaloneHerder(WorkerHerder):
 
     def task_states(self) -> dict[tuple[str, int], State]:
         assert self.worker is not None
-        return {k: s.state for k, s in self.worker.status.tasks.items()}
+        board = self.worker.status
+        assert isinstance(board, StatusBoard)  # standalone keeps statuses in memory
+        return {k: s.state for k, s in board.tasks.items()}
 
     # -- Herder: server ----------------------------------------------------------------------------
 

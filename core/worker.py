@@ -22,6 +22,7 @@ from core.runtime.loop import TaskLoop
 from core.runtime.services import ConfluentClients, KafkaClients, TaskServices
 from core.runtime.spec import TaskSpec
 from core.status import State, Status, StatusBoard, failure_trace
+from core.stores.status import StatusStore
 from core.task_specs import TaskSpecFactory
 from core.worker_config import WorkerConfig
 from isolation import (
@@ -72,15 +73,23 @@ def prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
 
 @dataclass
 class _Connector:
+    """A connector as this worker knows it: its instance (``host``; None when the instance
+    runs on another worker, distributed mode) and the tasks of it that run here."""
+
     name: str
     props: dict[str, str]
     plugin: PluginDescriptor
-    host: HostClient
+    host: HostClient | None
     handle: int
     version: str
     tasks: dict[int, _TaskRunner] = field(default_factory=dict)
     stopping: bool = False
     restart_policy: RestartPolicy | None = None
+
+    def instance(self) -> HostClient:
+        if self.host is None:
+            raise ConnectException(f"connector {self.name} does not run on this worker")
+        return self.host
 
 
 class _TaskRunner(threading.Thread):
@@ -110,6 +119,16 @@ class _TaskRunner(threading.Thread):
         self.started_at = time.monotonic()
 
     def run(self) -> None:
+        # One line when the task's thread begins and one when it ends, whatever the cause (as
+        # Kafka's "Starting task" / "Stopping task"): operators and the distributed tests count
+        # them to tell which tasks a rebalance stopped.
+        log.info("task %s starting", self.spec.name)
+        try:
+            self._run()
+        finally:
+            log.info("task %s stopped", self.spec.name)
+
+    def _run(self) -> None:
         worker, spec = self.worker, self.spec
         try:
             loop = build_task(
@@ -201,7 +220,7 @@ class Worker:
         offsets: OffsetStore,
         *,
         client_props: Mapping[str, Any],
-        status: StatusBoard | None = None,
+        status: StatusStore | None = None,
         clients: KafkaClients | None = None,
     ) -> None:
         """``config`` is the worker's (properties are parsed and checked); ``client_props``
@@ -213,7 +232,7 @@ class Worker:
         self.catalogue = catalogue
         self.offsets = offsets
         self.client_props = dict(client_props)
-        self.status = status or StatusBoard()
+        self.status: StatusStore = status if status is not None else StatusBoard()
         self.connectors: dict[str, _Connector] = {}
         self.specs = TaskSpecFactory(config, catalogue, self.client_props)
         self.services = TaskServices(
@@ -299,9 +318,16 @@ class Worker:
             raise
         with self._lock:
             self._starting.pop(name, None)
-            self.connectors[name] = _Connector(
-                name, dict(props), plugin, host, handle, version, restart_policy=policy
-            )
+            existing = self.connectors.get(name)
+            if existing is not None and existing.host is None:
+                # Tasks of it already run here (distributed mode): the instance joins them.
+                existing.props, existing.plugin, existing.version = dict(props), plugin, version
+                existing.host, existing.handle, existing.stopping = host, handle, False
+                existing.restart_policy = policy
+            else:
+                self.connectors[name] = _Connector(
+                    name, dict(props), plugin, host, handle, version, restart_policy=policy
+                )
         self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
         log.info("connector %s started (%s %s)", name, plugin.class_name, version)
         return version
@@ -355,7 +381,7 @@ class Worker:
     def task_configs(self, name: str) -> list[dict[str, str]]:
         connector = self.connectors[name]
         max_tasks = int(connector.props.get("tasks.max", "1"))
-        configs = connector.host.call(connector.handle, "task_configs", max_tasks)
+        configs = connector.instance().call(connector.handle, "task_configs", max_tasks)
         enforce = connector.props.get("tasks.max.enforce", "true").lower() != "false"
         if enforce and len(configs) > max_tasks:
             raise ConnectException(
@@ -371,19 +397,47 @@ class Worker:
         self.connectors[name].stopping = True
         self.stop_tasks(name)
         with self._lock:
-            connector = self.connectors.pop(name)
+            connector = self.connectors.pop(name, None)
+        if connector is None or connector.host is None:
+            return  # only tasks of it ran here
         self._stop_connector_instance(connector)
         self.status.set_connector(name, Status(State.UNASSIGNED, self.worker_id))
 
     def _stop_connector_instance(self, connector: _Connector) -> None:
         connector.stopping = True
+        host = connector.host
+        if host is None:
+            return
         try:
-            if connector.host.alive:
-                connector.host.call(connector.handle, "stop", timeout_s=self.graceful_timeout_s)
+            if host.alive:
+                host.call(connector.handle, "stop", timeout_s=self.graceful_timeout_s)
         except Exception as exc:  # noqa: BLE001
             log.warning("connector %s did not stop cleanly: %s", connector.name, exc)
         finally:
-            connector.host.close(self.graceful_timeout_s)
+            host.close(self.graceful_timeout_s)
+
+    def instance_running(self, name: str) -> bool:
+        """Whether the connector's instance runs on this worker (not only tasks of it)."""
+        connector = self.connectors.get(name)
+        return connector is not None and connector.host is not None
+
+    def stop_connector_instance(self, name: str) -> None:
+        """Stop the connector's instance only; its tasks here keep running (distributed mode:
+        the instance was reassigned or the connector was stopped)."""
+        connector = self.connectors.get(name)
+        if connector is None or connector.host is None:
+            return
+        self._stop_connector_instance(connector)
+        with self._lock:
+            connector.host, connector.handle, connector.stopping = None, 0, False
+            if not connector.tasks:
+                self.connectors.pop(name, None)
+
+    def _forget_if_idle(self, name: str) -> None:
+        with self._lock:
+            connector = self.connectors.get(name)
+            if connector is not None and connector.host is None and not connector.tasks:
+                del self.connectors[name]
 
     def reclaim(self, name: str, reason: str) -> None:
         """Kill the host of a connector start that is still in progress (it hangs)."""
@@ -395,17 +449,33 @@ class Worker:
 
     # -- tasks -------------------------------------------------------------------------------
 
-    def start_task(self, name: str, task_id: int, task_props: Mapping[str, str]) -> _TaskRunner:
+    def start_task(
+        self,
+        name: str,
+        task_id: int,
+        task_props: Mapping[str, str],
+        *,
+        connector_props: Mapping[str, str] | None = None,
+        paused: bool | None = None,
+    ) -> _TaskRunner:
         """Start a task on its own thread and return at once; its status becomes RUNNING (or
         PAUSED) when its ``start()`` returns, FAILED if that fails.
+
+        ``connector_props`` (resolved) lets a task start where its connector's instance does
+        not run (distributed mode); ``paused`` overrides the connector status's say.
 
         Raises:
             ConfigException: the task's pipeline names a plugin that is not installed, or a
                 connector key is invalid (the spec could not be made).
         """
-        connector = self.connectors[name]
-        connector_status = self.status.connector(name)
-        paused = connector_status is not None and connector_status.state is State.PAUSED
+        connector = self.connectors.get(name)
+        if connector is None:
+            if connector_props is None:
+                raise KeyError(name)
+            connector = self._task_group(name, connector_props)
+        if paused is None:
+            connector_status = self.status.connector(name)
+            paused = connector_status is not None and connector_status.state is State.PAUSED
         previous = connector.tasks.get(task_id)
         if previous is not None and previous.is_alive():
             raise ConnectException(f"task {name}-{task_id} is already running")
@@ -418,6 +488,22 @@ class Worker:
         runner.start()
         return runner
 
+    def _task_group(self, name: str, props: Mapping[str, str]) -> _Connector:
+        """The entry of a connector whose instance runs elsewhere, for its tasks here."""
+        plugin = self.resolve_connector(props)
+        policy = RestartPolicy.of(
+            ConnectorConfig.from_properties(
+                props,
+                plugin.kind == "sink",
+                topic_creation_enabled=self.specs.settings.topic_creation_enabled,
+            )
+        )
+        entry = _Connector(
+            name, dict(props), plugin, None, 0, plugin.version, restart_policy=policy
+        )
+        with self._lock:
+            return self.connectors.setdefault(name, entry)
+
     def stop_tasks(self, name: str, timeout_s: float | None = None) -> None:
         """Stop every task of ``name``: signal all, then wait (the timeout is shared)."""
         connector = self.connectors.get(name)
@@ -426,6 +512,7 @@ class Worker:
         runners = list(connector.tasks.values())
         self._stop_runners(name, runners, timeout_s)
         connector.tasks.clear()
+        self._forget_if_idle(name)
 
     def _stop_runners(self, name: str, runners: list[_TaskRunner], timeout_s: float | None) -> None:
         for runner in runners:
@@ -454,7 +541,10 @@ class Worker:
             (runner.paused.set if paused else runner.paused.clear)()
             if runner.started.is_set() and not runner.failed:
                 self.status.update_task(name, task_id, state=state)
-        self.status.set_connector(name, Status(state, self.worker_id, version=connector.version))
+        if connector.host is not None:  # the instance's worker reports the connector's state
+            self.status.set_connector(
+                name, Status(state, self.worker_id, version=connector.version)
+            )
 
     def stop(self) -> None:
         for name in list(self.connectors):
@@ -535,7 +625,7 @@ class Worker:
     def task_class(self, name: str) -> str:
         """The dotted name of the connector's task class (Kafka's ``task.class`` task key)."""
         connector = self.connectors[name]
-        target = connector.host.task_class(connector.handle)
+        target = connector.instance().task_class(connector.handle)
         return target.replace(":", ".")
 
     def stop_task(self, name: str, task_id: int, timeout_s: float | None = None) -> None:
@@ -544,6 +634,7 @@ class Worker:
         runner = connector.tasks.pop(task_id, None) if connector is not None else None
         if runner is not None:
             self._stop_runners(name, [runner], timeout_s)
+        self._forget_if_idle(name)
 
     def restart_connector_instance(self, name: str) -> None:
         """Stop and start the connector object only (KIP-745 restart); its tasks keep running."""

@@ -621,6 +621,28 @@ def _build() -> ConfigDef:
         _LOW,
         "Algorithms accepted when verifying internal requests.",
     )
+    # --- Shared internal topics (the KIP in ../shared/seeds/kip-share-internal-topics.txt) ----
+    d.define(
+        "connect.management.topic.sharing.support",
+        _T.STRING,
+        "disabled",
+        CaseInsensitiveValidString.in_("disabled", "enabled"),
+        _HIGH,
+        "Whether this cluster shares its config, offset and status topics with other Connect "
+        "clusters: 'enabled' prefixes every key it writes with its group.id and a '.', and "
+        "ignores records of other clusters.",
+    )
+    # --- Copycat: the dev broker cannot compact ---------------------------------------------
+    d.define(
+        "internal.topics.compaction.check.enable",
+        _T.BOOLEAN,
+        True,
+        None,
+        _LOW,
+        "Refuse to start when an internal topic's cleanup.policy is not 'compact' (as Kafka "
+        "Connect does). Only for brokers that cannot compact or describe topic configs (the "
+        "dev broker): turn it off there.",
+    )
     return d
 
 

@@ -26,10 +26,11 @@ from core.herder import (
     Herder,
     HerderError,
     NotFoundError,
+    NotLeaderError,
     TargetState,
     normalized_plugin_name,
 )
-from core.rest import loggers, plugins_admin
+from core.rest import forwarding, loggers, plugins_admin
 from core.rest import models as m
 from core.rest.limits import REQUEST_MAX_BYTES_KEY, BodySizeLimit
 from core.worker_config import WorkerConfig
@@ -84,6 +85,8 @@ class _SafeRoute(APIRoute):
                 return await handler(request)
             except (StarletteHTTPException, RequestValidationError):
                 raise
+            except NotLeaderError as exc:  # distributed mode: another worker can serve it
+                return await forwarding.forward(request, exc, error)
             except HerderError as exc:
                 return error(exc.status, str(exc))
             except ConfigException as exc:
@@ -227,6 +230,16 @@ def _connectors_router(herder: Herder) -> APIRouter:
         return JSONResponse(
             {f"{connector}-{t['id']['task']}": t["config"] for t in herder.task_configs(connector)}
         )
+
+    @r.post("/connectors/{connector}/tasks", status_code=204, include_in_schema=False)
+    def put_task_configs(connector: str, configs: list[dict[str, Any]] = Body(...)) -> Response:
+        """Kafka's internal endpoint: a connector's worker sends the leader its task configs
+        (distributed mode; the request is forwarded to the leader like any other)."""
+        receive = getattr(herder, "receive_task_configs", None)
+        if receive is None:
+            raise NotFoundError("Task configs are only accepted by distributed workers")
+        receive(connector, [_config_map(c) for c in configs])
+        return Response(status_code=204)
 
     @r.get(
         "/connectors/{connector}/tasks/{task}/status",
@@ -394,7 +407,7 @@ def _root_router(herder: Herder) -> APIRouter:
     return r
 
 
-def _loggers_router() -> APIRouter:
+def _loggers_router(herder: Herder) -> APIRouter:
     r = APIRouter(route_class=_SafeRoute, tags=["admin"])
 
     @r.get("/admin/loggers", response_model=dict[str, m.LoggerLevel], responses=_errors())
@@ -423,8 +436,15 @@ def _loggers_router() -> APIRouter:
             raise NotFoundError(f"invalid log level '{body.level}'.")  # Kafka's status (sic)
         if scope is not None and scope.lower() not in ("worker", "cluster"):
             log.warning("ignoring invalid logger scope %r; using 'worker'", scope)
+        cluster = scope is not None and scope.lower() == "cluster"
+        to_cluster = getattr(herder, "set_cluster_logger_level", None)
+        if cluster and to_cluster is not None:
+            # Distributed: a record in the config topic, which every worker (this one
+            # included) applies when it reads it (KAFKA-15428).
+            to_cluster(logger, body.level)
+            return Response(status_code=204)
         affected = loggers.set_level(logger, value)
-        if scope is not None and scope.lower() == "cluster":
+        if cluster:
             return Response(status_code=204)  # one worker is the whole standalone cluster
         return JSONResponse(affected)
 
@@ -483,7 +503,7 @@ def create_app(
         app.include_router(_connectors_router(herder))
         app.include_router(_plugins_router(herder))
     if admin:
-        app.include_router(_loggers_router())
+        app.include_router(_loggers_router(herder))
         app.include_router(plugins_admin.router(herder, worker_config, _SafeRoute))
     app.openapi = _strip_422(app)  # type: ignore[method-assign]
 

@@ -60,17 +60,19 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any
 
 
 class CliWorker:
-    """``copycat standalone worker.properties [connector.properties ...]`` in a process (and
-    session) of its own. Started again after it exited (or was killed), it appends to the
-    same log and starts the same connectors, as an operator's restart would."""
+    """``copycat standalone|distributed worker.properties [connector.properties ...]`` in a
+    process (and session) of its own. Started again after it exited (or was killed), it
+    appends to the same log and starts the same connectors, as an operator's restart would."""
 
     def __init__(
         self,
         tmp: Path,
         props: Mapping[str, str],
         connectors: Sequence[Mapping[str, str]] = (),
+        mode: str = "standalone",
     ) -> None:
         self.tmp = tmp
+        self.mode = mode
         self.log = tmp / "worker.log"
         self.config = tmp / "worker.properties"
         self.config.write_text(_properties(props))
@@ -84,6 +86,11 @@ class CliWorker:
         self._log_start = 0
 
     def start(self, timeout_s: float = 60) -> CliWorker:
+        return self.spawn().wait_ready(timeout_s)
+
+    def spawn(self) -> CliWorker:
+        """Start the process and return at once (:meth:`wait_ready` waits for its REST API);
+        several workers spawned together start in parallel."""
         # Where this start's lines begin: an earlier run's REST address is in the log too.
         self._log_start = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as log:
@@ -94,7 +101,7 @@ class CliWorker:
                     sys.executable,
                     "-m",
                     "core.cli",
-                    "standalone",
+                    self.mode,
                     str(self.config),
                     *map(str, self.connector_files),
                 ],
@@ -103,6 +110,9 @@ class CliWorker:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
+        return self
+
+    def wait_ready(self, timeout_s: float = 60) -> CliWorker:
         self.url = wait_until(self._bound_url, timeout_s, "the worker's REST server")
         wait_until(
             lambda: httpx.get(self.url + "/health", timeout=5).status_code == 200,

@@ -39,6 +39,7 @@ from copycat_transforms.timestamp_converter import (
     TimestampConverterValue,
 )
 from copycat_transforms.timestamp_router import TimestampRouter
+from copycat_transforms.topic_migrator import KafkaConnectTopicMigrator
 from copycat_transforms.value_to_key import ValueToKey
 
 __all__ = [
@@ -64,6 +65,7 @@ __all__ = [
     "InsertFieldKey",
     "InsertFieldValue",
     "InsertHeader",
+    "KafkaConnectTopicMigrator",
     "MaskField",
     "MaskFieldKey",
     "MaskFieldValue",

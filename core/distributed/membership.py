@@ -1,0 +1,280 @@
+"""The worker's membership in its Connect group, through kafka-python's group coordinator.
+
+Kafka's group coordinator (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) decides who is in the
+group and who leads; the leader computes the assignment. We do not implement that protocol:
+:class:`WorkerGroupMember` extends **kafka-python's** ``BaseCoordinator`` (the generic
+member of a Kafka group, what its ``ConsumerCoordinator`` extends for consumer groups; see
+docs/architecture.md for why this client) with the worker protocol of
+:mod:`core.distributed.protocol`, as Kafka Connect's WorkerCoordinator extends the Java
+client's AbstractCoordinator.
+
+Threads:
+
+* kafka-python's **IO thread** (one per member) sends heartbeats in the background and runs
+  the join: :meth:`_perform_assignment` (leader only) and :meth:`_on_join_complete_async`
+  run there and must not block: the first asks the herder's ``assign`` callback, which
+  computes from the config snapshot in memory; the second only queues the assignment;
+* the herder's **tick thread** calls :meth:`poll` (join when needed, prove liveness) and takes
+  assignments with :meth:`take_assignment`. It must call :meth:`poll` at least every
+  ``rebalance.timeout.ms``, or the member leaves the group (Kafka's poll timeout).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import errors as kafka_errors
+from kafka.coordinator.base import BaseCoordinator
+from kafka.net.compat import KafkaNetClient
+
+from core.distributed.assignor import Held
+from core.distributed.protocol import (
+    PROTOCOL_NAME,
+    PROTOCOL_TYPE,
+    Assignment,
+    MemberMetadata,
+    ProtocolError,
+)
+from plugin_api import ConnectException
+
+__all__ = ["GroupSettings", "JoinedGroup", "WorkerGroupMember", "kafka_python_settings"]
+
+log = logging.getLogger("copycat.distributed.membership")
+
+# How long start() waits for the first connection to the cluster.
+BOOTSTRAP_TIMEOUT_MS = 30_000
+# Back-off after a join the broker refused for good (INCONSISTENT_GROUP_PROTOCOL: Kafka
+# Connect workers still in the group; a bad session timeout): the cause is usually fixed by
+# someone else (the old workers stopping), so the worker keeps trying, slowly.
+FATAL_JOIN_BACKOFF_S = 2.0
+# How long stop() gives the IO thread to send LeaveGroup and close.
+LEAVE_TIMEOUT_MS = 5_000
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    group_id: str
+    session_timeout_ms: int
+    heartbeat_interval_ms: int
+    rebalance_timeout_ms: int
+    client: Mapping[str, Any]  # kafka-python connection settings (kafka_python_settings())
+
+
+@dataclass(frozen=True)
+class JoinedGroup:
+    """One completed rebalance as this member saw it."""
+
+    generation: int
+    member_id: str
+    assignment: Assignment
+    is_leader: bool
+
+
+# librdkafka-style worker keys -> kafka-python's, for the connection settings both understand.
+_SETTINGS = {
+    "bootstrap.servers": "bootstrap_servers",
+    "security.protocol": "security_protocol",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "request.timeout.ms": "request_timeout_ms",
+    "reconnect.backoff.ms": "reconnect_backoff_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "metadata.max.age.ms": "metadata_max_age_ms",
+}
+
+
+def kafka_python_settings(client_props: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection settings of the worker's librdkafka config that kafka-python takes."""
+    out: dict[str, Any] = {}
+    for key, target in _SETTINGS.items():
+        if client_props.get(key) is not None:
+            value = client_props[key]
+            if target.endswith("_ms"):
+                value = int(value)
+            out[target] = value
+    if "bootstrap_servers" in out and isinstance(out["bootstrap_servers"], str):
+        out["bootstrap_servers"] = [s.strip() for s in out["bootstrap_servers"].split(",")]
+    return out
+
+
+class _Coordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python has no annotations
+    """kafka-python's group member speaking the worker protocol; see the module docstring."""
+
+    def __init__(self, client: KafkaNetClient, member: WorkerGroupMember, **configs: Any) -> None:
+        super().__init__(client, **configs)
+        self._member = member
+
+    def protocol_type(self) -> str:
+        return PROTOCOL_TYPE
+
+    def group_protocols(self) -> list[tuple[str, bytes]]:
+        return [(PROTOCOL_NAME, self._member.metadata().encode())]
+
+    def _perform_assignment(
+        self, leader_id: str, protocol: str, members: list[Any]
+    ) -> dict[str, bytes]:
+        decoded: dict[str, MemberMetadata] = {}
+        for member in members:
+            try:
+                decoded[member.member_id] = MemberMetadata.decode(member.metadata)
+            except ProtocolError as exc:
+                log.error("member %s sent unreadable metadata: %s", member.member_id, exc)
+                decoded[member.member_id] = MemberMetadata("", -1, Held())
+        generation = self._generation.generation_id
+        assignments = self._member.assign(leader_id, decoded, generation)
+        return {member_id: a.encode() for member_id, a in assignments.items()}
+
+    async def _on_join_complete_async(
+        self, generation: int, member_id: str, protocol: str, member_assignment_bytes: bytes
+    ) -> None:
+        try:
+            assignment = Assignment.decode(member_assignment_bytes)
+        except ProtocolError as exc:
+            log.error("unreadable assignment in generation %d: %s; rejoining", generation, exc)
+            self.request_rejoin()
+            return
+        is_leader = assignment.leader == member_id
+        self._member.joined(JoinedGroup(generation, member_id, assignment, is_leader))
+
+
+class WorkerGroupMember:
+    """This worker in its group (see the module docstring for threads).
+
+    Args:
+        settings: Group id, timeouts and connection settings.
+        metadata: What this worker tells the group on each join (its URL, config offset, the
+            work it runs). Called on the IO thread.
+        assign: The leader's assignment: ``(leader id, members' metadata, generation)`` to an
+            :class:`Assignment` per member. Called on the IO thread; must not block.
+    """
+
+    def __init__(
+        self,
+        settings: GroupSettings,
+        metadata: Callable[[], MemberMetadata],
+        assign: Callable[[str, dict[str, MemberMetadata], int], dict[str, Assignment]],
+    ) -> None:
+        self.settings = settings
+        self.metadata = metadata
+        self.assign = assign
+        self._joined: queue.Queue[JoinedGroup] = queue.Queue()
+        self._client: KafkaNetClient | None = None
+        self._coordinator: _Coordinator | None = None
+        self._retry_after = 0.0
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Connect to the cluster (the join itself happens in :meth:`poll`).
+
+        Raises:
+            ConnectException: the cluster did not answer within BOOTSTRAP_TIMEOUT_MS.
+        """
+        client = KafkaNetClient(
+            client_id=f"copycat-{self.settings.group_id}", **self.settings.client
+        )
+        client._net.start()  # kafka-python's IO thread: heartbeats run there
+        try:
+            client._manager.bootstrap(BOOTSTRAP_TIMEOUT_MS)
+        except kafka_errors.KafkaError as exc:
+            client._net.stop()
+            raise ConnectException(
+                f"worker group {self.settings.group_id}: cannot reach the Kafka cluster ({exc})"
+            ) from exc
+        self._client = client
+        self._coordinator = _Coordinator(
+            client,
+            self,
+            group_id=self.settings.group_id,
+            session_timeout_ms=self.settings.session_timeout_ms,
+            heartbeat_interval_ms=self.settings.heartbeat_interval_ms,
+            max_poll_interval_ms=self.settings.rebalance_timeout_ms,
+            retry_backoff_ms=100,
+            api_version=client._manager.broker_version,
+        )
+
+    def joined(self, event: JoinedGroup) -> None:
+        """From the IO thread: a rebalance completed (queued for the tick thread)."""
+        self._joined.put(event)
+
+    def poll(self, timeout_s: float) -> None:
+        """Tick thread: join the group if needed (waiting up to ``timeout_s``), prove liveness.
+
+        Never raises for the group's own troubles (coordinator moves, refused joins): they
+        are logged and retried on the next call.
+        """
+        coordinator = self._coordinator
+        if coordinator is None:
+            return
+        try:
+            coordinator.poll_heartbeat()
+        except kafka_errors.KafkaError as exc:
+            log.warning("worker group %s: heartbeat failed: %s", self.settings.group_id, exc)
+        if not coordinator.need_rejoin():
+            return
+        if time.monotonic() < self._retry_after:
+            return
+        try:
+            coordinator.ensure_active_group(timeout_ms=int(timeout_s * 1000))
+        except kafka_errors.InconsistentGroupProtocolError:
+            self._retry_after = time.monotonic() + FATAL_JOIN_BACKOFF_S
+            log.error(
+                "worker group %s: the broker refused the join (INCONSISTENT_GROUP_PROTOCOL): "
+                "members with another protocol are in the group, e.g. Kafka Connect workers "
+                "that are still running; retrying every %g s",
+                self.settings.group_id,
+                FATAL_JOIN_BACKOFF_S,
+            )
+        except kafka_errors.KafkaError as exc:
+            self._retry_after = time.monotonic() + FATAL_JOIN_BACKOFF_S
+            log.error("worker group %s: join failed: %s", self.settings.group_id, exc)
+
+    def take_assignment(self) -> JoinedGroup | None:
+        """The next completed rebalance, if any (tick thread)."""
+        try:
+            return self._joined.get_nowait()
+        except queue.Empty:
+            return None
+
+    def request_rejoin(self) -> None:
+        """Ask for a rebalance at the next :meth:`poll` (any thread)."""
+        if self._coordinator is not None:
+            self._coordinator.request_rejoin()
+
+    @property
+    def rebalancing(self) -> bool:
+        coordinator = self._coordinator
+        return coordinator is None or coordinator.need_rejoin() or not coordinator.stable()
+
+    @property
+    def generation(self) -> int:
+        coordinator = self._coordinator
+        return coordinator._generation.generation_id if coordinator is not None else -1
+
+    @property
+    def member_id(self) -> str:
+        coordinator = self._coordinator
+        return coordinator._generation.member_id if coordinator is not None else ""
+
+    def stop(self) -> None:
+        """Leave the group (the others rebalance at once) and close the connections."""
+        coordinator, self._coordinator = self._coordinator, None
+        client, self._client = self._client, None
+        if coordinator is not None:
+            try:
+                coordinator.close(timeout_ms=LEAVE_TIMEOUT_MS)
+            except Exception as exc:  # noqa: BLE001 - leaving is best effort
+                log.warning("worker group %s: leaving failed: %s", self.settings.group_id, exc)
+        if client is not None:
+            client._net.stop(LEAVE_TIMEOUT_MS)

@@ -1,0 +1,133 @@
+"""Source offsets in ``offset.storage.topic``: the Kafka :class:`OffsetBackingStore`.
+
+The bytes layer under :class:`core.stores.offsets.OffsetStorage` (which writes Kafka Connect's
+``["connector", {partition}]`` keys and JSON offsets): every worker reads the whole topic into
+memory and tails it, so a task that moves to another worker finds its offsets there.
+
+* :meth:`get` and :meth:`items` **read to the end of the topic first**: the task asking may
+  have been running on another worker a moment ago, and its last commits there are in the
+  topic but maybe not yet in this worker's copy (Kafka's KafkaOffsetBackingStore does the same).
+* :meth:`set` only sends; :meth:`flush` waits for the acknowledgements. The local copy changes
+  when the records come back from the topic, so every worker sees the same order of writes.
+* Kafka Connect writes a partition's JSON object in its HashMap order, we write sorted keys:
+  keys are compared in a canonical form (sorted), so offsets written by Kafka Connect are
+  found, and a tombstone also covers the variant Kafka Connect wrote.
+
+Threads: the log's work thread updates the copy; task threads and the herder call the rest.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Collection, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from core.distributed.kafka_log import KafkaBasedLog, LogRecord
+from core.distributed.keys import ClusterKeys
+from core.stores.offsets import offset_key
+from plugin_api import ConnectException
+
+__all__ = ["KafkaOffsetBackingStore", "canonical_offset_key"]
+
+# How long get() waits to have read everything written to the topic before it was called, and
+# flush() for acknowledgements (Kafka's offset.flush.timeout.ms default is 5 s; a loaded
+# machine with three workers and a broker needed more in the system tests).
+READ_TIMEOUT_S = 30.0
+
+
+def canonical_offset_key(key: bytes) -> bytes:
+    """``["c",{"b":1,"a":2}]`` -> ``["c",{"a":2,"b":1}]``; keys that are no offset key as is."""
+    try:
+        parsed = json.loads(key)
+    except (ValueError, UnicodeDecodeError):
+        return key
+    if (
+        isinstance(parsed, list)
+        and len(parsed) == 2
+        and isinstance(parsed[0], str)
+        and isinstance(parsed[1], dict)
+    ):
+        return offset_key(parsed[0], parsed[1])
+    return key
+
+
+class KafkaOffsetBackingStore:
+    """The offset topic as a bytes store (see the module docstring)."""
+
+    def __init__(self, topic: str, client_props: Mapping[str, Any], keys: ClusterKeys) -> None:
+        self.topic = topic
+        self.keys = keys
+        self._lock = threading.Lock()
+        self._data: dict[bytes, bytes] = {}
+        # Canonical key -> the key bytes as written (Kafka Connect's field order, ours).
+        self._variants: dict[bytes, set[bytes]] = {}
+        self._sent: list[Future[int]] = []
+        self.log = KafkaBasedLog(topic, client_props, self._on_record, name="offsets")
+
+    def start(self, timeout_s: float) -> None:
+        self.log.start(timeout_s)
+
+    def stop(self) -> None:
+        self.log.stop()
+
+    def _on_record(self, record: LogRecord) -> None:
+        """On the log's work thread: keep this cluster's records (see core.distributed.keys)."""
+        raw = self.keys.decode(record.key)
+        if raw is None:
+            return
+        key = canonical_offset_key(raw)
+        with self._lock:
+            if record.value is None:
+                self._data.pop(key, None)
+                self._variants.pop(key, None)
+            else:
+                self._data[key] = record.value
+                self._variants.setdefault(key, set()).add(raw)
+
+    def _caught_up(self) -> None:
+        try:
+            self.log.read_to_end().result(READ_TIMEOUT_S)
+        except FutureTimeout:
+            raise ConnectException(
+                f"could not read offset topic {self.topic} to its end within {READ_TIMEOUT_S:g} s"
+            ) from None
+
+    def get(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
+        self._caught_up()
+        with self._lock:
+            found = {}
+            for key in keys:
+                value = self._data.get(canonical_offset_key(key))
+                if value is not None:
+                    found[key] = value
+            return found
+
+    def set(self, values: Mapping[bytes, bytes | None]) -> None:
+        if any(v is None for v in values.values()):
+            self._caught_up()  # a tombstone must cover every form of the key written so far
+        futures = []
+        for key, value in values.items():
+            canonical = canonical_offset_key(key)
+            with self._lock:
+                variants = set(self._variants.get(canonical, ())) if value is None else set()
+            for raw in variants | {key}:
+                futures.append(self.log.send(self.keys.encode(raw), value))
+        with self._lock:
+            self._sent += futures
+
+    def flush(self) -> None:
+        with self._lock:
+            sent, self._sent = self._sent, []
+        if not sent:
+            return
+        self.log.flush(READ_TIMEOUT_S)
+        for future in sent:
+            future.result(0)  # raises the delivery error, naming the topic
+
+    def items(self) -> list[tuple[bytes, bytes]]:
+        self._caught_up()
+        with self._lock:
+            return list(self._data.items())

@@ -1,0 +1,249 @@
+"""Connector and task statuses in ``status.storage.topic``: the Kafka :class:`StatusStore`.
+
+Every worker writes the statuses of what it runs and reads everybody's, so
+``GET /connectors/<name>/status`` answers the same on every worker (each answers from its
+copy of the topic). Kafka Connect's records:
+
+* ``status-connector-<name>`` / ``status-task-<name>-<n>``: ``{"state": ..., "trace": ...,
+  "worker_id": "host:port", "generation": N, "version": ...}`` (``trace`` null when there is
+  none, ``version`` the plugin's, Kafka 4.x); a tombstone when the connector or task is gone;
+* ``status-topic-<topic>:connector-<name>``: ``{"topic": {"name", "connector", "task",
+  "discoverTimestamp"}}``, the topics a connector used (KIP-558); tombstoned on reset.
+
+``generation`` is the group generation of the worker that wrote the status. When rebalances
+come fast, a worker that just gave a task up may write UNASSIGNED after the new owner wrote
+RUNNING; an UNASSIGNED of a generation not newer than the RUNNING one it would replace is
+ignored on reading, as Kafka does.
+
+Threads: the log's work thread applies records; task threads and the herder write (sends are
+asynchronous, in order per key) and read.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from core.distributed.kafka_log import KafkaBasedLog, LogRecord
+from core.distributed.keys import ClusterKeys
+from core.status import State, Status
+
+__all__ = ["KafkaStatusStore", "TopicStatus", "status_value"]
+
+log = logging.getLogger("copycat.distributed.status")
+
+CONNECTOR_PREFIX = "status-connector-"
+TASK_PREFIX = "status-task-"
+TOPIC_PREFIX = "status-topic-"
+TOPIC_SEPARATOR = ":connector-"
+_TASK_KEY = re.compile(r"^status-task-(?P<connector>.+)-(?P<task>\d+)$")
+
+
+@dataclass(frozen=True)
+class TopicStatus:
+    topic: str
+    connector: str
+    task: int
+    discover_timestamp_ms: int
+
+
+def status_value(status: Status) -> bytes:
+    body: dict[str, Any] = {
+        "state": status.state.value,
+        "trace": status.trace,
+        "worker_id": status.worker_id,
+        "generation": status.generation,
+    }
+    if status.version is not None:
+        body["version"] = status.version
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _parse_status(value: Any) -> Status | None:
+    if not isinstance(value, dict):
+        return None
+    try:
+        state = State(value.get("state"))
+    except ValueError:
+        return None
+    worker = value.get("worker_id")
+    generation = value.get("generation")
+    trace = value.get("trace")
+    version = value.get("version")
+    return Status(
+        state,
+        worker if isinstance(worker, str) else "",
+        trace=trace if isinstance(trace, str) and trace else None,
+        version=version if isinstance(version, str) else None,
+        generation=generation if isinstance(generation, int) else 0,
+    )
+
+
+class KafkaStatusStore:
+    """The status topic as a :class:`core.stores.StatusStore` (see the module docstring)."""
+
+    def __init__(self, topic: str, client_props: Mapping[str, Any], keys: ClusterKeys) -> None:
+        self.topic = topic
+        self.keys = keys
+        self._lock = threading.Lock()
+        self._connectors: dict[str, Status] = {}
+        self._tasks: dict[tuple[str, int], Status] = {}
+        self._topics: dict[str, dict[str, TopicStatus]] = {}
+        # The group generation stamped on what this worker writes (set by the herder).
+        self.generation = 0
+        self.log = KafkaBasedLog(topic, client_props, self._on_record, name="statuses")
+
+    def start(self, timeout_s: float) -> None:
+        self.log.start(timeout_s)
+
+    def stop(self) -> None:
+        self.log.stop()
+
+    def flush(self, timeout_s: float) -> None:
+        self.log.flush(timeout_s)
+
+    # -- reading records (the log's work thread) ----------------------------------------------
+
+    def _on_record(self, record: LogRecord) -> None:
+        key = self.keys.decode_str(record.key)
+        if key is None:
+            return
+        try:
+            value = json.loads(record.value) if record.value is not None else None
+        except ValueError:
+            log.warning("ignoring status record %s: its value is not JSON", key)
+            return
+        if key.startswith(CONNECTOR_PREFIX):
+            name = key[len(CONNECTOR_PREFIX) :]
+            status = _parse_status(value)
+            with self._lock:
+                if value is None:
+                    self._connectors.pop(name, None)
+                elif status is not None:
+                    self._connectors[name] = status
+        elif key.startswith(TASK_PREFIX):
+            match = _TASK_KEY.match(key)
+            if match is None:
+                return
+            task_key = (match["connector"], int(match["task"]))
+            status = _parse_status(value)
+            with self._lock:
+                if value is None:
+                    self._tasks.pop(task_key, None)
+                elif status is not None and not self._stale(self._tasks.get(task_key), status):
+                    self._tasks[task_key] = status
+        elif key.startswith(TOPIC_PREFIX) and TOPIC_SEPARATOR in key:
+            topic, _, connector = key[len(TOPIC_PREFIX) :].partition(TOPIC_SEPARATOR)
+            with self._lock:
+                if value is None:
+                    self._topics.get(connector, {}).pop(topic, None)
+                    return
+                inner = value.get("topic") if isinstance(value, dict) else None
+                if not isinstance(inner, dict):
+                    return
+                self._topics.setdefault(connector, {})[topic] = TopicStatus(
+                    topic,
+                    connector,
+                    int(inner.get("task", 0)),
+                    int(inner.get("discoverTimestamp", 0)),
+                )
+
+    @staticmethod
+    def _stale(current: Status | None, incoming: Status) -> bool:
+        return (
+            incoming.state is State.UNASSIGNED
+            and current is not None
+            and current.state is State.RUNNING
+            and current.generation >= incoming.generation
+        )
+
+    # -- StatusStore ------------------------------------------------------------------------------
+
+    def _send(self, key: str, value: bytes | None) -> None:
+        self.log.send(self.keys.encode(key), value)
+
+    def _stamped(self, status: Status) -> Status:
+        return replace(status, generation=self.generation)
+
+    def set_connector(self, name: str, status: Status) -> None:
+        stamped = self._stamped(status)
+        with self._lock:
+            self._connectors[name] = stamped
+        self._send(CONNECTOR_PREFIX + name, status_value(stamped))
+
+    def set_task(self, name: str, task: int, status: Status) -> None:
+        stamped = self._stamped(status)
+        with self._lock:
+            self._tasks[(name, task)] = stamped
+        self._send(f"{TASK_PREFIX}{name}-{task}", status_value(stamped))
+
+    def update_task(self, name: str, task: int, **changes: object) -> None:
+        with self._lock:
+            current = self._tasks.get((name, task))
+        if current is not None:
+            self.set_task(name, task, replace(current, **changes))  # type: ignore[arg-type]
+
+    def remove_connector(self, name: str) -> None:
+        with self._lock:
+            tasks = [t for (c, t) in self._tasks if c == name]
+            self._connectors.pop(name, None)
+            for task in tasks:
+                self._tasks.pop((name, task), None)
+        self._send(CONNECTOR_PREFIX + name, None)
+        for task in tasks:
+            self._send(f"{TASK_PREFIX}{name}-{task}", None)
+
+    def remove_task(self, name: str, task: int) -> None:
+        with self._lock:
+            self._tasks.pop((name, task), None)
+        self._send(f"{TASK_PREFIX}{name}-{task}", None)
+
+    def connector(self, name: str) -> Status | None:
+        with self._lock:
+            return self._connectors.get(name)
+
+    def task(self, name: str, task: int) -> Status | None:
+        with self._lock:
+            return self._tasks.get((name, task))
+
+    def tasks_of(self, name: str) -> dict[int, Status]:
+        with self._lock:
+            return {t: s for (c, t), s in self._tasks.items() if c == name}
+
+    # -- topic tracking (KIP-558) --------------------------------------------------------------
+
+    def put_topic(self, connector: str, topic: str, task: int) -> None:
+        """Record that ``connector``'s task used ``topic`` (once per topic)."""
+        with self._lock:
+            if topic in self._topics.get(connector, {}):
+                return
+            status = TopicStatus(topic, connector, task, int(time.time() * 1000))
+            self._topics.setdefault(connector, {})[topic] = status
+        value = {
+            "topic": {
+                "name": topic,
+                "connector": connector,
+                "task": task,
+                "discoverTimestamp": status.discover_timestamp_ms,
+            }
+        }
+        self._send(
+            f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}",
+            json.dumps(value, separators=(",", ":")).encode(),
+        )
+
+    def topics_of(self, connector: str) -> list[str]:
+        with self._lock:
+            return sorted(self._topics.get(connector, {}))
+
+    def reset_topics(self, connector: str) -> None:
+        with self._lock:
+            topics = list(self._topics.pop(connector, {}))
+        for topic in topics:
+            self._send(f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}", None)

@@ -1,0 +1,182 @@
+"""Migration from Apache Kafka Connect: Copycat workers take over a Kafka Connect cluster's
+group and internal topics, and its connectors go on from where Kafka Connect left them.
+
+A real ``connect-distributed`` worker runs FileStreamSource (file -> topic) and FileStreamSink
+(topic -> file) and keeps a third connector paused, while a writer keeps appending to the
+source file; it is stopped mid-stream (gracefully: its tasks commit their last offsets). Three
+Copycat distributed workers start with the same ``group.id`` and topics while the writer goes
+on: they show the three connectors with Kafka Connect's configs and target states, the source
+resumes at Kafka Connect's offset and the sink at its ``connect-<name>`` group's committed
+offset. Topic and sink file hold every line once, in order: nothing sent twice, nothing
+skipped, including the lines written while no worker ran.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.distributed import DistributedCluster
+from tests.support.jvm import run_owner_pid
+from tests.support.kafka import read_all
+from tests.support.kafka_connect import KafkaConnect
+from tests.support.processes import wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+WORKERS = 3
+# The writer appends this many lines every APPEND_INTERVAL_S (~400 lines/s): the copy is
+# always in flight, when Kafka Connect stops and while Copycat starts.
+APPEND_LINES = 20
+APPEND_INTERVAL_S = 0.05
+# Lines Kafka Connect copies (at least) before it is stopped, and Copycat after it took over.
+KAFKA_CONNECT_LINES = 1_000
+COPYCAT_LINES = 1_000
+# Waiting for a copy to catch up with the writer, on a busy machine.
+CATCH_UP_S = 120.0
+
+
+def _line(i: int) -> str:
+    return f"migrated line {i:06d}\n"
+
+
+def _count(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+class _Writer(threading.Thread):
+    """Appends numbered lines to the source file until stopped (its own thread)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(name="migration-writer", daemon=True)
+        self.path, self.written, self.done = path, 0, threading.Event()
+
+    def run(self) -> None:
+        with self.path.open("a") as fh:
+            while not self.done.is_set():
+                fh.write(
+                    "".join(_line(i) for i in range(self.written, self.written + APPEND_LINES))
+                )
+                fh.flush()
+                self.written += APPEND_LINES
+                time.sleep(APPEND_INTERVAL_S)
+
+    def stop(self) -> int:
+        self.done.set()
+        self.join(10)
+        return self.written
+
+
+def test_copycat_workers_take_over_a_kafka_connect_cluster(
+    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path: Path
+) -> None:
+    source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    source_file.touch()
+    group = f"connect-migrate-{int(time.time() * 1000) % 10**8}"
+    topic = f"{group}-lines"
+    apache_kafka.create_topic(topic, 1)
+    writer = _Writer(source_file)
+    connect = KafkaConnect(
+        tmp_path / "kafka-connect",
+        apache_kafka.bootstrap_servers,
+        mode="distributed",
+        group_id=group,
+    ).start(run_owner_pid())
+    try:
+        with connect.client() as rest:
+            for name, config in {
+                "src": {
+                    "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                    "file": str(source_file),
+                    "topic": topic,
+                },
+                "sink": {
+                    "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+                    "file": str(sink_file),
+                    "topics": topic,
+                },
+                "idle": {
+                    "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+                    "file": str(source_file),
+                    "topic": f"{topic}-idle",
+                },
+            }.items():
+                assert rest.post("/connectors", json={"name": name, "config": config}).is_success
+            assert rest.put("/connectors/idle/pause").status_code == 202
+            writer.start()
+            wait_until(
+                lambda: _count(sink_file) >= KAFKA_CONNECT_LINES,
+                CATCH_UP_S,
+                f"Kafka Connect copying {KAFKA_CONNECT_LINES} lines",
+            )
+            wait_until(
+                lambda: (
+                    rest.get("/connectors/idle/status").json()["connector"]["state"] == "PAUSED"
+                ),
+                30,
+                "idle PAUSED",
+            )
+            configs = {
+                n: rest.get(f"/connectors/{n}/config").json() for n in ("src", "sink", "idle")
+            }
+            assert all("connector.class" in c for c in configs.values()), configs
+    finally:
+        connect.stop()  # mid-stream: the writer goes on
+    by_kafka_connect = _count(sink_file)
+
+    copycat = DistributedCluster(
+        tmp_path / "copycat",
+        apache_kafka.bootstrap_servers,
+        bundled_plugin_path,
+        WORKERS,
+        group=group,
+        extra={
+            # The Kafka Connect worker's own settings (tests/support/kafka_connect.py): same
+            # topic names, same converters, so the same bytes go on being written.
+            "config.storage.topic": f"{group}-configs",
+            "offset.storage.topic": f"{group}-offsets",
+            "status.storage.topic": f"{group}-status",
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        },
+    )
+    try:
+        copycat.start()
+        for via in range(WORKERS):
+            assert sorted(copycat.request("GET", "/connectors", via).json()) == [
+                "idle",
+                "sink",
+                "src",
+            ]
+            for name, config in configs.items():
+                assert copycat.request("GET", f"/connectors/{name}/config", via).json() == config
+        copycat.wait_running("idle", 1, state="PAUSED")
+        copycat.wait_running("src", 1)
+        copycat.wait_running("sink", 1)
+        wait_until(
+            lambda: _count(sink_file) >= by_kafka_connect + COPYCAT_LINES,
+            CATCH_UP_S,
+            f"Copycat copying {COPYCAT_LINES} more lines",
+        )
+        total = writer.stop()
+        wait_until(lambda: _count(sink_file) >= total, CATCH_UP_S, "every line in the sink file")
+        time.sleep(1)  # anything duplicated would arrive now
+        assert sink_file.read_text() == "".join(_line(i) for i in range(total))  # the sink
+        records = read_all(apache_kafka.bootstrap_servers, topic, total)
+        payloads = [json.loads(m.value())["payload"] for m in records]
+        assert payloads == [_line(i).strip() for i in range(total)]  # the source
+        status = httpx.get(f"{copycat.urls[0]}/connectors/src/status", timeout=30).json()
+        assert status["connector"]["worker_id"] in {copycat.worker_id(i) for i in range(WORKERS)}
+        print(
+            f"\nmigration: {total} lines, {by_kafka_connect} copied by Kafka Connect, the rest "
+            "by Copycat; none twice, none skipped"
+        )
+    finally:
+        writer.stop()
+        copycat.stop()

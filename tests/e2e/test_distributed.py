@@ -1,0 +1,514 @@
+"""Distributed mode with 3 ``copycat distributed`` worker processes on Apache Kafka: Kafka's
+Connect system-test scenarios, re-created (``tests/kafkatest/tests/connect/
+connect_distributed_test.py``: clean and hard bounces, pause/resume, restarts of failed
+connectors and tasks, a file source -> sink copy), plus failover timing and the restore of a
+whole cluster from its topics.
+
+One cluster of three workers serves the module (each test its own connectors and files): a
+worker process takes seconds to start on two busy cores. Files are compared line by line:
+nothing lost, nothing duplicated (clean bounces), duplicates counted and reported (kill -9).
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.distributed import SCHEDULED_DELAY_MS, SESSION_TIMEOUT_MS, DistributedCluster
+from tests.support.faulty import install_faulty
+from tests.support.kafka import read_all
+from tests.support.processes import host_pids, wait_until
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.apache_kafka_only(reason="distributed mode reads Kafka's high watermarks"),
+]
+
+WORKERS = 3
+# The issue's bound for a killed worker's tasks to run elsewhere, beyond session timeout and
+# scheduled delay.
+FAILOVER_SLACK_S = 5.0
+# Lines of the long copy (run once, through clean bounces of every worker, a pause and a
+# restart).
+COPY_LINES = 1_000_000
+# It is appended in slices, each just before a change (workers stopping or joining, a pause, a
+# restart), so that every change happens mid-copy (a file written at once would be copied
+# before the first bounce): 3 per worker, 3 more, and the rest.
+COPY_SLICE = 80_000
+# Bytes per line of the copy (``_line``): the sink file's size tells its progress cheaply.
+LINE_BYTES = len("line 0000000\n")
+# A hung plugin call is reclaimed after this (plugin.call.timeout.ms): long enough to measure
+# other connectors' calls meanwhile, short enough for the test.
+CALL_TIMEOUT_MS = 8_000
+# What "unaffected" means for another connector's REST calls while a plugin hangs.
+UNAFFECTED_S = 2.0
+
+
+def _line(i: int) -> str:
+    return f"line {i:07d}\n"
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    broker: KafkaCluster,
+    bundled_plugin_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[DistributedCluster]:
+    tmp = tmp_path_factory.mktemp("distributed")
+    faulty = install_faulty(tmp / "plugins")
+    cluster = DistributedCluster(
+        tmp,
+        broker.bootstrap_servers,
+        bundled_plugin_path,
+        WORKERS,
+        extra={
+            "plugin.path": f"{bundled_plugin_path},{faulty}",
+            "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
+        },
+    )
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+def _file_pipeline(
+    cluster: DistributedCluster, tmp: Path, name: str, broker: KafkaCluster, via: int = 1
+) -> tuple[Path, Path]:
+    source, sink = tmp / f"{name}.in", tmp / f"{name}.out"
+    source.touch()
+    topic = f"{cluster.group}-{name}"
+    broker.create_topic(topic, 1)
+    cluster.create(
+        f"{name}-src",
+        {"connector.class": "FileStreamSource", "file": str(source), "topic": topic},
+        via=via,
+    )
+    cluster.create(
+        f"{name}-sink",
+        {"connector.class": "FileStreamSink", "file": str(sink), "topics": topic},
+        via=(via + 1) % WORKERS,
+    )
+    cluster.wait_running(f"{name}-src", 1)
+    cluster.wait_running(f"{name}-sink", 1)
+    return source, sink
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _wait_lines(path: Path, count: int, timeout_s: float = 120) -> list[str]:
+    def enough() -> list[str] | None:
+        lines = _lines(path)
+        return lines if len(set(lines)) >= count else None
+
+    found: list[str] = wait_until(enough, timeout_s, f"{count} distinct lines in {path.name}")
+    return found
+
+
+def test_a_connector_created_through_any_worker_runs_with_one_status_everywhere(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    source, sink = _file_pipeline(cluster, tmp_path, "basic", broker, via=2)
+    source.write_text("".join(_line(i) for i in range(100)))
+    assert _wait_lines(sink, 100) == [_line(i).strip() for i in range(100)]
+    statuses = [cluster.status("basic-src", via=i) for i in range(WORKERS)]
+    assert statuses[0] == statuses[1] == statuses[2]
+    assert statuses[0]["connector"]["worker_id"] in {cluster.worker_id(i) for i in range(WORKERS)}
+    for i in range(WORKERS):  # every worker lists and describes it
+        assert "basic-src" in httpx.get(cluster.urls[i] + "/connectors").json()
+        tasks = httpx.get(cluster.urls[i] + "/connectors/basic-src/tasks").json()
+        assert tasks[0]["config"]["file"] == str(source)
+
+
+def test_pause_and_resume_through_different_workers(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    source, sink = _file_pipeline(cluster, tmp_path, "pause", broker)
+    source.write_text("".join(_line(i) for i in range(10)))
+    _wait_lines(sink, 10)
+    assert cluster.request("PUT", "/connectors/pause-src/pause", via=0).status_code == 202
+    cluster.wait_running("pause-src", 1, state="PAUSED")
+    with source.open("a") as fh:
+        fh.write("".join(_line(i) for i in range(10, 20)))
+    time.sleep(2)
+    assert len(_lines(sink)) == 10  # nothing moves while paused
+    assert cluster.request("PUT", "/connectors/pause-src/resume", via=2).status_code == 202
+    cluster.wait_running("pause-src", 1)
+    assert _wait_lines(sink, 20) == [_line(i).strip() for i in range(20)]
+
+
+def test_failed_connectors_and_tasks_are_restarted(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    topic = f"{cluster.group}-failing"
+    broker.create_topic(topic, 1)
+    missing = tmp_path / "not-yet" / "out.txt"  # the sink cannot open it: its task fails
+    cluster.create(
+        "failing-sink",
+        {"connector.class": "FileStreamSink", "file": str(missing), "topics": topic},
+    )
+    cluster.wait_running("failing-sink", 1, state="FAILED")
+    missing.parent.mkdir()
+    response = cluster.request(
+        "POST", "/connectors/failing-sink/restart?includeTasks=true&onlyFailed=true", via=1
+    )
+    assert response.status_code == 202, response.text
+    assert response.json()["tasks"][0]["state"] == "RESTARTING"
+    cluster.wait_running("failing-sink", 1)
+    assert missing.exists()
+
+    # A single task restart, asked of a worker that does not run it, is forwarded to the one
+    # that does (through the leader) and restarts that task only.
+    owner = cluster.status("failing-sink")["tasks"][0]["worker_id"]
+    other = next(i for i in range(WORKERS) if cluster.worker_id(i) != owner)
+    before = set(host_pids("failing-sink-0"))
+    assert (
+        cluster.request("POST", "/connectors/failing-sink/tasks/0/restart", via=other).status_code
+        == 204
+    )
+    wait_until(lambda: set(host_pids("failing-sink-0")) - before, 30, "a new host for the task")
+    cluster.wait_running("failing-sink", 1)
+
+
+def _wait_size(path: Path, lines: int, timeout_s: float = 120) -> None:
+    """Until ``path`` holds ``lines`` lines' bytes (every line of the copy is LINE_BYTES long):
+    a cheap progress check; the final comparison is line by line."""
+    wait_until(
+        lambda: path.exists() and path.stat().st_size >= lines * LINE_BYTES,
+        timeout_s,
+        f"{lines} lines in {path.name}",
+    )
+
+
+def _tasks_on(cluster: DistributedCluster, names: list[str], index: int) -> bool:
+    """Whether task 0 of each connector in ``names`` is RUNNING on worker ``index``."""
+    for name in names:
+        tasks = cluster.status(name, via=index).get("tasks") or [{}]
+        if tasks[0].get("state") != "RUNNING" or tasks[0].get("worker_id") != cluster.worker_id(
+            index
+        ):
+            return False
+    return True
+
+
+def test_a_million_lines_copied_through_every_worker_lose_and_duplicate_nothing(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """Kafka's clean-bounce scenario, made to move the copy: the source and sink tasks run on
+    each worker in turn. For each worker, the other two are stopped cleanly (SIGTERM) while
+    lines are in flight, the work moves to the one left, which copies alone, and the two come
+    back (load balancing moves work to them, again mid-copy). Then a pause/resume and a restart
+    of both connectors, mid-copy as well. Zero lines lost, zero duplicated, in order."""
+    source, sink = _file_pipeline(cluster, tmp_path, "copy", broker)
+    names = ["copy-src", "copy-sink"]
+    written = 0
+
+    def append() -> None:
+        """The next slice of the copy (the last slice takes the remainder)."""
+        nonlocal written
+        end = COPY_LINES if written + 2 * COPY_SLICE > COPY_LINES else written + COPY_SLICE
+        with source.open("a") as fh:
+            fh.write("".join(_line(i) for i in range(written, end)))
+        written = end
+
+    ran_on: dict[str, set[int]] = {name: set() for name in names}
+    for alone in range(WORKERS):
+        others = [i for i in range(WORKERS) if i != alone]
+        append()
+        cluster.stop_workers(others)
+        wait_until(
+            partial(_tasks_on, cluster, names, alone),
+            (SESSION_TIMEOUT_MS + SCHEDULED_DELAY_MS) / 1000 + 60,
+            f"both tasks running on worker {alone}, the only one left",
+        )
+        append()
+        _wait_size(sink, written)  # copied by worker `alone` on its own
+        for name in names:
+            ran_on[name].add(alone)
+        append()
+        cluster.restart_workers(others)
+    assert ran_on == {name: set(range(WORKERS)) for name in names}
+
+    append()
+    for name in names:
+        assert cluster.request("PUT", f"/connectors/{name}/pause", via=1).status_code == 202
+    for name in names:
+        cluster.wait_running(name, 1, state="PAUSED")
+    append()
+    for name in names:
+        assert cluster.request("PUT", f"/connectors/{name}/resume", via=2).status_code == 202
+    append()
+    for name in names:
+        response = cluster.request("POST", f"/connectors/{name}/restart?includeTasks=true", via=0)
+        assert response.status_code == 202, response.text
+    while written < COPY_LINES:
+        append()
+
+    _wait_lines(sink, COPY_LINES, timeout_s=240)
+    time.sleep(1)  # anything duplicated would arrive now
+    lines = _lines(sink)
+    counts = collections.Counter(lines)
+    assert len(counts) == COPY_LINES  # zero lost
+    assert [k for k, n in counts.items() if n > 1] == []  # zero duplicated
+    assert lines == [_line(i).strip() for i in range(COPY_LINES)]  # in order
+
+
+@pytest.mark.parametrize("victim", ["follower", "leader"])
+def test_a_killed_workers_tasks_move_within_the_bound_and_no_other_task_stops(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path, victim: str
+) -> None:
+    """Kafka's hard-bounce scenario: ``kill -9`` of a follower (the leader holds its work back
+    for the scheduled delay) or of the leader (a new leader has no memory of the lost work and
+    assigns it at once). Every task the killed worker ran is running elsewhere within session
+    timeout + delay + 5 s; the survivors start exactly those tasks and stop none (their logs'
+    task start and stop lines, and their tasks' plugin host pids, are counted)."""
+    names = [f"kill-{victim}-{i}" for i in range(3)]
+    pipelines = [_file_pipeline(cluster, tmp_path, n, broker) for n in names]
+    for source, _ in pipelines:
+        source.write_text("".join(_line(i) for i in range(1000)))
+    for _, sink in pipelines:
+        _wait_lines(sink, 1000)
+
+    leader = cluster.leader()
+    before = cluster.placement()
+    load = collections.Counter(worker for _, worker in before.values())
+    index = (
+        leader
+        if victim == "leader"
+        else max(
+            (i for i in range(WORKERS) if i != leader),
+            key=lambda i: load[cluster.worker_id(i)],
+        )
+    )
+    killed = cluster.worker_id(index)
+    lost = {task for task, (_, worker) in before.items() if worker == killed}
+    assert lost, f"worker {index} runs no task: {before}"
+    survivors = [i for i in range(WORKERS) if i != index]
+    ours = [f"{n}-{kind}" for n in names for kind in ("src", "sink")]
+    hosts = {c: set(host_pids(f"{c}-0")) for c in ours if f"{c}-0" not in lost}
+    assert all(hosts.values()), hosts
+    marks = {i: cluster.log_mark(i) for i in survivors}
+
+    killed_at = time.monotonic()
+    cluster.kill(index)
+
+    def moved() -> bool:
+        now = cluster.placement(via=survivors[0])
+        return all(
+            task in now and now[task][1] != killed and now[task][0] == before[task][0]
+            for task in lost
+        )
+
+    bound_s = (SESSION_TIMEOUT_MS + SCHEDULED_DELAY_MS) / 1000 + FAILOVER_SLACK_S
+    wait_until(moved, bound_s * 3, "the killed worker's tasks running elsewhere")
+    elapsed = time.monotonic() - killed_at
+
+    for source, _ in pipelines:
+        with source.open("a") as fh:
+            fh.write("".join(_line(i) for i in range(1000, 2000)))
+    duplicates = 0
+    for name, (_, sink) in zip(names, pipelines, strict=True):
+        lines = _wait_lines(sink, 2000)
+        assert set(lines) == {_line(i).strip() for i in range(2000)}, name  # zero lost
+        duplicates += len(lines) - len(set(lines))
+
+    # Counted after the copy went on, so late stops would show too.
+    events = [e for i in survivors for e in cluster.task_events(i, marks[i])]
+    starts = sorted(task for task, what in events if what == "starting")
+    stops = sorted(task for task, what in events if what == "stopped")
+    print(
+        f"\nkill -9 of the {victim}: {len(lost)} tasks running elsewhere after {elapsed:.1f} s "
+        f"(bound {bound_s:.0f} s); survivors: {len(starts)} task starts, {len(stops)} stops; "
+        f"{duplicates} duplicated lines (at-least-once after a hard bounce)"
+    )
+    assert elapsed <= bound_s, f"{elapsed:.1f} s > {bound_s:.1f} s"
+    assert stops == [], "tasks on surviving workers were stopped"
+    assert starts == sorted(lost)  # each lost task started once, nothing else
+    for connector, pids in hosts.items():  # same plugin host, still alive
+        assert set(host_pids(f"{connector}-0")) == pids, connector
+    cluster.restart(index)
+
+
+def test_new_workers_restore_everything_from_the_topics_alone(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    source, sink = _file_pipeline(cluster, tmp_path, "restore", broker)
+    source.write_text("".join(_line(i) for i in range(500)))
+    _wait_lines(sink, 500)
+    cluster.create(
+        "restore-paused",
+        {"connector.class": "FileStreamSource", "file": str(source), "topic": "unused-p"},
+        initial_state="PAUSED",
+    )
+    cluster.create(
+        "restore-stopped",
+        {"connector.class": "FileStreamSource", "file": str(source), "topic": "unused-s"},
+        initial_state="STOPPED",
+    )
+    cluster.wait_running("restore-paused", 1, state="PAUSED")
+    wait_until(
+        lambda: cluster.status("restore-stopped").get("connector", {}).get("state") == "STOPPED",
+        30,
+        "restore-stopped STOPPED",
+    )
+    before = {
+        name: (
+            cluster.request("GET", f"/connectors/{name}").json(),
+            cluster.request("GET", f"/connectors/{name}/tasks").json(),
+        )
+        for name in ("restore-src", "restore-sink", "restore-paused", "restore-stopped")
+    }
+    offsets = cluster.request("GET", "/connectors/restore-src/offsets").json()
+
+    cluster.stop()  # every worker, then new processes
+    for index in range(WORKERS):
+        cluster.restart(index)
+    for name, (info, tasks) in before.items():
+        assert cluster.request("GET", f"/connectors/{name}").json() == info
+        assert cluster.request("GET", f"/connectors/{name}/tasks").json() == tasks
+    assert cluster.request("GET", "/connectors/restore-src/offsets").json() == offsets
+    cluster.wait_running("restore-paused", 1, state="PAUSED")
+    assert cluster.status("restore-stopped")["connector"]["state"] == "STOPPED"
+    cluster.wait_running("restore-src", 1)
+    with source.open("a") as fh:  # resumes from its offset: nothing copied twice
+        fh.write("".join(_line(i) for i in range(500, 600)))
+    lines = _wait_lines(sink, 600)
+    assert lines == [_line(i).strip() for i in range(600)]
+
+
+@pytest.mark.parametrize("where", ["connector.start", "connector.validate"])
+def test_a_hung_plugin_delays_nothing_else_on_any_worker(
+    cluster: DistributedCluster, tmp_path: Path, where: str
+) -> None:
+    name = f"hung-{where.replace('.', '-')}"
+    config = {"connector.class": "FaultySource", "topic": "unused", "hang.in": where}
+    hung: list[httpx.Response] = []
+    thread = threading.Thread(
+        target=lambda: hung.append(
+            cluster.request("POST", "/connectors", 0, json={"name": name, "config": config})
+        ),
+        daemon=True,
+    )
+    thread.start()
+    wait_until(
+        lambda: any(f"faulty: hanging in {where}" in w.text() for w in cluster.workers),
+        30,
+        f"the plugin to hang in {where}",
+    )
+    for via in range(WORKERS):  # every worker answers for other connectors at once
+        other = f"other-{via}-{where.replace('.', '-')}"
+        source = tmp_path / f"{other}.in"
+        source.touch()
+        timings = {}
+        for what, method, path, body in [
+            (
+                "create",
+                "POST",
+                "/connectors",
+                {
+                    "name": other,
+                    "config": {
+                        "connector.class": "FileStreamSource",
+                        "file": str(source),
+                        "topic": other,
+                    },
+                },
+            ),
+            ("list", "GET", "/connectors", None),
+            ("pause", "PUT", f"/connectors/{other}/pause", None),
+            ("delete", "DELETE", f"/connectors/{other}", None),
+        ]:
+            started = time.monotonic()
+            response = cluster.request(method, path, via, json=body)
+            timings[what] = time.monotonic() - started
+            assert response.status_code < 300, (what, response.text)
+        slow = {w: round(t, 2) for w, t in timings.items() if t >= UNAFFECTED_S}
+        assert not slow, f"worker {via} waited for the hung plugin: {slow}"
+    thread.join(CALL_TIMEOUT_MS / 1000 * 3 + 30)
+    assert hung, "the request on the hung plugin never answered"
+    if where == "connector.validate":
+        assert hung[0].status_code == 500 and "did not complete within" in hung[0].text
+    else:
+        assert hung[0].status_code == 201
+        wait_until(
+            lambda: cluster.status(name).get("connector", {}).get("state") == "FAILED",
+            CALL_TIMEOUT_MS / 1000 + 30,
+            "the hung connector FAILED by its deadline",
+        )
+        assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+
+
+def test_tasks_max_changes_flow_through_the_leader_and_spread_the_tasks(
+    cluster: DistributedCluster,
+) -> None:
+    name = "grow"
+    config = {"connector.class": "FaultySource", "topic": "unused", "tasks.max": "2"}
+    cluster.create(name, config, via=1)
+    cluster.wait_running(name, 2)
+    response = cluster.request(
+        "PUT", f"/connectors/{name}/config", 2, json={**config, "tasks.max": "6"}
+    )
+    assert response.status_code == 200, response.text
+    status = cluster.wait_running(name, 6)
+    per_worker = collections.Counter(t["worker_id"] for t in status["tasks"])
+    assert len(per_worker) >= 2  # spread by the leader, not all on the connector's worker
+    tasks = cluster.request("GET", f"/connectors/{name}/tasks", 0).json()
+    assert [t["config"]["tasks.max"] for t in tasks] == ["6"] * 6
+    assert cluster.request("DELETE", f"/connectors/{name}", 0).status_code == 204
+
+
+def test_a_connector_created_stopped_has_its_offsets_altered_before_its_first_start(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """KIP-980 and KIP-875 across workers: created STOPPED through one worker, offsets altered
+    through another, resumed through the third; the source starts at the altered position."""
+    name, source = "altered", tmp_path / "altered.in"
+    source.write_text("".join(_line(i) for i in range(100)))
+    topic = f"{cluster.group}-{name}"
+    broker.create_topic(topic, 1)
+    config = {"connector.class": "FileStreamSource", "file": str(source), "topic": topic}
+    cluster.create(name, config, via=0, initial_state="STOPPED")
+    wait_until(
+        lambda: cluster.status(name, via=2).get("connector", {}).get("state") == "STOPPED",
+        30,
+        f"{name} STOPPED",
+    )
+    skipped = len(_line(0)) * 40  # the first 40 lines, in bytes (FileStreamSource's position)
+    offsets = {
+        "offsets": [{"partition": {"filename": str(source)}, "offset": {"position": skipped}}]
+    }
+    response = cluster.request("PATCH", f"/connectors/{name}/offsets", 1, json=offsets)
+    assert response.status_code == 200, response.text
+    assert cluster.request("GET", f"/connectors/{name}/offsets", 2).json() == offsets
+    assert cluster.request("PUT", f"/connectors/{name}/resume", 2).status_code == 202
+    cluster.wait_running(name, 1)
+    records = read_all(broker.bootstrap_servers, topic, 60)
+    assert [m.value().decode() for m in records] == [_line(i).strip() for i in range(40, 100)]
+    assert cluster.request("DELETE", f"/connectors/{name}", 0).status_code == 204
+
+
+def test_a_cluster_scope_logger_level_reaches_every_worker(cluster: DistributedCluster) -> None:
+    namespace = "copycat.e2e.cluster-scope"  # a logger of this test's own: no other is touched
+
+    def everywhere(level: str) -> bool:
+        return all(
+            cluster.request("GET", f"/admin/loggers/{namespace}", i).json().get("level") == level
+            for i in range(WORKERS)
+        )
+
+    for level in ("TRACE", "WARN"):  # set, then changed again
+        response = cluster.request(
+            "PUT", f"/admin/loggers/{namespace}?scope=cluster", 1, json={"level": level}
+        )
+        assert response.status_code == 204, response.text
+        wait_until(partial(everywhere, level), 30, f"{namespace} at {level} on every worker")

@@ -1,0 +1,454 @@
+"""Distributed mode's Kafka-backed pieces against Apache Kafka: the log, the three stores in
+Kafka Connect's record formats, fencing of a deposed leader, shared topics, the internal
+topics' compaction check, and group membership through kafka-python.
+
+Records are checked as bytes read back from the topics by a plain consumer, so the format is
+what another Kafka Connect worker would read, not what our own reader accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient
+
+from core.distributed import (
+    ClusterKeys,
+    GroupSettings,
+    Held,
+    InternalTopic,
+    KafkaBasedLog,
+    KafkaConfigStore,
+    KafkaOffsetBackingStore,
+    KafkaStatusStore,
+    MemberMetadata,
+    PrivilegedWriteError,
+    WorkerGroupMember,
+    ensure_internal_topics,
+)
+from core.distributed.membership import kafka_python_settings
+from core.distributed.protocol import Assignment
+from core.status import State, Status
+from core.stores import OffsetStorage, TargetState
+from plugin_api import ConfigException
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.kafka import read_all, wait_for
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.apache_kafka_only(reason="reading to the end needs Kafka's high watermark"),
+]
+
+START_TIMEOUT_S = 30.0
+
+
+def _props(broker: KafkaCluster) -> dict[str, str]:
+    return {"bootstrap.servers": broker.bootstrap_servers}
+
+
+def _compacted(broker: KafkaCluster, name: str, partitions: int = 1) -> str:
+    broker.create_topic(name, partitions, {"cleanup.policy": "compact"})
+    return name
+
+
+def _records(broker: KafkaCluster, topic: str, expected: int) -> list[tuple[str, object]]:
+    return [
+        (m.key().decode(), json.loads(m.value()) if m.value() is not None else None)
+        for m in read_all(broker.bootstrap_servers, topic, expected)
+    ]
+
+
+@pytest.fixture
+def config_topic(broker: KafkaCluster, topic_name: str) -> str:
+    return _compacted(broker, topic_name + "-configs")
+
+
+def _config_store(
+    broker: KafkaCluster, topic: str, group: str = "g", sharing: bool = False
+) -> KafkaConfigStore:
+    store = KafkaConfigStore(
+        topic, _props(broker), ClusterKeys(group if sharing else None), f"connect-cluster-{group}"
+    )
+    store.start(START_TIMEOUT_S)
+    return store
+
+
+def test_a_log_reads_what_was_written_before_it_started_and_tails_the_rest(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    topic = _compacted(broker, topic_name, partitions=3)
+    seen: list[bytes | None] = []
+    writer = KafkaBasedLog(topic, _props(broker), lambda r: None, name="writer")
+    writer.start(START_TIMEOUT_S)
+    for i in range(50):
+        writer.send(b"k%d" % i, b"v%d" % i)
+    writer.flush(START_TIMEOUT_S)
+    reader = KafkaBasedLog(topic, _props(broker), lambda r: seen.append(r.value), name="reader")
+    try:
+        reader.start(START_TIMEOUT_S)
+        assert sorted(seen) == sorted(b"v%d" % i for i in range(50))  # all read before start()
+        writer.send(b"late", b"tail").result(START_TIMEOUT_S)
+        reader.read_to_end().result(START_TIMEOUT_S)
+        assert seen[-1] == b"tail"
+    finally:
+        reader.stop()
+        writer.stop()
+
+
+def test_config_store_writes_kafka_connects_records_and_a_new_worker_rebuilds_them(
+    broker: KafkaCluster, config_topic: str
+) -> None:
+    store = _config_store(broker, config_topic)
+    try:
+        store.claim_write_privileges()
+        store.put_connector_config("src", {"connector.class": "FileStreamSource", "a": "1"}, None)
+        store.put_connector_config("paused", {"connector.class": "X"}, TargetState.PAUSED)
+        store.put_task_configs("src", [{"task.class": "T", "n": "0"}, {"task.class": "T"}])
+        store.put_target_state("paused", TargetState.STOPPED)
+        fresh = _config_store(broker, config_topic)
+        try:
+            snapshot = fresh.snapshot()
+            assert snapshot.connectors() == ["paused", "src"]
+            assert dict(snapshot.config("src") or {}) == {
+                "connector.class": "FileStreamSource",
+                "a": "1",
+            }
+            assert [dict(t) for t in snapshot.tasks("src")] == [
+                {"task.class": "T", "n": "0"},
+                {"task.class": "T"},
+            ]
+            assert snapshot.target_state("src") is TargetState.STARTED
+            assert snapshot.target_state("paused") is TargetState.STOPPED
+        finally:
+            fresh.stop()
+        store.remove_connector_config("paused")
+        assert store.snapshot().connectors() == ["src"]
+    finally:
+        store.stop()
+    records = _records(broker, config_topic, 9)
+    assert records == [
+        ("connector-src", {"properties": {"connector.class": "FileStreamSource", "a": "1"}}),
+        ("target-state-paused", {"state": "PAUSED", "state.v2": "PAUSED"}),
+        ("connector-paused", {"properties": {"connector.class": "X"}}),
+        ("task-src-0", {"properties": {"task.class": "T", "n": "0"}}),
+        ("task-src-1", {"properties": {"task.class": "T"}}),
+        ("commit-src", {"tasks": 2}),
+        ("target-state-paused", {"state": "PAUSED", "state.v2": "STOPPED"}),
+        ("connector-paused", None),
+        ("target-state-paused", None),
+    ]
+
+
+def test_an_incomplete_task_commit_keeps_the_old_tasks_and_marks_the_connector(
+    broker: KafkaCluster, config_topic: str
+) -> None:
+    store = _config_store(broker, config_topic)
+    try:
+        store.claim_write_privileges()
+        store.put_connector_config("c", {"connector.class": "X"}, None)
+        store.put_task_configs("c", [{"k": "old"}])
+        store._write_privileged(
+            [("task-c-1", b'{"properties":{"k":"x"}}'), ("commit-c", b'{"tasks":2}')]
+        )
+        assert [dict(t) for t in store.snapshot().tasks("c")] == [{"k": "old"}]
+        assert store.inconsistent() == {"c"}
+        store.put_task_configs("c", [{"k": "new"}])
+        assert store.inconsistent() == set()
+    finally:
+        store.stop()
+
+
+def test_a_deposed_leader_cannot_write_to_the_config_topic(
+    broker: KafkaCluster, config_topic: str
+) -> None:
+    old, new = _config_store(broker, config_topic), _config_store(broker, config_topic)
+    try:
+        old.claim_write_privileges()
+        old.put_connector_config("before", {"connector.class": "X"}, None)
+        new.claim_write_privileges()  # the next leader: fences the old one's producer
+        with pytest.raises(PrivilegedWriteError, match="fenced"):
+            old.put_connector_config("zombie", {"connector.class": "X"}, None)
+        new.put_connector_config("after", {"connector.class": "X"}, None)
+        assert new.refresh().connectors() == ["after", "before"]
+        assert old.refresh().connectors() == ["after", "before"]
+    finally:
+        old.stop()
+        new.stop()
+    assert "connector-zombie" not in [k for k, _ in _records(broker, config_topic, 2)]
+
+
+def test_listeners_hear_of_changes_after_the_initial_read(
+    broker: KafkaCluster, config_topic: str
+) -> None:
+    writer = _config_store(broker, config_topic)
+    events: list[tuple[str, str]] = []
+
+    class Listener:
+        def on_connector_config_update(self, c: str) -> None:
+            events.append(("config", c))
+
+        def on_connector_config_removed(self, c: str) -> None:
+            events.append(("removed", c))
+
+        def on_task_configs_update(self, c: str) -> None:
+            events.append(("tasks", c))
+
+        def on_target_state_change(self, c: str) -> None:
+            events.append(("target", c))
+
+    try:
+        writer.claim_write_privileges()
+        writer.put_connector_config("old", {"connector.class": "X"}, None)
+        reader = _config_store(broker, config_topic)
+        reader.set_listener(Listener())
+        restarts: list[object] = []
+        reader.on_restart_request = restarts.append
+        try:
+            writer.put_connector_config("new", {"connector.class": "X"}, None)
+            writer.put_task_configs("new", [{}])
+            writer.put_target_state("new", TargetState.PAUSED)
+            from core.distributed import RestartRequest
+
+            writer.put_restart_request(RestartRequest("new", True, False))
+            writer.remove_connector_config("new")
+            reader.refresh()
+            assert events == [
+                ("config", "new"),
+                ("tasks", "new"),
+                ("target", "new"),
+                ("removed", "new"),
+            ]
+            assert restarts == [RestartRequest("new", True, False)]
+        finally:
+            reader.stop()
+    finally:
+        writer.stop()
+
+
+def test_offsets_round_trip_and_kafka_connects_key_order_is_found(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    topic = _compacted(broker, topic_name + "-offsets", partitions=3)
+    backing = KafkaOffsetBackingStore(topic, _props(broker), ClusterKeys(None))
+    backing.start(START_TIMEOUT_S)
+    try:
+        # Kafka Connect writes the partition map in its HashMap order, not sorted.
+        java_key = b'["src",{"b":"2","a":"1"}]'
+        backing.set({java_key: b'{"position":7}'})
+        backing.flush()
+        storage = OffsetStorage(backing)
+        partition = {"a": "1", "b": "2"}
+        other = KafkaOffsetBackingStore(topic, _props(broker), ClusterKeys(None))
+        other.start(START_TIMEOUT_S)
+        try:
+            found = OffsetStorage(other).get("src", [partition])
+            assert list(found.values()) == [{"position": 7}]
+            storage.put("src", [(partition, None)])  # reset: tombstones both forms
+            storage.flush()
+            assert OffsetStorage(other).get("src", [partition]) == {}
+        finally:
+            other.stop()
+    finally:
+        backing.stop()
+    keys = [(m.key(), m.value()) for p in range(3) for m in _read_partition(broker, topic, p)]
+    assert (b'["src",{"a":"1","b":"2"}]', None) in keys
+    assert (java_key, None) in keys
+
+
+def _read_partition(broker: KafkaCluster, topic: str, partition: int) -> list:  # type: ignore[type-arg]
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "x"})
+    consumer.assign([TopicPartition(topic, partition, 0)])
+    try:
+        return [m for m in consumer.consume(1000, 2.0) if m.error() is None]
+    finally:
+        consumer.close()
+
+
+def test_statuses_are_kafka_connects_records_and_every_worker_reads_them(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    topic = _compacted(broker, topic_name + "-status")
+    one = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    two = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    one.start(START_TIMEOUT_S)
+    two.start(START_TIMEOUT_S)
+    try:
+        one.generation = 3
+        one.set_connector("c", Status(State.RUNNING, "w1:8083", version="1.0"))
+        one.set_task("c", 0, Status(State.FAILED, "w1:8083", trace="boom"))
+        one.put_topic("c", "orders", 0)
+        one.flush(START_TIMEOUT_S)
+        wait_for(lambda: two.task("c", 0), what="task status on the other worker")
+        assert two.connector("c") == Status(State.RUNNING, "w1:8083", version="1.0", generation=3)
+        assert two.task("c", 0) == Status(State.FAILED, "w1:8083", trace="boom", generation=3)
+        assert wait_for(lambda: two.topics_of("c")) == ["orders"]
+        # A late UNASSIGNED from a worker that gave the task up does not hide RUNNING.
+        two.generation = 4
+        two.set_task("c", 1, Status(State.RUNNING, "w2:8083"))
+        two.flush(START_TIMEOUT_S)
+        one.generation = 4
+        one.set_task("c", 1, Status(State.UNASSIGNED, "w1:8083"))
+        one.flush(START_TIMEOUT_S)
+        two.log.read_to_end().result(START_TIMEOUT_S)
+        assert two.tasks_of("c")[1].state is State.RUNNING
+        one.remove_connector("c")
+        one.flush(START_TIMEOUT_S)
+        two.log.read_to_end().result(START_TIMEOUT_S)
+        assert two.connector("c") is None and two.tasks_of("c") == {}
+    finally:
+        one.stop()
+        two.stop()
+    records = dict(_records(broker, topic, 8)[:3])
+    assert records["status-connector-c"] == {
+        "state": "RUNNING",
+        "trace": None,
+        "worker_id": "w1:8083",
+        "generation": 3,
+        "version": "1.0",
+    }
+    assert records["status-task-c-0"]["trace"] == "boom"  # type: ignore[index]
+    topic_record = records["status-topic-orders:connector-c"]["topic"]  # type: ignore[index]
+    assert {k: topic_record[k] for k in ("name", "connector", "task")} == {
+        "name": "orders",
+        "connector": "c",
+        "task": 0,
+    }
+
+
+def test_clusters_sharing_topics_never_see_each_others_records(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    configs = _compacted(broker, topic_name + "-configs")
+    offsets = _compacted(broker, topic_name + "-offsets")
+    stores = {
+        "A": _config_store(broker, configs, "A", sharing=True),
+        "B": _config_store(broker, configs, "B", sharing=True),
+        "plain": _config_store(broker, configs, "plain"),
+    }
+    try:
+        for name, store in stores.items():
+            store.claim_write_privileges()
+            store.put_connector_config(f"mine-{name}", {"connector.class": "X"}, None)
+            store.put_connector_config("same-name", {"owner": name}, None)
+        for name, store in stores.items():
+            snapshot = store.refresh()
+            assert snapshot.connectors() == [f"mine-{name}", "same-name"]
+            assert dict(snapshot.config("same-name") or {}) == {"owner": name}
+    finally:
+        for store in stores.values():
+            store.stop()
+    keys = [k for k, _ in _records(broker, configs, 6)]
+    assert "A.connector-mine-A" in keys and "connector-mine-plain" in keys
+
+    partition = {"filename": "/data/in.txt"}  # dots in a partition survive the prefix
+    backings = {
+        g: KafkaOffsetBackingStore(offsets, _props(broker), ClusterKeys(g)) for g in ("A", "B")
+    }
+    backings["plain"] = KafkaOffsetBackingStore(offsets, _props(broker), ClusterKeys(None))
+    for backing in backings.values():
+        backing.start(START_TIMEOUT_S)
+    try:
+        for i, backing in enumerate(backings.values()):
+            OffsetStorage(backing).put("same-name", [(partition, {"position": i})])
+            OffsetStorage(backing).flush()
+        for i, backing in enumerate(backings.values()):
+            assert OffsetStorage(backing).connector_offsets("same-name") == [
+                (partition, {"position": i})
+            ]
+    finally:
+        for backing in backings.values():
+            backing.stop()
+
+
+def test_internal_topics_are_created_compacted_and_uncompacted_ones_refused(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    topics = [
+        InternalTopic("config.storage.topic", topic_name + "-c", 1, 1, "configs", True),
+        InternalTopic("offset.storage.topic", topic_name + "-o", 2, 1, "offsets"),
+    ]
+    ensure_internal_topics(admin, topics, check_compaction=True)
+    meta = admin.list_topics(timeout=10).topics
+    assert len(meta[topic_name + "-o"].partitions) == 2
+    ensure_internal_topics(admin, topics, check_compaction=True)  # existing: fine
+
+    broker.create_topic(topic_name + "-d", 1, {"cleanup.policy": "delete"})
+    bad = [InternalTopic("status.storage.topic", topic_name + "-d", 1, 1, "statuses")]
+    with pytest.raises(ConfigException, match=r"status\.storage\.topic.*cleanup\.policy=delete"):
+        ensure_internal_topics(admin, bad, check_compaction=True)
+    ensure_internal_topics(admin, bad, check_compaction=False)  # the dev broker's switch
+
+
+@pytest.fixture
+def members(broker: KafkaCluster) -> Iterator[list[WorkerGroupMember]]:
+    started: list[WorkerGroupMember] = []
+    yield started
+    for member in started:
+        member.stop()
+
+
+def test_workers_join_one_group_and_the_leader_assigns(
+    broker: KafkaCluster, members: list[WorkerGroupMember]
+) -> None:
+    group = f"copycat-test-{uuid.uuid4().hex[:8]}"
+    settings = GroupSettings(group, 6000, 500, 30_000, kafka_python_settings(_props(broker)))
+    leaders: list[str] = []
+
+    def assign(leader: str, metadata: dict[str, MemberMetadata], generation: int):  # type: ignore[no-untyped-def]
+        leaders.append(leader)
+        url = metadata[leader].url
+        return {
+            m: Assignment(0, leader, url, 0, Held.of([md.url]), Held(), 0)
+            for m, md in metadata.items()
+        }
+
+    def metadata_of(i: int) -> Callable[[], MemberMetadata]:
+        return lambda: MemberMetadata(f"http://w{i}", 0, Held())
+
+    for i in range(2):
+        member = WorkerGroupMember(settings, metadata_of(i), assign)
+        member.start()
+        members.append(member)
+    stop = threading.Event()
+
+    def drive(member: WorkerGroupMember) -> None:
+        while not stop.is_set():
+            member.poll(0.5)
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=drive, args=(m,), daemon=True) for m in members]
+    for thread in threads:
+        thread.start()
+    try:
+
+        def settled() -> bool:
+            return (
+                not any(m.rebalancing for m in members)
+                and len({m.generation for m in members}) == 1
+            )
+
+        wait_for(settled, what="both members in one generation")
+        latest = []
+        for member in members:
+            joined = None
+            while (event := member.take_assignment()) is not None:
+                joined = event
+            latest.append(joined)
+        assert all(j is not None for j in latest)
+        assert sorted(next(iter(j.assignment.assigned.connectors)) for j in latest) == [  # type: ignore[union-attr]
+            "http://w0",
+            "http://w1",
+        ]
+        assert sum(j.is_leader for j in latest) == 1  # type: ignore[union-attr]
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(5)

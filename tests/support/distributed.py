@@ -1,0 +1,230 @@
+"""A Copycat distributed cluster of real worker processes (``copycat distributed``) for tests
+and benchmarks: start, bounce (SIGTERM and start again), kill -9, and REST helpers that wait
+for what a user waits for.
+
+Every worker is a :class:`~tests.support.processes.CliWorker` in a process (and session) of its
+own, so a ``kill -9`` takes its plugin hosts with it, as on a real machine. Called from the
+test's main thread.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.support.processes import CliWorker, wait_until
+
+__all__ = ["DistributedCluster", "worker_props"]
+
+# Kafka's minimum session timeout (group.min.session.timeout.ms): how soon a killed worker is
+# noticed. Heartbeats every second keep rebalances prompt.
+SESSION_TIMEOUT_MS = 6_000
+HEARTBEAT_MS = 1_000
+# How long a departed worker's work waits before it moves (Kafka's default is 5 minutes).
+SCHEDULED_DELAY_MS = 5_000
+# A worker process: interpreter, plugin scan, reading three topics, REST; on a busy machine.
+START_TIMEOUT_S = 60.0
+# A clean stop: every task here stops and commits within task.shutdown.graceful.timeout.ms
+# (5 s by default), the worker leaves its group and closes its stores.
+STOP_TIMEOUT_S = 30.0
+# The worker's log lines for a task thread's beginning and end (core/worker.py).
+_TASK_EVENT = re.compile(r"copycat\.worker: task (\S+) (starting|stopped)$", re.MULTILINE)
+_REBALANCE_DONE = re.compile(r"rebalance \d+ done \(generation \d+, (leader[^)]*)\)")
+
+
+def worker_props(
+    bootstrap: str, group: str, plugin_path: Path, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """A distributed worker's properties for group ``group`` (topics ``<group>-*``)."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "config.storage.topic": f"{group}-configs",
+        "offset.storage.topic": f"{group}-offsets",
+        "status.storage.topic": f"{group}-status",
+        "config.storage.replication.factor": "1",
+        "offset.storage.replication.factor": "1",
+        "status.storage.replication.factor": "1",
+        # One partition each: few connectors, and 25 offset partitions cost seconds to create.
+        "offset.storage.partitions": "1",
+        "status.storage.partitions": "1",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "plugin.path": str(plugin_path),
+        "listeners": "http://127.0.0.1:0",
+        "offset.flush.interval.ms": "500",
+        "session.timeout.ms": str(SESSION_TIMEOUT_MS),
+        "heartbeat.interval.ms": str(HEARTBEAT_MS),
+        "scheduled.rebalance.max.delay.ms": str(SCHEDULED_DELAY_MS),
+        # Sink consumers of a killed worker leave their groups as quickly.
+        "consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+        "consumer.heartbeat.interval.ms": str(HEARTBEAT_MS),
+        **(extra or {}),
+    }
+
+
+class DistributedCluster:
+    """N ``copycat distributed`` workers of one group (see the module docstring)."""
+
+    def __init__(
+        self,
+        tmp: Path,
+        bootstrap: str,
+        plugin_path: Path,
+        workers: int,
+        *,
+        group: str | None = None,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
+        self.tmp = tmp
+        self.group = group or f"copycat-{uuid.uuid4().hex[:8]}"
+        self.props = worker_props(bootstrap, self.group, plugin_path, extra)
+        self.workers: list[CliWorker] = [self._new(i) for i in range(workers)]
+        self._starts = [0] * workers
+
+    def _new(self, index: int, run: int = 0) -> CliWorker:
+        path = self.tmp / f"worker-{index}-{run}"
+        path.mkdir(parents=True, exist_ok=True)
+        return CliWorker(path, self.props, mode="distributed")
+
+    def start(self) -> DistributedCluster:
+        for worker in self.workers:
+            worker.start(START_TIMEOUT_S)
+        return self
+
+    def stop(self) -> None:
+        for worker in self.workers:
+            worker.close()
+
+    @property
+    def urls(self) -> list[str]:
+        return [w.url for w in self.workers]
+
+    def worker_id(self, index: int) -> str:
+        return self.workers[index].url.removeprefix("http://")
+
+    def alive(self, index: int) -> bool:
+        proc = self.workers[index].proc
+        return proc is not None and proc.poll() is None
+
+    def leader(self) -> int:
+        """The live worker whose latest completed rebalance says it leads."""
+        for index, worker in enumerate(self.workers):
+            done = _REBALANCE_DONE.findall(worker.text())
+            if self.alive(index) and done and done[-1] == "leader":
+                return index
+        raise AssertionError("no live worker's log says it leads")
+
+    def bounce(self, index: int) -> None:
+        """Clean bounce: SIGTERM (tasks stop and commit), wait for exit, start a new process."""
+        self.stop_workers([index])
+        self.restart(index)
+
+    def stop_workers(self, indices: Iterable[int]) -> None:
+        """Clean stop of several workers at once (SIGTERM to each, then wait): each must exit
+        by itself with status 0, else the stop was not clean and the test says so."""
+        procs = [(i, self.workers[i].proc) for i in indices]
+        for _, proc in procs:
+            assert proc is not None and proc.poll() is None
+            proc.send_signal(signal.SIGTERM)
+        for index, proc in procs:
+            assert proc is not None
+            try:
+                code = proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired as exc:
+                proc.kill()
+                proc.wait()
+                raise AssertionError(
+                    f"worker {index} did not stop within {STOP_TIMEOUT_S} s"
+                ) from exc
+            assert code == 0, f"worker {index} exited {code}:\n{self.workers[index].text()}"
+
+    def kill(self, index: int) -> None:
+        """Hard bounce, first half: ``kill -9`` the worker (its hosts die with it)."""
+        proc = self.workers[index].proc
+        assert proc is not None
+        proc.kill()
+        proc.wait(30)
+
+    def restart(self, index: int) -> None:
+        self.restart_workers([index])
+
+    def restart_workers(self, indices: Iterable[int]) -> None:
+        """New processes for the (stopped or killed) workers, started in parallel: they join
+        the group together, in one rebalance."""
+        indices = list(indices)
+        for index in indices:
+            self._starts[index] += 1
+            self.workers[index] = self._new(index, self._starts[index]).spawn()
+        for index in indices:
+            self.workers[index].wait_ready(START_TIMEOUT_S)
+
+    def log_mark(self, index: int) -> int:
+        """Where worker ``index``'s log ends now (for :meth:`task_events` after it)."""
+        return len(self.workers[index].text())
+
+    def task_events(self, index: int, mark: int = 0) -> list[tuple[str, str]]:
+        """``(task, "starting"|"stopped")`` as worker ``index`` logged them after ``mark``."""
+        return _TASK_EVENT.findall(self.workers[index].text()[mark:])
+
+    # -- REST ----------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, via: int = 0, **kwargs: Any) -> httpx.Response:
+        """A request to worker ``via``; retries Kafka's "try again" answers (409 during a
+        rebalance) as Kafka's own clients do."""
+        deadline = time.monotonic() + 60
+        while True:
+            response = httpx.request(method, self.workers[via].url + path, timeout=90, **kwargs)
+            if response.status_code != 409 or time.monotonic() > deadline:
+                return response
+            if "already exists" in response.text:
+                return response
+            time.sleep(0.3)
+
+    def create(self, name: str, config: Mapping[str, str], via: int = 0, **body: Any) -> None:
+        response = self.request(
+            "POST", "/connectors", via, json={"name": name, "config": dict(config), **body}
+        )
+        assert response.status_code == 201, response.text
+
+    def placement(self, via: int = 0) -> dict[str, tuple[str, str]]:
+        """``{"<connector>-<task>": (state, worker_id)}`` of every task in the cluster."""
+        response = httpx.get(f"{self.workers[via].url}/connectors?expand=status", timeout=30)
+        response.raise_for_status()
+        return {
+            f"{name}-{task['id']}": (task["state"], task["worker_id"])
+            for name, entry in response.json().items()
+            for task in entry["status"]["tasks"]
+        }
+
+    def status(self, name: str, via: int = 0) -> dict[str, Any]:
+        response = httpx.get(f"{self.workers[via].url}/connectors/{name}/status", timeout=30)
+        return response.json() if response.status_code == 200 else {}
+
+    def wait_running(
+        self, name: str, tasks: int, timeout_s: float = 60, state: str = "RUNNING"
+    ) -> dict[str, Any]:
+        """Until the connector and ``tasks`` tasks are in ``state``, as every worker says."""
+
+        def settled() -> dict[str, Any] | None:
+            seen = [self.status(name, via=i) for i in range(len(self.workers))]
+            first = seen[0]
+            if not first or any(s != first for s in seen):
+                return None
+            connector_ok = first["connector"]["state"] in (state, "RUNNING")
+            if state == "STOPPED":
+                connector_ok = first["connector"]["state"] == "STOPPED"
+            task_states = [t["state"] for t in first["tasks"]]
+            if connector_ok and task_states == [state] * tasks:
+                return first
+            return None
+
+        return wait_until(settled, timeout_s, f"{name}: {tasks} tasks {state} on every worker")
