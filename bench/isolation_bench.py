@@ -153,7 +153,7 @@ def run(work: Path) -> None:
     source = host.next_handle()
     host.start_source_task(source, "bench_plugin:BurstSourceTask", {"batch": str(BATCH)}, {})
 
-    polled, failures, _offsets = host.poll(source)
+    polled, failures, _offsets, _ = host.poll(source)
     assert not failures
     assert len(polled) == BATCH and polled[-1][4] == payload
     t_put = _median_s(lambda: host.put(sink, batch))

@@ -9,6 +9,7 @@ data that any driver can run (:func:`core.runtime.build.build_task`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,7 @@ from core.plugins import PluginCatalogue
 from core.runtime.spec import (
     ClientConfigs,
     ErrorsPolicy,
+    ExactlyOnceSpec,
     PipelineSpec,
     PluginRef,
     StageSpec,
@@ -29,10 +31,21 @@ from core.worker_config import CONVERTER_KEYS, WorkerConfig
 from isolation.environment import PluginDescriptor
 from plugin_api import ConfigException
 
-__all__ = ["TaskSpecFactory", "plugin_ref"]
+__all__ = ["STANDALONE_GROUP_ID", "TaskSpecFactory", "plugin_ref", "task_transactional_id"]
+
+log = logging.getLogger("copycat.worker")
 
 # Kafka Connect's dead letter queue producer: no record lost on broker failover.
 DLQ_PRODUCER_DEFAULTS: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
+# The first part of a standalone worker's transactional ids when its config has no group.id
+# (Kafka runs exactly-once sources in distributed mode only, where group.id is required).
+STANDALONE_GROUP_ID = "connect-standalone"
+
+
+def task_transactional_id(group_id: str, connector: str, task_id: int) -> str:
+    """Kafka's ``Worker.taskTransactionalId``: one id per task of a connector in a cluster, so
+    a new instance of the task (anywhere in the cluster) fences out every older one."""
+    return f"{group_id}-{connector}-{task_id}"
 
 
 def plugin_ref(catalogue: PluginCatalogue, plugin: PluginDescriptor) -> PluginRef:
@@ -76,8 +89,11 @@ class TaskSpecFactory:
         connector_props: Mapping[str, str],
         task_props: Mapping[str, str],
         version: str = "",
+        *,
+        exactly_once: bool = False,
     ) -> TaskSpec:
-        """The spec of task ``task_id`` of ``connector`` (configs already resolved).
+        """The spec of task ``task_id`` of ``connector`` (configs already resolved);
+        ``exactly_once``: a source task run transactionally (the herder decides).
 
         Raises:
             ConfigException: a converter, transform or predicate is not installed, or a key
@@ -93,6 +109,15 @@ class TaskSpecFactory:
         settings = self.settings
         if own_limit not in (None, ""):
             settings = TaskSettings(**{**settings.__dict__, "memory_limit_bytes": int(own_limit)})
+        eos = self._exactly_once(connector, task_id, config) if exactly_once else None
+        clients = self._clients(connector, task_id, config, is_sink)
+        if eos is not None:
+            clients = ClientConfigs(
+                producer=_transactional(clients.producer, eos.transactional_id, connector),
+                consumer=clients.consumer,
+                admin=clients.admin,
+                dlq_producer=clients.dlq_producer,
+            )
         return TaskSpec(
             connector=connector,
             task_id=task_id,
@@ -102,9 +127,25 @@ class TaskSpecFactory:
             plugin=plugin_ref(self.catalogue, plugin),
             pipeline=self._pipeline(config, plugin),
             errors=errors_policy(config),
-            clients=self._clients(connector, task_id, config, is_sink),
+            clients=clients,
             settings=settings,
             version=version,
+            exactly_once=eos,
+        )
+
+    def _exactly_once(
+        self, connector: str, task_id: int, config: ConnectorConfig
+    ) -> ExactlyOnceSpec:
+        """A source task's KIP-618 settings: its transactional id and transaction boundary
+        (``transaction.boundary.interval.ms`` defaults to ``offset.flush.interval.ms``)."""
+        group = self.config.group_id or STANDALONE_GROUP_ID
+        interval_ms = config.transaction_boundary_interval_ms
+        return ExactlyOnceSpec(
+            transactional_id=task_transactional_id(group, connector, task_id),
+            boundary=(config.transaction_boundary or "poll").lower(),
+            interval_s=(
+                interval_ms / 1000 if interval_ms is not None else self.settings.commit_interval_s
+            ),
         )
 
     # -- pipeline ----------------------------------------------------------------------------
@@ -199,6 +240,28 @@ class TaskSpecFactory:
             **config.producer_overrides(),
         }
         return ClientConfigs(producer=producer, admin=admin, dlq_producer=dlq)
+
+
+def _transactional(
+    producer: Mapping[str, Any], transactional_id: str, connector: str
+) -> dict[str, Any]:
+    """An exactly-once task's producer config: Kafka's ``ensureProperty`` for idempotence
+    (required by transactions) and the transactional id (never the user's: two tasks sharing
+    one would fence each other), each overriding what the user set, with a warning."""
+    config = dict(producer)
+    for key, value in (("enable.idempotence", True), ("transactional.id", transactional_id)):
+        given = config.get(key)
+        if given is not None and str(given).lower() != str(value).lower():
+            log.warning(
+                "connector %s: ignoring %s=%s in its producer config; exactly-once source "
+                "support needs %s",
+                connector,
+                key,
+                given,
+                value,
+            )
+        config[key] = value
+    return config
 
 
 def errors_policy(config: ConnectorConfig) -> ErrorsPolicy:

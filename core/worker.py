@@ -19,10 +19,11 @@ from core.offsets import OffsetStore
 from core.plugins import LocalHosts, PluginCatalogue
 from core.runtime.build import build_task
 from core.runtime.loop import TaskLoop
-from core.runtime.services import ConfluentClients, KafkaClients, TaskServices
+from core.runtime.services import ConfluentClients, KafkaClients, TaskFencing, TaskServices
 from core.runtime.spec import TaskSpec
 from core.status import State, Status, StatusBoard, failure_trace
 from core.stores.status import StatusStore
+from core.stores.task_offsets import TaskOffsetStore
 from core.task_specs import TaskSpecFactory
 from core.worker_config import WorkerConfig
 from isolation import (
@@ -101,10 +102,17 @@ class _TaskRunner(threading.Thread):
     (plugin.call.timeout.ms) or a stop reclaims it by killing its host.
     """
 
-    def __init__(self, worker: Worker, spec: TaskSpec, paused: bool) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        spec: TaskSpec,
+        paused: bool,
+        fencing: TaskFencing | None = None,
+    ) -> None:
         super().__init__(name=f"task-{spec.name}", daemon=True)
         self.worker = worker
         self.spec = spec
+        self.fencing = fencing
         self.connector = spec.connector
         self.task_id = spec.task_id
         self.task_props: dict[str, str] = dict(spec.task_config)
@@ -136,6 +144,7 @@ class _TaskRunner(threading.Thread):
                 worker.services,
                 on_host=self._set_host,
                 should_stop=self.stopping.is_set,
+                fencing=self.fencing,
             )
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
             self.started.set()
@@ -222,9 +231,12 @@ class Worker:
         client_props: Mapping[str, Any],
         status: StatusStore | None = None,
         clients: KafkaClients | None = None,
+        task_offsets: Callable[[TaskSpec], TaskOffsetStore] | None = None,
     ) -> None:
         """``config`` is the worker's (properties are parsed and checked); ``client_props``
-        the keys every Kafka client gets (``bootstrap.servers`` resolved)."""
+        the keys every Kafka client gets (``bootstrap.servers`` resolved); ``task_offsets``
+        makes a source task's offset store when it is not simply ``offsets`` (connectors'
+        own offsets topics, see :mod:`core.offset_topics`)."""
         if not isinstance(config, WorkerConfig):
             config = WorkerConfig.from_properties(config)
         self.worker_id = worker_id
@@ -239,6 +251,7 @@ class Worker:
             hosts=LocalHosts(catalogue),
             offsets=offsets,
             clients=clients or ConfluentClients(),
+            task_offsets=task_offsets,
         )
         settings = self.specs.settings
         self.graceful_timeout_s = settings.graceful_timeout_s
@@ -457,12 +470,16 @@ class Worker:
         *,
         connector_props: Mapping[str, str] | None = None,
         paused: bool | None = None,
+        exactly_once: bool = False,
+        fencing: TaskFencing | None = None,
     ) -> _TaskRunner:
         """Start a task on its own thread and return at once; its status becomes RUNNING (or
         PAUSED) when its ``start()`` returns, FAILED if that fails.
 
         ``connector_props`` (resolved) lets a task start where its connector's instance does
-        not run (distributed mode); ``paused`` overrides the connector status's say.
+        not run (distributed mode); ``paused`` overrides the connector status's say;
+        ``exactly_once`` runs a source task transactionally, ``fencing`` around its
+        producer's initialisation (KIP-618; the herder decides both).
 
         Raises:
             ConfigException: the task's pipeline names a plugin that is not installed, or a
@@ -480,9 +497,15 @@ class Worker:
         if previous is not None and previous.is_alive():
             raise ConnectException(f"task {name}-{task_id} is already running")
         spec = self.specs.make(
-            name, task_id, connector.plugin, connector.props, task_props, connector.version
+            name,
+            task_id,
+            connector.plugin,
+            connector.props,
+            task_props,
+            connector.version,
+            exactly_once=exactly_once and connector.plugin.kind == "source",
         )
-        runner = _TaskRunner(self, spec, paused)
+        runner = _TaskRunner(self, spec, paused, fencing)
         connector.tasks[task_id] = runner
         self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
         runner.start()
@@ -614,7 +637,13 @@ class Worker:
             if current is None or current.tasks.get(task_id) is not runner:
                 return  # stopped, deleted or restarted by hand meanwhile
             del current.tasks[task_id]
-            self.start_task(name, task_id, runner.task_props)
+            self.start_task(
+                name,
+                task_id,
+                runner.task_props,
+                exactly_once=runner.spec.exactly_once is not None,
+                fencing=runner.fencing,
+            )
 
         timer = threading.Timer(delay_ms / 1000, restart)
         timer.daemon = True

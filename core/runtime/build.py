@@ -12,12 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from core.errors import ErrorReporter
+from core.kafka import wrap_kafka_error
+from core.runtime.exactly_once import TRANSACTION_TIMEOUT_S, ExactlyOnceSourceTaskLoop
 from core.runtime.loop import TaskLoop
-from core.runtime.services import TaskServices
+from core.runtime.services import TaskFencing, TaskServices
 from core.runtime.sink import SinkTaskLoop, cooperative_protocol
 from core.runtime.source import SourceTaskLoop
 from core.runtime.spec import TaskSpec
+from core.runtime.transactions import boundary_for
+from core.stores.task_offsets import TaskOffsetStore
 from core.topics import TopicCreator
 from isolation import HostClient, RemotePluginError
 from plugin_api import ConfigException, ConnectException
@@ -31,28 +37,41 @@ def build_task(
     *,
     on_host: Callable[[HostClient], None] = lambda host: None,
     should_stop: Callable[[], bool] = lambda: False,
+    fencing: TaskFencing | None = None,
 ) -> TaskLoop:
     """Start ``spec``'s task and return its loop, ready for :meth:`TaskLoop.start`.
 
     ``on_host`` receives the task's plugin host as soon as it exists, so that a driver can
     reclaim (kill) a task whose ``start()`` hangs; ``should_stop`` lets a stop requested
     meanwhile abandon the start, and lets the loop give up waiting on a dead broker.
+    ``fencing`` runs around an exactly-once task's producer initialisation (KIP-618).
     """
-    offsets = services.offsets
-    host = services.hosts.start(
-        spec.plugin,
-        spec.name,
-        callbacks={"offsets": lambda partitions: offsets.get(spec.connector, partitions)},
-        call_timeout_s=spec.settings.call_timeout_s,
-        memory_limit_bytes=spec.settings.memory_limit_bytes,
-    )
+    offsets = services.offsets_for(spec) if spec.kind == "source" else None
+    try:
+        host = services.hosts.start(
+            spec.plugin,
+            spec.name,
+            callbacks={
+                "offsets": lambda partitions: (
+                    offsets.get(spec.connector, partitions) if offsets is not None else {}
+                )
+            },
+            call_timeout_s=spec.settings.call_timeout_s,
+            memory_limit_bytes=spec.settings.memory_limit_bytes,
+        )
+    except BaseException:
+        if offsets is not None:
+            offsets.close()
+        raise
     on_host(host)
     try:
         if should_stop():
             raise ConnectException(f"task {spec.name} was stopped while it started")
-        return _start(spec, services, host, should_stop)
+        return _start(spec, services, host, should_stop, offsets, fencing)
     except BaseException:
         host.close(spec.settings.graceful_timeout_s)
+        if offsets is not None:
+            offsets.close()
         raise
 
 
@@ -61,6 +80,8 @@ def _start(
     services: TaskServices,
     host: HostClient,
     should_stop: Callable[[], bool],
+    offsets: TaskOffsetStore | None,
+    fencing: TaskFencing | None,
 ) -> TaskLoop:
     for key, plugin in spec.pipeline.attachments():
         try:
@@ -85,7 +106,19 @@ def _start(
     pipeline = spec.pipeline.wire(spec.errors)
     try:
         if spec.kind == "source":
-            return _source(spec, services, host, handle, task_target, pipeline, errors, should_stop)
+            assert offsets is not None
+            return _source(
+                spec,
+                services,
+                host,
+                handle,
+                task_target,
+                pipeline,
+                errors,
+                should_stop,
+                offsets,
+                fencing,
+            )
         return _sink(spec, services, host, handle, task_target, pipeline, errors)
     except BaseException:
         errors.close()
@@ -101,29 +134,81 @@ def _source(
     pipeline: dict[str, Any],
     errors: ErrorReporter,
     should_stop: Callable[[], bool],
+    offsets: TaskOffsetStore,
+    fencing: TaskFencing | None,
 ) -> SourceTaskLoop:
-    started = host.start_source_task(handle, task_target, spec.task_config, pipeline)
     clients = services.clients
+    producer = clients.producer(spec.clients.producer)
+    eos = spec.exactly_once
+    if eos is not None:
+        # Before the task starts (and reads its offsets): the producer's initialisation
+        # fences out older instances of the task, whose offsets could still change otherwise.
+        _init_transactions(spec, producer, fencing, should_stop)
+    started = host.start_source_task(
+        handle,
+        task_target,
+        spec.task_config,
+        pipeline,
+        connector_boundaries=eos is not None and eos.connector_boundaries,
+    )
     creator = TopicCreator(
         lambda: clients.admin(spec.clients.admin),
         spec.connector_config,
         enabled=spec.settings.topic_creation_enabled,
     )
-    loop = SourceTaskLoop(
-        spec.connector,
-        spec.task_id,
-        host,
-        handle,
-        clients.producer(spec.clients.producer),
-        services.offsets,
-        creator,
-        wants_acks=started.wants_acks,
-        errors=errors,
-        commit_interval_s=spec.settings.commit_interval_s,
-        clock=services.clock,
-    )
+    args = (spec.connector, spec.task_id, host, handle, producer, offsets, creator)
+    kwargs: dict[str, Any] = {
+        "wants_acks": started.wants_acks,
+        "errors": errors,
+        "commit_interval_s": spec.settings.commit_interval_s,
+        "clock": services.clock,
+        "on_stop": offsets.close,
+    }
+    loop: SourceTaskLoop
+    if eos is None:
+        loop = SourceTaskLoop(*args, **kwargs)
+    else:
+        loop = ExactlyOnceSourceTaskLoop(
+            *args,
+            exactly_once=eos,
+            task_offsets=offsets,
+            boundary=boundary_for(eos.boundary, eos.interval_s, services.clock),
+            **kwargs,
+        )
     loop.should_stop = should_stop
     return loop
+
+
+def _init_transactions(
+    spec: TaskSpec,
+    producer: Any,
+    fencing: TaskFencing | None,
+    should_stop: Callable[[], bool],
+) -> None:
+    """Fence older generations (the herder), initialise the transactional producer (which
+    fences older instances of this very task), then check the task is still current, as
+    Kafka's ExactlyOnceWorkerSourceTask does before it starts its task.
+
+    Raises:
+        ConnectException: fencing failed, the producer could not be initialised, or the
+            task's configs or assignment changed meanwhile; says which.
+    """
+    eos = spec.exactly_once
+    assert eos is not None
+    if fencing is not None:
+        fencing.before_producer()
+    if should_stop():  # do not fence a newer generation that may already have started
+        raise ConnectException(f"task {spec.name} was stopped while it started")
+    try:
+        producer.init_transactions(TRANSACTION_TIMEOUT_S)
+    except KafkaException as exc:
+        raise wrap_kafka_error(
+            exc,
+            f"task {spec.name} could not initialise its transactional producer "
+            f"(transactional.id {eos.transactional_id!r})",
+        ) from exc
+    if fencing is not None:
+        fencing.after_producer()
 
 
 def _sink(

@@ -5,10 +5,14 @@ executor) follows :class:`core.runtime.loop.TaskLoop`. At-least-once: an offset 
 when the broker has acknowledged its record *and every record submitted before it for the same
 source partition*, so a crash never skips data (it may resend some).
 
-Hooks for loops with other delivery guarantees (an exactly-once loop is a subclass, not a
-copy): :meth:`SourceTaskLoop._batch_dispatched` is called once a poll's records are handed to
-the producer, :meth:`SourceTaskLoop.commit_offsets` decides what committing means, and
-:meth:`SourceTaskLoop._final_commit` runs once when the task stops.
+Hooks for loops with other delivery guarantees (the exactly-once loop,
+:mod:`core.runtime.exactly_once`, is a subclass, not a copy): :meth:`SourceTaskLoop._dispatch`
+sends one poll's answer, :meth:`SourceTaskLoop._batch_starting` runs before a batch's first
+record is produced, :meth:`SourceTaskLoop._first_send_to` the first time a topic is written,
+:meth:`SourceTaskLoop._batch_dispatched` once a batch is handed to the producer,
+:meth:`SourceTaskLoop.commit_offsets` and :meth:`SourceTaskLoop._commit_if_due` decide what
+committing means and when, and :meth:`SourceTaskLoop._final_commit` runs once when the task
+stops.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.offsets import OffsetStore
 from core.topics import TopicCreator
-from isolation import HostClient
+from isolation import HostClient, PollResult
 from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.source")
@@ -114,8 +118,10 @@ class SourceTaskLoop:
         errors: ErrorReporter | None = None,
         commit_interval_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        on_stop: Callable[[], None] = lambda: None,
     ) -> None:
         self.connector = connector
+        self._on_stop = on_stop  # releases what the task alone used (its offsets topic reader)
         self.task_id = task_id
         self.host = host
         self.handle = handle
@@ -164,11 +170,24 @@ class SourceTaskLoop:
             self.commit_offsets()
             self._next_commit = self._clock() + self.commit_interval_s
 
+    def _batch_starting(self) -> None:
+        """Hook: a batch's first record is about to be produced."""
+
+    def _first_send_to(self, topic: str) -> None:
+        """Hook: the task sends to ``topic`` for the first time (creates it if configured)."""
+        if self._topic_creator is not None:
+            self._topic_creator.ensure(topic)
+
     def _batch_dispatched(self, batch: _Batch) -> None:
         """Hook: every record of ``batch`` (one poll) was handed to the producer."""
 
-    def _final_commit(self, timeout_s: float) -> None:
-        """Hook: commit on stop; waits up to ``timeout_s`` for outstanding acks first."""
+    def _dispatch(self, result: PollResult) -> int:
+        """Hook: send one poll's records (see :meth:`_send`); returns how many."""
+        return self._send(result.rows, result.offsets)
+
+    def _final_commit(self, timeout_s: float, failed: bool) -> None:
+        """Hook: commit on stop; waits up to ``timeout_s`` for outstanding acks first. What
+        the broker acknowledged is committed even after the task failed (at-least-once)."""
         if self._failure is None:  # a producer that failed has nothing trustworthy to commit
             self.commit_offsets(timeout_s)
 
@@ -208,12 +227,12 @@ class SourceTaskLoop:
                 return 0
         if not self.host.pending:
             self._submit_poll()
-        rows, failures, offsets = self.host.poll_result()
+        result = self.host.poll_result()
         self._submit_poll()
-        if failures and self.errors is not None:
-            self.errors.report_source(failures)
+        if result.failures and self.errors is not None:
+            self.errors.report_source(result.failures)
         try:
-            moved = self._send(rows, offsets)
+            moved = self._dispatch(result)
         except _Interrupted:
             return 0  # the rest of the batch is unsent and unacked: its offsets stay behind
         self._commit_if_due()
@@ -228,13 +247,13 @@ class SourceTaskLoop:
         returns how many records were sent."""
         if not self.host.pending:
             return 0
-        rows, failures, offsets = self.host.poll_result()
+        result = self.host.poll_result()
         if not send:
             return 0
-        if failures and self.errors is not None:
-            self.errors.report_source(failures)
+        if result.failures and self.errors is not None:
+            self.errors.report_source(result.failures)
         try:
-            return self._send(rows, offsets)
+            return self._dispatch(result)
         except _Interrupted:
             return 0
 
@@ -244,6 +263,7 @@ class SourceTaskLoop:
         commits none of them: its records are polled again after a restart."""
         if not rows:
             return 0
+        self._batch_starting()
         batch = _Batch(self._delivery_failed)
         self._submitted.batches.append(batch)
         produce = self.producer.produce
@@ -258,8 +278,7 @@ class SourceTaskLoop:
                         self._pending_acks.append((seq, None, None, None, None))
                     continue
                 if topic not in self._topics_seen:
-                    if self._topic_creator is not None:
-                        self._topic_creator.ensure(topic)
+                    self._first_send_to(topic)
                     self._topics_seen.add(topic)
                 if wants_acks:
                     on_delivery = functools.partial(self._record_delivered, batch, seq)
@@ -354,6 +373,14 @@ class SourceTaskLoop:
         if self._failure is not None:
             raise self._failure
 
+    def _reset_submitted(self) -> None:
+        """Forget every batch sent so far: all settled (a transaction committed them) or
+        dropped (one was aborted), so none is waited for any more."""
+        self._submitted = _Submitted()
+
+    def _before_task_stop(self) -> None:
+        """Hook: the last call to the task before its ``stop()`` (its host is alive)."""
+
     def commit_offsets(self, timeout_s: float = 0.0) -> int:
         """Store offsets of everything acknowledged so far; optionally wait for acks first.
 
@@ -380,12 +407,16 @@ class SourceTaskLoop:
         commit waits for outstanding acks (up to ``timeout_s``) and stores them.
         """
         try:
-            self._final_commit(timeout_s)
+            self._final_commit(timeout_s, failed)
         finally:
             self._release_producer()
-            if self.host.alive:
-                self._settle(send=False)
-                if self._pending_acks:
-                    acks, self._pending_acks = self._pending_acks, []
-                    self.host.acked(self.handle, acks)
-                self.host.stop_task(self.handle)
+            try:
+                if self.host.alive:
+                    self._settle(send=False)
+                    if self._pending_acks:
+                        acks, self._pending_acks = self._pending_acks, []
+                        self.host.acked(self.handle, acks)
+                    self._before_task_stop()
+                    self.host.stop_task(self.handle)
+            finally:
+                self._on_stop()

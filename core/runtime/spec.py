@@ -18,6 +18,7 @@ from typing import Any
 __all__ = [
     "ClientConfigs",
     "ErrorsPolicy",
+    "ExactlyOnceSpec",
     "PipelineSpec",
     "PluginRef",
     "StageSpec",
@@ -157,6 +158,26 @@ class TaskSettings:
 
 
 @dataclass(frozen=True)
+class ExactlyOnceSpec:
+    """How a source task runs exactly-once (KIP-618): set on the spec when the worker runs the
+    task transactionally (``exactly.once.source.support=enabled``).
+
+    ``transactional_id`` is Kafka's ``<group id>-<connector>-<task>``: a new instance of the
+    task fences out every older one by initialising a producer with it. ``boundary`` is
+    ``transaction.boundary`` (``poll``, ``interval`` or ``connector``); ``interval_s`` the
+    length of an ``interval`` transaction.
+    """
+
+    transactional_id: str
+    boundary: str = "poll"
+    interval_s: float = 60.0
+
+    @property
+    def connector_boundaries(self) -> bool:
+        return self.boundary == "connector"
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """One task of one connector, ready to run anywhere (see the module docstring)."""
 
@@ -171,6 +192,7 @@ class TaskSpec:
     clients: ClientConfigs = ClientConfigs()
     settings: TaskSettings = TaskSettings()
     version: str = ""  # the connector plugin's version(), shown in statuses
+    exactly_once: ExactlyOnceSpec | None = None  # a source task run transactionally
 
     @property
     def name(self) -> str:
@@ -185,3 +207,10 @@ class TaskSpec:
     @property
     def topics_regex(self) -> str | None:
         return self.connector_config.get("topics.regex") or None
+
+    @property
+    def offsets_topic(self) -> str | None:
+        """A source connector's own ``offsets.storage.topic`` (KIP-618), if it has one."""
+        if self.kind != "source":
+            return None
+        return self.connector_config.get("offsets.storage.topic", "").strip() or None

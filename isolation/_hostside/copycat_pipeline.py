@@ -29,6 +29,7 @@ from copycat_errors import (
     StageFailure,
 )
 from copycat_protocol import SinkActions
+from copycat_transactions import HostTransactionContext, batch_boundary
 from plugin_api.connector import freeze_partition
 
 from plugin_api import (
@@ -167,9 +168,15 @@ class HostOffsetStorageReader(OffsetStorageReader):
 
 
 class HostSourceTaskContext(SourceTaskContext):
-    def __init__(self, configs: Mapping[str, str], callback: Callback) -> None:
+    def __init__(
+        self,
+        configs: Mapping[str, str],
+        callback: Callback,
+        transactions: HostTransactionContext | None = None,
+    ) -> None:
         self._configs = dict(configs)
         self._reader = HostOffsetStorageReader(callback)
+        self._transactions = transactions
 
     def configs(self) -> dict[str, str]:
         return dict(self._configs)
@@ -177,16 +184,25 @@ class HostSourceTaskContext(SourceTaskContext):
     def offset_storage_reader(self) -> OffsetStorageReader:
         return self._reader
 
+    def transaction_context(self) -> HostTransactionContext | None:
+        return self._transactions
+
 
 class SourceRunner:
     """Runs one SourceTask: poll + transform + convert, and commit_record on acks."""
 
     def __init__(
-        self, task: SourceTask, pipeline: Pipeline, errors: ErrorPolicy | None = None
+        self,
+        task: SourceTask,
+        pipeline: Pipeline,
+        errors: ErrorPolicy | None = None,
+        transactions: HostTransactionContext | None = None,
     ) -> None:
         self.task = task
         self.pipeline = pipeline
         self.errors = errors or ErrorPolicy()
+        # Set for transaction.boundary=connector: polls then also answer the task's boundaries.
+        self.transactions = transactions
         self._poll_failed_since: float | None = None
         self._poll_attempts = 0
         self._convert = self._make_converter()
@@ -196,21 +212,24 @@ class SourceRunner:
         # default, neither the records nor their acks need to be kept or sent back.
         self.wants_acks = type(task).commit_record is not SourceTask.commit_record
 
-    def poll(self) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, Any]]]:
-        """Poll the task; return ``(rows, failures, offsets)``.
+    def poll(self) -> tuple[Any, ...]:
+        """Poll the task; return ``(rows, failures, offsets)``, and ``boundaries`` after them
+        when the task defines its transactions (:mod:`copycat_transactions`).
 
         A row is ``(seq, topic, partition, key, value, headers, timestamp)``. A record the SMT
         chain dropped, or whose conversion failed and was tolerated, comes back with topic
         ``None``: its source offset still counts, as in Kafka Connect. ``offsets`` holds
         ``(source partition, source offset)`` of the batch's last record per partition: the
         worker commits offsets a whole batch at a time, so it needs no more. A failure is
-        ``(seq, description, stage, class, exception class, message, stack trace)``.
+        ``(seq, description, stage, class, exception class, message, stack trace)``. A
+        boundary is ``(row index, "commit" | "abort", offsets up to that row)``.
         """
+        transactions = self.transactions
         try:
             records = self.task.poll() or []
         except RetriableException as exc:
             self._poll_retry(exc)
-            return [], [], []
+            return ([], [], []) if transactions is None else ([], [], [], [])
         self._poll_failed_since = None
         self._poll_attempts = 0
         out: list[tuple[Any, ...]] = []
@@ -220,6 +239,7 @@ class SourceRunner:
         frozen: Any = None
         in_flight = self._in_flight if self.wants_acks else None
         convert = self._convert
+        boundaries: list[tuple[int, str, list[tuple[Any, Any]]]] = []
         for original in records:
             seq = next(self._seq)
             if in_flight is not None:
@@ -239,7 +259,14 @@ class SourceRunner:
                 if partition is not last_partition:  # usually one object for a whole batch
                     last_partition, frozen = partition, freeze_partition(partition)
                 ends[frozen] = (partition, original.source_offset)
-        return out, failures, list(ends.values())
+            if transactions is not None and transactions.any_record_requests:
+                action = transactions.boundary_of(original)
+                if action is not None:
+                    boundaries.append((len(out) - 1, action, list(ends.values())))
+        if transactions is None:
+            return out, failures, list(ends.values())
+        offsets = list(ends.values())
+        return out, failures, offsets, boundaries + batch_boundary(transactions, offsets)
 
     def _make_converter(self) -> Callable[[int, SourceRecord], tuple[Any, ...] | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""

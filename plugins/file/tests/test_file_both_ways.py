@@ -58,7 +58,7 @@ def test_source_task_polls_the_same_rows(host: HostClient, tmp_path: Path) -> No
         handle, "copycat_file.source:FileStreamSourceTask", props, STRING_VALUES
     )
     assert started.wants_acks is False
-    rows, failures, offsets = host.poll(handle)
+    rows, failures, offsets, _ = host.poll(handle)
     assert failures == []
     assert [(r[1], r[4]) for r in rows] == [("t", b"one"), ("t", b"two"), ("t", b"three")]
     assert offsets == [({"filename": str(data)}, {"position": 14})]
@@ -78,7 +78,7 @@ def test_source_task_resumes_from_the_offset_the_worker_holds(
         {"file": str(data), "topic": "t"},
         STRING_VALUES,
     )
-    rows, _, _ = host.poll(handle)
+    rows, _, _, _ = host.poll(handle)
     assert [r[4] for r in rows] == [b"two", b"three"]
     host.stop_task(handle)
 
