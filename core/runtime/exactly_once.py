@@ -240,6 +240,10 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         if not self._open:
             return
         try:
+            # Records still queued first: aborting while librdkafka has not yet registered
+            # their partitions with the coordinator was refused (INVALID_TXN_STATE, Kafka
+            # 4.1) and fenced the producer. Sent, they are on the log as aborted records.
+            self.producer.flush(TRANSACTION_TIMEOUT_S)
             self.producer.abort_transaction(TRANSACTION_TIMEOUT_S)
         except KafkaException as exc:
             raise self._transaction_error(exc, "abort") from exc

@@ -151,9 +151,20 @@ class SequenceSourceTask(SourceTask):
         pass
 
 
-def wheel_sources() -> dict[str, str]:
-    """This module as the one file of a plugin wheel (see tests.support.wheels.build_wheel)."""
-    return {"sequence_source.py": Path(__file__).read_text()}
+def install_sequence_source(plugin_path: Path) -> Path:
+    """This module as a plugin wheel (``SequenceSource``), installed offline into
+    ``plugin_path``; returns ``plugin_path``. Test-side code, never run in a plugin host."""
+    from registry import install
+    from tests.support.wheels import build_wheel
 
-
-ENTRY_POINTS = {"copycat.connectors": {"SequenceSource": "sequence_source:SequenceSourceConnector"}}
+    wheel = build_wheel(
+        plugin_path.parent / "sequence-source-wheel",
+        "sequence-source",
+        "1.0",
+        {"sequence_source.py": Path(__file__).read_text()},
+        entry_points={
+            "copycat.connectors": {"SequenceSource": "sequence_source:SequenceSourceConnector"}
+        },
+    )
+    install(str(wheel), plugin_path, offline=True)
+    return plugin_path
