@@ -75,8 +75,15 @@ class KafkaOffsetBackingStore:
         # Canonical key -> the key bytes as written (Kafka Connect's field order, ours).
         self._variants: dict[bytes, set[bytes]] = {}
         self._sent: list[Future[int]] = []
+        # Read to the stable end: a killed exactly-once task's open transaction must not hold
+        # up every reader until it times out (core/distributed/kafka_log.py).
         self.log = KafkaBasedLog(
-            topic, client_props, self._on_record, name=name, read_committed=read_committed
+            topic,
+            client_props,
+            self._on_record,
+            name=name,
+            read_committed=read_committed,
+            stable_end=read_committed,
         )
 
     def start(self, timeout_s: float) -> None:

@@ -9,6 +9,7 @@ On any failure the host is closed and the exception propagates.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,8 @@ from isolation import HostClient, RemotePluginError
 from plugin_api import ConfigException, ConnectException
 
 __all__ = ["build_task"]
+
+log = logging.getLogger("copycat.worker")
 
 
 def build_task(
@@ -209,6 +212,12 @@ def _init_transactions(
         ) from exc
     if fencing is not None:
         fencing.after_producer()
+    log.info(
+        "task %s runs exactly-once: transactional.id %s, transaction.boundary %s",
+        spec.name,
+        eos.transactional_id,
+        eos.boundary,
+    )
 
 
 def _sink(
