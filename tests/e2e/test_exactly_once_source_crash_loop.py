@@ -272,12 +272,12 @@ def test_a_source_copies_every_line_exactly_once_through_ten_kill_9s(
     else:
         # What Tansu can show: nothing lost, first arrivals in order, the copy resumed after
         # every kill. It cannot show exactly-once: aborted records are visible there.
-        first = list(dict.fromkeys(values))
-        assert first == expected, f"lines missing or out of order ({context})"
+        arrivals = list(dict.fromkeys(values))
+        assert arrivals == expected, f"lines missing or out of order ({context})"
         log.warning(
             "dev broker: %d of %d records are aborted transactions' records that Tansu shows "
             "to read_committed readers (%s)",
-            len(values) - len(first),
+            len(values) - len(arrivals),
             len(values),
             context,
         )
