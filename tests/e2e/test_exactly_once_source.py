@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import json
+import signal
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -365,6 +366,60 @@ def test_potential_deadlock_when_producing_to_offsets_topic(
     status = cluster.wait_running(name, 1, SETTLE_S, state="FAILED")
     assert "may not write records to its own offsets topic" in status["tasks"][0]["trace"]
     _delete(cluster, name)
+
+
+def test_a_zombie_task_cannot_write_once_its_task_moved(
+    cluster: DistributedCluster, broker: KafkaCluster, topic_name: str
+) -> None:
+    """The worker running the task is frozen (SIGSTOP: the worker and its plugin hosts, in
+    the middle of a transaction); its task moves to the other worker, whose producer fences
+    the frozen one's; thawed (SIGCONT), the zombie's next commit fails with a fencing error
+    and its task stops. A read_committed reader sees every record once."""
+    broker.create_topic(topic_name, 3)
+    name = f"zombie-{uuid.uuid4().hex[:6]}"
+    config = _connector(
+        name,
+        topic_name,
+        **{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "1000"},
+    )
+    cluster.create(name, config)
+    cluster.wait_running(name, 1, SETTLE_S)
+    wait_until(
+        lambda: len(read_topic(broker.bootstrap_servers, topic_name)) >= MINIMUM,
+        SETTLE_S,
+        f"{MINIMUM} committed records",
+    )
+    owner = cluster.placement()[f"{name}-0"][1]
+    zombie = next(i for i in range(WORKERS) if cluster.worker_id(i) == owner)
+    survivor = 1 - zombie
+    mark = cluster.log_mark(zombie)
+    cluster.workers[zombie].signal_group(signal.SIGSTOP)
+    try:
+        moved = wait_until(
+            lambda: (
+                cluster.placement(via=survivor).get(f"{name}-0", ("", ""))
+                == ("RUNNING", cluster.worker_id(survivor))
+            ),
+            SETTLE_S,
+            f"{name}-0 running on the other worker",
+        )
+        assert moved
+        before = len(read_topic(broker.bootstrap_servers, topic_name))
+        wait_until(
+            lambda: len(read_topic(broker.bootstrap_servers, topic_name)) >= before + MINIMUM,
+            SETTLE_S,
+            "records committed by the task's new instance",
+        )
+    finally:
+        cluster.workers[zombie].signal_group(signal.SIGCONT)
+    wait_until(
+        lambda: f"task {name}-0 was fenced out" in cluster.workers[zombie].text()[mark:],
+        SETTLE_S,
+        "the zombie's fencing error in its worker's log",
+    )
+    assert cluster.placement(via=survivor)[f"{name}-0"] == ("RUNNING", cluster.worker_id(survivor))
+    _delete(cluster, name)
+    _assert_exactly_once(read_topic(broker.bootstrap_servers, topic_name), name, 1)
 
 
 def test_separate_offsets_topic(
