@@ -47,6 +47,20 @@ THROUGHPUT = 1_000
 OFFSET_FLUSH_INTERVAL_MS = 600_000
 CLIENT_TIMEOUT_S = 30.0
 SETTLE_S = 60.0
+# A frozen or departed worker is out of the group after this, and its work moves after the
+# scheduled delay: short, so that the zombie test's task moves within seconds (the run's
+# broker allows short sessions, tests/support/apache_kafka.py).
+SESSION_TIMEOUT_MS = 3_000
+HEARTBEAT_MS = 500
+SCHEDULED_DELAY_MS = 1_000
+
+
+def _group_settings(broker: KafkaCluster) -> dict[str, str]:
+    return {
+        "session.timeout.ms": str(broker.session_timeout_ms(SESSION_TIMEOUT_MS)),
+        "heartbeat.interval.ms": str(HEARTBEAT_MS),
+        "scheduled.rebalance.max.delay.ms": str(SCHEDULED_DELAY_MS),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +82,7 @@ def cluster(
             "plugin.path": plugins,
             "exactly.once.source.support": "enabled",
             "offset.flush.interval.ms": str(OFFSET_FLUSH_INTERVAL_MS),
+            **_group_settings(broker),
         },
     )
     try:
@@ -149,6 +164,14 @@ def _delete(cluster: DistributedCluster, name: str) -> None:
         lambda: all(not cluster.status(name, via=i) for i in range(len(cluster.workers))),
         SETTLE_S,
         f"{name}'s statuses gone (its tasks stopped)",
+    )
+
+
+def _wait_for_records(broker: KafkaCluster, topic: str, count: int) -> None:
+    wait_until(
+        lambda: len(read_topic(broker.bootstrap_servers, topic)) >= count,
+        SETTLE_S,
+        f"{count} committed records in {topic}",
     )
 
 
@@ -419,6 +442,45 @@ def test_a_zombie_task_cannot_write_once_its_task_moved(
     )
     assert cluster.placement(via=survivor)[f"{name}-0"] == ("RUNNING", cluster.worker_id(survivor))
     _delete(cluster, name)
+    _assert_exactly_once(read_topic(broker.bootstrap_servers, topic_name), name, 1)
+
+
+def test_a_cluster_rolls_from_disabled_through_preparing_to_enabled(
+    broker: KafkaCluster, plugins: str, topic_name: str, tmp_path: Path
+) -> None:
+    """Kafka's documented upgrade, worker by worker with clean bounces while a source runs:
+    every worker to ``preparing``, then every worker to ``enabled``. The task keeps running
+    throughout, runs exactly-once at the end, and no record is lost or written twice."""
+    broker.create_topic(topic_name, 3)
+    rolling = DistributedCluster(
+        tmp_path,
+        broker.bootstrap_servers,
+        Path(plugins.split(",")[0]),
+        WORKERS,
+        extra={
+            "plugin.path": plugins,
+            "exactly.once.source.support": "disabled",
+            **_group_settings(broker),
+        },
+    )
+    name = f"rolling-{uuid.uuid4().hex[:6]}"
+    try:
+        rolling.start()
+        rolling.create(name, _connector(name, topic_name))
+        rolling.wait_running(name, 1, SETTLE_S)
+        for step in ("preparing", "enabled"):
+            rolling.props["exactly.once.source.support"] = step
+            for index in range(WORKERS):
+                seen = len(read_topic(broker.bootstrap_servers, topic_name))
+                rolling.bounce(index)
+                rolling.wait_running(name, 1, SETTLE_S)
+                _wait_for_records(broker, topic_name, seen + MINIMUM)
+        owner = rolling.placement()[f"{name}-0"][1]
+        runner = next(i for i in range(WORKERS) if rolling.worker_id(i) == owner)
+        assert f"task {name}-0 runs exactly-once" in rolling.workers[runner].text()
+        _delete(rolling, name)
+    finally:
+        rolling.stop()
     _assert_exactly_once(read_topic(broker.bootstrap_servers, topic_name), name, 1)
 
 
