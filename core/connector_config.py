@@ -58,6 +58,8 @@ OFFSETS_TOPIC_GROUP = "offsets.topic"
 
 CONVERTER_KEYS = ("key.converter", "value.converter", "header.converter")
 _TRANSFORM_RESERVED = ("type", "predicate", "negate")
+# Values of task.runtime (worker and connector): a thread of this worker, or a Spark executor.
+TASK_RUNTIMES = ("local", "spark")
 _TOPIC_CREATION_PREFIX = "topic.creation."
 _DEFAULT_TOPIC_CREATION_GROUP = "default"
 
@@ -139,6 +141,13 @@ class _Orders:
     def __call__(self, group: str) -> int:
         self._next[group] = self._next.get(group, 0) + 1
         return self._next[group]
+
+
+def _nullable_runtime(name: str, value: object) -> None:
+    if value is not None and str(value).lower() not in TASK_RUNTIMES:
+        raise ConfigException(
+            name, value, f"String must be one of: {', '.join(TASK_RUNTIMES)} (or unset)"
+        )
 
 
 def _nullable_at_least_zero(name: str, value: object) -> None:
@@ -232,6 +241,19 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
         order(c),
         Width.MEDIUM,
         "Reload action",
+    )
+    d.define(
+        "task.runtime",
+        _T.STRING,
+        None,
+        _nullable_runtime,
+        _LOW,
+        "Where this connector's tasks run: local or spark (docs/spark.md); unset = the "
+        "worker's task.runtime.",
+        c,
+        order(c),
+        Width.SHORT,
+        "Task runtime",
     )
     d.define(
         "task.restart.policy",

@@ -1,5 +1,8 @@
 """The worker: starts connectors and tasks in plugin hosts and drives task loops on threads.
 
+A connector whose ``task.runtime`` is ``spark`` has its tasks driven on Spark executors instead
+(:mod:`core.spark`): the same task runtime, started, paused and stopped the same way.
+
 The worker owns every Kafka client (one producer per source task, one consumer per sink task,
 as Kafka Connect does); plugin hosts see only bytes. A failing task is marked FAILED with its
 trace and never takes the worker or other tasks down.
@@ -12,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.connector_config import ConnectorConfig
 from core.offsets import OffsetStore
@@ -37,6 +40,9 @@ from isolation.environment import PluginDescriptor
 from isolation.errors import remote_error
 from isolation.protocol import RAISE_ERROR, REQUEST_TASK_RECONFIGURATION
 from plugin_api import ConfigException, ConnectException
+
+if TYPE_CHECKING:
+    from core.spark.driver import SparkDriver
 
 log = logging.getLogger("copycat.worker")
 
@@ -137,6 +143,7 @@ class _TaskRunner(threading.Thread):
             log.info("task %s stopped", self.spec.name)
 
     def _run(self) -> None:
+        """The thread's work on the local runtime (the Spark runner has its own)."""
         worker, spec = self.worker, self.spec
         try:
             loop = build_task(
@@ -200,6 +207,11 @@ class _TaskRunner(threading.Thread):
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
 
+    def topics(self) -> set[str]:
+        """Topics the task produced to or is assigned (KIP-558)."""
+        loop = self.loop
+        return loop.topics() if loop is not None else set()
+
     def kill_host(self, reason: str) -> None:
         """Reclaim a task that does not stop (or start) in time: kill its plugin host."""
         host = self.host
@@ -258,6 +270,9 @@ class Worker:
         self.call_timeout_s = settings.call_timeout_s
         self.memory_limit_bytes = settings.memory_limit_bytes
         self.commit_interval_s = settings.commit_interval_s
+        self.runtime = str(config.get("task.runtime")).lower()
+        self._spark: SparkDriver | None = None  # made on first use (core/spark/)
+        self._spark_lock = threading.Lock()
         self._restart_attempts: dict[tuple[str, int], int] = {}
         # Hosts spawned for a connector and not yet registered (a start in progress), so a
         # delete can reclaim a start that hangs.
@@ -270,6 +285,8 @@ class Worker:
         # Task loops allocate and free a batch of records at a time (isolation/allocator.py).
         allocator.tune_this_process()
         allocator.tune_gc()
+        if self.runtime == "spark":  # fail at start-up, not at the first task, if Spark cannot
+            self.spark()
 
     # -- plugin hosts --------------------------------------------------------------------------
 
@@ -505,7 +522,7 @@ class Worker:
             connector.version,
             exactly_once=exactly_once and connector.plugin.kind == "source",
         )
-        runner = _TaskRunner(self, spec, paused, fencing)
+        runner = self._runner(spec, connector.props, paused, fencing)
         connector.tasks[task_id] = runner
         self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
         runner.start()
@@ -535,7 +552,60 @@ class Worker:
         runners = list(connector.tasks.values())
         self._stop_runners(name, runners, timeout_s)
         connector.tasks.clear()
+        if self._spark is not None:
+            self._spark.release(name)
         self._forget_if_idle(name)
+
+    # -- task runtimes (local threads, Spark executors) ------------------------------------------
+
+    def runtime_of(self, props: Mapping[str, str]) -> str:
+        """A connector's ``task.runtime``: its own, else the worker's."""
+        own = (props.get("task.runtime") or "").strip().lower()
+        return own or self.runtime
+
+    def spark(self) -> SparkDriver:
+        """The Spark driver of this worker, made (SparkSession, control endpoint) on first use."""
+        with self._spark_lock:
+            if self._spark is None:
+                from core.spark.driver import SparkDriver, SparkSettings
+
+                self._spark = SparkDriver(
+                    self.worker_id,
+                    SparkSettings.of(self.config),
+                    self.offsets,
+                    lambda ref: self.catalogue.environment_at(ref.location),
+                )
+            return self._spark
+
+    def reserve_task_slots(self, name: str, tasks: int) -> None:
+        """Before a connector's tasks start: on Spark, hold a slot for each of them.
+
+        Raises:
+            ConnectException: the Spark application has fewer free slots than ``tasks``.
+        """
+        connector = self.connectors.get(name)
+        if connector is not None and self.runtime_of(connector.props) == "spark":
+            self.spark().reserve(name, tasks)
+
+    def _runner(
+        self,
+        spec: TaskSpec,
+        props: Mapping[str, str],
+        paused: bool,
+        fencing: TaskFencing | None = None,
+    ) -> _TaskRunner:
+        if self.runtime_of(props) == "spark":
+            if spec.exactly_once is not None:
+                raise ConfigException(
+                    "task.runtime",
+                    "spark",
+                    f"task {spec.name}: exactly-once source tasks run on the local runtime "
+                    "only (its transactional producer and fencing live in the worker)",
+                )
+            from core.spark.runner import SparkTaskRunner
+
+            return SparkTaskRunner(self, spec, paused, self.spark())
+        return _TaskRunner(self, spec, paused, fencing)
 
     def _stop_runners(self, name: str, runners: list[_TaskRunner], timeout_s: float | None) -> None:
         for runner in runners:
@@ -575,6 +645,9 @@ class Worker:
         for name in list(self.connectors):
             self.stop_connector(name)
         self.offsets.flush()
+        if self._spark is not None:
+            self._spark.close()
+            self._spark = None
 
     # -- automatic restarts (beyond Kafka Connect; opt-in per connector) ---------------------
 
@@ -691,6 +764,5 @@ class Worker:
         connector = self.connectors.get(name)
         topics: set[str] = set()
         for runner in list(connector.tasks.values()) if connector is not None else ():
-            if runner.loop is not None:
-                topics |= runner.loop.topics()
+            topics |= runner.topics()
         return topics

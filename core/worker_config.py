@@ -87,6 +87,8 @@ ALLOWED_PREFIXES = (
     "sasl.",
     "security.",
     "metrics.context.",
+    # Spark's own settings, handed to the SparkSession of the Spark runtime (docs/spark.md).
+    "spark.",
     "rest.extension.",
 )
 
@@ -106,6 +108,12 @@ _SUGGESTION_CUTOFF = 0.75
 _ONE_MINUTE_MS = 60_000
 _FIVE_SECONDS_MS = 5_000
 _FIVE_MINUTES_MS = 300_000
+# Tasks on Spark executors report this often: cheap (one small HTTP request on a kept-alive
+# connection), and status shown by REST is at most this old.
+_SPARK_HEARTBEAT_MS = 1_000
+# Longer than a full GC pause of an executor's Python worker or a slow env build step between
+# two heartbeats, far shorter than Spark's own spark.network.timeout (120 s).
+_SPARK_HEARTBEAT_TIMEOUT_MS = 30_000
 # REST bodies: a connector config is stored as one record of Kafka's config topic in
 # distributed mode, and brokers accept records of about 1 MiB by default (message.max.bytes),
 # so a larger config could not be stored there anyway. A sink's offsets PATCH of ~10,000
@@ -386,6 +394,49 @@ def _build() -> ConfigDef:
         CaseInsensitiveValidString.in_("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
         _MEDIUM,
         "Protocol used to talk to the brokers.",
+    )
+    # --- Task runtimes (beyond Kafka Connect; docs/spark.md) ------------------------------
+    d.define(
+        "task.runtime",
+        _T.STRING,
+        "local",
+        CaseInsensitiveValidString.in_("local", "spark"),
+        _MEDIUM,
+        "Where connector tasks run: local (threads of this worker, each with its plugin host) "
+        "or spark (each task a long-running job on a Spark executor; the worker is the Spark "
+        "driver and takes every spark.* key of this file for its SparkSession). Connectors "
+        "may override it with their own task.runtime.",
+    )
+    d.define(
+        "task.spark.heartbeat.interval.ms",
+        _T.LONG,
+        _SPARK_HEARTBEAT_MS,
+        Range.at_least(10),
+        _LOW,
+        "How often a task on a Spark executor reports its status to the worker and asks for "
+        "its target state; a pause, resume or stop reaches it at once regardless (the worker "
+        "answers a waiting heartbeat as soon as the target changes).",
+    )
+    d.define(
+        "task.spark.heartbeat.timeout.ms",
+        _T.LONG,
+        _SPARK_HEARTBEAT_TIMEOUT_MS,
+        Range.at_least(100),
+        _LOW,
+        "A task on Spark that has not reported for this long is given up for lost: its job "
+        "is cancelled and submitted again. On the executor, a task that cannot reach the "
+        "worker for this long stops (without committing).",
+    )
+    d.define(
+        "task.spark.env.cache.dir",
+        _T.STRING,
+        None,
+        None,
+        _LOW,
+        "Directory on each executor machine where plugin environments are built from the "
+        "shipped wheelhouses, one per content hash (a file lock guards each build). Unset: "
+        "inside each executor's own working directory (SparkFiles root), so each executor "
+        "builds its own copy once.",
     )
     # --- RestServerConfig -----------------------------------------------------------------
     d.define(

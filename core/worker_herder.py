@@ -45,7 +45,7 @@ from core.stores.task_offsets import TaskOffsetStore
 from core.worker import Worker
 from core.worker_config import WorkerConfig
 from isolation import RemotePluginError
-from plugin_api import ConfigException, TopicPartition
+from plugin_api import ConfigException, ConnectException, TopicPartition
 
 __all__ = ["REST_REQUEST_TIMEOUT_S", "WorkerHerder", "reverse_transform"]
 
@@ -286,6 +286,11 @@ class WorkerHerder(AbstractHerder):
                 worker.status.remove_task(name, task_id)
         if self._target(name) is TargetState.PAUSED:
             worker.pause(name, True)
+        try:
+            worker.reserve_task_slots(name, len(task_configs))  # task.runtime=spark only
+        except ConnectException as exc:
+            self._fail_connector(name, exc, resolved)
+            return
         self._new_task_generation(name, len(task_configs))
         for task_id, task_config in enumerate(task_configs):
             worker.start_task(name, task_id, task_config, **self._task_options(name, task_id))

@@ -111,6 +111,12 @@ _NO_LEADER = (
 )
 _CONFLICT = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
 _REQUIRED = ("group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
+# Distributed mode drives tasks on the worker's own threads only: the Spark runtime's slot
+# reservation and driver per worker are not wired to rebalances (docs/spark.md, "Not yet").
+_NO_SPARK = (
+    "task.runtime=spark is not supported in distributed mode yet: its tasks run on the "
+    "workers' own threads (task.runtime=local); see docs/spark.md"
+)
 
 
 class DistributedHerder(WorkerHerder):
@@ -131,6 +137,8 @@ class DistributedHerder(WorkerHerder):
                 raise ConfigException(
                     key, None, f'Missing required configuration "{key}" which has no default value.'
                 )
+        if str(self.config.get("task.runtime")).lower() == "spark":
+            raise ConfigException("task.runtime", self.config.get("task.runtime"), _NO_SPARK)
         self.group_id: str = self.config.get("group.id")
         self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
         secrets.install_log_scrubber()
@@ -946,6 +954,14 @@ class DistributedHerder(WorkerHerder):
             {"id": {"connector": name, "task": i}, "config": c}
             for i, c in enumerate(self._task_configs(name))
         ]
+
+    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
+        """As every herder's, plus an error on ``task.runtime=spark`` (REST threads)."""
+        infos = super().validate_connector_config(config)
+        if (config.get("task.runtime") or "").strip().lower() == "spark":
+            self._add_error(infos, "task.runtime", _NO_SPARK)
+            infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
+        return infos
 
     def create_connector(
         self,

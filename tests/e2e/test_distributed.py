@@ -512,3 +512,20 @@ def test_a_cluster_scope_logger_level_reaches_every_worker(cluster: DistributedC
         )
         assert response.status_code == 204, response.text
         wait_until(partial(everywhere, level), 30, f"{namespace} at {level} on every worker")
+
+
+def test_a_connector_on_the_spark_runtime_is_refused_naming_the_key(
+    cluster: DistributedCluster, tmp_path: Path
+) -> None:
+    config = {
+        "connector.class": "FileStreamSource",
+        "file": str(tmp_path / "in.txt"),
+        "topic": "unused",
+        "task.runtime": "spark",
+    }
+    response = cluster.request(
+        "POST", "/connectors", 1, json={"name": "on-spark", "config": config}
+    )
+    assert response.status_code == 400, response.text
+    assert "task.runtime=spark is not supported in distributed mode" in response.json()["message"]
+    assert cluster.request("GET", "/connectors/on-spark", 2).status_code == 404

@@ -111,6 +111,13 @@ class DistributedCluster:
     def worker_id(self, index: int) -> str:
         return self.workers[index].url.removeprefix("http://")
 
+    def add_worker(self) -> int:
+        """Start one more worker of the group; its index."""
+        self.workers.append(self._new(len(self.workers)))
+        self._starts.append(0)
+        self.workers[-1].start(START_TIMEOUT_S)
+        return len(self.workers) - 1
+
     def alive(self, index: int) -> bool:
         proc = self.workers[index].proc
         return proc is not None and proc.poll() is None

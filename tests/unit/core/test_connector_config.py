@@ -56,9 +56,11 @@ def _error(props: dict[str, str], is_sink: bool | None) -> ConfigException:
 
 
 def test_key_sets_match_kafka() -> None:
-    # Ours beyond Kafka's: KIP-891's version pin, and the plugin host's memory limit.
+    # Ours beyond Kafka's: KIP-891's version pin, the plugin host's memory limit, automatic
+    # restarts, and where tasks run (docs/spark.md).
     assert set(SOURCE_CONNECTOR_CONFIG_DEF.names()) == KAFKA_SOURCE_KEYS | {
         "connector.plugin.version",
+        "task.runtime",
         "plugin.host.memory.max.bytes",
         "task.restart.policy",
         "task.restart.max.attempts",

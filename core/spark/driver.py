@@ -1,0 +1,361 @@
+"""The Spark driver side of the worker: the SparkSession, the control endpoint, task slots.
+
+One :class:`SparkDriver` per worker that runs tasks on Spark, made when the first such task
+starts (or at start-up when the worker's ``task.runtime`` is ``spark``). It
+
+* creates the SparkSession from the worker's ``spark.*`` keys, or joins the process's active
+  one (an application embedding Copycat, the test suite); refuses ``spark.speculation=true``:
+  a speculative copy of a task would run it twice, each copy producing and committing;
+* runs the control endpoint tasks report to (:mod:`core.spark.control`) and routes each
+  request to that task's :class:`core.spark.runner.SparkTaskRunner`;
+* ships plugin environments (:mod:`core.spark.shipping`);
+* counts task slots: every Copycat task holds one executor slot for as long as it runs, so a
+  connector whose tasks do not all fit next to the running ones is refused, naming the counts,
+  instead of leaving tasks queued forever;
+* answers where a task runs from Spark's status API (job group -> job -> stage -> the
+  running task attempt's executor and host).
+
+Threads: task runner threads submit jobs and ship; REST threads (through the worker) reserve
+slots; the control server's threads call :meth:`_handle`. A lock guards the registries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import sys
+import threading
+import time
+import urllib.request
+import weakref
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from plugin_api.connector import freeze_partition
+
+from core.offsets import OffsetStore
+from core.runtime.spec import PluginRef, TaskSpec
+from core.spark.control import ControlServer, Request
+from core.spark.shipping import Shipper
+from core.worker_config import WorkerConfig
+from isolation.environment import PluginEnvironment
+from plugin_api import ConfigException, ConnectException
+
+if TYPE_CHECKING:
+    from core.spark.runner import SparkTaskRunner
+
+__all__ = ["Placement", "SparkDriver", "SparkSettings"]
+
+log = logging.getLogger("copycat.spark")
+
+# Spark's monitoring REST API answers from the driver's own UI server, in milliseconds.
+STATUS_API_TIMEOUT_S = 5.0
+# How often the watchdog looks for tasks that stopped reporting; a small fraction of
+# task.spark.heartbeat.timeout.ms.
+WATCHDOG_INTERVAL_S = 1.0
+_TRUE = ("true", "1", "yes")
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """The worker keys the Spark runtime reads (``spark.*`` go to the SparkSession)."""
+
+    spark_conf: Mapping[str, str]
+    heartbeat_interval_s: float = 1.0
+    heartbeat_timeout_s: float = 30.0
+    env_cache_dir: str | None = None
+
+    @classmethod
+    def of(cls, config: WorkerConfig) -> SparkSettings:
+        cache_dir = config.get("task.spark.env.cache.dir")
+        return cls(
+            spark_conf={
+                k: v for k, v in config.originals_strings().items() if k.startswith("spark.")
+            },
+            heartbeat_interval_s=config.get("task.spark.heartbeat.interval.ms") / 1000,
+            heartbeat_timeout_s=config.get("task.spark.heartbeat.timeout.ms") / 1000,
+            env_cache_dir=str(cache_dir) if cache_dir else None,
+        )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where an attempt of a task runs, as Spark's status API says."""
+
+    executor_id: str
+    host: str
+    job_id: int | None = None
+    stage_id: int | None = None
+    spark_task_id: int | None = None
+
+
+class _Slots:
+    """Task slots of one Spark application, shared by every driver in the process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reserved: dict[tuple[int, str], int] = {}  # (driver id, connector) -> tasks
+
+
+_slots_by_context: weakref.WeakKeyDictionary[Any, _Slots] = weakref.WeakKeyDictionary()
+_shippers_by_context: weakref.WeakKeyDictionary[Any, Shipper] = weakref.WeakKeyDictionary()
+_registry_lock = threading.Lock()
+
+
+def _per_context(
+    table: weakref.WeakKeyDictionary[Any, Any], sc: Any, make: Callable[[], Any]
+) -> Any:
+    with _registry_lock:
+        found = table.get(sc)
+        if found is None:
+            found = table[sc] = make()
+        return found
+
+
+class SparkDriver:
+    """See the module docstring. ``offsets`` is the worker's source offset store;
+    ``environment`` finds the local :class:`PluginEnvironment` of a :class:`PluginRef`."""
+
+    def __init__(
+        self,
+        worker_id: str,
+        settings: SparkSettings,
+        offsets: OffsetStore,
+        environment: Callable[[PluginRef], PluginEnvironment],
+    ) -> None:
+        self.worker_id = worker_id
+        self.settings = settings
+        self.offsets = offsets
+        self.environment = environment
+        self.session, self.owns_session = _session(worker_id, settings.spark_conf)
+        self.sc = self.session.sparkContext
+        speculation = str(self.sc.getConf().get("spark.speculation", "false")).lower()
+        if speculation in _TRUE:
+            self._release_session()
+            raise ConfigException(
+                "spark.speculation",
+                speculation,
+                "Copycat tasks cannot run on a Spark application with speculation on: a "
+                "speculative copy would run the same connector task twice (twice the records, "
+                "two members for one consumer, offsets committed by both); set "
+                "spark.speculation=false",
+            )
+        self.uid = secrets.token_hex(4)
+        self.token = secrets.token_urlsafe(24)
+        self._runners: dict[tuple[str, int], SparkTaskRunner] = {}
+        self._lock = threading.Lock()
+        bind = str(self.sc.getConf().get("spark.driver.host", "127.0.0.1"))
+        self.control = ControlServer(bind, self.token, self._handle)
+        self.shipper: Shipper = _per_context(
+            _shippers_by_context, self.sc, lambda: Shipper(self.sc)
+        )
+        self._slots: _Slots = _per_context(_slots_by_context, self.sc, _Slots)
+        self._closed = threading.Event()
+        threading.Thread(target=self._watch, name="copycat-spark-watchdog", daemon=True).start()
+        log.info(
+            "Spark runtime ready: application %s (%s), master %s, control endpoint %s:%d",
+            self.sc.applicationId,
+            self.sc.appName,
+            self.sc.master,
+            self.control.host,
+            self.control.port,
+        )
+
+    # -- tasks ---------------------------------------------------------------------------------
+
+    def job_group(self, spec: TaskSpec) -> str:
+        """The Spark job group of a task's jobs (shown in its status; unique per worker)."""
+        return f"copycat-{self.uid}-{spec.connector}-{spec.task_id}"
+
+    def register(self, runner: SparkTaskRunner) -> None:
+        with self._lock:
+            self._runners[(runner.connector, runner.task_id)] = runner
+
+    def unregister(self, runner: SparkTaskRunner) -> None:
+        with self._lock:
+            if self._runners.get((runner.connector, runner.task_id)) is runner:
+                del self._runners[(runner.connector, runner.task_id)]
+
+    def ship(self, spec: TaskSpec) -> dict[str, str]:
+        return self.shipper.ship(spec, self.environment)
+
+    def submit(self, group: str, description: str, payload: Any) -> list[tuple[str, str]]:
+        """Run one task's job and wait for its outcome; on the calling thread (its job group
+        is a property of that thread, see pyspark's pinned thread mode)."""
+        from core.spark.executor import run_task
+
+        self.sc.setJobGroup(group, description, interruptOnCancel=True)
+        rdd = self.sc.parallelize([payload], 1).mapPartitions(run_task)
+        outcome: list[tuple[str, str]] = rdd.collect()
+        return outcome
+
+    def cancel(self, group: str) -> None:
+        """Cancel a task's job (its Python worker and plugin hosts are killed)."""
+        self.sc.cancelJobGroup(group)
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.sc._jsc is None or self.sc._jsc.sc().isStopped())
+
+    def _watch(self) -> None:
+        """Give up attempts that stopped reporting (see SparkTaskRunner.check_alive)."""
+        while not self._closed.wait(WATCHDOG_INTERVAL_S):
+            with self._lock:
+                runners = list(self._runners.values())
+            now = time.monotonic()
+            for runner in runners:
+                runner.check_alive(now)
+
+    # -- slots ---------------------------------------------------------------------------------
+
+    def slots(self) -> int:
+        """Task slots of the application's executors (cores / spark.task.cpus)."""
+        executors = self._status_api("executors")
+        if executors is not None:
+            remote = [e for e in executors if e.get("id") != "driver" and e.get("isActive", True)]
+            chosen = remote or executors  # local[N]: the driver is the only executor
+            return sum(int(e.get("maxTasks", e.get("totalCores", 0))) for e in chosen)
+        return int(self.sc.defaultParallelism)
+
+    def reserve(self, connector: str, tasks: int) -> None:
+        """Hold ``tasks`` slots for ``connector`` (replacing what it held before).
+
+        Raises:
+            ConnectException: fewer free slots than ``tasks``, naming both and who holds the
+                others.
+        """
+        total = self.slots()
+        key = (id(self), connector)
+        with self._slots.lock:
+            others = {k: n for k, n in self._slots.reserved.items() if k != key}
+            used = sum(others.values())
+            if tasks > total - used:
+                holders = ", ".join(f"{c} ({n})" for (_, c), n in sorted(others.items())) or "none"
+                raise ConnectException(
+                    f"connector {connector} needs {tasks} Spark task slots, but the Spark "
+                    f"application {self.sc.applicationId} has {total - used} free of {total} "
+                    f"(held by the Copycat tasks of: {holders}); each task holds a slot for as "
+                    "long as it runs: add executors or cores, or lower tasks.max"
+                )
+            self._slots.reserved[key] = tasks
+
+    def release(self, connector: str) -> None:
+        with self._slots.lock:
+            self._slots.reserved.pop((id(self), connector), None)
+
+    # -- status API ----------------------------------------------------------------------------
+
+    def _status_api(self, path: str) -> Any:
+        url = self.sc.uiWebUrl
+        if not url:
+            return None
+        full = f"{url}/api/v1/applications/{self.sc.applicationId}/{path}"
+        try:
+            with urllib.request.urlopen(full, timeout=STATUS_API_TIMEOUT_S) as response:
+                return json.loads(response.read())
+        except (OSError, ValueError) as exc:
+            log.debug("Spark status API %s: %s", full, exc)
+            return None
+
+    def locate(self, group: str) -> Placement | None:
+        """Where the running attempt of ``group``'s latest job is, per Spark's status API."""
+        tracker = self.sc.statusTracker()
+        jobs = sorted(tracker.getJobIdsForGroup(group))
+        if not jobs:
+            return None
+        info = tracker.getJobInfo(jobs[-1])
+        if info is None:
+            return None
+        for stage in sorted(int(s) for s in info.stageIds):
+            for attempt in self._status_api(f"stages/{stage}") or []:
+                tasks = self._status_api(f"stages/{stage}/{attempt['attemptId']}/taskList")
+                for task in tasks or []:
+                    if task.get("status") == "RUNNING":
+                        return Placement(
+                            str(task["executorId"]),
+                            str(task["host"]),
+                            jobs[-1],
+                            stage,
+                            int(task["taskId"]),
+                        )
+        return None
+
+    # -- control requests ----------------------------------------------------------------------
+
+    def _handle(self, request: Request) -> tuple[int, dict[str, Any]]:
+        with self._lock:
+            runner = self._runners.get((request.connector, request.task))
+        if runner is None or runner.attempt != request.attempt:
+            return 409, {
+                "error": f"attempt {request.attempt} of task "
+                f"{request.connector}-{request.task} is not the current one"
+            }
+        if request.op == "heartbeat":
+            return 200, runner.on_heartbeat(request.body)
+        if request.op == "offsets.get":
+            wanted = [dict(p) for p in request.body.get("partitions", [])]
+            found = self.offsets.get(request.connector, wanted)
+            pairs = [
+                [p, found[freeze_partition(p)]] for p in wanted if freeze_partition(p) in found
+            ]
+            return 200, {"offsets": pairs}
+        if request.op == "offsets.commit":
+            entries = [(dict(p), o) for p, o in request.body.get("entries", [])]
+            if not runner.may_commit():
+                return 409, {"error": "the task is no longer running here"}
+            self.offsets.put(request.connector, entries)
+            self.offsets.flush()
+            return 200, {"committed": len(entries)}
+        return 400, {"error": f"unknown control operation {request.op!r}"}
+
+    # -- life cycle ----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the control endpoint (tasks were stopped before) and the SparkSession if this
+        driver made it."""
+        self._closed.set()
+        self.control.close()
+        self._release_session()
+
+    def _release_session(self) -> None:
+        if self.owns_session:
+            self.session.stop()
+
+
+def _session(worker_id: str, conf: Mapping[str, str]) -> tuple[Any, bool]:
+    """The process's SparkSession: the active one, or a new one from ``conf``."""
+    if str(conf.get("spark.speculation", "false")).lower() in _TRUE:
+        raise ConfigException(
+            "spark.speculation",
+            conf["spark.speculation"],
+            "Copycat tasks cannot run with Spark speculation on (a speculative copy runs the "
+            "same connector task twice); set spark.speculation=false",
+        )
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise ConfigException(
+            "task.runtime",
+            "spark",
+            "task.runtime=spark needs pyspark in the worker's Python: pip install 'copycat[spark]'",
+        ) from exc
+    existed = SparkContext._active_spark_context is not None
+    if not existed:
+        # The executors' Python workers run this interpreter unless told otherwise: it has
+        # Copycat (and never a plugin) installed. pyspark reads it from the environment.
+        os.environ.setdefault("PYSPARK_PYTHON", conf.get("spark.pyspark.python") or sys.executable)
+        if not conf.get("spark.master") and not os.environ.get("MASTER"):
+            raise ConfigException(
+                "spark.master",
+                None,
+                "task.runtime=spark needs spark.master in the worker config (spark://host:7077, "
+                "yarn, k8s://..., local-cluster[...] or local[N])",
+            )
+    builder = SparkSession.builder.appName(conf.get("spark.app.name", f"copycat {worker_id}"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate(), not existed

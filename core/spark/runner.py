@@ -1,0 +1,245 @@
+"""The worker's driver of one task that runs on Spark: a thread that keeps its job running.
+
+:class:`SparkTaskRunner` stands where the local runtime's task thread stands (the worker
+starts, pauses, stops and restarts both the same way, and the herder cannot tell them apart),
+but the task loop runs on an executor (:mod:`core.spark.executor`). The thread:
+
+1. ships the task's plugin environments (once per Spark application);
+2. submits the task as a one-partition Spark job under the task's job group and waits for it:
+   the job runs until the task is told to stop (gracefully, with a final offset commit) or
+   fails;
+3. when the job ends without the task having stopped or failed (its executor was lost, or it
+   stopped reporting for ``task.spark.heartbeat.timeout.ms``), submits it again: a new
+   *attempt*. Each attempt has a number; the worker answers only the current one, so an
+   attempt given up for lost that comes back is told to stop and can commit nothing.
+
+Status follows the local runtime's: UNASSIGNED until the executor reports the task started,
+then RUNNING (or PAUSED) with ``worker_id`` naming the executor, its host and the task's Spark
+job group; FAILED with the executor's trace; UNASSIGNED again (with a trace saying why) while a
+lost attempt is being replaced.
+
+Threads: the runner's own thread submits and waits; the control server's threads call
+:meth:`on_heartbeat`; the worker's threads set ``paused``/``stopping`` and call
+:meth:`kill_host`; the driver's watchdog calls :meth:`check_alive`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from core.runtime.spec import TaskSpec
+from core.spark.driver import Placement, SparkDriver
+from core.spark.executor import FAILED, PAUSED, RUNNING, STOP, STOPPED, Assignment
+from core.status import State, Status
+from core.worker import _TaskRunner
+
+if TYPE_CHECKING:
+    from core.worker import Worker
+
+__all__ = ["SparkTaskRunner"]
+
+log = logging.getLogger("copycat.spark")
+
+# Pause between a lost attempt and its replacement: Spark needs a moment to notice a lost
+# executor's slot, and a task that cannot run anywhere must not spin.
+RESUBMIT_BACKOFF_S = 1.0
+# How often a held heartbeat (long poll) looks whether the target state changed.
+TARGET_POLL_S = 0.05
+# Longest failure text kept from a job that Spark failed (its Java stack is long).
+JOB_FAILURE_CHARS = 2_000
+
+
+class SparkTaskRunner(_TaskRunner):
+    """One task on Spark (see the module docstring)."""
+
+    def __init__(self, worker: Worker, spec: TaskSpec, paused: bool, driver: SparkDriver) -> None:
+        super().__init__(worker, spec, paused)
+        self.name = f"spark-task-{spec.name}"
+        self.driver = driver
+        self.group = driver.job_group(spec)
+        self.attempt = 0  # the attempt the worker answers; 0 while none is running
+        self.attempts = 0  # attempts submitted so far
+        self.placement: Placement | None = None
+        self.remote: Mapping[str, Any] = {}  # the last heartbeat's report
+        self.records_moved = 0
+        self._topics: set[str] = set()
+        self._beating = False  # the current attempt has reported at least once
+        self._reported_start = False
+        self._last_beat = time.monotonic()
+
+    # -- what the worker asks of every task runner --------------------------------------------
+
+    def topics(self) -> set[str]:
+        return set(self._topics)
+
+    def kill_host(self, reason: str) -> None:
+        """Reclaim a task that does not stop in time: cancel its Spark job (Spark kills its
+        Python worker, whose plugin hosts die with it)."""
+        log.error(
+            "task %s: %s; cancelling its Spark job group %s", self.spec.name, reason, self.group
+        )
+        self.attempt = 0
+        self.driver.cancel(self.group)
+
+    @property
+    def where(self) -> str:
+        """The task's ``worker_id`` in REST status: executor, host and Spark job group."""
+        placement = self.placement
+        if placement is None:
+            return f"{self.worker.worker_id} (Spark job group {self.group})"
+        return (
+            f"executor {placement.executor_id} on {placement.host} (Spark job group {self.group})"
+        )
+
+    # -- the thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        """The thread's work (``run()``, inherited, logs the task's start and end around it)."""
+        driver, spec = self.driver, self.spec
+        driver.register(self)
+        try:
+            try:
+                archives = driver.ship(spec)
+            except BaseException as exc:  # noqa: BLE001 - the task fails, never the worker
+                self._failed_before_start(exc)
+                return
+            self._keep_running(archives)
+        finally:
+            driver.unregister(self)
+            self.started.set()
+            if not self.failed:
+                self._report(State.UNASSIGNED)
+        if self.failed and not self.stopping.is_set():
+            self.worker.task_failed(self)
+
+    def _failed_before_start(self, exc: BaseException) -> None:
+        from core.status import failure_trace
+
+        self.started.set()
+        if self.stopping.is_set():
+            return
+        self.failed = True
+        log.error("task %s failed to start on Spark: %s", self.spec.name, exc)
+        self._report(State.FAILED, failure_trace(exc))
+
+    def _keep_running(self, archives: dict[str, str]) -> None:
+        driver, spec = self.driver, self.spec
+        settings = driver.settings
+        while not self.stopping.is_set():
+            if driver.stopped:
+                self.failed = True
+                self._report(State.FAILED, f"the Spark application {driver.sc.applicationId} ended")
+                return
+            self.attempts += 1
+            self._beating = self._reported_start = False
+            self.placement = None
+            self.attempt = self.attempts
+            assignment = Assignment(
+                spec=spec,
+                attempt=self.attempt,
+                control_host=driver.control.host,
+                control_port=driver.control.port,
+                token=driver.token,
+                archives=archives,
+                heartbeat_interval_s=settings.heartbeat_interval_s,
+                heartbeat_timeout_s=settings.heartbeat_timeout_s,
+                env_cache_dir=settings.env_cache_dir,
+                paused=self.paused.is_set(),
+            )
+            description = f"Copycat task {spec.name}, attempt {self.attempt}"
+            try:
+                [(outcome, detail)] = driver.submit(self.group, description, assignment)
+            except Exception as exc:  # noqa: BLE001 - Spark failed or cancelled the job
+                outcome, detail = "lost", str(exc)[:JOB_FAILURE_CHARS]
+            self.attempt = 0
+            if outcome == STOPPED:
+                return
+            if outcome == FAILED:
+                self.failed = True
+                log.error("task %s failed on Spark", spec.name)
+                self._report(State.FAILED, detail)
+                return
+            if self.stopping.is_set():
+                return
+            log.warning(
+                "task %s: attempt %d on Spark ended without stopping (%s: %s); submitting it again",
+                spec.name,
+                self.attempts,
+                outcome,
+                detail.splitlines()[0] if detail else "",
+            )
+            self._report(
+                State.UNASSIGNED,
+                f"attempt {self.attempts} of this task on Spark was lost ({outcome}); "
+                f"submitting it again\n{detail}",
+            )
+            self.stopping.wait(RESUBMIT_BACKOFF_S)
+
+    # -- control requests (the control server's threads) ---------------------------------------
+
+    def target(self) -> str:
+        if self.stopping.is_set():
+            return STOP
+        return PAUSED if self.paused.is_set() else RUNNING
+
+    def may_commit(self) -> bool:
+        """Whether the current attempt may still store offsets (also while it stops)."""
+        return self.attempt != 0
+
+    def on_heartbeat(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        """Take a task's report; hold the answer until its target changes or the heartbeat
+        interval passes."""
+        self._last_beat = time.monotonic()
+        self._beating = True
+        self.remote = body
+        self.records_moved = int(body.get("records", 0))
+        self._topics.update(body.get("topics", ()))
+        state = body.get("state")
+        if state in (RUNNING, PAUSED) and not self._reported_start:
+            self._task_started(body)
+        if state == "FAILED" and body.get("trace") and not self.stopping.is_set():
+            self.failed = True  # the job's outcome follows; status shows it at once
+            self._report(State.FAILED, str(body["trace"]))
+        known = body.get("known_target")
+        wait = min(float(body.get("wait_s", 0)), self.driver.settings.heartbeat_interval_s)
+        deadline = time.monotonic() + wait
+        while self.target() == known and time.monotonic() < deadline:
+            time.sleep(TARGET_POLL_S)
+        return {"target": self.target()}
+
+    def _task_started(self, body: Mapping[str, Any]) -> None:
+        self._reported_start = True
+        where = body.get("where", {})
+        self.placement = self.driver.locate(self.group) or Placement(
+            str(where.get("executor_id", "?")), str(where.get("host", "?"))
+        )
+        log.info("task %s runs on Spark: %s", self.spec.name, self.where)
+        if not self.stopping.is_set():
+            state = State.PAUSED if self.paused.is_set() else State.RUNNING
+            self.worker.status.set_task(
+                self.connector, self.task_id, Status(state, self.where, version=self.spec.version)
+            )
+        self.started.set()
+
+    def check_alive(self, now: float) -> None:
+        """The driver's watchdog: an attempt silent for longer than the heartbeat timeout is
+        given up (fenced) and its job cancelled, so it is submitted again."""
+        timeout = self.driver.settings.heartbeat_timeout_s
+        if self.attempt and self._beating and now - self._last_beat > timeout:
+            log.error(
+                "task %s: attempt %d sent no heartbeat for %.0f s; cancelling its job",
+                self.spec.name,
+                self.attempt,
+                now - self._last_beat,
+            )
+            self.attempt = 0
+            self.driver.cancel(self.group)
+
+    def _report(self, state: State, trace: str | None = None) -> None:
+        worker_id = self.where if state is not State.UNASSIGNED else self.worker.worker_id
+        self.worker.status.set_task(
+            self.connector, self.task_id, Status(state, worker_id, trace=trace)
+        )

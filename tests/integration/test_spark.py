@@ -1,0 +1,482 @@
+"""The Spark data plane on a real Spark cluster (``local-cluster[2,1,1024]``: two executor JVMs
+of one slot each) and the run's Apache Kafka: tasks run on executors, plugins stay isolated
+there, nothing is lost when an executor is killed, offsets move between runtimes, and REST
+controls tasks on Spark as it controls local ones.
+
+One SparkSession for the whole module (starting one takes ~20 s); pytest-xdist's ``loadfile``
+keeps every test of this module in one process, where the session lives. Each test runs an
+in-process standalone worker (``RestWorker``) that joins that session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from registry import install
+from tests.support.kafka import read_all, wait_for
+from tests.support.marketplace import API_REQUIREMENT, PLUGIN_METADATA
+from tests.support.rest import RestWorker
+from tests.support.spark import (
+    executor_jvm_of,
+    process_cwd,
+    processes_under,
+    start_session,
+    stop_session,
+)
+from tests.support.wheels import build_wheel
+
+pytestmark = [pytest.mark.integration, pytest.mark.spark]
+
+# A task on Spark reports every 0.5 s in these tests (the default is 1 s).
+HEARTBEAT_MS = "500"
+# Starting a task on a busy 2-core machine: job scheduling, a Python worker fork, an env built
+# offline with uv on first use, the plugin host, the Kafka clients.
+TASK_START_S = 90.0
+# What REST control must take on Spark-run tasks ("within a few seconds"), with slack for
+# a loaded machine.
+CONTROL_S = 10.0
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    session = start_session()
+    try:
+        yield session
+    finally:
+        stop_session(session)
+
+
+def _worker(tmp: Path, bootstrap: str, plugin_path: Path, **extra: str) -> RestWorker:
+    return RestWorker(
+        tmp,
+        bootstrap,
+        plugin_path,
+        {
+            "task.runtime": "spark",
+            "spark.master": "local-cluster[2,1,1024]",  # joins the module's session
+            "task.spark.heartbeat.interval.ms": HEARTBEAT_MS,
+            **extra,
+        },
+    )
+
+
+def _status(http: httpx.Client, name: str) -> dict[str, Any]:
+    response = http.get(f"/connectors/{name}/status")
+    return response.json() if response.status_code == 200 else {}
+
+
+def _task_state(http: httpx.Client, name: str, task: int = 0) -> str | None:
+    tasks = _status(http, name).get("tasks", [])
+    return next((t["state"] for t in tasks if t["id"] == task), None)
+
+
+def _wait_state(http: httpx.Client, name: str, state: str, timeout_s: float) -> dict[str, Any]:
+    wait_for(lambda: _task_state(http, name) == state, timeout_s, f"{name} task 0 {state}")
+    return _status(http, name)
+
+
+def _runner(worker: RestWorker, name: str, task: int = 0) -> Any:
+    assert worker.herder.worker is not None
+    return worker.herder.worker.connectors[name].tasks[task]
+
+
+# -- plugins built by the tests ------------------------------------------------------------------
+
+_PROBE_SOURCE = """
+import json, os, sys, time
+import {lib}
+from plugin_api import (
+    STRING_SCHEMA, ConfigDef, ConfigType, Importance, SourceConnector, SourceRecord, SourceTask,
+)
+CONFIG = ConfigDef().define(
+    "topic", ConfigType.STRING, importance=Importance.HIGH, documentation="Target topic."
+).define("interval.ms", ConfigType.INT, 100, importance=Importance.LOW, documentation="Pace.")
+
+
+class Task(SourceTask):
+    def start(self, props):
+        self.topic = props["topic"]
+        self.interval = int(props.get("interval.ms", "100")) / 1000
+        stored = self.context.offset_storage_reader().offset({{"probe": "{name}"}})
+        self.n = stored["n"] if stored else 0
+
+    def poll(self):
+        time.sleep(self.interval)
+        self.n += 1
+        value = json.dumps({{"n": self.n, "lib": {lib}.VERSION, "pid": os.getpid(),
+                            "prefix": sys.prefix}})
+        return [SourceRecord({{"probe": "{name}"}}, {{"n": self.n}}, self.topic,
+                             value_schema=STRING_SCHEMA, value=value)]
+
+    def stop(self):
+        pass
+
+    def version(self):
+        return "1.0"
+
+
+class Source(SourceConnector):
+    def start(self, props):
+        self.props = dict(props)
+
+    def task_class(self):
+        return Task
+
+    def task_configs(self, max_tasks):
+        return [self.props]
+
+    def stop(self):
+        pass
+
+    def config(self):
+        return CONFIG
+
+    def version(self):
+        return "1.0"
+"""
+
+
+def _probe_plugins(tmp: Path, plugin_path: Path) -> tuple[str, str, str]:
+    """Two source plugins pinning conflicting versions of one small library (``tinylib-<uid>``
+    1.0 and 2.0), installed into ``plugin_path`` from local wheels; returns (library module,
+    plugin a's module, plugin b's module). Each record says which library version its task
+    saw, the host's pid and ``sys.prefix``."""
+    uid = uuid.uuid4().hex[:6]
+    lib = f"tinylib_{uid}"
+    wheels = tmp / "wheels"
+    for version in ("1.0", "2.0"):
+        build_wheel(wheels, f"tinylib-{uid}", version, {f"{lib}.py": f'VERSION = "{version}"\n'})
+    modules = []
+    for letter, version in (("a", "1.0"), ("b", "2.0")):
+        name = f"probe-{letter}-{uid}"
+        module = name.replace("-", "_")
+        wheel = build_wheel(
+            wheels,
+            name,
+            "1.0",
+            {f"{module}.py": _PROBE_SOURCE.format(lib=lib, name=name)},
+            requires=[API_REQUIREMENT, f"tinylib-{uid}=={version}"],
+            entry_points={"copycat.connectors": {f"{module}-source": f"{module}:Source"}},
+            metadata=PLUGIN_METADATA,
+        )
+        install(str(wheel), plugin_path, find_links=[str(wheels)], no_index=True)
+        modules.append(module)
+    return lib, modules[0], modules[1]
+
+
+def _converters(plugin_index: Any, plugin_path: Path) -> None:
+    """The bundled converters (StringConverter), from the session's index, into a plugin.path
+    of the test's own."""
+    from core.bundled import bundled_plugin_dirs, project_version
+
+    for project in bundled_plugin_dirs():
+        name, version = project_version(project)
+        if name in ("copycat-converters", "copycat-file"):
+            install(f"{name}=={version}", plugin_path, index_url=plugin_index.index_url)
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+
+def test_tasks_run_in_executor_processes_from_envs_built_there_with_conflicting_libraries(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    lib, mod_a, mod_b = _probe_plugins(tmp_path, plugins)
+    topics = {m: f"probe-{m}-{uuid.uuid4().hex[:6]}" for m in (mod_a, mod_b)}
+    for topic in topics.values():
+        broker.create_topic(topic)
+    with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
+        for module, topic in topics.items():
+            config = {"connector.class": f"{module}.Source", "topic": topic, "tasks.max": "1"}
+            assert http.put(f"/connectors/{module}/config", json=config).status_code == 201
+        statuses = {m: _wait_state(http, m, "RUNNING", TASK_START_S) for m in topics}
+        records = {
+            m: [json.loads(r.value()) for r in read_all(bootstrap_servers, t, 3)]
+            for m, t in topics.items()
+        }
+        sc = spark.sparkContext
+        jvms = {}
+        for module, status in statuses.items():
+            runner = _runner(worker, module)
+            placement = runner.placement
+            # Spark's status API: the task's job group has a running job whose task runs on
+            # the executor its status names.
+            assert placement is not None and placement.job_id is not None
+            assert placement.job_id in sc.statusTracker().getJobIdsForGroup(runner.group)
+            assert sc.statusTracker().getJobInfo(placement.job_id).status == "RUNNING"
+            worker_id = status["tasks"][0]["worker_id"]
+            assert f"executor {placement.executor_id} on {placement.host}" in worker_id
+            assert runner.group in worker_id
+            latest = records[module][-1]
+            jvm = executor_jvm_of(latest["pid"])
+            assert jvm is not None, f"host {latest['pid']} is not under an executor JVM"
+            jvms[module] = jvm
+            # The host runs from the env cache inside that executor's working directory,
+            # built from the archive Spark shipped to it.
+            cache = process_cwd(jvm) / "copycat-envs"
+            prefix = Path(latest["prefix"])
+            assert prefix.parent == cache, (prefix, cache)
+            lock = (prefix / "pylock.toml").read_text()
+            assert f'"{process_cwd(jvm)}/copycat-env-' in lock  # built-from-wheelhouse
+            assert runner.remote.get("plugin_modules_here") == []
+            assert all(r["pid"] == latest["pid"] for r in records[module])
+        # Both connectors at once, one per executor, each with its own library version.
+        assert jvms[mod_a] != jvms[mod_b]
+        assert {r["lib"] for r in records[mod_a]} == {"1.0"}
+        assert {r["lib"] for r in records[mod_b]} == {"2.0"}
+        # Both slots of the cluster are held: a third connector is refused, saying why.
+        third = {"connector.class": f"{mod_a}.Source", "topic": topics[mod_a], "tasks.max": "1"}
+        assert http.put("/connectors/third/config", json=third).status_code == 201
+        wait_for(lambda: _status(http, "third")["connector"]["state"] == "FAILED", 60)
+        trace = _status(http, "third")["connector"]["trace"]
+        assert "connector third needs 1 Spark task slots" in trace and "0 free of 2" in trace
+        # The executors' Python (PYSPARK_PYTHON) cannot import any of it.
+        for module in (lib, mod_a, mod_b):
+            probe = subprocess.run(
+                [os.environ["PYSPARK_PYTHON"], "-c", f"import {module}"], capture_output=True
+            )
+            assert probe.returncode != 0 and b"ModuleNotFoundError" in probe.stderr
+
+
+def _file_pipeline(
+    http: httpx.Client, topic: str, source_file: Path, sink_file: Path, **extra: str
+) -> tuple[str, str]:
+    source, sink = f"src-{topic}", f"sink-{topic}"
+    configs = {
+        source: {
+            "connector.class": "FileStreamSource",
+            "file": str(source_file),
+            "topic": topic,
+            "batch.size": "5000",
+            **extra,
+        },
+        sink: {
+            "connector.class": "FileStreamSink",
+            "file": str(sink_file),
+            "topics": topic,
+            **extra,
+        },
+    }
+    for name, config in configs.items():
+        response = http.put(f"/connectors/{name}/config", json=config)
+        assert response.status_code == 201, response.text
+    return source, sink
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+# "line-0000000\n": the kill test's lines all have this length.
+LINE_BYTES = 13
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_kill_9_of_an_executor_mid_run_loses_no_line_of_a_million(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    lines = 1_000_000
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    source_file.write_text("".join(f"line-{i:07d}\n" for i in range(lines)))
+    topic = f"kill-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
+        source, sink = _file_pipeline(http, topic, source_file, sink_file)
+        for name in (source, sink):
+            _wait_state(http, name, "RUNNING", TASK_START_S)
+        # Shipped: plugin.path is not needed on executors any more, nor when a task is
+        # submitted again.
+        plugins.rename(tmp_path / "plugins.moved")
+        src, snk = _runner(worker, source), _runner(worker, sink)
+        wait_for(lambda: src.remote.get("host_pids") and snk.remote.get("host_pids"), 30)
+        src_pids, snk_pids = list(src.remote["host_pids"]), list(snk.remote["host_pids"])
+        victim = executor_jvm_of(src_pids[0])
+        survivor = executor_jvm_of(snk_pids[0])
+        assert victim is not None and survivor is not None and victim != survivor
+        victim_cache = process_cwd(victim) / "copycat-envs"
+        sink_placement = snk.placement
+        # Progress by file size (every line is LINE_BYTES long): reading a million lines ten
+        # times a second would take a core from the pipeline under test.
+        wait_for(lambda: _size(sink_file) >= lines // 4 * LINE_BYTES, 240, "a quarter")
+        moved_before = _size(sink_file) // LINE_BYTES
+        os.kill(victim, signal.SIGKILL)
+        # The killed executor's Python worker and plugin hosts go with it: no orphans.
+        wait_for(lambda: not any(_alive(p) for p in src_pids), 30, "the source's hosts gone")
+        wait_for(lambda: not processes_under(victim_cache), 30, "nothing left of its env cache")
+        assert moved_before < lines, "the run ended before the kill: nothing was proven"
+        wait_for(lambda: _size(sink_file) >= lines * LINE_BYTES, 300, f"{lines} lines out")
+        settled = -1
+        while settled != _size(sink_file):  # duplicates may still be on their way
+            settled = _size(sink_file)
+            time.sleep(2)
+        output = _lines(sink_file)
+        counts = Counter(output)
+        expected = {f"line-{i:07d}" for i in range(lines)}
+        assert set(counts) == expected, "lines lost or made up"
+        duplicates = len(output) - lines
+        print(
+            f"\nkill -9 of executor JVM {victim} after {moved_before} of {lines} lines: "
+            f"{duplicates} duplicate lines ({len(counts)} distinct, {len(output)} written)"
+        )
+        # The source's task ran again elsewhere; the sink's task was never touched.
+        assert src.attempts >= 2
+        assert _task_state(http, source) == "RUNNING"
+        assert snk.attempts == 1 and snk.placement == sink_placement
+        assert all(_alive(p) for p in snk_pids)
+        worker.tmp.joinpath("duplicates.txt").write_text(str(duplicates))
+
+
+def _values(bootstrap: str, topic: str, expected: int) -> list[str]:
+    return [m.value().decode() for m in read_all(bootstrap, topic, expected, timeout_s=120)]
+
+
+def test_offsets_written_on_spark_are_read_locally_and_back(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    source_file = tmp_path / "in.txt"
+    topic = f"switch-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    name = f"src-{topic}"
+    written = 0
+
+    def append(n: int) -> None:
+        nonlocal written
+        with open(source_file, "a") as fh:
+            fh.writelines(f"line-{i:07d}\n" for i in range(written, written + n))
+        written += n
+
+    append(20_000)
+    with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
+        config = {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic}
+        for runtime in ("local", "spark", "local"):
+            response = http.put(
+                f"/connectors/{name}/config", json={**config, "task.runtime": runtime}
+            )
+            assert response.status_code in (200, 201), response.text
+            if runtime != "local" or written > 20_000:
+                assert http.put(f"/connectors/{name}/resume").status_code == 202
+            status = _wait_state(http, name, "RUNNING", TASK_START_S)
+            on_spark = "Spark job group" in status["tasks"][0]["worker_id"]
+            assert on_spark == (runtime == "spark"), status
+            values = _values(bootstrap_servers, topic, written)
+            assert values == [f"line-{i:07d}" for i in range(written)], f"after {runtime}"
+            assert http.put(f"/connectors/{name}/stop").status_code == 204
+            wait_for(lambda: _status(http, name)["connector"]["state"] == "STOPPED", CONTROL_S)
+            # The final commit of the stop: the whole file, whoever ran the task.
+            stored = json.loads((tmp_path / "connect.offsets").read_text())["offsets"]
+            key = json.dumps([name, {"filename": str(source_file)}], separators=(",", ":"))
+            assert stored[key] == {"position": source_file.stat().st_size}, runtime
+            append(10_000)
+        assert _values(bootstrap_servers, topic, written - 10_000) == [
+            f"line-{i:07d}" for i in range(written - 10_000)
+        ]
+
+
+def test_rest_controls_a_task_on_spark_within_seconds(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    _, module, _ = _probe_plugins(tmp_path, plugins)
+    topic = f"control-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    taken: dict[str, float] = {}
+
+    def timed(what: str, predicate: Any, timeout_s: float = CONTROL_S) -> None:
+        began = time.monotonic()
+        wait_for(predicate, timeout_s, what)
+        taken[what] = round(time.monotonic() - began, 2)
+
+    def numbers() -> list[int]:
+        return [json.loads(v)["n"] for v in _values(bootstrap_servers, topic, 1)]
+
+    # Offsets are committed only when a task stops (the interval is an hour): what the
+    # offsets file holds after a stop is the stop's own final commit.
+    extra = {"offset.flush.interval.ms": "3600000"}
+    with _worker(tmp_path, bootstrap_servers, plugins, **extra) as worker, worker.client() as http:
+        config = {"connector.class": f"{module}.Source", "topic": topic, "interval.ms": "50"}
+        assert http.put(f"/connectors/{module}/config", json=config).status_code == 201
+        _wait_state(http, module, "RUNNING", TASK_START_S)
+        runner = _runner(worker, module)
+        wait_for(lambda: len(numbers()) >= 10, 30)
+
+        assert http.put(f"/connectors/{module}/pause").status_code == 202
+        timed("pause", lambda: runner.remote.get("state") == "PAUSED")
+        assert _task_state(http, module) == "PAUSED"
+        time.sleep(1)
+        paused_at = len(numbers())
+        time.sleep(2)
+        assert len(numbers()) == paused_at, "records moved while paused"
+
+        assert http.put(f"/connectors/{module}/resume").status_code == 202
+        timed("resume", lambda: len(numbers()) > paused_at)
+        assert _task_state(http, module) == "RUNNING"
+
+        before = len(numbers())
+        assert http.post(f"/connectors/{module}/tasks/0/restart").status_code == 204
+        timed(
+            "restart",
+            lambda: (
+                _runner(worker, module) is not runner
+                and _task_state(http, module) == "RUNNING"
+                and len(numbers()) > before + 5
+            ),
+        )
+        runner = _runner(worker, module)
+
+        assert http.put(f"/connectors/{module}/stop").status_code == 204
+        timed("stop", lambda: _status(http, module)["connector"]["state"] == "STOPPED")
+        seen = numbers()
+        stored = json.loads((tmp_path / "connect.offsets").read_text())["offsets"]
+        key = json.dumps([module, {"probe": module.replace("_", "-")}], separators=(",", ":"))
+        assert stored[key] == {"n": seen[-1]}, "the stop's final commit"
+        # Every stop committed its last record, so nothing repeats and nothing is skipped.
+        assert seen == list(range(1, len(seen) + 1))
+
+        assert http.put(f"/connectors/{module}/resume").status_code == 202
+        timed("start after stop", lambda: len(numbers()) > len(seen), TASK_START_S)
+        runner = _runner(worker, module)
+        pids = list(runner.remote.get("host_pids", []))
+        group = runner.group
+        assert http.delete(f"/connectors/{module}").status_code == 204
+        timed("delete", lambda: http.get(f"/connectors/{module}").status_code == 404)
+        tracker = spark.sparkContext.statusTracker()
+        timed(
+            "job ended",
+            lambda: all(
+                tracker.getJobInfo(j).status == "SUCCEEDED"
+                for j in tracker.getJobIdsForGroup(group)
+            ),
+        )
+        timed("hosts gone", lambda: not any(_alive(p) for p in pids))
+        final = numbers()
+        assert final == list(range(1, len(final) + 1)), "a number repeated or skipped"
+    print(f"\nREST control on Spark, seconds: {taken}")

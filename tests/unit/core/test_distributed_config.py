@@ -1,0 +1,32 @@
+"""A distributed worker's configuration, checked before it touches Kafka."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.distributed.herder import DistributedHerder
+from plugin_api import ConfigException
+
+REQUIRED = {
+    "bootstrap.servers": "localhost:9092",
+    "group.id": "connect-cluster",
+    "config.storage.topic": "connect-configs",
+    "offset.storage.topic": "connect-offsets",
+    "status.storage.topic": "connect-status",
+    "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+}
+# Required by every worker, not only a distributed one.
+COMMON = {"bootstrap.servers", "key.converter", "value.converter"}
+
+
+@pytest.mark.parametrize("missing", sorted(set(REQUIRED) - COMMON))
+def test_each_required_key_is_named_when_missing(missing: str) -> None:
+    props = {k: v for k, v in REQUIRED.items() if k != missing}
+    with pytest.raises(ConfigException, match=f'"{missing}"'):
+        DistributedHerder(None, worker_props=props)
+
+
+def test_the_spark_runtime_is_refused_naming_the_key() -> None:
+    with pytest.raises(ConfigException, match=r"task\.runtime.*not supported in distributed"):
+        DistributedHerder(None, worker_props={**REQUIRED, "task.runtime": "spark"})

@@ -1,0 +1,113 @@
+"""The control channel between the worker and its tasks on Spark, without Spark: a real
+server and client on loopback, the worker's side played by a small handler."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from plugin_api.connector import freeze_partition
+
+from core.offsets import MemoryOffsetStore
+from core.spark.control import ControlClient, ControlError, ControlServer, Fenced, Request
+from core.spark.executor import RemoteOffsets
+from plugin_api import ConfigException
+
+TOKEN = "t0ken"
+
+
+class _Worker:
+    """The worker's side: one task (connector c, task 0) whose current attempt is 2."""
+
+    def __init__(self) -> None:
+        self.store = MemoryOffsetStore()
+        self.attempt = 2
+        self.beats: list[dict[str, Any]] = []
+
+    def __call__(self, request: Request) -> tuple[int, dict[str, Any]]:
+        if (request.connector, request.task, request.attempt) != ("c", 0, self.attempt):
+            return 409, {"error": "not the current attempt"}
+        if request.op == "heartbeat":
+            self.beats.append(dict(request.body))
+            return 200, {"target": "RUNNING"}
+        if request.op == "offsets.get":
+            found = self.store.get("c", request.body["partitions"])
+            wanted = request.body["partitions"]
+            return 200, {
+                "offsets": [
+                    [p, found[freeze_partition(p)]] for p in wanted if freeze_partition(p) in found
+                ]
+            }
+        if request.op == "offsets.commit":
+            self.store.put("c", [(p, o) for p, o in request.body["entries"]])
+            return 200, {}
+        return 400, {"error": "unknown"}
+
+
+@pytest.fixture
+def worker() -> Iterator[tuple[_Worker, ControlServer]]:
+    handler = _Worker()
+    server = ControlServer("127.0.0.1", TOKEN, handler)
+    try:
+        yield handler, server
+    finally:
+        server.close()
+
+
+def _client(server: ControlServer, attempt: int = 2, token: str = TOKEN) -> ControlClient:
+    return ControlClient(server.host, server.port, token, "c", 0, attempt)
+
+
+def test_a_heartbeat_reaches_the_worker_with_the_tasks_identity(worker: Any) -> None:
+    handler, server = worker
+    answer = _client(server).request("heartbeat", state="RUNNING", records=7)
+    assert answer == {"target": "RUNNING"}
+    assert handler.beats[0]["records"] == 7 and handler.beats[0]["attempt"] == 2
+
+
+def test_a_stale_attempt_is_fenced_and_a_wrong_token_refused(worker: Any) -> None:
+    _, server = worker
+    with pytest.raises(Fenced):
+        _client(server, attempt=1).request("heartbeat")
+    with pytest.raises(ControlError, match="HTTP 401"):
+        _client(server, token="guess").request("heartbeat")
+
+
+def test_offsets_reach_the_worker_only_when_flushed(worker: Any) -> None:
+    handler, server = worker
+    offsets = RemoteOffsets(_client(server))
+    offsets.put("c", [({"file": "a"}, {"position": 10})])
+    offsets.put("c", [({"file": "a"}, {"position": 20}), ({"file": "b"}, {"position": 5})])
+    assert handler.store.connector_offsets("c") == []  # not acknowledged yet: not stored
+    offsets.flush()
+    assert sorted(map(str, handler.store.connector_offsets("c"))) == sorted(
+        map(str, [({"file": "a"}, {"position": 20}), ({"file": "b"}, {"position": 5})])
+    )
+    read = offsets.get("c", [{"file": "a"}, {"file": "zz"}])
+    assert read == {freeze_partition({"file": "a"}): {"position": 20}}
+
+
+def test_a_fenced_attempt_cannot_commit(worker: Any) -> None:
+    handler, server = worker
+    offsets = RemoteOffsets(_client(server))
+    offsets.put("c", [({"file": "a"}, {"position": 10})])
+    handler.attempt = 3  # the worker gave attempt 2 up and submitted attempt 3
+    with pytest.raises(Fenced):
+        offsets.flush()
+    assert handler.store.connector_offsets("c") == []
+
+
+def test_an_unreachable_worker_is_a_control_error() -> None:
+    server = ControlServer("127.0.0.1", TOKEN, _Worker())
+    client = _client(server)
+    server.close()
+    with pytest.raises(ControlError, match="cannot reach"):
+        client.request("heartbeat")
+
+
+def test_speculation_is_refused_before_spark_starts() -> None:
+    from core.spark.driver import _session
+
+    with pytest.raises(ConfigException, match="spark.speculation=false"):
+        _session("w", {"spark.master": "local[1]", "spark.speculation": "true"})
