@@ -53,8 +53,8 @@ LINE_BYTES = len("line 0000000\n")
 SESSION_TIMEOUT_MS = 3_000
 HEARTBEAT_MS = 500
 # Each round's slice of the file is appended this fast, in chunks of APPEND_CHUNK lines:
-# ~2 s a slice, longer than any copy of it takes, so the kill falls while lines still come.
-APPEND_LINES_PER_S = 15_000
+# ~1 s a slice, longer than any copy of it takes, so the kill falls while lines still come.
+APPEND_LINES_PER_S = 30_000
 APPEND_CHUNK = 500
 # The kill is armed once the committed position is this far into the round's slice (a random
 # fraction of it), and comes a random moment up to MAX_KILL_DELAY_S later.
