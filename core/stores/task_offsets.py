@@ -77,18 +77,24 @@ class TaskOffsetStore:
         return merged
 
     def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+        """Record offsets; with a secondary they are written at :meth:`flush` (a Kafka store
+        sends at once, and tombstones must reach the secondary before the primary)."""
         listed = list(entries)
-        self.primary.put(connector, listed)
-        if self.secondary is not None:
+        if self.secondary is None:
+            self.primary.put(connector, listed)
+        else:
             self._pending.append((connector, listed))
 
     def flush(self) -> None:
-        """Primary first (raises on failure), then the secondary's copy (see the module
-        docstring for tombstones)."""
+        """Tombstones to the secondary (raises on failure: then nothing was deleted in the
+        primary), everything to the primary (raises on failure), then the values' copy to the
+        secondary (a failure is logged); see the module docstring."""
         pending, self._pending = self._pending, []
         if self.secondary is not None:
             tombstones = [(c, [(p, o) for p, o in e if o is None]) for c, e in pending]
             self._copy([(c, e) for c, e in tombstones if e], strict=True)
+            for connector, entries in pending:
+                self.primary.put(connector, entries)
         self.primary.flush()
         if self.secondary is not None:
             values = [(c, [(p, o) for p, o in e if o is not None]) for c, e in pending]
