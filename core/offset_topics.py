@@ -54,8 +54,9 @@ class ConnectorOffsetStores:
         worker_topic: The worker's ``offset.storage.topic`` when ``worker_store`` is that
             topic (distributed mode), else None.
         worker_keys: The worker topic's key prefix (shared topics).
-        read_committed: Read connectors' topics ``read_committed`` (exactly-once support
-            preparing or enabled).
+
+    Connectors' topics are read ``read_committed`` in every mode: one written by exactly-once
+    tasks may hold offsets of aborted transactions, which must never count.
     """
 
     def __init__(
@@ -66,14 +67,12 @@ class ConnectorOffsetStores:
         *,
         worker_topic: str | None = None,
         worker_keys: ClusterKeys | None = None,
-        read_committed: bool = True,
     ) -> None:
         self.config = config
         self.worker_store = worker_store
         self.client_props = dict(client_props)
         self.worker_topic = worker_topic
         self.worker_keys = worker_keys or ClusterKeys(None)
-        self.read_committed = read_committed
 
     @staticmethod
     def own_topic(connector_props: Mapping[str, str]) -> str | None:
@@ -116,7 +115,7 @@ class ConnectorOffsetStores:
             topic,
             client,
             ClusterKeys(None),
-            read_committed=self.read_committed,
+            read_committed=True,
             name=f"offsets-{connector}",
         )
         backing.start(CONNECTOR_TOPIC_READ_TIMEOUT_S)

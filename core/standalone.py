@@ -210,12 +210,7 @@ class StandaloneHerder(WorkerHerder):
         timeout_ms = int(self.config.get("default.api.timeout.ms"))
         self._cluster_id = kafka_cluster_id(client, timeout_ms, "default.api.timeout.ms")
         file_offsets = FileOffsetStore(Path(offsets_file))
-        self.offset_stores = stores = ConnectorOffsetStores(
-            self.config,
-            file_offsets,
-            client,
-            read_committed=self.exactly_once_source != "disabled",
-        )
+        self.offset_stores = stores = ConnectorOffsetStores(self.config, file_offsets, client)
         self.worker = worker = Worker(
             self.worker_id,
             self.config,

@@ -147,7 +147,7 @@ class DistributedHerder(WorkerHerder):
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
         # KIP-618: "enabled" runs source tasks exactly-once (after the leader fenced their
         # older generations); "preparing" only makes this worker able to lead such a cluster
-        # (it answers fencing requests) and read offsets read_committed, for a rolling upgrade.
+        # (it answers fencing requests), for a rolling upgrade.
         self.exactly_once_source = self.config.exactly_once_source_support
         self.fencing: LeaderFencing | None = None
         self.plugin_call_timeout_s = self.config.get("plugin.call.timeout.ms") / 1000
@@ -249,10 +249,12 @@ class DistributedHerder(WorkerHerder):
             self._internal_topics(),
             check_compaction=bool(self.config.get("internal.topics.compaction.check.enable")),
         )
-        transactional = self.exactly_once_source != "disabled"
         offset_topic = self.config.get("offset.storage.topic")
+        # read_committed whatever exactly.once.source.support says: a cluster downgraded to
+        # disabled may hold offsets of aborted transactions, and an aborted offset counted
+        # would skip records nobody ever saw. Without transactions it reads the same.
         self.offset_backing = KafkaOffsetBackingStore(
-            offset_topic, client, self.keys, read_committed=transactional
+            offset_topic, client, self.keys, read_committed=True
         )
         self.statuses = KafkaStatusStore(self.config.get("status.storage.topic"), client, self.keys)
         self.configs = configs = KafkaConfigStore(
@@ -277,7 +279,6 @@ class DistributedHerder(WorkerHerder):
             client,
             worker_topic=offset_topic,
             worker_keys=self.keys,
-            read_committed=transactional,
         )
         self.fencing = LeaderFencing(configs, self.group_id, self._leader_write)
         self.worker = worker = Worker(
