@@ -1,8 +1,15 @@
 """Source and sink path throughput: Copycat's file connectors next to bare confluent-kafka loops.
 
-Run from the repository root:  uv run python bench/pipeline_bench.py [--quick]
+Run from the repository root:
 
-Everything runs against one embedded dev broker in this process's machine, in one run:
+    uv run python bench/pipeline_bench.py [--quick] [--broker dev|kafka|both]
+                                          [--data-path both|host|worker|auto] [--repeats N]
+
+For each broker (the Tansu dev broker, then Apache Kafka from tests/kafka/pom.xml), in one run,
+with Copycat's tasks in each data path (``task.data.path``: ``host``, the loop and its Kafka
+client in the plugin host; ``worker``, the loop in the worker and bytes crossing to the host;
+both by default, each against the same bare loops of the same run, in turns):
+
 * source: FileStreamSource -> StringConverter -> Kafka, vs a bare loop that reads the same file
   and produces each line with Copycat's producer settings (acks=all, idempotence, linger 5 ms,
   murmur2), in its cheapest correct form: no callable and no poll() per record; librdkafka
@@ -12,21 +19,45 @@ Everything runs against one embedded dev broker in this process's machine, in on
   the sink with 1 and 2 tasks on a 2-partition topic, plain and with a 3-SMT chain (one
   plain 100 B task already keeps both of a 2-core machine's cores busy with its worker,
   plugin host and the broker; the chain makes each task's host CPU-bound).
-Sources commit offsets every 100 ms (their timer stops at the last commit); sinks keep Kafka's
-default 60 s, so their timings hold no fsync (the bare loops never fsync).
-Each result is checked (record count, and output == input byte for byte where order is
-defined) before its number is printed. The ratio is Copycat / bare; the source and sink paths
-run three times each, alternating, and print the median and every pair's ratio.
+
+How each run is timed, the same way for both sides: from each loop's own progress points,
+``(records moved so far, time.monotonic())`` after every batch it hands to the producer (a
+source) or writes/puts (a sink); the rate is the records after the first point over the time
+from the first point to the last. Copycat's loops publish theirs (``TaskLoop.progress``),
+wherever the data path runs (in the worker, or in the plugin host: the host's clock is the
+same CLOCK_MONOTONIC), so nothing here depends on how often the worker hears from a host.
+A source is timed to the delivery of its last record, not its hand-off (either producer may
+run ahead of the broker by its whole queue). On Apache Kafka both sides' topics use
+``message.timestamp.type=LogAppendTime`` and the timer is the span of the broker's own append
+stamps, read back after the run (records after the first append over the time to the last).
+The dev broker ignores that setting, so there the bare loop's timer ends when its final flush
+returns (nothing failed or unsent) and Copycat's when its committed offset reaches the end of
+the file, which it stores only once every record before it is acknowledged (sources commit
+every 100 ms here, and a commit is made at the first iteration after the last acks: up to
+FileStreamSource's 0.1 s idle poll late, against Copycat). Copycat's source task starts on an
+empty file and gets the data appended once its producer has its producer id (0.5 s on the
+dev broker; the bare loop sends one untimed record first for the same reason), so neither
+side's queue fills before the clock starts. Both sinks read a topic Copycat's source wrote,
+after one untimed read (the dev broker serves a topic's first read several times slower).
+Sinks keep Kafka's default 60 s commit interval, so their timings hold no fsync (the bare
+loops never fsync).
+
+Each result is checked (record count; output == input byte for byte where order is defined;
+committed source offsets) before its number is printed. The ratio is Copycat / bare; each
+path runs ``--repeats`` times, alternating, and prints the median and every pair's ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +71,8 @@ from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS  # noqa:
 from core.offsets import MemoryOffsetStore  # noqa: E402
 from core.plugins import PluginCatalogue  # noqa: E402
 from core.worker import Worker  # noqa: E402
+from tests.support.apache_kafka import ApacheKafka, KafkaCluster  # noqa: E402
+from tests.support.jvm import BENCH_JVM_FLAGS  # noqa: E402
 
 WORKER_PROPS = {
     "key.converter": "StringConverter",
@@ -47,47 +80,110 @@ WORKER_PROPS = {
     "consumer.session.timeout.ms": "6000",
     "consumer.heartbeat.interval.ms": "1000",
 }
-# The source is timed to its last offset commit, so its worker commits every 100 ms. Sinks
+# A source is timed to its committed end offset, so its worker commits every 100 ms. Sinks
 # keep Kafka's default interval (60 s): a commit flushes and fsyncs the output file, which
 # the bare loop never does, and a 100 ms interval would time fsyncs rather than the path.
 SOURCE_WORKER_PROPS = {**WORKER_PROPS, "offset.flush.interval.ms": "100"}
 # Each path is timed this many times, bare and Copycat alternating; medians are printed.
 REPEATS = 3
+# The data paths a run compares side by side (task.data.path, docs/architecture.md).
+DATA_PATHS = ("host", "worker")
 # The bare producer is told to report failed deliveries only (a client-side reporting choice:
-# what it sends is what Copycat's producer sends). Copycat needs every ack to commit source
-# offsets; a bare loop that counts acks in a Python callback pays per record for a call
-# that a loop with nothing to commit does not need, and flatters Copycat.
+# what it sends is what Copycat's producer sends). Copycat's producer does the same unless a
+# task overrides commit_record() (core/runtime/source.py).
 BARE_PRODUCER_REPORTING = {"delivery.report.only.error": True}
 # Bytes read from the input file at once by the bare source loop, split into lines in one call.
 READ_CHUNK = 1 << 20
 # Records per bare consume() call: Copycat's sink hands at most this many to one put()
-# (core/sink_task.py's MAX_RECORDS_PER_PUT).
+# (core/runtime/sink.py's MAX_RECORDS_PER_PUT).
 MAX_RECORDS_PER_PUT = 2_000
 # How long the bare source waits for room when librdkafka's queue is full (as Copycat's loop).
 QUEUE_FULL_WAIT_S = 0.05
+# How long Copycat's source task waits on its empty file before the data is appended: its
+# idempotent producer asks for a producer id when it starts (0.5 s on the dev broker).
+PRODUCER_ID_WAIT_S = 1.5
+# How often this process looks at Copycat's progress and committed offsets (it only decides
+# when a run is over; the timing itself comes from the loops' own progress points).
+POLL_S = 0.005
+# FileStreamSource's records per poll() (Kafka's default is 2000).
+SOURCE_BATCH = "5000"
+
+Progress = tuple[int, float]
+# /proc/<pid>/stat counts CPU time in these ticks.
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def make_input(path: Path, count: int, size: int) -> None:
+def cpu_s(pids: Iterable[int | None] = ()) -> float:
+    """CPU seconds (user + system, all threads) used so far by this process and ``pids``
+    (plugin hosts). Work done, whatever else the machine runs: on a shared machine the
+    rates swing with other load, CPU time per record much less."""
+    total = time.process_time()
+    for pid in pids:
+        if pid is None:
+            continue
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+    return total
+
+
+def make_input(path: Path, count: int, size: int) -> bytes:
     body = "x" * (size - 9)
-    path.write_text("".join(f"{i:08d} {body}\n" for i in range(count)))
+    data = "".join(f"{i:08d} {body}\n" for i in range(count)).encode()
+    path.write_bytes(data)
+    return data
 
 
-def wait_until(predicate, timeout_s: float = 300) -> None:
+def wait_until(predicate: Callable[[], Any], timeout_s: float = 300) -> Any:
     deadline = time.monotonic() + timeout_s
-    while not predicate():
+    while not (result := predicate()):
         if time.monotonic() > deadline:
             raise TimeoutError("benchmark did not finish in time")
-        time.sleep(0.005)
+        time.sleep(POLL_S)
+    return result
 
 
-def bare_source(bootstrap: str, path: Path, topic: str, warmup_topic: str) -> tuple[float, int]:
+def rate(first: Progress, last: Progress) -> tuple[float, int]:
+    """``(seconds, records)`` between two progress points."""
+    return last[1] - first[1], last[0] - first[0]
+
+
+def append_span(bootstrap: str, topic: str, count: int) -> tuple[float, int]:
+    """``(seconds, records)`` from the broker's first append stamp to its last, counting the
+    records after the first stamp (LogAppendTime: one stamp per appended batch)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"span-{topic}", "enable.auto.commit": False}
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        first_stamp, in_first = None, 0
+        while True:
+            messages = [m for m in consumer.consume(1000, 5.0) if m.error() is None]
+            assert messages, f"{topic}: no records to time"
+            for message in messages:
+                if first_stamp is None:
+                    first_stamp = message.timestamp()[1]
+                if message.timestamp()[1] != first_stamp:
+                    break
+                in_first += 1
+            else:
+                continue
+            break
+        consumer.assign([TopicPartition(topic, 0, count - 1)])
+        (last,) = wait_until(lambda: [m for m in consumer.consume(1, 1.0) if m.error() is None])
+        assert last.offset() == count - 1, f"{topic}: last offset {last.offset()}"
+        return (last.timestamp()[1] - first_stamp) / 1000, count - in_first
+    finally:
+        consumer.close()
+
+
+def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[tuple[float, int], float, float]:
     """The cheapest correct producer loop: one ``produce()`` per line and nothing else per
     record, with Copycat's producer settings. librdkafka reports failed deliveries only, so
     acks cost no Python work: a record is acknowledged once flush() has returned with it
-    neither failed nor still queued. One record to ``warmup_topic`` goes first, untimed: an
-    idempotent producer's first delivery waits for its producer id (0.5 s on the dev broker),
-    a start-up cost rather than the path's. (Copycat's timer, from its first batch handed to
-    the producer, can still hold part of its own producer's wait: this errs against it.)"""
+    neither failed nor still queued. One record to ``<topic>-warmup`` goes first, untimed:
+    an idempotent producer's first delivery waits for its producer id. Returns the timing
+    (progress after each chunk of lines), how long the final flush took, and CPU seconds per
+    record after the first chunk."""
     failures: list[Any] = []
     producer = Producer(
         {
@@ -97,11 +193,11 @@ def bare_source(bootstrap: str, path: Path, topic: str, warmup_topic: str) -> tu
             "on_delivery": lambda err, msg: failures.append(err),
         }
     )
-    producer.produce(warmup_topic, b"warm-up")
+    producer.produce(f"{topic}-warmup", b"warm-up")
     assert producer.flush(60) == 0 and not failures, f"bare producer warm-up failed: {failures}"
     produce = producer.produce
     handed = 0
-    start = time.perf_counter()
+    points: list[Progress] = []
     with open(path, "rb") as fh:
         rest = b""
         while chunk := fh.read(READ_CHUNK):
@@ -119,16 +215,27 @@ def bare_source(bootstrap: str, path: Path, topic: str, warmup_topic: str) -> tu
                         except BufferError:
                             continue
             handed += len(lines)
+            points.append((handed, time.monotonic()))
+            if len(points) == 1:
+                cpu_start = cpu_s()
         assert not rest, "input file does not end with a newline"
+    started = time.monotonic()
     unsettled = producer.flush(60)
-    elapsed = time.perf_counter() - start
+    done = time.monotonic()
     assert not failures, f"bare producer: {len(failures)} deliveries failed: {failures[0]}"
-    return elapsed, handed - unsettled
+    assert unsettled == 0, f"bare producer: {unsettled} records never acknowledged"
+    assert handed == points[-1][0] == path.read_bytes().count(b"\n"), "bare source lost lines"
+    cpu = (cpu_s() - cpu_start) / (handed - points[0][0])
+    return rate(points[0], (handed, done)), done - started, cpu
 
 
-def copycat_source(worker: Worker, path: Path, topic: str) -> tuple[float, int]:
+def copycat_source(
+    worker: Worker, path: Path, data: bytes, topic: str
+) -> tuple[tuple[float, int], float]:
+    """The timing, and CPU seconds per record (worker and plugin host) after the first
+    progress point."""
     name = f"bench-src-{topic}"
-    size = path.stat().st_size
+    path.write_bytes(b"")
     worker.start_connector(
         name,
         {
@@ -136,26 +243,31 @@ def copycat_source(worker: Worker, path: Path, topic: str) -> tuple[float, int]:
             "connector.class": "FileStreamSource",
             "file": str(path),
             "topic": topic,
-            "batch.size": "5000",
+            "batch.size": SOURCE_BATCH,
             "topic.creation.default.partitions": "1",
             "topic.creation.default.replication.factor": "1",
         },
     )
     runner = worker.start_task(name, 0, worker.task_configs(name)[0])
-    assert runner.wait_started(60)  # tasks start on their own thread
+    assert runner.wait_started(120), "source task did not start"  # it starts on its own thread
     loop = runner.loop
-    assert loop is not None
-    # Timed from the first record handed to the producer (host start-up is measured by
-    # bench/isolation_bench.py) to the committed offset reaching the end of the file.
-    wait_until(lambda: loop.records_moved > 0)
-    start = time.perf_counter()
-    wait_until(
-        lambda: any(o == {"position": size} for _, o in worker.offsets.connector_offsets(name))
-    )
-    elapsed = time.perf_counter() - start
-    sent = loop.records_moved  # type: ignore[union-attr]
+    assert loop is not None, "source task failed to start"
+    time.sleep(PRODUCER_ID_WAIT_S)
+    with open(path, "ab") as fh:
+        fh.write(data)
+    count = data.count(b"\n")
+    first = wait_until(lambda: loop.progress[0] > 0 and loop.progress)
+    hosts = [runner.host.pid if runner.host is not None else None]
+    cpu_start = cpu_s(hosts)
+    end = {"position": len(data)}
+    wait_until(lambda: any(o == end for _, o in worker.offsets.connector_offsets(name)))
+    done = time.monotonic()
+    cpu = (cpu_s(hosts) - cpu_start) / (count - first[0])
+    # A loop in the plugin host reports its count with its next answer (core/runtime/hosted.py).
+    sent = wait_until(lambda: loop.records_moved >= count and loop.records_moved, 10)
     worker.stop_connector(name)
-    return elapsed, sent
+    assert sent == count, f"copycat sent {sent} of {count}"
+    return rate(first, (count, done)), cpu
 
 
 def warm(bootstrap: str, topic: str, count: int, partitions: int = 1) -> None:
@@ -173,7 +285,7 @@ def warm(bootstrap: str, topic: str, count: int, partitions: int = 1) -> None:
     consumer.close()
 
 
-def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> float:
+def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> tuple[tuple[float, int], float]:
     """The cheapest correct consumer loop: batches of up to MAX_RECORDS_PER_PUT, each written
     with one call, with the sink consumer's own settings (with librdkafka's default
     fetch.queue.backoff.ms of 1 s the loop idles a second whenever its queue fills)."""
@@ -182,23 +294,23 @@ def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> float:
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
     seen = 0
-    start = None
+    points: list[Progress] = []
     with open(out, "wb") as fh:
         while seen < count:
             # Never ask for more than remain: librdkafka's consume() waits for the whole count.
             messages = consumer.consume(min(MAX_RECORDS_PER_PUT, count - seen), 1.0)
             values = [m.value() for m in messages if m.error() is None]
             if values:
-                if start is None:
-                    start = time.perf_counter()
                 values.append(b"")  # the last line's newline
                 fh.write(b"\n".join(values))
                 seen += len(values) - 1
+                points.append((seen, time.monotonic()))
+                if len(points) == 1:
+                    cpu_start = cpu_s()
         fh.flush()
-    assert start is not None
-    elapsed = time.perf_counter() - start
+    cpu = (cpu_s() - cpu_start) / (points[-1][0] - points[0][0])
     consumer.close()
-    return elapsed
+    return rate(points[0], points[-1]), cpu
 
 
 # A per-record chain that makes a sink task CPU-bound in its plugin host: wrap each line in a
@@ -223,8 +335,10 @@ def copycat_sink(
     tasks: int = 1,
     extra: dict[str, str] | None = None,
     label: str = "",
-) -> float:
-    """Seconds from the first line written to the count-th, across ``tasks`` output files."""
+) -> tuple[tuple[float, int], float]:
+    """``(seconds, records)`` across ``tasks`` loops: from the earliest first progress point
+    to the latest last one, counting what moved after each loop's first point; and CPU
+    seconds per record (worker and plugin hosts) after the first point seen."""
     name = f"bench-sink-{topic}-{tasks}{label}"
     worker.start_connector(
         name,
@@ -239,39 +353,62 @@ def copycat_sink(
     )
     files = [out.with_suffix(f".{i}") for i in range(tasks)]
     for task_id, cfg in enumerate(worker.task_configs(name)):
-        assert worker.start_task(name, task_id, dict(cfg, file=str(files[task_id]))).wait_started(
-            60
-        )
-
-    def lines() -> int:
-        total = 0
-        for f in files:
-            if f.exists():
-                with open(f, "rb") as fh:
-                    total += sum(
-                        chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b"")
-                    )
-        return total
-
-    loops = [runner.loop for runner in worker.connectors[name].tasks.values() if runner.loop]
-    # Timed from the first record put() to the last, from the task loops' own counters.
-    wait_until(lambda: sum(loop.records_moved for loop in loops) > 0)  # type: ignore[union-attr]
-    start = time.perf_counter()
-    wait_until(lambda: sum(loop.records_moved for loop in loops) >= count)  # type: ignore[union-attr]
-    elapsed = time.perf_counter() - start
+        runner = worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])))
+        assert runner.wait_started(120), "sink task did not start"
+    runners = list(worker.connectors[name].tasks.values())
+    loops = [runner.loop for runner in runners]
+    assert all(loops), "a sink task failed to start"
+    hosts = [runner.host.pid if runner.host is not None else None for runner in runners]
+    firsts: list[Progress | None] = [None] * tasks
+    cpu_start, moved_before = 0.0, 0
+    while (moved := sum(loop.progress[0] for loop in loops)) < count:
+        if moved and not cpu_start:
+            cpu_start, moved_before = cpu_s(hosts), moved
+        for i, loop in enumerate(loops):
+            if firsts[i] is None and loop.progress[0] > 0:
+                firsts[i] = loop.progress
+        time.sleep(POLL_S)
+    cpu = (cpu_s(hosts) - cpu_start) / (count - moved_before)
+    # Loops that moved nothing (on Apache Kafka one task may take both partitions and finish
+    # before the other joins the group) have no points: (0, 0.0).
+    moved_loops = [
+        (first or last, last)
+        for first, last in zip(firsts, [lp.progress for lp in loops], strict=True)
+        if last[0]
+    ]
+    if len(moved_loops) < tasks:
+        print(f"  ({name}: {tasks - len(moved_loops)} of {tasks} tasks moved no record)")
+    starts = [start for start, _ in moved_loops]
+    lasts = [last for _, last in moved_loops]
     worker.stop_connector(name)
-    assert lines() == count, f"sink wrote {lines()} lines, expected {count}"
-    return elapsed
+    lines = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            lines += sum(chunk.count(b"\n") for chunk in iter(lambda: fh.read(1 << 20), b""))
+    assert lines == count, f"sink wrote {lines} lines, expected {count}"
+    seconds = max(t for _, t in lasts) - min(t for _, t in starts)
+    return (seconds, count - sum(n for n, _ in starts)), cpu
 
 
-def report(label: str, count: int, mb: float, t_bare: list[float], t_cc: list[float]) -> None:
-    """One table row: medians of the alternating runs, and every pair's ratio."""
-    bare, cc = statistics.median(t_bare), statistics.median(t_cc)
-    ratios = sorted(b / c for b, c in zip(t_bare, t_cc, strict=True))
-    pairs = ", ".join(f"{r:.2f}" for r in ratios)
+def report(
+    label: str,
+    mb_per_record: float,
+    bare: list[tuple[float, int]],
+    cc: list[Any],
+    cpu: tuple[list[float], list[float]],
+) -> None:
+    """One table row: medians of the alternating runs, every pair's ratio, and the median CPU
+    time per record of each side (``cpu``: bare's, Copycat's)."""
+    bare_rates = [n / s for s, n in bare]
+    cc_rates = [n / s for s, n in cc]
+    b, c = statistics.median(bare_rates), statistics.median(cc_rates)
+    pairs = ", ".join(f"{x / y:.2f}" for x, y in sorted(zip(cc_rates, bare_rates, strict=True)))
+    bare_us, cc_us = (statistics.median(side) * 1e6 for side in cpu)
     print(
-        f"{label:<34}{count / cc:>14,.0f}{mb / cc:>8.1f}{count / bare:>14,.0f}{mb / bare:>8.1f}"
-        f"{bare / cc:>8.2f}   (median of {len(t_cc)}; pairs {pairs})"
+        f"{label:<34}{c:>14,.0f}{c * mb_per_record:>8.1f}{b:>14,.0f}{b * mb_per_record:>8.1f}"
+        f"{c / b:>8.2f}   (median of {len(cc)}; pairs {pairs}; CPU us/record {cc_us:.2f} vs "
+        f"{bare_us:.2f}: {bare_us / cc_us:.2f})",
+        flush=True,
     )
 
 
@@ -279,104 +416,209 @@ def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@contextmanager
+def broker(kind: str, work: Path) -> Iterator[KafkaCluster]:
+    if kind == "dev":
+        with DevBroker() as dev:
+            yield KafkaCluster(dev.bootstrap_servers, kind="dev-broker")
+        return
+    kafka = ApacheKafka(work / "apache-kafka", jvm_flags=BENCH_JVM_FLAGS).start(os.getpid())
+    try:
+        yield KafkaCluster(kafka.bootstrap_servers)
+    finally:
+        kafka.stop()
+
+
 def main() -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="smaller data sets")
+    parser.add_argument("--quick", action="store_true", help="4x smaller data sets")
+    parser.add_argument("--broker", choices=["dev", "kafka", "both"], default="both")
+    parser.add_argument(
+        "--data-path",
+        choices=["both", *DATA_PATHS, "auto"],
+        default="both",
+        help="task.data.path of the Copycat runs; both (default): host and worker side by side",
+    )
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--no-scaling", action="store_true", help="skip the task scaling runs")
     args = parser.parse_args()
-    # Plugin venvs and output files take ~1 GB: removed when the run ends, however it ends.
+    modes = list(DATA_PATHS) if args.data_path == "both" else [args.data_path]
+    # Plugin venvs, output files and a broker's log take ~1 GB: removed however the run ends.
     with tempfile.TemporaryDirectory(prefix="copycat-pipeline-bench-") as tmp:
-        run(Path(tmp), 4 if args.quick else 1)
+        work = Path(tmp)
+        plugin_path = work / "plugins"
+        ensure_bundled_plugins(plugin_path)
+        for kind in ["dev", "kafka"] if args.broker == "both" else [args.broker]:
+            with broker(kind, work / kind) as cluster:
+                run(cluster, work / kind, plugin_path, modes, args)
 
 
-def run(work: Path, scale: int) -> None:
-    plugin_path = work / "plugins"
-    ensure_bundled_plugins(plugin_path)
+def in_turn(modes: list[str], rep: int) -> list[str]:
+    """The modes in the order of repeat ``rep``: rotated, so none always runs right after the
+    bare loop (or after the other one's broker traffic)."""
+    shift = rep % len(modes)
+    return modes[shift:] + modes[:shift]
+
+
+def run(
+    cluster: KafkaCluster,
+    work: Path,
+    plugin_path: Path,
+    modes: list[str],
+    args: argparse.Namespace,
+) -> None:
+    scale = 4 if args.quick else 1
     catalogue = PluginCatalogue.scan([plugin_path])
-    with DevBroker() as broker:
-        bootstrap = broker.bootstrap_servers
-        sources = Worker(
-            "bench-sources",
-            SOURCE_WORKER_PROPS,
+    bootstrap = cluster.bootstrap_servers
+    client_props = {"bootstrap.servers": bootstrap}
+    # One pair of workers per data path, so each mode's tasks run exactly as a worker
+    # configured with it runs them.
+    sources, sinks = {}, {}
+    for mode in modes:
+        path = {"task.data.path": mode}
+        sources[mode] = Worker(
+            f"bench-sources-{mode}",
+            {**SOURCE_WORKER_PROPS, **path},
             catalogue,
             MemoryOffsetStore(),
-            client_props={"bootstrap.servers": bootstrap},
+            client_props=client_props,
         )
-        worker = Worker(
-            "bench",
-            WORKER_PROPS,
+        sinks[mode] = Worker(
+            f"bench-{mode}",
+            {**WORKER_PROPS, **path},
             catalogue,
             MemoryOffsetStore(),
-            client_props={"bootstrap.servers": bootstrap},
+            client_props=client_props,
         )
+    print(
+        f"\n{cluster.kind}, task.data.path={' and '.join(modes)}: bare loops hand each record to "
+        "the client with nothing else per record;\nsources timed to "
+        + ("the broker's append stamps" if cluster.kind == "apache-kafka" else "delivery")
+        + "\n"
+        f"{'path':<34}{'copycat rec/s':>14}{'MB/s':>8}{'bare rec/s':>14}{'MB/s':>8}{'ratio':>8}",
+        flush=True,
+    )
+    work.mkdir(parents=True, exist_ok=True)
+    # The broker stamps each batch as it appends it; see the module docstring.
+    stamped = {"message.timestamp.type": "LogAppendTime"}
+    for size, count in ((100, 400_000 // scale), (1024, 100_000 // scale)):
+        data_path = work / f"in-{size}.txt"
+        data = make_input(data_path, count, size)
+        mb_per_record = len(data) / count / 1e6
+        t_bare: list[tuple[float, int]] = []
+        t_cc: dict[str, list[tuple[float, int]]] = {mode: [] for mode in modes}
+        c_bare: list[float] = []
+        c_cc: dict[str, list[float]] = {mode: [] for mode in modes}
+        flushes = []
+        for rep in range(args.repeats):
+            bare_topic = f"bare-{size}-{rep}"
+            for topic in [bare_topic] + [f"cc-{mode}-{size}-{rep}" for mode in modes]:
+                cluster.create_topic(topic, 1, stamped)
+            cluster.create_topic(f"{bare_topic}-warmup", 1)
+            timing, flush_s, cpu = bare_source(bootstrap, data_path, bare_topic)
+            c_bare.append(cpu)
+            if cluster.kind == "apache-kafka":
+                timing = append_span(bootstrap, bare_topic, count)
+            t_bare.append(timing)
+            flushes.append(flush_s)
+            for mode in in_turn(modes, rep):
+                cc_topic = f"cc-{mode}-{size}-{rep}"
+                source_file = work / f"{cc_topic}.txt"
+                cc_timing, cpu = copycat_source(sources[mode], source_file, data, cc_topic)
+                c_cc[mode].append(cpu)
+                if cluster.kind == "apache-kafka":
+                    cc_timing = append_span(bootstrap, cc_topic, count)
+                t_cc[mode].append(cc_timing)
+        for mode in modes:
+            report(
+                f"source {size} B x {count} ({mode})",
+                mb_per_record,
+                t_bare,
+                t_cc[mode],
+                (c_bare, c_cc[mode]),
+            )
         print(
-            "bare loops: one produce() per line, no per-record callable or poll(), failures-only "
-            "delivery reports;\n            one write per consumed batch; Copycat's client settings"
+            f"{'':<34}(bare loop's final flush: {', '.join(f'{f * 1000:.0f}' for f in flushes)} ms)"
         )
-        print(
-            f"{'path':<34}{'copycat rec/s':>14}{'MB/s':>8}{'bare rec/s':>14}{'MB/s':>8}{'ratio':>8}"
-        )
-        for size, count in ((100, 400_000 // scale), (1024, 100_000 // scale)):
-            data = work / f"in-{size}.txt"
-            make_input(data, count, size)
-            mb = data.stat().st_size / 1e6
-            # source: REPEATS times each, alternating; the sinks read the first Copycat topic
-            t_bare_runs, t_cc_runs = [], []
-            for rep in range(REPEATS):
-                bare_topic = f"bare-{size}-{rep}"
-                cc_topic = f"cc-{size}" + (f"-{rep}" if rep else "")
-                broker.create_topic(bare_topic, 1)
-                broker.create_topic(f"{bare_topic}-warmup", 1)
-                t_bare, acked = bare_source(bootstrap, data, bare_topic, f"{bare_topic}-warmup")
-                assert acked == count, f"bare loop acked {acked} of {count}"
-                t_cc, sent = copycat_source(sources, data, cc_topic)
-                assert sent == count, f"copycat sent {sent} of {count}"
-                t_bare_runs.append(t_bare)
-                t_cc_runs.append(t_cc)
-            report(f"source {size} B lines x {count}", count, mb, t_bare_runs, t_cc_runs)
-            # sink: both read the topic Copycat wrote, REPEATS times each, alternating,
-            # because on a shared 2-core machine one pair of runs can differ by a third.
-            warm(bootstrap, f"cc-{size}", count)
-            t_bare_runs, t_cc_runs = [], []
-            for rep in range(REPEATS):
-                bare_out, cc_out = (
-                    work / f"bare-out-{size}-{rep}.txt",
-                    work / f"cc-out-{size}-{rep}",
+        # sink: everyone reads the topic Copycat's first source run wrote, alternating
+        topic = f"cc-{modes[0]}-{size}-0"
+        warm(bootstrap, topic, count)
+        t_bare, t_cc = [], {mode: [] for mode in modes}
+        c_bare, c_cc = [], {mode: [] for mode in modes}
+        for rep in range(args.repeats):
+            bare_out = work / f"bare-out-{size}-{rep}.txt"
+            timing, cpu = bare_sink(bootstrap, topic, bare_out, count)
+            t_bare.append(timing)
+            c_bare.append(cpu)
+            assert digest(bare_out) == digest(data_path), "bare sink output differs from input"
+            for mode in in_turn(modes, rep):
+                cc_out = work / f"cc-out-{mode}-{size}-{rep}"
+                timing, cpu = copycat_sink(
+                    sinks[mode], topic, cc_out, count, label=f"-{mode}-{rep}"
                 )
-                t_bare_runs.append(bare_sink(bootstrap, f"cc-{size}", bare_out, count))
-                t_cc_runs.append(copycat_sink(worker, f"cc-{size}", cc_out, count, label=f"-{rep}"))
-                assert digest(bare_out) == digest(data), "bare sink output differs from input"
-                assert digest(cc_out.with_suffix(".0")) == digest(data), "copycat output differs"
-            report(f"sink {size} B lines x {count}", count, mb, t_bare_runs, t_cc_runs)
-        # scaling with tasks: a 2-partition topic, sink with 1 then 2 tasks
-        count = 400_000 // scale
-        broker.create_topic("scale", 2)
-        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-        for i in range(count):
-            while True:
-                try:
-                    producer.produce("scale", b"%08d " % i + b"x" * 91, partition=i % 2)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
-        producer.flush(60)
-        warm(bootstrap, "scale", count, partitions=2)
-        t1 = copycat_sink(worker, "scale", work / "scale1", count, tasks=1)
-        t2 = copycat_sink(worker, "scale", work / "scale2", count, tasks=2)
-        print(
-            f"sink 100 B x {count}, 2 partitions: 1 task {count / t1:,.0f} rec/s, "
-            f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x"
-        )
-        t1 = copycat_sink(worker, "scale", work / "chain1", count, 1, CHAIN, "-chain")
-        t2 = copycat_sink(worker, "scale", work / "chain2", count, 2, CHAIN, "-chain")
-        print(
-            f"  same with a 3-SMT chain:      1 task {count / t1:,.0f} rec/s, "
-            f"2 tasks {count / t2:,.0f} rec/s, scaling {t1 / t2:.2f}x"
-        )
+                t_cc[mode].append(timing)
+                c_cc[mode].append(cpu)
+                assert digest(cc_out.with_suffix(".0")) == digest(data_path), (
+                    f"copycat output differs ({mode})"
+                )
+        for mode in modes:
+            report(
+                f"sink {size} B x {count} ({mode})",
+                mb_per_record,
+                t_bare,
+                t_cc[mode],
+                (c_bare, c_cc[mode]),
+            )
+    if not args.no_scaling:
+        scaling(cluster, sinks, work, scale)
+    for worker in [*sinks.values(), *sources.values()]:
         worker.stop()
-        sources.stop()
+
+
+def scaling(cluster: KafkaCluster, sinks: dict[str, Worker], work: Path, scale: int) -> None:
+    """The sink with 1 and 2 tasks on a 2-partition topic, plain and with the SMT chain, for
+    each data path."""
+    bootstrap = cluster.bootstrap_servers
+    count = 400_000 // scale
+    cluster.create_topic("scale", 2)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        while True:
+            try:
+                producer.produce("scale", b"%08d " % i + b"x" * 91, partition=i % 2)
+                break
+            except BufferError:
+                producer.poll(0.01)
+    producer.flush(60)
+    warm(bootstrap, "scale", count, partitions=2)
+    for mode, worker in sinks.items():
+        rates = []
+        for tasks, extra, label in (
+            (1, None, ""),
+            (2, None, ""),
+            (1, CHAIN, "-chain"),
+            (2, CHAIN, "-chain"),
+        ):
+            (seconds, records), _ = copycat_sink(
+                worker,
+                "scale",
+                work / f"scale-{mode}-{tasks}{label}",
+                count,
+                tasks,
+                extra,
+                f"{label}-{mode}",
+            )
+            rates.append(records / seconds)
+        print(
+            f"sink 100 B x {count}, 2 partitions ({mode}): 1 task {rates[0]:,.0f} rec/s, "
+            f"2 tasks {rates[1]:,.0f} rec/s, scaling {rates[1] / rates[0]:.2f}x\n"
+            f"  same with a 3-SMT chain:      1 task {rates[2]:,.0f} rec/s, 2 tasks "
+            f"{rates[3]:,.0f} rec/s, scaling {rates[3] / rates[2]:.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

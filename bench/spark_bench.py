@@ -1,6 +1,11 @@
 """The same pipeline on the local runtime and on the Spark runtime with 1 and 2 executors.
 
-Run from the repository root:  uv run python bench/spark_bench.py [--quick] [--lines N]
+Run from the repository root:
+
+    uv run python bench/spark_bench.py [--quick] [--lines N] [--data-path auto|host|worker]
+
+``--data-path`` is the workers' ``task.data.path`` (default auto: the plugin host runs each
+task's data path, on an executor as locally).
 
 One run, one Apache Kafka broker (tests/support/apache_kafka.py, jars from Maven Central's
 cache), one standalone worker per pipeline run (in this process, with its REST API). The
@@ -74,6 +79,7 @@ def run_once(
     master: str,
     lines: int,
     digest: str,
+    data_path: str = "auto",
 ) -> dict[str, float]:
     """One pipeline run; returns first-record latency and throughput, or raises."""
     run = tmp / f"{runtime}-{uuid.uuid4().hex[:6]}"
@@ -85,6 +91,7 @@ def run_once(
         "task.runtime": runtime,
         "spark.master": master,  # the application started by main(), which the worker joins
         "task.spark.heartbeat.interval.ms": "500",
+        "task.data.path": data_path,
     }
     with RestWorker(run, broker.bootstrap_servers, plugins, extra) as worker:
         with httpx.Client(base_url=worker.url, timeout=120) as http:
@@ -132,6 +139,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100k lines, one repeat")
     parser.add_argument("--lines", type=int, default=500_000)
+    parser.add_argument("--data-path", choices=["auto", "host", "worker"], default="auto")
     args = parser.parse_args()
     lines = 100_000 if args.quick else args.lines
     repeats = 1 if args.quick else REPEATS
@@ -150,7 +158,9 @@ def main() -> None:
                 try:
                     for _ in range(repeats):
                         for runtime, key in (("local", "local"), ("spark", label)):
-                            result = run_once(tmp, broker, plugins, runtime, master, lines, digest)
+                            result = run_once(
+                                tmp, broker, plugins, runtime, master, lines, digest, args.data_path
+                            )
                             results.setdefault(key, []).append(result)
                             print(
                                 f"  {key}: {result['lines_per_s']:,.0f} lines/s, first "
@@ -163,8 +173,8 @@ def main() -> None:
             kafka.stop()
     runs = len(results["local"])
     print(
-        f"\n{lines:,} lines of 94 B, file -> topic -> file; medians of {runs} local runs "
-        f"and {repeats} per Spark setup:"
+        f"\n{lines:,} lines of 94 B, file -> topic -> file, task.data.path={args.data_path}; "
+        f"medians of {runs} local runs and {repeats} per Spark setup:"
     )
     medians = {
         key: {m: statistics.median(r[m] for r in runs) for m in runs[0]}

@@ -310,6 +310,7 @@ class LocalHosts:
         callbacks: Mapping[str, Callable[..., Any]],
         call_timeout_s: float,
         memory_limit_bytes: int,
+        parent_first: tuple[str, ...] = (),
     ) -> HostClient:
         env = self.catalogue.environment_at(plugin.location)
         return env.start_host(
@@ -317,6 +318,7 @@ class LocalHosts:
             callbacks=callbacks,
             call_timeout_s=call_timeout_s,
             memory_limit_bytes=memory_limit_bytes,
+            parent_first=parent_first,
         )
 
     def import_path(self, plugin: PluginRef) -> str:

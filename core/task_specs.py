@@ -10,13 +10,17 @@ data that any driver can run (:func:`core.runtime.build.build_task`).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 from core.connector_config import ConnectorConfig
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS
 from core.plugins import PluginCatalogue
+from core.runtime.hosted import cannot_share
 from core.runtime.spec import (
+    DATA_PATH_HOST,
+    DATA_PATH_WORKER,
     ClientConfigs,
     ErrorsPolicy,
     ExactlyOnceSpec,
@@ -80,6 +84,10 @@ class TaskSpecFactory:
             commit_interval_s=config.get("offset.flush.interval.ms") / 1000,
             topic_creation_enabled=bool(config.get("topic.creation.enable")),
         )
+        self.data_path_choice = str(config.get("task.data.path")).lower()
+        # (environment locations and content hashes) -> why not in the host (None: it can).
+        self._sharing: dict[tuple[tuple[str, str], ...], str | None] = {}
+        self._sharing_lock = threading.Lock()
 
     def make(
         self,
@@ -118,6 +126,7 @@ class TaskSpecFactory:
                 admin=clients.admin,
                 dlq_producer=clients.dlq_producer,
             )
+        pipeline = self._pipeline(config, plugin)
         return TaskSpec(
             connector=connector,
             task_id=task_id,
@@ -125,12 +134,13 @@ class TaskSpecFactory:
             task_config=dict(task_props),
             connector_config=dict(connector_props),
             plugin=plugin_ref(self.catalogue, plugin),
-            pipeline=self._pipeline(config, plugin),
+            pipeline=pipeline,
             errors=errors_policy(config),
             clients=clients,
             settings=settings,
             version=version,
             exactly_once=eos,
+            data_path=self._data_path(f"{connector}-{task_id}", plugin, pipeline, eos is not None),
         )
 
     def _exactly_once(
@@ -147,6 +157,45 @@ class TaskSpecFactory:
                 interval_ms / 1000 if interval_ms is not None else self.settings.commit_interval_s
             ),
         )
+
+    def _data_path(
+        self, task: str, plugin: PluginDescriptor, pipeline: PipelineSpec, exactly_once: bool
+    ) -> str:
+        """Where the task's data path runs (``task.data.path``, see core/runtime/hosted.py).
+        An exactly-once source task's runs in the worker (docs/architecture.md, "Exactly-once
+        sources keep their data path in the worker").
+
+        Raises:
+            ConfigException: ``task.data.path=host`` and the task's plugins cannot share the
+                runtime's data path modules, or the task runs exactly-once.
+        """
+        if self.data_path_choice == DATA_PATH_WORKER:
+            return DATA_PATH_WORKER
+        if exactly_once:
+            if self.data_path_choice == DATA_PATH_HOST:
+                raise ConfigException(
+                    "task.data.path",
+                    DATA_PATH_HOST,
+                    f"task {task} runs exactly-once (exactly.once.source.support=enabled), and "
+                    "an exactly-once source task's data path runs in the worker: set "
+                    "task.data.path=auto or worker",
+                )
+            return DATA_PATH_WORKER
+        envs = [self.catalogue.environment(plugin)]
+        envs += [self.catalogue.environment_at(ref.location) for _, ref in pipeline.attachments()]
+        key = tuple((str(env.location), env.content_hash()) for env in envs)
+        with self._sharing_lock:
+            if key not in self._sharing:
+                self._sharing[key] = cannot_share(envs)
+            reason = self._sharing[key]
+        if reason is None:
+            return DATA_PATH_HOST
+        if self.data_path_choice == DATA_PATH_HOST:
+            raise ConfigException(
+                "task.data.path", DATA_PATH_HOST, f"task {task} cannot run in its host: {reason}"
+            )
+        log.info("task %s: data path in the worker: %s", task, reason)
+        return DATA_PATH_WORKER
 
     # -- pipeline ----------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from core.plugins import LocalHosts, PluginCatalogue
 from core.runtime.build import build_task
 from core.runtime.loop import TaskLoop
 from core.runtime.services import ConfluentClients, KafkaClients, TaskFencing, TaskServices
-from core.runtime.spec import TaskSpec
+from core.runtime.spec import DATA_PATH_WORKER, TaskSpec
 from core.status import State, Status, StatusBoard, failure_trace
 from core.stores.status import StatusStore
 from core.stores.task_offsets import TaskOffsetStore
@@ -246,9 +246,11 @@ class Worker:
         task_offsets: Callable[[TaskSpec], TaskOffsetStore] | None = None,
     ) -> None:
         """``config`` is the worker's (properties are parsed and checked); ``client_props``
-        the keys every Kafka client gets (``bootstrap.servers`` resolved); ``task_offsets``
-        makes a source task's offset store when it is not simply ``offsets`` (connectors'
-        own offsets topics, see :mod:`core.offset_topics`)."""
+        the keys every Kafka client gets (``bootstrap.servers`` resolved); ``clients`` makes
+        the tasks' Kafka clients (tests, embedding), which runs every task's data path in the
+        worker (``task.data.path=worker``): a plugin host makes confluent-kafka clients of its
+        own. ``task_offsets`` makes a source task's offset store when it is not simply
+        ``offsets`` (connectors' own offsets topics, see :mod:`core.offset_topics`)."""
         if not isinstance(config, WorkerConfig):
             config = WorkerConfig.from_properties(config)
         self.worker_id = worker_id
@@ -259,6 +261,10 @@ class Worker:
         self.status: StatusStore = status if status is not None else StatusBoard()
         self.connectors: dict[str, _Connector] = {}
         self.specs = TaskSpecFactory(config, catalogue, self.client_props)
+        if clients is not None:
+            # Clients of the caller's making exist only in this process: a task whose data
+            # path ran in its plugin host would make its own there and never use them.
+            self.specs.data_path_choice = DATA_PATH_WORKER
         self.services = TaskServices(
             hosts=LocalHosts(catalogue),
             offsets=offsets,

@@ -249,6 +249,21 @@ def _build() -> ConfigDef:
         "Connectors may set their own value.",
     )
     d.define(
+        "task.data.path",
+        _T.STRING,
+        "auto",
+        CaseInsensitiveValidString.in_("auto", "host", "worker"),
+        _LOW,
+        "Where a task's data path (its Kafka client, the task loop, converters and "
+        "transforms) runs. 'host': in the task's plugin host, next to the plugin, with the "
+        "runtime's Kafka client parent-first, so records never cross a process boundary. "
+        "'worker': the client and the loop in the worker, bytes crossing to the host. 'auto' "
+        "(default): 'host' unless the plugin's environment (or a converter's, transform's or "
+        "predicate's) ships its own copy of a module the data path shares (confluent_kafka) "
+        "in another version, or runs another Python version. Either way plugin code runs in "
+        "its host, whose crash, hang or memory limit fails only that task.",
+    )
+    d.define(
         "offset.flush.interval.ms",
         _T.LONG,
         _ONE_MINUTE_MS,

@@ -2,12 +2,13 @@
 
 Every plugin runs in a host process started from its own venv's interpreter; the worker talks
 to it through a typed client (:class:`HostClient`) over a channel (:class:`HostChannel`: a host
-process, or the in-process twin for tests) and survives its crashes and hangs.
+process, the in-process twin for tests, or :class:`DirectHost` where a task's data path runs
+in the plugin's own host) and survives its crashes and hangs.
 """
 
 from __future__ import annotations
 
-from isolation._hostside.copycat_batch import ConsumedBatch
+from isolation._hostside.copycat_batch import ConsumedBatch, ProducedBatch
 from isolation._hostside.copycat_errors import retry_backoff_s
 from isolation._hostside.copycat_protocol import (
     NO_SINK_ACTIONS,
@@ -20,6 +21,7 @@ from isolation._hostside.copycat_protocol import (
 )
 from isolation.channel import Frame, HostChannel
 from isolation.client import HostClient
+from isolation.direct import DirectHost
 from isolation.environment import (
     ENTRY_POINT_GROUPS,
     PluginDescriptor,
@@ -45,6 +47,8 @@ __all__ = [
     "SHUTDOWN_GRACE_S",
     "ConnectorEvent",
     "ConsumedBatch",
+    "ProducedBatch",
+    "DirectHost",
     "ErrorInfo",
     "Frame",
     "HostChannel",

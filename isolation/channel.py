@@ -23,11 +23,17 @@ from isolation._hostside.copycat_protocol import HostInfo
 
 __all__ = ["Frame", "HostChannel"]
 
-Frame = tuple[bytes, bytes]
+# A request serialized ahead of time by a channel's ``encode``: the operation and a body only
+# that channel reads (a pickle across pipes, the arguments themselves on a direct channel).
+Frame = tuple[bytes, Any]
 
 
 class HostChannel(Protocol):
     name: str
+    # Whether a submitted request runs while the caller goes on (a host process, a thread);
+    # False for a channel that runs it on the caller's thread when its result is collected
+    # (isolation.direct), where waiting for the request to finish would be waiting for nothing.
+    overlaps: bool
 
     @property
     def pid(self) -> int | None: ...

@@ -53,6 +53,11 @@ class HostClient:
     def pending(self) -> bool:
         return self.channel.pending
 
+    @property
+    def overlaps(self) -> bool:
+        """Whether a submitted request runs while the caller goes on (see HostChannel)."""
+        return self.channel.overlaps
+
     def kill(self, reason: str | None = None) -> None:
         self.channel.kill(reason)
 

@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from isolation._hostside.copycat_loader import top_level_names
 from isolation.client import HostClient
 from isolation.host import PluginHost
 from plugin_api import ConnectException
@@ -187,6 +188,28 @@ class PluginEnvironment:
             )
         except (OSError, PluginEnvironmentError):
             return []
+
+    def top_level_modules(self) -> dict[str, str]:
+        """Each top-level module this location ships, and the ``dist==version`` shipping it
+        (what a host's child-first loader compares, see copycat_loader)."""
+        return top_level_names(str(self.import_path))
+
+    def python_version(self) -> tuple[int, int] | None:
+        """``(major, minor)`` of the interpreter a venv's hosts run on, from its
+        ``pyvenv.cfg`` (None where it does not say, or for attached layouts)."""
+        if self.attached:
+            return None
+        try:
+            text = (self.location / "pyvenv.cfg").read_text()
+        except OSError:
+            return None
+        for line in text.splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() in ("version_info", "version"):
+                parts = value.strip().split(".")
+                if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+                    return int(parts[0]), int(parts[1])
+        return None
 
     def installer_of(self, distribution: str) -> str | None:
         """The tool that installed ``distribution`` here (its ``INSTALLER`` file: pip, uv)."""

@@ -12,7 +12,7 @@ import select
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +59,14 @@ SHUTDOWN_GRACE_S = 5.0
 # allocates); under an address-space limit that reservation, not real use, would fail first.
 LIMITED_MALLOC_ARENAS = "2"
 
-# argv: plugin_api dir, host-side dir, memory limit in bytes (0: none), then the host's own.
+# argv: the parent-first directories (plugin_api's first, os.pathsep-separated), host-side dir,
+# memory limit in bytes (0: none), then the host's own.
 _BOOTSTRAP = (
     launcher.PDEATHSIG_PRELUDE + "api, hostdir, limit, *rest = sys.argv[1:]; "
     "import resource; int(limit) and resource.setrlimit(resource.RLIMIT_AS, "
     "(int(limit), int(limit))); "
-    "sys.path[0:0] = [api, hostdir]; import copycat_host; copycat_host.main(rest)"
+    "sys.path[0:0] = [*api.split(os.pathsep), hostdir]; import copycat_host; "
+    "copycat_host.main(rest)"
 )
 
 
@@ -133,6 +135,8 @@ class PluginHost:
     reason. :meth:`close` and :meth:`kill` never close file descriptors under a reader.
     """
 
+    overlaps = True  # a request runs in the host process while the caller goes on
+
     def __init__(
         self,
         python: str | os.PathLike[str],
@@ -145,8 +149,13 @@ class PluginHost:
         memory_limit_bytes: int = 0,
         on_exit: Callable[[PluginHostCrashed], None] | None = None,
         on_event: Callable[[protocol.ConnectorEvent], None] | None = None,
+        parent_first: Sequence[str] = (),
     ) -> None:
         self.python = str(python)
+        # Directories importable before the plugin's own environment, after plugin_api: what
+        # the runtime shares with the plugin beyond its API (a task's data path, see
+        # core/runtime/hosted.py). Empty for every other host.
+        self.parent_first = list(parent_first)
         self.name = name
         self.callbacks = dict(callbacks or {})
         self.call_timeout_s = call_timeout_s
@@ -206,7 +215,7 @@ class PluginHost:
             *self._site_flags,
             "-c",
             bootstrap,
-            str(plugin_api_root()),
+            os.pathsep.join([str(plugin_api_root()), *self.parent_first]),
             str(HOSTSIDE_DIR),
             str(self.memory_limit_bytes),
             str(to_host_r),
@@ -410,7 +419,10 @@ class PluginHost:
 
         The channel stays reserved for this caller until :meth:`result` collects the answer.
         """
-        self._send(op, lambda fd: wire.write_message(fd, ("req", op, args), self._to_host_region))
+        self._send(
+            protocol.describe_request(op, args),
+            lambda fd: wire.write_message(fd, ("req", op, args), self._to_host_region),
+        )
 
     def submit_encoded(self, op: str, frame: tuple[bytes, bytes]) -> None:
         """:meth:`submit` a request already serialized by :meth:`encode`."""

@@ -54,6 +54,8 @@ def _host_module() -> Any:
 class InProcessHost:
     """A plugin host on a thread of the worker's process (see the module docstring)."""
 
+    overlaps = True  # a request runs on the host's thread while the caller goes on
+
     def __init__(
         self,
         *,
@@ -168,7 +170,7 @@ class InProcessHost:
         if self.failure is not None:
             self._lock.release()
             raise self.failure
-        self._pending_op = op
+        self._pending_op = protocol.describe_request(op, args)
         self._requests.put((op, args))
 
     def submit_encoded(self, op: str, frame: Frame) -> None:

@@ -18,11 +18,12 @@ from confluent_kafka import KafkaException
 from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.runtime.exactly_once import TRANSACTION_TIMEOUT_S, ExactlyOnceSourceTaskLoop
+from core.runtime.hosted import start_hosted
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskFencing, TaskServices
 from core.runtime.sink import SinkTaskLoop, cooperative_protocol
-from core.runtime.source import SourceTaskLoop
-from core.runtime.spec import TaskSpec
+from core.runtime.source import SourceTaskLoop, producer_settings
+from core.runtime.spec import DATA_PATH_HOST, TaskSpec
 from core.runtime.transactions import boundary_for
 from core.stores.task_offsets import TaskOffsetStore
 from core.topics import TopicCreator
@@ -48,7 +49,14 @@ def build_task(
     reclaim (kill) a task whose ``start()`` hangs; ``should_stop`` lets a stop requested
     meanwhile abandon the start, and lets the loop give up waiting on a dead broker.
     ``fencing`` runs around an exactly-once task's producer initialisation (KIP-618).
+
+    ``spec.data_path`` says where the loop and its Kafka clients run: here (the host sees only
+    bytes), or in the plugin host next to the plugin (:mod:`core.runtime.hosted`; the loop
+    returned is then the worker's handle on the one running there). An exactly-once task's
+    always runs here (:meth:`core.task_specs.TaskSpecFactory` decides).
     """
+    if spec.data_path == DATA_PATH_HOST:
+        return start_hosted(spec, services, on_host=on_host, should_stop=should_stop)
     offsets = services.offsets_for(spec) if spec.kind == "source" else None
     try:
         host = services.hosts.start(
@@ -141,11 +149,25 @@ def _source(
     fencing: TaskFencing | None,
 ) -> SourceTaskLoop:
     clients = services.clients
-    producer = clients.producer(spec.clients.producer)
     eos = spec.exactly_once
+    holder: list[SourceTaskLoop] = []
+
+    def delivery_failed(error: Any, message: Any) -> None:
+        holder[0].delivery_failed(error, message)  # set below, before anything is produced
+
+    producer: Any = None
     if eos is not None:
         # Before the task starts (and reads its offsets): the producer's initialisation
         # fences out older instances of the task, whose offsets could still change otherwise.
+        # Whether the task wants per-record acks is known only once it started, so this
+        # producer reports every delivery (a transaction's commit needs none of them).
+        producer = clients.producer(
+            {
+                **spec.clients.producer,
+                **producer_settings(per_record_acks=True),
+                "on_delivery": delivery_failed,
+            }
+        )
         _init_transactions(spec, producer, fencing, should_stop)
     started = host.start_source_task(
         handle,
@@ -159,6 +181,14 @@ def _source(
         spec.connector_config,
         enabled=spec.settings.topic_creation_enabled,
     )
+    if producer is None:
+        producer = clients.producer(
+            {
+                **spec.clients.producer,
+                **producer_settings(started.wants_acks),
+                "on_delivery": delivery_failed,
+            }
+        )
     args = (spec.connector, spec.task_id, host, handle, producer, offsets, creator)
     kwargs: dict[str, Any] = {
         "wants_acks": started.wants_acks,
@@ -179,6 +209,7 @@ def _source(
             **kwargs,
         )
     loop.should_stop = should_stop
+    holder.append(loop)
     return loop
 
 

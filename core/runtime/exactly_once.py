@@ -35,11 +35,11 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from plugin_api.connector import freeze_partition
 
 from core.kafka import wrap_kafka_error
-from core.runtime.source import SourceTaskLoop, _Batch
+from core.runtime.source import SourceTaskLoop, _Batch, _Interrupted, _Unsent
 from core.runtime.spec import ExactlyOnceSpec
 from core.runtime.transactions import POLL, TransactionBoundary
 from core.stores.task_offsets import TaskOffsetStore
-from isolation import PollResult
+from isolation import PollResult, ProducedBatch
 from plugin_api import ConnectException
 
 __all__ = ["ExactlyOnceSourceTaskLoop", "TaskFencedError", "TRANSACTION_TIMEOUT_S"]
@@ -59,6 +59,23 @@ _FENCED = frozenset(
 # failure of the task.
 _PURGED = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 COMMIT, ABORT = "commit", "abort"
+
+
+class _Chunk(_Unsent):
+    """Records of one poll up to a boundary the task set (or all of them), and what ends the
+    transaction after them: ``"commit"``, ``"abort"`` or None (the boundary's business)."""
+
+    __slots__ = ("action",)
+
+    def __init__(
+        self,
+        batch: _Batch,
+        records: ProducedBatch,
+        offsets: list[tuple[Any, Any]],
+        action: str | None,
+    ) -> None:
+        super().__init__(batch, records, offsets)
+        self.action = action
 
 
 class TaskFencedError(ConnectException):
@@ -97,6 +114,8 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         self._offsets_written = False
         # It holds offsets of records that were never sent (a batch cut short): abort only.
         self._doomed = False
+        # The queued chunk whose offsets the open transaction already holds (poll boundary).
+        self._offsets_first_for: _Chunk | None = None
         self._acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
         self._task_commit_due = False
         self.transactions_committed = 0
@@ -111,8 +130,8 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         """Send what was polled, then end the open transaction if the boundary allows: one
         left open through a long pause would outlive the broker's transaction timeout."""
         super().pause()
-        self._settle()
-        if self.boundary.at_stop():
+        self._send_polled()
+        if self.boundary.at_stop() and not self._cut_short():
             self._commit()
 
     def resume(self) -> None:
@@ -123,8 +142,8 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         if failed or self._failure is not None:
             self._abort_quietly("the task failed")
             return
-        self._settle()
-        if self._doomed:
+        self._send_polled()
+        if self._cut_short():
             self._abort_quietly("a batch was cut short by the stop")
         elif self.boundary.at_stop():
             self._commit()
@@ -159,33 +178,77 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
     def _batch_dispatched(self, batch: _Batch) -> None:
         self._offsets.update(batch.offsets)
 
-    def _dispatch(self, result: PollResult) -> int:
-        if not result.boundaries:
-            if result.rows and self.boundary.name == POLL:
-                return self._send_poll_transaction(result)
-            moved = self._send(result.rows, result.offsets)
-            if moved and self.boundary.after_batch():
-                self._commit()
-            return moved
-        rows, start, moved = result.rows, 0, 0
+    def _queue(self, result: PollResult) -> None:
+        """A poll's records as chunks ending where the task set boundaries (one chunk when it
+        set none); each chunk carries the offsets of the records up to its end."""
+        records = ProducedBatch.from_wire(result.batch)
+        start = 0
         for index, action, offsets in result.boundaries:
-            end = len(rows) if index < 0 else index + 1
-            if end > start:
-                moved += self._send(rows[start:end], offsets if index >= 0 else result.offsets)
-                start = end
-            self._end_transaction(action)
-        if start < len(rows):
-            moved += self._send(rows[start:], result.offsets)
+            end = records.size if index < 0 else index + 1
+            chunk = records.slice(start, max(start, end))
+            self._unsent.append(
+                _Chunk(
+                    _Batch(self._delivery_failed),
+                    chunk,
+                    offsets if index >= 0 else result.offsets,
+                    action,
+                )
+            )
+            start = max(start, end)
+        if start < records.size:
+            rest = records if start == 0 else records.slice(start, records.size)
+            self._unsent.append(_Chunk(_Batch(self._delivery_failed), rest, result.offsets, None))
+
+    def _send_queued(self) -> int:
+        """Send the queued chunks, oldest first, each ending its transaction as its boundary
+        says. With ``poll`` boundaries a chunk (a whole poll) is one transaction whose offsets
+        go first (see :meth:`_open_poll_transaction`).
+
+        Raises:
+            _Interrupted: a wait for room was cut short; the chunk stays queued, resumed
+                where it stopped, its transaction open.
+        """
+        moved = 0
+        while self._unsent:
+            chunk = self._unsent[0]
+            assert isinstance(chunk, _Chunk)
+            whole_poll = chunk.action is None and self.boundary.name == POLL
+            if whole_poll and chunk is not self._offsets_first_for:
+                self._open_poll_transaction(chunk)
+            moved += self._send(chunk)
+            self._unsent.popleft()
+            if whole_poll:
+                self._doomed = False
+                self._offsets_first_for = None
+                self._commit()
+            elif chunk.action is not None:
+                self._end_transaction(chunk.action)
+            elif chunk.records.size and self.boundary.after_batch():
+                self._commit()
         return moved
 
+    def _send_polled(self) -> None:
+        """Send what was polled (stop, pause); a wait cut short leaves the rest queued."""
+        self._collect()
+        try:
+            self._send_queued()
+        except _Interrupted:
+            pass
+
+    def _cut_short(self) -> bool:
+        """Whether the open transaction holds part of a chunk only (records or offsets of
+        records not all sent): it must not be committed now."""
+        return self._doomed or bool(self._unsent and self._unsent[0].next > 0)
+
     def _commit_if_due(self) -> None:
-        if self.boundary.due():
+        if self.boundary.due() and not self._cut_short():
             self._commit()
 
     def commit_offsets(self, timeout_s: float = 0.0) -> int:
-        """Commit the open transaction (records and offsets); returns 0 (nothing stays
-        unacknowledged after a commit)."""
-        self._commit()
+        """Commit the open transaction (records and offsets) unless it holds part of a chunk;
+        returns 0 (nothing stays unacknowledged after a commit)."""
+        if not self._cut_short():
+            self._commit()
         return 0
 
     def _submit_poll(self) -> None:
@@ -210,25 +273,20 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
 
     # -- transactions ----------------------------------------------------------------------
 
-    def _send_poll_transaction(self, result: PollResult) -> int:
-        """``poll`` boundary: one transaction for the batch, its offsets produced *first*.
-        The batch's offsets are known before its records are sent, and produced together
-        the offsets topic's partition joins the transaction in the same AddPartitionsToTxn
-        request as the records' partitions: one round trip to the coordinator less per
-        transaction than producing them at the commit (measured: docs/benchmarks.md)."""
+    def _open_poll_transaction(self, chunk: _Chunk) -> None:
+        """``poll`` boundary: one transaction for the chunk (a whole poll), its offsets
+        produced *first*. The batch's offsets are known before its records are sent, and
+        produced together the offsets topic's partition joins the transaction in the same
+        AddPartitionsToTxn request as the records' partitions: one round trip to the
+        coordinator less per transaction than producing them at the commit (measured:
+        docs/benchmarks.md). Until the chunk is all sent the transaction can only be aborted
+        (the task is stopping or failing; its records are polled again)."""
         self._batch_starting()
-        for partition, offset in result.offsets:
+        for partition, offset in chunk.offsets:
             self._offsets[freeze_partition(partition)] = (partition, offset)
         self._produce_offsets(list(self._offsets.values()))
-        try:
-            moved = self._send(result.rows, result.offsets)
-        except BaseException:
-            # Offsets of records that were never sent are in this transaction: it can only
-            # be aborted now (the task is stopping or failing; the records are polled again).
-            self._doomed = True
-            raise
-        self._commit()
-        return moved
+        self._offsets_first_for = chunk
+        self._doomed = True
 
     def _end_transaction(self, action: str) -> None:
         """A boundary the connector set: commit, or abort and commit the offsets alone."""
@@ -298,6 +356,7 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         self._open = False
         self._offsets_written = False
         self._doomed = False
+        self._offsets_first_for = None
         self.transactions_aborted += 1
         self.producer.poll(0)  # the dropped records' delivery reports (ignored)
         self._pending_acks += self._acks

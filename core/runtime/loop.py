@@ -57,3 +57,10 @@ class TaskLoop(Protocol):
     def records_moved(self) -> int:
         """Records sent (source) or put (sink) so far."""
         ...
+
+    @property
+    def progress(self) -> tuple[int, float]:
+        """``(records moved so far, the loop's clock when they had moved)``, taken together
+        (``(0, 0.0)`` before any): a rate between two readings does not depend on when, or
+        from which process, they were read (benchmarks; the clock is ``time.monotonic``)."""
+        ...

@@ -101,7 +101,11 @@ class HostLauncher(Protocol):
         callbacks: Mapping[str, Callable[..., Any]],
         call_timeout_s: float,
         memory_limit_bytes: int,
-    ) -> HostClient: ...
+        parent_first: tuple[str, ...] = (),
+    ) -> HostClient:
+        """A host for ``plugin``; ``parent_first``: directories importable in it before the
+        plugin's environment (after plugin_api), for a data path that runs in the host."""
+        ...
 
     def import_path(self, plugin: PluginRef) -> str:
         """What to attach to another plugin's host to load ``plugin`` child-first there."""

@@ -30,6 +30,7 @@ from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from isolation import (
     ConsumedBatch,
+    Frame,
     HostClient,
     RemoteRetriableError,
     SinkActions,
@@ -114,7 +115,7 @@ class SinkTaskLoop:
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: ConsumedBatch | None = None
         self._next: ConsumedBatch | None = None  # consumed, not yet handed to put()
-        self._next_frame: tuple[bytes, bytes] | None = None  # put() request for _next, serialized
+        self._next_frame: Frame | None = None  # put() request for _next, serialized
         self._inflight: ConsumedBatch | None = None  # in put() in the host now
         self._unaccounted: ConsumedBatch | None = None  # put, positions not yet noted
         self._retry_at = 0.0
@@ -130,6 +131,7 @@ class SinkTaskLoop:
             maxlen=RECENT_BATCHES_FOR_REPORTS if reporting else 0
         )
         self.records_put = 0
+        self.progress: tuple[int, float] = (0, 0.0)
         self._missing_topics_logged: set[str] = set()
         self._paused = False  # a framework pause (REST, target state), not the task's own
         self._cooperative = cooperative
@@ -333,9 +335,13 @@ class SinkTaskLoop:
         if self._pending_seeks:
             self._apply_seeks()
         consumer = self.consumer
-        if self.host.pending:
+        if self.host.pending and self.host.overlaps:
             # The host is busy with the previous batch: gather the next one meanwhile.
             messages = consumer.consume(MAX_RECORDS_PER_PUT, BUSY_CONSUME_TIMEOUT_S)
+        elif self.host.pending:
+            # A put() submitted on a channel that runs it only when collected (the data path
+            # in the host): take what has arrived, and let the put() run.
+            messages = consumer.consume(MAX_RECORDS_PER_PUT, 0)
         else:
             # The host is idle: as the Java consumer's poll() does, hand over whatever has
             # arrived as soon as there is anything, rather than waiting for a full batch.
@@ -412,6 +418,7 @@ class SinkTaskLoop:
         self._recent.append(batch)
         self._current.update(batch.positions())
         self.records_put += len(batch)
+        self.progress = (self.records_put, self._clock())
         return len(batch)
 
     def _retry_later(self, batch: ConsumedBatch | None, exc: RetriableException) -> None:

@@ -2,13 +2,29 @@
 
 The loop knows nothing of threads or herders: whoever drives it (a worker thread, a Spark
 executor) follows :class:`core.runtime.loop.TaskLoop`. At-least-once: an offset is stored only
-when the broker has acknowledged its record *and every record submitted before it for the same
-source partition*, so a crash never skips data (it may resend some).
+when the broker has acknowledged its record *and every record submitted before it*, so a crash
+never skips data (it may resend some).
+
+How acknowledgements are learnt depends on the task:
+
+* a task that overrides ``commit_record()`` needs every record's ack: each record gets a
+  delivery callback, and offsets advance over the acknowledged prefix of poll batches;
+* every other task gets none: its producer reports failed deliveries only
+  (``delivery.report.only.error``), and offsets become committable when the producer's queue
+  is empty with nothing failed, which proves every record sent so far was acknowledged. A
+  commit that finds records in flight is made at the first iteration that finds the queue
+  empty; if the queue never empties on its own (sustained load) within
+  :data:`DRAIN_AFTER_S`, the loop holds its next poll until it does (a *drain*), as Kafka
+  Connect's commits did by flushing the producer before 3.0. Why: confluent-kafka builds a
+  ``Message`` and calls Python for every delivery report it hands over, 0.5-0.6 us per
+  record here, about half of what a bare producer loop spends per 100 B record; a drain
+  stalls the task for its backlog's acknowledgements (tens of ms here), once per window.
 
 Hooks for loops with other delivery guarantees (the exactly-once loop,
-:mod:`core.runtime.exactly_once`, is a subclass, not a copy): :meth:`SourceTaskLoop._dispatch`
-sends one poll's answer, :meth:`SourceTaskLoop._batch_starting` runs before a batch's first
-record is produced, :meth:`SourceTaskLoop._first_send_to` the first time a topic is written,
+:mod:`core.runtime.exactly_once`, is a subclass, not a copy): :meth:`SourceTaskLoop._queue`
+queues one poll's answer for sending, :meth:`SourceTaskLoop._send_queued` sends the queue,
+:meth:`SourceTaskLoop._batch_starting` runs before a batch's records are produced,
+:meth:`SourceTaskLoop._first_send_to` the first time a topic is written,
 :meth:`SourceTaskLoop._batch_dispatched` once a batch is handed to the producer,
 :meth:`SourceTaskLoop.commit_offsets` and :meth:`SourceTaskLoop._commit_if_due` decide what
 committing means and when, and :meth:`SourceTaskLoop._final_commit` runs once when the task
@@ -19,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -31,7 +48,7 @@ from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.offsets import OffsetStore
 from core.topics import TopicCreator
-from isolation import HostClient, PollResult
+from isolation import HostClient, PollResult, ProducedBatch
 from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.source")
@@ -41,6 +58,21 @@ log = logging.getLogger("copycat.source")
 MAX_OUTSTANDING_RECORDS = 200_000
 # How long produce() waits for room in librdkafka's queue before trying again.
 QUEUE_FULL_WAIT_S = 0.05
+# While a commit drains the producer, how long one iteration waits for the last
+# acknowledgements (a flush returns as soon as they are in: about linger.ms plus a round trip)
+# before it returns to its driver, which checks for stop and pause requests in between.
+DRAIN_WAIT_S = 0.1
+# How long a due commit waits for the producer's queue to empty on its own before it drains
+# it. Under sustained load the queue is never empty, and a drain stalls the task for the
+# backlog's acknowledgements (up to ~50 ms measured here): once per 5 s is under 1 %, and a
+# commit comes at most this late (Kafka's offset.flush.interval.ms only says how often to try).
+DRAIN_AFTER_S = 5.0
+
+
+def producer_settings(per_record_acks: bool) -> dict[str, Any]:
+    """What the loop needs in its producer's config (see the module docstring); ``build_task``
+    adds a default ``on_delivery`` that reports failures to the loop."""
+    return {} if per_record_acks else {"delivery.report.only.error": True}
 
 
 class _Interrupted(Exception):
@@ -71,6 +103,20 @@ class _Batch:
         self.delivered = delivered
 
 
+class _Unsent:
+    """One poll's records waiting to be produced, and how far an interrupted attempt got."""
+
+    __slots__ = ("batch", "records", "offsets", "next")
+
+    def __init__(
+        self, batch: _Batch, records: ProducedBatch, offsets: list[tuple[Any, Any]]
+    ) -> None:
+        self.batch = batch
+        self.records = records
+        self.offsets = offsets
+        self.next = 0  # index of the first record not produced yet
+
+
 class _Submitted:
     """Batches in submission order; offsets become committable as the acknowledged prefix."""
 
@@ -93,6 +139,14 @@ class _Submitted:
             batch = batches.popleft()
             self.records -= batch.size
             self.ready.update(batch.offsets)
+
+    def drained(self) -> None:
+        """Every record sent so far is acknowledged (the producer's queue is empty and no
+        delivery failed): every batch is settled."""
+        for batch in self.batches:
+            self.ready.update(batch.offsets)
+        self.batches.clear()
+        self.records = 0
 
     def committable(self) -> list[tuple[Any, Any]]:
         """Pop ``(partition, latest offset)`` for each partition the acked prefix moved."""
@@ -120,8 +174,8 @@ class SourceTaskLoop:
         clock: Callable[[], float] = time.monotonic,
         on_stop: Callable[[], None] = lambda: None,
     ) -> None:
-        self.connector = connector
         self._on_stop = on_stop  # releases what the task alone used (its offsets topic reader)
+        self.connector = connector
         self.task_id = task_id
         self.host = host
         self.handle = handle
@@ -133,15 +187,25 @@ class SourceTaskLoop:
         self._topics_seen: set[str] = set()
         self._submitted = _Submitted()
         self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
+        self._unsent: collections.deque[_Unsent] = collections.deque()
         self._failure: ConnectException | None = None
         self.records_sent = 0
+        self.progress: tuple[int, float] = (0, 0.0)
         self.commit_interval_s = commit_interval_s
         self._clock = clock
         self._next_commit = clock() + commit_interval_s
         self._paused = False
+        # A commit found records in flight (failures-only reports): no new poll until the
+        # producer's queue is empty, then the commit (see the module docstring).
+        self._draining = False
+        # When a commit found records in flight: it is made once they are acknowledged.
+        self._commit_waiting_since: float | None = None
         # Polled by waits on the broker (a full producer queue, too many unacked records) so a
         # task stuck behind a slow or dead broker can still be stopped. Set by the driver.
         self.should_stop: Callable[[], bool] = lambda: False
+        # Told each topic before the first record goes to it (a driver in another process
+        # learns the task's topics this way, core/runtime/in_host.py). Set by the driver.
+        self.on_new_topic: Callable[[str], None] = lambda topic: None
 
     @property
     def name(self) -> str:
@@ -171,25 +235,35 @@ class SourceTaskLoop:
             self._next_commit = self._clock() + self.commit_interval_s
 
     def _batch_starting(self) -> None:
-        """Hook: a batch's first record is about to be produced."""
+        """Hook: a batch's records are about to be produced."""
 
     def _first_send_to(self, topic: str) -> None:
-        """Hook: the task sends to ``topic`` for the first time (creates it if configured)."""
+        """Hook: the task sends to ``topic`` for the first time (creates it if configured,
+        tells the driver)."""
         if self._topic_creator is not None:
             self._topic_creator.ensure(topic)
+        self.on_new_topic(topic)
 
     def _batch_dispatched(self, batch: _Batch) -> None:
         """Hook: every record of ``batch`` (one poll) was handed to the producer."""
 
-    def _dispatch(self, result: PollResult) -> int:
-        """Hook: send one poll's records (see :meth:`_send`); returns how many."""
-        return self._send(result.rows, result.offsets)
+    def _queue(self, result: PollResult) -> None:
+        """Hook: queue one poll's records for :meth:`_send_queued`."""
+        records = ProducedBatch.from_wire(result.batch)
+        if records.size:
+            self._unsent.append(_Unsent(_Batch(self._delivery_failed), records, result.offsets))
 
     def _final_commit(self, timeout_s: float, failed: bool) -> None:
         """Hook: commit on stop; waits up to ``timeout_s`` for outstanding acks first. What
         the broker acknowledged is committed even after the task failed (at-least-once)."""
         if self._failure is None:  # a producer that failed has nothing trustworthy to commit
             self.commit_offsets(timeout_s)
+
+    def delivery_failed(self, err: KafkaError | None, msg: Message) -> None:
+        """The producer's default delivery callback: called for failed deliveries only (or,
+        with per-record acks, for records produced without a callback of their own)."""
+        if err is not None:
+            self._delivery_failed(err, msg)
 
     def _delivery_failed(self, err: KafkaError, msg: Message) -> None:
         if self._failure is None:
@@ -212,114 +286,208 @@ class SourceTaskLoop:
 
         Pipelined: as soon as a poll's records arrive, the next poll is sent, so the host
         polls, transforms and converts while the worker produces, each on its own core.
+        A wait on the broker that ``should_stop`` cuts short keeps the rest of its batch
+        queued, sent first by the next iteration: nothing polled is ever skipped while the
+        task runs (a driver may end a wait to look for stop and pause requests).
         """
         self._raise_if_failed()
         self.producer.poll(0)
-        if self._paused:
-            moved = self._settle()  # a poll already in flight is sent; no new one
-            self._commit_if_due()
+        if self._commit_waiting_since is not None:
+            self._commit_when_acknowledged()
+        if self._draining and not self._drain():
+            return 0  # records of earlier polls still in flight: no new poll yet
+        moved = 0
+        try:
+            moved += self._send_queued()
+            if self._paused:
+                self._collect()  # a poll already in flight is sent; no new one
+                moved += self._send_queued()
+                self._commit_if_due()
+                return moved
+        except _Interrupted:
             return moved
-        while self._submitted.records >= MAX_OUTSTANDING_RECORDS:
+        while self._outstanding() >= MAX_OUTSTANDING_RECORDS:
             self.producer.poll(QUEUE_FULL_WAIT_S)  # back-pressure: wait for the broker
-            self._submitted.settle()
             self._raise_if_failed()
             if self.should_stop():
-                return 0
+                return moved
         if not self.host.pending:
             self._submit_poll()
-        result = self.host.poll_result()
+        self._collect()
         self._submit_poll()
-        if result.failures and self.errors is not None:
-            self.errors.report_source(result.failures)
         try:
-            moved = self._dispatch(result)
+            moved += self._send_queued()
         except _Interrupted:
-            return 0  # the rest of the batch is unsent and unacked: its offsets stay behind
+            return moved
         self._commit_if_due()
         return moved
+
+    def _outstanding(self) -> int:
+        """Records sent and not yet acknowledged (or failed)."""
+        if self._wants_acks:
+            self._submitted.settle()
+            return self._submitted.records
+        return len(self.producer)
+
+    def _commit_when_acknowledged(self) -> None:
+        """A commit waits for records in flight: made as soon as the producer's queue is
+        empty; past DRAIN_AFTER_S, polling stops until it is (a drain)."""
+        if not len(self.producer):
+            self.commit_offsets()
+        elif self._clock() - (self._commit_waiting_since or 0.0) >= DRAIN_AFTER_S:
+            self._draining = True
+
+    def _drain(self) -> bool:
+        """Wait a little for the producer's queue to empty; once it has, commit. True when
+        the loop may poll again (a stop meanwhile is the final commit's business)."""
+        remaining = self.producer.flush(DRAIN_WAIT_S)  # no produce() meanwhile: the drain
+        self._raise_if_failed()
+        if remaining:
+            return False
+        self._draining = False
+        self.commit_offsets()
+        return True
 
     def _submit_poll(self) -> None:
         acks, self._pending_acks = self._pending_acks, []
         self.host.submit_poll(self.handle, acks)
 
-    def _settle(self, send: bool = True) -> int:
-        """Collect an outstanding poll (and send its records) before other host requests;
-        returns how many records were sent."""
+    def _collect(self, keep: bool = True) -> None:
+        """Take the answer of a poll in flight, freeing the host for other requests; its rows
+        join the send queue (or are dropped: ``keep=False``, a stopping task)."""
         if not self.host.pending:
-            return 0
+            return
         result = self.host.poll_result()
-        if not send:
-            return 0
+        if not keep:
+            return
         if result.failures and self.errors is not None:
             self.errors.report_source(result.failures)
-        try:
-            return self._dispatch(result)
-        except _Interrupted:
-            return 0
+        self._queue(result)
 
-    def _send(self, rows: list[tuple[Any, ...]], offsets: list[tuple[Any, Any]]) -> int:
-        """Produce one poll's rows; the batch's ``offsets`` (the last per source partition)
-        become committable once all of it is acknowledged. A batch cut short by a stop
-        commits none of them: its records are polled again after a restart."""
-        if not rows:
-            return 0
+    def _send_queued(self) -> int:
+        """Produce the queued rows, oldest first; returns how many rows were sent.
+
+        Raises:
+            _Interrupted: a wait for room was cut short; the rest stays queued.
+        """
+        moved = 0
+        while self._unsent:
+            moved += self._send(self._unsent[0])
+            self._unsent.popleft()
+        return moved
+
+    def _send(self, unsent: _Unsent) -> int:
+        """Produce one poll's records from where an earlier attempt stopped. The batch's
+        ``offsets`` (the last per source partition) become committable once all of it is
+        acknowledged; it joins the submitted batches only once every record is sent."""
+        batch, records, start = unsent.batch, unsent.records, unsent.next
+        sent_before = batch.size
         self._batch_starting()
-        batch = _Batch(self._delivery_failed)
+        try:
+            if (
+                not self._wants_acks
+                and type(records.topics) is str
+                and type(records.partitions) is not list
+                and records.headers is None
+                and type(records.timestamps) is not list
+            ):
+                self._send_uniform(unsent)
+            else:
+                self._send_rows(unsent)
+        finally:
+            sent = batch.size - sent_before
+            self._submitted.records += sent
+            self.records_sent += sent
+            if sent:
+                self.progress = (self.records_sent, self._clock())
+        for partition_, offset in unsent.offsets:
+            batch.offsets[freeze_partition(partition_)] = (partition_, offset)
         self._submitted.batches.append(batch)
+        self._batch_dispatched(batch)
+        return records.size - start
+
+    def _send_uniform(self, unsent: _Unsent) -> None:
+        """The usual batch, as cheaply as ``produce()`` allows: one topic, partition and
+        timestamp, no headers, no per-record acks. Only the produce call runs per record."""
+        batch, records = unsent.batch, unsent.records
+        topic: str = records.topics
+        self._see_topic(topic)
+        # -1: librdkafka's partitioner chooses; timestamp 0: the producer's clock (both what
+        # the Java producer does with a null partition/timestamp). Arguments go positionally
+        # (confluent-kafka's order: topic, value, key, partition, callback, on_delivery,
+        # timestamp); a callback of None means the producer's default (failures only).
+        partition = -1 if records.partitions is None else records.partitions
+        timestamp = records.timestamps or 0
+        produce = self.producer.produce
+        values, keys, size = records.values, records.keys, records.size
+        index = unsent.next
+        while index < size:
+            try:
+                if keys is None:
+                    for index in range(index, size):  # noqa: B020 - resumed after a BufferError
+                        produce(topic, values[index], None, partition, None, None, timestamp)
+                else:
+                    for index in range(index, size):  # noqa: B020
+                        produce(topic, values[index], keys[index], partition, None, None, timestamp)
+                index = size
+            except BufferError:
+                batch.size += index - unsent.next
+                unsent.next = index
+                key = None if keys is None else keys[index]
+                self._produce_when_room(topic, values[index], key, partition, timestamp, None, None)
+                index += 1
+                batch.size += 1
+                unsent.next = index
+            except Exception as exc:  # KafkaException, TypeError for bad values
+                batch.size += index - unsent.next
+                unsent.next = index
+                raise ConnectException(
+                    f"task {self.name} could not send a record to topic {topic!r}: {exc}"
+                ) from exc
+        batch.size += size - unsent.next
+        unsent.next = size
+
+    def _see_topic(self, topic: str) -> None:
+        if topic not in self._topics_seen:
+            self._first_send_to(topic)
+            self._topics_seen.add(topic)
+
+    def _send_rows(self, unsent: _Unsent) -> None:
+        """Any batch, record by record (several topics, headers, per-record acks)."""
+        batch, records = unsent.batch, unsent.records
         produce = self.producer.produce
         wants_acks = self._wants_acks
-        on_delivery = batch.delivered
-        try:
-            for seq, topic, partition, key, value, headers, timestamp in rows:
-                if topic is None:  # dropped by a transform: its offset still counts
-                    batch.size += 1
-                    batch.acked += 1
-                    if wants_acks:
-                        self._pending_acks.append((seq, None, None, None, None))
-                    continue
-                if topic not in self._topics_seen:
-                    self._first_send_to(topic)
-                    self._topics_seen.add(topic)
-                if wants_acks:
-                    on_delivery = functools.partial(self._record_delivered, batch, seq)
-                # -1: librdkafka's partitioner chooses; timestamp 0: the producer's clock
-                # (both what the Java producer does with a null partition/timestamp).
-                try:
-                    if headers:
-                        produce(
-                            topic,
-                            value,
-                            key,
-                            -1 if partition is None else partition,
-                            on_delivery=on_delivery,
-                            timestamp=timestamp or 0,
-                            headers=headers,
-                        )
-                    else:
-                        produce(
-                            topic,
-                            value,
-                            key,
-                            -1 if partition is None else partition,
-                            on_delivery=on_delivery,
-                            timestamp=timestamp or 0,
-                        )
-                except BufferError:
-                    self._produce_when_room(
-                        topic, value, key, partition, timestamp, headers, on_delivery
-                    )
-                except Exception as exc:  # KafkaException, TypeError for bad values
-                    raise ConnectException(
-                        f"task {self.name} could not send a record to topic {topic!r}: {exc}"
-                    ) from exc
+        on_delivery: Callable[..., None] | None = None  # the producer's default: failures
+        rows = itertools.islice(records.rows(), unsent.next, None)
+        for index, (seq, topic, partition, key, value, headers, timestamp) in enumerate(
+            rows, unsent.next
+        ):
+            unsent.next = index
+            if topic is None:  # dropped by a transform: its offset still counts
                 batch.size += 1
-            for partition_, offset in offsets:
-                batch.offsets[freeze_partition(partition_)] = (partition_, offset)
-        finally:
-            self._submitted.records += batch.size
-            self.records_sent += batch.size
-        self._batch_dispatched(batch)
-        return len(rows)
+                batch.acked += 1
+                if wants_acks:
+                    self._pending_acks.append((seq, None, None, None, None))
+                continue
+            self._see_topic(topic)
+            if wants_acks:
+                on_delivery = functools.partial(self._record_delivered, batch, seq)
+            part = -1 if partition is None else partition
+            try:
+                if headers:
+                    produce(topic, value, key, part, on_delivery, None, timestamp or 0, headers)
+                else:
+                    produce(topic, value, key, part, on_delivery, None, timestamp or 0)
+            except BufferError:
+                self._produce_when_room(
+                    topic, value, key, partition, timestamp, headers, on_delivery
+                )
+            except Exception as exc:  # KafkaException, TypeError for bad values
+                raise ConnectException(
+                    f"task {self.name} could not send a record to topic {topic!r}: {exc}"
+                ) from exc
+            batch.size += 1
+        unsent.next = records.size
 
     def _produce_when_room(
         self,
@@ -329,10 +497,14 @@ class SourceTaskLoop:
         partition: int | None,
         timestamp: int | None,
         headers: Any,
-        on_delivery: Callable[..., None],
+        on_delivery: Callable[..., None] | None,
     ) -> None:
         """Back-pressure: librdkafka's queue is full, so the broker is slower than the source;
-        no more polls until it has room."""
+        no more polls until it has room.
+
+        Raises:
+            _Interrupted: ``should_stop`` said so before there was room (nothing produced).
+        """
         while True:
             self.producer.poll(QUEUE_FULL_WAIT_S)
             self._raise_if_failed()
@@ -344,9 +516,10 @@ class SourceTaskLoop:
                     value,
                     key,
                     -1 if partition is None else partition,
-                    on_delivery=on_delivery,
-                    timestamp=timestamp or 0,
-                    **({"headers": headers} if headers else {}),
+                    on_delivery,
+                    None,
+                    timestamp or 0,
+                    headers or None,
                 )
                 return
             except BufferError:
@@ -384,13 +557,28 @@ class SourceTaskLoop:
     def commit_offsets(self, timeout_s: float = 0.0) -> int:
         """Store offsets of everything acknowledged so far; optionally wait for acks first.
 
+        Without per-record acks, "acknowledged so far" is everything when the producer's queue
+        is empty; otherwise a periodic commit waits for that (see the module docstring), while
+        a final one (``timeout_s`` > 0) sends what is queued and waits for it here.
+
         Returns how many records are still unacknowledged.
         """
-        self._settle()
+        self._collect()  # the host must be free for the commit() call below
         if timeout_s > 0:
+            try:
+                self._send_queued()
+            except _Interrupted:
+                pass  # stopping: the rest was never sent, its offsets stay behind
             self.producer.flush(timeout_s)  # serves delivery callbacks; returns once all acked
         else:
             self.producer.poll(0)
+        if not self._wants_acks and self._failure is None:
+            if not len(self.producer):
+                self._submitted.drained()
+                self._commit_waiting_since = None
+            elif timeout_s <= 0 and self._submitted.batches:
+                if self._commit_waiting_since is None:
+                    self._commit_waiting_since = self._clock()
         offsets = self._submitted.committable()
         if offsets and self.errors is not None:
             self.errors.flush()  # failed records are in the DLQ before their offsets move on
@@ -398,7 +586,7 @@ class SourceTaskLoop:
             self.offsets.put(self.connector, offsets)
             self.offsets.flush()
             self.host.call(self.handle, "commit")
-        return self._submitted.records
+        return self._outstanding()
 
     def stop(self, *, failed: bool = False, timeout_s: float = 5.0) -> None:
         """Flush what can be flushed, store its offsets and stop the task in its host.
@@ -412,7 +600,7 @@ class SourceTaskLoop:
             self._release_producer()
             try:
                 if self.host.alive:
-                    self._settle(send=False)
+                    self._collect(keep=False)
                     if self._pending_acks:
                         acks, self._pending_acks = self._pending_acks, []
                         self.host.acked(self.handle, acks)

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "DATA_PATH_HOST",
+    "DATA_PATH_WORKER",
     "ClientConfigs",
     "ErrorsPolicy",
     "ExactlyOnceSpec",
@@ -26,6 +28,14 @@ __all__ = [
     "TaskSpec",
     "TransformSpec",
 ]
+
+
+# Where a task's data path runs (the worker's ``task.data.path``, decided per task by the
+# worker; see docs/architecture.md): the Kafka client and the loop in the worker, bytes crossing
+# to the plugin host ...
+DATA_PATH_WORKER = "worker"
+# ... or everything in the plugin host, next to the plugin, the worker keeping the control plane.
+DATA_PATH_HOST = "host"
 
 
 @dataclass(frozen=True)
@@ -193,6 +203,7 @@ class TaskSpec:
     settings: TaskSettings = TaskSettings()
     version: str = ""  # the connector plugin's version(), shown in statuses
     exactly_once: ExactlyOnceSpec | None = None  # a source task run transactionally
+    data_path: str = DATA_PATH_WORKER  # DATA_PATH_WORKER or DATA_PATH_HOST
 
     @property
     def name(self) -> str:

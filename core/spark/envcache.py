@@ -129,12 +129,14 @@ class ExecutorHosts:
         callbacks: Mapping[str, Callable[..., Any]],
         call_timeout_s: float,
         memory_limit_bytes: int,
+        parent_first: tuple[str, ...] = (),
     ) -> HostClient:
         host = self.environment(plugin).start_host(
             name,
             callbacks=callbacks,
             call_timeout_s=call_timeout_s,
             memory_limit_bytes=memory_limit_bytes,
+            parent_first=parent_first,
         )
         self.started.append(host)
         return host

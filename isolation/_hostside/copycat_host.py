@@ -56,6 +56,11 @@ from plugin_api import (
     SourceTask,
 )
 
+# An object made by ``new`` that has this method gets the host's ``callback`` (to ask the worker
+# something while a request is served): how the runtime's own objects that run in a host (a
+# task's data path, core/runtime/in_host.py) reach the worker. Plugin classes never need it.
+BIND_HOST = "_copycat_bind_host"
+
 # The young-generation threshold of the cyclic collector: the worker's value, see
 # isolation/allocator.py (this module may import only the standard library and plugin_api).
 GC_YOUNG_THRESHOLD = 50_000
@@ -80,6 +85,9 @@ class HostConnectorContext(ConnectorContext):
 
 
 def _error_info(exc: BaseException) -> protocol.ErrorInfo:
+    carried = getattr(exc, protocol.CARRIED_ERROR_INFO, None)
+    if isinstance(carried, tuple) and len(carried) == len(protocol.ErrorInfo._fields):
+        return protocol.ErrorInfo(*carried)  # a plugin's error, from a host nested in this one
     retry_after_ms = None
     if isinstance(exc, RetriablePut):
         retry_after_ms, exc = exc.retry_after_ms, exc.cause
@@ -209,6 +217,9 @@ class Host:
             obj.initialize(HostConnectorContext(self, obj_id))
         elif configs is not None and hasattr(obj, "configure"):
             obj.configure(configs)
+        bind = getattr(obj, BIND_HOST, None)
+        if bind is not None:
+            bind(self.callback)
         self.objects[obj_id] = obj
         return f"{cls.__module__}.{cls.__qualname__}"
 

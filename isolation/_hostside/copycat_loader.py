@@ -45,7 +45,7 @@ class ModuleConflictError(ImportError):
     """Two plugin locations need different versions of the same top-level module."""
 
 
-def _top_level_names(location: str) -> dict[str, str]:
+def top_level_names(location: str) -> dict[str, str]:
     """Map each top-level module of ``location`` to the ``dist==version`` that ships it."""
     owners: dict[str, str] = {}
     for dist in importlib.metadata.distributions(path=[location]):
@@ -158,7 +158,7 @@ class LocationRegistry:
             return sorted(n for n, (loc, _) in self._owners.items() if loc == location)
         provided = {
             name: owner
-            for name, owner in _top_level_names(location).items()
+            for name, owner in top_level_names(location).items()
             if name not in PARENT_FIRST
         }
         conflicts: list[str] = []

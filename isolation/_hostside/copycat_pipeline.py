@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from copycat_batch import ConsumedBatch
+from copycat_batch import ConsumedBatch, ProducedBatch
 from copycat_errors import (
     HEADER_CONVERTER,
     KEY_CONVERTER,
@@ -206,76 +206,125 @@ class SourceRunner:
         self._poll_failed_since: float | None = None
         self._poll_attempts = 0
         self._convert = self._make_converter()
-        self._seq = itertools.count()
+        # Without transforms a batch can be converted a column at a time (_convert_columns).
+        self._by_column = not pipeline.stages
+        self._next_seq = 0
         self._in_flight: dict[int, SourceRecord] = {}
         # Kafka calls commit_record() per acknowledged record; when the task keeps the no-op
         # default, neither the records nor their acks need to be kept or sent back.
         self.wants_acks = type(task).commit_record is not SourceTask.commit_record
 
     def poll(self) -> tuple[Any, ...]:
-        """Poll the task; return ``(rows, failures, offsets)``, and ``boundaries`` after them
+        """Poll the task; return ``(batch, failures, offsets)``, and ``boundaries`` after them
         when the task defines its transactions (:mod:`copycat_transactions`).
 
-        A row is ``(seq, topic, partition, key, value, headers, timestamp)``. A record the SMT
-        chain dropped, or whose conversion failed and was tolerated, comes back with topic
-        ``None``: its source offset still counts, as in Kafka Connect. ``offsets`` holds
-        ``(source partition, source offset)`` of the batch's last record per partition: the
-        worker commits offsets a whole batch at a time, so it needs no more. A failure is
-        ``(seq, description, stage, class, exception class, message, stack trace)``. A
-        boundary is ``(row index, "commit" | "abort", offsets up to that row)``.
+        ``batch`` is the :meth:`ProducedBatch.wire` of the converted records, one per record
+        polled, in order. A record the SMT chain dropped, or whose conversion failed and was
+        tolerated, has topic ``None``: its source offset still counts, as in Kafka Connect.
+        ``offsets`` holds ``(source partition, source offset)`` of the batch's last record per
+        partition: the worker commits offsets a whole batch at a time, so it needs no more. A
+        failure is ``(seq, description, stage, class, exception class, message, stack trace)``.
+        A boundary is ``(record index, "commit" | "abort", offsets up to that record)``.
         """
         transactions = self.transactions
         try:
             records = self.task.poll() or []
         except RetriableException as exc:
             self._poll_retry(exc)
-            return ([], [], []) if transactions is None else ([], [], [], [])
+            return _empty_poll(transactions)
         self._poll_failed_since = None
         self._poll_attempts = 0
-        out: list[tuple[Any, ...]] = []
+        size = len(records)
+        if not size:
+            return _empty_poll(transactions)
+        seq = self._next_seq
+        self._next_seq = seq + size
+        if self.wants_acks:
+            self._in_flight.update(zip(range(seq, seq + size), records, strict=True))
         failures: list[tuple[Any, ...]] = []
-        ends: dict[Any, tuple[Any, Any]] = {}
-        last_partition: Any = None
-        frozen: Any = None
-        in_flight = self._in_flight if self.wants_acks else None
+        batch = self._convert_columns(seq, records) if self._by_column else None
+        if batch is None:
+            batch = self._convert_rows(seq, records, failures)
+        offsets = _last_offsets(records)
+        if transactions is None:
+            return batch.wire(), failures, offsets
+        boundaries = _record_boundaries(transactions, records)
+        return batch.wire(), failures, offsets, boundaries + batch_boundary(transactions, offsets)
+
+    def _convert_columns(self, seq: int, records: list[SourceRecord]) -> ProducedBatch | None:
+        """The usual batch (no transforms, one topic, no headers) converted a column at a
+        time (``Converter.from_connect_data_batch``), or None when it is not that batch or a
+        converter raised: then :meth:`_convert_rows` converts it record by record, so that a
+        failure is reported against its record."""
+        size = len(records)
+        topics = [r.topic for r in records]
+        topic = topics[0]
+        if topics.count(topic) != size or topic is None:
+            return None
+        if [r._headers for r in records].count(None) != size:
+            return None
+        no_headers: list[Any] = [None] * size
+        keys: list[Any] = [r.key for r in records]
+        values: list[Any] = [r.value for r in records]
+        kc, vc = self.pipeline.key_converter, self.pipeline.value_converter
+        try:
+            if kc is not None:
+                keys = list(
+                    kc.from_connect_data_batch(
+                        topic, [r.key_schema for r in records], keys, no_headers
+                    )
+                )
+            if vc is not None:
+                values = list(
+                    vc.from_connect_data_batch(
+                        topic, [r.value_schema for r in records], values, no_headers
+                    )
+                )
+        except Exception:  # noqa: BLE001 - record by record, to name the record at fault
+            return None
+        if len(keys) != size or len(values) != size:
+            return None
+        return ProducedBatch.of_columns(
+            seq,
+            topics,
+            [r.kafka_partition for r in records],
+            keys,
+            values,
+            None,
+            [r.timestamp for r in records],
+        )
+
+    def _convert_rows(
+        self, seq: int, records: list[SourceRecord], failures: list[tuple[Any, ...]]
+    ) -> ProducedBatch:
+        """Transform and convert record by record; tolerated failures go to ``failures``."""
         convert = self._convert
-        boundaries: list[tuple[int, str, list[tuple[Any, Any]]]] = []
-        for original in records:
-            seq = next(self._seq)
-            if in_flight is not None:
-                in_flight[seq] = original
+        rows: list[tuple[Any, ...]] = []
+        for index, original in enumerate(records, seq):
             try:
-                row = convert(seq, original)
+                row = convert(original)
             except StageFailure as failure:
                 row = self.errors.recover(
-                    lambda s=seq, o=original: convert(s, o), failure, _describe_source(original)
+                    lambda o=original: convert(o), failure, _describe_source(original)
                 )
                 if isinstance(row, StageFailure):
-                    failures.append((seq, _describe_source(original), *row.info()))
+                    failures.append((index, _describe_source(original), *row.info()))
                     row = None
-            out.append((seq, None, None, None, None, None, None) if row is None else row)
-            partition = original.source_partition
-            if partition is not None:
-                if partition is not last_partition:  # usually one object for a whole batch
-                    last_partition, frozen = partition, freeze_partition(partition)
-                ends[frozen] = (partition, original.source_offset)
-            if transactions is not None and transactions.any_record_requests:
-                action = transactions.boundary_of(original)
-                if action is not None:
-                    boundaries.append((len(out) - 1, action, list(ends.values())))
-        if transactions is None:
-            return out, failures, list(ends.values())
-        offsets = list(ends.values())
-        return out, failures, offsets, boundaries + batch_boundary(transactions, offsets)
+            rows.append(_DROPPED if row is None else row)
+        topics, partitions, keys, values, headers, timestamps = (
+            list(column) for column in zip(*rows, strict=True)
+        )
+        return ProducedBatch.of_columns(seq, topics, partitions, keys, values, headers, timestamps)
 
-    def _make_converter(self) -> Callable[[int, SourceRecord], tuple[Any, ...] | None]:
+    def _make_converter(self) -> Callable[[SourceRecord], tuple[Any, ...] | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""
         pipeline = self.pipeline
         transform = _make_chain(pipeline.stages)
         kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
 
-        def convert(seq: int, original: SourceRecord) -> tuple[Any, ...] | None:
-            """The worker's row for one record (see :meth:`poll`), or None if dropped."""
+        def convert(original: SourceRecord) -> tuple[Any, ...] | None:
+            """``(topic, partition, key, value, headers, timestamp)`` of one record, or None
+            if the chain dropped it."""
             record: Any = original if transform is None else transform(original)
             if record is None:
                 return None
@@ -298,7 +347,7 @@ class SourceRunner:
                     raw_headers = _encode_headers(hc, topic, headers)
                 except Exception as exc:
                     raise StageFailure(HEADER_CONVERTER, hc, exc) from exc
-            return (seq, topic, record.kafka_partition, key, value, raw_headers, record.timestamp)
+            return (topic, record.kafka_partition, key, value, raw_headers, record.timestamp)
 
         return convert
 
@@ -339,6 +388,56 @@ def _encode_headers(
     return [
         (h.key, converter.from_connect_header(topic, h.key, h.schema, h.value)) for h in headers
     ]
+
+
+# A record the chain dropped (or whose tolerated failure was reported): topic None.
+_DROPPED = (None, None, None, None, None, None)
+
+
+def _empty_poll(transactions: HostTransactionContext | None) -> tuple[Any, ...]:
+    """What a poll() of no records answers (with no boundaries for a task defining its
+    transactions)."""
+    empty = ProducedBatch(0, 0, None, None, None, [], None, None).wire()
+    return (empty, [], []) if transactions is None else (empty, [], [], [])
+
+
+def _record_boundaries(
+    transactions: HostTransactionContext, records: list[SourceRecord]
+) -> list[tuple[int, str, list[tuple[Any, Any]]]]:
+    """The boundaries the task asked for after some of ``records``: ``(index, action, offsets
+    of the records up to it, the last per source partition)``, in record order."""
+    if not transactions.any_record_requests:
+        return []
+    boundaries: list[tuple[int, str, list[tuple[Any, Any]]]] = []
+    ends: dict[Any, tuple[Any, Any]] = {}
+    for index, record in enumerate(records):
+        partition = record.source_partition
+        if partition is not None:
+            ends[freeze_partition(partition)] = (partition, record.source_offset)
+        action = transactions.boundary_of(record)
+        if action is not None:
+            boundaries.append((index, action, list(ends.values())))
+    return boundaries
+
+
+def _last_offsets(records: list[SourceRecord]) -> list[tuple[Any, Any]]:
+    """``(source partition, source offset)`` of the last record of each source partition.
+    Usually the whole batch has one partition object (checked at C speed); else record by
+    record, partitions compared by value."""
+    partitions = [r.source_partition for r in records]
+    first = partitions[0]
+    if partitions.count(first) == len(partitions):
+        return [] if first is None else [(records[-1].source_partition, records[-1].source_offset)]
+    ends: dict[Any, tuple[Any, Any]] = {}
+    last: Any = None
+    frozen: Any = None
+    for record in records:
+        partition = record.source_partition
+        if partition is not None:
+            if partition is not last:  # usually one object for a run of records
+                last, frozen = partition, freeze_partition(partition)
+            ends[frozen] = (partition, record.source_offset)
+    return list(ends.values())
 
 
 def _describe_source(record: SourceRecord) -> str:

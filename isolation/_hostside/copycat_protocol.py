@@ -51,6 +51,12 @@ REQUEST_TASK_RECONFIGURATION = "request_task_reconfiguration"
 RAISE_ERROR = "raise_error"
 
 
+# The attribute by which an exception raised inside a host carries a plugin's ErrorInfo from a
+# host nested in it (a task's data path running in the plugin host calls the plugin through
+# isolation.direct): the worker then sees the plugin's own error, not the data path's wrapper.
+CARRIED_ERROR_INFO = "_copycat_error_info"
+
+
 class ErrorInfo(NamedTuple):
     """A plugin's exception, as data: the worker rebuilds its own exception from it."""
 
@@ -70,6 +76,15 @@ class HostInfo(NamedTuple):
     plugin_api: str
 
 
+def describe_request(op: str, args: tuple[Any, ...]) -> str:
+    """What a request does, for crash and deadline messages ("... during <this>"): a ``call``
+    is named by the plugin method it calls (``start``, ``task_configs``, a hosted task's
+    ``poll``), anything else by its operation."""
+    if op == CALL and len(args) > 1 and isinstance(args[1], str):
+        return args[1]
+    return op
+
+
 class SourceStarted(NamedTuple):
     version: str
     wants_acks: bool  # whether the task overrides commit_record() (acks must be sent back)
@@ -78,13 +93,13 @@ class SourceStarted(NamedTuple):
 class PollResult(NamedTuple):
     """One poll() of a source task, converted and transformed.
 
-    ``rows``: ``(seq, topic, partition, key, value, headers, timestamp)`` per record; topic
-    None for a record the SMT chain dropped or whose tolerated failure is in ``failures``.
+    ``batch``: the records as ``copycat_batch.ProducedBatch.wire()`` (by column); topic None
+    for a record the SMT chain dropped or whose tolerated failure is in ``failures``.
     ``failures``: ``(seq, description, stage, class, exception class, message, trace)``.
     ``offsets``: ``(source partition, source offset)`` of the last record per partition.
     """
 
-    rows: list[tuple[Any, ...]]
+    batch: tuple[Any, ...]
     failures: list[tuple[Any, ...]]
     offsets: list[tuple[Any, Any]]
     # Only for a task defining its own transactions (transaction.boundary=connector):

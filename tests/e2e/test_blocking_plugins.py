@@ -21,20 +21,30 @@ import httpx
 import pytest
 
 from tests.support.faulty import install_faulty
-from tests.support.processes import host_pids, wait_until
+from tests.support.processes import assert_data_path, host_pids, wait_until
 from tests.support.rest import RestWorker
 
 pytestmark = pytest.mark.integration
 
-CALL_TIMEOUT_MS = 4_000
-GRACEFUL_MS = 2_000
-# What "unaffected" means for another connector's REST calls while a plugin hangs.
-UNAFFECTED_S = 1.0
+CALL_TIMEOUT_MS = 6_000
+GRACEFUL_MS = 3_000
+# What "unaffected" means for another connector's REST calls while a plugin hangs: half the
+# shortest wait a call blocked on the hung plugin would see (the graceful timeout), so a
+# blocked call fails the test for certain, while an unrelated delete (stopping a task and its
+# two plugin processes) has room under a full CI load on 2 cores (measured 1.12 s at load 16).
+UNAFFECTED_S = GRACEFUL_MS / 1000 / 2
+
+
+# Where tasks' data paths run (task.data.path): tests of hanging *tasks* run in both modes.
+BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
 
 
 @pytest.fixture(scope="module")
 def worker(
-    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
 ) -> Iterator[RestWorker]:
     tmp = tmp_path_factory.mktemp("blocking")
     faulty = install_faulty(tmp / "plugins")
@@ -42,6 +52,7 @@ def worker(
         "plugin.path": f"{bundled_plugin_path},{faulty}",
         "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
         "task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS),
+        "task.data.path": getattr(request, "param", "auto"),
     }
     with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
         yield w
@@ -63,8 +74,13 @@ def _in_background(call: Callable[[], httpx.Response]) -> tuple[threading.Thread
     return thread, result
 
 
-def _hanging(worker: RestWorker, where: str) -> bool:
-    return any(f"faulty: hanging in {where}" in line for line in worker.log_lines)
+def _hanging(worker: RestWorker, where: str, host: str = "") -> bool:
+    """Whether a plugin said it hangs in ``where`` (in the host named ``host``, if given:
+    the worker is shared by the module's tests, so an earlier test's line would do)."""
+    return any(
+        f"faulty: hanging in {where}" in line and f"copycat.plugin.{host}" in line
+        for line in worker.log_lines
+    )
 
 
 def _other_connector_round_trip(http: httpx.Client, topic: str) -> dict[str, float]:
@@ -166,6 +182,7 @@ def test_connector_hanging_in_stop(worker: RestWorker, topic_name: str) -> None:
     ],
     ids=["source-task-start", "sink-task-start", "source-poll", "sink-put"],
 )
+@BOTH_DATA_PATHS
 def test_task_hanging_fails_only_itself(
     worker: RestWorker, bootstrap_servers: str, topic_name: str, kind: str, where: str
 ) -> None:
@@ -180,7 +197,8 @@ def test_task_hanging_fails_only_itself(
     response = http.post("/connectors", json={"name": name, "config": config})
     assert response.status_code == 201
     assert time.monotonic() - started < 10  # a task's start() never holds up the POST
-    wait_until(lambda: _hanging(worker, where), 30, f"the task to hang in {where}")
+    wait_until(lambda: _hanging(worker, where, f"{name}-0"), 30, f"the task to hang in {where}")
+    assert_data_path(f"{name}-0", worker.props["task.data.path"])
     _assert_unaffected(http, topic_name)
     status = wait_until(
         lambda: (s := _status(http, name))["tasks"][0]["state"] == "FAILED" and s,
@@ -193,15 +211,17 @@ def test_task_hanging_fails_only_itself(
     assert http.delete(f"/connectors/{name}").status_code == 204
 
 
+@BOTH_DATA_PATHS
 def test_task_hanging_in_stop(worker: RestWorker, topic_name: str) -> None:
     http = worker.client()
     name = f"hang-task-stop-{uuid.uuid4().hex[:6]}"
     config = _config("FaultySource", topic_name, **{"hang.in": "task.stop"})
     assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
     wait_until(lambda: _status(http, name)["tasks"][0]["state"] == "RUNNING", 30, "the task to run")
+    assert_data_path(f"{name}-0", worker.props["task.data.path"])
     started = time.monotonic()
     thread, result = _in_background(lambda: http.delete(f"/connectors/{name}"))
-    wait_until(lambda: _hanging(worker, "task.stop"), 30, "the task's stop to hang")
+    wait_until(lambda: _hanging(worker, "task.stop", f"{name}-0"), 30, "the task's stop to hang")
     _assert_unaffected(http, topic_name)
     thread.join(30)
     assert result and result[0].status_code == 204

@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from tests.support.faulty import install_faulty
-from tests.support.processes import CliWorker, host_pids, wait_until
+from tests.support.processes import CliWorker, assert_data_path, host_pids, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -41,7 +41,11 @@ def plugin_path(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFact
     return f"{bundled_plugin_path},{faulty}"
 
 
-def _props(tmp: Path, bootstrap: str, plugin_path: str) -> dict[str, str]:
+# Tests of how tasks stop (or die) run in both places a task's data path can run.
+BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
+
+
+def _props(tmp: Path, bootstrap: str, plugin_path: str, data_path: str) -> dict[str, str]:
     return {
         "bootstrap.servers": bootstrap,
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -51,12 +55,16 @@ def _props(tmp: Path, bootstrap: str, plugin_path: str) -> dict[str, str]:
         "plugin.path": plugin_path,
         "listeners": "http://127.0.0.1:0",
         "task.shutdown.graceful.timeout.ms": "5000",
+        "task.data.path": data_path,
     }
 
 
 @pytest.fixture
-def worker(tmp_path: Path, bootstrap_servers: str, plugin_path: str) -> Iterator[CliWorker]:
-    with CliWorker(tmp_path, _props(tmp_path, bootstrap_servers, plugin_path)) as w:
+def worker(
+    request: pytest.FixtureRequest, tmp_path: Path, bootstrap_servers: str, plugin_path: str
+) -> Iterator[CliWorker]:
+    props = _props(tmp_path, bootstrap_servers, plugin_path, getattr(request, "param", "auto"))
+    with CliWorker(tmp_path, props) as w:
         yield w
 
 
@@ -140,6 +148,7 @@ def test_rest_created_connectors_survive_idle_threads_and_a_create_delete_storm(
         assert len(host_pids(f"{name}:")) + len(host_pids(f"{name}-")) == 3
 
 
+@BOTH_DATA_PATHS
 def test_sigterm_stops_rest_created_tasks_gracefully(
     worker: CliWorker, tmp_path: Path, topic_name: str
 ) -> None:
@@ -148,6 +157,7 @@ def test_sigterm_stops_rest_created_tasks_gracefully(
     name = f"term-{topic_name}"
     http.post("/connectors", json={"name": name, "config": _source(topic_name, marker)})
     wait_until(lambda: _running(http, name, 2), 60, "tasks running")
+    assert_data_path(f"{name}-", worker.props["task.data.path"])
     time.sleep(12)  # past the idle-thread retirement that used to kill REST-created hosts
     hosts = host_pids(name)
     assert worker.proc is not None
@@ -158,6 +168,7 @@ def test_sigterm_stops_rest_created_tasks_gracefully(
     assert not [p for p in hosts if Path(f"/proc/{p}").exists() and p in host_pids(name)]
 
 
+@BOTH_DATA_PATHS
 def test_ctrl_c_reaches_only_the_worker_which_stops_its_hosts_gracefully(
     worker: CliWorker, tmp_path: Path, topic_name: str
 ) -> None:
@@ -177,6 +188,8 @@ def test_ctrl_c_reaches_only_the_worker_which_stops_its_hosts_gracefully(
         },
     )
     wait_until(lambda: _running(http, source, 2) and _running(http, sink, 1), 60, "tasks")
+    for name in (source, sink):
+        assert_data_path(f"{name}-", worker.props["task.data.path"])
     worker.signal_group(signal.SIGINT)  # what a terminal's Ctrl-C does
     assert worker.wait(60) in (0, 130)
     log = worker.text()
@@ -186,6 +199,7 @@ def test_ctrl_c_reaches_only_the_worker_which_stops_its_hosts_gracefully(
     assert not host_pids(source) and not host_pids(sink)
 
 
+@BOTH_DATA_PATHS
 def test_kill_9_of_the_worker_takes_its_hosts_with_it(
     worker: CliWorker, tmp_path: Path, topic_name: str
 ) -> None:
@@ -194,6 +208,7 @@ def test_kill_9_of_the_worker_takes_its_hosts_with_it(
     http.post("/connectors", json={"name": name, "config": _source(topic_name, tmp_path / "m")})
     wait_until(lambda: _running(http, name, 2), 60, "tasks running")
     assert len(host_pids(name)) == 3
+    assert_data_path(f"{name}-", worker.props["task.data.path"])
     assert worker.proc is not None
     worker.proc.kill()
     worker.proc.wait()

@@ -11,7 +11,7 @@ import pytest
 
 from isolation.host import OUTPUT_BURST_LINES, OUTPUT_LINES_PER_S
 from tests.support.faulty import install_faulty
-from tests.support.processes import host_pids, wait_until
+from tests.support.processes import assert_data_path, host_pids, wait_until
 from tests.support.rest import RestWorker
 
 pytestmark = pytest.mark.integration
@@ -19,17 +19,28 @@ pytestmark = pytest.mark.integration
 MEMORY_LIMIT = 512 * 1024 * 1024
 
 
+# Every test here runs a task: in both places its data path can run (task.data.path).
+BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
+
+
 @pytest.fixture(scope="module")
 def worker(
-    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
 ) -> Iterator[RestWorker]:
     tmp = tmp_path_factory.mktemp("limits")
     faulty = install_faulty(tmp / "plugins")
-    extra = {"plugin.path": f"{bundled_plugin_path},{faulty}"}
+    extra = {
+        "plugin.path": f"{bundled_plugin_path},{faulty}",
+        "task.data.path": getattr(request, "param", "auto"),
+    }
     with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
         yield w
 
 
+@BOTH_DATA_PATHS
 def test_a_host_over_its_memory_limit_fails_its_task_with_that_reason(
     worker: RestWorker, topic_name: str
 ) -> None:
@@ -54,11 +65,15 @@ def test_a_host_over_its_memory_limit_fails_its_task_with_that_reason(
     trace = status["tasks"][0]["trace"]
     assert f"out of memory (plugin.host.memory.max.bytes={MEMORY_LIMIT})" in trace
     assert status["connector"]["state"] == "RUNNING"  # the connector's own host is fine
+    assert worker.herder.worker is not None
+    runner = worker.herder.worker.connectors[name].tasks[0]
+    assert runner.spec.data_path == worker.props["task.data.path"]  # it ran where asked
     wait_until(lambda: not host_pids(f"{name}-0"), 10, "the task's host to be gone")
     # Without the limit the same task keeps running (the worker default is 0: none).
     assert http.delete(f"/connectors/{name}").status_code == 204
 
 
+@BOTH_DATA_PATHS
 def test_plugin_output_is_relayed_at_a_bounded_rate(worker: RestWorker, topic_name: str) -> None:
     http = worker.client()
     name = f"chatty-{topic_name}"
@@ -70,6 +85,7 @@ def test_plugin_output_is_relayed_at_a_bounded_rate(worker: RestWorker, topic_na
         60,
         "the relay to report dropped lines",
     )
+    assert_data_path(f"{name}-0", worker.props["task.data.path"])
     time.sleep(2)
     http.delete(f"/connectors/{name}")
     elapsed = time.monotonic() - started

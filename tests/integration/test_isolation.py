@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from core.cli import main as cli_main
-from isolation import PluginEnvironment, PluginHostCrashed, PluginHostTimeout, RemotePluginError
+from isolation import (
+    PluginEnvironment,
+    PluginHostCrashed,
+    PluginHostTimeout,
+    ProducedBatch,
+    RemotePluginError,
+)
 from registry import install, scan
 from tests.support.wheels import build_wheel, build_zipapp
 
@@ -129,7 +135,7 @@ def test_conflicting_library_versions_run_side_by_side(
         def drive(label: str, host, handle) -> None:
             values = []
             for _ in range(50):
-                values += [row[4] for row in host.poll(handle)[0]]
+                values += ProducedBatch.from_wire(host.poll(handle).batch).values
             results[label] = values
 
         threads = [
@@ -180,7 +186,7 @@ def test_kill_9_of_one_host_fails_only_that_plugin(installed: dict[str, PluginEn
         # Later requests fail fast with the same reason; the other plugin keeps working.
         with pytest.raises(PluginHostCrashed):
             victim.poll(victim_task)
-        assert [row[4] for row in other.poll(other_task)[0]] == ["2.0"]
+        assert ProducedBatch.from_wire(other.poll(other_task).batch).values == ["2.0"]
     finally:
         victim.close()
         other.close()
@@ -430,3 +436,100 @@ def test_plugin_api_installs_alone_with_no_dependencies(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert int(out) > 30
+
+
+OWN_KAFKA_PLUGIN = """
+import confluent_kafka
+from plugin_api import ConfigDef, SourceConnector, SourceRecord, SourceTask
+
+class OwnKafkaTask(SourceTask):
+    def start(self, props):
+        self.topic, self.sent = props["topic"], 0
+    def poll(self):
+        if self.sent:
+            return []
+        self.sent = 1
+        return [SourceRecord({"p": 0}, {"n": 1}, self.topic, value=confluent_kafka.__version__)]
+    def stop(self):
+        pass
+    def version(self):
+        return "1.0.0"
+
+class OwnKafkaConnector(SourceConnector):
+    def start(self, props):
+        self.props = dict(props)
+    def task_class(self):
+        return OwnKafkaTask
+    def task_configs(self, max_tasks):
+        return [dict(self.props)]
+    def stop(self):
+        pass
+    def config(self):
+        return ConfigDef()
+    def version(self):
+        return "1.0.0"
+"""
+
+
+@pytest.mark.parametrize("choice", ["auto", "host"])
+def test_a_plugin_with_its_own_kafka_client_keeps_the_data_path_in_the_worker(
+    tmp_path: Path,
+    bundled_plugin_path: Path,
+    bootstrap_servers: str,
+    topic_name: str,
+    choice: str,
+) -> None:
+    """task.data.path=auto runs a task's Kafka client in its plugin host only where the plugin
+    can share the runtime's; this plugin ships another confluent_kafka, so its task runs with
+    the client in the worker and still sees its own library (child-first). Forcing the host is
+    a config error naming the conflict."""
+    from core.offsets import MemoryOffsetStore
+    from core.plugins import PluginCatalogue
+    from core.worker import Worker
+    from plugin_api import ConfigException
+    from tests.support.kafka import read_all
+
+    house = tmp_path / "house"
+    build_wheel(
+        house,
+        "confluent-kafka",
+        "0.0.1",
+        {"confluent_kafka/__init__.py": "__version__ = '0.0.1'\n"},
+    )
+    whl = build_wheel(
+        house,
+        "own-kafka-plugin",
+        "1.0.0",
+        {"own_kafka_plugin/__init__.py": OWN_KAFKA_PLUGIN},
+        requires=["confluent-kafka==0.0.1", "copycat-plugin-api>=0.1,<1"],
+        entry_points={
+            "copycat.connectors": {"OwnKafkaConnector": "own_kafka_plugin:OwnKafkaConnector"}
+        },
+    )
+    plugins = tmp_path / "plugins"
+    install(str(whl), plugins, find_links=[str(house)], offline=True)
+    worker = Worker(
+        "w1",
+        {
+            "key.converter": "StringConverter",
+            "value.converter": "StringConverter",
+            "task.data.path": choice,
+        },
+        PluginCatalogue.scan([bundled_plugin_path, plugins]),
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+    )
+    name = f"own-kafka-{choice}"
+    worker.start_connector(
+        name, {"name": name, "connector.class": "OwnKafkaConnector", "topic": topic_name}
+    )
+    try:
+        if choice == "host":
+            with pytest.raises(ConfigException, match="ships its own confluent_kafka"):
+                worker.start_task(name, 0, worker.task_configs(name)[0])
+            return
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert runner.spec.data_path == "worker"
+        assert [m.value() for m in read_all(bootstrap_servers, topic_name, 1)] == [b"0.0.1"]
+    finally:
+        worker.stop()

@@ -27,6 +27,7 @@ import pytest
 from registry import install
 from tests.support.kafka import read_all, wait_for
 from tests.support.marketplace import API_REQUIREMENT, PLUGIN_METADATA
+from tests.support.processes import runs_kafka_client
 from tests.support.rest import RestWorker
 from tests.support.spark import (
     executor_jvm_of,
@@ -234,6 +235,8 @@ def test_tasks_run_in_executor_processes_from_envs_built_there_with_conflicting_
             assert f'"{process_cwd(jvm)}/copycat-env-' in lock  # built-from-wheelhouse
             assert runner.remote.get("plugin_modules_here") == []
             assert all(r["pid"] == latest["pid"] for r in records[module])
+            # task.data.path=auto: the task's Kafka client runs in its host on the executor too.
+            assert runner.spec.data_path == "host" and runs_kafka_client(latest["pid"])
         # Both connectors at once, one per executor, each with its own library version.
         assert jvms[mod_a] != jvms[mod_b]
         assert {r["lib"] for r in records[mod_a]} == {"1.0"}

@@ -66,7 +66,9 @@ def catalogue(
     return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
-def _worker(catalogue: PluginCatalogue, bootstrap: str, flush_ms: int = 200) -> Worker:
+def _worker(
+    catalogue: PluginCatalogue, bootstrap: str, flush_ms: int = 200, data_path: str = "auto"
+) -> Worker:
     return Worker(
         "w1",
         {
@@ -75,6 +77,7 @@ def _worker(catalogue: PluginCatalogue, bootstrap: str, flush_ms: int = 200) -> 
             "offset.flush.interval.ms": str(flush_ms),
             "consumer.session.timeout.ms": "6000",
             "consumer.heartbeat.interval.ms": "1000",
+            "task.data.path": data_path,
         },
         catalogue,
         MemoryOffsetStore(),
@@ -193,7 +196,8 @@ def test_records_are_put_without_waiting_to_fill_a_batch(
     producer.flush(10)
     out = tmp_path / "out.txt"
     name = f"prompt-{topic_name}"
-    worker = _worker(catalogue, bootstrap_servers)
+    # The loop is patched in this process: its data path must run here, not in its host.
+    worker = _worker(catalogue, bootstrap_servers, data_path="worker")
     worker.start_connector(
         name,
         {"name": name, "connector.class": "FileStreamSink", "topics": topic_name, "file": str(out)},

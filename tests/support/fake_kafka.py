@@ -118,6 +118,12 @@ class FakeProducer:
         self.config = dict(config)
         self._queued: list[tuple[Any, ...]] = []
         self.polls = 0
+        # A slow broker: nothing is acknowledged (or delivered) while True.
+        self.holding = False
+        # A broker refusing every record: deliveries fail with this error instead.
+        self.failing: Any = None
+        # librdkafka's queue.buffering.max.messages: produce() raises BufferError when full.
+        self.capacity: int | None = None
         self.transactional_id: str | None = config.get("transactional.id")
         self.epoch: int | None = None  # set by init_transactions()
         self.in_transaction = False
@@ -176,11 +182,18 @@ class FakeProducer:
         value: bytes | None = None,
         key: bytes | None = None,
         partition: int = -1,
+        callback: Callable[[Any, FakeMessage], None] | None = None,
         on_delivery: Callable[[Any, FakeMessage], None] | None = None,
         timestamp: int = 0,
         headers: Any = None,
     ) -> None:
-        self._queued.append((topic, value, key, partition, on_delivery, timestamp, headers))
+        """confluent-kafka's signature and positional order; without a callback of its own a
+        record reports to the producer's ``on_delivery``, and with
+        ``delivery.report.only.error`` successes report to nobody."""
+        if self.capacity is not None and len(self._queued) >= self.capacity:
+            raise BufferError("Local: Queue full")
+        report = callback or on_delivery or self.config.get("on_delivery")
+        self._queued.append((topic, value, key, partition, report, timestamp, headers))
 
     def poll(self, timeout: float = 0) -> int:
         self.polls += 1
@@ -188,7 +201,7 @@ class FakeProducer:
 
     def flush(self, timeout: float = 0) -> int:
         self._deliver()
-        return 0
+        return len(self._queued)
 
     def purge(self, *args: Any) -> None:
         self._queued.clear()
@@ -197,8 +210,16 @@ class FakeProducer:
         return len(self._queued)
 
     def _deliver(self) -> int:
+        if self.holding:
+            return 0
         queued, self._queued = self._queued, []
+        only_errors = self.config.get("delivery.report.only.error")
         for topic, value, key, partition, on_delivery, timestamp, headers in queued:
+            if self.failing is not None:
+                message = FakeMessage(topic, max(partition, 0), -1, key, value, timestamp, headers)
+                if on_delivery is not None:
+                    on_delivery(self.failing, message)
+                continue
             if self.transactional_id is not None:
                 if not self.in_transaction:
                     raise AssertionError("a transactional producer produced outside a transaction")
@@ -211,7 +232,7 @@ class FakeProducer:
                 message = self.cluster.append(
                     topic, max(partition, 0), key, value, timestamp, headers
                 )
-            if on_delivery is not None:
+            if on_delivery is not None and not only_errors:
                 on_delivery(None, message)
         return len(queued)
 
@@ -232,6 +253,8 @@ class FakeConsumer:
         self.paused: set[tuple[str, int]] = set()
         self.positions: dict[tuple[str, int], int] = {}
         self.consume_calls = 0
+        # (timeout, whether anything was returned) of every consume() and poll()
+        self.waits: list[tuple[float, bool]] = []
         self.closed = False
         self.cooperative = cooperative_protocol(config)
         self._in_callback = False
@@ -286,6 +309,7 @@ class FakeConsumer:
             self.positions[tp] = start + len(take)
             if len(out) >= num_messages:
                 break
+        self.waits.append((timeout, bool(out)))
         return out
 
     def poll(self, timeout: float = -1) -> FakeMessage | None:

@@ -21,6 +21,7 @@ class InProcessHosts:
         callbacks: Mapping[str, Callable[..., Any]],
         call_timeout_s: float,
         memory_limit_bytes: int,
+        parent_first: tuple[str, ...] = (),  # everything is importable here already
     ) -> HostClient:
         host = InProcessHost(name=name, callbacks=callbacks, call_timeout_s=call_timeout_s)
         host.start()

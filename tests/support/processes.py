@@ -59,6 +59,20 @@ def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: last={last!r}")
 
 
+def runs_kafka_client(pid: int) -> bool:
+    """Whether confluent-kafka's extension is loaded in process ``pid``: it is in a task's
+    plugin host exactly when the task's data path runs there (task.data.path=host)."""
+    return "confluent_kafka" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def assert_data_path(prefix: str, data_path: str) -> None:
+    """Every live host named ``prefix...`` runs the Kafka client iff ``data_path`` is host."""
+    pids = host_pids(prefix)
+    assert pids, f"no plugin host named {prefix}"
+    found = {pid: runs_kafka_client(pid) for pid in pids}
+    assert set(found.values()) == {data_path == "host"}, (data_path, found)
+
+
 class CliWorker:
     """``copycat standalone|distributed worker.properties [connector.properties ...]`` in a
     process (and session) of its own. Started again after it exited (or was killed), it
@@ -81,6 +95,7 @@ class CliWorker:
             path = tmp / f"connector-{index}.properties"
             path.write_text(_properties(connector))
             self.connector_files.append(path)
+        self.props = dict(props)
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self._log_start = 0

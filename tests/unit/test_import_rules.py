@@ -108,3 +108,76 @@ def test_bundled_plugin_imports_only_plugin_api_and_its_own_dependencies(plugin:
             elif not providers.get(root, set()) & declared:
                 offenders.append(f"{path.relative_to(ROOT)}:{line}: {root} (not declared)")
     assert offenders == []
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of one of our modules (a package's ``__init__``), if it is ours."""
+    path = ROOT.joinpath(*name.split("."))
+    if (path / "__init__.py").exists():
+        return path / "__init__.py"
+    if path.with_suffix(".py").exists():
+        return path.with_suffix(".py")
+    return None
+
+
+def _imports_of(path: Path, module: str) -> Iterator[tuple[int, str]]:
+    """``(line, dotted name)`` of every import in ``path`` (relative ones resolved)."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            yield node.lineno, base
+            for alias in node.names:  # ``from package import module``
+                yield node.lineno, f"{base}.{alias.name}"
+
+
+def test_the_data_path_that_runs_in_plugin_hosts_imports_only_what_hosts_have() -> None:
+    """A task's data path runs in its plugin host (core/runtime/hosted.py), which has the
+    standard library, plugin_api and core.runtime.hosted.SHARED_MODULES parent-first, and
+    nothing else of the runtime's environment. Everything ``core.runtime.in_host`` reaches must
+    come from there; a new import of FastAPI or pydantic in a module on that path would fail
+    only in a host, at a task's start."""
+    from core.runtime.hosted import SHARED_MODULES
+
+    hostside = {p.stem for p in (ROOT / "isolation" / "_hostside").glob("*.py")}
+    allowed = STDLIB | set(SHARED_MODULES) | {"plugin_api"} | hostside
+    seen: set[str] = set()
+    todo = ["core.runtime.in_host"]
+    offenders = []
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = _module_file(module)
+        if path is None:
+            continue  # a name imported from a module, or not ours
+        parts = module.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]  # parent packages run too
+        for line, name in _imports_of(path, module):
+            root = name.split(".")[0]
+            if root not in allowed:
+                offenders.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+            elif root in OUR_PACKAGES:
+                todo.append(name)
+    assert offenders == []
+    assert {"core.runtime.build", "core.runtime.source", "core.runtime.sink"} <= seen
+
+
+def test_test_modules_have_unique_names() -> None:
+    """Test directories are not packages, so pytest imports each test module by its base name:
+    two files of one name (say in tests/integration and plugins/file/tests) make whichever is
+    collected second an error of the whole run, and only when both are collected together."""
+    names: dict[str, list[str]] = {}
+    for path in ROOT.glob("**/test_*.py"):
+        relative = path.relative_to(ROOT)
+        if relative.parts[0].startswith("."):
+            continue  # .venv and tool caches
+        names.setdefault(path.name, []).append(str(relative))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}

@@ -70,6 +70,30 @@ class Converter(Versioned, ABC):
     ) -> SchemaAndValue:
         """Deserialize ``data`` consumed from ``topic``."""
 
+    def from_connect_data_batch(
+        self,
+        topic: str,
+        schemas: Sequence[Schema | None],
+        values: Sequence[object],
+        headers: Sequence[Headers | None],
+    ) -> Sequence[bytes | None]:
+        """Serialize a batch of records a source task produced for ``topic``: one result per
+        entry of ``values`` (``schemas[i]`` and ``headers[i]`` belong to ``values[i]``), in
+        order.
+
+        The default calls :meth:`from_connect_data` for each record. Override it when a batch
+        is cheaper than its records one by one; each result must equal what
+        :meth:`from_connect_data` gives for its record. If it raises, the runtime converts the
+        batch again record by record, so that the error is reported against the record that
+        caused it (``errors.tolerance``, dead letter queue). The runtime calls it only for
+        batches without headers and without transformations (else record by record).
+        """
+        convert = self.from_connect_data
+        return [
+            convert(topic, schema, value, record_headers)
+            for schema, value, record_headers in zip(schemas, values, headers, strict=True)
+        ]
+
     def to_connect_data_batch(
         self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
     ) -> Sequence[tuple[Schema | None, object]]:

@@ -131,3 +131,53 @@ def test_the_compiled_functions_answer_for_every_type(value: Struct) -> None:
     decode = compile_reader(avro, exact.schema)
     assert decode is not None
     assert outcome(lambda: decode(body, 5)) == outcome(lambda: exact.value)
+
+
+@SETTINGS
+@given(st.data())
+def test_a_batch_reads_as_its_records_do(data: st.DataObject) -> None:
+    """A column of records of one or two schemas, with corrupted, truncated, foreign and null
+    entries among them: the batch method (which reuses the last record's reader without a
+    look-up) gives each record's exact value, or fails as converting them in turn fails."""
+    registry = VersionedRegistry()
+    writer = converter(registry)
+    bodies: list[bytes | None] = []
+    for schema in (data.draw(schemas()), data.draw(schemas())):
+        for value in data.draw(st.lists(values(schema), min_size=1, max_size=4)):
+            try:
+                body = writer._from_connect_exact("t", schema, value)
+            except Exception:  # noqa: BLE001 - not writable: nothing to read
+                continue
+            if body is not None:
+                bodies.append(body)
+    if not bodies:
+        return
+    conv = converter(registry)
+    for body in bodies:
+        try:
+            conv._to_connect_exact("t", body)  # remembers the readers
+        except Exception:  # noqa: BLE001 - the batch below must fail as this does
+            pass
+    column: list[bytes | None] = data.draw(st.permutations(bodies))
+    for _ in range(data.draw(st.integers(0, 3))):
+        at = data.draw(st.integers(0, len(column)))
+        entry = bodies[data.draw(st.integers(0, len(bodies) - 1))]
+        assert entry is not None
+        bad = data.draw(
+            st.sampled_from(
+                [entry[: data.draw(st.integers(0, len(entry)))], None, b"\x01" + entry[1:]]
+            )
+            | st.builds(
+                lambda i, b, entry=entry: entry[:i] + bytes([b]) + entry[i + 1 :],
+                st.integers(5, len(entry)),
+                st.integers(0, 255),
+            )
+        )
+        column.insert(at, bad)
+    expected = outcome(
+        lambda: [tuple(conv.to_connect_data("t", body)) for body in column]  # type: ignore[arg-type]
+    )
+    found = outcome(
+        lambda: [tuple(p) for p in conv.to_connect_data_batch("t", column, [None] * len(column))]
+    )
+    assert found == expected

@@ -7,10 +7,12 @@ import json
 from decimal import Decimal as Dec
 from typing import Any
 
+import orjson
 import pytest
 from connect_strategies import outcome, schemas, struct_schemas, values
 from copycat_converters import JsonConverter
 from copycat_converters._jsoncompiled import compile_reader, compile_writer
+from copycat_converters._jsontext import jackson_escapes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -175,3 +177,64 @@ def test_a_fallback_gives_the_exact_paths_answer(payload: bytes) -> None:
     assert outcome(lambda: conv.to_connect_data("t", document)) == outcome(
         lambda: conv._to_connect_exact(document)
     )
+
+
+@SETTINGS
+@given(st.data(), CONFIGS)
+def test_a_batch_reads_as_its_records_do(data: st.DataObject, config: Any) -> None:
+    """A column of documents of one or two schemas with malformed, cut and null entries among
+    them: the batch method (which runs the last document's reader inline while documents
+    start with its envelope head) gives each document's exact value, or fails as converting
+    them in turn fails."""
+    config = {**config, "schemas.enable": "true"}
+    writer = converter(config)
+    documents: list[bytes | None] = []
+    for schema in (data.draw(schemas()), data.draw(schemas())):
+        for value in data.draw(st.lists(values(schema), min_size=1, max_size=4)):
+            try:
+                document = writer._from_connect_exact("t", schema, value)
+            except Exception:  # noqa: BLE001 - not writable: nothing to read
+                continue
+            if document is not None:
+                documents.append(document)
+    if not documents:
+        return
+    column: list[bytes | None] = data.draw(st.permutations(documents))
+    for _ in range(data.draw(st.integers(0, 3))):
+        entry = documents[data.draw(st.integers(0, len(documents) - 1))]
+        assert entry is not None
+        head = entry[: entry.index(b'"payload":') + len(b'"payload":')]
+        bad = data.draw(
+            st.sampled_from([entry[: data.draw(st.integers(0, len(entry)))], None])
+            | JSON_TREES.map(lambda tree, head=head: head + json.dumps(tree).encode() + b"}")
+        )
+        column.insert(data.draw(st.integers(0, len(column))), bad)
+    conv = converter(config)
+    expected = outcome(lambda: [tuple(conv.to_connect_data("t", d)) for d in column])
+    conv = converter(config)  # a fresh one: the batch meets each schema first itself
+    found = outcome(
+        lambda: [tuple(p) for p in conv.to_connect_data_batch("t", column, [None] * len(column))]
+    )
+    assert found == expected
+
+
+@settings(max_examples=50, deadline=None)
+@given(values(ALL_TYPES, allow_none=False), st.sampled_from(["true", "false"]))
+def test_the_compiled_writer_writes_the_document_itself(value: Struct, enable: str) -> None:
+    """Not a fallback in disguise: the writer compiled with the envelope (or none) writes the
+    exact path's document, escapes included, without falling back."""
+    value.put("f32", 0.5).put("f64", 1.25)
+    inner = ALL_TYPES.field("inner").schema  # type: ignore[union-attr]
+    value.put("inner", Struct(inner).put("x", 2.5))
+    conv = converter({"schemas.enable": enable})
+    document = conv._from_connect_exact("t", ALL_TYPES, value)
+    assert document is not None
+    head, tail = b"", b""
+    if enable == "true":
+        head = b'{"schema":' + conv._schema_text(ALL_TYPES).encode() + b',"payload":'
+        tail = b"}"
+    frame = (head, tail, orjson.dumps, jackson_escapes)
+    writer = compile_writer(
+        ALL_TYPES, True, False, lambda f: conv._float_to_json(f, True), conv._default_to_json, frame
+    )
+    assert writer(value) == document

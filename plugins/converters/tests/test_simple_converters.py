@@ -144,3 +144,19 @@ def test_bytearray_batch_gives_what_each_record_gives() -> None:
     assert [tuple(pair) for pair in converter.to_connect_data_batch("t", data, [None] * 3)] == [
         tuple(converter.to_connect_data("t", value)) for value in data
     ]
+
+
+FROM_CONNECT_INPUTS: list[object] = ["plain", "é and ü", None, 42, b"raw \xc3\xa9", "\ud800 lone"]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [FROM_CONNECT_INPUTS, ["a", "b"], [None, None], ["a", None], ["\ud800"]],
+    ids=["mixed", "strings", "nulls", "string and null", "surrogate"],
+)
+@pytest.mark.parametrize("encoding", ["UTF-8", "latin-1"])
+def test_string_batch_encodes_what_each_record_encodes(values: list, encoding: str) -> None:
+    converter = string_converter(converter_encoding=encoding)
+    expected = [converter.from_connect_data("t", None, value) for value in values]
+    nothing = [None] * len(values)
+    assert list(converter.from_connect_data_batch("t", nothing, values, nothing)) == expected

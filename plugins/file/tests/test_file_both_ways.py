@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from isolation import ConsumedBatch, HostClient, InProcessHost, PluginHost
+from isolation import ConsumedBatch, HostClient, InProcessHost, PluginHost, ProducedBatch
 
 STRING_VALUES = {
     "value_converter": ("copycat_converters:StringConverter", {"converter.type": "value"}),
@@ -58,8 +58,9 @@ def test_source_task_polls_the_same_rows(host: HostClient, tmp_path: Path) -> No
         handle, "copycat_file.source:FileStreamSourceTask", props, STRING_VALUES
     )
     assert started.wants_acks is False
-    rows, failures, offsets, _ = host.poll(handle)
+    wire, failures, offsets, _ = host.poll(handle)
     assert failures == []
+    rows = ProducedBatch.from_wire(wire).rows()
     assert [(r[1], r[4]) for r in rows] == [("t", b"one"), ("t", b"two"), ("t", b"three")]
     assert offsets == [({"filename": str(data)}, {"position": 14})]
     host.stop_task(handle)
@@ -78,8 +79,8 @@ def test_source_task_resumes_from_the_offset_the_worker_holds(
         {"file": str(data), "topic": "t"},
         STRING_VALUES,
     )
-    rows, _, _, _ = host.poll(handle)
-    assert [r[4] for r in rows] == [b"two", b"three"]
+    wire = host.poll(handle).batch
+    assert ProducedBatch.from_wire(wire).values == [b"two", b"three"]
     host.stop_task(handle)
 
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from connect_strategies import deep_repr, struct_schemas, values
-from copycat_transforms.insert_field import InsertFieldValue
-from copycat_transforms.mask_field import MaskFieldValue
+from copycat_transforms.insert_field import InsertFieldKey, InsertFieldValue
+from copycat_transforms.mask_field import MaskFieldKey, MaskFieldValue
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from plugin_api import SinkRecord, SourceRecord, Struct
+from plugin_api import Schema, SchemaBuilder, SinkRecord, SourceRecord, Struct
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -92,3 +92,74 @@ def test_insert_field_gives_the_rebuilding_result(found: tuple[Any, Struct], dat
     expected = result(lambda: insert._apply_rebuilding(record, struct))
     assert result(lambda: insert.apply(record)) == expected
     assert result(lambda: insert.apply(record)) == expected
+
+
+def as_key(record: Any) -> Any:
+    """The record with its value schema and value moved to the key side."""
+    return record.new_record(
+        key_schema=record.value_schema, key=record.value, value_schema=None, value=None
+    )
+
+
+@SETTINGS
+@given(st.lists(records(), min_size=2, max_size=6), st.data())
+def test_one_instance_over_records_of_several_schemas_and_both_sides(
+    found: list[tuple[Any, Struct]], data: Any
+) -> None:
+    """The compiled function of the last schema is found by identity, the others by the
+    cache; $Key variants read and rebuild the key. Each record gives the rebuilding result."""
+    side = data.draw(st.sampled_from(["key", "value"]))
+    names = sorted({f.name for _, struct in found for f in struct.schema.fields} | {"absent"})
+    fields = data.draw(st.lists(st.sampled_from(names), min_size=1, max_size=3))
+    mask = MaskFieldKey() if side == "key" else MaskFieldValue()
+    mask.configure({"fields": ",".join(fields)})
+    insert = InsertFieldKey() if side == "key" else InsertFieldValue()
+    insert.configure({"timestamp.field": "ts", "offset.field": "o?", "topic.field": "t!"})
+    order = data.draw(st.lists(st.integers(0, len(found) - 1), min_size=3, max_size=12))
+    for index in order:
+        record, struct = found[index]
+        if side == "key":
+            record = as_key(record)
+        for transform in (mask, insert):
+            expected = result(lambda t=transform, r=record, s=struct: t._apply_rebuilding(r, s))
+            got = result(lambda t=transform, r=record: t.apply(r))
+            if side == "key":
+                assert got[0] == expected[0]
+                if got[0] == "ok":  # compare the key side
+                    assert deep_repr(_key_of(transform.apply(record))) == deep_repr(
+                        _key_of(transform._apply_rebuilding(record, struct))
+                    )
+            else:
+                assert got == expected
+
+
+def _key_of(record: Any) -> tuple[Any, Any, Any, Any]:
+    return (record.key_schema, record.key, record.value_schema, record.value)
+
+
+def test_structs_keep_the_schema_objects_of_the_general_path() -> None:
+    """Equal schemas built separately (a connector may build one per record): MaskField's
+    struct has the record's own schema object, InsertField's the cached updated one, as
+    their general paths give (downstream caches look schemas up by identity first)."""
+
+    def schema() -> Any:
+        return SchemaBuilder.struct().field("a", Schema.STRING_SCHEMA).build()
+
+    first, second = schema(), schema()
+    assert first == second and first is not second
+    mask, insert = MaskFieldValue(), InsertFieldValue()
+    mask.configure({"fields": "a"})
+    insert.configure({"timestamp.field": "ts"})
+    for own in (first, second, first):
+        record = SinkRecord("t", 0, None, None, own, Struct(own).put("a", "x"), 1, 5)
+        masked = mask.apply(record)
+        assert masked is not None and masked.value.schema is own
+        assert masked.value_schema is own
+        general = mask._apply_struct(record, record.value)
+        assert general.value.schema is own and general.value == masked.value
+        inserted = insert.apply(record)
+        assert inserted is not None
+        reference = insert._apply_with_schema(record, record.value)
+        assert inserted.value_schema is reference.value_schema
+        assert inserted.value.schema is reference.value.schema
+        assert inserted.value == reference.value

@@ -4,7 +4,8 @@ StringConverter run in this interpreter (they are importable in the dev environm
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import dataclasses
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ from core.offsets import MemoryOffsetStore
 from core.runtime.build import build_task
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskServices
+from core.runtime.sink import CONSUME_TIMEOUT_S
+from core.runtime.source import DRAIN_AFTER_S
 from core.runtime.spec import (
     ClientConfigs,
     PipelineSpec,
@@ -21,7 +24,15 @@ from core.runtime.spec import (
     TaskSettings,
     TaskSpec,
 )
-from tests.support.fake_kafka import FakeClients, FakeCluster
+from plugin_api import (
+    ConfigDef,
+    ConnectException,
+    RecordMetadata,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+)
+from tests.support.fake_kafka import FakeClients, FakeCluster, FakeProducer
 from tests.support.loops import Clock, InProcessHosts, run_until
 
 COMMIT_INTERVAL_S = 10.0
@@ -148,6 +159,221 @@ def test_source_loop_stop_commits_what_was_acknowledged(
     assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
 
 
+class AckingSource(SourceTask):
+    """Overrides commit_record(): needs every record's acknowledgement."""
+
+    acked: list[tuple[object, int | None]] = []
+
+    def start(self, props: Mapping[str, str]) -> None:
+        AckingSource.acked = []
+        self.sent = 0
+
+    def poll(self) -> list[SourceRecord]:
+        if self.sent >= 3:
+            return []
+        self.sent += 1
+        return [SourceRecord({"p": 0}, {"n": self.sent}, "t", value=f"r{self.sent}")]
+
+    def commit_record(self, record: SourceRecord, metadata: RecordMetadata | None) -> None:
+        AckingSource.acked.append((record.value, None if metadata is None else metadata.offset))
+
+    def stop(self) -> None:
+        pass
+
+    def version(self) -> str:
+        return "1"
+
+
+class AckingSourceConnector(SourceConnector):
+    def start(self, props: Mapping[str, str]) -> None:
+        pass
+
+    def task_class(self) -> type[SourceTask]:
+        return AckingSource
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{}]
+
+    def config(self) -> ConfigDef:
+        return ConfigDef()
+
+    def stop(self) -> None:
+        pass
+
+    def version(self) -> str:
+        return "1"
+
+
+def _producer(services: TaskServices) -> FakeProducer:
+    return services.clients.producers[-1]  # type: ignore[attr-defined, no-any-return]
+
+
+def test_source_offsets_wait_until_the_producer_has_every_record_acknowledged(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster, clock: Clock
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    producer = _producer(services)
+    assert producer.config["delivery.report.only.error"] is True  # no per-record callbacks
+    producer.holding = True  # the broker has not acknowledged anything yet
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 2)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()  # the commit is due with records in flight: it waits for them
+    with data.open("a") as fh:
+        fh.write("c\n")
+    run_until(loop, lambda: loop.records_moved == 3)  # polling goes on meanwhile
+    assert services.offsets.connector_offsets("c") == []
+    clock.now += DRAIN_AFTER_S  # the queue never emptied on its own: a drain
+    loop.iteration()
+    with data.open("a") as fh:
+        fh.write("d\n")
+    for _ in range(5):
+        assert loop.iteration() == 0  # the drain holds back further polls
+    assert loop.records_moved == 3 and services.offsets.connector_offsets("c") == []
+    producer.holding = False
+    loop.iteration()  # drained: the commit happens, then polling goes on
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 6}]
+    run_until(loop, lambda: loop.records_moved == 4)
+    loop.stop(failed=False, timeout_s=1)
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 8}]
+    assert cluster.values("t") == [b"a", b"b", b"c", b"d"]
+
+
+def test_a_waiting_commit_is_made_once_the_queue_empties_on_its_own(
+    tmp_path: Path, services: TaskServices, clock: Clock
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    producer = _producer(services)
+    producer.holding = True
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 2)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    assert services.offsets.connector_offsets("c") == []
+    producer.holding = False
+    loop.iteration()  # acknowledged meanwhile: committed now, not at the next interval
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
+    loop.stop(failed=False, timeout_s=1)
+
+
+def test_a_failed_delivery_fails_the_source_and_commits_nothing(
+    tmp_path: Path, services: TaskServices, clock: Clock
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    producer = _producer(services)
+    producer.failing = "MSG_SIZE_TOO_LARGE"
+    loop.start()
+    with pytest.raises(ConnectException, match="could not send a record to t-0"):
+        for _ in range(20):
+            loop.iteration()
+            clock.now += COMMIT_INTERVAL_S
+    loop.stop(failed=True, timeout_s=1)
+    assert services.offsets.connector_offsets("c") == []
+
+
+def test_a_source_overriding_commit_record_gets_each_records_acknowledgement(
+    services: TaskServices, clock: Clock
+) -> None:
+    target = f"{__name__}:AckingSourceConnector"
+    spec = _spec("source", {"topic": "t"})
+    spec = dataclasses.replace(spec, plugin=_ref("source", target))
+    loop = build_task(spec, services)
+    assert "delivery.report.only.error" not in _producer(services).config
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 3)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    loop.iteration()  # acks go back to the host with the next poll
+    assert AckingSource.acked == [("r1", 0), ("r2", 1), ("r3", 2)]
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"n": 3}]
+    loop.stop(failed=False, timeout_s=1)
+
+
+def test_a_source_names_each_topic_to_its_driver_before_producing_to_it(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster, loops: list[TaskLoop]
+) -> None:
+    """A driver in another process (the data path in the host) learns the task's topics this
+    way, before any record reaches them: a stop right after can no longer lose one."""
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    loops.append(loop)
+    queued_when_told: list[tuple[str, int]] = []
+    producer = _producer(services)
+    loop.on_new_topic = lambda topic: queued_when_told.append((topic, len(producer)))  # type: ignore[attr-defined]
+    loop.start()
+    run_until(loop, lambda: len(cluster.values("t")) == 2)
+    with data.open("a") as fh:
+        fh.write("c\n")
+    run_until(loop, lambda: len(cluster.values("t")) == 3)
+    assert queued_when_told == [("t", 0)]  # once, before its first record was produced
+
+
+class HeaderSource(SourceTask):
+    """30 records per poll with a header each (the loop's record-by-record path), 90 in all."""
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self.sent = 0
+
+    def poll(self) -> list[SourceRecord]:
+        if self.sent >= 90:
+            return []
+        batch = range(self.sent, self.sent + 30)
+        self.sent += 30
+        return [
+            SourceRecord({"p": 0}, {"n": n + 1}, "t", value=f"r{n}", headers=[("h", "x")])
+            for n in batch
+        ]
+
+    def stop(self) -> None:
+        pass
+
+    def version(self) -> str:
+        return "1"
+
+
+class HeaderSourceConnector(AckingSourceConnector):
+    def task_class(self) -> type[SourceTask]:
+        return HeaderSource
+
+
+@pytest.mark.parametrize("path", ["uniform", "record by record"])
+def test_a_full_producer_queue_holds_the_loop_and_loses_or_repeats_nothing(
+    path: str, tmp_path: Path, services: TaskServices, cluster: FakeCluster
+) -> None:
+    if path == "uniform":
+        data = tmp_path / "in.txt"
+        data.write_text("".join(f"r{i}\n" for i in range(90)))
+        spec = _spec("source", {"file": str(data), "topic": "t", "batch.size": "30"})
+    else:
+        spec = dataclasses.replace(
+            _spec("source", {"topic": "t"}),
+            plugin=_ref("source", f"{__name__}:HeaderSourceConnector"),
+        )
+    loop = build_task(spec, services)
+    producer = _producer(services)
+    producer.capacity, producer.holding = 7, True  # a slow broker: the queue fills at 7
+    stop_requested = [False]
+    loop.should_stop = lambda: stop_requested[0]  # type: ignore[attr-defined]
+    loop.start()
+    stop_requested[0] = True  # a driver's stop check ends the wait for room...
+    loop.iteration()
+    assert loop.records_moved == 7 and cluster.values("t") == []
+    stop_requested[0] = False  # ... and the next iteration starts where it stopped
+    producer.holding = False
+    run_until(loop, lambda: len(cluster.values("t")) == 90)
+    assert cluster.values("t") == [f"r{i}".encode() for i in range(90)]
+    assert loop.records_moved == 90
+    loop.stop(failed=False, timeout_s=1)
+    assert cluster.values("t") == [f"r{i}".encode() for i in range(90)]
+
+
 # -- sink -------------------------------------------------------------------------------------
 
 
@@ -174,6 +400,31 @@ def test_sink_loop_puts_every_record_and_commits_what_pre_commit_allows(
     assert cluster.committed["connect-c"] == {("in", 0): 300}
     assert out.read_text().splitlines() == [f"v{i}" for i in range(300)]
     assert loop.topics() == {"in"}
+
+
+def test_a_sink_on_a_direct_channel_never_waits_for_a_put_that_has_not_run(
+    tmp_path: Path, cluster: FakeCluster, clock: Clock
+) -> None:
+    """With the data path in the host, a submitted put() runs only when collected: the loop
+    must not wait for more records meanwhile, as it does while a host process works."""
+    from core.runtime.in_host import _DirectHosts
+
+    services = TaskServices(
+        hosts=_DirectHosts({}), offsets=MemoryOffsetStore(), clients=FakeClients(cluster)
+    )
+    out = tmp_path / "out.txt"
+    _fill(cluster, 30)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loop.start()
+    consumer = services.clients.consumers[-1]  # type: ignore[attr-defined]
+    run_until(loop, lambda: loop.records_moved == 30)
+    _fill(cluster, 30, start=30)
+    run_until(loop, lambda: loop.records_moved == 60)
+    loop.stop(failed=False, timeout_s=1)
+    assert out.read_text().splitlines() == [f"v{i}" for i in range(60)]
+    # The only waits are an idle task's waits for a first record (nothing submitted); none
+    # is the wait that gathers a batch while a host process works on the previous one.
+    assert {timeout for timeout, _ in consumer.waits} <= {0, CONSUME_TIMEOUT_S}
 
 
 def test_a_paused_sink_keeps_polling_with_its_partitions_paused(

@@ -38,6 +38,12 @@ def raise_retriable():
     raise RetriableException("try again later")
 
 
+class Sleeper:
+    def nap(self, seconds):
+        import time
+        time.sleep(seconds)
+
+
 class EventProbe(SourceConnector):
     def version(self):
         return "1.0"
@@ -130,6 +136,16 @@ def test_a_call_past_its_deadline_fails_and_the_host_is_done(
     assert time.monotonic() - started < CALL_TIMEOUT_S + 3
     with pytest.raises(PluginHostTimeout):
         client.eval("builtins:len", "")
+
+
+def test_a_hung_call_is_reported_by_the_method_it_called(
+    host: tuple[HostClient, list[ConnectorEvent]],
+) -> None:
+    """A plugin method that hangs or dies is named in the message ("call" said nothing)."""
+    client, _ = host
+    handle = client.new("channel_probe:Sleeper")
+    with pytest.raises(PluginHostTimeout, match="nap did not complete within"):
+        client.call(handle, "nap", 30)
 
 
 def test_a_kill_from_another_thread_reaches_the_waiter_with_its_reason(

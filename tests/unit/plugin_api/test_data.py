@@ -244,6 +244,32 @@ def test_struct_from_values_checks_what_put_checks_unless_told_not_to() -> None:
         Struct.from_values(Schema.STRING_SCHEMA, [])
 
 
+def test_struct_maker_builds_what_from_values_builds_unchecked() -> None:
+    schema = user_schema()
+    make = Struct.maker(schema)
+    address = Struct(schema.field("address").schema).put("city", "Oslo")
+    values: list[object] = [7, None, ["a"], None, address, None]
+    made = make(values)
+    assert made == Struct.from_values(schema, values, validate=False)
+    assert made.schema is schema and made.get("active") is True  # defaults on get()
+    assert made.field_values() == values and made.field_values() is not values
+    assert make(tuple(values)) == made  # type: ignore[arg-type]  # any iterable, as a list
+    unchecked = make(["7", None, None, None, address, None])  # not checked: as validate=False
+    with pytest.raises(DataException, match='field "id".*expected int64, got str'):
+        unchecked.validate()
+    with pytest.raises(DataException, match="6 fields, 2 values"):
+        make([1, None])
+    with pytest.raises(DataException, match="struct schema, got string"):
+        Struct.maker(Schema.STRING_SCHEMA)
+
+
+def test_struct_schema_is_read_only() -> None:
+    struct = Struct(user_schema())
+    assert struct.schema == user_schema()
+    with pytest.raises(AttributeError):
+        struct.schema = Schema.STRING_SCHEMA  # type: ignore[misc]
+
+
 def test_schema_and_value() -> None:
     sv = SchemaAndValue(Schema.STRING_SCHEMA, "x")
     assert sv.schema is Schema.STRING_SCHEMA and sv.value == "x"

@@ -298,7 +298,7 @@ class AvroConverter(Converter):
         encode = last[3]
         if encode is not None:
             try:
-                return last[2] + encode(value)
+                return encode(value)  # the header included
             except Exception:  # noqa: BLE001 - Fallback or anything odd: the exact path
                 pass
         return self._from_connect_exact(topic, schema, value)
@@ -352,7 +352,7 @@ class AvroConverter(Converter):
     def _remember_writer(self, topic: str, schema: Schema, header: bytes, avro: Any) -> None:
         if (topic, schema) in self._fast_writers:
             return
-        encode = compile_writer(physical(avro), schema)
+        encode = compile_writer(physical(avro), schema, header)
         if encode is None:
             return
         if len(self._fast_writers) >= COMPILED_CACHE_SIZE:
@@ -394,20 +394,37 @@ class AvroConverter(Converter):
     def to_connect_data_batch(
         self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
     ) -> Sequence[tuple[Schema | None, object]]:
-        """:meth:`to_connect_data` for a column of records, the compiled readers inline."""
+        """:meth:`to_connect_data` for a column of records, the compiled readers inline:
+        while records start with the same header (magic byte and schema id) as the one
+        before, its reader is taken without a look-up (a batch usually holds one schema)."""
         readers, convert, start = self._fast_readers, self.to_connect_data, _HEADER.size
         out: list[tuple[Schema | None, object]] = []
         append = out.append
+        header, schema, read = b"", None, None
         for value, record_headers in zip(data, headers, strict=True):
-            if type(value) is bytes and len(value) > start and value[0] == MAGIC_BYTE:
+            if read is not None and type(value) is bytes and value.startswith(header):
+                try:
+                    append((schema, read(value, start)))
+                    continue
+                except Exception:  # noqa: BLE001 - the exact path gives value or error
+                    pass
+            elif type(value) is bytes and len(value) > start and value[0] == MAGIC_BYTE:
                 found = readers.get((topic, int.from_bytes(value[1:5])))
                 if found is not None:
+                    header, (schema, read) = value[:start], found
                     try:
-                        append((found[0], found[1](value, start)))
+                        append((schema, read(value, start)))
                         continue
                     except Exception:  # noqa: BLE001 - the exact path gives value or error
                         pass
             append(convert(topic, value, record_headers))
+            found = (
+                readers.get((topic, int.from_bytes(value[1:5])))
+                if type(value) is bytes and len(value) > start and value[0] == MAGIC_BYTE
+                else None
+            )
+            if found is not None:  # the exact path compiled one: the next records use it
+                header, (schema, read) = value[:start], found
         return out
 
     def _to_connect_exact(self, topic: str, data: bytes) -> SchemaAndValue:

@@ -5,7 +5,7 @@ every value and builds structs with ``Struct.put``, which checks every field aga
 a 1 KiB record's ~35 us through converter, three SMTs and converter. Here a schema is turned
 once into Python source (as ``dataclasses`` generates ``__init__``) that handles each field
 inline and builds structs from values it has just checked (``Struct.from_values(...,
-validate=False)``).
+validate=False)``, or rather its cheaper ``Struct.maker``).
 
 A compiled function accepts only the exact, common shapes: a ``str`` for STRING, an ``int``
 within range for INT32, a ``datetime`` for Timestamp, a ``dict`` for a STRUCT, ``Struct``s of
@@ -60,7 +60,6 @@ def _decimal_from_b64(schema: Schema, text: str) -> decimal.Decimal:
 _COMMON: dict[str, Any] = {
     "_FB": Fallback,
     "_Struct": Struct,
-    "_from_values": Struct.from_values,
     "_EPOCH": _EPOCH,
     "_EPOCH_DATE": _EPOCH_DATE,
     "_ONE_MS": _ONE_MS,
@@ -101,6 +100,17 @@ class _Codegen:
             self._keep.append(schema)
             lines = [f"def {name}(a):", *("    " + line for line in body(schema, "a"))]
             self.sources.append("\n".join([*lines, "    return a"]))
+        return name
+
+    def root(
+        self, schema: Schema, body: Callable[[Schema, str], list[str]], tail: list[str]
+    ) -> str:
+        """A function ``f(a)`` converting a value of ``schema`` and then running ``tail``
+        (which returns): the body inlined, not called (the schema's own function, for
+        nested uses, is generated as well if the body refers to it)."""
+        name = f"_root{len(self._functions)}"
+        lines = [f"def {name}(a):", *("    " + line for line in [*body(schema, "a"), *tail])]
+        self.sources.append("\n".join(lines))
         return name
 
     def build(self, root: str) -> Callable[[Any], Any]:
@@ -238,40 +248,16 @@ def compile_reader(schema: Schema, replace_null: bool, exact: bool) -> Callable[
                 "else:",
                 f"    {var} = {{k: {value}(v) for k, v in {var}.items()}}",
             ]
-        # STRUCT: when every field holds its usual JSON type (one C-level comparison of the
-        # values' types), only ranges and conversions are left; else field by field
+        # STRUCT: field by field in straight-line code (measured: a C-level comparison of
+        # all the values' types, list(map(get)) and the like cost twice as much); a field
+        # missing from the document raises KeyError, and the exact path reads it
         fields = field_schema.fields
-        own = gen.const(field_schema)
-        names = gen.const(tuple(field.name for field in fields))
-        types = gen.const(tuple(_READ_TYPES.get(_key(field.schema), dict) for field in fields))
-        fast = []
+        make = gen.const(Struct.maker(field_schema))  # from_values(..., False), cheaper
+        inner = [f"a{index} = {var}[{field.name!r}]" for index, field in enumerate(fields)]
         for index, field in enumerate(fields):
-            key = _key(field.schema)
-            if key in _IDENTITY:
-                continue
-            if key in _INT_BOUNDS:
-                low, high = _INT_BOUNDS[key]  # type: ignore[index]
-                fast += [f"if not {low} <= v[{index}] <= {high}:", "    raise _FB"]
-            else:
-                fast += [f"a = v[{index}]", *convert(field.schema, "a"), f"v[{index}] = a"]
-        generic = []
-        for index, field in enumerate(fields):
-            generic += convert(field.schema, f"a{index}")
-        targets = "".join(f"a{index}, " for index in range(len(fields)))
+            inner += convert(field.schema, f"a{index}")
         values = ", ".join(f"a{index}" for index in range(len(fields)))
-        inner = [
-            f"v = list(map({var}.get, {names}))",
-            f"if tuple(map(type, v)) == {types}:",
-            *_indent([*fast, f"{var} = _from_values({own}, v, False)"]),
-            "else:",
-            *_indent(
-                [
-                    *([f"{targets}= v"] if fields else []),
-                    *generic,
-                    f"{var} = _from_values({own}, [{values}], False)",
-                ]
-            ),
-        ]
+        inner.append(f"{var} = {make}([{values}])")
         return [*lines, f"elif type({var}) is not dict:", "    raise _FB", "else:", *_indent(inner)]
 
     def convert(field_schema: Schema, var: str) -> list[str]:
@@ -280,58 +266,6 @@ def compile_reader(schema: Schema, replace_null: bool, exact: bool) -> Callable[
         return [f"{var} = {gen.function(field_schema, body)}({var})"]
 
     return gen.build(gen.function(schema, body))
-
-
-def _key(schema: Schema) -> object:
-    """A field's kind for the tables below: its logical name, else its type."""
-    name = schema.name
-    return name if name in _LOGICAL_NAMES else schema.type
-
-
-_LOGICAL_NAMES = frozenset(
-    {Date.LOGICAL_NAME, Time.LOGICAL_NAME, Timestamp.LOGICAL_NAME, Decimal.LOGICAL_NAME}
-)
-# The usual JSON node type of each kind of field, as a parser returns it (STRUCT: dict).
-_READ_TYPES: dict[object, type] = {
-    Type.STRING: str,
-    Type.BOOLEAN: bool,
-    Type.FLOAT32: float,
-    Type.FLOAT64: float,
-    Type.BYTES: str,
-    Type.ARRAY: list,
-    Type.INT8: int,
-    Type.INT16: int,
-    Type.INT32: int,
-    Type.INT64: int,
-    Date.LOGICAL_NAME: int,
-    Time.LOGICAL_NAME: int,
-    Timestamp.LOGICAL_NAME: int,
-    Decimal.LOGICAL_NAME: str,
-}
-# Kinds whose node of the usual type is the value itself (ints still need their range).
-_IDENTITY = frozenset({Type.STRING, Type.BOOLEAN, Type.FLOAT32, Type.FLOAT64})
-# The usual Python value type of each kind of field (STRUCT: Struct).
-_WRITE_TYPES: dict[object, type] = {
-    Type.STRING: str,
-    Type.BOOLEAN: bool,
-    Type.FLOAT32: float,
-    Type.FLOAT64: float,
-    Type.BYTES: bytes,
-    Type.ARRAY: list,
-    Type.MAP: dict,
-    Type.INT8: int,
-    Type.INT16: int,
-    Type.INT32: int,
-    Type.INT64: int,
-    Date.LOGICAL_NAME: datetime.date,
-    Time.LOGICAL_NAME: datetime.time,
-    Timestamp.LOGICAL_NAME: datetime.datetime,
-    Decimal.LOGICAL_NAME: decimal.Decimal,
-}
-# Kinds whose value of the usual type is its JSON node (the writer checks no int range).
-_IDENTITY_OUT = frozenset(
-    {Type.STRING, Type.BOOLEAN, Type.INT8, Type.INT16, Type.INT32, Type.INT64}
-)
 
 
 def _simple(schema: Schema) -> bool:
@@ -349,8 +283,10 @@ def compile_writer(
     decimal_numeric: bool,
     float32_to_json: Callable[[float], object],
     default_to_json: Callable[[Schema], object],
+    frame: tuple[bytes, bytes, Callable[[Any], bytes], Callable[[bytes], bytes]] | None = None,
 ) -> Callable[[Any], Any]:
-    """A function turning a Connect value of ``schema`` into the JSON tree of its payload.
+    """A function turning a Connect value of ``schema`` into the JSON tree of its payload,
+    or with ``frame`` into the document's bytes.
 
     Args:
         schema: The value's schema.
@@ -359,6 +295,10 @@ def compile_writer(
         float32_to_json: The converter's FLOAT32 formatting; a ``Raw`` result falls back.
         default_to_json: The straightforward path's JSON for ``schema``'s default value;
             raises :class:`Fallback` when that is not a plain JSON tree.
+        frame: ``(head, tail, dumps, escapes)``: the tree is encoded with ``dumps`` (orjson's),
+            its text given Jackson's escapes by ``escapes`` where it holds a backslash or
+            non-ASCII bytes (the only bytes that function changes), and written between
+            ``head`` and ``tail`` (the envelope, or nothing), all in the same function.
 
     The function raises :class:`Fallback` for anything it does not handle.
     """
@@ -504,23 +444,17 @@ def compile_writer(
             "        raise _FB",
             f"    {seen}[0] = s",
         ]
-        names = gen.const(tuple(field.name for field in fields))
-        types = gen.const(tuple(_WRITE_TYPES.get(_key(field.schema), Struct) for field in fields))
-        fast = []
-        for index, field in enumerate(fields):
-            if _key(field.schema) not in _IDENTITY_OUT:
-                fast += [f"a = v[{index}]", *convert(field.schema, "a"), f"v[{index}] = a"]
         generic = []
         for index, field in enumerate(fields):
             generic += convert(field.schema, f"a{index}")
         targets = "".join(f"a{index}, " for index in range(len(fields)))
         items = ", ".join(f"{field.name!r}: a{index}" for index, field in enumerate(fields))
+        # field by field in straight-line code and a dict display (measured: half the cost
+        # of a C-level comparison of all the values' types and dict(zip()))
         inner += [
-            f"v = {var}.field_values()",
-            f"if tuple(map(type, v)) == {types}:",  # the usual types: see compile_reader
-            *_indent([*fast, f"{var} = dict(zip({names}, v))"]),
-            "else:",
-            *_indent([*([f"{targets}= v"] if fields else []), *generic, f"{var} = {{{items}}}"]),
+            *([f"{targets}= {var}.field_values()"] if fields else []),
+            *generic,
+            f"{var} = {{{items}}}",
         ]
         return [*out, *_indent(inner)]
 
@@ -529,4 +463,15 @@ def compile_writer(
             return body(field_schema, var)
         return [f"{var} = {gen.function(field_schema, body)}({var})"]
 
-    return gen.build(gen.function(schema, body))
+    if frame is None:
+        return gen.build(gen.function(schema, body))
+    head, tail, dumps, escapes = frame
+    encode = [
+        f"a = {gen.const(dumps)}(a)",
+        "if b'\\\\' in a or not a.isascii():",
+        f"    a = {gen.const(escapes)}(a)",
+        f"return b''.join(({gen.const(head)}, a, {gen.const(tail)}))"
+        if head or tail
+        else "return a",
+    ]
+    return gen.build(gen.root(schema, body, encode))

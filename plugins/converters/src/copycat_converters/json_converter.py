@@ -260,8 +260,6 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         Raises:
             DataException: If the value does not fit the schema.
         """
-        if schema is None and value is None:
-            return None
         if schema is not None:
             last = self._last_writer
             if last[0] is not schema:
@@ -269,12 +267,9 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             writer = last[2]
             if writer is not None:
                 try:
-                    data = _jsontext._orjson.dumps(writer(value))  # type: ignore[union-attr]
-                except Exception:  # noqa: BLE001 - Fallback, no orjson, ...: the exact path
+                    return writer(value)  # type: ignore[no-any-return]
+                except Exception:  # noqa: BLE001 - Fallback, bad text, ...: the exact path
                     pass
-                else:
-                    data = _jsontext.jackson_escapes(data)  # as dumps_bytes does
-                    return b"".join((last[1], data, b"}")) if self._schemas_enabled else data
         return self._from_connect_exact(topic, schema, value)
 
     def _from_connect_exact(self, topic: str, schema: Schema | None, value: object) -> bytes | None:
@@ -322,13 +317,17 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                             _ENVELOPE_MID_BYTES,
                         )
                     )
-                writer = compile_writer(
-                    schema,
-                    self._replace_null,
-                    self._decimal_numeric,
-                    lambda number: self._float_to_json(number, True),
-                    self._default_to_json,
-                )
+                fast = _jsontext._orjson
+                if fast is not None:  # else every value takes the exact path
+                    tail = b"}" if self._schemas_enabled else b""
+                    writer = compile_writer(
+                        schema,
+                        self._replace_null,
+                        self._decimal_numeric,
+                        lambda number: self._float_to_json(number, True),
+                        self._default_to_json,
+                        (head, tail, fast.dumps, _jsontext.jackson_escapes),
+                    )
             except Exception:  # noqa: BLE001 - e.g. a default the schema text cannot hold:
                 pass  # every value of this schema takes the exact path, which reports it
             found = (schema, head, writer)
@@ -610,7 +609,8 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                     fast = _jsontext._orjson
                     if exact or fast is None:
                         return schema, reader(loads_payload(data, size, exact))
-                    return schema, reader(fast.loads(memoryview(data)[size:-1]))
+                    payload = data[size:-1]  # (a copy: cheaper than a memoryview, measured)
+                    return schema, reader(fast.loads(payload))
                 except Exception:  # noqa: BLE001 - Fallback, bad JSON, ...: the exact path
                     return None
         return None
@@ -623,18 +623,19 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         holds one schema)."""
         convert, read = self.to_connect_data, self._read_compiled
         fast = _jsontext._orjson
+        loads = None if fast is None else fast.loads
         out: list[tuple[Schema | None, object]] = []
         append = out.append
-        head, size, schema, reader = b"", 0, None, None
+        head, size, schema, reader, close = b"", 0, None, None, _CLOSE_BRACE
         for value, record_headers in zip(data, headers, strict=True):
             if (
                 reader is not None
                 and type(value) is bytes
                 and value.startswith(head)
-                and value[-1] == _CLOSE_BRACE
+                and value[-1] == close
             ):
                 try:
-                    append((schema, reader(fast.loads(memoryview(value)[size:-1]))))
+                    append((schema, reader(loads(value[size:-1]))))  # type: ignore[misc]
                     continue
                 except Exception:  # noqa: BLE001 - the exact path below gives value or error
                     pass
@@ -766,7 +767,7 @@ def loads_payload(data: bytes, start: int, exact: bool) -> Any:
     fast = _jsontext._orjson
     if exact or fast is None:
         return (_EXACT_DECODER if exact else _FLOAT_DECODER).decode(data[start:-1].decode())
-    return fast.loads(memoryview(data)[start:-1])
+    return fast.loads(data[start:-1])  # (a copy: cheaper than a view, measured)
 
 
 def _loads(decoder: json.JSONDecoder, text: str) -> Any:

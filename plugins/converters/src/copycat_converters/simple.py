@@ -100,6 +100,25 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
             text = value if isinstance(value, str) else str(value)
         return text.encode(self._encoding, errors="replace")
 
+    def from_connect_data_batch(
+        self,
+        topic: str,
+        schemas: Sequence[Schema | None],
+        values: Sequence[object],
+        headers: Sequence[Headers | None],
+    ) -> Sequence[bytes | None]:
+        """:meth:`from_connect_data` of each entry, encoded in one pass when all are ``str``
+        (UTF-8), or all None (a source's keys, usually)."""
+        if self._utf8:
+            try:
+                return list(map(str.encode, values))  # type: ignore[arg-type]
+            except (TypeError, UnicodeEncodeError):
+                pass  # not all str, or a lone surrogate ("replace" needed): see below
+        if values.count(None) == len(values):
+            return [None] * len(values)
+        convert = self.from_connect_data
+        return [convert(topic, None, value, None) for value in values]
+
     def to_connect_data(
         self, topic: str, data: bytes | None, headers: Headers | None = None
     ) -> SchemaAndValue:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from copycat_transforms._structcode import compile_struct_function, prelude
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     SCHEMA_CACHE_SIZE,
@@ -37,9 +38,11 @@ from plugin_api import (
     Importance,
     Schema,
     SchemaBuilder,
+    SinkRecord,
     Struct,
     Timestamp,
     Transformation,
+    Type,
 )
 
 __all__ = ["InsertField", "InsertFieldKey", "InsertFieldValue"]
@@ -106,6 +109,12 @@ CONFIG_DEF = define_replace_null_with_default(
 )
 
 
+_Plan = tuple[Schema, StructPlan, list[Schema]]
+_Fast = Callable[[list[Any], ConnectRecord], Struct | None]
+# The range of each integer field an inserted value may go into (as Struct.put checks it).
+_INT_RANGES = {Type.INT32: (-(2**31), 2**31 - 1), Type.INT64: (-(2**63), 2**63 - 1)}
+
+
 @dataclass(frozen=True)
 class InsertionSpec:
     """A field to insert: its name and whether the new field is optional."""
@@ -145,7 +154,7 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._static_value: str | None = None
         self._replace_null_with_default = True
         self._cache = SchemaCache()
-        self._plans: dict[Schema, tuple[Schema, StructPlan, list[Schema]]] = {}
+        self._plans: dict[Schema, tuple[_Plan, _Fast]] = {}
         self._last_timestamp: tuple[object, datetime] = (None, _EPOCH)
         self._last_schema: Schema | None = None
         self._last_plan: tuple[Schema, StructPlan, list[Schema]] = (
@@ -153,6 +162,11 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             StructPlan(SchemaBuilder.struct().build(), False),
             [],
         )
+        self._last_fast: _Fast = _no_fast_path
+        self._last_updated: Schema = Schema.STRING_SCHEMA
+        self._on_value = getattr(self, "SIDE", "value") == "value"
+        # the side's copiers, read per record: an instance attribute is found faster
+        self._copiers: dict[type, Callable[..., Any]] = getattr(self, "COPIERS", {})
 
     def config(self) -> ConfigDef:
         """Return the field-name keys and ``replace.null.with.default``."""
@@ -175,15 +189,26 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._cache = SchemaCache()
         self._plans = {}
         self._last_schema = None
+        self._last_fast = _no_fast_path
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """Return a copy of ``record`` with the configured fields added."""
-        value = self.operating_value(record)
+        if self._on_value:
+            value, schema = record.value, record.value_schema
+        else:
+            value, schema = record.key, record.key_schema
         if value is None:
             return record
-        schema = self.operating_schema(record)
         if schema is None:
             return self._apply_schemaless(record, value)
+        if type(value) is Struct:
+            struct_schema = value.schema
+            if struct_schema is not self._last_schema:
+                self._plan(struct_schema)
+            updated = self._last_fast(value.field_values(), record)
+            if updated is not None:
+                copy = self._copiers.get(type(record)) or self.side_copier(record)
+                return copy(record, self._last_updated, updated)  # type: ignore[no-any-return]
         return self._apply_with_schema(record, value)
 
     def _apply_schemaless(self, record: ConnectRecord, raw: object) -> ConnectRecord:
@@ -248,19 +273,75 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
 
     def _plan(self, schema: Schema) -> tuple[Schema, StructPlan, list[Schema]]:
         """The updated schema, what to know of the input's fields, the inserted fields'
-        schemas in insertion order; remembered for the last SCHEMA_CACHE_SIZE schemas."""
-        plan = self._plans.get(schema)
-        if plan is None:
+        schemas in insertion order; remembered for the last SCHEMA_CACHE_SIZE schemas with
+        the compiled function of the schema, which apply() finds by identity."""
+        found = self._plans.get(schema)
+        if found is None:
             updated = self._cache.get(schema) or self._cache.put(
                 schema, self._updated_schema(schema)
             )
             inserted = [field.schema for field in updated.fields[len(schema.fields) :]]
             plan = (updated, StructPlan(schema, self._replace_null_with_default), inserted)
+            found = (plan, self._compile(schema, updated, inserted))
             if len(self._plans) >= SCHEMA_CACHE_SIZE:
                 self._plans.clear()
-            self._plans[schema] = plan
-        self._last_schema, self._last_plan = schema, plan
-        return plan
+            self._plans[schema] = found
+        self._last_schema, self._last_plan = schema, found[0]
+        self._last_fast, self._last_updated = found[1], found[0][0]
+        return found[0]
+
+    def _compile(self, schema: Schema, updated: Schema, inserted: list[Schema]) -> _Fast:
+        """``f(values, record) -> the updated struct`` for the usual shapes, None otherwise
+        (then :meth:`_apply_with_schema` gives the result or the error)."""
+        specs = iter(inserted)
+
+        def int_test(field_schema: Schema) -> str:
+            low, high = _INT_RANGES[field_schema.type]
+            return f"type(x) is not int or not {low} <= x <= {high}"
+
+        def body(const: Callable[[object], str]) -> list[str]:
+            lines = prelude(schema, self._replace_null_with_default, const)
+            if self._topic is not None:
+                next(specs)  # a plain STRING field: any str fits
+                lines += ["x = record.topic", "if type(x) is not str:", "    return None"]
+                lines += ["v.append(x)"]
+            if self._partition is not None:
+                test = int_test(next(specs))
+                lines += ["x = record.kafka_partition", f"if x is not None and ({test}):"]
+                lines += ["    return None", "v.append(x)"]
+            if self._offset is not None:
+                test = int_test(next(specs))
+                lines += [f"if type(record) is not {const(SinkRecord)}:", "    return None"]
+                lines += ["x = record.kafka_offset", f"if {test}:", "    return None"]
+                lines += ["v.append(x)"]
+            if self._timestamp is not None:
+                next(specs)  # a datetime fits the Timestamp field: no check
+                last = const([None, _EPOCH])  # records of one millisecond share the datetime
+                lines += [
+                    "x = record.timestamp",
+                    "if x is None:",
+                    "    v.append(None)",
+                    "elif type(x) is not int:",
+                    "    return None",
+                    f"elif x == {last}[0]:",
+                    f"    v.append({last}[1])",
+                    "else:",
+                    f"    {last}[1] = _EPOCH + _timedelta(milliseconds=x)",
+                    f"    {last}[0] = x",
+                    f"    v.append({last}[1])",
+                ]
+            if self._static is not None:
+                try:  # a constant: checked once, here
+                    _checked(next(specs), self._static.name, self._static_value)
+                except Exception:  # noqa: BLE001 - the general path raises it per record
+                    return [*lines, "return None"]
+                lines += [f"v.append({const(self._static_value)})"]
+            return lines
+
+        # (the general path builds structs of the cached updated schema too: the same object)
+        return compile_struct_function(
+            "v, record", updated, body, {"_EPOCH": _EPOCH, "_timedelta": timedelta}
+        )
 
     def _apply_rebuilding(self, record: ConnectRecord, raw: object) -> ConnectRecord:
         """Kafka's way: a new struct, every field put (and so checked) again. The reference
@@ -312,6 +393,11 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         if schema.optional:
             builder.optional()
         return builder.build()
+
+
+def _no_fast_path(values: list[Any], record: ConnectRecord) -> None:
+    """The compiled function before the first schema is seen."""
+    return None
 
 
 def _checked(schema: Schema, name: str, value: object) -> object:

@@ -7,6 +7,7 @@ import decimal
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from copycat_transforms._structcode import MASK_ZEROS, compile_struct_function, prelude
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     SCHEMA_CACHE_SIZE,
@@ -93,6 +94,8 @@ def _empty_of(value: object) -> object:
 # chain); everything else goes through _empty_of.
 _IMMUTABLE_EMPTY: dict[type, object] = {bool: False, int: 0, float: 0.0, str: ""}
 _NO_EMPTY = object()
+# A compiled function: (the struct's values, the maker of its schema) -> masked struct or None
+_Fast = Callable[[list[Any], Callable[[list[Any]], Struct] | None], Struct | None]
 
 
 def _replacement_parser(value: object) -> Callable[[str], object] | None:
@@ -124,9 +127,13 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._field_order: list[str] = []
         self._replacement: str | None = None
         self._replace_null_with_default = True
-        self._plans: dict[Schema, StructPlan] = {}
+        self._plans: dict[Schema, tuple[StructPlan, _Fast | None]] = {}
         self._last_schema: Schema | None = None
-        self._last_plan: StructPlan | None = None
+        self._last_fast: _Fast | None = None
+        self._last_make: Callable[[list[Any]], Struct] | None = None
+        self._on_value = getattr(self, "SIDE", "value") == "value"
+        # the side's copiers, read per record: an instance attribute is found faster
+        self._copiers: dict[type, Callable[..., Any]] = getattr(self, "COPIERS", {})
 
     def config(self) -> ConfigDef:
         """Return ``fields``, ``replacement`` and ``replace.null.with.default``."""
@@ -144,14 +151,17 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._replacement = conf.get_string(REPLACEMENT_CONFIG)
         self._replace_null_with_default = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._plans = {}
-        self._last_schema = self._last_plan = None
+        self._last_schema = self._last_fast = self._last_make = None
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """Return a copy of ``record`` with the listed fields masked."""
-        raw = self.operating_value(record)
+        if self._on_value:
+            raw, schema = record.value, record.value_schema
+        else:
+            raw, schema = record.key, record.key_schema
         if raw is None:
             return record
-        if self.operating_schema(record) is None:
+        if schema is None:  # (inline, not a method of its own: as hot as the struct path)
             value = require_map(raw, PURPOSE)
             updated: dict[str, Any] = dict(value)
             if self._replacement is None:  # zero values, inlined: the common configuration
@@ -163,9 +173,25 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 for name in self._field_order:
                     updated[name] = self._masked(value.get(name))
             return self.new_record(record, None, updated)  # type: ignore[no-any-return]
+        if type(raw) is Struct:
+            struct_schema = raw.schema
+            if struct_schema is not self._last_schema:
+                self._switch(struct_schema)
+            fast = self._last_fast
+            if fast is not None:
+                masked = fast(raw.field_values(), self._last_make)
+                if masked is not None:
+                    copy = self._copiers.get(type(record)) or self.side_copier(record)
+                    return copy(record, struct_schema, masked)  # type: ignore[no-any-return]
+        return self._apply_struct(record, raw)
+
+    def _apply_struct(self, record: ConnectRecord, raw: object) -> ConnectRecord:
+        """The general path for a struct: the reference of the compiled one (which answers
+        only the usual shapes), checking only what it changes; see :meth:`_apply_rebuilding`
+        for Kafka's way."""
         struct = raw if type(raw) is Struct else require_struct(raw, PURPOSE)
         schema = struct.schema
-        plan = self._last_plan if schema is self._last_schema else self._plan(schema)
+        plan = self._plan(schema)[0]
         values = struct.field_values()
         if None in values:
             for index, default in plan.defaults:
@@ -197,16 +223,50 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             masked.put(field, self._masked(original) if field.name in self._fields else original)
         return self.new_record(record, struct.schema, masked)  # type: ignore[no-any-return]
 
-    def _plan(self, schema: Schema) -> StructPlan:
-        """The plan of ``schema`` (cached; the last one is found by identity in apply())."""
-        plan = self._plans.get(schema)
-        if plan is None:
+    def _plan(self, schema: Schema) -> tuple[StructPlan, _Fast | None]:
+        """The plan of ``schema`` and its compiled function (cached by equality)."""
+        found = self._plans.get(schema)
+        if found is None:
             plan = StructPlan(schema, self._replace_null_with_default, self._fields)
+            found = (plan, self._compile(schema, plan))
             if len(self._plans) >= SCHEMA_CACHE_SIZE:
                 self._plans.clear()
-            self._plans[schema] = plan
-        self._last_schema, self._last_plan = schema, plan
-        return plan
+            self._plans[schema] = found
+        return found
+
+    def _switch(self, schema: Schema) -> None:
+        """Make ``schema`` the one apply() finds by identity: its compiled function and the
+        maker of structs of exactly this schema object (the general path builds those)."""
+        fast = self._plan(schema)[1]
+        self._last_schema, self._last_fast = schema, fast
+        self._last_make = Struct.maker(schema) if fast is not None else None
+
+    def _compile(self, schema: Schema, plan: StructPlan) -> _Fast | None:
+        """``f(values, make) -> masked struct`` for the usual shapes (None: use the general
+        path), with the zero values only; a custom replacement always takes the general
+        path."""
+        if self._replacement is not None:
+            return None
+
+        def body(const: Callable[[object], str]) -> list[str]:
+            lines = prelude(schema, self._replace_null_with_default, const)
+            for index, field in plan.masked:
+                # by the value's exact type, as the general path (a Timestamp's datetime, a
+                # float field's int, ... fall back to it)
+                zero = MASK_ZEROS.get(field.schema.type)
+                if zero is None:
+                    lines += [f"if v[{index}] is not None:", "    return None"]
+                    continue
+                kind, value = zero
+                lines += [
+                    f"if type(v[{index}]) is {const(kind)}:",
+                    f"    v[{index}] = {value!r}",
+                    f"elif v[{index}] is not None:",
+                    "    return None",
+                ]
+            return lines
+
+        return compile_struct_function("v, make", None, body)
 
     def _masked(self, value: object) -> object:
         if value is None:

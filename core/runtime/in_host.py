@@ -1,0 +1,236 @@
+"""A task's data path inside its plugin host: the loop, its Kafka clients and the plugin together.
+
+Runs in the plugin host process, never in the worker. The worker (:mod:`core.runtime.hosted`)
+starts the task's host with the runtime's data path modules parent-first, makes a
+:class:`HostedTask` there with the host's ``new`` operation and drives it with ``call``s:
+``start(spec, ...)``, ``start_loop()``, then ``run(paused, slice)`` per slice of iterations,
+and ``stop(failed, timeout)``. Inside, it is the ordinary task runtime: :func:`build_task`
+with services that reach the plugin through a same-thread channel (:mod:`isolation.direct`),
+make Kafka clients here, and store source offsets in the worker's offset store through the
+host's callback.
+
+Threads: everything here runs on the host's serving thread, inside one of the worker's
+requests (callbacks to the worker are only possible from there). Log records of the runtime's
+``copycat.*`` loggers, from any thread, are kept and handed to the worker with each answer,
+which logs them as its own (so they pass its secret scrubbing and its handlers).
+
+Imports: only the standard library, plugin_api, confluent_kafka and the data path's own
+modules, which is what the host has (tests/unit/test_import_rules.py checks the closure).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from core.runtime.build import build_task
+from core.runtime.hosted import OFFSETS_GET, OFFSETS_PUT, TOPIC_SEEN
+from core.runtime.loop import TaskLoop
+from core.runtime.services import ConfluentClients, TaskServices
+from core.runtime.source import SourceTaskLoop
+from core.runtime.spec import DATA_PATH_WORKER, PluginRef, TaskSpec
+from isolation import HostClient
+from isolation.direct import DirectHost
+from plugin_api import ConnectException
+
+__all__ = ["HostedTask"]
+# Log records kept between two answers to the worker; beyond, the oldest are dropped (and
+# counted): a task logging in a tight loop must not grow the host without bound.
+MAX_KEPT_LOG_RECORDS = 1_000
+# The runtime's loggers, whose records go to the worker (plugins' own go to stderr, relayed as
+# plugin output, exactly as when the data path runs in the worker).
+RUNTIME_LOGGER = "copycat"
+
+Callback = Callable[[str, tuple[Any, ...]], Any]
+
+
+class _WorkerOffsets:
+    """The worker's offset store, seen from the host (:class:`core.offsets.OffsetStore`)."""
+
+    def __init__(self, callback: Callback) -> None:
+        self._callback = callback
+        self._pending: list[tuple[Any, Any]] = []
+
+    def get(self, connector: str, partitions: Iterable[Mapping[str, Any]]) -> dict[Any, Any]:
+        found: dict[Any, Any] = self._callback(OFFSETS_GET, ([dict(p) for p in partitions],))
+        return found
+
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+        self._pending.extend(entries)
+
+    def flush(self) -> None:
+        """Hand what was put to the worker, which stores and flushes it before answering."""
+        entries, self._pending = self._pending, []
+        if entries:
+            self._callback(OFFSETS_PUT, (entries,))
+
+    def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], Any]]:
+        raise ConnectException("a task's offsets are listed by the worker, not its plugin host")
+
+
+class _DirectHosts:
+    """The plugin is in this process: its "host" is a same-thread channel; the pipeline's
+    other plugin environments are attached from the paths the worker resolved."""
+
+    def __init__(self, import_paths: Mapping[str, str]) -> None:
+        self._import_paths = dict(import_paths)
+
+    def start(
+        self,
+        plugin: PluginRef,
+        name: str,
+        *,
+        callbacks: Mapping[str, Callable[..., Any]],
+        call_timeout_s: float,
+        memory_limit_bytes: int,
+        parent_first: tuple[str, ...] = (),
+    ) -> HostClient:
+        channel = DirectHost(name=name, callbacks=callbacks)
+        channel.start()
+        return HostClient(channel)
+
+    def import_path(self, plugin: PluginRef) -> str:
+        return self._import_paths[plugin.location]
+
+
+class _KeptLogs(logging.Handler):
+    """Keeps the runtime's log records (any thread) until the next answer takes them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: collections.deque[tuple[str, int, str]] = collections.deque(
+            maxlen=MAX_KEPT_LOG_RECORDS
+        )
+        self.dropped = 0
+        self._formatter = logging.Formatter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Called by ``Handler.handle``, under the handler's lock."""
+        try:
+            text = record.getMessage()
+            if record.exc_info:
+                text += "\n" + self._formatter.formatException(record.exc_info)
+        except Exception:  # noqa: BLE001 - a bad log call must not fail the task
+            text = f"{record.msg!r} (unformattable: {record.args!r})"
+        if len(self.records) == self.records.maxlen:
+            self.dropped += 1
+        self.records.append((record.name, record.levelno, text))
+
+    def take(self) -> list[tuple[str, int, str]]:
+        self.acquire()
+        try:
+            taken = list(self.records)
+            self.records.clear()
+            dropped, self.dropped = self.dropped, 0
+        finally:
+            self.release()
+        if dropped:
+            taken.append(
+                (RUNTIME_LOGGER, logging.WARNING, f"{dropped} log records dropped in the host")
+            )
+        return taken
+
+
+class HostedTask:
+    """One task's loop in its plugin host (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._callback: Callback | None = None
+        self._loop: TaskLoop | None = None
+        self._inner: HostClient | None = None
+        self._paused = False
+        self._deadline = math.inf
+        self._logs = _KeptLogs()
+
+    def _copycat_bind_host(self, callback: Callback) -> None:
+        """Called by the host right after ``new``: how this object reaches the worker."""
+        self._callback = callback
+
+    def _set_inner(self, host: HostClient) -> None:
+        self._inner = host
+
+    def _slice_over(self) -> bool:
+        """The loop's ``should_stop``: its waits on the broker return to the driver (here:
+        end the slice, so the worker gets to check for stops and pauses)."""
+        return time.monotonic() >= self._deadline
+
+    def start(self, spec: TaskSpec, import_paths: Mapping[str, str], log_level: int) -> None:
+        """Build the task as the worker would, against the plugin in this process."""
+        if self._callback is None:
+            raise ConnectException("HostedTask runs only in a plugin host (made with new)")
+        runtime_log = logging.getLogger(RUNTIME_LOGGER)
+        runtime_log.addHandler(self._logs)
+        runtime_log.setLevel(log_level)
+        runtime_log.propagate = False
+        services = TaskServices(
+            hosts=_DirectHosts(import_paths),
+            offsets=_WorkerOffsets(self._callback),
+            clients=ConfluentClients(),
+        )
+        self._loop = build_task(
+            dataclasses.replace(spec, data_path=DATA_PATH_WORKER),
+            services,
+            on_host=self._set_inner,
+            should_stop=self._slice_over,
+        )
+        if isinstance(self._loop, SourceTaskLoop):
+            callback = self._callback
+            self._loop.on_new_topic = lambda topic: callback(TOPIC_SEEN, (topic,))
+
+    def start_loop(self) -> tuple[Any, ...]:
+        loop = self._running()
+        loop.start()
+        return self._answer(loop, 0)
+
+    def run(self, paused: bool, slice_s: float) -> tuple[Any, ...]:
+        """Iterate for up to ``slice_s`` (at least once); stop early on an iteration that
+        moved nothing, so an idle task waits in the worker's driver, not here. Answers
+        ``(moved, progress, topics, log records)``. Called as ``poll`` (a source task) or
+        ``put`` (a sink task): the host's crash and deadline messages name the call
+        ("... during poll"), as they do when the data path runs in the worker."""
+        loop = self._running()
+        if paused != self._paused:
+            (loop.pause if paused else loop.resume)()
+            self._paused = paused
+        self._deadline = time.monotonic() + slice_s
+        moved = 0
+        try:
+            while True:
+                count = loop.iteration()
+                moved += count
+                if not count or time.monotonic() >= self._deadline:
+                    break
+        finally:
+            self._deadline = math.inf
+        return self._answer(loop, moved)
+
+    poll = run
+    put = run
+
+    def stop(self, failed: bool, timeout_s: float) -> tuple[Any, ...]:
+        """The loop's stop (its final commit unless failed), then the plugin's host channel."""
+        loop = self._running()
+        self._deadline = -math.inf  # stopping: waits on the broker end at once, as in the worker
+        try:
+            loop.stop(failed=failed, timeout_s=timeout_s)
+        finally:
+            if self._inner is not None:
+                self._inner.close(timeout_s)
+        return self._answer(loop, 0)
+
+    def logs(self) -> list[tuple[str, int, str]]:
+        """Log records not yet handed over (the worker asks after a failed call)."""
+        return self._logs.take()
+
+    def _running(self) -> TaskLoop:
+        if self._loop is None:
+            raise ConnectException("the hosted task was not started")
+        return self._loop
+
+    def _answer(self, loop: TaskLoop, moved: int) -> tuple[Any, ...]:
+        return (moved, loop.progress, sorted(loop.topics()), self._logs.take())

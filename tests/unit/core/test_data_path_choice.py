@@ -1,0 +1,67 @@
+"""Which tasks may run their data path in their plugin host (core/runtime/hosted.py)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from core.runtime.hosted import cannot_share, runtime_root
+
+KAFKA = importlib.metadata.version("confluent-kafka")
+
+
+@dataclass
+class Env:
+    """What cannot_share reads of a PluginEnvironment."""
+
+    location: Path
+    modules: dict[str, str] = field(default_factory=dict)
+    version: tuple[int, int] | None = tuple(sys.version_info[:2])  # type: ignore[assignment]
+    attached: bool = False
+
+    def top_level_modules(self) -> dict[str, str]:
+        return self.modules
+
+    def python_version(self) -> tuple[int, int] | None:
+        return self.version
+
+
+def test_a_plugin_of_its_own_modules_shares_the_host() -> None:
+    env = Env(Path("/p/plain"), {"copycat_file": "copycat-file==0.1.0", "orjson": "orjson==3"})
+    assert cannot_share([env]) is None
+
+
+def test_the_same_confluent_kafka_as_the_runtime_is_shared() -> None:
+    env = Env(Path("/p/same"), {"confluent_kafka": f"confluent_kafka=={KAFKA}"})
+    assert cannot_share([env]) is None
+
+
+def test_another_confluent_kafka_keeps_the_data_path_in_the_worker() -> None:
+    env = Env(Path("/p/own-kafka"), {"confluent_kafka": "confluent-kafka==1.9.2"})
+    reason = cannot_share([env])
+    assert reason is not None
+    assert "/p/own-kafka ships its own confluent_kafka (confluent-kafka==1.9.2)" in reason
+
+
+def test_a_converters_environment_counts_too() -> None:
+    task = Env(Path("/p/task"))
+    converter = Env(Path("/p/conv"), {"core": "some-core-lib==2.0"}, attached=True)
+    reason = cannot_share([task, converter])
+    assert reason is not None and "/p/conv ships its own core" in reason
+
+
+def test_another_python_keeps_the_data_path_in_the_worker() -> None:
+    env = Env(Path("/p/py312"), version=(3, 99))
+    reason = cannot_share([env])
+    assert reason is not None and "runs Python 3.99" in reason
+    # A zipapp or --target directory runs on the runtime's own interpreter.
+    assert cannot_share([Env(Path("/p/zip"), version=None, attached=True)]) is None
+
+
+def test_the_runtime_root_holds_exactly_the_shared_modules_and_kafkas_files(tmp_path: Path) -> None:
+    names = {p.name for p in runtime_root().iterdir()}
+    assert {"core", "isolation", "confluent_kafka"} <= names
+    extras = names - {"core", "isolation", "confluent_kafka"}
+    assert all(name.startswith("confluent_kafka") for name in extras), extras
