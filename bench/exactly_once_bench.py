@@ -261,13 +261,23 @@ def main() -> None:
         "--peer", action="store_true", help="Apache Kafka Connect too, alternating with Copycat"
     )
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="eos-bench-"))
+    # The broker's log, the plugin hosts' venvs and the input take ~1.7 GB: removed however
+    # the run ends.
+    with tempfile.TemporaryDirectory(prefix="eos-bench-") as tmp:
+        series = bench(Path(tmp), args.lines, args.repeats, peer=args.peer)
+    report(args.lines, args.repeats, series)
+
+
+def bench(
+    work: Path, lines: int, repeats: int, *, peer: bool
+) -> dict[str, dict[str, list[Timing]]]:
+    """Every timed run, alternating variants (and Copycat with Kafka Connect when ``peer``)."""
     kafka = ApacheKafka(work / "kafka", jvm_flags=()).start(watch_pid=os.getpid())
     broker = KafkaCluster(kafka.bootstrap_servers)
     plugins = work / "plugins"
     ensure_bundled_plugins([plugins])
     path = work / "input.txt"
-    digest = make_input(path, args.lines)
+    digest = make_input(path, lines)
     config = WorkerConfig.from_properties(
         {
             "key.converter": "StringConverter",
@@ -288,14 +298,14 @@ def main() -> None:
         client_props=client,
         task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
     )
-    keys = [COPYCAT, COPYCAT_BROKER, CONNECT] if args.peer else [COPYCAT]
+    keys = [COPYCAT, COPYCAT_BROKER, CONNECT] if peer else [COPYCAT]
     series: dict[str, dict[str, list[Timing]]] = {k: {v: [] for v in VARIANTS} for k in keys}
     workers: ConnectEosWorkers | None = None
     try:
         # Untimed: the first run pays for the broker's JIT and the plugin's first host.
         warm = work / "warm-up.txt"
         run(worker, broker, warm, WARM_UP_LINES, make_input(warm, WARM_UP_LINES), "off")
-        if args.peer:
+        if peer:
             workers = ConnectEosWorkers(
                 work / "connect", broker.bootstrap_servers, OFFSET_FLUSH_INTERVAL_MS
             )
@@ -306,13 +316,13 @@ def main() -> None:
                 run_connect(
                     workers, stores, broker, warm, CONNECT_WARM_UP_LINES, warm_digest, variant
                 )
-        for repeat in range(args.repeats):
+        for repeat in range(repeats):
             for variant in VARIANTS:
-                timings, broker_timing = run(worker, broker, path, args.lines, digest, variant)
+                timings, broker_timing = run(worker, broker, path, lines, digest, variant)
                 measured = {COPYCAT: timings, COPYCAT_BROKER: broker_timing}
                 if workers is not None:
                     measured[CONNECT] = run_connect(
-                        workers, stores, broker, path, args.lines, digest, variant
+                        workers, stores, broker, path, lines, digest, variant
                     )
                 for key in keys:
                     series[key][variant].append(measured[key])
@@ -329,7 +339,7 @@ def main() -> None:
             workers.stop()
         worker.stop()
         kafka.stop()
-    report(args.lines, args.repeats, series)
+    return series
 
 
 if __name__ == "__main__":
