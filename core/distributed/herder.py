@@ -109,12 +109,6 @@ _NO_LEADER = (
 )
 _CONFLICT = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
 _REQUIRED = ("group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
-# Distributed mode drives tasks on the worker's own threads only: the Spark runtime's slot
-# reservation and driver per worker are not wired to rebalances (docs/spark.md, "Not yet").
-_NO_SPARK = (
-    "task.runtime=spark is not supported in distributed mode yet: its tasks run on the "
-    "workers' own threads (task.runtime=local); see docs/spark.md"
-)
 
 
 class DistributedHerder(WorkerHerder):
@@ -135,8 +129,6 @@ class DistributedHerder(WorkerHerder):
                 raise ConfigException(
                     key, None, f'Missing required configuration "{key}" which has no default value.'
                 )
-        if str(self.config.get("task.runtime")).lower() == "spark":
-            raise ConfigException("task.runtime", self.config.get("task.runtime"), _NO_SPARK)
         self.group_id: str = self.config.get("group.id")
         self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
         secrets.install_log_scrubber()
@@ -687,11 +679,17 @@ class DistributedHerder(WorkerHerder):
     def _apply_task_configs(self, name: str) -> None:
         """New task configs: restart the tasks here whose config changed, stop vanished ones."""
         worker = self.worker
+        snapshot = self.configs.snapshot()
+        tasks, config = snapshot.tasks(name), snapshot.config(name)
+        # Vanished tasks are no longer held here (a stop empties a connector's task configs):
+        # kept, a task of the same id configured again (the stopped connector resumed) would
+        # count as running here in the next assignment, and nobody would start it.
+        vanished = [t for t in self._assigned.tasks if t[0] == name and t[1] >= len(tasks)]
+        if vanished:
+            self._assigned = self._assigned.minus(Held.of((), vanished))
         connector = worker.connectors.get(name) if worker is not None else None
         if worker is None or connector is None:
             return
-        snapshot = self.configs.snapshot()
-        tasks, config = snapshot.tasks(name), snapshot.config(name)
         for task, runner in sorted(connector.tasks.items()):
             if task >= len(tasks) or config is None:
                 worker.stop_task(name, task)
@@ -855,14 +853,6 @@ class DistributedHerder(WorkerHerder):
             {"id": {"connector": name, "task": i}, "config": c}
             for i, c in enumerate(self._task_configs(name))
         ]
-
-    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
-        """As every herder's, plus an error on ``task.runtime=spark`` (REST threads)."""
-        infos = super().validate_connector_config(config)
-        if (config.get("task.runtime") or "").strip().lower() == "spark":
-            self._add_error(infos, "task.runtime", _NO_SPARK)
-            infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
-        return infos
 
     def create_connector(
         self,
