@@ -26,6 +26,7 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,11 @@ def _delete(cluster: DistributedCluster, *names: str, via: int = 0) -> None:
     for name in names:
         assert cluster.request("DELETE", f"/connectors/{name}", via).status_code == 204
     for name in names:
-        wait_until(lambda n=name: not host_pids(f"{n}-"), CONTROL_S, f"{name}'s task hosts gone")
+        wait_until(partial(_no_hosts, name), CONTROL_S, f"{name}'s task hosts gone")
+
+
+def _no_hosts(name: str) -> bool:
+    return not host_pids(f"{name}-")
 
 
 def _alive(pid: int) -> bool:
@@ -211,10 +216,10 @@ def test_rest_through_either_worker_controls_a_spark_task_within_seconds(
     assert cluster.request("PUT", f"/connectors/{name}/resume", other).status_code == 202
     timed("start after stop", lambda: len(numbers()) > len(seen), TASK_START_S)
     _running_on_spark(cluster, name, CONTROL_S)
+    assert cluster.request("DELETE", f"/connectors/{name}", other).status_code == 204
     timed(
-        "delete", lambda: cluster.request("DELETE", f"/connectors/{name}", other).status_code == 204
+        "deleted", lambda: cluster.request("GET", f"/connectors/{name}", owner).status_code == 404
     )
-    timed("gone", lambda: cluster.request("GET", f"/connectors/{name}", owner).status_code == 404)
     timed("hosts gone after delete", lambda: not host_pids(f"{name}-0"))
     final = numbers()
     assert final == list(range(1, len(final) + 1)), "a number repeated or skipped"
