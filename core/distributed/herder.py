@@ -409,6 +409,12 @@ class DistributedHerder(WorkerHerder):
         if assignment.delay_ms > 0:
             self._rejoin_at = time.monotonic() + assignment.delay_ms / 1000
         self._last_completed_generation = joined.generation
+        if joined.is_leader and configs.snapshot().offset > assignment.config_offset:
+            # A config change (a new connector, new task configs) read after this round was
+            # assigned: its rejoin request came while the round was in flight, and completing
+            # the round cleared it, so nobody would assign the change. Assign it now.
+            log.info("config changed during the rebalance; rebalancing again")
+            member.request_rejoin()
 
     def _catch_up(self, timeout_s: float) -> bool:
         try:

@@ -269,6 +269,57 @@ def test_switching_a_connectors_runtime_resumes_where_the_other_stopped(
     _delete(cluster, name)
 
 
+def test_tasks_moved_by_rebalances_stop_with_a_final_commit_and_resume_on_the_new_owner(
+    spark_cluster: SparkCluster, broker: KafkaCluster
+) -> None:
+    """A clean stop of a worker moves its task to the other worker's application; when it
+    comes back, the rebalance revokes one of the other's two tasks, which stops there (final
+    commit, job ended) before the returning worker submits it on its own driver. Records are
+    numbered from the stored offset, one every 50 ms, offsets committed every 500 ms: a move
+    without its final commit would send numbers again."""
+    cluster, module = spark_cluster.cluster, spark_cluster.probe
+    uid = uuid.uuid4().hex[:6]
+    names = [f"moving-{i}-{uid}" for i in range(2)]
+    topics = {name: f"{cluster.group}-{name}" for name in names}
+    for name in names:
+        broker.create_topic(topics[name], 1)
+        config = {"connector.class": f"{module}.Source", "topic": topics[name], "interval.ms": "50"}
+        cluster.create(name, config)
+    for name in names:
+        _running_on_spark(cluster, name, TASK_START_S)
+
+    def numbers(name: str) -> list[int]:
+        return [
+            json.loads(m.value())["n"] for m in read_all(broker.bootstrap_servers, topics[name], 1)
+        ]
+
+    def drivers() -> set[str]:
+        return {_where(cluster, name, via).get("driver", "") for name in names}
+
+    leaving = _owner(cluster, names[0])
+    via = stay = 1 - leaving
+    cluster.stop_workers([leaving])  # exits 0: its tasks stopped, its application ended
+    wait_until(
+        lambda: drivers() == {cluster.worker_id(stay)}, FAILOVER_S, "both tasks on one worker"
+    )
+    mark = cluster.log_mark(stay)
+    cluster.restart_workers([leaving], WORKER_START_S)
+    wait_until(
+        lambda: drivers() == {cluster.worker_id(stay), cluster.worker_id(leaving)},
+        FAILOVER_S,
+        "one task back on the returning worker's executors",
+    )
+    [moved] = [n for n in names if _where(cluster, n, via)["driver"] == cluster.worker_id(leaving)]
+    # The worker that stayed stopped only the revoked task, and started nothing.
+    assert cluster.task_events(stay, mark) == [(f"{moved}-0", "stopped")]
+    for name in names:
+        before = len(numbers(name))
+        wait_until(lambda: len(numbers(name)) > before + 5, 60, f"{name} moving on")  # noqa: B023
+        seen = numbers(name)
+        assert seen == list(range(1, len(seen) + 1)), f"{name}: a number repeated or skipped"
+    _delete(cluster, *names)
+
+
 # Lines of the kill test's copy, appended by a writer thread at LINES_PER_SLICE every
 # SLICE_S (~20,000 lines/s): the source is still reading when its worker is killed, and goes on
 # reading on the survivor.
