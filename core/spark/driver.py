@@ -57,11 +57,11 @@ STATUS_API_TIMEOUT_S = 5.0
 # How often the watchdog looks for tasks that stopped reporting; a small fraction of
 # task.spark.heartbeat.timeout.ms.
 WATCHDOG_INTERVAL_S = 1.0
-# Executors of a new Spark application register with its driver some seconds after it starts
-# (the cluster manager launches their JVMs: ~10-20 s for local-cluster on a busy 2-core
-# machine). Until the application is this old, a reservation that does not fit waits for them
-# instead of failing: a distributed worker gets its first tasks seconds after its SparkSession
-# is made.
+# Executors of a new Spark application register with its driver some time after it starts
+# (the cluster manager launches their JVMs; a local-cluster session took ~40 s to build on this
+# loaded 2-core machine, YARN or Kubernetes may take longer to schedule containers). Until the
+# application is this old, a reservation that does not fit waits for them instead of failing:
+# a distributed worker may get its first tasks seconds after its SparkSession is made.
 EXECUTOR_REGISTRATION_WAIT_S = 60.0
 # How often such a reservation asks Spark's status API again.
 SLOT_RETRY_S = 1.0
@@ -270,10 +270,17 @@ class SparkDriver:
 
         self._reserve(take)
 
-    def reserve_task(self, connector: str, task: int, runner: object) -> None:
+    def reserve_task(
+        self,
+        connector: str,
+        task: int,
+        runner: object,
+        gave_up: Callable[[], bool] = lambda: False,
+    ) -> None:
         """Hold one slot for a task while ``runner`` runs it: the slot the connector reserved
         for it (standalone), else a free one (distributed: each worker reserves the tasks the
-        group assigned it, as it starts them).
+        group assigned it, as it starts them). ``gave_up`` ends a wait for executors (the task
+        was stopped meanwhile).
 
         Raises:
             ConnectException: no slot is free, naming the counts and who holds them.
@@ -291,9 +298,11 @@ class SparkDriver:
                 f"Copycat tasks of: {self._slots.holders(lambda k: False)})"
             )
 
-        self._reserve(take)
+        self._reserve(take, gave_up)
 
-    def _reserve(self, take: Callable[[int], str | None]) -> None:
+    def _reserve(
+        self, take: Callable[[int], str | None], gave_up: Callable[[], bool] = lambda: False
+    ) -> None:
         """Run ``take(total slots)`` under the slots' lock until it returns None (taken); while
         the application is young enough for executors still to be registering, retry a
         shortage (see EXECUTOR_REGISTRATION_WAIT_S), else raise what ``take`` said."""
@@ -304,7 +313,7 @@ class SparkDriver:
             if refusal is None:
                 return
             age_s = time.time() - self.sc.startTime / 1000
-            if age_s >= EXECUTOR_REGISTRATION_WAIT_S or self._closed.is_set():
+            if age_s >= EXECUTOR_REGISTRATION_WAIT_S or self._closed.is_set() or gave_up():
                 raise ConnectException(
                     f"{refusal}; each task holds a slot for as long as it runs: add executors "
                     "or cores, or lower tasks.max"
@@ -312,7 +321,7 @@ class SparkDriver:
             log.info(
                 "%s; waiting for executors to register (application %.0f s old)", refusal, age_s
             )
-            time.sleep(SLOT_RETRY_S)
+            self._closed.wait(SLOT_RETRY_S)
 
     def release(self, connector: str) -> None:
         """Free every slot of ``connector`` (its tasks stopped)."""

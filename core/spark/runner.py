@@ -110,7 +110,7 @@ class SparkTaskRunner(_TaskRunner):
         try:
             try:
                 _refuse_exactly_once_source(self.worker.config, spec)
-                driver.reserve_task(spec.connector, spec.task_id, self)
+                driver.reserve_task(spec.connector, spec.task_id, self, self.stopping.is_set)
                 archives = driver.ship(spec)
             except BaseException as exc:  # noqa: BLE001 - the task fails, never the worker
                 self._failed_before_start(exc)
