@@ -39,7 +39,6 @@ from core.spark.driver import Placement, SparkDriver
 from core.spark.executor import FAILED, PAUSED, RUNNING, STOP, STOPPED, Assignment
 from core.status import State, Status
 from core.worker import _TaskRunner
-from core.worker_config import WorkerConfig
 from plugin_api import ConfigException
 
 if TYPE_CHECKING:
@@ -109,7 +108,7 @@ class SparkTaskRunner(_TaskRunner):
         driver.register(self)
         try:
             try:
-                _refuse_exactly_once_source(self.worker.config, spec)
+                _refuse_exactly_once_source(spec)
                 driver.reserve_task(spec.connector, spec.task_id, self, self.stopping.is_set)
                 archives = driver.ship(spec)
             except BaseException as exc:  # noqa: BLE001 - the task fails, never the worker
@@ -255,20 +254,21 @@ class SparkTaskRunner(_TaskRunner):
         )
 
 
-def _refuse_exactly_once_source(config: WorkerConfig, spec: TaskSpec) -> None:
-    """Exactly-once source tasks (KIP-618) are not wired on Spark: their producer's
-    transactions and fencing run with the worker's zombie fencing, which a task on an executor
-    does not take part in. Refused rather than run at-least-once unannounced.
+def _refuse_exactly_once_source(spec: TaskSpec) -> None:
+    """Exactly-once source tasks (KIP-618) are not wired on Spark: their offsets are written
+    in the task's producer transaction, which the offsets channel through the worker
+    (:class:`core.spark.executor.RemoteOffsets`) cannot join. Refused rather than run
+    at-least-once unannounced.
 
     Raises:
-        ConfigException: the worker has ``exactly.once.source.support=enabled`` and ``spec``
-            is a source task.
+        ConfigException: ``spec`` is a source task the worker runs exactly-once
+            (``exactly.once.source.support=enabled``).
     """
-    if spec.kind == "source" and config.exactly_once_source_support == "enabled":
+    if spec.exactly_once is not None:
         raise ConfigException(
             "task.runtime",
             "spark",
-            f"task {spec.name} is a source task on a worker with "
-            "exactly.once.source.support=enabled, which the Spark runtime does not support yet "
-            "(docs/spark.md); run this connector with task.runtime=local",
+            f"task {spec.name} is an exactly-once source task (the worker has "
+            "exactly.once.source.support=enabled), which the Spark runtime does not support "
+            "yet (docs/spark.md); run this connector with task.runtime=local",
         )

@@ -287,6 +287,24 @@ class ProducedBatch:
     def __len__(self) -> int:
         return self.size
 
+    def slice(self, start: int, end: int) -> ProducedBatch:
+        """Records ``start`` to ``end`` (exclusive) as a batch of their own: an exactly-once
+        task's transaction boundaries fall between records (shared columns stay shared)."""
+
+        def part(column: Any) -> Any:
+            return column[start:end] if type(column) is list else column
+
+        return ProducedBatch(
+            end - start,
+            self.seq + start,
+            part(self.topics),
+            part(self.partitions),
+            part(self.keys),
+            self.values[start:end],
+            part(self.headers),
+            part(self.timestamps),
+        )
+
     def column(self, name: str) -> Iterable[Any]:
         """One field per record, in order (a shared value, or None, repeated)."""
         values = getattr(self, name)

@@ -61,6 +61,7 @@ from plugin_api.connector import (
     SourceTask,
     SourceTaskContext,
     Task,
+    TransactionContext,
     freeze_partition,
 )
 from plugin_api.data import (
@@ -220,6 +221,7 @@ __all__ = [
     "SourceTask",
     "SourceTaskContext",
     "Task",
+    "TransactionContext",
     "freeze_partition",
     # testing
     "InMemoryErrantRecordReporter",
