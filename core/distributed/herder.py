@@ -111,12 +111,6 @@ _NO_LEADER = (
 )
 _CONFLICT = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
 _REQUIRED = ("group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
-# Distributed mode drives tasks on the worker's own threads only: the Spark runtime's slot
-# reservation and driver per worker are not wired to rebalances (docs/spark.md, "Not yet").
-_NO_SPARK = (
-    "task.runtime=spark is not supported in distributed mode yet: its tasks run on the "
-    "workers' own threads (task.runtime=local); see docs/spark.md"
-)
 
 
 class DistributedHerder(WorkerHerder):
@@ -137,8 +131,6 @@ class DistributedHerder(WorkerHerder):
                 raise ConfigException(
                     key, None, f'Missing required configuration "{key}" which has no default value.'
                 )
-        if str(self.config.get("task.runtime")).lower() == "spark":
-            raise ConfigException("task.runtime", self.config.get("task.runtime"), _NO_SPARK)
         self.group_id: str = self.config.get("group.id")
         self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
         secrets.install_log_scrubber()
@@ -438,6 +430,12 @@ class DistributedHerder(WorkerHerder):
         if assignment.delay_ms > 0:
             self._rejoin_at = time.monotonic() + assignment.delay_ms / 1000
         self._last_completed_generation = joined.generation
+        if joined.is_leader and configs.snapshot().offset > assignment.config_offset:
+            # A config change (a new connector, new task configs) read after this round was
+            # assigned: its rejoin request came while the round was in flight, and completing
+            # the round cleared it, so nobody would assign the change. Assign it now.
+            log.info("config changed during the rebalance; rebalancing again")
+            member.request_rejoin()
 
     def _catch_up(self, timeout_s: float) -> bool:
         try:
@@ -955,14 +953,6 @@ class DistributedHerder(WorkerHerder):
             {"id": {"connector": name, "task": i}, "config": c}
             for i, c in enumerate(self._task_configs(name))
         ]
-
-    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
-        """As every herder's, plus an error on ``task.runtime=spark`` (REST threads)."""
-        infos = super().validate_connector_config(config)
-        if (config.get("task.runtime") or "").strip().lower() == "spark":
-            self._add_error(infos, "task.runtime", _NO_SPARK)
-            infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
-        return infos
 
     def create_connector(
         self,
