@@ -231,6 +231,35 @@ class WorkerHerder(AbstractHerder):
             ),
         )
 
+    def _report_stopped(self, name: str, config: Mapping[str, str]) -> None:
+        """The connector's status is STOPPED. Kafka reports the plugin's version for a STOPPED
+        connector too (from its class, with nothing running); ours comes from the installed
+        plugin's metadata."""
+        worker = self._worker()
+        worker.status.set_connector(
+            name, Status(State.STOPPED, worker.worker_id, version=self._plugin_version(config))
+        )
+
+    def _resolve_and_start(
+        self, name: str, runtime: _Runtime, config: Mapping[str, str]
+    ) -> Resolved | None:
+        """Resolve the connector's config (config providers) and start its instance here (its
+        operation thread); None when either failed, which its status then says (unless it was
+        deleted meanwhile). A failed start leaves no instance behind."""
+        try:
+            resolved = self.resolver.resolve(config)
+        except ConfigException as exc:
+            self._fail_connector(name, exc, None)
+            return None
+        runtime.resolved = resolved
+        try:
+            self._worker().start_connector(name, resolved.config)
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            if not runtime.deleted:
+                self._fail_connector(name, exc, resolved)
+            return None
+        return resolved
+
     def _start(self, name: str) -> None:
         """Start the connector and its tasks per its target state (its operation thread)."""
         deployed = self._runtime.get(name)
@@ -241,21 +270,12 @@ class WorkerHerder(AbstractHerder):
         if self._target(name) is TargetState.STOPPED:
             self.configs.put_task_configs(name, [])
             worker.status.remove_connector(name)
-            # Kafka reports the plugin's version for a STOPPED connector too (from its class,
-            # with nothing running); ours comes from the installed plugin's metadata.
-            worker.status.set_connector(
-                name,
-                Status(State.STOPPED, worker.worker_id, version=self._plugin_version(config)),
-            )
+            self._report_stopped(name, config)
+            return
+        resolved = self._resolve_and_start(name, deployed, config)
+        if resolved is None:
             return
         try:
-            resolved = self.resolver.resolve(config)
-        except ConfigException as exc:
-            self._fail_connector(name, exc, None)
-            return
-        deployed.resolved = resolved
-        try:
-            worker.start_connector(name, resolved.config)
             task_class = worker.task_class(name)
             task_configs = worker.task_configs(name)
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka

@@ -599,22 +599,9 @@ class DistributedHerder(WorkerHerder):
         if config is None or runtime is None:
             return
         if snapshot.target_state(name) is TargetState.STOPPED:
-            worker.status.set_connector(
-                name,
-                Status(State.STOPPED, worker.worker_id, version=self._plugin_version(config)),
-            )
+            self._report_stopped(name, config)
             return
-        try:
-            resolved = self.resolver.resolve(config)
-        except ConfigException as exc:
-            self._fail_connector(name, exc, None)
-            return
-        runtime.resolved = resolved
-        try:
-            worker.start_connector(name, resolved.config)
-        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            if not runtime.deleted:
-                self._fail_connector(name, exc, resolved)
+        if self._resolve_and_start(name, runtime, config) is None:
             return
         if snapshot.target_state(name) is TargetState.PAUSED:
             worker.pause(name, True)
