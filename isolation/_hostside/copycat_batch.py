@@ -47,7 +47,41 @@ def _none_or_list(column: list[Any]) -> list[Any] | None:
     return None if column.count(None) == len(column) else column
 
 
-class ConsumedBatch:
+class _Columns:
+    """What both batch classes do with their columns (each sets ``size`` and its columns)."""
+
+    __slots__ = ()
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    def column(self, name: str) -> Iterable[Any]:
+        """One field per record, in order (a shared value, or None, repeated)."""
+        values = getattr(self, name)
+        return values if type(values) is list else repeat(values, self.size)
+
+    def _zip(self, names: Sequence[str], *first: Iterable[Any]) -> Iterator[Any]:
+        """One tuple per record: ``first`` (iterables), then the columns ``names``."""
+        return zip(*first, *(self.column(name) for name in names), strict=True)
+
+
+# The columns of a :data:`Row`, in its order.
+ROW_FIELDS = (
+    "topics",
+    "partitions",
+    "offsets",
+    "timestamps",
+    "timestamp_types",
+    "keys",
+    "values",
+    "headers",
+)
+# The columns of a :data:`ProducedRow` after its sequence number, in its order.
+PRODUCED_ROW_FIELDS = ("topics", "partitions", "keys", "values", "headers", "timestamps")
+
+
+class ConsumedBatch(_Columns):
     """Records consumed in one go, column by column (see the module docstring)."""
 
     __slots__ = (
@@ -154,28 +188,10 @@ class ConsumedBatch:
     def from_wire(cls, wire: Sequence[Any]) -> ConsumedBatch:
         return cls(*wire)
 
-    def __len__(self) -> int:
-        return self.size
-
-    def column(self, name: str) -> Iterable[Any]:
-        """One field per record, in order (a shared value repeated)."""
-        values = getattr(self, name)
-        return values if type(values) is list else repeat(values, self.size)
-
     def rows(self) -> Iterator[Row]:
         """One ``(topic, partition, offset, timestamp, timestamp type, key, value, headers)``
         tuple per record, in order."""
-        return zip(
-            self.column("topics"),
-            self.column("partitions"),
-            self.offsets,
-            self.column("timestamps"),
-            self.column("timestamp_types"),
-            self.column("keys"),
-            self.values,
-            self.column("headers"),
-            strict=True,
-        )
+        return self._zip(ROW_FIELDS)
 
     def positions(self) -> dict[tuple[str, int], int]:
         """The offset after the last record of each topic partition in the batch."""
@@ -212,7 +228,7 @@ class ConsumedBatch:
 ProducedRow = tuple[int, "str | None", "int | None", Any, Any, Any, "int | None"]
 
 
-class ProducedBatch:
+class ProducedBatch(_Columns):
     """One ``poll()`` of a source task, converted, column by column (see the module docstring).
 
     ``seq`` is the first record's sequence number (the rest follow on: a task's acks name
@@ -284,23 +300,6 @@ class ProducedBatch:
     def from_wire(cls, wire: Sequence[Any]) -> ProducedBatch:
         return cls(*wire)
 
-    def __len__(self) -> int:
-        return self.size
-
-    def column(self, name: str) -> Iterable[Any]:
-        """One field per record, in order (a shared value, or None, repeated)."""
-        values = getattr(self, name)
-        return values if type(values) is list else repeat(values, self.size)
-
     def rows(self) -> Iterator[ProducedRow]:
         """One ``(seq, topic, partition, key, value, headers, timestamp)`` tuple per record."""
-        return zip(
-            range(self.seq, self.seq + self.size),
-            self.column("topics"),
-            self.column("partitions"),
-            self.column("keys"),
-            self.values,
-            self.column("headers"),
-            self.column("timestamps"),
-            strict=True,
-        )
+        return self._zip(PRODUCED_ROW_FIELDS, range(self.seq, self.seq + self.size))
