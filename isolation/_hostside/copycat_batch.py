@@ -47,6 +47,18 @@ def _none_or_list(column: list[Any]) -> list[Any] | None:
     return None if column.count(None) == len(column) else column
 
 
+def timestamp_columns(messages: Sequence[Any]) -> tuple[Any, Any]:
+    """``(timestamps, timestamp types)`` of confluent-kafka messages, as columns (a type
+    shared by all is stored once; no timestamp at all is None)."""
+    stamps = [m.timestamp() for m in messages]
+    types = _shared([stamp[0] for stamp in stamps])
+    if types == 0:  # TIMESTAMP_NOT_AVAILABLE throughout
+        return None, types
+    if type(types) is int:
+        return [stamp[1] for stamp in stamps], types
+    return [stamp[1] if stamp[0] else None for stamp in stamps], types
+
+
 class _Columns:
     """What both batch classes do with their columns (each sets ``size`` and its columns)."""
 
@@ -127,14 +139,7 @@ class ConsumedBatch(_Columns):
         """
         if not messages:
             return cls(0, [], [], [], [], [], [], [], [])
-        stamps = [m.timestamp() for m in messages]
-        types = _shared([stamp[0] for stamp in stamps])
-        if types == 0:  # TIMESTAMP_NOT_AVAILABLE throughout
-            timestamps: Any = None
-        elif type(types) is int:
-            timestamps = [stamp[1] for stamp in stamps]
-        else:
-            timestamps = [stamp[1] if stamp[0] else None for stamp in stamps]
+        timestamps, types = timestamp_columns(messages)
         return cls(
             len(messages),
             _shared([m.topic() for m in messages]),
@@ -303,3 +308,85 @@ class ProducedBatch(_Columns):
     def rows(self) -> Iterator[ProducedRow]:
         """One ``(seq, topic, partition, key, value, headers, timestamp)`` tuple per record."""
         return self._zip(PRODUCED_ROW_FIELDS, range(self.seq, self.seq + self.size))
+
+
+# First entry of a :class:`MessageBatch`'s wire, where a :class:`ConsumedBatch`'s has its size
+# (an int), so :meth:`ConsumedBatch.from_wire` tells them apart.
+MESSAGES = "messages"
+
+
+class MessageBatch:
+    """Consumed records as the consumer's own message objects, read only where needed.
+
+    For a channel that passes objects rather than bytes (the data path in the plugin host,
+    ``isolation/direct.py``): the sink runner reads the fields a put() needs straight from the
+    messages, and nothing builds a column of a field no one reads. ``topic`` and
+    ``partition`` are the topic and partition of every message when the consumer knows them
+    to be shared (one topic subscribed, one partition assigned), else None. Anything else
+    (rows for error reports, records taken back) uses :attr:`columns`, the
+    :class:`ConsumedBatch` of the same messages, made on first use.
+    """
+
+    __slots__ = ("messages", "size", "topic", "partition", "_columns")
+
+    def __init__(self, messages: list[Any], topic: str | None, partition: int | None) -> None:
+        self.messages = messages
+        self.size = len(messages)
+        self.topic = topic
+        self.partition = partition
+        self._columns: ConsumedBatch | None = None
+
+    @property
+    def columns(self) -> ConsumedBatch:
+        columns = self._columns
+        if columns is None:
+            columns = self._columns = ConsumedBatch.from_messages(self.messages)
+        return columns
+
+    def __len__(self) -> int:
+        return self.size
+
+    def wire(self) -> tuple[Any, ...]:
+        """What crosses a channel that passes objects (never pickled)."""
+        return (MESSAGES, self.messages, self.topic, self.partition)
+
+    def offsets(self) -> Sequence[int]:
+        """Each message's offset: a range when they follow on (no gap: the usual case)."""
+        messages = self.messages
+        first, last = messages[0].offset(), messages[-1].offset()
+        if self.partition is not None and last - first + 1 == self.size:
+            return range(first, last + 1)  # offsets in one partition only ever increase
+        return [m.offset() for m in messages]
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        """As :meth:`ConsumedBatch.positions`."""
+        if not self.size:
+            return {}
+        if self.topic is not None and self.partition is not None:
+            return {(self.topic, self.partition): self.messages[-1].offset() + 1}
+        return self.columns.positions()
+
+    def rows(self) -> Iterator[Row]:
+        return self.columns.rows()
+
+    def without(
+        self, partitions: set[tuple[str, int]]
+    ) -> tuple[ConsumedBatch | MessageBatch, dict[tuple[str, int], int]]:
+        """As :meth:`ConsumedBatch.without` (a batch that loses records becomes columns)."""
+        if not self.size:
+            return self, {}
+        if self.topic is not None and self.partition is not None:
+            if (self.topic, self.partition) not in partitions:
+                return self, {}
+            return ConsumedBatch.from_messages([]), {
+                (self.topic, self.partition): self.messages[0].offset()
+            }
+        batch, first = self.columns.without(partitions)
+        return (self, first) if batch is self._columns else (batch, first)
+
+
+def from_wire(wire: Sequence[Any]) -> ConsumedBatch | MessageBatch:
+    """The batch a put() wire carries, of either kind."""
+    if type(wire[0]) is str:
+        return MessageBatch(*wire[1:])
+    return ConsumedBatch(*wire)
