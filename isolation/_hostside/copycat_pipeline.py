@@ -590,16 +590,18 @@ class SinkRunner:
             return None
         converters = (self.pipeline.key_converter, self.pipeline.value_converter)
         try:
-            key_pairs, value_pairs = sink_columns.convert(prepared, *converters)
+            key_pairs, schemas, values = sink_columns.convert(prepared, *converters)
+        except sink_columns.BatchSizeError:
+            raise
         except Exception:  # noqa: BLE001 - record by record, to name the record at fault
             return None
-        sink_columns.check_sizes(prepared, converters, (key_pairs, value_pairs))
         transform = self._transform
         if transform is None:
-            deferred: SinkRecordBatch = sink_columns.deferred(prepared, key_pairs, value_pairs)
+            deferred: SinkRecordBatch = sink_columns.deferred(prepared, key_pairs, schemas, values)
             return deferred
         records: list[SinkRecord] = []
-        for index, record in enumerate(sink_columns.build(prepared, key_pairs, value_pairs)):
+        built = sink_columns.build(prepared, key_pairs, schemas, values)
+        for index, record in enumerate(built):
             try:
                 transformed = transform(record)
             except StageFailure as failure:

@@ -36,6 +36,7 @@ from plugin_api import (
 _TIMESTAMP_TYPES = list(TimestampType)
 # Values that records may share: nothing a task or SMT does to one record changes another.
 _IMMUTABLE = frozenset({type(None), str, bytes, int, float, bool})
+_first = itemgetter(0)
 _second = itemgetter(1)
 
 # What a record needs beyond its key and value, read when the records are built:
@@ -98,6 +99,21 @@ def _prepare_messages(batch: MessageBatch) -> Prepared | None:
     )
 
 
+class BatchSizeError(ConnectException):
+    """A converter's batch method returned a column of the wrong length (zip() would
+    silently drop records): fails the put(), naming the method."""
+
+
+def _sized(converter: Any, method: str, column: Any, size: int, topic: str) -> list[Any]:
+    column = column if type(column) is list else list(column)
+    if len(column) != size:
+        raise BatchSizeError(
+            f"{type(converter).__qualname__}.{method} returned {len(column)} results for "
+            f"{size} records of topic {topic}"
+        )
+    return column
+
+
 def _convert_column(
     converter: Converter | None, topic: str, data: list[Any], headers: list[Headers | None]
 ) -> list[Any]:
@@ -108,16 +124,34 @@ def _convert_column(
     batch = getattr(converter, "to_connect_data_batch", None)
     if batch is not None:
         pairs = batch(topic, data, headers)
-        return pairs if type(pairs) is list else list(pairs)
+        return _sized(converter, "to_connect_data_batch", pairs, len(data), topic)
     convert = converter.to_connect_data
     return [convert(topic, value, h) for value, h in zip(data, headers, strict=True)]
 
 
+def _convert_values(
+    converter: Converter | None, topic: str, data: list[Any], headers: list[Headers | None]
+) -> tuple[Any, list[Any]]:
+    """``(schemas, values)``: ``schemas`` one per value (a list) or one for all (not a list),
+    from ``Converter.to_connect_data_column`` where the converter has it and answers."""
+    if converter is None:
+        return None, data
+    column = getattr(converter, "to_connect_data_column", None)
+    if column is not None:
+        answer = column(topic, data, headers)
+        if answer is not None:
+            schema, values = answer
+            return schema, _sized(converter, "to_connect_data_column", values, len(data), topic)
+    pairs = _convert_column(converter, topic, data, headers)
+    return list(map(_first, pairs)), list(map(_second, pairs))
+
+
 def convert(
     prepared: Prepared, key_converter: Converter | None, value_converter: Converter | None
-) -> tuple[Any, list[Any]]:
-    """``(key pairs, value pairs)``: ``(schema, value)`` per record (key pairs may be one
-    pair shared by all). Raises whatever a converter raised; see :func:`check_sizes`."""
+) -> tuple[Any, Any, list[Any]]:
+    """``(key pairs, value schemas, values)``: key pairs are ``(schema, key)`` per record or
+    one pair (a tuple) for all; value schemas one per record (a list) or one for all. Raises
+    whatever a converter raised (:class:`BatchSizeError` for a column of the wrong size)."""
     topic, size, keys = prepared.topic, prepared.size, prepared.keys
     no_headers: list[Headers | None] = [None] * size
     kc = key_converter
@@ -135,29 +169,15 @@ def convert(
             key_pairs = tuple(pair)  # a plain tuple: one pair for all (a column is a list)
         else:
             key_pairs = _convert_column(kc, topic, [keys] * size, no_headers)
-    return key_pairs, _convert_column(value_converter, topic, prepared.values, no_headers)
-
-
-def check_sizes(
-    prepared: Prepared,
-    converters: tuple[Converter | None, Converter | None],
-    pairs: tuple[Any, list[Any]],
-) -> None:
-    """Raise ConnectException naming the converter whose batch method returned a column of
-    the wrong length (zip() would silently drop records)."""
-    for converter, column in zip(converters, pairs, strict=True):
-        if type(column) is list and len(column) != prepared.size:
-            raise ConnectException(
-                f"{type(converter).__qualname__}.to_connect_data_batch returned "
-                f"{len(column)} results for {prepared.size} records of topic {prepared.topic}"
-            )
+    schemas, values = _convert_values(value_converter, topic, prepared.values, no_headers)
+    return key_pairs, schemas, values
 
 
 def _column(value: Any, size: int) -> Iterable[Any]:
     return value if type(value) is list or type(value) is range else itertools.repeat(value, size)
 
 
-def build(prepared: Prepared, key_pairs: Any, value_pairs: list[Any]) -> list[SinkRecord]:
+def build(prepared: Prepared, key_pairs: Any, schemas: Any, values: list[Any]) -> list[SinkRecord]:
     """The SinkRecords, built without a constructor call (a third of the per-record cost
     otherwise); tests/unit/isolation/test_sink_columns.py checks every slot is set as the
     constructor sets it."""
@@ -178,13 +198,14 @@ def build(prepared: Prepared, key_pairs: Any, value_pairs: list[Any]) -> list[Si
         _column(timestamps, size),
         type_column,
         key_pairs,
-        value_pairs,
+        _column(schemas, size),
+        values,
         strict=True,
     )
-    for partition, offset, timestamp, timestamp_type, (key_schema, key), (
-        value_schema,
-        value,
-    ) in columns:
+    for partition, offset, timestamp, timestamp_type, (
+        key_schema,
+        key,
+    ), value_schema, value in columns:
         record = new(cls)
         record.topic = topic
         record.kafka_partition = partition
@@ -203,8 +224,8 @@ def build(prepared: Prepared, key_pairs: Any, value_pairs: list[Any]) -> list[Si
     return records
 
 
-def deferred(prepared: Prepared, key_pairs: Any, value_pairs: list[Any]) -> SinkRecordBatch:
+def deferred(
+    prepared: Prepared, key_pairs: Any, schemas: Any, values: list[Any]
+) -> SinkRecordBatch:
     """The batch a task without transforms gets: values now, records when first read."""
-    return SinkRecordBatch(
-        list(map(_second, value_pairs)), lambda: build(prepared, key_pairs, value_pairs)
-    )
+    return SinkRecordBatch(values, lambda: build(prepared, key_pairs, schemas, values))
