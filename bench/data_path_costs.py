@@ -44,7 +44,6 @@ from isolation import ConsumedBatch  # noqa: E402
 from isolation.host import HOSTSIDE_DIR  # noqa: E402
 from plugin_api import (  # noqa: E402
     STRING_SCHEMA,
-    SinkRecord,
     SinkTask,
     SourceRecord,
     SourceTask,
