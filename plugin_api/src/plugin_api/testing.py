@@ -318,8 +318,9 @@ def run_sink_task(
     """Deliver ``records`` to a sink task in batches, then commit and close.
 
     Lifecycle: initialize, start, open(partitions of the records), put per
-    batch (a :class:`~plugin_api.SinkRecordBatch`, as the runtime's; a batch raising RetriableException is redelivered up to
-    ``MAX_PUT_RETRIES`` times), pre_commit(next offsets), close, stop.
+    batch (a :class:`~plugin_api.SinkRecordBatch`, as the runtime's; a batch raising
+    RetriableException is redelivered up to ``MAX_PUT_RETRIES`` times), pre_commit(next
+    offsets), close, stop.
 
     A partition the task rewinds in ``start()`` or ``open()`` (``context.offset()``, as an
     exactly-once sink does from what its target holds) is delivered from that offset on:
