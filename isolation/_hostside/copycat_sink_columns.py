@@ -104,8 +104,9 @@ class BatchSizeError(ConnectException):
     silently drop records): fails the put(), naming the method."""
 
 
-def _sized(converter: Any, method: str, column: Any, size: int, topic: str) -> list[Any]:
-    column = column if type(column) is list else list(column)
+def _sized(converter: Any, method: str, answer: Any, size: int, topic: str) -> list[Any]:
+    """``answer`` as a list, checked to have ``size`` entries."""
+    column: list[Any] = answer if type(answer) is list else list(answer)
     if len(column) != size:
         raise BatchSizeError(
             f"{type(converter).__qualname__}.{method} returned {len(column)} results for "
