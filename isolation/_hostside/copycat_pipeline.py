@@ -238,7 +238,7 @@ class SourceRunner:
                 )
         except Exception:  # noqa: BLE001 - record by record, to name the record at fault
             return None
-        if type(values) is not list:
+        if type(values) is not list or vc is None:  # a list of our own (the task may reuse its)
             values = list(values)
         if len(values) != size:
             return None
