@@ -26,7 +26,7 @@ from isolation import PluginEnvironment, allocator  # noqa: E402
 from isolation.host import HOSTSIDE_DIR  # noqa: E402
 
 sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host sees them
-from copycat_batch import ConsumedBatch  # noqa: E402
+from copycat_batch import ConsumedBatch, ProducedBatch  # noqa: E402
 from copycat_pipeline import (  # noqa: E402
     HostSinkTaskContext,
     Pipeline,
@@ -153,9 +153,10 @@ def run(work: Path) -> None:
     source = host.next_handle()
     host.start_source_task(source, "bench_plugin:BurstSourceTask", {"batch": str(BATCH)}, {})
 
-    polled, failures, _offsets = host.poll(source)
-    assert not failures
-    assert len(polled) == BATCH and polled[-1][4] == payload
+    result = host.poll(source)
+    assert not result.failures
+    polled = ProducedBatch.from_wire(result.batch)
+    assert len(polled) == BATCH and polled.values[-1] == payload
     t_put = _median_s(lambda: host.put(sink, batch))
     t_poll = _median_s(lambda: host.poll(source))
     count = host.call(sink, "__getattribute__", "count")

@@ -31,6 +31,7 @@ from plugin_api.config import config_infos
 from core import secrets
 from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
+from core.exactly_once_validation import exactly_once_errors
 from core.host_pool import HostPool
 from core.plugins import PluginCatalogue
 from core.status import Status
@@ -192,6 +193,11 @@ class AbstractHerder:
     plugin_call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     # Warm hosts for validation and config definitions (core/host_pool.py).
     host_pool: HostPool
+    # exactly.once.source.support of this worker: with "enabled", source connectors are
+    # validated for it (core/exactly_once_validation.py). Standalone workers need each source
+    # connector's offsets in a topic of its own for that.
+    exactly_once_source: str = "disabled"
+    exactly_once_needs_offsets_topic: bool = False
     # The first-time install of the bundled plugins, when one runs in the background: calls
     # that resolve plugins wait for it rather than answer "not installed" meanwhile.
     bundled_install: threading.Thread | None = None
@@ -242,6 +248,24 @@ class AbstractHerder:
             handle = host.new(plugin.target)
             try:
                 return host.validate(handle, props)
+            finally:
+                if host.alive:
+                    host.drop(handle)
+
+    def _exactly_once_errors(
+        self, plugin: PluginDescriptor, props: Mapping[str, str]
+    ) -> list[tuple[str, str]]:
+        """KIP-618 pre-flight checks of a source connector, on a fresh instance."""
+        env = self.catalogue.environment(plugin)
+        with self.host_pool.lease(env, f"validate:{plugin.name}") as host:
+            handle = host.new(plugin.target)
+            try:
+                return exactly_once_errors(
+                    host,
+                    handle,
+                    props,
+                    needs_offsets_topic=self.exactly_once_needs_offsets_topic,
+                )
             finally:
                 if host.alive:
                     host.drop(handle)
@@ -304,6 +328,9 @@ class AbstractHerder:
                     infos["configs"].append(entry)
             infos["groups"] += [g for g in own["groups"] if g not in infos["groups"]]
             self._check_component_classes(infos, resolved.config)
+            if plugin.kind == "source" and self.exactly_once_source == "enabled":
+                for key, message in self._exactly_once_errors(plugin, resolved.config):
+                    self._add_error(infos, key, message)
         if resolve_error is not None:
             self._add_error(infos, resolve_error.name or "connector.class", str(resolve_error))
         self._show_submitted(infos, config, resolved)

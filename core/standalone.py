@@ -29,13 +29,16 @@ from typing import Any
 from core import secrets
 from core.bundled import install_bundled_in_background
 from core.extensions import config_resolver, plugin_manager
+from core.fencing import StandaloneFencing
 from core.host_pool import HostPool
 from core.kafka import kafka_cluster_id
+from core.offset_topics import ConnectorOffsetStores
 from core.offsets import FileOffsetStore
 from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
 from core.status import State, StatusBoard
 from core.stores.config import MemoryConfigStore, TargetState
+from core.task_specs import STANDALONE_GROUP_ID, task_transactional_id
 from core.worker import Worker
 from core.worker_config import WorkerConfig
 from core.worker_herder import RECLAIM_MARGIN_S, WorkerHerder
@@ -75,6 +78,29 @@ def _software_version() -> tuple[str, str]:
     return version, commit or "unknown"
 
 
+class _LocalTaskFencing:
+    """A standalone exactly-once task's fencing checks (core.runtime.services.TaskFencing):
+    the first task of a generation fences the previous one's tasks."""
+
+    def __init__(
+        self,
+        fencing: StandaloneFencing,
+        connector: str,
+        generation: int,
+        client_config: Mapping[str, Any],
+    ) -> None:
+        self.fencing = fencing
+        self.connector = connector
+        self.generation = generation
+        self.client_config = dict(client_config)
+
+    def before_producer(self) -> None:
+        self.fencing.before_producer(self.connector, self.generation, self.client_config)
+
+    def after_producer(self) -> None:
+        self.fencing.check_current(self.connector, self.generation)
+
+
 class StandaloneHerder(WorkerHerder):
     """Runs the connectors of one standalone worker, from files and from REST."""
 
@@ -94,6 +120,16 @@ class StandaloneHerder(WorkerHerder):
         self.extensions = plugin_manager(self.config)
         self.resolver = config_resolver(self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
+        # Exactly-once sources (KIP-618) run here too when a connector keeps its offsets in a
+        # Kafka topic of its own (offsets.storage.topic); Kafka's standalone mode has none.
+        self.exactly_once_source = self.config.exactly_once_source_support
+        self.exactly_once_needs_offsets_topic = True
+        self._fencing = StandaloneFencing(
+            lambda connector, task: task_transactional_id(
+                self.config.group_id or STANDALONE_GROUP_ID, connector, task
+            )
+        )
+        self._generations: dict[str, int] = {}
         self.plugin_call_timeout_s = self.config.get("plugin.call.timeout.ms") / 1000
         self.host_pool = HostPool(self.plugin_call_timeout_s)
         self.worker_id = f"standalone-{uuid.uuid4().hex[:8]}"
@@ -173,12 +209,15 @@ class StandaloneHerder(WorkerHerder):
         self.client_props = client
         timeout_ms = int(self.config.get("default.api.timeout.ms"))
         self._cluster_id = kafka_cluster_id(client, timeout_ms, "default.api.timeout.ms")
+        file_offsets = FileOffsetStore(Path(offsets_file))
+        self.offset_stores = stores = ConnectorOffsetStores(self.config, file_offsets, client)
         self.worker = worker = Worker(
             self.worker_id,
             self.config,
             catalogue,
-            FileOffsetStore(Path(offsets_file)),
+            file_offsets,
             client_props=client,
+            task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested
         for cf in self.connector_files:  # in command-line order, as Kafka's standalone mode
@@ -215,6 +254,40 @@ class StandaloneHerder(WorkerHerder):
                 self.worker = None
             self.host_pool.close()
             self.resolver.close()
+
+    # -- exactly-once source tasks (KIP-618) ---------------------------------------------------
+
+    def _runs_exactly_once(self, name: str) -> bool:
+        runtime = self._runtime.get(name)
+        return (
+            self.exactly_once_source == "enabled"
+            and runtime is not None
+            and runtime.kind == "source"
+            and ConnectorOffsetStores.own_topic(self._config(name)) is not None
+        )
+
+    def _new_task_generation(self, name: str, tasks: int) -> None:
+        if self._runs_exactly_once(name):
+            self._generations[name] = self._fencing.new_generation(name, tasks)
+
+    def _task_options(self, name: str, task: int) -> dict[str, Any]:
+        if not self._runs_exactly_once(name):
+            return {}
+        config = self.resolver.resolve(self._config(name)).config
+        admin = {
+            k[len("admin.override.") :]: v
+            for k, v in config.items()
+            if k.startswith("admin.override.")
+        }
+        return {
+            "exactly_once": True,
+            "fencing": _LocalTaskFencing(
+                self._fencing,
+                name,
+                self._generations.get(name, 0),
+                {**self.client_props, **admin},
+            ),
+        }
 
     def task_states(self) -> dict[tuple[str, int], State]:
         assert self.worker is not None

@@ -23,6 +23,7 @@ from core.runtime.spec import (
     DATA_PATH_WORKER,
     ClientConfigs,
     ErrorsPolicy,
+    ExactlyOnceSpec,
     PipelineSpec,
     PluginRef,
     StageSpec,
@@ -34,12 +35,21 @@ from core.worker_config import CONVERTER_KEYS, WorkerConfig
 from isolation.environment import PluginDescriptor
 from plugin_api import ConfigException
 
-__all__ = ["TaskSpecFactory", "plugin_ref"]
+__all__ = ["STANDALONE_GROUP_ID", "TaskSpecFactory", "plugin_ref", "task_transactional_id"]
 
 log = logging.getLogger("copycat.worker")
 
 # Kafka Connect's dead letter queue producer: no record lost on broker failover.
 DLQ_PRODUCER_DEFAULTS: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
+# The first part of a standalone worker's transactional ids when its config has no group.id
+# (Kafka runs exactly-once sources in distributed mode only, where group.id is required).
+STANDALONE_GROUP_ID = "connect-standalone"
+
+
+def task_transactional_id(group_id: str, connector: str, task_id: int) -> str:
+    """Kafka's ``Worker.taskTransactionalId``: one id per task of a connector in a cluster, so
+    a new instance of the task (anywhere in the cluster) fences out every older one."""
+    return f"{group_id}-{connector}-{task_id}"
 
 
 def plugin_ref(catalogue: PluginCatalogue, plugin: PluginDescriptor) -> PluginRef:
@@ -87,8 +97,11 @@ class TaskSpecFactory:
         connector_props: Mapping[str, str],
         task_props: Mapping[str, str],
         version: str = "",
+        *,
+        exactly_once: bool = False,
     ) -> TaskSpec:
-        """The spec of task ``task_id`` of ``connector`` (configs already resolved).
+        """The spec of task ``task_id`` of ``connector`` (configs already resolved);
+        ``exactly_once``: a source task run transactionally (the herder decides).
 
         Raises:
             ConfigException: a converter, transform or predicate is not installed, or a key
@@ -104,6 +117,15 @@ class TaskSpecFactory:
         settings = self.settings
         if own_limit not in (None, ""):
             settings = TaskSettings(**{**settings.__dict__, "memory_limit_bytes": int(own_limit)})
+        eos = self._exactly_once(connector, task_id, config) if exactly_once else None
+        clients = self._clients(connector, task_id, config, is_sink)
+        if eos is not None:
+            clients = ClientConfigs(
+                producer=_transactional(clients.producer, eos.transactional_id, connector),
+                consumer=clients.consumer,
+                admin=clients.admin,
+                dlq_producer=clients.dlq_producer,
+            )
         pipeline = self._pipeline(config, plugin)
         return TaskSpec(
             connector=connector,
@@ -114,20 +136,50 @@ class TaskSpecFactory:
             plugin=plugin_ref(self.catalogue, plugin),
             pipeline=pipeline,
             errors=errors_policy(config),
-            clients=self._clients(connector, task_id, config, is_sink),
+            clients=clients,
             settings=settings,
             version=version,
-            data_path=self._data_path(f"{connector}-{task_id}", plugin, pipeline),
+            exactly_once=eos,
+            data_path=self._data_path(f"{connector}-{task_id}", plugin, pipeline, eos is not None),
         )
 
-    def _data_path(self, task: str, plugin: PluginDescriptor, pipeline: PipelineSpec) -> str:
+    def _exactly_once(
+        self, connector: str, task_id: int, config: ConnectorConfig
+    ) -> ExactlyOnceSpec:
+        """A source task's KIP-618 settings: its transactional id and transaction boundary
+        (``transaction.boundary.interval.ms`` defaults to ``offset.flush.interval.ms``)."""
+        group = self.config.group_id or STANDALONE_GROUP_ID
+        interval_ms = config.transaction_boundary_interval_ms
+        return ExactlyOnceSpec(
+            transactional_id=task_transactional_id(group, connector, task_id),
+            boundary=(config.transaction_boundary or "poll").lower(),
+            interval_s=(
+                interval_ms / 1000 if interval_ms is not None else self.settings.commit_interval_s
+            ),
+        )
+
+    def _data_path(
+        self, task: str, plugin: PluginDescriptor, pipeline: PipelineSpec, exactly_once: bool
+    ) -> str:
         """Where the task's data path runs (``task.data.path``, see core/runtime/hosted.py).
+        An exactly-once source task's runs in the worker (docs/architecture.md, "Exactly-once
+        sources keep their data path in the worker").
 
         Raises:
             ConfigException: ``task.data.path=host`` and the task's plugins cannot share the
-                runtime's data path modules.
+                runtime's data path modules, or the task runs exactly-once.
         """
         if self.data_path_choice == DATA_PATH_WORKER:
+            return DATA_PATH_WORKER
+        if exactly_once:
+            if self.data_path_choice == DATA_PATH_HOST:
+                raise ConfigException(
+                    "task.data.path",
+                    DATA_PATH_HOST,
+                    f"task {task} runs exactly-once (exactly.once.source.support=enabled), and "
+                    "an exactly-once source task's data path runs in the worker: set "
+                    "task.data.path=auto or worker",
+                )
             return DATA_PATH_WORKER
         envs = [self.catalogue.environment(plugin)]
         envs += [self.catalogue.environment_at(ref.location) for _, ref in pipeline.attachments()]
@@ -237,6 +289,28 @@ class TaskSpecFactory:
             **config.producer_overrides(),
         }
         return ClientConfigs(producer=producer, admin=admin, dlq_producer=dlq)
+
+
+def _transactional(
+    producer: Mapping[str, Any], transactional_id: str, connector: str
+) -> dict[str, Any]:
+    """An exactly-once task's producer config: Kafka's ``ensureProperty`` for idempotence
+    (required by transactions) and the transactional id (never the user's: two tasks sharing
+    one would fence each other), each overriding what the user set, with a warning."""
+    config = dict(producer)
+    for key, value in (("enable.idempotence", True), ("transactional.id", transactional_id)):
+        given = config.get(key)
+        if given is not None and str(given).lower() != str(value).lower():
+            log.warning(
+                "connector %s: ignoring %s=%s in its producer config; exactly-once source "
+                "support needs %s",
+                connector,
+                key,
+                given,
+                value,
+            )
+        config[key] = value
+    return config
 
 
 def errors_policy(config: ConnectorConfig) -> ErrorsPolicy:

@@ -22,10 +22,11 @@ from core.offsets import OffsetStore
 from core.plugins import LocalHosts, PluginCatalogue
 from core.runtime.build import build_task
 from core.runtime.loop import TaskLoop
-from core.runtime.services import ConfluentClients, KafkaClients, TaskServices
+from core.runtime.services import ConfluentClients, KafkaClients, TaskFencing, TaskServices
 from core.runtime.spec import DATA_PATH_WORKER, TaskSpec
 from core.status import State, Status, StatusBoard, failure_trace
 from core.stores.status import StatusStore
+from core.stores.task_offsets import TaskOffsetStore
 from core.task_specs import TaskSpecFactory
 from core.worker_config import WorkerConfig
 from isolation import (
@@ -107,10 +108,17 @@ class _TaskRunner(threading.Thread):
     (plugin.call.timeout.ms) or a stop reclaims it by killing its host.
     """
 
-    def __init__(self, worker: Worker, spec: TaskSpec, paused: bool) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        spec: TaskSpec,
+        paused: bool,
+        fencing: TaskFencing | None = None,
+    ) -> None:
         super().__init__(name=f"task-{spec.name}", daemon=True)
         self.worker = worker
         self.spec = spec
+        self.fencing = fencing
         self.connector = spec.connector
         self.task_id = spec.task_id
         self.task_props: dict[str, str] = dict(spec.task_config)
@@ -143,6 +151,7 @@ class _TaskRunner(threading.Thread):
                 worker.services,
                 on_host=self._set_host,
                 should_stop=self.stopping.is_set,
+                fencing=self.fencing,
             )
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
             self.started.set()
@@ -234,12 +243,14 @@ class Worker:
         client_props: Mapping[str, Any],
         status: StatusStore | None = None,
         clients: KafkaClients | None = None,
+        task_offsets: Callable[[TaskSpec], TaskOffsetStore] | None = None,
     ) -> None:
         """``config`` is the worker's (properties are parsed and checked); ``client_props``
         the keys every Kafka client gets (``bootstrap.servers`` resolved); ``clients`` makes
         the tasks' Kafka clients (tests, embedding), which runs every task's data path in the
         worker (``task.data.path=worker``): a plugin host makes confluent-kafka clients of its
-        own."""
+        own. ``task_offsets`` makes a source task's offset store when it is not simply
+        ``offsets`` (connectors' own offsets topics, see :mod:`core.offset_topics`)."""
         if not isinstance(config, WorkerConfig):
             config = WorkerConfig.from_properties(config)
         self.worker_id = worker_id
@@ -258,6 +269,7 @@ class Worker:
             hosts=LocalHosts(catalogue),
             offsets=offsets,
             clients=clients or ConfluentClients(),
+            task_offsets=task_offsets,
         )
         settings = self.specs.settings
         self.graceful_timeout_s = settings.graceful_timeout_s
@@ -481,12 +493,16 @@ class Worker:
         *,
         connector_props: Mapping[str, str] | None = None,
         paused: bool | None = None,
+        exactly_once: bool = False,
+        fencing: TaskFencing | None = None,
     ) -> _TaskRunner:
         """Start a task on its own thread and return at once; its status becomes RUNNING (or
         PAUSED) when its ``start()`` returns, FAILED if that fails.
 
         ``connector_props`` (resolved) lets a task start where its connector's instance does
-        not run (distributed mode); ``paused`` overrides the connector status's say.
+        not run (distributed mode); ``paused`` overrides the connector status's say;
+        ``exactly_once`` runs a source task transactionally, ``fencing`` around its
+        producer's initialisation (KIP-618; the herder decides both).
 
         Raises:
             ConfigException: the task's pipeline names a plugin that is not installed, or a
@@ -504,9 +520,15 @@ class Worker:
         if previous is not None and previous.is_alive():
             raise ConnectException(f"task {name}-{task_id} is already running")
         spec = self.specs.make(
-            name, task_id, connector.plugin, connector.props, task_props, connector.version
+            name,
+            task_id,
+            connector.plugin,
+            connector.props,
+            task_props,
+            connector.version,
+            exactly_once=exactly_once and connector.plugin.kind == "source",
         )
-        runner = self._runner(spec, connector.props, paused)
+        runner = self._runner(spec, connector.props, paused, fencing)
         connector.tasks[task_id] = runner
         self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
         runner.start()
@@ -571,12 +593,25 @@ class Worker:
         if connector is not None and self.runtime_of(connector.props) == "spark":
             self.spark().reserve(name, tasks)
 
-    def _runner(self, spec: TaskSpec, props: Mapping[str, str], paused: bool) -> _TaskRunner:
+    def _runner(
+        self,
+        spec: TaskSpec,
+        props: Mapping[str, str],
+        paused: bool,
+        fencing: TaskFencing | None = None,
+    ) -> _TaskRunner:
         if self.runtime_of(props) == "spark":
+            if spec.exactly_once is not None:
+                raise ConfigException(
+                    "task.runtime",
+                    "spark",
+                    f"task {spec.name}: exactly-once source tasks run on the local runtime "
+                    "only (its transactional producer and fencing live in the worker)",
+                )
             from core.spark.runner import SparkTaskRunner
 
             return SparkTaskRunner(self, spec, paused, self.spark())
-        return _TaskRunner(self, spec, paused)
+        return _TaskRunner(self, spec, paused, fencing)
 
     def _stop_runners(self, name: str, runners: list[_TaskRunner], timeout_s: float | None) -> None:
         for runner in runners:
@@ -681,7 +716,13 @@ class Worker:
             if current is None or current.tasks.get(task_id) is not runner:
                 return  # stopped, deleted or restarted by hand meanwhile
             del current.tasks[task_id]
-            self.start_task(name, task_id, runner.task_props)
+            self.start_task(
+                name,
+                task_id,
+                runner.task_props,
+                exactly_once=runner.spec.exactly_once is not None,
+                fencing=runner.fencing,
+            )
 
         timer = threading.Timer(delay_ms / 1000, restart)
         timer.daemon = True

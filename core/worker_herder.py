@@ -35,11 +35,13 @@ from core.herder import (
     NotFoundError,
     RequestTimeoutError,
 )
+from core.offset_topics import ConnectorOffsetStores
 from core.plugins import component_locations
 from core.serial import KeyedSerialExecutor
 from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
 from core.status import State, Status, failure_trace
 from core.stores.config import ConfigStore, TargetState
+from core.stores.task_offsets import TaskOffsetStore
 from core.worker import Worker
 from core.worker_config import WorkerConfig
 from isolation import RemotePluginError
@@ -107,6 +109,8 @@ class WorkerHerder(AbstractHerder):
         self._topics: dict[str, set[str]] = {}
         self.worker = None
         self.client_props = {}
+        # Source connectors' own offsets topics (KIP-618), set when the worker starts.
+        self.offset_stores: ConnectorOffsetStores | None = None
 
     # -- reads of the store ------------------------------------------------------------------
 
@@ -287,9 +291,27 @@ class WorkerHerder(AbstractHerder):
         except ConnectException as exc:
             self._fail_connector(name, exc, resolved)
             return
+        self._new_task_generation(name, len(task_configs))
         for task_id, task_config in enumerate(task_configs):
-            worker.start_task(name, task_id, task_config)
+            worker.start_task(name, task_id, task_config, **self._task_options(name, task_id))
         self._apply_target(name)
+
+    # -- exactly-once source tasks (KIP-618): what the mode decides --------------------------
+
+    def _new_task_generation(self, name: str, tasks: int) -> None:
+        """Hook: new task configs of ``name`` were written (its connector operation thread)."""
+
+    def _task_options(self, name: str, task: int) -> dict[str, Any]:
+        """Hook: how ``Worker.start_task`` runs the task (``exactly_once``, ``fencing``)."""
+        return {}
+
+    def _offsets_of(self, name: str) -> TaskOffsetStore:
+        """The offsets of source connector ``name`` as its tasks see them (its own offsets
+        topic merged with the worker's, if it has one); the caller closes the store."""
+        stores = self.offset_stores
+        if stores is None:
+            return TaskOffsetStore(self._worker().offsets)
+        return stores.store_for(name, self.resolver.resolve(self._config(name)).config)
 
     def _reconfiguration_requested(self, name: str) -> None:
         """ConnectorContext.request_task_reconfiguration(), from the connector's host."""
@@ -359,7 +381,9 @@ class WorkerHerder(AbstractHerder):
         worker.stop_task(name, task)
         if name not in worker.connectors:
             return
-        worker.start_task(name, task, self._resolved_task_config(name, task))
+        worker.start_task(
+            name, task, self._resolved_task_config(name, task), **self._task_options(name, task)
+        )
 
     # -- Herder: connectors ---------------------------------------------------------------
 
@@ -596,7 +620,11 @@ class WorkerHerder(AbstractHerder):
         deployed = self._get(name)
         if deployed.kind == "sink":
             return {"offsets": self._sink_offsets(name).get()}
-        rows = self._worker().offsets.connector_offsets(name)
+        store = self._offsets_of(name)
+        try:
+            rows = store.connector_offsets(name)
+        finally:
+            store.close()
         return {"offsets": [{"partition": p, "offset": o} for p, o in rows if o is not None]}
 
     def _require_stopped(self, name: str) -> _Runtime:
@@ -657,9 +685,12 @@ class WorkerHerder(AbstractHerder):
             handled = self._connector_alter_offsets(
                 name, {freeze_partition(p): o for p, o in entries}
             )
-            store = self._worker().offsets
-            store.put(name, entries)
-            store.flush()
+            store = self._offsets_of(name)
+            try:
+                store.put(name, entries)
+                store.flush()
+            finally:
+                store.close()
         return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="altered")
 
     def reset_connector_offsets(self, name: str) -> str:
@@ -683,13 +714,16 @@ class WorkerHerder(AbstractHerder):
             )
             self._sink_offsets(name).reset()
         else:
-            store = self._worker().offsets
-            rows = store.connector_offsets(name)
-            handled = self._connector_alter_offsets(
-                name, {freeze_partition(p): None for p, _ in rows}
-            )
-            store.put(name, [(p, None) for p, _ in rows])
-            store.flush()
+            store = self._offsets_of(name)
+            try:
+                rows = store.connector_offsets(name)
+                handled = self._connector_alter_offsets(
+                    name, {freeze_partition(p): None for p, _ in rows}
+                )
+                store.put(name, [(p, None) for p, _ in rows])
+                store.flush()
+            finally:
+                store.close()
         return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")
 
     # -- Herder: active topics (KIP-558) ---------------------------------------------------------

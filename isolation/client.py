@@ -128,10 +128,14 @@ class HostClient:
         target: str,
         props: Mapping[str, str],
         pipeline: Mapping[str, Any],
+        connector_boundaries: bool = False,
     ) -> SourceStarted:
-        answer = self.channel.request(
-            protocol.START_SOURCE_TASK, handle, target, dict(props), dict(pipeline)
-        )
+        """Start the task; ``connector_boundaries``: it gets a transaction context, and its
+        polls answer the boundaries it asks for (:attr:`PollResult.boundaries`)."""
+        args: tuple[Any, ...] = (handle, target, dict(props), dict(pipeline))
+        if connector_boundaries:
+            args += (True,)
+        answer = self.channel.request(protocol.START_SOURCE_TASK, *args)
         return SourceStarted(*answer)
 
     def start_sink_task(
@@ -148,9 +152,15 @@ class HostClient:
         )
         return str(version)
 
-    def submit_poll(self, handle: int, acks: Sequence[tuple[Any, ...]]) -> None:
-        """Send acks of earlier records (commit_record) and the next poll, without waiting."""
-        self.channel.submit(protocol.POLL, handle, acks)
+    def submit_poll(
+        self, handle: int, acks: Sequence[tuple[Any, ...]], *, commit: bool = False
+    ) -> None:
+        """Send acks of earlier records (commit_record) and the next poll, without waiting;
+        ``commit``: call the task's ``commit()`` first (offsets were committed since)."""
+        if commit:
+            self.channel.submit(protocol.POLL, handle, acks, True)
+        else:
+            self.channel.submit(protocol.POLL, handle, acks)
 
     def poll_result(self, timeout_s: float | None = None) -> PollResult:
         return PollResult(*self.channel.result(timeout_s))

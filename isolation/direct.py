@@ -55,12 +55,14 @@ def _copy_put(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _copy_poll(answer: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A poll answer with its source offsets (and failure descriptions) copied."""
+    """A poll answer with its source offsets (failure descriptions, transaction boundaries)
+    copied."""
     status, value = answer
     if status != "ok":
         return answer
-    batch, failures, offsets = value
-    return status, (batch, _copy(failures) if failures else failures, _copy(offsets))
+    batch, failures, offsets, *boundaries = value  # boundaries: transaction.boundary=connector
+    copied = (batch, _copy(failures) if failures else failures, _copy(offsets))
+    return status, copied + tuple(_copy(b) for b in boundaries)
 
 
 class DirectHost:

@@ -16,6 +16,9 @@ key                             value
                                 become the connector's task configs, at once
 ``restart-connector-<name>``    ``{"include-tasks": bool, "only-failed": bool}``
 ``logger-cluster-<namespace>``  ``{"level": "DEBUG"}`` (``PUT /admin/loggers?scope=cluster``)
+``tasks-fencing-<name>``        ``{"task-count": N}``: the older generations of the connector's
+                                tasks (at most N tasks) are fenced out (KIP-618); task configs
+                                committed after it are *pending fencing*
 ==============================  ================================================================
 
 A commit whose task records are incomplete (compaction removed some, or a leader died halfway)
@@ -55,6 +58,7 @@ from core.stores.config import ClusterConfigState, ConfigUpdateListener, TargetS
 from plugin_api import ConnectException
 
 __all__ = [
+    "FencingState",
     "KafkaConfigStore",
     "PrivilegedWriteError",
     "RestartRequest",
@@ -80,6 +84,22 @@ _TASK_KEY = re.compile(r"^task-(?P<connector>.+)-(?P<task>\d+)$")
 class PrivilegedWriteError(ConnectException):
     """A leader-only write failed: this worker's producer was fenced by a newer leader (or
     it is not the leader any more). Nothing of the write is visible."""
+
+
+@dataclass(frozen=True)
+class FencingState:
+    """What the config topic says about fencing a connector's older task generations.
+
+    ``task_count_record``: tasks in the generation last fenced for (None: never, so no
+    transactional producer was ever started for it); ``pending``: task configs were written
+    since (a round of fencing is due before their tasks start); ``generation``: how many task
+    config commits were read for the connector (a task checks it did not change while its
+    producer started).
+    """
+
+    task_count_record: int | None
+    pending: bool
+    generation: int
 
 
 @dataclass(frozen=True)
@@ -141,8 +161,14 @@ class KafkaConfigStore:
         self._targets: dict[str, TargetState] = {}
         self._deferred: dict[str, dict[int, Mapping[str, str]]] = {}
         self._inconsistent: set[str] = set()
+        self._task_counts: dict[str, int] = {}
+        self._pending_fencing: set[str] = set()
+        self._generations: dict[str, int] = {}
         self._snapshot: ClusterConfigState | None = None
         self._leader_producer: Producer | None = None
+        # One leader transaction at a time: REST threads and tasks asking for fencing write
+        # concurrently, and a producer has one transaction open at most.
+        self._write_lock = threading.Lock()
         self.log = KafkaBasedLog(
             topic, client_props, self._on_record, name="configs", read_committed=True
         )
@@ -180,6 +206,14 @@ class KafkaConfigStore:
                     {c: s for c, s in self._targets.items() if c in self._configs},
                 )
             return self._snapshot
+
+    def fencing_state(self, connector: str) -> FencingState:
+        with self._lock:
+            return FencingState(
+                self._task_counts.get(connector),
+                connector in self._pending_fencing,
+                self._generations.get(connector, 0),
+            )
 
     def inconsistent(self) -> set[str]:
         """Connectors whose last task commit was incomplete (their tasks need rewriting)."""
@@ -265,8 +299,17 @@ class KafkaConfigStore:
                 return None
             namespace, level = key[len(LOGGER_PREFIX) :], value["level"]
             return lambda: self.on_logger_level(namespace, level)
-        if key == SESSION_KEY or key.startswith(TASK_COUNT_PREFIX):
-            return None  # KIP-507 session keys and KIP-618 fencing records: not used here
+        if key.startswith(TASK_COUNT_PREFIX):
+            name = key[len(TASK_COUNT_PREFIX) :]
+            count = value.get("task-count") if isinstance(value, dict) else None
+            if not isinstance(count, int) or count < 0:
+                log.error("ignoring task count record of connector %s: bad value %r", name, value)
+                return None
+            self._task_counts[name] = count
+            self._pending_fencing.discard(name)
+            return None
+        if key == SESSION_KEY:
+            return None  # KIP-507 session keys: not used here
         log.debug("ignoring config record with unknown key %s", key)
         return None
 
@@ -316,6 +359,8 @@ class KafkaConfigStore:
             return None
         self._inconsistent.discard(name)
         self._tasks[name] = tuple(deferred[i] for i in range(count))
+        self._generations[name] = self._generations.get(name, 0) + 1
+        self._pending_fencing.add(name)
         return (lambda: listener.on_task_configs_update(name)) if listener else None
 
     def _remove(self, name: str) -> None:
@@ -324,6 +369,9 @@ class KafkaConfigStore:
         self._targets.pop(name, None)
         self._deferred.pop(name, None)
         self._inconsistent.discard(name)
+        # The task count record stays (Kafka writes no tombstone for it): a connector created
+        # again under the same name fences the old one's tasks before its own start.
+        self._pending_fencing.discard(name)
 
     # -- writing -------------------------------------------------------------------------------
 
@@ -357,12 +405,20 @@ class KafkaConfigStore:
         self._leader_producer = producer
         log.info("claimed write privileges on config topic %s", self.topic)
 
+    def has_write_privileges(self) -> bool:
+        return self._leader_producer is not None
+
     def relinquish_write_privileges(self) -> None:
         producer, self._leader_producer = self._leader_producer, None
         if producer is not None:
             producer.flush(0)
 
     def _write_privileged(self, records: Sequence[tuple[str, bytes | None]]) -> None:
+        with self._write_lock:
+            self._commit_privileged(records)
+        self.refresh()
+
+    def _commit_privileged(self, records: Sequence[tuple[str, bytes | None]]) -> None:
         producer = self._leader_producer
         if producer is None:
             raise PrivilegedWriteError(
@@ -380,7 +436,6 @@ class KafkaConfigStore:
                 f"{wrap_kafka_error(exc, 'leader transaction')} (a newer leader fenced this "
                 "worker, or the broker is unavailable)"
             ) from exc
-        self.refresh()
 
     def _write_plain(self, key: str, value: bytes | None) -> None:
         future = self.log.send(self.keys.encode(key), value)
@@ -417,6 +472,10 @@ class KafkaConfigStore:
         ]
         records.append((COMMIT_PREFIX + connector, _json({"tasks": len(configs)})))
         self._write_privileged(records)
+
+    def put_task_count_record(self, connector: str, count: int) -> None:
+        """Leader only: the connector's older task generations are fenced out (KIP-618)."""
+        self._write_privileged([(TASK_COUNT_PREFIX + connector, _json({"task-count": count}))])
 
     def put_restart_request(self, request: RestartRequest) -> None:
         """Leader only (Kafka forwards restarts to the leader)."""

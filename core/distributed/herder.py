@@ -44,6 +44,7 @@ from core import secrets
 from core.bundled import install_bundled_in_background
 from core.distributed.assignor import Held, IncrementalCooperativeAssignor
 from core.distributed.config_store import KafkaConfigStore, PrivilegedWriteError, RestartRequest
+from core.distributed.fencing import LeaderFencing, TaskFencing, request_fencing
 from core.distributed.internal_topics import InternalTopic, ensure_internal_topics
 from core.distributed.keys import ClusterKeys
 from core.distributed.membership import (
@@ -70,6 +71,7 @@ from core.herder import (
 )
 from core.host_pool import HostPool
 from core.kafka import admin_client, kafka_cluster_id
+from core.offset_topics import ConnectorOffsetStores
 from core.plugins import PluginCatalogue
 from core.properties import load_properties
 from core.rest import loggers
@@ -77,7 +79,7 @@ from core.standalone import _software_version
 from core.status import State, Status
 from core.stores.config import MemoryConfigStore, TargetState
 from core.stores.offsets import OffsetStorage
-from core.worker import Worker
+from core.worker import Worker, prefixed
 from core.worker_config import WorkerConfig
 from core.worker_herder import (
     RECLAIM_MARGIN_S,
@@ -109,12 +111,6 @@ _NO_LEADER = (
 )
 _CONFLICT = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
 _REQUIRED = ("group.id", "config.storage.topic", "offset.storage.topic", "status.storage.topic")
-# Distributed mode drives tasks on the worker's own threads only: the Spark runtime's slot
-# reservation and driver per worker are not wired to rebalances (docs/spark.md, "Not yet").
-_NO_SPARK = (
-    "task.runtime=spark is not supported in distributed mode yet: its tasks run on the "
-    "workers' own threads (task.runtime=local); see docs/spark.md"
-)
 
 
 class DistributedHerder(WorkerHerder):
@@ -135,14 +131,17 @@ class DistributedHerder(WorkerHerder):
                 raise ConfigException(
                     key, None, f'Missing required configuration "{key}" which has no default value.'
                 )
-        if str(self.config.get("task.runtime")).lower() == "spark":
-            raise ConfigException("task.runtime", self.config.get("task.runtime"), _NO_SPARK)
         self.group_id: str = self.config.get("group.id")
         self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
         secrets.install_log_scrubber()
         self.extensions = plugin_manager(self.config)
         self.resolver = config_resolver(self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
+        # KIP-618: "enabled" runs source tasks exactly-once (after the leader fenced their
+        # older generations); "preparing" only makes this worker able to lead such a cluster
+        # (it answers fencing requests), for a rolling upgrade.
+        self.exactly_once_source = self.config.exactly_once_source_support
+        self.fencing: LeaderFencing | None = None
         self.plugin_call_timeout_s = self.config.get("plugin.call.timeout.ms") / 1000
         self.host_pool = HostPool(self.plugin_call_timeout_s)
         self.worker_id = f"distributed-{uuid.uuid4().hex[:8]}"
@@ -242,8 +241,12 @@ class DistributedHerder(WorkerHerder):
             self._internal_topics(),
             check_compaction=bool(self.config.get("internal.topics.compaction.check.enable")),
         )
+        offset_topic = self.config.get("offset.storage.topic")
+        # read_committed whatever exactly.once.source.support says: a cluster downgraded to
+        # disabled may hold offsets of aborted transactions, and an aborted offset counted
+        # would skip records nobody ever saw. Without transactions it reads the same.
         self.offset_backing = KafkaOffsetBackingStore(
-            self.config.get("offset.storage.topic"), client, self.keys
+            offset_topic, client, self.keys, read_committed=True
         )
         self.statuses = KafkaStatusStore(self.config.get("status.storage.topic"), client, self.keys)
         self.configs = configs = KafkaConfigStore(
@@ -261,13 +264,23 @@ class DistributedHerder(WorkerHerder):
             (time.monotonic() - started) * 1000,
             len(configs.snapshot().connectors()),
         )
+        worker_offsets = OffsetStorage(self.offset_backing)
+        self.offset_stores = stores = ConnectorOffsetStores(
+            self.config,
+            worker_offsets,
+            client,
+            worker_topic=offset_topic,
+            worker_keys=self.keys,
+        )
+        self.fencing = LeaderFencing(configs, self.group_id, self._leader_write)
         self.worker = worker = Worker(
             self.worker_id,
             self.config,
             catalogue,
-            OffsetStorage(self.offset_backing),
+            worker_offsets,
             client_props=client,
             status=self.statuses,
+            task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested
         with self._lock:
@@ -417,6 +430,12 @@ class DistributedHerder(WorkerHerder):
         if assignment.delay_ms > 0:
             self._rejoin_at = time.monotonic() + assignment.delay_ms / 1000
         self._last_completed_generation = joined.generation
+        if joined.is_leader and configs.snapshot().offset > assignment.config_offset:
+            # A config change (a new connector, new task configs) read after this round was
+            # assigned: its rejoin request came while the round was in flight, and completing
+            # the round cleared it, so nobody would assign the change. Assign it now.
+            log.info("config changed during the rebalance; rebalancing again")
+            member.request_rejoin()
 
     def _catch_up(self, timeout_s: float) -> bool:
         try:
@@ -669,6 +688,7 @@ class DistributedHerder(WorkerHerder):
                 task_props,
                 connector_props=connector_props,
                 paused=snapshot.target_state(name) is TargetState.PAUSED,
+                **self._exactly_once_options(name, task, config),
             )
             self.task_starts += 1
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
@@ -676,6 +696,58 @@ class DistributedHerder(WorkerHerder):
             worker.status.set_task(
                 name, task, Status(State.FAILED, worker.worker_id, trace=str(exc))
             )
+
+    # -- exactly-once source tasks (KIP-618) ---------------------------------------------------
+
+    def _exactly_once_options(
+        self, name: str, task: int, config: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """``Worker.start_task`` options of an exactly-once source task: the flag, and the
+        checks around its producer start (core/distributed/fencing.py)."""
+        if not self._runs_exactly_once(config):
+            return {}
+        configs = self._kafka_configs()
+        return {
+            "exactly_once": True,
+            "fencing": TaskFencing(
+                configs,
+                name,
+                task,
+                configs.fencing_state(name).generation,
+                partial(self._request_fencing, name),
+                lambda: (name, task) in self._assigned.tasks,
+            ),
+        }
+
+    def _runs_exactly_once(self, config: Mapping[str, str]) -> bool:
+        return self.exactly_once_source == "enabled" and self._kind(config) == "source"
+
+    def _request_fencing(self, name: str) -> None:
+        """A task of ``name`` is about to start: have the leader fence older generations."""
+        if self._is_leader:
+            self.fence_zombies(name)
+        else:
+            request_fencing(lambda: self._leader_url, name)
+
+    def fence_zombies(self, name: str) -> None:
+        """Internal ``PUT /connectors/<name>/fence`` (leader only, forwarded there): fence out
+        the older generations of the connector's tasks if its task configs are pending
+        fencing, and record the new generation (core/distributed/fencing.py)."""
+        self._known(name)
+        self._require_leader("fence zombie source tasks")
+        if self.exactly_once_source == "disabled":
+            raise BadRequestError(
+                f"Cannot fence out older tasks of connector {name}: the leader runs with "
+                "exactly.once.source.support=disabled; set it to preparing (then enabled) on "
+                "every worker of the cluster"
+            )
+        config = self._config(name)
+        if self._kind(config) != "source":
+            raise BadRequestError(f"Connector {name} is not a source connector")
+        fencing = self.fencing
+        assert fencing is not None
+        resolved = self.resolver.resolve(config).config
+        fencing.fence(name, {**self.client_props, **prefixed(resolved, "admin.override.")})
 
     def _restart_instance(self, name: str) -> None:
         """The connector's config changed: restart its instance here, republish its tasks."""
@@ -685,13 +757,26 @@ class DistributedHerder(WorkerHerder):
         self._start_connector(name)
 
     def _apply_task_configs(self, name: str) -> None:
-        """New task configs: restart the tasks here whose config changed, stop vanished ones."""
+        """New task configs: restart the tasks here whose config changed, stop vanished ones.
+
+        Exactly-once source tasks are all restarted, as Kafka restarts every task of a
+        reconfigured connector: the new generation's fencing would otherwise fence the
+        unchanged ones still running from the old generation, and they would fail.
+        """
+        snapshot = self.configs.snapshot()
+        tasks, config = snapshot.tasks(name), snapshot.config(name)
+        # Tasks beyond the new count are no longer this worker's, running or not: still
+        # counted as held, they would be reported as running at the next rebalance, and a
+        # connector growing again would never get them assigned.
+        self._assigned = Held.of(
+            self._assigned.connectors,
+            (t for t in self._assigned.tasks if t[0] != name or t[1] < len(tasks)),
+        )
         worker = self.worker
         connector = worker.connectors.get(name) if worker is not None else None
         if worker is None or connector is None:
             return
-        snapshot = self.configs.snapshot()
-        tasks, config = snapshot.tasks(name), snapshot.config(name)
+        restart_all = config is not None and self._runs_exactly_once(config)
         for task, runner in sorted(connector.tasks.items()):
             if task >= len(tasks) or config is None:
                 worker.stop_task(name, task)
@@ -699,8 +784,13 @@ class DistributedHerder(WorkerHerder):
                 worker.status.remove_task(name, task)
                 continue
             wanted = self.resolver.resolve(tasks[task]).config
-            if wanted != runner.task_props:
-                log.info("task %s-%d: its config changed; restarting it", name, task)
+            if wanted != runner.task_props or restart_all:
+                log.info(
+                    "task %s-%d: %s; restarting it",
+                    name,
+                    task,
+                    "its config changed" if wanted != runner.task_props else "a new generation",
+                )
                 worker.stop_task(name, task)
                 self.task_stops += 1
                 self._start_task(name, task)
@@ -791,8 +881,16 @@ class DistributedHerder(WorkerHerder):
         raise NotLeaderError(f"Cannot {what}: this worker is not the leader", self._leader_url)
 
     def _leader_write(self, what: str, write: Callable[[], None]) -> None:
+        """A leader-only write. A leader whose transactional producer was fenced (by a zombie
+        leader, or by a transient error that made librdkafka give the producer up) fails this
+        write and claims its write privileges again for the next one, as Kafka's leader does
+        once it sees it is still the leader: a request retried by the user then succeeds."""
         self._require_leader(what)
+        configs = self._kafka_configs()
         try:
+            if not configs.has_write_privileges():
+                configs.claim_write_privileges()
+                log.info("leader: claimed write privileges on the config topic again")
             write()
         except PrivilegedWriteError as exc:
             log.warning("%s: %s", what, exc)
@@ -855,14 +953,6 @@ class DistributedHerder(WorkerHerder):
             {"id": {"connector": name, "task": i}, "config": c}
             for i, c in enumerate(self._task_configs(name))
         ]
-
-    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
-        """As every herder's, plus an error on ``task.runtime=spark`` (REST threads)."""
-        infos = super().validate_connector_config(config)
-        if (config.get("task.runtime") or "").strip().lower() == "spark":
-            self._add_error(infos, "task.runtime", _NO_SPARK)
-            infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
-        return infos
 
     def create_connector(
         self,

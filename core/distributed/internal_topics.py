@@ -14,8 +14,10 @@ Called once by the herder's start-up, before any log is read.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -31,6 +33,8 @@ log = logging.getLogger("copycat.distributed.topics")
 # topic within seconds.
 ADMIN_TIMEOUT_S = 30.0
 COMPACT = "compact"
+# Pause before asking again about a topic the broker does not know yet.
+UNKNOWN_TOPIC_RETRY_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -99,17 +103,32 @@ def _create(admin: AdminClient, topics: Sequence[InternalTopic]) -> None:
             ) from exc
 
 
-def _check_compaction(admin: AdminClient, topics: Sequence[InternalTopic]) -> None:
-    resources = [ConfigResource(ConfigResource.Type.TOPIC, t.name) for t in topics]
-    described = admin.describe_configs(resources, request_timeout=ADMIN_TIMEOUT_S)
-    by_name = {resource.name: future for resource, future in described.items()}
-    for topic in topics:
+def _describe(admin: AdminClient, topic: InternalTopic) -> dict[str, Any]:
+    """The topic's settings. A topic created a moment ago may be unknown to the broker that
+    answers for a little while (seen under load: UNKNOWN_TOPIC_OR_PART right after the
+    create returned): asked again until ADMIN_TIMEOUT_S."""
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic.name)
+    deadline = time.monotonic() + ADMIN_TIMEOUT_S
+    while True:
+        future = admin.describe_configs([resource], request_timeout=ADMIN_TIMEOUT_S)[resource]
         try:
-            entries = by_name[topic.name].result(ADMIN_TIMEOUT_S)
+            entries: dict[str, Any] = future.result(ADMIN_TIMEOUT_S)
+            return entries
         except KafkaException as exc:
-            raise wrap_kafka_error(
-                exc, f"cannot read the settings of internal topic {topic.name}"
-            ) from exc
+            error = exc.args[0] if exc.args else None
+            unknown = (
+                isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+            )
+            if not unknown or time.monotonic() > deadline:
+                raise wrap_kafka_error(
+                    exc, f"cannot read the settings of internal topic {topic.name}"
+                ) from exc
+        time.sleep(UNKNOWN_TOPIC_RETRY_S)
+
+
+def _check_compaction(admin: AdminClient, topics: Sequence[InternalTopic]) -> None:
+    for topic in topics:
+        entries = _describe(admin, topic)
         entry = entries.get("cleanup.policy")
         policy = entry.value if entry is not None else None
         if policy is None:

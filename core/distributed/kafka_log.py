@@ -19,6 +19,13 @@ does (the dev broker reports the last batch's base offset instead; see docs/arch
 A ``read_committed`` log (the config topic, whose leader writes are transactional) sees only
 committed records; librdkafka moves the consumer's position past transaction markers, so the
 high watermark is reached after a commit.
+
+A log with ``stable_end`` (the offsets topics under exactly-once support) reads to the *last
+stable offset* instead, as Kafka's read_committed ``endOffsets()`` does: a transaction left
+open by a killed task (until its next instance fences it, or the transaction times out, 60 s
+later) must not hold up every reader of the topic; the records after it are read once it
+ended. That is safe for a task reading its own offsets because the task's producer is
+initialised first, and that completes the older instance's transactions.
 """
 
 from __future__ import annotations
@@ -96,6 +103,8 @@ class KafkaBasedLog:
         consume: Called on the work thread with every record, in partition order.
         name: Names the threads and clients in logs (``configs``, ``offsets``, ``statuses``).
         read_committed: Read only committed transactional records (the config topic).
+        stable_end: With ``read_committed``, read to the last stable offset, not the high
+            watermark (see the module docstring).
         producer_overrides: Settings for this log's producer on top of Kafka Connect's.
     """
 
@@ -107,6 +116,7 @@ class KafkaBasedLog:
         *,
         name: str,
         read_committed: bool = False,
+        stable_end: bool = False,
         producer_overrides: Mapping[str, Any] | None = None,
     ) -> None:
         self.topic = topic
@@ -114,6 +124,7 @@ class KafkaBasedLog:
         self._consume = consume
         self._client_props = dict(client_props)
         self._read_committed = read_committed
+        self._stable_end = stable_end and read_committed
         self._producer_overrides = dict(producer_overrides or {})
         self._consumer: Consumer | None = None
         self._ends: Consumer | None = None
@@ -157,8 +168,11 @@ class KafkaBasedLog:
                     # The high watermark, not the last stable offset (librdkafka's default
                     # isolation answers that): just after a leader's commit returns, the
                     # transaction's markers may not be written yet and the LSO still stands
-                    # before its records, so a read-to-end would end before them.
-                    "isolation.level": "read_uncommitted",
+                    # before its records, so a read-to-end would end before them. Unless
+                    # the log reads to the stable end (see the module docstring).
+                    "isolation.level": (
+                        "read_committed" if self._stable_end else "read_uncommitted"
+                    ),
                 },
             )
         )

@@ -57,7 +57,17 @@ def canonical_offset_key(key: bytes) -> bytes:
 class KafkaOffsetBackingStore:
     """The offset topic as a bytes store (see the module docstring)."""
 
-    def __init__(self, topic: str, client_props: Mapping[str, Any], keys: ClusterKeys) -> None:
+    def __init__(
+        self,
+        topic: str,
+        client_props: Mapping[str, Any],
+        keys: ClusterKeys,
+        *,
+        read_committed: bool = False,
+        name: str = "offsets",
+    ) -> None:
+        """``read_committed``: see only committed transactions (exactly-once support on:
+        tasks write their offsets in transactions, and an aborted one's must never count)."""
         self.topic = topic
         self.keys = keys
         self._lock = threading.Lock()
@@ -65,7 +75,16 @@ class KafkaOffsetBackingStore:
         # Canonical key -> the key bytes as written (Kafka Connect's field order, ours).
         self._variants: dict[bytes, set[bytes]] = {}
         self._sent: list[Future[int]] = []
-        self.log = KafkaBasedLog(topic, client_props, self._on_record, name="offsets")
+        # Read to the stable end: a killed exactly-once task's open transaction must not hold
+        # up every reader until it times out (core/distributed/kafka_log.py).
+        self.log = KafkaBasedLog(
+            topic,
+            client_props,
+            self._on_record,
+            name=name,
+            read_committed=read_committed,
+            stable_end=read_committed,
+        )
 
     def start(self, timeout_s: float) -> None:
         self.log.start(timeout_s)

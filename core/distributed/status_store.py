@@ -13,7 +13,11 @@ copy of the topic). Kafka Connect's records:
 ``generation`` is the group generation of the worker that wrote the status. When rebalances
 come fast, a worker that just gave a task up may write UNASSIGNED after the new owner wrote
 RUNNING; an UNASSIGNED of a generation not newer than the RUNNING one it would replace is
-ignored on reading, as Kafka does.
+ignored on reading, as Kafka does. So is any task status another worker wrote in an older
+generation than the one held: a zombie worker (frozen, cut off) whose task was moved writes
+FAILED when it wakes up and its task is fenced out, after the new owner wrote RUNNING (Kafka
+writes those with ``putSafe``, which skips them only once the zombie has read the newer
+status; it usually has not).
 
 Threads: the log's work thread applies records; task threads and the herder write (sends are
 asynchronous, in order per key) and read.
@@ -156,9 +160,12 @@ class KafkaStatusStore:
 
     @staticmethod
     def _stale(current: Status | None, incoming: Status) -> bool:
+        if current is None:
+            return False
+        if current.worker_id != incoming.worker_id and current.generation > incoming.generation:
+            return True  # a status from the task's previous owner, written too late
         return (
             incoming.state is State.UNASSIGNED
-            and current is not None
             and current.state is State.RUNNING
             and current.generation >= incoming.generation
         )

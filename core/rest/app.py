@@ -241,6 +241,17 @@ def _connectors_router(herder: Herder) -> APIRouter:
         receive(connector, [_config_map(c) for c in configs])
         return Response(status_code=204)
 
+    @r.put("/connectors/{connector}/fence", status_code=204, include_in_schema=False)
+    def fence_zombies(connector: str) -> Response:
+        """Kafka's internal endpoint (KIP-618): a worker about to start a connector's
+        exactly-once tasks asks the leader to fence out their older generations (distributed
+        mode; forwarded to the leader like any leader request)."""
+        fence = getattr(herder, "fence_zombies", None)
+        if fence is None:
+            raise NotFoundError("Zombie fencing is only done by distributed workers")
+        fence(connector)
+        return Response(status_code=204)
+
     @r.get(
         "/connectors/{connector}/tasks/{task}/status",
         response_model=m.TaskState,

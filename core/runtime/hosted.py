@@ -166,7 +166,9 @@ def start_hosted(
 ) -> HostedTaskLoop:
     """Start ``spec``'s host with the data path in it, build the task there, and return the
     worker's loop for it (not yet started). On any failure the host is closed."""
-    offsets = services.offsets
+    # A source's store (the connector's own offsets topic merged with the worker's, see
+    # core/stores/task_offsets.py); closed when the loop stops, or here on a failed start.
+    offsets = services.offsets_for(spec)
 
     def offsets_put(entries: list[tuple[Any, Any]]) -> None:
         offsets.put(spec.connector, entries)
@@ -174,18 +176,22 @@ def start_hosted(
 
     topics: set[str] = set()  # the loop's, shared: the callback may come before the loop exists
 
-    host = services.hosts.start(
-        spec.plugin,
-        spec.name,
-        callbacks={
-            OFFSETS_GET: lambda partitions: offsets.get(spec.connector, partitions),
-            OFFSETS_PUT: offsets_put,
-            TOPIC_SEEN: topics.add,
-        },
-        call_timeout_s=spec.settings.call_timeout_s,
-        memory_limit_bytes=spec.settings.memory_limit_bytes,
-        parent_first=(str(runtime_root()),),
-    )
+    try:
+        host = services.hosts.start(
+            spec.plugin,
+            spec.name,
+            callbacks={
+                OFFSETS_GET: lambda partitions: offsets.get(spec.connector, partitions),
+                OFFSETS_PUT: offsets_put,
+                TOPIC_SEEN: topics.add,
+            },
+            call_timeout_s=spec.settings.call_timeout_s,
+            memory_limit_bytes=spec.settings.memory_limit_bytes,
+            parent_first=(str(runtime_root()),),
+        )
+    except BaseException:
+        offsets.close()
+        raise
     on_host(host)
     try:
         if should_stop():
@@ -195,11 +201,12 @@ def start_hosted(
             for _, plugin in spec.pipeline.attachments()
         }
         handle = host.new(HOSTED_TASK_TARGET)
-        loop = HostedTaskLoop(spec, host, handle, topics)
+        loop = HostedTaskLoop(spec, host, handle, topics, on_stop=offsets.close)
         loop.call("start", spec, import_paths, logging.getLogger("copycat").getEffectiveLevel())
         return loop
     except BaseException:
         host.close(spec.settings.graceful_timeout_s)
+        offsets.close()
         raise
 
 
@@ -211,9 +218,16 @@ class HostedTaskLoop:
     """
 
     def __init__(
-        self, spec: TaskSpec, host: HostClient, handle: int, topics: set[str] | None = None
+        self,
+        spec: TaskSpec,
+        host: HostClient,
+        handle: int,
+        topics: set[str] | None = None,
+        *,
+        on_stop: Callable[[], None] = lambda: None,
     ) -> None:
         self.spec = spec
+        self._on_stop = on_stop  # releases what the task alone used (its offsets topic reader)
         self.host = host
         self.handle = handle
         self._paused = False
@@ -275,5 +289,8 @@ class HostedTaskLoop:
         self._paused = False
 
     def stop(self, *, failed: bool, timeout_s: float) -> None:
-        if self.host.alive:
-            self.call("stop", failed, timeout_s)
+        try:
+            if self.host.alive:
+                self.call("stop", failed, timeout_s)
+        finally:
+            self._on_stop()

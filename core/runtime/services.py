@@ -19,7 +19,8 @@ from confluent_kafka import Consumer, KafkaException, Producer
 
 from core.kafka import admin_client, client_config, wrap_kafka_error
 from core.offsets import OffsetStore
-from core.runtime.spec import PluginRef
+from core.runtime.spec import PluginRef, TaskSpec
+from core.stores.task_offsets import TaskOffsetStore
 from isolation import HostClient
 
 log = logging.getLogger("copycat.runtime")
@@ -30,6 +31,7 @@ __all__ = [
     "ConfluentClients",
     "HostLauncher",
     "KafkaClients",
+    "TaskFencing",
     "TaskServices",
 ]
 
@@ -110,9 +112,40 @@ class HostLauncher(Protocol):
         ...
 
 
+class TaskFencing(Protocol):
+    """What the herder does around an exactly-once task's producer initialisation (KIP-618);
+    called on the task's thread by :func:`core.runtime.build.build_task`."""
+
+    def before_producer(self) -> None:
+        """Make sure older generations of the connector's tasks are fenced out (the leader
+        fences them once per new set of task configs).
+
+        Raises:
+            ConnectException: they could not be fenced; the message says why.
+        """
+        ...
+
+    def after_producer(self) -> None:
+        """Check that this task is still current once its producer fenced the older ones.
+
+        Raises:
+            ConnectException: newer task configs exist, or the task moved elsewhere meanwhile.
+        """
+        ...
+
+
 @dataclass
 class TaskServices:
     hosts: HostLauncher
     offsets: OffsetStore
     clients: KafkaClients = field(default_factory=ConfluentClients)
     clock: Callable[[], float] = time.monotonic
+    # The offsets store of one source task: a connector's own offsets topic merged with the
+    # worker's store (core.stores.task_offsets). Unset: every task uses ``offsets`` as it is.
+    task_offsets: Callable[[TaskSpec], TaskOffsetStore] | None = None
+
+    def offsets_for(self, spec: TaskSpec) -> TaskOffsetStore:
+        """The store ``spec``'s task reads and writes offsets in; the caller closes it."""
+        if self.task_offsets is not None:
+            return self.task_offsets(spec)
+        return TaskOffsetStore(self.offsets)

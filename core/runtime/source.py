@@ -20,10 +20,15 @@ How acknowledgements are learnt depends on the task:
   record here, about half of what a bare producer loop spends per 100 B record; a drain
   stalls the task for its backlog's acknowledgements (tens of ms here), once per window.
 
-Hooks for loops with other delivery guarantees (an exactly-once loop is a subclass, not a
-copy): :meth:`SourceTaskLoop._batch_dispatched` is called once a poll's records are handed to
-the producer, :meth:`SourceTaskLoop.commit_offsets` decides what committing means, and
-:meth:`SourceTaskLoop._final_commit` runs once when the task stops.
+Hooks for loops with other delivery guarantees (the exactly-once loop,
+:mod:`core.runtime.exactly_once`, is a subclass, not a copy): :meth:`SourceTaskLoop._queue`
+queues one poll's answer for sending, :meth:`SourceTaskLoop._send_queued` sends the queue,
+:meth:`SourceTaskLoop._batch_starting` runs before a batch's records are produced,
+:meth:`SourceTaskLoop._first_send_to` the first time a topic is written,
+:meth:`SourceTaskLoop._batch_dispatched` once a batch is handed to the producer,
+:meth:`SourceTaskLoop.commit_offsets` and :meth:`SourceTaskLoop._commit_if_due` decide what
+committing means and when, and :meth:`SourceTaskLoop._final_commit` runs once when the task
+stops.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.offsets import OffsetStore
 from core.topics import TopicCreator
-from isolation import HostClient, ProducedBatch
+from isolation import HostClient, PollResult, ProducedBatch
 from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.source")
@@ -168,7 +173,9 @@ class SourceTaskLoop:
         errors: ErrorReporter | None = None,
         commit_interval_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        on_stop: Callable[[], None] = lambda: None,
     ) -> None:
+        self._on_stop = on_stop  # releases what the task alone used (its offsets topic reader)
         self.connector = connector
         self.task_id = task_id
         self.host = host
@@ -228,11 +235,28 @@ class SourceTaskLoop:
             self.commit_offsets()
             self._next_commit = self._clock() + self.commit_interval_s
 
+    def _batch_starting(self) -> None:
+        """Hook: a batch's records are about to be produced."""
+
+    def _first_send_to(self, topic: str) -> None:
+        """Hook: the task sends to ``topic`` for the first time (creates it if configured,
+        tells the driver)."""
+        if self._topic_creator is not None:
+            self._topic_creator.ensure(topic)
+        self.on_new_topic(topic)
+
     def _batch_dispatched(self, batch: _Batch) -> None:
         """Hook: every record of ``batch`` (one poll) was handed to the producer."""
 
-    def _final_commit(self, timeout_s: float) -> None:
-        """Hook: commit on stop; waits up to ``timeout_s`` for outstanding acks first."""
+    def _queue(self, result: PollResult) -> None:
+        """Hook: queue one poll's records for :meth:`_send_queued`."""
+        records = ProducedBatch.from_wire(result.batch)
+        if records.size:
+            self._unsent.append(_Unsent(_Batch(self._delivery_failed), records, result.offsets))
+
+    def _final_commit(self, timeout_s: float, failed: bool) -> None:
+        """Hook: commit on stop; waits up to ``timeout_s`` for outstanding acks first. What
+        the broker acknowledged is committed even after the task failed (at-least-once)."""
         if self._failure is None:  # a producer that failed has nothing trustworthy to commit
             self.commit_offsets(timeout_s)
 
@@ -334,14 +358,12 @@ class SourceTaskLoop:
         join the send queue (or are dropped: ``keep=False``, a stopping task)."""
         if not self.host.pending:
             return
-        wire, failures, offsets = self.host.poll_result()
+        result = self.host.poll_result()
         if not keep:
             return
-        if failures and self.errors is not None:
-            self.errors.report_source(failures)
-        records = ProducedBatch.from_wire(wire)
-        if records.size:
-            self._unsent.append(_Unsent(_Batch(self._delivery_failed), records, offsets))
+        if result.failures and self.errors is not None:
+            self.errors.report_source(result.failures)
+        self._queue(result)
 
     def _send_queued(self) -> int:
         """Produce the queued rows, oldest first; returns how many rows were sent.
@@ -361,6 +383,7 @@ class SourceTaskLoop:
         acknowledged; it joins the submitted batches only once every record is sent."""
         batch, records, start = unsent.batch, unsent.records, unsent.next
         sent_before = batch.size
+        self._batch_starting()
         try:
             if (
                 not self._wants_acks
@@ -432,9 +455,7 @@ class SourceTaskLoop:
 
     def _see_topic(self, topic: str) -> None:
         if topic not in self._topics_seen:
-            if self._topic_creator is not None:
-                self._topic_creator.ensure(topic)
-            self.on_new_topic(topic)
+            self._first_send_to(topic)
             self._topics_seen.add(topic)
 
     def _send_rows(self, unsent: _Unsent) -> None:
@@ -531,6 +552,14 @@ class SourceTaskLoop:
         if self._failure is not None:
             raise self._failure
 
+    def _reset_submitted(self) -> None:
+        """Forget every batch sent so far: all settled (a transaction committed them) or
+        dropped (one was aborted), so none is waited for any more."""
+        self._submitted = _Submitted()
+
+    def _before_task_stop(self) -> None:
+        """Hook: the last call to the task before its ``stop()`` (its host is alive)."""
+
     def commit_offsets(self, timeout_s: float = 0.0) -> int:
         """Store offsets of everything acknowledged so far; optionally wait for acks first.
 
@@ -572,12 +601,16 @@ class SourceTaskLoop:
         commit waits for outstanding acks (up to ``timeout_s``) and stores them.
         """
         try:
-            self._final_commit(timeout_s)
+            self._final_commit(timeout_s, failed)
         finally:
             self._release_producer()
-            if self.host.alive:
-                self._collect(keep=False)
-                if self._pending_acks:
-                    acks, self._pending_acks = self._pending_acks, []
-                    self.host.acked(self.handle, acks)
-                self.host.stop_task(self.handle)
+            try:
+                if self.host.alive:
+                    self._collect(keep=False)
+                    if self._pending_acks:
+                        acks, self._pending_acks = self._pending_acks, []
+                        self.host.acked(self.handle, acks)
+                    self._before_task_stop()
+                    self.host.stop_task(self.handle)
+            finally:
+                self._on_stop()

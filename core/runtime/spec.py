@@ -20,6 +20,7 @@ __all__ = [
     "DATA_PATH_WORKER",
     "ClientConfigs",
     "ErrorsPolicy",
+    "ExactlyOnceSpec",
     "PipelineSpec",
     "PluginRef",
     "StageSpec",
@@ -167,6 +168,26 @@ class TaskSettings:
 
 
 @dataclass(frozen=True)
+class ExactlyOnceSpec:
+    """How a source task runs exactly-once (KIP-618): set on the spec when the worker runs the
+    task transactionally (``exactly.once.source.support=enabled``).
+
+    ``transactional_id`` is Kafka's ``<group id>-<connector>-<task>``: a new instance of the
+    task fences out every older one by initialising a producer with it. ``boundary`` is
+    ``transaction.boundary`` (``poll``, ``interval`` or ``connector``); ``interval_s`` the
+    length of an ``interval`` transaction.
+    """
+
+    transactional_id: str
+    boundary: str = "poll"
+    interval_s: float = 60.0
+
+    @property
+    def connector_boundaries(self) -> bool:
+        return self.boundary == "connector"
+
+
+@dataclass(frozen=True)
 class TaskSpec:
     """One task of one connector, ready to run anywhere (see the module docstring)."""
 
@@ -181,6 +202,7 @@ class TaskSpec:
     clients: ClientConfigs = ClientConfigs()
     settings: TaskSettings = TaskSettings()
     version: str = ""  # the connector plugin's version(), shown in statuses
+    exactly_once: ExactlyOnceSpec | None = None  # a source task run transactionally
     data_path: str = DATA_PATH_WORKER  # DATA_PATH_WORKER or DATA_PATH_HOST
 
     @property
@@ -196,3 +218,10 @@ class TaskSpec:
     @property
     def topics_regex(self) -> str | None:
         return self.connector_config.get("topics.regex") or None
+
+    @property
+    def offsets_topic(self) -> str | None:
+        """A source connector's own ``offsets.storage.topic`` (KIP-618), if it has one."""
+        if self.kind != "source":
+            return None
+        return self.connector_config.get("offsets.storage.topic", "").strip() or None

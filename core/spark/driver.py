@@ -10,8 +10,9 @@ starts (or at start-up when the worker's ``task.runtime`` is ``spark``). It
   request to that task's :class:`core.spark.runner.SparkTaskRunner`;
 * ships plugin environments (:mod:`core.spark.shipping`);
 * counts task slots: every Copycat task holds one executor slot for as long as it runs, so a
-  connector whose tasks do not all fit next to the running ones is refused, naming the counts,
-  instead of leaving tasks queued forever;
+  connector whose tasks do not all fit next to the running ones is refused (standalone), or a
+  task that does not fit fails (distributed: each worker runs what the group assigned it),
+  naming the counts, instead of leaving tasks queued forever;
 * answers where a task runs from Spark's status API (job group -> job -> stage -> the
   running task attempt's executor and host).
 
@@ -56,6 +57,14 @@ STATUS_API_TIMEOUT_S = 5.0
 # How often the watchdog looks for tasks that stopped reporting; a small fraction of
 # task.spark.heartbeat.timeout.ms.
 WATCHDOG_INTERVAL_S = 1.0
+# Executors of a new Spark application register with its driver some time after it starts
+# (the cluster manager launches their JVMs; a local-cluster session took ~40 s to build on this
+# loaded 2-core machine, YARN or Kubernetes may take longer to schedule containers). Until the
+# application is this old, a reservation that does not fit waits for them instead of failing:
+# a distributed worker may get its first tasks seconds after its SparkSession is made.
+EXECUTOR_REGISTRATION_WAIT_S = 60.0
+# How often such a reservation asks Spark's status API again.
+SLOT_RETRY_S = 1.0
 _TRUE = ("true", "1", "yes")
 
 
@@ -93,11 +102,22 @@ class Placement:
 
 
 class _Slots:
-    """Task slots of one Spark application, shared by every driver in the process."""
+    """Task slots of one Spark application, shared by every driver in the process: one per
+    task, held by its runner (``None`` while a standalone connector has reserved it and its
+    runner has not started yet)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.reserved: dict[tuple[int, str], int] = {}  # (driver id, connector) -> tasks
+        # (driver id, connector, task) -> the runner holding it
+        self.reserved: dict[tuple[int, str, int], object | None] = {}
+
+    def holders(self, but: Callable[[tuple[int, str, int]], bool]) -> str:
+        """``"a (2), b (1)"``: connectors holding slots, except keys ``but`` selects."""
+        counts: dict[str, int] = {}
+        for key in self.reserved:
+            if not but(key):
+                counts[key[1]] = counts.get(key[1], 0) + 1
+        return ", ".join(f"{c} ({n})" for c, n in sorted(counts.items())) or "none"
 
 
 _slots_by_context: weakref.WeakKeyDictionary[Any, _Slots] = weakref.WeakKeyDictionary()
@@ -221,30 +241,101 @@ class SparkDriver:
         return int(self.sc.defaultParallelism)
 
     def reserve(self, connector: str, tasks: int) -> None:
-        """Hold ``tasks`` slots for ``connector`` (replacing what it held before).
+        """Hold a slot for each of ``connector``'s ``tasks`` tasks (replacing what it held
+        before), all or none: standalone mode, before the connector's tasks start.
 
         Raises:
             ConnectException: fewer free slots than ``tasks``, naming both and who holds the
                 others.
         """
-        total = self.slots()
-        key = (id(self), connector)
-        with self._slots.lock:
-            others = {k: n for k, n in self._slots.reserved.items() if k != key}
-            used = sum(others.values())
-            if tasks > total - used:
-                holders = ", ".join(f"{c} ({n})" for (_, c), n in sorted(others.items())) or "none"
+        mine = id(self)
+        wanted = {(mine, connector, task) for task in range(tasks)}
+
+        def own(key: tuple[int, str, int]) -> bool:
+            return key[0] == mine and key[1] == connector
+
+        def take(total: int) -> str | None:
+            used = sum(1 for key in self._slots.reserved if not own(key))
+            if tasks <= total - used:
+                for key in [k for k in self._slots.reserved if own(k) and k not in wanted]:
+                    del self._slots.reserved[key]
+                for key in wanted:
+                    self._slots.reserved.setdefault(key, None)
+                return None
+            return (
+                f"connector {connector} needs {tasks} Spark task slots, but the Spark "
+                f"application {self.sc.applicationId} has {total - used} free of {total} "
+                f"(held by the Copycat tasks of: {self._slots.holders(own)})"
+            )
+
+        self._reserve(take)
+
+    def reserve_task(
+        self,
+        connector: str,
+        task: int,
+        runner: object,
+        gave_up: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Hold one slot for a task while ``runner`` runs it: the slot the connector reserved
+        for it (standalone), else a free one (distributed: each worker reserves the tasks the
+        group assigned it, as it starts them). ``gave_up`` ends a wait for executors (the task
+        was stopped meanwhile).
+
+        Raises:
+            ConnectException: no slot is free, naming the counts and who holds them.
+        """
+        key = (id(self), connector, task)
+
+        def take(total: int) -> str | None:
+            if key in self._slots.reserved or len(self._slots.reserved) < total:
+                self._slots.reserved[key] = runner
+                return None
+            used = len(self._slots.reserved)
+            return (
+                f"task {connector}-{task} needs a Spark task slot, but the Spark application "
+                f"{self.sc.applicationId} has {total - used} free of {total} (held by the "
+                f"Copycat tasks of: {self._slots.holders(lambda k: False)})"
+            )
+
+        self._reserve(take, gave_up)
+
+    def _reserve(
+        self, take: Callable[[int], str | None], gave_up: Callable[[], bool] = lambda: False
+    ) -> None:
+        """Run ``take(total slots)`` under the slots' lock until it returns None (taken); while
+        the application is young enough for executors still to be registering, retry a
+        shortage (see EXECUTOR_REGISTRATION_WAIT_S), else raise what ``take`` said."""
+        while True:
+            total = self.slots()
+            with self._slots.lock:
+                refusal = take(total)
+            if refusal is None:
+                return
+            age_s = time.time() - self.sc.startTime / 1000
+            if age_s >= EXECUTOR_REGISTRATION_WAIT_S or self._closed.is_set() or gave_up():
                 raise ConnectException(
-                    f"connector {connector} needs {tasks} Spark task slots, but the Spark "
-                    f"application {self.sc.applicationId} has {total - used} free of {total} "
-                    f"(held by the Copycat tasks of: {holders}); each task holds a slot for as "
-                    "long as it runs: add executors or cores, or lower tasks.max"
+                    f"{refusal}; each task holds a slot for as long as it runs: add executors "
+                    "or cores, or lower tasks.max"
                 )
-            self._slots.reserved[key] = tasks
+            log.info(
+                "%s; waiting for executors to register (application %.0f s old)", refusal, age_s
+            )
+            self._closed.wait(SLOT_RETRY_S)
 
     def release(self, connector: str) -> None:
+        """Free every slot of ``connector`` (its tasks stopped)."""
         with self._slots.lock:
-            self._slots.reserved.pop((id(self), connector), None)
+            for key in [k for k in self._slots.reserved if k[:2] == (id(self), connector)]:
+                del self._slots.reserved[key]
+
+    def release_task(self, connector: str, task: int, runner: object) -> None:
+        """Free a task's slot if ``runner`` still holds it (a runner that ends after its task
+        was started again must not free its successor's slot)."""
+        key = (id(self), connector, task)
+        with self._slots.lock:
+            if self._slots.reserved.get(key) is runner:
+                del self._slots.reserved[key]
 
     # -- status API ----------------------------------------------------------------------------
 

@@ -4,7 +4,10 @@
 starts, pauses, stops and restarts both the same way, and the herder cannot tell them apart),
 but the task loop runs on an executor (:mod:`core.spark.executor`). The thread:
 
-1. ships the task's plugin environments (once per Spark application);
+1. holds an executor slot for the task (the one its connector reserved in standalone mode, a
+   free one in distributed mode, where each worker runs the tasks the group assigned it: a
+   task that does not fit fails, saying why) and ships the task's plugin environments (once per
+   Spark application);
 2. submits the task as a one-partition Spark job under the task's job group and waits for it:
    the job runs until the task is told to stop (gracefully, with a final offset commit) or
    fails;
@@ -14,9 +17,10 @@ but the task loop runs on an executor (:mod:`core.spark.executor`). The thread:
    attempt given up for lost that comes back is told to stop and can commit nothing.
 
 Status follows the local runtime's: UNASSIGNED until the executor reports the task started,
-then RUNNING (or PAUSED) with ``worker_id`` naming the executor, its host and the task's Spark
-job group; FAILED with the executor's trace; UNASSIGNED again (with a trace saying why) while a
-lost attempt is being replaced.
+then RUNNING (or PAUSED) with ``worker_id`` naming the executor, its host, the task's Spark
+job group and the worker that drives it (the group's member, in distributed mode); FAILED
+with the executor's trace; UNASSIGNED again (with a trace saying why) while a lost attempt is
+being replaced.
 
 Threads: the runner's own thread submits and waits; the control server's threads call
 :meth:`on_heartbeat`; the worker's threads set ``paused``/``stopping`` and call
@@ -35,6 +39,7 @@ from core.spark.driver import Placement, SparkDriver
 from core.spark.executor import FAILED, PAUSED, RUNNING, STOP, STOPPED, Assignment
 from core.status import State, Status
 from core.worker import _TaskRunner
+from plugin_api import ConfigException
 
 if TYPE_CHECKING:
     from core.worker import Worker
@@ -87,11 +92,12 @@ class SparkTaskRunner(_TaskRunner):
     @property
     def where(self) -> str:
         """The task's ``worker_id`` in REST status: executor, host and Spark job group."""
-        placement = self.placement
+        placement, driver = self.placement, self.worker.worker_id
         if placement is None:
-            return f"{self.worker.worker_id} (Spark job group {self.group})"
+            return f"{driver} (Spark job group {self.group})"
         return (
-            f"executor {placement.executor_id} on {placement.host} (Spark job group {self.group})"
+            f"executor {placement.executor_id} on {placement.host} "
+            f"(Spark job group {self.group}, driver {driver})"
         )
 
     # -- the thread ----------------------------------------------------------------------------
@@ -102,12 +108,15 @@ class SparkTaskRunner(_TaskRunner):
         driver.register(self)
         try:
             try:
+                _refuse_exactly_once_source(spec)
+                driver.reserve_task(spec.connector, spec.task_id, self, self.stopping.is_set)
                 archives = driver.ship(spec)
             except BaseException as exc:  # noqa: BLE001 - the task fails, never the worker
                 self._failed_before_start(exc)
                 return
             self._keep_running(archives)
         finally:
+            driver.release_task(spec.connector, spec.task_id, self)
             driver.unregister(self)
             self.started.set()
             if not self.failed:
@@ -242,4 +251,24 @@ class SparkTaskRunner(_TaskRunner):
         worker_id = self.where if state is not State.UNASSIGNED else self.worker.worker_id
         self.worker.status.set_task(
             self.connector, self.task_id, Status(state, worker_id, trace=trace)
+        )
+
+
+def _refuse_exactly_once_source(spec: TaskSpec) -> None:
+    """Exactly-once source tasks (KIP-618) are not wired on Spark: their offsets are written
+    in the task's producer transaction, which the offsets channel through the worker
+    (:class:`core.spark.executor.RemoteOffsets`) cannot join. Refused rather than run
+    at-least-once unannounced.
+
+    Raises:
+        ConfigException: ``spec`` is a source task the worker runs exactly-once
+            (``exactly.once.source.support=enabled``).
+    """
+    if spec.exactly_once is not None:
+        raise ConfigException(
+            "task.runtime",
+            "spark",
+            f"task {spec.name} is an exactly-once source task (the worker has "
+            "exactly.once.source.support=enabled), which the Spark runtime does not support "
+            "yet (docs/spark.md); run this connector with task.runtime=local",
         )

@@ -305,6 +305,24 @@ class ProducedBatch(_Columns):
     def from_wire(cls, wire: Sequence[Any]) -> ProducedBatch:
         return cls(*wire)
 
+    def slice(self, start: int, end: int) -> ProducedBatch:
+        """Records ``start`` to ``end`` (exclusive) as a batch of their own: an exactly-once
+        task's transaction boundaries fall between records (shared columns stay shared)."""
+
+        def part(column: Any) -> Any:
+            return column[start:end] if type(column) is list else column
+
+        return ProducedBatch(
+            end - start,
+            self.seq + start,
+            part(self.topics),
+            part(self.partitions),
+            part(self.keys),
+            self.values[start:end],
+            part(self.headers),
+            part(self.timestamps),
+        )
+
     def rows(self) -> Iterator[ProducedRow]:
         """One ``(seq, topic, partition, key, value, headers, timestamp)`` tuple per record."""
         return self._zip(PRODUCED_ROW_FIELDS, range(self.seq, self.seq + self.size))

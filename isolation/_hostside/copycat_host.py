@@ -41,6 +41,7 @@ from copycat_pipeline import (
     SourceRunner,
     TransformStage,
 )
+from copycat_transactions import HostTransactionContext
 from plugin_api.config import config_infos
 
 import plugin_api
@@ -323,15 +324,25 @@ class Host:
         )
 
     def op_start_source_task(
-        self, obj_id: int, target: str, props: Mapping[str, str], pipeline: Mapping[str, Any]
+        self,
+        obj_id: int,
+        target: str,
+        props: Mapping[str, str],
+        pipeline: Mapping[str, Any],
+        connector_boundaries: bool = False,
     ) -> tuple[Any, ...]:
+        """Start a source task; ``connector_boundaries``: it defines its own transactions
+        (``transaction.boundary=connector``), so it gets a transaction context."""
         task = resolve(target)()
         if not isinstance(task, SourceTask):
             raise plugin_api.ConnectException(f"{target} is not a SourceTask")
-        runner = SourceRunner(task, self._pipeline(pipeline), ErrorPolicy(pipeline.get("errors")))
+        transactions = HostTransactionContext() if connector_boundaries else None
+        runner = SourceRunner(
+            task, self._pipeline(pipeline), ErrorPolicy(pipeline.get("errors")), transactions
+        )
         self.objects[obj_id] = task
         self.runners[obj_id] = runner
-        task.initialize(HostSourceTaskContext(props, self.callback))
+        task.initialize(HostSourceTaskContext(props, self.callback, transactions))
         task.start(props)
         return tuple(protocol.SourceStarted(str(task.version()), runner.wants_acks))
 
@@ -357,12 +368,15 @@ class Host:
         return task.version()
 
     def op_poll(
-        self, obj_id: int, acks: Sequence[tuple[Any, ...]] = ()
-    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]], list[tuple[Any, Any]]]:
-        """Deliver acks of earlier records (commit_record), then poll: one round trip."""
+        self, obj_id: int, acks: Sequence[tuple[Any, ...]] = (), commit: bool = False
+    ) -> tuple[Any, ...]:
+        """Deliver acks of earlier records (commit_record), call ``commit()`` if the worker
+        committed offsets since the last poll (``commit``), then poll: one round trip."""
         runner = self.runners[obj_id]
         if acks:
             runner.acked(acks)
+        if commit:
+            runner.task.commit()
         return runner.poll()  # type: ignore[no-any-return]
 
     def op_acked(self, obj_id: int, acks: list[tuple[Any, ...]]) -> None:

@@ -31,6 +31,7 @@ from copycat_errors import (
     StageFailure,
 )
 from copycat_protocol import SinkActions
+from copycat_transactions import HostTransactionContext, batch_boundary
 from plugin_api.connector import freeze_partition
 
 from plugin_api import (
@@ -155,9 +156,15 @@ class HostOffsetStorageReader(OffsetStorageReader):
 
 
 class HostSourceTaskContext(SourceTaskContext):
-    def __init__(self, configs: Mapping[str, str], callback: Callback) -> None:
+    def __init__(
+        self,
+        configs: Mapping[str, str],
+        callback: Callback,
+        transactions: HostTransactionContext | None = None,
+    ) -> None:
         self._configs = dict(configs)
         self._reader = HostOffsetStorageReader(callback)
+        self._transactions = transactions
 
     def configs(self) -> dict[str, str]:
         return dict(self._configs)
@@ -165,16 +172,25 @@ class HostSourceTaskContext(SourceTaskContext):
     def offset_storage_reader(self) -> OffsetStorageReader:
         return self._reader
 
+    def transaction_context(self) -> HostTransactionContext | None:
+        return self._transactions
+
 
 class SourceRunner:
     """Runs one SourceTask: poll + transform + convert, and commit_record on acks."""
 
     def __init__(
-        self, task: SourceTask, pipeline: Pipeline, errors: ErrorPolicy | None = None
+        self,
+        task: SourceTask,
+        pipeline: Pipeline,
+        errors: ErrorPolicy | None = None,
+        transactions: HostTransactionContext | None = None,
     ) -> None:
         self.task = task
         self.pipeline = pipeline
         self.errors = errors or ErrorPolicy()
+        # Set for transaction.boundary=connector: polls then also answer the task's boundaries.
+        self.transactions = transactions
         self._poll_failed_since: float | None = None
         self._poll_attempts = 0
         self._convert = self._make_converter()
@@ -186,8 +202,9 @@ class SourceRunner:
         # default, neither the records nor their acks need to be kept or sent back.
         self.wants_acks = type(task).commit_record is not SourceTask.commit_record
 
-    def poll(self) -> tuple[tuple[Any, ...], list[tuple[Any, ...]], list[tuple[Any, Any]]]:
-        """Poll the task; return ``(batch, failures, offsets)``.
+    def poll(self) -> tuple[Any, ...]:
+        """Poll the task; return ``(batch, failures, offsets)``, and ``boundaries`` after them
+        when the task defines its transactions (:mod:`copycat_transactions`).
 
         ``batch`` is the :meth:`ProducedBatch.wire` of the converted records, one per record
         polled, in order. A record the SMT chain dropped, or whose conversion failed and was
@@ -195,17 +212,19 @@ class SourceRunner:
         ``offsets`` holds ``(source partition, source offset)`` of the batch's last record per
         partition: the worker commits offsets a whole batch at a time, so it needs no more. A
         failure is ``(seq, description, stage, class, exception class, message, stack trace)``.
+        A boundary is ``(record index, "commit" | "abort", offsets up to that record)``.
         """
+        transactions = self.transactions
         try:
             records = self.task.poll() or []
         except RetriableException as exc:
             self._poll_retry(exc)
-            return _empty_poll()
+            return _empty_poll(transactions)
         self._poll_failed_since = None
         self._poll_attempts = 0
         size = len(records)
         if not size:
-            return _empty_poll()
+            return _empty_poll(transactions)
         seq = self._next_seq
         self._next_seq = seq + size
         if self.wants_acks:
@@ -219,7 +238,11 @@ class SourceRunner:
                 batch = self._convert_columns(seq, records)
         if batch is None:
             batch = self._convert_rows(seq, records, failures)
-        return batch.wire(), failures, _last_offsets(records)
+        offsets = _last_offsets(records)
+        if transactions is None:
+            return batch.wire(), failures, offsets
+        boundaries = _record_boundaries(transactions, records)
+        return batch.wire(), failures, offsets, boundaries + batch_boundary(transactions, offsets)
 
     def _convert_batch(self, seq: int, records: SourceRecordBatch) -> ProducedBatch | None:
         """A :class:`SourceRecordBatch` converted by column without building its records: the
@@ -390,9 +413,31 @@ def _encode_headers(
 _DROPPED = (None, None, None, None, None, None)
 
 
-def _empty_poll() -> tuple[tuple[Any, ...], list[tuple[Any, ...]], list[tuple[Any, Any]]]:
-    """What a poll() of no records answers."""
-    return ProducedBatch(0, 0, None, None, None, [], None, None).wire(), [], []
+def _empty_poll(transactions: HostTransactionContext | None) -> tuple[Any, ...]:
+    """What a poll() of no records answers (with no boundaries for a task defining its
+    transactions)."""
+    empty = ProducedBatch(0, 0, None, None, None, [], None, None).wire()
+    return (empty, [], []) if transactions is None else (empty, [], [], [])
+
+
+def _record_boundaries(
+    transactions: HostTransactionContext, records: Sequence[SourceRecord]
+) -> list[tuple[int, str, list[tuple[Any, Any]]]]:
+    """The boundaries the task asked for after some of ``records``: ``(index, action, offsets
+    of the records up to it, the last per source partition)``, in record order (a
+    SourceRecordBatch's records are built here: the task named some of them)."""
+    if not transactions.any_record_requests:
+        return []
+    boundaries: list[tuple[int, str, list[tuple[Any, Any]]]] = []
+    ends: dict[Any, tuple[Any, Any]] = {}
+    for index, record in enumerate(records):
+        partition = record.source_partition
+        if partition is not None:
+            ends[freeze_partition(partition)] = (partition, record.source_offset)
+        action = transactions.boundary_of(record)
+        if action is not None:
+            boundaries.append((index, action, list(ends.values())))
+    return boundaries
 
 
 def _last_offsets(records: Sequence[SourceRecord]) -> list[tuple[Any, Any]]:

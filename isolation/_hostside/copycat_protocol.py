@@ -102,6 +102,10 @@ class PollResult(NamedTuple):
     batch: tuple[Any, ...]
     failures: list[tuple[Any, ...]]
     offsets: list[tuple[Any, Any]]
+    # Only for a task defining its own transactions (transaction.boundary=connector):
+    # ``(row index, "commit" | "abort", offsets up to that row)`` in row order; row index -1
+    # is after the whole batch (always last). Other tasks' answers have three fields.
+    boundaries: list[tuple[int, str, list[tuple[Any, Any]]]] = []
 
 
 class SinkActions(NamedTuple):

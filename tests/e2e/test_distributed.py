@@ -514,18 +514,19 @@ def test_a_cluster_scope_logger_level_reaches_every_worker(cluster: DistributedC
         wait_until(partial(everywhere, level), 30, f"{namespace} at {level} on every worker")
 
 
-def test_a_connector_on_the_spark_runtime_is_refused_naming_the_key(
+def test_a_task_on_the_spark_runtime_of_a_worker_without_spark_fails_naming_the_key(
     cluster: DistributedCluster, tmp_path: Path
 ) -> None:
+    """Spark runs in distributed mode (tests/e2e/test_distributed_spark.py); a worker that has
+    no spark.master cannot run a task on it, and says so in the task's status instead of
+    crashing or leaving it UNASSIGNED."""
     config = {
         "connector.class": "FileStreamSource",
         "file": str(tmp_path / "in.txt"),
         "topic": "unused",
         "task.runtime": "spark",
     }
-    response = cluster.request(
-        "POST", "/connectors", 1, json={"name": "on-spark", "config": config}
-    )
-    assert response.status_code == 400, response.text
-    assert "task.runtime=spark is not supported in distributed mode" in response.json()["message"]
-    assert cluster.request("GET", "/connectors/on-spark", 2).status_code == 404
+    cluster.create("on-spark", config, via=1)
+    status = cluster.wait_running("on-spark", 1, state="FAILED")
+    assert "task.runtime=spark needs spark.master" in status["tasks"][0]["trace"]
+    assert cluster.request("DELETE", "/connectors/on-spark", 2).status_code == 204

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import ConfigResource, ResourceType
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.processes import CliWorker, host_pids, wait_until
@@ -107,14 +106,6 @@ class _TransactionalSource(threading.Thread):
         return self.committed
 
 
-def _minimum_session_timeout_ms(broker: KafkaCluster) -> int:
-    """The cluster's ``group.min.session.timeout.ms`` (consumers asking less are refused)."""
-    node = broker.admin.describe_cluster(request_timeout=30).result(30).nodes[0]
-    resource = ConfigResource(ResourceType.BROKER, str(node.id))
-    configs = broker.admin.describe_configs([resource])[resource].result(30)
-    return int(configs["group.min.session.timeout.ms"].value)
-
-
 def _committed_files(directory: Path) -> list[tuple[str, int, int, int, Path]]:
     """``(topic, partition, first, last, path)`` of every committed file, in offset order."""
     from copycat_file._committed_files import parse_committed_name
@@ -146,7 +137,7 @@ def test_the_file_sink_keeps_every_record_exactly_once_through_ten_kill_9s(
     seed = random.randrange(1 << 30)
     rng = random.Random(seed)
     broker.create_topic(topic_name, PARTITIONS)
-    session_timeout_ms = max(SESSION_TIMEOUT_MS, _minimum_session_timeout_ms(broker))
+    session_timeout_ms = broker.session_timeout_ms(SESSION_TIMEOUT_MS)
     out = tmp_path / "out"
     name = f"eos-{topic_name}"
     worker = CliWorker(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
+import re
 import ssl
 import uuid
 from collections.abc import Iterator
@@ -297,9 +298,13 @@ def test_secrets_in_plugin_errors_and_output_never_reach_logs_traces_or_rest(
     from tests.support.faulty import install_faulty
 
     secret = f"hunter2-{uuid.uuid4().hex}"
+    # A short resolved value is scrubbed wherever it stands alone, so it must not stand alone
+    # in this run's temp path (pytest numbers its runs: ".../pytest-7/..." failed run 7).
+    path_tokens = set(re.split(r"[^0-9A-Za-z]+", str(tmp_path)))
+    short = next(str(n) for n in range(7, 1000) if str(n) not in path_tokens)
     secrets = tmp_path / "secrets.properties"
-    secrets.write_text(f"password={secret}\nnum=7\n")
-    short_dir = tmp_path / "s7"  # contains the short resolved value "7" inside a word
+    secrets.write_text(f"password={secret}\nnum={short}\n")
+    short_dir = tmp_path / f"s{short}"  # contains the short resolved value inside a word
     password = f"${{file:{secrets}:password}}"
     faulty = install_faulty(tmp_path / "faulty")
     extra = {
@@ -322,7 +327,7 @@ def test_secrets_in_plugin_errors_and_output_never_reach_logs_traces_or_rest(
                 "tasks.max": "1",
                 "retries": f"${{file:{secrets}:num}}",
                 "stdout.on.start": f"connecting with password {password}",
-                "fail.with": f"login refused for {password} under {short_dir} (attempt 7)",
+                "fail.with": f"login refused for {password} under {short_dir} (attempt {short})",
             }
             assert call("POST", "/connectors", json={"name": "leaky", "config": config})
             status = wait_for(
@@ -336,7 +341,7 @@ def test_secrets_in_plugin_errors_and_output_never_reach_logs_traces_or_rest(
             )
             trace = status["tasks"][0]["trace"]
             assert f"login refused for {password}" in trace  # the placeholder, in place
-            assert f"under {short_dir} (attempt" in trace  # "s7" and "7)" left alone
+            assert f"under {short_dir} (attempt" in trace  # the value inside "s<value>" left alone
             call("GET", "/connectors/leaky/tasks/0/status")
             call("POST", "/connectors/leaky/restart", params={"includeTasks": "true"})
             call("DELETE", "/connectors/leaky")

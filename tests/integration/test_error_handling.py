@@ -14,10 +14,9 @@ from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
-from registry import install
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, header_text, produce, read_all, wait_for
-from tests.support.wheels import build_wheel
+from tests.support.plugins import catalogue_with
 
 pytestmark = pytest.mark.integration
 
@@ -106,21 +105,16 @@ class ScriptedSink(SinkConnector):
 def catalogue(
     bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> PluginCatalogue:
-    extra = tmp_path_factory.mktemp("errors-plugins")
-    whl = build_wheel(
-        extra / "w",
+    return catalogue_with(
+        bundled_plugin_path,
+        tmp_path_factory.mktemp("errors-plugins"),
         "scripted-sink",
-        "1.0",
         {"scripted_sink.py": SINK},
-        entry_points={
-            "copycat.connectors": {
-                "ScriptedSink": "scripted_sink:ScriptedSink",
-                "MixedSource": "scripted_sink:MixedSource",
-            }
+        {
+            "ScriptedSink": "scripted_sink:ScriptedSink",
+            "MixedSource": "scripted_sink:MixedSource",
         },
     )
-    install(str(whl), extra / "pp", offline=True)
-    return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
 def _worker(catalogue: PluginCatalogue, bootstrap: str, **extra: str) -> Worker:

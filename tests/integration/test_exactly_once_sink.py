@@ -23,11 +23,10 @@ from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
-from registry import install
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, wait_for
+from tests.support.plugins import catalogue_with
 from tests.support.processes import host_pids
-from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -108,16 +107,13 @@ class SqliteSink(SinkConnector):
 def catalogue(
     bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> PluginCatalogue:
-    extra = tmp_path_factory.mktemp("eos-sink-plugins")
-    whl = build_wheel(
-        extra / "w",
+    return catalogue_with(
+        bundled_plugin_path,
+        tmp_path_factory.mktemp("eos-sink-plugins"),
         "sqlite-sink",
-        "1.0",
         {"sqlite_sink.py": SINK},
-        entry_points={"copycat.connectors": {"SqliteSink": "sqlite_sink:SqliteSink"}},
+        {"SqliteSink": "sqlite_sink:SqliteSink"},
     )
-    install(str(whl), extra / "pp", offline=True)
-    return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
 class _SteadyProducer(threading.Thread):

@@ -14,9 +14,8 @@ from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
-from registry import install
 from tests.support.kafka import read_all, wait_for
-from tests.support.wheels import build_wheel
+from tests.support.plugins import catalogue_with
 
 pytestmark = pytest.mark.integration
 
@@ -109,21 +108,13 @@ class Evolving(_connector(EvolvingTask)):
 def catalogue(
     bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> PluginCatalogue:
-    extra = tmp_path_factory.mktemp("format-plugins")
-    whl = build_wheel(
-        extra / "w",
+    return catalogue_with(
+        bundled_plugin_path,
+        tmp_path_factory.mktemp("format-plugins"),
         "format-sources",
-        "1.0",
         {"format_sources.py": SOURCES},
-        entry_points={
-            "copycat.connectors": {
-                "Customers": "format_sources:Customers",
-                "Evolving": "format_sources:Evolving",
-            }
-        },
+        {"Customers": "format_sources:Customers", "Evolving": "format_sources:Evolving"},
     )
-    install(str(whl), extra / "pp", offline=True)
-    return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
 def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:

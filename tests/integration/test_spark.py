@@ -26,7 +26,7 @@ import pytest
 
 from registry import install
 from tests.support.kafka import read_all, wait_for
-from tests.support.marketplace import API_REQUIREMENT, PLUGIN_METADATA
+from tests.support.probe_plugins import probe_plugins
 from tests.support.processes import runs_kafka_client
 from tests.support.rest import RestWorker
 from tests.support.spark import (
@@ -36,7 +36,6 @@ from tests.support.spark import (
     start_session,
     stop_session,
 )
-from tests.support.wheels import build_wheel
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -93,90 +92,6 @@ def _runner(worker: RestWorker, name: str, task: int = 0) -> Any:
     return worker.herder.worker.connectors[name].tasks[task]
 
 
-# -- plugins built by the tests ------------------------------------------------------------------
-
-_PROBE_SOURCE = """
-import json, os, sys, time
-import {lib}
-from plugin_api import (
-    STRING_SCHEMA, ConfigDef, ConfigType, Importance, SourceConnector, SourceRecord, SourceTask,
-)
-CONFIG = ConfigDef().define(
-    "topic", ConfigType.STRING, importance=Importance.HIGH, documentation="Target topic."
-).define("interval.ms", ConfigType.INT, 100, importance=Importance.LOW, documentation="Pace.")
-
-
-class Task(SourceTask):
-    def start(self, props):
-        self.topic = props["topic"]
-        self.interval = int(props.get("interval.ms", "100")) / 1000
-        stored = self.context.offset_storage_reader().offset({{"probe": "{name}"}})
-        self.n = stored["n"] if stored else 0
-
-    def poll(self):
-        time.sleep(self.interval)
-        self.n += 1
-        value = json.dumps({{"n": self.n, "lib": {lib}.VERSION, "pid": os.getpid(),
-                            "prefix": sys.prefix}})
-        return [SourceRecord({{"probe": "{name}"}}, {{"n": self.n}}, self.topic,
-                             value_schema=STRING_SCHEMA, value=value)]
-
-    def stop(self):
-        pass
-
-    def version(self):
-        return "1.0"
-
-
-class Source(SourceConnector):
-    def start(self, props):
-        self.props = dict(props)
-
-    def task_class(self):
-        return Task
-
-    def task_configs(self, max_tasks):
-        return [self.props]
-
-    def stop(self):
-        pass
-
-    def config(self):
-        return CONFIG
-
-    def version(self):
-        return "1.0"
-"""
-
-
-def _probe_plugins(tmp: Path, plugin_path: Path) -> tuple[str, str, str]:
-    """Two source plugins pinning conflicting versions of one small library (``tinylib-<uid>``
-    1.0 and 2.0), installed into ``plugin_path`` from local wheels; returns (library module,
-    plugin a's module, plugin b's module). Each record says which library version its task
-    saw, the host's pid and ``sys.prefix``."""
-    uid = uuid.uuid4().hex[:6]
-    lib = f"tinylib_{uid}"
-    wheels = tmp / "wheels"
-    for version in ("1.0", "2.0"):
-        build_wheel(wheels, f"tinylib-{uid}", version, {f"{lib}.py": f'VERSION = "{version}"\n'})
-    modules = []
-    for letter, version in (("a", "1.0"), ("b", "2.0")):
-        name = f"probe-{letter}-{uid}"
-        module = name.replace("-", "_")
-        wheel = build_wheel(
-            wheels,
-            name,
-            "1.0",
-            {f"{module}.py": _PROBE_SOURCE.format(lib=lib, name=name)},
-            requires=[API_REQUIREMENT, f"tinylib-{uid}=={version}"],
-            entry_points={"copycat.connectors": {f"{module}-source": f"{module}:Source"}},
-            metadata=PLUGIN_METADATA,
-        )
-        install(str(wheel), plugin_path, find_links=[str(wheels)], no_index=True)
-        modules.append(module)
-    return lib, modules[0], modules[1]
-
-
 def _converters(plugin_index: Any, plugin_path: Path) -> None:
     """The bundled converters (StringConverter), from the session's index, into a plugin.path
     of the test's own."""
@@ -196,7 +111,7 @@ def test_tasks_run_in_executor_processes_from_envs_built_there_with_conflicting_
 ) -> None:
     plugins = tmp_path / "plugins"
     _converters(plugin_index, plugins)
-    lib, mod_a, mod_b = _probe_plugins(tmp_path, plugins)
+    lib, mod_a, mod_b = probe_plugins(tmp_path, plugins)
     topics = {m: f"probe-{m}-{uuid.uuid4().hex[:6]}" for m in (mod_a, mod_b)}
     for topic in topics.values():
         broker.create_topic(topic)
@@ -408,7 +323,7 @@ def test_rest_controls_a_task_on_spark_within_seconds(
 ) -> None:
     plugins = tmp_path / "plugins"
     _converters(plugin_index, plugins)
-    _, module, _ = _probe_plugins(tmp_path, plugins)
+    _, module, _ = probe_plugins(tmp_path, plugins)
     topic = f"control-{uuid.uuid4().hex[:8]}"
     broker.create_topic(topic)
     taken: dict[str, float] = {}

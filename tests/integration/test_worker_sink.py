@@ -12,10 +12,9 @@ from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
-from registry import install
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, wait_for
-from tests.support.wheels import build_wheel
+from tests.support.plugins import catalogue_with
 
 pytestmark = pytest.mark.integration
 
@@ -54,16 +53,13 @@ class RecordingSink(SinkConnector):
 def catalogue(
     bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> PluginCatalogue:
-    extra = tmp_path_factory.mktemp("sink-plugins")
-    whl = build_wheel(
-        extra / "w",
+    return catalogue_with(
+        bundled_plugin_path,
+        tmp_path_factory.mktemp("sink-plugins"),
         "recording-sink",
-        "1.0",
         {"recording_sink.py": SINK},
-        entry_points={"copycat.connectors": {"RecordingSink": "recording_sink:RecordingSink"}},
+        {"RecordingSink": "recording_sink:RecordingSink"},
     )
-    install(str(whl), extra / "pp", offline=True)
-    return PluginCatalogue.scan([bundled_plugin_path, extra / "pp"])
 
 
 def _worker(

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, NewPartitions
+from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, ResourceType
 from confluent_kafka.cimpl import NewTopic
 
 from tests.support.jvm import STARTUP_JVM_FLAGS, JvmProcess, JvmStartError, free_port, wait_until
@@ -149,6 +149,16 @@ class KafkaCluster:
     def delete_topics(self, names: Sequence[str]) -> None:
         for future in self.admin.delete_topics(list(names)).values():
             future.result(timeout=ADMIN_TIMEOUT_S)
+
+    def session_timeout_ms(self, wanted: int) -> int:
+        """``wanted``, or the cluster's ``group.min.session.timeout.ms`` if that is higher
+        (consumers and workers asking less are refused). The run's broker allows 1 s; crash
+        tests ask little so that a killed member is gone soon."""
+        node = self.admin.describe_cluster(request_timeout=ADMIN_TIMEOUT_S).result(ADMIN_TIMEOUT_S)
+        resource = ConfigResource(ResourceType.BROKER, str(node.nodes[0].id))
+        configs = self.admin.describe_configs([resource])[resource].result(ADMIN_TIMEOUT_S)
+        entry = configs.get("group.min.session.timeout.ms")
+        return max(wanted, int(entry.value)) if entry is not None else wanted
 
 
 class ApacheKafka:

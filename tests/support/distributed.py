@@ -164,7 +164,7 @@ class DistributedCluster:
     def restart(self, index: int) -> None:
         self.restart_workers([index])
 
-    def restart_workers(self, indices: Iterable[int]) -> None:
+    def restart_workers(self, indices: Iterable[int], timeout_s: float = START_TIMEOUT_S) -> None:
         """New processes for the (stopped or killed) workers, started in parallel: they join
         the group together, in one rebalance."""
         indices = list(indices)
@@ -172,7 +172,7 @@ class DistributedCluster:
             self._starts[index] += 1
             self.workers[index] = self._new(index, self._starts[index]).spawn()
         for index in indices:
-            self.workers[index].wait_ready(START_TIMEOUT_S)
+            self.workers[index].wait_ready(timeout_s)
 
     def log_mark(self, index: int) -> int:
         """Where worker ``index``'s log ends now (for :meth:`task_events` after it)."""

@@ -9,6 +9,12 @@ assignment takes effect: ``seek()`` there fails with "Unknown partition", and th
 may set the assignment itself (``assign()`` under the eager protocol, ``incremental_assign()``
 under the cooperative one, each failing with ``_STATE`` under the other), with start offsets.
 A :class:`FakeCluster` holds the topics both sides share.
+
+A producer with a ``transactional.id`` follows Kafka's transactions as the exactly-once loop
+uses them: ``init_transactions()`` fences every older producer of the same id (their next
+commit fails with ``_FENCED``), records become visible in the cluster's logs only when their
+transaction commits (what a ``read_committed`` consumer sees), and an abort drops them (queued
+ones get ``_PURGE_QUEUE`` delivery reports, as librdkafka's abort gives).
 """
 
 from __future__ import annotations
@@ -79,6 +85,10 @@ class FakeCluster:
     committed: dict[str, dict[tuple[str, int], int]] = field(
         default_factory=lambda: collections.defaultdict(dict)
     )
+    # transactional.id -> the epoch of its newest producer (older ones are fenced).
+    epochs: dict[str, int] = field(default_factory=dict)
+    transactions_committed: int = 0
+    transactions_aborted: int = 0
 
     def append(
         self,
@@ -98,6 +108,10 @@ class FakeCluster:
         return [m.value() for m in self.logs.get((topic, partition), [])]
 
 
+def _kafka_error(code: int, text: str) -> KafkaException:
+    return KafkaException(KafkaError(code, text))
+
+
 class FakeProducer:
     def __init__(self, cluster: FakeCluster, config: Mapping[str, Any]) -> None:
         self.cluster = cluster
@@ -110,6 +124,57 @@ class FakeProducer:
         self.failing: Any = None
         # librdkafka's queue.buffering.max.messages: produce() raises BufferError when full.
         self.capacity: int | None = None
+        self.transactional_id: str | None = config.get("transactional.id")
+        self.epoch: int | None = None  # set by init_transactions()
+        self.in_transaction = False
+        self._uncommitted: list[tuple[Any, ...]] = []  # delivered, waiting for the commit
+
+    # -- transactions ------------------------------------------------------------------------
+
+    def init_transactions(self, timeout: float = -1) -> None:
+        if self.transactional_id is None:
+            raise _kafka_error(KafkaError._NOT_CONFIGURED, "not a transactional producer")
+        self.epoch = self.cluster.epochs.get(self.transactional_id, -1) + 1
+        self.cluster.epochs[self.transactional_id] = self.epoch
+
+    def _check_epoch(self) -> None:
+        if self.epoch is None:
+            raise _kafka_error(KafkaError._STATE, "init_transactions() was not called")
+        assert self.transactional_id is not None
+        if self.cluster.epochs[self.transactional_id] != self.epoch:
+            raise _kafka_error(KafkaError._FENCED, "Local: This instance has been fenced")
+
+    def begin_transaction(self) -> None:
+        self._check_epoch()
+        if self.in_transaction:
+            raise _kafka_error(KafkaError._STATE, "a transaction is already open")
+        self.in_transaction = True
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        if not self.in_transaction:
+            raise _kafka_error(KafkaError._STATE, "no transaction is open")
+        self._check_epoch()
+        self._deliver()
+        for topic, partition, key, value, timestamp, headers in self._uncommitted:
+            self.cluster.append(topic, partition, key, value, timestamp, headers)
+        self._uncommitted = []
+        self.in_transaction = False
+        self.cluster.transactions_committed += 1
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        if not self.in_transaction:
+            raise _kafka_error(KafkaError._STATE, "no transaction is open")
+        self._check_epoch()
+        queued, self._queued = self._queued, []
+        for topic, _value, _key, partition, on_delivery, _ts, _headers in queued:
+            if on_delivery is not None:
+                on_delivery(
+                    KafkaError(KafkaError._PURGE_QUEUE, "Local: Purged in queue"),
+                    FakeMessage(topic, max(partition, 0), -1, None, None),
+                )
+        self._uncommitted = []
+        self.in_transaction = False
+        self.cluster.transactions_aborted += 1
 
     def produce(
         self,
@@ -155,7 +220,18 @@ class FakeProducer:
                 if on_delivery is not None:
                     on_delivery(self.failing, message)
                 continue
-            message = self.cluster.append(topic, max(partition, 0), key, value, timestamp, headers)
+            if self.transactional_id is not None:
+                if not self.in_transaction:
+                    raise AssertionError("a transactional producer produced outside a transaction")
+                # Acknowledged now, visible at the commit (offsets as they will be then).
+                log = self.cluster.logs.get((topic, max(partition, 0)), [])
+                ahead = sum(1 for u in self._uncommitted if u[:2] == (topic, max(partition, 0)))
+                message = FakeMessage(topic, max(partition, 0), len(log) + ahead, key, value)
+                self._uncommitted.append((topic, max(partition, 0), key, value, timestamp, headers))
+            else:
+                message = self.cluster.append(
+                    topic, max(partition, 0), key, value, timestamp, headers
+                )
             if on_delivery is not None and not only_errors:
                 on_delivery(None, message)
         return len(queued)

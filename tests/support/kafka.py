@@ -71,6 +71,51 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -
 COMMITTED_RETRY_S = 30.0
 
 
+def read_topic(
+    bootstrap: str, topic: str, timeout_s: float = 60, isolation: str = READ_COMMITTED
+) -> list[Message]:
+    """Every record of every partition of ``topic``, up to the partitions' ends when called
+    (Apache Kafka: the dev broker's high watermarks are off by a batch).
+
+    ``read_committed`` (the default) stops before a transaction still open; librdkafka moves
+    the position past transaction markers and aborted records, so each end is reached once the
+    transactions before it ended.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+        }
+    )
+    messages: list[Message] = []
+    try:
+        metadata = consumer.list_topics(topic, timeout=10)
+        partitions = sorted(metadata.topics[topic].partitions)
+        watermarks = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            for p in partitions
+        }
+        ends = {p: high for p, (low, high) in watermarks.items() if high > low}
+        if not ends:
+            return []
+        consumer.assign([TopicPartition(topic, p, watermarks[p][0]) for p in ends])
+        deadline = time.monotonic() + timeout_s
+        positions: list[TopicPartition] = []
+        while time.monotonic() < deadline:
+            messages += [m for m in consumer.consume(5000, 0.2) if m.error() is None]
+            positions = consumer.position([TopicPartition(topic, p) for p in ends])
+            if all(tp.offset >= ends[tp.partition] for tp in positions):
+                return messages
+        raise AssertionError(
+            f"{topic}: not read to its end {ends} within {timeout_s} s (at "
+            f"{[(tp.partition, tp.offset) for tp in positions]})"
+        )
+    finally:
+        consumer.close()
+
+
 def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int:
     """The offset ``group`` committed for ``partition`` of ``topic`` (negative if none)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})

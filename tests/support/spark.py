@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "descendants",
     "executor_jvm_of",
     "executor_jvms",
     "process_cwd",
+    "remove_work_dirs",
     "start_session",
     "stop_session",
 ]
@@ -47,11 +49,19 @@ def start_session(master: str = "local-cluster[2,1,1024]", app: str = "copycat-t
 
 def stop_session(session: Any) -> None:
     """Stop it and remove its executors' working directories."""
-    sc = session.sparkContext
-    app = sc.applicationId
-    home = Path(os.environ.get("SPARK_HOME") or Path(sys.modules["pyspark"].__file__).parent)
+    app = session.sparkContext.applicationId
     session.stop()
-    shutil.rmtree(home / "work" / app, ignore_errors=True)
+    remove_work_dirs([app])
+
+
+def remove_work_dirs(applications: list[str]) -> None:
+    """Remove the executors' working directories of ``local-cluster`` applications (also of
+    applications other processes ran: distributed workers, each its own driver)."""
+    import pyspark
+
+    home = Path(os.environ.get("SPARK_HOME") or Path(str(pyspark.__file__)).parent)
+    for app in applications:
+        shutil.rmtree(home / "work" / app, ignore_errors=True)
 
 
 def _cmdline(pid: int) -> str:
@@ -98,6 +108,15 @@ def executor_jvms() -> list[int]:
             if mine in ancestors(int(entry.name)):
                 found.append(int(entry.name))
     return sorted(found)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children, their children, ...)."""
+    return sorted(
+        int(e.name)
+        for e in Path("/proc").iterdir()
+        if e.name.isdigit() and pid in ancestors(int(e.name))
+    )
 
 
 def process_cwd(pid: int) -> Path:

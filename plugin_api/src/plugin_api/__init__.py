@@ -63,6 +63,7 @@ from plugin_api.connector import (
     SourceTask,
     SourceTaskContext,
     Task,
+    TransactionContext,
     freeze_partition,
 )
 from plugin_api.data import (
@@ -224,6 +225,7 @@ __all__ = [
     "SourceTask",
     "SourceTaskContext",
     "Task",
+    "TransactionContext",
     "freeze_partition",
     # testing
     "InMemoryErrantRecordReporter",

@@ -39,6 +39,7 @@ __all__ = [
     "SourceTask",
     "SourceTaskContext",
     "Task",
+    "TransactionContext",
     "freeze_partition",
 ]
 
@@ -253,9 +254,35 @@ class SourceTaskContext(ABC):
     def offset_storage_reader(self) -> OffsetStorageReader:
         """Return the reader of committed offsets."""
 
-    def transaction_context(self) -> Any:
-        """Return the transaction context when the connector defines boundaries, else ``None``."""
+    def transaction_context(self) -> TransactionContext | None:
+        """Return the task's :class:`TransactionContext` when the connector runs with
+        ``transaction.boundary=connector`` under exactly-once support, else ``None``."""
         return None
+
+
+class TransactionContext(ABC):
+    """Lets a source task say where its transactions end (KIP-618 connector-defined
+    boundaries, ``transaction.boundary=connector``); provided by the runtime.
+
+    Called from the task's thread, usually in :meth:`SourceTask.poll` for records it is about
+    to return. The runtime acts on a request when it sends the records of the poll that made
+    it (a request made outside ``poll()`` applies to the next one): right after the named
+    record, or after the whole batch for the forms without a record, it commits or aborts
+    the open transaction. An aborted transaction's records are never visible to
+    ``read_committed`` consumers, but their source offsets are still committed (in a
+    transaction of their own), so the task does not see them again. Asking both to commit
+    and to abort the same record, or the same batch, fails the task.
+    """
+
+    @abstractmethod
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        """Commit the open transaction after ``record`` is sent (it included), or after the
+        current batch when ``record`` is None."""
+
+    @abstractmethod
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        """Abort the open transaction after ``record`` is sent (it included, so it is
+        dropped too), or after the current batch when ``record`` is None."""
 
 
 class RecordMetadata(NamedTuple):

@@ -25,8 +25,3 @@ def test_each_required_key_is_named_when_missing(missing: str) -> None:
     props = {k: v for k, v in REQUIRED.items() if k != missing}
     with pytest.raises(ConfigException, match=f'"{missing}"'):
         DistributedHerder(None, worker_props=props)
-
-
-def test_the_spark_runtime_is_refused_naming_the_key() -> None:
-    with pytest.raises(ConfigException, match=r"task\.runtime.*not supported in distributed"):
-        DistributedHerder(None, worker_props={**REQUIRED, "task.runtime": "spark"})

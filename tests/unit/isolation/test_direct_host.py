@@ -118,8 +118,8 @@ def test_requests_run_on_the_callers_thread_when_collected(host: HostClient) -> 
     handle = _source(host, "ReusedOffsetSource")
     host.submit_poll(handle, [])
     assert host.pending and ReusedOffsetSource.polled_on == []  # nothing ran yet
-    wire, failures, _ = host.poll_result()
-    assert ProducedBatch.from_wire(wire).values == ["v"] and failures == []
+    result = host.poll_result()
+    assert ProducedBatch.from_wire(result.batch).values == ["v"] and result.failures == []
     assert ReusedOffsetSource.polled_on == [threading.get_ident()]
     assert not host.pending
 

@@ -45,6 +45,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from copycat_file._committed_files import Fenced, PartitionFiles
+from copycat_file._connector import ConfiguredConnector
 from copycat_file._version import __version__
 from copycat_file.sink import lines_text
 from plugin_api import (
@@ -110,30 +111,16 @@ CONFIG_DEF = (
 )
 
 
-class ExactlyOnceFileSinkConnector(SinkConnector):
+class ExactlyOnceFileSinkConnector(ConfiguredConnector, SinkConnector):
     """Writes each partition of its topics to committed files, each record exactly once.
 
     Runs in the connector's plugin host; every method is called on the connector's
     operation thread. Tasks share one directory: each partition is written by one task at a
-    time, and its files carry its topic and partition in their names.
+    time, and its files carry its topic and partition in their names. Its config:
+    ``directory``, ``flush.size`` and the runtime's ``topics`` / ``topics.regex``.
     """
 
-    def __init__(self) -> None:
-        """Create an unstarted connector."""
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        """Return the copycat-file version."""
-        return __version__
-
-    def config(self) -> ConfigDef:
-        """Return ``directory``, ``flush.size`` and the runtime's ``topics`` / ``topics.regex``."""
-        return CONFIG_DEF
-
-    def start(self, props: Mapping[str, str]) -> None:
-        """Validate and keep the config."""
-        CONFIG_DEF.parse(props)
-        self._props = dict(props)
+    config_def = CONFIG_DEF
 
     def task_class(self) -> type[Task]:
         """Return :class:`ExactlyOnceFileSinkTask`."""
@@ -142,9 +129,6 @@ class ExactlyOnceFileSinkConnector(SinkConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Return ``max_tasks`` identical configs: the consumer group spreads the partitions."""
         return [dict(self._props) for _ in range(max_tasks)]
-
-    def stop(self) -> None:
-        """Nothing to release."""
 
 
 class ExactlyOnceFileSinkTask(SinkTask):

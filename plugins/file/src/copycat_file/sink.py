@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
+from copycat_file._connector import ConfiguredConnector
 from copycat_file._java_text import java_text
 from copycat_file._version import __version__
 from plugin_api import (
@@ -91,27 +92,12 @@ def lines_text(records: Sequence[SinkRecord]) -> str:
     return "\n".join(lines)
 
 
-class FileStreamSinkConnector(SinkConnector):
-    """Writes the records of its topics to one file; every task appends to the same file."""
+class FileStreamSinkConnector(ConfiguredConnector, SinkConnector):
+    """Writes the records of its topics to one file; every task appends to the same file.
+    Its config: ``file`` plus the runtime's ``topics`` / ``topics.regex``."""
 
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.file.FileStreamSinkConnector",)
-
-    def __init__(self) -> None:
-        """Create an unstarted connector."""
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        """Return the copycat-file version."""
-        return __version__
-
-    def config(self) -> ConfigDef:
-        """Return ``file`` plus the runtime's ``topics`` / ``topics.regex``."""
-        return CONFIG_DEF
-
-    def start(self, props: Mapping[str, str]) -> None:
-        """Validate and keep the config."""
-        CONFIG_DEF.parse(props)
-        self._props = dict(props)
+    config_def = CONFIG_DEF
 
     def task_class(self) -> type[Task]:
         """Return :class:`FileStreamSinkTask`."""
@@ -120,9 +106,6 @@ class FileStreamSinkConnector(SinkConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Return ``max_tasks`` identical configs."""
         return [dict(self._props) for _ in range(max_tasks)]
-
-    def stop(self) -> None:
-        """Nothing to release."""
 
 
 class FileStreamSinkTask(SinkTask):

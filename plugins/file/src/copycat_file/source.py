@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import Any, BinaryIO, overload
 
+from copycat_file._connector import ConfiguredConnector
 from copycat_file._version import __version__
 from plugin_api import (
     STRING_SCHEMA,
@@ -99,33 +100,12 @@ CONFIG_DEF = (
 )
 
 
-class FileStreamSourceConnector(SourceConnector):
-    """Reads a file (or stdin) line by line into one topic; always exactly one task."""
+class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
+    """Reads a file (or stdin) line by line into one topic; always exactly one task. Its
+    config: ``file``, ``topic`` and ``batch.size``."""
 
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.file.FileStreamSourceConnector",)
-
-    def __init__(self) -> None:
-        """Create an unstarted connector."""
-        self._props: dict[str, str] = {}
-
-    def version(self) -> str:
-        """Return the copycat-file version."""
-        return __version__
-
-    def config(self) -> ConfigDef:
-        """Return ``file``, ``topic`` and ``batch.size``."""
-        return CONFIG_DEF
-
-    def start(self, props: Mapping[str, str]) -> None:
-        """Validate and keep the config.
-
-        Raises:
-            ConfigException: If ``topic`` is missing or lists several topics.
-        """
-        CONFIG_DEF.parse(props)
-        # The task gets the connector's config as given, as Kafka's FileStreamSourceConnector
-        # hands its own; GET /connectors/<name>/tasks shows the same keys on both.
-        self._props = dict(props)
+    config_def = CONFIG_DEF
 
     def task_class(self) -> type[Task]:
         """Return :class:`FileStreamSourceTask`."""
@@ -134,9 +114,6 @@ class FileStreamSourceConnector(SourceConnector):
     def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
         """Return a single task config: one file cannot be split between tasks."""
         return [dict(self._props)]
-
-    def stop(self) -> None:
-        """Nothing to release."""
 
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
         """Supported for files (positions can be replayed), not for stdin."""
