@@ -10,13 +10,16 @@ record. This is the accounting behind docs/architecture.md's "Where a task's dat
 what Copycat must do per record because of the Connect API (a SourceRecord or SinkRecord per
 record, a converter) against what a bare loop does (``produce()``; ``value()`` + one join).
 
-* source: FileStreamSource-style SourceRecord construction (with its offset dict), the host's
-  column conversion (``copycat_pipeline.SourceRunner``'s path), ``produce()`` as the bare loop
-  calls it and as Copycat's loop calls it (to an unreachable broker: librdkafka only queues);
+* source: a SourceRecord and its offset dict per line (the Connect API's per-record form),
+  FileStreamSource's poll() as it is (one SourceRecordBatch), the host's column conversion
+  of each (``copycat_pipeline.SourceRunner.poll``), ``produce()`` as the bare loop calls it and
+  as Copycat's loop calls it (to an unreachable broker: librdkafka only queues);
 * sink: the bare loop's per-record work on consumed messages, the worker's
-  ``ConsumedBatch.from_messages``, SinkRecords as the host builds them (inlined constructor) and
-  with the constructor, and StringConverter's batch decode. Messages are consumed once from a
-  dev broker (confluent-kafka's Message objects cannot be made otherwise).
+  ``ConsumedBatch.from_messages`` (the split data path), the host's whole put() of the
+  messages into FileStreamSink's text (``SinkRunner.put`` with a task that formats what it
+  is given as FileStreamSink does, no I/O), the same when the task reads every record
+  (SinkRecords built), and StringConverter's batch decode. Messages are consumed once from a
+  dev broker.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from copycat_converters.simple import StringConverter  # noqa: E402
+from copycat_file.sink import lines_text  # noqa: E402
+from copycat_file.source import FileStreamSourceTask  # noqa: E402
 
 from core.dev.broker import DevBroker  # noqa: E402
 from core.kafka import SINK_CONSUMER_DEFAULTS  # noqa: E402
@@ -39,14 +44,15 @@ from isolation import ConsumedBatch  # noqa: E402
 from isolation.host import HOSTSIDE_DIR  # noqa: E402
 from plugin_api import (  # noqa: E402
     STRING_SCHEMA,
-    SinkRecord,
+    SinkTask,
     SourceRecord,
     SourceTask,
-    TimestampType,
 )
 
 sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host imports them
-from copycat_pipeline import Pipeline, SourceRunner  # noqa: E402
+from copycat_batch import MessageBatch  # noqa: E402
+from copycat_errors import ErrorPolicy  # noqa: E402
+from copycat_pipeline import HostSinkTaskContext, Pipeline, SinkRunner, SourceRunner  # noqa: E402
 
 # Records per timed batch: FileStreamSource's batch.size in the pipeline bench (5000) is of
 # the same order; a sink put() holds at most 2000.
@@ -69,7 +75,7 @@ def best_ns(stage: Callable[[], Any], count: int) -> float:
 class ListSource(SourceTask):
     """Returns the same batch at each poll (no commit_record: no acks kept)."""
 
-    def __init__(self, records: list[SourceRecord]) -> None:
+    def __init__(self, records: Any) -> None:
         self.records = records
 
     def start(self, props: Any) -> None:
@@ -106,6 +112,16 @@ def source_costs(size: int) -> list[tuple[str, float]]:
     key.configure({}, True)
     value.configure({}, False)
     runner = SourceRunner(ListSource(records), Pipeline(key, value, None))
+    # FileStreamSource's own poll() over lines it has read (the file read itself not timed).
+    file_task = FileStreamSourceTask()
+    file_task._topic, file_task._batch_size = "t", BATCH
+    file_task._partition, file_task._plain_ascii = partition, True
+
+    def file_poll() -> Any:
+        file_task._lines, file_task._next_line, file_task._position = lines, 0, 0
+        return file_task.poll()
+
+    batch_runner = SourceRunner(ListSource(file_poll()), Pipeline(key, value, None))
     producer = Producer(
         {
             "bootstrap.servers": NOWHERE,
@@ -122,16 +138,38 @@ def source_costs(size: int) -> list[tuple[str, float]]:
         producer.purge()
 
     def copycat_produce() -> None:
-        for index in range(BATCH):
-            produce("t", values[index], None, -1, None, None, 1)
+        for value in values:  # as core/runtime/source.py's _send_uniform
+            produce("t", value, None, -1, None, None, 1)
         producer.purge()
 
     return [
         ("bare: produce(topic, line)", best_ns(bare_produce, BATCH)),
         ("task: SourceRecord + offset dict per line", best_ns(make_records, BATCH)),
-        ("host: poll() answer by column (convert)", best_ns(runner.poll, BATCH)),
+        ("host: their poll() answer by column (convert)", best_ns(runner.poll, BATCH)),
+        ("task: FileStreamSource poll(), a SourceRecordBatch", best_ns(file_poll, BATCH)),
+        ("host: its poll() answer by column (convert)", best_ns(batch_runner.poll, BATCH)),
         ("loop: produce(topic, value, key, partition, ...)", best_ns(copycat_produce, BATCH)),
     ]
+
+
+class TextSink(SinkTask):
+    """Formats each put() as FileStreamSink does (no I/O); ``build``: reads every record."""
+
+    def __init__(self, build: bool) -> None:
+        self.build = build
+        self.text = ""
+
+    def version(self) -> str:
+        return "1"
+
+    def start(self, props: Any) -> None:
+        pass
+
+    def put(self, records: Any) -> None:
+        self.text = lines_text(list(records) if self.build else records)
+
+    def stop(self) -> None:
+        pass
 
 
 def sink_costs(size: int) -> list[tuple[str, float]]:
@@ -153,30 +191,10 @@ def sink_costs(size: int) -> list[tuple[str, float]]:
     converter = StringConverter()
     converter.configure({}, False)
     batch = ConsumedBatch.from_messages(messages)
-    new, create = object.__new__, TimestampType.CREATE_TIME
+    wire = MessageBatch(messages, "costs", 0).wire()
 
     def bare() -> bytes:
         return b"\n".join([m.value() for m in messages if m.error() is None])
-
-    def records_inlined() -> list[SinkRecord]:
-        out = []
-        for offset, value in zip(batch.offsets, batch.values, strict=True):
-            record = new(SinkRecord)
-            record.topic, record.kafka_partition = "costs", 0
-            record.key_schema, record.key = None, None
-            record.value_schema, record.value = None, value
-            record.timestamp, record._headers = 1, None
-            record.kafka_offset, record.timestamp_type = offset, create
-            record.original_topic, record.original_kafka_partition = "costs", 0
-            record.original_kafka_offset = offset
-            out.append(record)
-        return out
-
-    def records_constructed() -> list[SinkRecord]:
-        return [
-            SinkRecord("costs", 0, None, None, None, v, o, 1, create)
-            for o, v in zip(batch.offsets, batch.values, strict=True)
-        ]
 
     def columns() -> ConsumedBatch:
         return ConsumedBatch.from_messages(messages)
@@ -184,12 +202,24 @@ def sink_costs(size: int) -> list[tuple[str, float]]:
     def decode() -> Any:
         return converter.to_connect_data_batch("costs", batch.values, [None] * BATCH)
 
+    def put(build: bool) -> Callable[[], Any]:
+        key, value = StringConverter(), StringConverter()
+        key.configure({}, True)
+        value.configure({}, False)
+        runner = SinkRunner(
+            TextSink(build),
+            Pipeline(key, value, None),
+            HostSinkTaskContext({}, False),
+            ErrorPolicy(),
+        )
+        return lambda: runner.put(wire)
+
     return [
         ("bare: error() + value() per message, one join", best_ns(bare, BATCH)),
         ("worker: ConsumedBatch.from_messages", best_ns(columns, BATCH)),
         ("host: StringConverter batch decode", best_ns(decode, BATCH)),
-        ("host: SinkRecord, inlined constructor", best_ns(records_inlined, BATCH)),
-        ("(SinkRecord through its constructor)", best_ns(records_constructed, BATCH)),
+        ("host: put() of the messages, values only, text", best_ns(put(False), BATCH)),
+        ("host: the same, every SinkRecord built", best_ns(put(True), BATCH)),
     ]
 
 

@@ -8,7 +8,7 @@ in the plugin's own host) and survives its crashes and hangs.
 
 from __future__ import annotations
 
-from isolation._hostside.copycat_batch import ConsumedBatch, ProducedBatch
+from isolation._hostside.copycat_batch import ConsumedBatch, MessageBatch, ProducedBatch
 from isolation._hostside.copycat_errors import retry_backoff_s
 from isolation._hostside.copycat_protocol import (
     NO_SINK_ACTIONS,
@@ -47,6 +47,7 @@ __all__ = [
     "SHUTDOWN_GRACE_S",
     "ConnectorEvent",
     "ConsumedBatch",
+    "MessageBatch",
     "ProducedBatch",
     "DirectHost",
     "ErrorInfo",

@@ -34,6 +34,10 @@ class HostChannel(Protocol):
     # False for a channel that runs it on the caller's thread when its result is collected
     # (isolation.direct), where waiting for the request to finish would be waiting for nothing.
     overlaps: bool
+    # Whether a put() may carry objects that cannot be pickled (the consumer's messages, as a
+    # copycat_batch.MessageBatch): True only where the host runs in the caller's process and
+    # thread (isolation.direct).
+    passes_objects: bool
 
     @property
     def pid(self) -> int | None: ...

@@ -58,6 +58,11 @@ class HostClient:
         """Whether a submitted request runs while the caller goes on (see HostChannel)."""
         return self.channel.overlaps
 
+    @property
+    def passes_objects(self) -> bool:
+        """Whether a put() may carry unpicklable objects (see HostChannel)."""
+        return self.channel.passes_objects
+
     def kill(self, reason: str | None = None) -> None:
         self.channel.kill(reason)
 

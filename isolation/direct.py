@@ -73,6 +73,7 @@ class DirectHost:
     """
 
     overlaps = False  # a request runs in result(), on the caller's thread
+    passes_objects = True  # a put() may carry the consumer's messages (MessageBatch)
 
     def __init__(
         self,

@@ -136,6 +136,7 @@ class PluginHost:
     """
 
     overlaps = True  # a request runs in the host process while the caller goes on
+    passes_objects = False  # requests are pickled across the pipes
 
     def __init__(
         self,

@@ -55,6 +55,7 @@ class InProcessHost:
     """A plugin host on a thread of the worker's process (see the module docstring)."""
 
     overlaps = True  # a request runs on the host's thread while the caller goes on
+    passes_objects = False  # requests are pickled, as across the pipes
 
     def __init__(
         self,

@@ -32,6 +32,7 @@ from isolation import (
     ConsumedBatch,
     Frame,
     HostClient,
+    MessageBatch,
     RemoteRetriableError,
     SinkActions,
     retry_backoff_s,
@@ -68,6 +69,10 @@ MISSING_TOPIC_ERRORS = frozenset(
 # a rebalance callback must set the assignment: assign() under EAGER, incremental_assign()
 # under COOPERATIVE (the other call fails with _STATE and assigns nothing).
 COOPERATIVE_ASSIGNOR = "cooperative-sticky"
+
+
+# A batch as the loop keeps it: columns, or (on a channel that passes objects) the messages.
+Batch = ConsumedBatch | MessageBatch
 
 
 def cooperative_protocol(consumer_config: Mapping[str, Any]) -> bool:
@@ -113,11 +118,11 @@ class SinkTaskLoop:
         self._committed: dict[tuple[str, int], int] = {}
         self._assigned: set[tuple[str, int]] = set()
         self._paused_by_task: set[tuple[str, int]] = set()
-        self._retry_batch: ConsumedBatch | None = None
-        self._next: ConsumedBatch | None = None  # consumed, not yet handed to put()
+        self._retry_batch: Batch | None = None
+        self._next: Batch | None = None  # consumed, not yet handed to put()
         self._next_frame: Frame | None = None  # put() request for _next, serialized
-        self._inflight: ConsumedBatch | None = None  # in put() in the host now
-        self._unaccounted: ConsumedBatch | None = None  # put, positions not yet noted
+        self._inflight: Batch | None = None  # in put() in the host now
+        self._unaccounted: Batch | None = None  # put, positions not yet noted
         self._retry_at = 0.0
         self._commit_requested = False
         self._pending_seeks: dict[tuple[str, int], int] = {}
@@ -127,7 +132,7 @@ class SinkTaskLoop:
         self._retry_attempt = 0
         # Batches already put: the errant record reporter may report records of these.
         reporting = errors is not None and (errors.tolerate_all or errors.dlq_topic is not None)
-        self._recent: collections.deque[ConsumedBatch] = collections.deque(
+        self._recent: collections.deque[Batch] = collections.deque(
             maxlen=RECENT_BATCHES_FOR_REPORTS if reporting else 0
         )
         self.records_put = 0
@@ -135,6 +140,9 @@ class SinkTaskLoop:
         self._missing_topics_logged: set[str] = set()
         self._paused = False  # a framework pause (REST, target state), not the task's own
         self._cooperative = cooperative
+        # Rebalance callbacks run so far (they run inside consume()): a consume() during which
+        # one ran may return messages of partitions no longer in the assignment it left.
+        self._rebalances = 0
 
     @property
     def name(self) -> str:
@@ -202,6 +210,7 @@ class SinkTaskLoop:
         returned records from the group's committed offset: duplicates in a target that keeps
         its own offsets. So the callback sets the assignment itself, with those offsets.
         """
+        self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
         try:
             self._drain()
@@ -243,6 +252,7 @@ class SinkTaskLoop:
             self._current[tp] = offset
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
         try:
             self._drain()
@@ -257,6 +267,7 @@ class SinkTaskLoop:
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         """The partitions may already belong to another member: close them, commit nothing."""
+        self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
         try:
             self._drain()
@@ -331,10 +342,11 @@ class SinkTaskLoop:
             self.commit(asynchronous=True)
         return 0
 
-    def _consume(self) -> ConsumedBatch:
+    def _consume(self) -> Batch:
         if self._pending_seeks:
             self._apply_seeks()
         consumer = self.consumer
+        rebalances = self._rebalances
         if self.host.pending and self.host.overlaps:
             # The host is busy with the previous batch: gather the next one meanwhile.
             messages = consumer.consume(MAX_RECORDS_PER_PUT, BUSY_CONSUME_TIMEOUT_S)
@@ -365,10 +377,32 @@ class SinkTaskLoop:
                 elif err.code() != KafkaError._PARTITION_EOF:
                     raise wrap_kafka_error(err, f"sink task {self.name} consumer")
             messages = clean
-        batch = ConsumedBatch.from_messages(messages)
+        batch: Batch
+        if self.host.passes_objects:
+            batch = self._message_batch(messages, rebalances == self._rebalances)
+        else:
+            batch = ConsumedBatch.from_messages(messages)
         # Serialized now, while the host is busy with the previous batch.
         self._next_frame = self.host.encode_put(self.handle, batch.wire()) if batch else None
         return batch
+
+    def _message_batch(self, messages: list[Any], settled: bool) -> MessageBatch:
+        """The messages as they are, with their topic and partition when the subscription and
+        the assignment say every message has the same (``settled``: no rebalance callback ran
+        during the consume() that returned them). The first and last message are checked
+        against that as well; the sink runner reads the rest per message only if not."""
+        topic = partition = None
+        if messages:
+            if len(self.subscribed_topics) == 1 and not self.topics_regex:
+                topic = self.subscribed_topics[0]
+            if settled and len(self._assigned) == 1:
+                partition = next(iter(self._assigned))[1]
+            first, last = messages[0], messages[-1]
+            if topic is not None and not (first.topic() == last.topic() == topic):
+                topic = None
+            if partition is not None and not (first.partition() == last.partition() == partition):
+                partition = None
+        return MessageBatch(messages, topic, partition)
 
     def _waiting_for_topic(self, error: KafkaError) -> None:
         """A subscribed topic does not exist yet: keep running, as Kafka Connect does, and say
@@ -421,7 +455,7 @@ class SinkTaskLoop:
         self.progress = (self.records_put, self._clock())
         return len(batch)
 
-    def _retry_later(self, batch: ConsumedBatch | None, exc: RetriableException) -> None:
+    def _retry_later(self, batch: Batch | None, exc: RetriableException) -> None:
         """Redeliver the same batch later, as Kafka Connect does; nothing more is consumed
         meanwhile. Backoff doubles up to errors.retry.delay.max.ms; past a positive
         errors.retry.timeout the task fails (with 0, the default, it retries as Kafka does:
@@ -454,7 +488,7 @@ class SinkTaskLoop:
         self._retry_at = now + delay
 
     def _report(
-        self, batch: ConsumedBatch, failed: list[tuple[Any, ...]], reported: list[tuple[Any, ...]]
+        self, batch: Batch, failed: list[tuple[Any, ...]], reported: list[tuple[Any, ...]]
     ) -> None:
         if reported and (self.errors is None or not self.errors.tolerate_all):
             topic, partition, offset, _stage, _cls, exc_class, message, _trace = reported[0]

@@ -47,7 +47,53 @@ def _none_or_list(column: list[Any]) -> list[Any] | None:
     return None if column.count(None) == len(column) else column
 
 
-class ConsumedBatch:
+def timestamp_columns(messages: Sequence[Any]) -> tuple[Any, Any]:
+    """``(timestamps, timestamp types)`` of confluent-kafka messages, as columns (a type
+    shared by all is stored once; no timestamp at all is None)."""
+    stamps = [m.timestamp() for m in messages]
+    types = _shared([stamp[0] for stamp in stamps])
+    if types == 0:  # TIMESTAMP_NOT_AVAILABLE throughout
+        return None, types
+    if type(types) is int:
+        return [stamp[1] for stamp in stamps], types
+    return [stamp[1] if stamp[0] else None for stamp in stamps], types
+
+
+class _Columns:
+    """What both batch classes do with their columns (each sets ``size`` and its columns)."""
+
+    __slots__ = ()
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    def column(self, name: str) -> Iterable[Any]:
+        """One field per record, in order (a shared value, or None, repeated)."""
+        values = getattr(self, name)
+        return values if type(values) is list else repeat(values, self.size)
+
+    def _zip(self, names: Sequence[str], *first: Iterable[Any]) -> Iterator[Any]:
+        """One tuple per record: ``first`` (iterables), then the columns ``names``."""
+        return zip(*first, *(self.column(name) for name in names), strict=True)
+
+
+# The columns of a :data:`Row`, in its order.
+ROW_FIELDS = (
+    "topics",
+    "partitions",
+    "offsets",
+    "timestamps",
+    "timestamp_types",
+    "keys",
+    "values",
+    "headers",
+)
+# The columns of a :data:`ProducedRow` after its sequence number, in its order.
+PRODUCED_ROW_FIELDS = ("topics", "partitions", "keys", "values", "headers", "timestamps")
+
+
+class ConsumedBatch(_Columns):
     """Records consumed in one go, column by column (see the module docstring)."""
 
     __slots__ = (
@@ -93,14 +139,7 @@ class ConsumedBatch:
         """
         if not messages:
             return cls(0, [], [], [], [], [], [], [], [])
-        stamps = [m.timestamp() for m in messages]
-        types = _shared([stamp[0] for stamp in stamps])
-        if types == 0:  # TIMESTAMP_NOT_AVAILABLE throughout
-            timestamps: Any = None
-        elif type(types) is int:
-            timestamps = [stamp[1] for stamp in stamps]
-        else:
-            timestamps = [stamp[1] if stamp[0] else None for stamp in stamps]
+        timestamps, types = timestamp_columns(messages)
         return cls(
             len(messages),
             _shared([m.topic() for m in messages]),
@@ -154,28 +193,10 @@ class ConsumedBatch:
     def from_wire(cls, wire: Sequence[Any]) -> ConsumedBatch:
         return cls(*wire)
 
-    def __len__(self) -> int:
-        return self.size
-
-    def column(self, name: str) -> Iterable[Any]:
-        """One field per record, in order (a shared value repeated)."""
-        values = getattr(self, name)
-        return values if type(values) is list else repeat(values, self.size)
-
     def rows(self) -> Iterator[Row]:
         """One ``(topic, partition, offset, timestamp, timestamp type, key, value, headers)``
         tuple per record, in order."""
-        return zip(
-            self.column("topics"),
-            self.column("partitions"),
-            self.offsets,
-            self.column("timestamps"),
-            self.column("timestamp_types"),
-            self.column("keys"),
-            self.values,
-            self.column("headers"),
-            strict=True,
-        )
+        return self._zip(ROW_FIELDS)
 
     def positions(self) -> dict[tuple[str, int], int]:
         """The offset after the last record of each topic partition in the batch."""
@@ -212,7 +233,7 @@ class ConsumedBatch:
 ProducedRow = tuple[int, "str | None", "int | None", Any, Any, Any, "int | None"]
 
 
-class ProducedBatch:
+class ProducedBatch(_Columns):
     """One ``poll()`` of a source task, converted, column by column (see the module docstring).
 
     ``seq`` is the first record's sequence number (the rest follow on: a task's acks name
@@ -284,9 +305,6 @@ class ProducedBatch:
     def from_wire(cls, wire: Sequence[Any]) -> ProducedBatch:
         return cls(*wire)
 
-    def __len__(self) -> int:
-        return self.size
-
     def slice(self, start: int, end: int) -> ProducedBatch:
         """Records ``start`` to ``end`` (exclusive) as a batch of their own: an exactly-once
         task's transaction boundaries fall between records (shared columns stay shared)."""
@@ -305,20 +323,88 @@ class ProducedBatch:
             part(self.timestamps),
         )
 
-    def column(self, name: str) -> Iterable[Any]:
-        """One field per record, in order (a shared value, or None, repeated)."""
-        values = getattr(self, name)
-        return values if type(values) is list else repeat(values, self.size)
-
     def rows(self) -> Iterator[ProducedRow]:
         """One ``(seq, topic, partition, key, value, headers, timestamp)`` tuple per record."""
-        return zip(
-            range(self.seq, self.seq + self.size),
-            self.column("topics"),
-            self.column("partitions"),
-            self.column("keys"),
-            self.values,
-            self.column("headers"),
-            self.column("timestamps"),
-            strict=True,
-        )
+        return self._zip(PRODUCED_ROW_FIELDS, range(self.seq, self.seq + self.size))
+
+
+# First entry of a :class:`MessageBatch`'s wire, where a :class:`ConsumedBatch`'s has its size
+# (an int), so :meth:`ConsumedBatch.from_wire` tells them apart.
+MESSAGES = "messages"
+
+
+class MessageBatch:
+    """Consumed records as the consumer's own message objects, read only where needed.
+
+    For a channel that passes objects rather than bytes (the data path in the plugin host,
+    ``isolation/direct.py``): the sink runner reads the fields a put() needs straight from the
+    messages, and nothing builds a column of a field no one reads. ``topic`` and
+    ``partition`` are the topic and partition of every message when the consumer knows them
+    to be shared (one topic subscribed, one partition assigned), else None. Anything else
+    (rows for error reports, records taken back) uses :attr:`columns`, the
+    :class:`ConsumedBatch` of the same messages, made on first use.
+    """
+
+    __slots__ = ("messages", "size", "topic", "partition", "_columns")
+
+    def __init__(self, messages: list[Any], topic: str | None, partition: int | None) -> None:
+        self.messages = messages
+        self.size = len(messages)
+        self.topic = topic
+        self.partition = partition
+        self._columns: ConsumedBatch | None = None
+
+    @property
+    def columns(self) -> ConsumedBatch:
+        columns = self._columns
+        if columns is None:
+            columns = self._columns = ConsumedBatch.from_messages(self.messages)
+        return columns
+
+    def __len__(self) -> int:
+        return self.size
+
+    def wire(self) -> tuple[Any, ...]:
+        """What crosses a channel that passes objects (never pickled)."""
+        return (MESSAGES, self.messages, self.topic, self.partition)
+
+    def offsets(self) -> Sequence[int]:
+        """Each message's offset: a range when they follow on (no gap: the usual case)."""
+        messages = self.messages
+        first, last = messages[0].offset(), messages[-1].offset()
+        if self.partition is not None and last - first + 1 == self.size:
+            return range(first, last + 1)  # offsets in one partition only ever increase
+        return [m.offset() for m in messages]
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        """As :meth:`ConsumedBatch.positions`."""
+        if not self.size:
+            return {}
+        if self.topic is not None and self.partition is not None:
+            return {(self.topic, self.partition): self.messages[-1].offset() + 1}
+        return self.columns.positions()
+
+    def rows(self) -> Iterator[Row]:
+        return self.columns.rows()
+
+    def without(
+        self, partitions: set[tuple[str, int]]
+    ) -> tuple[ConsumedBatch | MessageBatch, dict[tuple[str, int], int]]:
+        """As :meth:`ConsumedBatch.without` (a batch that loses records becomes columns)."""
+        if not self.size:
+            return self, {}
+        if self.topic is not None and self.partition is not None:
+            if (self.topic, self.partition) not in partitions:
+                return self, {}
+            return ConsumedBatch.from_messages([]), {
+                (self.topic, self.partition): self.messages[0].offset()
+            }
+        batch, first = self.columns.without(partitions)
+        return (self, first) if batch is self._columns else (batch, first)
+
+
+def from_wire(wire: Sequence[Any]) -> ConsumedBatch | MessageBatch:
+    """The batch a put() wire carries, of either kind."""
+    if type(wire[0]) is str:
+        return MessageBatch(*wire[1:])
+    return ConsumedBatch(*wire)

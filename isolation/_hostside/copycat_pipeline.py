@@ -18,7 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
-from copycat_batch import ConsumedBatch, ProducedBatch
+import copycat_sink_columns as sink_columns
+from copycat_batch import ConsumedBatch, MessageBatch, ProducedBatch
+from copycat_batch import from_wire as batch_from_wire
 from copycat_errors import (
     HEADER_CONVERTER,
     KEY_CONVERTER,
@@ -43,9 +45,11 @@ from plugin_api import (
     RecordMetadata,
     RetriableException,
     SinkRecord,
+    SinkRecordBatch,
     SinkTask,
     SinkTaskContext,
     SourceRecord,
+    SourceRecordBatch,
     SourceTask,
     SourceTaskContext,
     TimestampType,
@@ -68,22 +72,6 @@ class RetriablePut(RetriableException):
 
 
 _TIMESTAMP_TYPES = list(TimestampType)
-# Values that records may share: nothing a task or SMT does to one record changes another.
-_IMMUTABLE = frozenset({type(None), str, bytes, int, float, bool})
-
-
-def _convert_column(
-    converter: Converter | None, topic: str, data: list[Any], headers: list[Headers | None]
-) -> Any:
-    """``(schema, value)`` per entry of ``data``: the converter's batch method where it has one
-    (a converter need not derive from plugin_api's Converter), else one call per entry."""
-    if converter is None:
-        return zip(itertools.repeat(None), data)
-    batch = getattr(converter, "to_connect_data_batch", None)
-    if batch is not None:
-        return batch(topic, data, headers)
-    convert = converter.to_connect_data
-    return [convert(topic, value, h) for value, h in zip(data, headers, strict=True)]
 
 
 def _make_chain(stages: Iterable[TransformStage]) -> Callable[[Any], Any] | None:
@@ -242,7 +230,12 @@ class SourceRunner:
         if self.wants_acks:
             self._in_flight.update(zip(range(seq, seq + size), records, strict=True))
         failures: list[tuple[Any, ...]] = []
-        batch = self._convert_columns(seq, records) if self._by_column else None
+        batch = None
+        if self._by_column:
+            if type(records) is SourceRecordBatch:
+                batch = self._convert_batch(seq, records)
+            else:
+                batch = self._convert_columns(seq, records)
         if batch is None:
             batch = self._convert_rows(seq, records, failures)
         offsets = _last_offsets(records)
@@ -251,7 +244,33 @@ class SourceRunner:
         boundaries = _record_boundaries(transactions, records)
         return batch.wire(), failures, offsets, boundaries + batch_boundary(transactions, offsets)
 
-    def _convert_columns(self, seq: int, records: list[SourceRecord]) -> ProducedBatch | None:
+    def _convert_batch(self, seq: int, records: SourceRecordBatch) -> ProducedBatch | None:
+        """A :class:`SourceRecordBatch` converted by column without building its records: the
+        shared key once (converters are pure functions of their input), the values with
+        ``Converter.from_connect_data_batch``. None, as :meth:`_convert_columns`, when a
+        converter raised: the records are then built and converted one by one."""
+        size, topic = len(records), records.topic
+        kc, vc = self.pipeline.key_converter, self.pipeline.value_converter
+        key, values = records.key, records.values
+        try:
+            if kc is not None:
+                key = kc.from_connect_data(topic, records.key_schema, key, None)
+            if vc is not None:
+                values = vc.from_connect_data_batch(
+                    topic, [records.value_schema] * size, values, [None] * size
+                )
+        except Exception:  # noqa: BLE001 - record by record, to name the record at fault
+            return None
+        if type(values) is not list or vc is None:  # a list of our own (the task may reuse its)
+            values = list(values)
+        if len(values) != size:
+            return None
+        keys = None if key is None else [key] * size
+        return ProducedBatch(
+            size, seq, topic, records.kafka_partition, keys, values, None, records.timestamp
+        )
+
+    def _convert_columns(self, seq: int, records: Sequence[SourceRecord]) -> ProducedBatch | None:
         """The usual batch (no transforms, one topic, no headers) converted a column at a
         time (``Converter.from_connect_data_batch``), or None when it is not that batch or a
         converter raised: then :meth:`_convert_rows` converts it record by record, so that a
@@ -295,7 +314,7 @@ class SourceRunner:
         )
 
     def _convert_rows(
-        self, seq: int, records: list[SourceRecord], failures: list[tuple[Any, ...]]
+        self, seq: int, records: Sequence[SourceRecord], failures: list[tuple[Any, ...]]
     ) -> ProducedBatch:
         """Transform and convert record by record; tolerated failures go to ``failures``."""
         convert = self._convert
@@ -402,10 +421,11 @@ def _empty_poll(transactions: HostTransactionContext | None) -> tuple[Any, ...]:
 
 
 def _record_boundaries(
-    transactions: HostTransactionContext, records: list[SourceRecord]
+    transactions: HostTransactionContext, records: Sequence[SourceRecord]
 ) -> list[tuple[int, str, list[tuple[Any, Any]]]]:
     """The boundaries the task asked for after some of ``records``: ``(index, action, offsets
-    of the records up to it, the last per source partition)``, in record order."""
+    of the records up to it, the last per source partition)``, in record order (a
+    SourceRecordBatch's records are built here: the task named some of them)."""
     if not transactions.any_record_requests:
         return []
     boundaries: list[tuple[int, str, list[tuple[Any, Any]]]] = []
@@ -420,10 +440,14 @@ def _record_boundaries(
     return boundaries
 
 
-def _last_offsets(records: list[SourceRecord]) -> list[tuple[Any, Any]]:
+def _last_offsets(records: Sequence[SourceRecord]) -> list[tuple[Any, Any]]:
     """``(source partition, source offset)`` of the last record of each source partition.
     Usually the whole batch has one partition object (checked at C speed); else record by
-    record, partitions compared by value."""
+    record, partitions compared by value. A SourceRecordBatch has one, and its last offset
+    is read without building its records."""
+    if type(records) is SourceRecordBatch:
+        partition = records.source_partition
+        return [] if partition is None else [(partition, records.last_source_offset)]
     partitions = [r.source_partition for r in records]
     first = partitions[0]
     if partitions.count(first) == len(partitions):
@@ -557,15 +581,16 @@ class SinkRunner:
             context._reporter.task_class = f"{type(task).__module__}.{type(task).__qualname__}"
 
     def put(self, wire: Sequence[Any]) -> tuple[Any, ...]:
-        """``wire`` is a :class:`ConsumedBatch`'s :meth:`~ConsumedBatch.wire` tuple.
+        """``wire`` is a :class:`ConsumedBatch`'s or :class:`MessageBatch`'s ``wire()``.
 
         Returns the task's :class:`SinkActions`, whose ``failed`` lists each record whose
         conversion or transformation failed and was tolerated (it is not put).
         """
-        batch = ConsumedBatch.from_wire(wire)
-        records: list[SinkRecord] = []
+        batch = batch_from_wire(wire)
         failed: list[tuple[Any, ...]] = []
-        if not self._convert_columns(batch, records, failed):
+        records = self._by_column(batch, failed)
+        if records is None:
+            built: list[SinkRecord] = []
             convert = self._convert
             for row in batch.rows():
                 try:
@@ -573,7 +598,8 @@ class SinkRunner:
                 except StageFailure as failure:
                     record = self._recover(row, failure, failed)
                 if record is not None:
-                    records.append(record)
+                    built.append(record)
+            records = SinkRecordBatch.of(built)
         try:
             self.task.put(records)
         except RetriableException as exc:
@@ -597,95 +623,38 @@ class SinkRunner:
             return None
         return record  # type: ignore[no-any-return]
 
-    def _convert_columns(
-        self, batch: ConsumedBatch, records: list[SinkRecord], failed: list[tuple[Any, ...]]
-    ) -> bool:
-        """Convert a batch of one topic and no headers column by column: each converter sees
-        a whole column at once (``Converter.to_connect_data_batch``) and records are built
-        without a constructor call. Returns False, having added nothing, when the batch does
-        not qualify or a converter raised on a column: the per-record path then converts it
-        again and attributes the failure to its record.
-        """
-        topic = batch.topics
-        size = batch.size
-        if type(topic) is not str or batch.headers is not None or not size:
-            return False
-        pipeline = self.pipeline
-        no_headers: list[Headers | None] = [None] * size
-        kc, vc = pipeline.key_converter, pipeline.value_converter
+    def _by_column(
+        self, batch: ConsumedBatch | MessageBatch, failed: list[tuple[Any, ...]]
+    ) -> SinkRecordBatch | None:
+        """The put() batch converted column by column (:mod:`copycat_sink_columns`), or None,
+        having added nothing to ``failed``, when the batch does not qualify or a converter
+        raised on a column: the per-record path then converts it again and attributes the
+        failure to its record. Without transforms the records are built when first read."""
+        prepared = sink_columns.prepare(batch)
+        if prepared is None:
+            return None
+        converters = (self.pipeline.key_converter, self.pipeline.value_converter)
         try:
-            if type(batch.keys) is list:
-                key_pairs = _convert_column(kc, topic, batch.keys, no_headers)
-            elif kc is None:
-                key_pairs = itertools.repeat((None, batch.keys), size)
-            else:
-                # One key for the whole batch (usually none): converters are pure functions
-                # of their input (plugin_api.Converter), so it is converted once, and shared
-                # by the records if immutable (a task may change a record's map in place).
-                pair = kc.to_connect_data(topic, batch.keys, None)
-                if type(pair[1]) in _IMMUTABLE:
-                    key_pairs = itertools.repeat(pair, size)
-                else:
-                    key_pairs = _convert_column(kc, topic, [batch.keys] * size, no_headers)
-            value_pairs = _convert_column(vc, topic, batch.values, no_headers)
-        except Exception:
-            return False
-        for converter, pairs in ((kc, key_pairs), (vc, value_pairs)):
-            if type(pairs) is list and len(pairs) != size:  # zip() would drop records
-                raise ConnectException(
-                    f"{type(converter).__qualname__}.to_connect_data_batch returned "
-                    f"{len(pairs)} results for {size} records of topic {topic}"
-                )
-        types = batch.timestamp_types
-        type_column: Iterable[Any]
-        if type(types) is list:
-            type_column = [_TIMESTAMP_TYPES[t] for t in types]
-        else:
-            type_column = itertools.repeat(_TIMESTAMP_TYPES[types], size)
+            key_pairs, schemas, values = sink_columns.convert(prepared, *converters)
+        except sink_columns.BatchSizeError:
+            raise
+        except Exception:  # noqa: BLE001 - record by record, to name the record at fault
+            return None
         transform = self._transform
-        new, cls, append = object.__new__, SinkRecord, records.append
-        for index, partition, offset, timestamp, timestamp_type, (key_schema, key), (
-            value_schema,
-            value,
-        ) in zip(
-            itertools.count(),
-            batch.column("partitions"),
-            batch.offsets,
-            batch.column("timestamps"),
-            type_column,
-            key_pairs,
-            value_pairs,
-        ):
-            # SinkRecord's constructor, inlined (a third of the per-record cost otherwise);
-            # tests/unit/isolation/test_sink_columns.py checks it sets every slot as the
-            # constructor does.
-            record = new(cls)
-            record.topic = topic
-            record.kafka_partition = partition
-            record.key_schema = key_schema
-            record.key = key
-            record.value_schema = value_schema
-            record.value = value
-            record.timestamp = timestamp
-            record._headers = None
-            record.kafka_offset = offset
-            record.timestamp_type = timestamp_type
-            record.original_topic = topic
-            record.original_kafka_partition = partition
-            record.original_kafka_offset = offset
-            if transform is not None:
-                try:
-                    record = transform(record)
-                except StageFailure as failure:
-                    row = next(itertools.islice(batch.rows(), index, None))
-                    recovered = self._recover(row, failure, failed)
-                    if recovered is None:
-                        continue
-                    record = recovered
-                if record is None:
-                    continue
-            append(record)
-        return True
+        if transform is None:
+            deferred: SinkRecordBatch = sink_columns.deferred(prepared, key_pairs, schemas, values)
+            return deferred
+        records: list[SinkRecord] = []
+        built = sink_columns.build(prepared, key_pairs, schemas, values)
+        for index, record in enumerate(built):
+            try:
+                transformed = transform(record)
+            except StageFailure as failure:
+                row = next(itertools.islice(batch.rows(), index, None))
+                transformed = self._recover(row, failure, failed)
+            if transformed is not None:
+                records.append(transformed)
+        return SinkRecordBatch.of(records)
 
     def _make_converter(self) -> Callable[[tuple[Any, ...]], SinkRecord | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""

@@ -8,6 +8,7 @@ Modules:
     errors: The exception tree.
     data: Schemas, structs and logical types.
     records: Source/sink records and headers.
+    batches: Batches of records readable (sink) or writable (source) by column.
     config: ConfigDef, validators and typed configs.
     connector: Connector and task base classes and their contexts.
     components: Converters, transforms, predicates, config providers.
@@ -16,6 +17,7 @@ Modules:
 
 from __future__ import annotations
 
+from plugin_api.batches import SinkRecordBatch, SourceRecordBatch
 from plugin_api.components import (
     ConfigData,
     ConfigProvider,
@@ -175,7 +177,9 @@ __all__ = [
     "Header",
     "Headers",
     "SinkRecord",
+    "SinkRecordBatch",
     "SourceRecord",
+    "SourceRecordBatch",
     "TimestampType",
     "TopicPartition",
     # config

@@ -113,6 +113,21 @@ class Converter(Versioned, ABC):
             for value, record_headers in zip(data, headers, strict=True)
         ]
 
+    def to_connect_data_column(
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
+    ) -> tuple[Schema | None, Sequence[object]] | None:
+        """Deserialize a batch whose values all get the same schema: ``(that schema, one value
+        per entry of data)``, or None when this converter cannot say so for this batch (the
+        runtime then calls :meth:`to_connect_data_batch`).
+
+        Optional (the default returns None): a sink with small records spends as much on a
+        ``(schema, value)`` pair per record, and on taking it apart again, as on decoding
+        100 bytes. Each value must equal what :meth:`to_connect_data` gives for its record,
+        and the schema what it gives for every one of them. Errors are treated as in
+        :meth:`to_connect_data_batch`. The runtime calls it for batches without headers.
+        """
+        return None
+
     def config(self) -> ConfigDef:
         """Return the definition of the converter's settings (default: none)."""
         return ConfigDef()

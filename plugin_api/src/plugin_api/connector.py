@@ -309,8 +309,12 @@ class SourceTask(Task):
         self.context = context
 
     @abstractmethod
-    def poll(self) -> list[SourceRecord] | None:
+    def poll(self) -> Sequence[SourceRecord] | None:
         """Return the next batch of records, or ``None``/``[]`` when nothing is ready.
+
+        A list, or a :class:`~plugin_api.SourceRecordBatch` for records that share all but
+        their value and source offset (the runtime then converts and produces them by
+        column, without a record object each).
 
         Called repeatedly on the task's thread. May block briefly (e.g. up to
         a second) waiting for data, but must return regularly so the task can
@@ -402,6 +406,10 @@ class SinkTask(Task):
     @abstractmethod
     def put(self, records: Sequence[SinkRecord]) -> None:
         """Write (or buffer) a batch of records.
+
+        ``records`` is a read-only sequence: usually a :class:`~plugin_api.SinkRecordBatch`,
+        whose records are built when first read and whose ``values`` a task that writes
+        values only can read without building any; a list elsewhere (tests, harnesses).
 
         Called on the task's thread with each consumed batch (possibly empty).
         May block on the external system. Raise RetriableException to have the

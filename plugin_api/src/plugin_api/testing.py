@@ -16,6 +16,7 @@ from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
 from plugin_api._schema import Schema, SchemaAndValue
+from plugin_api.batches import SinkRecordBatch
 from plugin_api.components import Converter, Transformation
 from plugin_api.connector import (
     Connector,
@@ -317,8 +318,9 @@ def run_sink_task(
     """Deliver ``records`` to a sink task in batches, then commit and close.
 
     Lifecycle: initialize, start, open(partitions of the records), put per
-    batch (a batch raising RetriableException is redelivered up to
-    ``MAX_PUT_RETRIES`` times), pre_commit(next offsets), close, stop.
+    batch (a :class:`~plugin_api.SinkRecordBatch`, as the runtime's; a batch raising
+    RetriableException is redelivered up to ``MAX_PUT_RETRIES`` times), pre_commit(next
+    offsets), close, stop.
 
     A partition the task rewinds in ``start()`` or ``open()`` (``context.offset()``, as an
     exactly-once sink does from what its target holds) is delivered from that offset on:
@@ -348,7 +350,7 @@ def run_sink_task(
             batch = records[start : start + batch_size]
             for attempt in range(MAX_PUT_RETRIES + 1):
                 try:
-                    task.put(batch)
+                    task.put(SinkRecordBatch.of(batch))  # what the runtime hands to put()
                     break
                 except RetriableException:
                     if attempt == MAX_PUT_RETRIES:

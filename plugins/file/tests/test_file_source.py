@@ -9,12 +9,16 @@ from pathlib import Path
 import pytest
 from copycat_file import FileStreamSourceConnector, FileStreamSourceTask, __version__
 from copycat_file import source as source_module
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from plugin_api.testing import MockSourceTaskContext
 
 from plugin_api import (
     STRING_SCHEMA,
     ConfigException,
     ExactlyOnceSupport,
+    SourceRecord,
+    SourceRecordBatch,
     run_connector,
     run_source_task,
 )
@@ -180,3 +184,54 @@ def test_a_large_file_is_read_whole_and_in_order(tmp_path: Path) -> None:
     finally:
         task.stop()
     assert values == [f"{i:099d}" for i in range(count)]
+
+
+line_text = st.text(alphabet=st.sampled_from(["a", "z", " ", "é", "€", "\r", "\x00"]), max_size=6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(line_text, min_size=1, max_size=12),
+    batch_size=st.integers(1, 5),
+    crlf=st.booleans(),
+)
+def test_batched_polls_give_the_records_of_one_record_per_line(
+    tmp_path_factory: pytest.TempPathFactory, lines: list[str], batch_size: int, crlf: bool
+) -> None:
+    """poll() returns SourceRecordBatches (offsets made on demand); read as records they are
+    exactly one SourceRecord per line with the byte position after its newline."""
+    path = tmp_path_factory.mktemp("lines") / "in.txt"
+    data = "".join(line + ("\r\n" if crlf else "\n") for line in lines).encode()
+    path.write_bytes(data)
+    task = started_task(path, **{"batch.size": str(batch_size)})
+    polled = []
+    while len(polled) < len(lines):
+        batch = task.poll()
+        assert isinstance(batch, SourceRecordBatch) and len(batch) <= batch_size
+        if batch:
+            assert batch.last_source_offset == batch[-1].source_offset
+        polled.extend(batch)
+    task.stop()
+    position, expected = 0, []
+    for raw in data.split(b"\n")[:-1]:
+        position += len(raw) + 1
+        text = (raw[:-1] if raw.endswith(b"\r") else raw).decode("utf-8", "replace")
+        expected.append(
+            SourceRecord(
+                {"filename": str(path)},
+                {"position": position},
+                "lines",
+                None,
+                None,
+                None,
+                STRING_SCHEMA,
+                text,
+                polled[0].timestamp,
+            )
+        )
+    assert [r.timestamp is not None for r in polled] == [True] * len(polled)
+    assert [dict(r.source_offset) for r in polled] == [r.source_offset for r in expected]
+    assert [r.value for r in polled] == [r.value for r in expected]
+    assert [(r.topic, r.source_partition, r.value_schema) for r in polled] == [
+        (r.topic, r.source_partition, r.value_schema) for r in expected
+    ]

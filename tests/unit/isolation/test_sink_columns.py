@@ -136,6 +136,9 @@ def test_a_converter_without_a_batch_method_is_called_per_record() -> None:
 
 def test_a_batch_method_returning_too_few_results_fails_the_put() -> None:
     class ShortConverter(StringConverter):
+        def to_connect_data_column(self, topic: str, data: Any, headers: Any) -> Any:
+            return None  # cannot say: the runtime asks to_connect_data_batch
+
         def to_connect_data_batch(self, topic: str, data: Any, headers: Any) -> Any:
             return super().to_connect_data_batch(topic, data[:-1], headers[:-1])
 
@@ -146,6 +149,21 @@ def test_a_batch_method_returning_too_few_results_fails_the_put() -> None:
         "results for 5 records of topic orders",
     ):
         runner.put(ConsumedBatch.from_rows(_rows(5)).wire())
+
+
+def test_a_column_method_returning_too_few_values_fails_the_put() -> None:
+    class ShortColumn(StringConverter):
+        def to_connect_data_column(self, topic: str, data: Any, headers: Any) -> Any:
+            schema, values = super().to_connect_data_column(topic, data, headers)
+            return schema, values[:-2]
+
+    runner, task = _runner(None, _converter(ShortColumn))
+    with pytest.raises(
+        ConnectException,
+        match="ShortColumn.to_connect_data_column returned 3 results for 5 records of topic orders",
+    ):
+        runner.put(ConsumedBatch.from_rows(_rows(5)).wire())
+    assert task.records == []
 
 
 def test_a_bad_record_in_a_column_is_reported_against_its_offset() -> None:

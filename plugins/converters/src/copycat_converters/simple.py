@@ -150,6 +150,19 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
         convert = self.to_connect_data
         return [convert(topic, value, None) for value in data]
 
+    def to_connect_data_column(
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
+    ) -> tuple[Schema | None, Sequence[object]] | None:
+        """``(OPTIONAL_STRING_SCHEMA, decoded texts)`` in one pass when all entries are UTF-8
+        ``bytes``; None otherwise (nulls, other encodings, invalid UTF-8: see
+        :meth:`to_connect_data_batch`)."""
+        if self._utf8:
+            try:
+                return OPTIONAL_STRING_SCHEMA, list(map(bytes.decode, data))  # type: ignore[arg-type]
+            except (TypeError, UnicodeDecodeError):
+                pass
+        return None
+
     def from_connect_header(
         self, topic: str, header_key: str, schema: Schema | None, value: object
     ) -> bytes | None:
@@ -204,6 +217,12 @@ class ByteArrayConverter(VersionedPlugin, Converter, HeaderConverter):
     ) -> Sequence[tuple[Schema | None, object]]:
         """:meth:`to_connect_data` of each entry, as plain pairs."""
         return list(zip(repeat(OPTIONAL_BYTES_SCHEMA), data))
+
+    def to_connect_data_column(
+        self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
+    ) -> tuple[Schema | None, Sequence[object]] | None:
+        """``(OPTIONAL_BYTES_SCHEMA, the data as it is)``."""
+        return OPTIONAL_BYTES_SCHEMA, list(data)
 
     def from_connect_header(
         self, topic: str, header_key: str, schema: Schema | None, value: object

@@ -25,6 +25,7 @@ from plugin_api import (
     Importance,
     SinkConnector,
     SinkRecord,
+    SinkRecordBatch,
     SinkTask,
     Task,
     TopicPartition,
@@ -75,9 +76,13 @@ def lines_text(records: Sequence[SinkRecord]) -> str:
 
     One join per batch: a per-record f"{value}\\n" costs more than the write itself for 1 KiB
     lines. A batch of strings (the usual case) is checked with one C-level pass and taken as
-    it is.
+    it is. A :class:`SinkRecordBatch` (what the runtime hands to put()) gives its values
+    without building a record each.
     """
-    lines = [record.value for record in records]
+    if isinstance(records, SinkRecordBatch):
+        lines = list(records.values)  # no record objects built for a batch of strings
+    else:
+        lines = [record.value for record in records]
     if set(map(type, lines)) != _ONLY_STR:
         lines = [
             value if type(value) is str else java_text(value, record.value_schema)

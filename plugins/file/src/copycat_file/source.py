@@ -21,8 +21,9 @@ import select
 import sys
 import threading
 import time
-from collections.abc import Mapping
-from typing import Any, BinaryIO
+from collections.abc import Mapping, Sequence
+from itertools import accumulate
+from typing import Any, BinaryIO, overload
 
 from copycat_file._connector import ConfiguredConnector
 from copycat_file._version import __version__
@@ -37,7 +38,7 @@ from plugin_api import (
     NonEmptyString,
     Range,
     SourceConnector,
-    SourceRecord,
+    SourceRecordBatch,
     SourceTask,
     Task,
 )
@@ -149,6 +150,47 @@ class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
         return True
 
 
+class _Positions(Sequence[dict[str, int]]):
+    """The source offset after each line of one poll (``{"position": byte after its
+    newline}``), made on demand: the runtime reads only the last one unless it builds the
+    records, so a poll costs no dict per line."""
+
+    __slots__ = ("_start", "_lines", "_ends", "end")
+
+    def __init__(self, start: int, lines: Sequence[str | bytes]) -> None:
+        """``lines``: the poll's lines as read (bytes, or str of ASCII), without newlines."""
+        self._start = start
+        self._lines = lines
+        self._ends: list[int] | None = None
+        self.end = start + sum(map(len, lines)) + len(lines)
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, int]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, int]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, int] | list[dict[str, int]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        size = len(self._lines)
+        if index < 0:
+            index += size
+        if not 0 <= index < size:
+            raise IndexError("line index out of range")
+        if index == size - 1:
+            return {POSITION_FIELD: self.end}
+        ends = self._ends
+        if ends is None:  # each line's length plus its newline, summed up
+            ends = self._ends = list(
+                accumulate(map((1).__add__, map(len, self._lines)), initial=self._start)
+            )
+        return {POSITION_FIELD: ends[index + 1]}
+
+
 class FileStreamSourceTask(SourceTask):
     """Tails the file, returning up to ``batch.size`` lines per poll.
 
@@ -200,71 +242,43 @@ class FileStreamSourceTask(SourceTask):
             )
         self._position = position or 0
 
-    def poll(self) -> list[SourceRecord] | None:
-        """Return up to ``batch.size`` complete new lines.
+    def poll(self) -> SourceRecordBatch | None:
+        """Return up to ``batch.size`` complete new lines, as one :class:`SourceRecordBatch`
+        (the runtime converts and produces its values by column; its records, equal to
+        Kafka's, are built only if something reads them).
 
-        ``[]`` after a short wait if there are none.
+        An empty batch after a short wait if there are none.
 
         Raises:
             ConnectException: If the file exists but cannot be read.
         """
+        topic = self._topic
         if self._next_line >= len(self._lines) and not self._fill():
             self._stopping.wait(IDLE_WAIT_SECONDS)
-            return []
+            return SourceRecordBatch(None, None, topic, [])
         start = self._next_line
         lines = self._lines[start : start + self._batch_size]
         self._next_line = start + len(lines)
-        topic = self._topic
-        partition = self._partition
         timestamp = int(time.time() * 1000)
-        records = []
-        append = records.append
-        if partition is None:  # stdin: no offsets to track
-            for raw in lines:
-                if not self._plain_ascii:
-                    raw = (raw[:-1] if raw[-1:] == b"\r" else raw).decode("utf-8", "replace")
-                append(
-                    SourceRecord(None, None, topic, None, None, None, STRING_SCHEMA, raw, timestamp)
-                )
-            return records
-        position = self._position
         if self._plain_ascii:  # lines already decoded; characters == bytes
-            for text in lines:
-                position += len(text) + 1
-                append(
-                    SourceRecord(
-                        partition,
-                        {POSITION_FIELD: position},
-                        topic,
-                        None,
-                        None,
-                        None,
-                        STRING_SCHEMA,
-                        text,
-                        timestamp,
-                    )
-                )
-            self._position = position
-            return records
-        for raw in lines:
-            position += len(raw) + 1
-            if raw[-1:] == b"\r":
-                raw = raw[:-1]
-            append(
-                SourceRecord(
-                    partition,
-                    {POSITION_FIELD: position},
-                    topic,
-                    None,
-                    None,
-                    None,
-                    STRING_SCHEMA,
-                    raw.decode("utf-8", "replace"),
-                    timestamp,
-                )
-            )
-        self._position = position
-        return records
+            values = lines
+        else:
+            values = [
+                (raw[:-1] if raw[-1:] == b"\r" else raw).decode("utf-8", "replace") for raw in lines
+            ]
+        partition = self._partition
+        offsets = None
+        if partition is not None:  # stdin has no offsets to track
+            offsets = _Positions(self._position, lines)
+            self._position = offsets.end
+        return SourceRecordBatch(
+            partition,
+            offsets,
+            topic,
+            values,
+            value_schema=STRING_SCHEMA,
+            timestamp=timestamp,
+        )
 
     def _fill(self) -> bool:
         """Read until at least one complete line is buffered; False if none is available now."""

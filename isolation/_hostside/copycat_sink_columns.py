@@ -1,0 +1,232 @@
+"""A sink put() converted a column at a time, its records built only when read (stdlib +
+plugin_api only; imported by the plugin host as a top-level module).
+
+The usual put() batch (one topic, no headers) goes through here: each converter sees a whole
+column at once (``Converter.to_connect_data_batch``) and, without transforms, the task gets a
+:class:`~plugin_api.SinkRecordBatch` whose records are built only if the task reads one (a
+task that writes values only, such as FileStreamSink, reads :attr:`SinkRecordBatch.values`
+and never pays for them: ~0.2 us per record here, more than a bare consumer loop's whole
+Python work per 100 B record). With the data path in the host the batch is the consumer's
+own messages (:class:`copycat_batch.MessageBatch`), and only the fields a put() needs are
+read from them: values, keys and headers always; offsets, partitions and timestamps when the
+records are built.
+
+Anything else (headers, several topics, a converter refusing a column) returns None, and the
+runner converts record by record, attributing a failure to its record.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
+from typing import Any
+
+from copycat_batch import ConsumedBatch, MessageBatch, _none_or_list, _shared, timestamp_columns
+
+from plugin_api import (
+    ConnectException,
+    Converter,
+    Headers,
+    SinkRecord,
+    SinkRecordBatch,
+    TimestampType,
+)
+
+_TIMESTAMP_TYPES = list(TimestampType)
+# Values that records may share: nothing a task or SMT does to one record changes another.
+_IMMUTABLE = frozenset({type(None), str, bytes, int, float, bool})
+_first = itemgetter(0)
+_second = itemgetter(1)
+
+# What a record needs beyond its key and value, read when the records are built:
+# (partitions, offsets, timestamps, timestamp types), each a column or a shared value.
+Fields = tuple[Any, Sequence[int], Any, Any]
+
+
+class Prepared:
+    """One batch's topic, keys and values, and how to read the rest (:data:`Fields`)."""
+
+    __slots__ = ("topic", "size", "keys", "values", "fields")
+
+    def __init__(
+        self, topic: str, size: int, keys: Any, values: list[Any], fields: Callable[[], Fields]
+    ) -> None:
+        self.topic = topic
+        self.size = size
+        self.keys = keys  # a list, or one value shared by every record
+        self.values = values
+        self.fields = fields
+
+
+def prepare(batch: ConsumedBatch | MessageBatch) -> Prepared | None:
+    """The batch's columns if it qualifies (one topic, no headers, not empty), else None."""
+    if type(batch) is MessageBatch:
+        return _prepare_messages(batch)
+    assert isinstance(batch, ConsumedBatch)
+    topic = batch.topics
+    if type(topic) is not str or batch.headers is not None or not batch.size:
+        return None
+    return Prepared(
+        topic,
+        batch.size,
+        batch.keys,
+        batch.values,
+        lambda: (batch.partitions, batch.offsets, batch.timestamps, batch.timestamp_types),
+    )
+
+
+def _prepare_messages(batch: MessageBatch) -> Prepared | None:
+    messages = batch.messages
+    if batch.topic is None:
+        return prepare(batch.columns)
+    if not batch.size or _none_or_list([m.headers() for m in messages]) is not None:
+        return None
+
+    def fields() -> Fields:
+        partition = batch.partition
+        if partition is None:
+            partition = _shared([m.partition() for m in messages])
+        timestamps, types = timestamp_columns(messages)
+        return partition, batch.offsets(), timestamps, types
+
+    return Prepared(
+        batch.topic,
+        batch.size,
+        _shared([m.key() for m in messages]),
+        [m.value() for m in messages],
+        fields,
+    )
+
+
+class BatchSizeError(ConnectException):
+    """A converter's batch method returned a column of the wrong length (zip() would
+    silently drop records): fails the put(), naming the method."""
+
+
+def _sized(converter: Any, method: str, answer: Any, size: int, topic: str) -> list[Any]:
+    """``answer`` as a list, checked to have ``size`` entries."""
+    column: list[Any] = answer if type(answer) is list else list(answer)
+    if len(column) != size:
+        raise BatchSizeError(
+            f"{type(converter).__qualname__}.{method} returned {len(column)} results for "
+            f"{size} records of topic {topic}"
+        )
+    return column
+
+
+def _convert_column(
+    converter: Converter | None, topic: str, data: list[Any], headers: list[Headers | None]
+) -> list[Any]:
+    """``(schema, value)`` per entry of ``data``: the converter's batch method where it has one
+    (a converter need not derive from plugin_api's Converter), else one call per entry."""
+    if converter is None:
+        return list(zip(itertools.repeat(None), data))
+    batch = getattr(converter, "to_connect_data_batch", None)
+    if batch is not None:
+        pairs = batch(topic, data, headers)
+        return _sized(converter, "to_connect_data_batch", pairs, len(data), topic)
+    convert = converter.to_connect_data
+    return [convert(topic, value, h) for value, h in zip(data, headers, strict=True)]
+
+
+def _convert_values(
+    converter: Converter | None, topic: str, data: list[Any], headers: list[Headers | None]
+) -> tuple[Any, list[Any]]:
+    """``(schemas, values)``: ``schemas`` one per value (a list) or one for all (not a list),
+    from ``Converter.to_connect_data_column`` where the converter has it and answers."""
+    if converter is None:
+        return None, data
+    column = getattr(converter, "to_connect_data_column", None)
+    if column is not None:
+        answer = column(topic, data, headers)
+        if answer is not None:
+            schema, values = answer
+            return schema, _sized(converter, "to_connect_data_column", values, len(data), topic)
+    pairs = _convert_column(converter, topic, data, headers)
+    return list(map(_first, pairs)), list(map(_second, pairs))
+
+
+def convert(
+    prepared: Prepared, key_converter: Converter | None, value_converter: Converter | None
+) -> tuple[Any, Any, list[Any]]:
+    """``(key pairs, value schemas, values)``: key pairs are ``(schema, key)`` per record or
+    one pair (a tuple) for all; value schemas one per record (a list) or one for all. Raises
+    whatever a converter raised (:class:`BatchSizeError` for a column of the wrong size)."""
+    topic, size, keys = prepared.topic, prepared.size, prepared.keys
+    no_headers: list[Headers | None] = [None] * size
+    kc = key_converter
+    key_pairs: Any
+    if type(keys) is list:
+        key_pairs = _convert_column(kc, topic, keys, no_headers)
+    elif kc is None:
+        key_pairs = (None, keys)
+    else:
+        # One key for the whole batch (usually none): converters are pure functions of their
+        # input (plugin_api.Converter), so it is converted once, and shared by the records if
+        # immutable (a task may change a record's map in place).
+        pair = kc.to_connect_data(topic, keys, None)
+        if type(pair[1]) in _IMMUTABLE:
+            key_pairs = tuple(pair)  # a plain tuple: one pair for all (a column is a list)
+        else:
+            key_pairs = _convert_column(kc, topic, [keys] * size, no_headers)
+    schemas, values = _convert_values(value_converter, topic, prepared.values, no_headers)
+    return key_pairs, schemas, values
+
+
+def _column(value: Any, size: int) -> Iterable[Any]:
+    return value if type(value) is list or type(value) is range else itertools.repeat(value, size)
+
+
+def build(prepared: Prepared, key_pairs: Any, schemas: Any, values: list[Any]) -> list[SinkRecord]:
+    """The SinkRecords, built without a constructor call (a third of the per-record cost
+    otherwise); tests/unit/isolation/test_sink_columns.py checks every slot is set as the
+    constructor sets it."""
+    topic, size = prepared.topic, prepared.size
+    partitions, offsets, timestamps, types = prepared.fields()
+    type_column: Iterable[Any]
+    if type(types) is list:
+        type_column = [_TIMESTAMP_TYPES[t] for t in types]
+    else:
+        type_column = itertools.repeat(_TIMESTAMP_TYPES[types], size)
+    if type(key_pairs) is tuple:
+        key_pairs = itertools.repeat(key_pairs, size)
+    records: list[SinkRecord] = []
+    new, cls, append = object.__new__, SinkRecord, records.append
+    columns = zip(
+        _column(partitions, size),
+        offsets,
+        _column(timestamps, size),
+        type_column,
+        key_pairs,
+        _column(schemas, size),
+        values,
+        strict=True,
+    )
+    for partition, offset, timestamp, timestamp_type, (
+        key_schema,
+        key,
+    ), value_schema, value in columns:
+        record = new(cls)
+        record.topic = topic
+        record.kafka_partition = partition
+        record.key_schema = key_schema
+        record.key = key
+        record.value_schema = value_schema
+        record.value = value
+        record.timestamp = timestamp
+        record._headers = None
+        record.kafka_offset = offset
+        record.timestamp_type = timestamp_type
+        record.original_topic = topic
+        record.original_kafka_partition = partition
+        record.original_kafka_offset = offset
+        append(record)
+    return records
+
+
+def deferred(
+    prepared: Prepared, key_pairs: Any, schemas: Any, values: list[Any]
+) -> SinkRecordBatch:
+    """The batch a task without transforms gets: values now, records when first read."""
+    return SinkRecordBatch(values, lambda: build(prepared, key_pairs, schemas, values))

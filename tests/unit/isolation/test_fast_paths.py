@@ -1,0 +1,368 @@
+"""The data path's column fast paths against the straightforward ones, on generated batches.
+
+* sink: a put() of the consumer's own messages (``MessageBatch``, the data path in the host)
+  and of their columns (``ConsumedBatch``, across a pipe) give the task exactly the records
+  of the per-record path (a ``SinkRecord`` constructed per message), the same failures, and
+  the batch's values without building records;
+* source: a ``SourceRecordBatch`` polled by column produces exactly the bytes, topics,
+  partitions, timestamps and offsets of the same records polled as a list.
+
+confluent-kafka's ``Message`` objects are made directly (its constructor takes every field).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import Message
+from copycat_converters.json_converter import JsonConverter
+from copycat_converters.simple import ByteArrayConverter, StringConverter
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from isolation.host import HOSTSIDE_DIR
+from plugin_api import (
+    STRING_SCHEMA,
+    SinkRecord,
+    SinkRecordBatch,
+    SinkTask,
+    SourceRecord,
+    SourceRecordBatch,
+    SourceTask,
+    Transformation,
+)
+
+sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host imports them
+from copycat_batch import ConsumedBatch, MessageBatch, ProducedBatch  # noqa: E402
+from copycat_errors import ErrorPolicy  # noqa: E402
+from copycat_pipeline import (  # noqa: E402
+    HostSinkTaskContext,
+    Pipeline,
+    SinkRunner,
+    SourceRunner,
+    TransformStage,
+)
+
+# Generated batches are small and many; the shared machine's load must not fail a case.
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOTS = sorted(
+    {slot for klass in SinkRecord.__mro__ for slot in klass.__dict__.get("__slots__", ())}
+)
+
+
+class KeepingSink(SinkTask):
+    """Keeps what each put() was given: the batch itself, and its records."""
+
+    def __init__(self) -> None:
+        self.batches: list[Sequence[SinkRecord]] = []
+
+    def version(self) -> str:
+        return "1"
+
+    def start(self, props: Any) -> None:
+        pass
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        self.batches.append(records)
+
+    def stop(self) -> None:
+        pass
+
+
+class Uppercase(Transformation):
+    """A transform that copies each record (upper-cases string values)."""
+
+    def configure(self, configs: Any) -> None:
+        pass
+
+    def apply(self, record: Any) -> Any:
+        value = record.value.upper() if isinstance(record.value, str) else record.value
+        return record.new_record(value=value)
+
+    def close(self) -> None:
+        pass
+
+
+def _converter(cls: type, is_key: bool, **configs: Any) -> Any:
+    converter = cls()
+    converter.configure(configs, is_key)
+    return converter
+
+
+CONVERTERS = {
+    "string": lambda is_key: _converter(StringConverter, is_key),
+    "bytes": lambda is_key: _converter(ByteArrayConverter, is_key),
+    "json": lambda is_key: _converter(JsonConverter, is_key, **{"schemas.enable": "false"}),
+}
+
+
+def _sink(name: str, transform: bool) -> tuple[SinkRunner, KeepingSink]:
+    task = KeepingSink()
+    stages = [TransformStage("up", Uppercase())] if transform else []
+    runner = SinkRunner(
+        task,
+        Pipeline(CONVERTERS[name](True), CONVERTERS[name](False), None, stages),
+        HostSinkTaskContext({}, False),
+        ErrorPolicy({"errors.tolerance": "all"}),
+    )
+    return runner, task
+
+
+def _slots(record: SinkRecord) -> dict[str, Any]:
+    return {slot: getattr(record, slot) for slot in SLOTS}
+
+
+payloads = st.one_of(
+    st.none(),
+    st.binary(max_size=12),
+    st.text(max_size=8).map(str.encode),
+    st.integers(-5, 5).map(lambda i: str(i).encode()),
+)
+
+
+@st.composite
+def consumed(draw: st.DrawFn) -> list[Message]:
+    """Messages as a consumer hands them out: per partition, offsets increasing (gaps
+    allowed: compacted topics, transaction markers); partitions interleaved."""
+    topics = draw(st.sampled_from([["orders"], ["orders", "audit"]]))
+    partitions = draw(st.integers(1, 3))
+    count = draw(st.integers(1, 25))
+    with_keys = draw(st.booleans())
+    with_headers = draw(st.sampled_from([False, False, True]))
+    stamp_type = draw(st.sampled_from([0, 1, 2, None]))  # None: mixed
+    next_offset: dict[tuple[str, int], int] = {}
+    messages = []
+    for _ in range(count):
+        tp = (draw(st.sampled_from(topics)), draw(st.integers(0, partitions - 1)))
+        offset = next_offset.get(tp, draw(st.integers(0, 1000)))
+        next_offset[tp] = offset + 1 + draw(st.sampled_from([0, 0, 0, 1, 5]))
+        kind = stamp_type if stamp_type is not None else draw(st.sampled_from([0, 1, 2]))
+        messages.append(
+            Message(
+                topic=tp[0],
+                partition=tp[1],
+                offset=offset,
+                key=draw(payloads) if with_keys else None,
+                value=draw(payloads),
+                headers=[("h", draw(payloads))] if with_headers and draw(st.booleans()) else None,
+                timestamp=(kind, 1_700_000_000_000 + offset if kind else -1),
+            )
+        )
+    return messages
+
+
+def _shared_or_none(values: list[Any]) -> Any:
+    return values[0] if values.count(values[0]) == len(values) else None
+
+
+def _put(runner: SinkRunner, task: KeepingSink, wire: tuple[Any, ...]) -> tuple[Any, Any]:
+    actions = runner.put(wire)
+    return task.batches[-1], actions
+
+
+@PROPERTY
+@given(
+    messages=consumed(),
+    converter=st.sampled_from(sorted(CONVERTERS)),
+    transform=st.booleans(),
+    hints=st.booleans(),
+)
+def test_a_put_of_messages_gives_the_records_of_the_per_record_path(
+    messages: list[Message], converter: str, transform: bool, hints: bool
+) -> None:
+    topic = _shared_or_none([m.topic() for m in messages]) if hints else None
+    partition = _shared_or_none([m.partition() for m in messages]) if hints else None
+    columns = ConsumedBatch.from_messages(messages)
+    runner, task = _sink(converter, transform)
+    # The straightforward path: every row through the per-record converter (a SinkRecord
+    # constructed per message), failures tolerated and listed by the runner's own recovery.
+    expected: list[SinkRecord] = []
+    expected_failed: list[tuple[Any, ...]] = []
+    for row in columns.rows():
+        try:
+            record = runner._convert(row)
+        except Exception as exc:  # noqa: BLE001 - a StageFailure: listed as the runner lists it
+            record = runner._recover(row, exc, expected_failed)  # type: ignore[arg-type]
+        if record is not None:
+            expected.append(record)
+    for wire in (
+        MessageBatch(messages, topic, partition).wire(),
+        ConsumedBatch.from_messages(messages).wire(),
+    ):
+        runner, task = _sink(converter, transform)
+        batch, actions = _put(runner, task, wire)
+        assert isinstance(batch, SinkRecordBatch)
+        values = batch.values  # read before any record is built
+        assert values == tuple(r.value for r in expected)
+        assert [_slots(r) for r in batch] == [_slots(r) for r in expected]
+        assert batch.values == values
+        assert [f[:4] for f in actions[6]] == [f[:4] for f in expected_failed]
+
+
+@PROPERTY
+@given(messages=consumed(), hints=st.booleans(), drop=st.integers(0, 3))
+def test_a_message_batch_tells_positions_rows_and_what_it_gives_back_as_its_columns(
+    messages: list[Message], hints: bool, drop: int
+) -> None:
+    topic = _shared_or_none([m.topic() for m in messages]) if hints else None
+    partition = _shared_or_none([m.partition() for m in messages]) if hints else None
+    batch = MessageBatch(messages, topic, partition)
+    columns = ConsumedBatch.from_messages(messages)
+    assert len(batch) == len(columns)
+    assert batch.positions() == columns.positions()
+    assert list(batch.rows()) == list(columns.rows())
+    assert list(batch.offsets()) == columns.offsets
+    gone = {(m.topic(), m.partition()) for m in messages[: drop + 1]}
+    kept, first = batch.without(gone)
+    kept_columns, first_columns = columns.without(gone)
+    assert first == first_columns
+    assert list(kept.rows()) == list(kept_columns.rows())
+
+
+def test_a_sink_batch_builds_its_records_once_and_only_when_read() -> None:
+    built: list[int] = []
+
+    def build() -> list[SinkRecord]:
+        built.append(1)
+        return [SinkRecord("t", 0, None, None, None, v, i) for i, v in enumerate("ab")]
+
+    batch = SinkRecordBatch(["a", "b"], build)
+    assert len(batch) == 2 and batch.values == ("a", "b") and not built
+    first = batch[0]
+    assert batch[0] is first and list(batch)[1].value == "b" and built == [1]
+    assert batch[::-1] == [batch[1], batch[0]]
+    assert batch == [first, batch[1]] and batch != [first]
+    assert SinkRecordBatch.of([first]).values == ("a",)
+
+
+def test_a_sink_batch_whose_builder_returns_too_few_records_says_so() -> None:
+    batch = SinkRecordBatch(["a", "b"], list)
+    try:
+        batch[0]
+    except ValueError as exc:
+        assert "0 records built for 2 values" in str(exc)
+    else:
+        raise AssertionError("a short build went unnoticed")
+
+
+# -- source ------------------------------------------------------------------------------
+
+
+class Returning(SourceTask):
+    def __init__(self, records: Any) -> None:
+        self.records = records
+
+    def version(self) -> str:
+        return "1"
+
+    def start(self, props: Any) -> None:
+        pass
+
+    def poll(self) -> Any:
+        return self.records
+
+    def stop(self) -> None:
+        pass
+
+
+class Acking(Returning):
+    def commit_record(self, record: Any, metadata: Any) -> None:
+        pass
+
+
+class FailsOn(StringConverter):
+    """A value converter that refuses one value (to see failures attributed alike)."""
+
+    def from_connect_data(self, topic: str, schema: Any, value: Any, headers: Any = None) -> Any:
+        if value == "bad":
+            raise ValueError("bad value")
+        return super().from_connect_data(topic, schema, value, headers)
+
+    def from_connect_data_batch(self, topic: str, schemas: Any, values: Any, headers: Any) -> Any:
+        if "bad" in values:
+            raise ValueError("bad value")
+        return super().from_connect_data_batch(topic, schemas, values, headers)
+
+
+@PROPERTY
+@given(
+    values=st.lists(
+        st.one_of(st.none(), st.text(max_size=6), st.just("bad"), st.integers(-3, 3)),
+        min_size=0,
+        max_size=20,
+    ),
+    partition=st.sampled_from([None, {"file": "a"}]),
+    offsets=st.booleans(),
+    key=st.sampled_from([None, "k", 7]),
+    kafka_partition=st.sampled_from([None, 0, 2]),
+    timestamp=st.sampled_from([None, 1_700_000_000_000]),
+    transform=st.booleans(),
+    acks=st.booleans(),
+)
+def test_a_source_batch_by_column_produces_what_its_records_produce(
+    values: list[Any],
+    partition: Any,
+    offsets: bool,
+    key: Any,
+    kafka_partition: Any,
+    timestamp: Any,
+    transform: bool,
+    acks: bool,
+) -> None:
+    source_offsets = [{"pos": i} for i in range(len(values))] if offsets else None
+    batch = SourceRecordBatch(
+        partition,
+        source_offsets,
+        "t",
+        values,
+        kafka_partition=kafka_partition,
+        key_schema=None,
+        key=key,
+        value_schema=STRING_SCHEMA,
+        timestamp=timestamp,
+    )
+    records = [
+        SourceRecord(
+            partition,
+            None if source_offsets is None else source_offsets[i],
+            "t",
+            kafka_partition,
+            None,
+            key,
+            STRING_SCHEMA,
+            value,
+            timestamp,
+        )
+        for i, value in enumerate(values)
+    ]
+    assert batch == records and len(batch) == len(records)
+
+    def poll(polled: Any) -> tuple[list[tuple[Any, ...]], Any, Any]:
+        stages = [TransformStage("up", Uppercase())] if transform else []
+        pipeline = Pipeline(
+            _converter(StringConverter, True), _converter(FailsOn, False), None, stages
+        )
+        task = (Acking if acks else Returning)(polled)
+        runner = SourceRunner(task, pipeline, ErrorPolicy({"errors.tolerance": "all"}))
+        wire, failures, last = runner.poll()
+        rows = list(ProducedBatch.from_wire(wire).rows())
+        in_flight = list(runner._in_flight.values())
+        return rows, [f[:3] for f in failures], (last, in_flight)
+
+    by_column, failures, (last, in_flight) = poll(batch)
+    by_record, failures_by_record, (last_by_record, in_flight_by_record) = poll(records)
+    assert by_column == by_record
+    assert failures == failures_by_record
+    assert last == last_by_record
+    assert in_flight == in_flight_by_record
+
+
+def test_a_source_batch_shares_nothing_but_what_it_was_given() -> None:
+    batch = SourceRecordBatch({"f": 1}, [{"p": 1}, {"p": 2}], "t", ["a", "b"], timestamp=5)
+    assert batch.last_source_offset == {"p": 2}
+    first, second = batch
+    assert (first.value, second.source_offset, second.timestamp) == ("a", {"p": 2}, 5)
+    assert batch[0] is first  # built once
+    assert first.kafka_partition is None and len(first.headers) == 0
