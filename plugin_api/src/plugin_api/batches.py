@@ -29,7 +29,26 @@ from plugin_api.records import SinkRecord, SourceRecord
 __all__ = ["SinkRecordBatch", "SourceRecordBatch"]
 
 
-class SinkRecordBatch(Sequence[SinkRecord]):
+class _Concatenates:
+    """``batch + list`` and ``list + batch`` give lists, as they did when tasks were handed
+    (or returned) plain lists of records."""
+
+    __slots__ = ()
+
+    def __add__(self, other: object) -> list[Any]:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            mine: list[Any] = list(self)  # type: ignore[call-overload]
+            return mine + list(other)
+        return NotImplemented
+
+    def __radd__(self, other: object) -> list[Any]:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            mine: list[Any] = list(self)  # type: ignore[call-overload]
+            return list(other) + mine
+        return NotImplemented
+
+
+class SinkRecordBatch(_Concatenates, Sequence[SinkRecord]):
     """The records of one ``put()``: a read-only sequence of :class:`SinkRecord`, built on
     first use, whose values can also be read as one column.
 
@@ -111,7 +130,7 @@ class SinkRecordBatch(Sequence[SinkRecord]):
         return f"SinkRecordBatch({self._built()!r})"
 
 
-class SourceRecordBatch(Sequence[SourceRecord]):
+class SourceRecordBatch(_Concatenates, Sequence[SourceRecord]):
     """Records of one ``poll()`` that share their source partition, topic, Kafka partition,
     schemas, key and timestamp and carry no headers, given by column: a value and a source
     offset per record. A read-only sequence of :class:`SourceRecord` (built on first use,
