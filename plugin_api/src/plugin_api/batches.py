@@ -21,7 +21,7 @@ hand out the same objects from then on.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from plugin_api._schema import Schema
 from plugin_api.records import SinkRecord, SourceRecord
@@ -29,26 +29,57 @@ from plugin_api.records import SinkRecord, SourceRecord
 __all__ = ["SinkRecordBatch", "SourceRecordBatch"]
 
 
-class _Concatenates:
-    """``batch + list`` and ``list + batch`` give lists, as they did when tasks were handed
-    (or returned) plain lists of records."""
+R = TypeVar("R", SinkRecord, SourceRecord)
+
+
+class _BuiltOnFirstUse(Sequence[R]):
+    """A read-only sequence of records that a subclass builds once, on first use
+    (:meth:`_built`); ``batch + list`` and ``list + batch`` give lists, as they did when
+    tasks were handed (or returned) plain lists of records."""
 
     __slots__ = ()
 
+    def _built(self) -> list[R]:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> R: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[R]: ...
+
+    def __getitem__(self, index: int | slice) -> R | list[R]:
+        return self._built()[index]
+
+    def __iter__(self) -> Iterator[R]:
+        return iter(self._built())
+
+    def __reversed__(self) -> Iterator[R]:
+        return reversed(self._built())
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a batch of its kind or a list of equal records, in the same order."""
+        if isinstance(other, (type(self), list)):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._built()!r})"
+
     def __add__(self, other: object) -> list[Any]:
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            mine: list[Any] = list(self)  # type: ignore[call-overload]
-            return mine + list(other)
+            return list(self) + list(other)
         return NotImplemented
 
     def __radd__(self, other: object) -> list[Any]:
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
-            mine: list[Any] = list(self)  # type: ignore[call-overload]
-            return list(other) + mine
+            return list(other) + list(self)
         return NotImplemented
 
 
-class SinkRecordBatch(_Concatenates, Sequence[SinkRecord]):
+class SinkRecordBatch(_BuiltOnFirstUse[SinkRecord]):
     """The records of one ``put()``: a read-only sequence of :class:`SinkRecord`, built on
     first use, whose values can also be read as one column.
 
@@ -101,36 +132,8 @@ class SinkRecordBatch(_Concatenates, Sequence[SinkRecord]):
     def __len__(self) -> int:
         return self._size
 
-    @overload
-    def __getitem__(self, index: int) -> SinkRecord: ...
 
-    @overload
-    def __getitem__(self, index: slice) -> list[SinkRecord]: ...
-
-    def __getitem__(self, index: int | slice) -> SinkRecord | list[SinkRecord]:
-        return self._built()[index]
-
-    def __iter__(self) -> Iterator[SinkRecord]:
-        return iter(self._built())
-
-    def __reversed__(self) -> Iterator[SinkRecord]:
-        return reversed(self._built())
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to a batch or list of equal records, in the same order."""
-        if isinstance(other, (SinkRecordBatch, list)):
-            return len(other) == self._size and all(
-                a == b for a, b in zip(self, other, strict=True)
-            )
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"SinkRecordBatch({self._built()!r})"
-
-
-class SourceRecordBatch(_Concatenates, Sequence[SourceRecord]):
+class SourceRecordBatch(_BuiltOnFirstUse[SourceRecord]):
     """Records of one ``poll()`` that share their source partition, topic, Kafka partition,
     schemas, key and timestamp and carry no headers, given by column: a value and a source
     offset per record. A read-only sequence of :class:`SourceRecord` (built on first use,
@@ -230,29 +233,3 @@ class SourceRecordBatch(_Concatenates, Sequence[SourceRecord]):
 
     def __len__(self) -> int:
         return len(self.values)
-
-    @overload
-    def __getitem__(self, index: int) -> SourceRecord: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[SourceRecord]: ...
-
-    def __getitem__(self, index: int | slice) -> SourceRecord | list[SourceRecord]:
-        return self._built()[index]
-
-    def __iter__(self) -> Iterator[SourceRecord]:
-        return iter(self._built())
-
-    def __reversed__(self) -> Iterator[SourceRecord]:
-        return reversed(self._built())
-
-    def __eq__(self, other: object) -> bool:
-        """Equal to a batch or list of equal records, in the same order."""
-        if isinstance(other, (SourceRecordBatch, list)):
-            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"SourceRecordBatch({self._built()!r})"
