@@ -30,17 +30,19 @@ A source is timed to the delivery of its last record, not its hand-off (either p
 run ahead of the broker by its whole queue). On Apache Kafka both sides' topics use
 ``message.timestamp.type=LogAppendTime`` and the timer is the span of the broker's own append
 stamps, read back after the run (records after the first append over the time to the last).
-The dev broker ignores that setting, so there the bare loop's timer ends when its final flush
-returns (nothing failed or unsent) and Copycat's when its committed offset reaches the end of
-the file, which it stores only once every record before it is acknowledged (sources commit
-every 100 ms here, and a commit is made at the first iteration after the last acks: up to
-FileStreamSource's 0.1 s idle poll late, against Copycat). Copycat's source task starts on an
-empty file and gets the data appended once its producer has its producer id (0.5 s on the
-dev broker; the bare loop sends one untimed record first for the same reason), so neither
-side's queue fills before the clock starts. Both sinks read a topic Copycat's source wrote,
-after one untimed read (the dev broker serves a topic's first read several times slower).
-Sinks keep Kafka's default 60 s commit interval, so their timings hold no fsync (the bare
-loops never fsync).
+The dev broker ignores that setting (and its high watermark counts batches, not records), so
+there both sides' timers end when the topic's last record can be read: a consumer in a process
+of its own, the same for both sides, waits at the last offset with a 5 ms fetch wait and
+stamps the record's arrival (on this machine 1-2 ms after a bare producer's final flush
+returns). Copycat's committed end offset is still checked, untimed: it comes after the last
+ack plus up to FileStreamSource's 0.1 s idle poll and the commit interval, a cadence, not
+throughput (timing to it cost 0.1-0.2 s on 0.5-0.8 s runs before). Copycat's source task
+starts on an empty file and gets the data appended once its producer has its producer id
+(0.5 s on the dev broker; the bare loop sends one untimed record first for the same reason),
+so neither side's queue fills before the clock starts. Both sinks read a topic Copycat's
+source wrote, after one untimed read (the dev broker serves a topic's first read several
+times slower). Sinks keep Kafka's default 60 s commit interval, so their timings hold no
+fsync (the bare loops never fsync).
 
 Each result is checked (record count; output == input byte for byte where order is defined;
 committed source offsets) before its number is printed. The ratio is Copycat / bare; each
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import multiprocessing
 import os
 import statistics
 import sys
@@ -58,7 +61,9 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from multiprocessing.connection import Connection
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -107,6 +112,14 @@ PRODUCER_ID_WAIT_S = 1.5
 POLL_S = 0.005
 # FileStreamSource's records per poll() (Kafka's default is 2000).
 SOURCE_BATCH = "5000"
+
+# How long the last-record watcher's fetch waits at the broker for its record: the watcher's
+# stamp is at most this late (and costs the broker a request per period while it waits).
+TAIL_FETCH_WAIT_MS = 5
+# How long a watcher may take to start (a fresh interpreter importing this module) and then
+# to see the last record once the run is over.
+TAIL_START_S = 60.0
+TAIL_SEEN_S = 120.0
 
 Progress = tuple[int, float]
 # /proc/<pid>/stat counts CPU time in these ticks.
@@ -176,14 +189,85 @@ def append_span(bootstrap: str, topic: str, count: int) -> tuple[float, int]:
         consumer.close()
 
 
-def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[tuple[float, int], float, float]:
+def _watch_last_record(bootstrap: str, topic: str, last_offset: int, reply: Connection) -> None:
+    """Runs in a process of its own (see :class:`LastRecordWatch`): sends "ready" once its
+    consumer is connected, then the ``time.monotonic()`` at which the record at
+    ``last_offset`` of ``topic``'s partition 0 arrived."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"tail-{topic}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "error",  # never skip to the end: an error, not a wrong stamp
+            "fetch.wait.max.ms": TAIL_FETCH_WAIT_MS,
+        }
+    )
+    try:
+        consumer.list_topics(topic, timeout=TAIL_START_S)
+        consumer.assign([TopicPartition(topic, 0, last_offset)])
+        reply.send("ready")
+        while True:
+            for message in consumer.consume(1, 1.0):
+                if message.error() is not None:
+                    reply.send(f"{topic}: {message.error()}")
+                    return
+                if message.offset() == last_offset:
+                    reply.send(time.monotonic())
+                    return
+    finally:
+        consumer.close()
+
+
+class LastRecordWatch:
+    """When a topic's last record becomes readable: the end of a source's run on the dev broker,
+    the same for the bare loop and Copycat. The watcher is a process of its own (a spawned
+    interpreter), so neither side shares a GIL with it; CLOCK_MONOTONIC is the machine's, so
+    its stamp compares with the loops' progress points."""
+
+    def __init__(self, bootstrap: str, topic: str, count: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._reply, theirs = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_watch_last_record, args=(bootstrap, topic, count - 1, theirs), daemon=True
+        )
+
+    def __enter__(self) -> LastRecordWatch:
+        self._process.start()
+        assert self._receive(TAIL_START_S) == "ready"
+        return self
+
+    def _receive(self, timeout_s: float) -> Any:
+        if not self._reply.poll(timeout_s):
+            raise TimeoutError("the last-record watcher did not answer in time")
+        answer = self._reply.recv()
+        if isinstance(answer, str) and answer != "ready":
+            raise RuntimeError(f"last-record watcher: {answer}")
+        return answer
+
+    def seen_at(self) -> float:
+        """The watcher's stamp of the last record (waits for it)."""
+        stamp: float = self._receive(TAIL_SEEN_S)
+        return stamp
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+
+
+def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[Progress, float, float, float]:
     """The cheapest correct producer loop: one ``produce()`` per line and nothing else per
     record, with Copycat's producer settings. librdkafka reports failed deliveries only, so
     acks cost no Python work: a record is acknowledged once flush() has returned with it
     neither failed nor still queued. One record to ``<topic>-warmup`` goes first, untimed:
-    an idempotent producer's first delivery waits for its producer id. Returns the timing
-    (progress after each chunk of lines), how long the final flush took, and CPU seconds per
-    record after the first chunk."""
+    an idempotent producer's first delivery waits for its producer id. Returns the first
+    progress point (after the first chunk of lines), when the final flush started and when it
+    returned, and CPU seconds per record after the first chunk."""
     failures: list[Any] = []
     producer = Producer(
         {
@@ -226,14 +310,16 @@ def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[tuple[float, in
     assert unsettled == 0, f"bare producer: {unsettled} records never acknowledged"
     assert handed == points[-1][0] == path.read_bytes().count(b"\n"), "bare source lost lines"
     cpu = (cpu_s() - cpu_start) / (handed - points[0][0])
-    return rate(points[0], (handed, done)), done - started, cpu
+    return points[0], started, done, cpu
 
 
 def copycat_source(
-    worker: Worker, path: Path, data: bytes, topic: str
+    worker: Worker, path: Path, data: bytes, topic: str, end: Callable[[], float]
 ) -> tuple[tuple[float, int], float]:
-    """The timing, and CPU seconds per record (worker and plugin host) after the first
-    progress point."""
+    """The timing, from the first progress point to ``end()`` (called once every record was
+    handed to the producer: when the last one was delivered), and CPU seconds per record
+    (worker and plugin host) over the same span. The committed end offset is then waited
+    for and checked, untimed."""
     name = f"bench-src-{topic}"
     path.write_bytes(b"")
     worker.start_connector(
@@ -259,10 +345,11 @@ def copycat_source(
     first = wait_until(lambda: loop.progress[0] > 0 and loop.progress)
     hosts = [runner.host.pid if runner.host is not None else None]
     cpu_start = cpu_s(hosts)
-    end = {"position": len(data)}
-    wait_until(lambda: any(o == end for _, o in worker.offsets.connector_offsets(name)))
-    done = time.monotonic()
+    wait_until(lambda: loop.progress[0] >= count)
+    done = end()
     cpu = (cpu_s(hosts) - cpu_start) / (count - first[0])
+    position = {"position": len(data)}
+    wait_until(lambda: any(o == position for _, o in worker.offsets.connector_offsets(name)))
     # A loop in the plugin host reports its count with its next answer (core/runtime/hosted.py).
     sent = wait_until(lambda: loop.records_moved >= count and loop.records_moved, 10)
     worker.stop_connector(name)
@@ -412,6 +499,10 @@ def report(
     )
 
 
+def ms(seconds: list[float]) -> str:
+    return ", ".join(f"{s * 1000:.0f}" for s in seconds)
+
+
 def digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -454,6 +545,18 @@ def main() -> None:
         for kind in ["dev", "kafka"] if args.broker == "both" else [args.broker]:
             with broker(kind, work / kind) as cluster:
                 run(cluster, work / kind, plugin_path, modes, args)
+
+
+@contextmanager
+def last_record(cluster: KafkaCluster, topic: str, count: int) -> Iterator[Callable[[], float]]:
+    """A source run's end: on the dev broker the stamp of a :class:`LastRecordWatch`; on
+    Apache Kafka the broker's append stamps time the run (:func:`append_span`), so the end
+    given here is only the caller's clock and is replaced."""
+    if cluster.kind == "apache-kafka":
+        yield time.monotonic
+        return
+    with LastRecordWatch(cluster.bootstrap_servers, topic, count) as watch:
+        yield watch.seen_at
 
 
 def in_turn(modes: list[str], rep: int) -> list[str]:
@@ -512,22 +615,31 @@ def run(
         t_cc: dict[str, list[tuple[float, int]]] = {mode: [] for mode in modes}
         c_bare: list[float] = []
         c_cc: dict[str, list[float]] = {mode: [] for mode in modes}
-        flushes = []
+        flushes: list[float] = []
+        lags: list[float] = []  # the watcher's stamp after the bare flush returned (dev broker)
         for rep in range(args.repeats):
             bare_topic = f"bare-{size}-{rep}"
             for topic in [bare_topic] + [f"cc-{mode}-{size}-{rep}" for mode in modes]:
                 cluster.create_topic(topic, 1, stamped)
             cluster.create_topic(f"{bare_topic}-warmup", 1)
-            timing, flush_s, cpu = bare_source(bootstrap, data_path, bare_topic)
+            with last_record(cluster, bare_topic, count) as seen_at:
+                first, flush_started, flushed, cpu = bare_source(bootstrap, data_path, bare_topic)
+                seen = seen_at()
+                timing = rate(first, (count, seen))
             c_bare.append(cpu)
             if cluster.kind == "apache-kafka":
                 timing = append_span(bootstrap, bare_topic, count)
+            else:
+                lags.append(seen - flushed)
             t_bare.append(timing)
-            flushes.append(flush_s)
+            flushes.append(flushed - flush_started)
             for mode in in_turn(modes, rep):
                 cc_topic = f"cc-{mode}-{size}-{rep}"
                 source_file = work / f"{cc_topic}.txt"
-                cc_timing, cpu = copycat_source(sources[mode], source_file, data, cc_topic)
+                with last_record(cluster, cc_topic, count) as seen_at:
+                    cc_timing, cpu = copycat_source(
+                        sources[mode], source_file, data, cc_topic, seen_at
+                    )
                 c_cc[mode].append(cpu)
                 if cluster.kind == "apache-kafka":
                     cc_timing = append_span(bootstrap, cc_topic, count)
@@ -540,9 +652,8 @@ def run(
                 t_cc[mode],
                 (c_bare, c_cc[mode]),
             )
-        print(
-            f"{'':<34}(bare loop's final flush: {', '.join(f'{f * 1000:.0f}' for f in flushes)} ms)"
-        )
+        seen_lag = f"; last record seen {ms(lags)} ms after it returned" if lags else ""
+        print(f"{'':<34}(bare loop's final flush: {ms(flushes)} ms{seen_lag})")
         # sink: everyone reads the topic Copycat's first source run wrote, alternating
         topic = f"cc-{modes[0]}-{size}-0"
         warm(bootstrap, topic, count)
