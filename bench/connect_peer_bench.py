@@ -35,8 +35,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,13 +43,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 
+from bench.pipeline_bench import broker  # noqa: E402
 from core.bundled import ensure_bundled_plugins  # noqa: E402
-from core.dev.broker import DevBroker  # noqa: E402
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS  # noqa: E402
 from core.offsets import MemoryOffsetStore  # noqa: E402
 from core.plugins import PluginCatalogue  # noqa: E402
 from core.worker import Worker  # noqa: E402
-from tests.support.apache_kafka import ApacheKafka, KafkaCluster  # noqa: E402
+from tests.support.apache_kafka import KafkaCluster  # noqa: E402
 from tests.support.jvm import BENCH_JVM_FLAGS  # noqa: E402
 from tests.support.kafka_connect import KafkaConnect  # noqa: E402
 
@@ -251,19 +250,6 @@ def sink_config(topic: str, out: Path) -> dict[str, str]:
         "topics": topic,
         "file": str(out),
     }
-
-
-@contextmanager
-def broker(kind: str, work: Path) -> Iterator[KafkaCluster]:
-    if kind == "dev":
-        with DevBroker() as dev:
-            yield KafkaCluster(dev.bootstrap_servers, kind="dev-broker")
-        return
-    kafka = ApacheKafka(work / "apache-kafka", jvm_flags=BENCH_JVM_FLAGS).start(os.getpid())
-    try:
-        yield KafkaCluster(kafka.bootstrap_servers)
-    finally:
-        kafka.stop()
 
 
 def bench_broker(kind: str, work: Path, plugin_path: Path, scale: int) -> None:
