@@ -372,8 +372,12 @@ class MessageBatch:
         """Each message's offset: a range when they follow on (no gap: the usual case)."""
         messages = self.messages
         first, last = messages[0].offset(), messages[-1].offset()
-        if self.partition is not None and last - first + 1 == self.size:
-            return range(first, last + 1)  # offsets in one partition only ever increase
+        # Only within one topic-partition do offsets only ever increase: a batch that shares
+        # just its partition number may hold several topics (orders-0 at 0-4, then audit-0 at
+        # 0, 1, 7 spans 0-7 in 8 messages, and is no range).
+        one_partition = self.topic is not None and self.partition is not None
+        if one_partition and last - first + 1 == self.size:
+            return range(first, last + 1)
         return [m.offset() for m in messages]
 
     def positions(self) -> dict[tuple[str, int], int]:
