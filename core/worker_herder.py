@@ -154,6 +154,18 @@ class WorkerHerder(AbstractHerder):
             raise NotFoundError(f"Connector {name} not found")
         return runtime
 
+    def _known(self, name: str) -> None:
+        """Raises NotFoundError unless connector ``name`` exists (for reads of its config)."""
+        self._get(name)
+
+    def _deployed_for_status(self, name: str, missing: str) -> _Runtime:
+        """What this worker knows of connector ``name`` for a status read; raises
+        NotFoundError(``missing``) if it knows none."""
+        deployed = self._runtime.get(name)
+        if deployed is None:
+            raise NotFoundError(missing)
+        return deployed
+
     def _kind(self, config: Mapping[str, str]) -> str:
         try:
             return self.catalogue.resolve(
@@ -351,16 +363,10 @@ class WorkerHerder(AbstractHerder):
         ):
             return
         resolved = deployed.resolved
-        try:
-            task_class = worker.task_class(name)
-            task_configs = worker.task_configs(name)
-        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            self._fail_connector(name, exc, resolved)
+        generated = self._generate_task_configs(name, resolved)
+        if generated is None:
             return
-        fresh = [
-            reverse_transform({**tc, "task.class": task_class}, self._config(name), resolved)
-            for tc in task_configs
-        ]
+        task_class, task_configs, fresh = generated
         current = self._task_configs(name)
         if fresh == current:
             log.info("connector %s: task configs unchanged; tasks keep running", name)
@@ -374,6 +380,27 @@ class WorkerHerder(AbstractHerder):
         self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_tasks(name)
         self._start_tasks(name, deployed, resolved, task_class, task_configs)
+
+    def _generate_task_configs(
+        self, name: str, resolved: Resolved
+    ) -> tuple[str, list[dict[str, str]], list[dict[str, str]]] | None:
+        """Ask the running connector for its task class and task configs (on its operation
+        thread): ``(task class, the configs as generated, as they are stored)``, stored with
+        ``task.class`` and the placeholders put back. None if the connector failed to answer
+        (it is then FAILED in the status, like Kafka)."""
+        worker = self._worker()
+        try:
+            task_class = worker.task_class(name)
+            task_configs = worker.task_configs(name)
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            self._fail_connector(name, exc, resolved)
+            return None
+        raw = self._config(name)
+        stored = [
+            reverse_transform({**tc, "task.class": task_class}, raw, resolved)
+            for tc in task_configs
+        ]
+        return task_class, task_configs, stored
 
     def _stop(self, name: str) -> None:
         worker = self._worker()
@@ -424,7 +451,7 @@ class WorkerHerder(AbstractHerder):
         }
 
     def connector_config(self, name: str) -> dict[str, str]:
-        self._get(name)
+        self._known(name)
         return self._config(name)
 
     @staticmethod
@@ -482,10 +509,10 @@ class WorkerHerder(AbstractHerder):
         self._start(name)
 
     def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
-        self._get(name)
+        self._known(name)
         current = self._config(name)
         merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
-        created, info = self.put_connector_config(name, merged)
+        _created, info = self.put_connector_config(name, merged)
         return info
 
     def delete_connector(self, name: str) -> None:
@@ -509,9 +536,7 @@ class WorkerHerder(AbstractHerder):
                 worker.status.remove_connector(name)
 
     def connector_status(self, name: str) -> dict[str, Any]:
-        deployed = self._runtime.get(name)
-        if deployed is None:
-            raise NotFoundError(f"No status found for connector {name}")
+        deployed = self._deployed_for_status(name, f"No status found for connector {name}")
         worker = self._worker()
         return self.render_status(
             name,
@@ -522,9 +547,9 @@ class WorkerHerder(AbstractHerder):
         )
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
-        deployed = self._runtime.get(name)
-        status = self._worker().status.task(name, task) if deployed else None
-        if deployed is None or status is None:
+        deployed = self._deployed_for_status(name, f"No status found for task {name}-{task}")
+        status = self._worker().status.task(name, task)
+        if status is None:
             raise NotFoundError(f"No status found for task {name}-{task}")
         rendered = self.render_status(
             name, deployed.kind, Status(State.RUNNING, ""), {task: status}, deployed.resolved
@@ -533,7 +558,7 @@ class WorkerHerder(AbstractHerder):
         return entry
 
     def task_configs(self, name: str) -> list[dict[str, Any]]:
-        self._get(name)
+        self._known(name)
         return [
             {"id": {"connector": name, "task": i}, "config": c}
             for i, c in enumerate(self._task_configs(name))
