@@ -345,6 +345,19 @@ class WorkerHerder(AbstractHerder):
             return TaskOffsetStore(self._worker().offsets)
         return stores.store_for(name, self.resolver.resolve(self._config(name)).config)
 
+    def _before_source_offsets_change(self, name: str) -> None:
+        """Hook: source connector ``name``'s offsets are about to be altered or reset (its
+        operation thread; the request is valid, the connector stopped, its plugin not yet
+        asked). Raising here changes nothing."""
+
+    def _write_source_offsets(
+        self, name: str, store: TaskOffsetStore, entries: list[tuple[dict[str, Any], Any]]
+    ) -> None:
+        """Hook: write the altered or reset offsets (None: a tombstone) of source connector
+        ``name`` to its store (its operation thread)."""
+        store.put(name, entries)
+        store.flush()
+
     def _reconfiguration_requested(self, name: str) -> None:
         """ConnectorContext.request_task_reconfiguration(), from the connector's host."""
         self._ops.submit(name, "task reconfiguration", partial(self._reconfigure_tasks, name))
@@ -674,9 +687,14 @@ class WorkerHerder(AbstractHerder):
 
     def _require_stopped(self, name: str) -> _Runtime:
         deployed = self._get(name)
-        if self._target(name) is not TargetState.STOPPED:
+        if not self._stopped(name):
             raise BadRequestError(_NOT_STOPPED.format(name=name))
         return deployed
+
+    def _stopped(self, name: str) -> bool:
+        """Whether connector ``name`` is stopped as KIP-875 needs before its offsets change:
+        its target state is STOPPED."""
+        return self._target(name) is TargetState.STOPPED
 
     def _connector_alter_offsets(self, name: str, offsets: Mapping[Any, Any]) -> bool:
         """Let the connector plugin see (and veto) the change, on a fresh instance."""
@@ -727,13 +745,13 @@ class WorkerHerder(AbstractHerder):
                 if offset is not None and not isinstance(offset, dict):
                     raise BadRequestError("Source offsets must be JSON objects or null")
                 entries.append((partition, offset))
+            self._before_source_offsets_change(name)
             handled = self._connector_alter_offsets(
                 name, {freeze_partition(p): o for p, o in entries}
             )
             store = self._offsets_of(name)
             try:
-                store.put(name, entries)
-                store.flush()
+                self._write_source_offsets(name, store, entries)
             finally:
                 store.close()
         return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="altered")
@@ -759,14 +777,14 @@ class WorkerHerder(AbstractHerder):
             )
             self._sink_offsets(name).reset()
         else:
+            self._before_source_offsets_change(name)
             store = self._offsets_of(name)
             try:
                 rows = store.connector_offsets(name)
                 handled = self._connector_alter_offsets(
                     name, {freeze_partition(p): None for p, _ in rows}
                 )
-                store.put(name, [(p, None) for p, _ in rows])
-                store.flush()
+                self._write_source_offsets(name, store, [(p, None) for p, _ in rows])
             finally:
                 store.close()
         return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")

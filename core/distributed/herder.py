@@ -225,6 +225,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             client,
             worker_topic=offset_topic,
             worker_keys=self.keys,
+            worker_key_forms=self.offset_backing.key_forms,
         )
         self.fencing = LeaderFencing(configs, self.group_id, self._leader_write)
         self.worker = worker = Worker(

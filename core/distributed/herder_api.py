@@ -25,7 +25,6 @@ from core.distributed.herder_base import NO_LEADER
 from core.distributed.rebalancing import TICK_S
 from core.herder import (
     AlreadyExistsError,
-    BadRequestError,
     ConflictError,
     NotFoundError,
     NotLeaderError,
@@ -184,16 +183,6 @@ class HerderApi(ConfigReactions):
         self._leader_write("stop a connector", stop)
 
     # -- Herder: offsets (KIP-875), on the leader ------------------------------------------------
-
-    def _require_stopped(self, name: str) -> _Runtime:
-        runtime = super()._require_stopped(name)
-        if self._task_configs(name):
-            raise BadRequestError(
-                "Connectors must be in the STOPPED state before their offsets can be modified. "
-                "This can be done for the specified connector by issuing a 'PUT' request to "
-                "the '/connectors/{name}/stop' endpoint"
-            )
-        return runtime
 
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
         self._known(name)

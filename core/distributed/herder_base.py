@@ -116,6 +116,11 @@ class DistributedHerderBase(WorkerHerder):
             log.warning("%s: %s", what, exc)
             raise ConflictError(_CONFLICT) from None
 
+    def _stopped(self, name: str) -> bool:
+        """STOPPED, and no task configs (Kafka's check before offsets change): the leader wrote
+        them empty, so no task of the connector is meant to run anywhere."""
+        return super()._stopped(name) and not self._task_configs(name)
+
     def _kafka_configs(self) -> KafkaConfigStore:
         configs = self.configs
         if not isinstance(configs, KafkaConfigStore):
