@@ -143,6 +143,25 @@ class TaskSpecFactory:
             data_path=self._data_path(f"{connector}-{task_id}", plugin, pipeline, eos is not None),
         )
 
+    def offsets_producer(
+        self, connector: str, connector_props: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """The producer config that writes altered or reset offsets of exactly-once source
+        connector ``connector`` (configs resolved): its task 0's, transactional id included,
+        as Kafka's Worker uses for them. Initialising it fences out task 0's older producers,
+        and the offsets are one transaction of their own.
+
+        Raises:
+            ConfigException: a key of the connector config is invalid; names the key.
+        """
+        config = ConnectorConfig.from_properties(
+            connector_props, False, topic_creation_enabled=self.settings.topic_creation_enabled
+        )
+        producer = self._clients(connector, 0, config, False).producer
+        return _transactional(
+            producer, self._exactly_once(connector, 0, config).transactional_id, connector
+        )
+
     def _exactly_once(
         self, connector: str, task_id: int, config: ConnectorConfig
     ) -> ExactlyOnceSpec:

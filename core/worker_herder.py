@@ -154,6 +154,18 @@ class WorkerHerder(AbstractHerder):
             raise NotFoundError(f"Connector {name} not found")
         return runtime
 
+    def _known(self, name: str) -> None:
+        """Raises NotFoundError unless connector ``name`` exists (for reads of its config)."""
+        self._get(name)
+
+    def _deployed_for_status(self, name: str, missing: str) -> _Runtime:
+        """What this worker knows of connector ``name`` for a status read; raises
+        NotFoundError(``missing``) if it knows none."""
+        deployed = self._runtime.get(name)
+        if deployed is None:
+            raise NotFoundError(missing)
+        return deployed
+
     def _kind(self, config: Mapping[str, str]) -> str:
         try:
             return self.catalogue.resolve(
@@ -333,6 +345,19 @@ class WorkerHerder(AbstractHerder):
             return TaskOffsetStore(self._worker().offsets)
         return stores.store_for(name, self.resolver.resolve(self._config(name)).config)
 
+    def _before_source_offsets_change(self, name: str) -> None:
+        """Hook: source connector ``name``'s offsets are about to be altered or reset (its
+        operation thread; the request is valid, the connector stopped, its plugin not yet
+        asked). Raising here changes nothing."""
+
+    def _write_source_offsets(
+        self, name: str, store: TaskOffsetStore, entries: list[tuple[dict[str, Any], Any]]
+    ) -> None:
+        """Hook: write the altered or reset offsets (None: a tombstone) of source connector
+        ``name`` to its store (its operation thread)."""
+        store.put(name, entries)
+        store.flush()
+
     def _reconfiguration_requested(self, name: str) -> None:
         """ConnectorContext.request_task_reconfiguration(), from the connector's host."""
         self._ops.submit(name, "task reconfiguration", partial(self._reconfigure_tasks, name))
@@ -351,16 +376,10 @@ class WorkerHerder(AbstractHerder):
         ):
             return
         resolved = deployed.resolved
-        try:
-            task_class = worker.task_class(name)
-            task_configs = worker.task_configs(name)
-        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            self._fail_connector(name, exc, resolved)
+        generated = self._generate_task_configs(name, resolved)
+        if generated is None:
             return
-        fresh = [
-            reverse_transform({**tc, "task.class": task_class}, self._config(name), resolved)
-            for tc in task_configs
-        ]
+        task_class, task_configs, fresh = generated
         current = self._task_configs(name)
         if fresh == current:
             log.info("connector %s: task configs unchanged; tasks keep running", name)
@@ -374,6 +393,27 @@ class WorkerHerder(AbstractHerder):
         self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_tasks(name)
         self._start_tasks(name, deployed, resolved, task_class, task_configs)
+
+    def _generate_task_configs(
+        self, name: str, resolved: Resolved
+    ) -> tuple[str, list[dict[str, str]], list[dict[str, str]]] | None:
+        """Ask the running connector for its task class and task configs (on its operation
+        thread): ``(task class, the configs as generated, as they are stored)``, stored with
+        ``task.class`` and the placeholders put back. None if the connector failed to answer
+        (it is then FAILED in the status, like Kafka)."""
+        worker = self._worker()
+        try:
+            task_class = worker.task_class(name)
+            task_configs = worker.task_configs(name)
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            self._fail_connector(name, exc, resolved)
+            return None
+        raw = self._config(name)
+        stored = [
+            reverse_transform({**tc, "task.class": task_class}, raw, resolved)
+            for tc in task_configs
+        ]
+        return task_class, task_configs, stored
 
     def _stop(self, name: str) -> None:
         worker = self._worker()
@@ -424,7 +464,7 @@ class WorkerHerder(AbstractHerder):
         }
 
     def connector_config(self, name: str) -> dict[str, str]:
-        self._get(name)
+        self._known(name)
         return self._config(name)
 
     @staticmethod
@@ -482,10 +522,10 @@ class WorkerHerder(AbstractHerder):
         self._start(name)
 
     def patch_connector_config(self, name: str, patch: Mapping[str, str | None]) -> dict[str, Any]:
-        self._get(name)
+        self._known(name)
         current = self._config(name)
         merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
-        created, info = self.put_connector_config(name, merged)
+        _created, info = self.put_connector_config(name, merged)
         return info
 
     def delete_connector(self, name: str) -> None:
@@ -509,9 +549,7 @@ class WorkerHerder(AbstractHerder):
                 worker.status.remove_connector(name)
 
     def connector_status(self, name: str) -> dict[str, Any]:
-        deployed = self._runtime.get(name)
-        if deployed is None:
-            raise NotFoundError(f"No status found for connector {name}")
+        deployed = self._deployed_for_status(name, f"No status found for connector {name}")
         worker = self._worker()
         return self.render_status(
             name,
@@ -522,9 +560,9 @@ class WorkerHerder(AbstractHerder):
         )
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
-        deployed = self._runtime.get(name)
-        status = self._worker().status.task(name, task) if deployed else None
-        if deployed is None or status is None:
+        deployed = self._deployed_for_status(name, f"No status found for task {name}-{task}")
+        status = self._worker().status.task(name, task)
+        if status is None:
             raise NotFoundError(f"No status found for task {name}-{task}")
         rendered = self.render_status(
             name, deployed.kind, Status(State.RUNNING, ""), {task: status}, deployed.resolved
@@ -533,7 +571,7 @@ class WorkerHerder(AbstractHerder):
         return entry
 
     def task_configs(self, name: str) -> list[dict[str, Any]]:
-        self._get(name)
+        self._known(name)
         return [
             {"id": {"connector": name, "task": i}, "config": c}
             for i, c in enumerate(self._task_configs(name))
@@ -649,9 +687,14 @@ class WorkerHerder(AbstractHerder):
 
     def _require_stopped(self, name: str) -> _Runtime:
         deployed = self._get(name)
-        if self._target(name) is not TargetState.STOPPED:
+        if not self._stopped(name):
             raise BadRequestError(_NOT_STOPPED.format(name=name))
         return deployed
+
+    def _stopped(self, name: str) -> bool:
+        """Whether connector ``name`` is stopped as KIP-875 needs before its offsets change:
+        its target state is STOPPED."""
+        return self._target(name) is TargetState.STOPPED
 
     def _connector_alter_offsets(self, name: str, offsets: Mapping[Any, Any]) -> bool:
         """Let the connector plugin see (and veto) the change, on a fresh instance."""
@@ -702,13 +745,13 @@ class WorkerHerder(AbstractHerder):
                 if offset is not None and not isinstance(offset, dict):
                     raise BadRequestError("Source offsets must be JSON objects or null")
                 entries.append((partition, offset))
+            self._before_source_offsets_change(name)
             handled = self._connector_alter_offsets(
                 name, {freeze_partition(p): o for p, o in entries}
             )
             store = self._offsets_of(name)
             try:
-                store.put(name, entries)
-                store.flush()
+                self._write_source_offsets(name, store, entries)
             finally:
                 store.close()
         return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="altered")
@@ -734,14 +777,14 @@ class WorkerHerder(AbstractHerder):
             )
             self._sink_offsets(name).reset()
         else:
+            self._before_source_offsets_change(name)
             store = self._offsets_of(name)
             try:
                 rows = store.connector_offsets(name)
                 handled = self._connector_alter_offsets(
                     name, {freeze_partition(p): None for p, _ in rows}
                 )
-                store.put(name, [(p, None) for p, _ in rows])
-                store.flush()
+                self._write_source_offsets(name, store, [(p, None) for p, _ in rows])
             finally:
                 store.close()
         return (_ALTERED if handled else _ALTERED_EXTERNAL).format(verb="reset")

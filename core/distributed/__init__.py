@@ -5,7 +5,12 @@
   Kafka Connect's record formats, with :mod:`.keys` for shared topics' cluster prefixes;
 * :mod:`.internal_topics` -- creating the topics compacted, refusing uncompacted ones;
 * :mod:`.membership`, :mod:`.protocol`, :mod:`.assignor` -- the group (kafka-python's
-  coordinator), what members and the leader say, KIP-415 incremental cooperative assignment.
+  coordinator), what members and the leader say, KIP-415 incremental cooperative assignment;
+* :mod:`.fencing` -- zombie fencing of exactly-once source tasks (KIP-618);
+* :mod:`.herder` -- ``DistributedHerder``, one concern a module: :mod:`.herder_base`
+  (shared state, leader checks), :mod:`.herder_fencing`, :mod:`.config_reactions`,
+  :mod:`.rebalancing`, :mod:`.herder_api`. Imported from :mod:`.herder`, not re-exported
+  here: it imports :mod:`core.offset_topics`, which imports this package's stores (a cycle).
 """
 
 from __future__ import annotations

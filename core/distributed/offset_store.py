@@ -124,15 +124,20 @@ class KafkaOffsetBackingStore:
                     found[key] = value
             return found
 
+    def key_forms(self, keys: Collection[bytes]) -> dict[bytes, set[bytes]]:
+        """Each of ``keys`` with every other form of it written to the topic so far (Kafka
+        Connect's field order, ours): what a tombstone of it must cover. Reads the topic to
+        its end first."""
+        self._caught_up()
+        with self._lock:
+            return {key: {key, *self._variants.get(canonical_offset_key(key), ())} for key in keys}
+
     def set(self, values: Mapping[bytes, bytes | None]) -> None:
-        if any(v is None for v in values.values()):
-            self._caught_up()  # a tombstone must cover every form of the key written so far
+        tombstones = [key for key, value in values.items() if value is None]
+        forms = self.key_forms(tombstones) if tombstones else {}
         futures = []
         for key, value in values.items():
-            canonical = canonical_offset_key(key)
-            with self._lock:
-                variants = set(self._variants.get(canonical, ())) if value is None else set()
-            for raw in variants | {key}:
+            for raw in forms.get(key, {key}):
                 futures.append(self.log.send(self.keys.encode(raw), value))
         with self._lock:
             self._sent += futures

@@ -26,15 +26,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from core.offsets import OffsetStore
 from core.stores.offsets import offset_key
 
-__all__ = ["TaskOffsetStore"]
+__all__ = ["KeyForms", "TaskOffsetStore"]
 
 log = logging.getLogger("copycat.offsets")
+
+# ``connect-offsets`` keys -> every form of each in a topic (Kafka Connect's field order, ours).
+KeyForms = Callable[[Collection[bytes]], Mapping[bytes, Collection[bytes]]]
 
 
 class TaskOffsetStore:
@@ -47,6 +50,9 @@ class TaskOffsetStore:
         topic: The Kafka topic of ``primary``, or None when it is not a topic (a file).
         encode_key: Turns a ``connect-offsets`` key into the bytes of the topic's record key
             (a shared topic's cluster prefix, see :mod:`core.distributed.keys`).
+        key_forms: Every form of each ``connect-offsets`` key already in ``topic`` (Kafka
+            Connect orders a partition's fields its own way): what a tombstone in
+            :meth:`records` must cover. Default: the key alone.
         on_close: Releases what belongs to this task alone (a connector topic's reader).
     """
 
@@ -57,12 +63,14 @@ class TaskOffsetStore:
         *,
         topic: str | None = None,
         encode_key: Callable[[bytes], bytes] = lambda key: key,
+        key_forms: KeyForms | None = None,
         on_close: Callable[[], None] = lambda: None,
     ) -> None:
         self.primary = primary
         self.secondary = secondary
         self.topic = topic
         self._encode_key = encode_key
+        self._key_forms: KeyForms = key_forms or (lambda keys: {key: {key} for key in keys})
         self._on_close = on_close
         self._pending: list[tuple[str, list[tuple[Mapping[str, Any], Any]]]] = []
 
@@ -116,14 +124,28 @@ class TaskOffsetStore:
         self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]
     ) -> list[tuple[bytes, bytes | None]]:
         """``(key, value)`` records of ``entries`` in :attr:`topic`'s format (value None: a
-        tombstone), for the loop to produce in its transaction."""
+        tombstone, one per form of the key in the topic), for a transaction to produce."""
+        keyed = [(offset_key(connector, partition), offset) for partition, offset in entries]
+        tombstones = [key for key, offset in keyed if offset is None]
+        forms = self._key_forms(tombstones) if tombstones else {}
         return [
             (
-                self._encode_key(offset_key(connector, partition)),
+                self._encode_key(form),
                 None if offset is None else json.dumps(offset, separators=(",", ":")).encode(),
             )
-            for partition, offset in entries
+            for key, offset in keyed
+            for form in sorted(forms.get(key, {key}))
         ]
+
+    def tombstones_first(
+        self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]
+    ) -> None:
+        """Before ``entries`` are written to the primary: their tombstones to the secondary
+        (see the module docstring). Raises on failure: then nothing was deleted in the
+        primary."""
+        tombstones = [(partition, offset) for partition, offset in entries if offset is None]
+        if tombstones:
+            self._copy([(connector, tombstones)], strict=True)
 
     def committed(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
         """A transaction wrote ``entries`` to :attr:`topic`: copy them to the secondary (best

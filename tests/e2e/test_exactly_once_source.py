@@ -28,6 +28,18 @@ from confluent_kafka import KafkaException, Message, Producer
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.distributed import DistributedCluster
+from tests.support.exactly_once import (
+    CLIENT_TIMEOUT_S,
+    MINIMUM,
+    PER_POLL,
+    SETTLE_S,
+    WORKERS,
+    eos_cluster,
+    group_settings,
+    seqnos,
+    sequence_source,
+    transactional_producer,
+)
 from tests.support.kafka import read_topic
 from tests.support.processes import wait_until
 from tests.support.sequence_source import install_sequence_source
@@ -37,30 +49,11 @@ pytestmark = [
     pytest.mark.apache_kafka_only(reason="transactions, fencing and read_committed"),
 ]
 
-WORKERS = 2
-# Records the tests wait for before they stop a connector: Kafka's MINIMUM_MESSAGES.
-MINIMUM = 100
-PER_POLL = 100
-# Records a second per task: a poll every 0.1 s, so a test needs a second or two of data.
-THROUGHPUT = 1_000
 # Much longer than any test: a boundary committed by the offset flush would show.
 OFFSET_FLUSH_INTERVAL_MS = 600_000
-CLIENT_TIMEOUT_S = 30.0
-SETTLE_S = 60.0
-# A frozen or departed worker is out of the group after this, and its work moves after the
-# scheduled delay: short, so that the zombie test's task moves within seconds (the run's
-# broker allows short sessions, tests/support/apache_kafka.py).
-SESSION_TIMEOUT_MS = 3_000
-HEARTBEAT_MS = 500
+# A departed worker's work moves after this: short, so that the zombie test's task moves
+# within seconds.
 SCHEDULED_DELAY_MS = 1_000
-
-
-def _group_settings(broker: KafkaCluster) -> dict[str, str]:
-    return {
-        "session.timeout.ms": str(broker.session_timeout_ms(SESSION_TIMEOUT_MS)),
-        "heartbeat.interval.ms": str(HEARTBEAT_MS),
-        "scheduled.rebalance.max.delay.ms": str(SCHEDULED_DELAY_MS),
-    }
 
 
 @pytest.fixture(scope="module")
@@ -73,16 +66,14 @@ def plugins(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory)
 def cluster(
     broker: KafkaCluster, plugins: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DistributedCluster]:
-    cluster = DistributedCluster(
+    cluster = eos_cluster(
         tmp_path_factory.mktemp("eos-cluster"),
-        broker.bootstrap_servers,
-        Path(plugins.split(",")[0]),
-        WORKERS,
-        extra={
-            "plugin.path": plugins,
-            "exactly.once.source.support": "enabled",
+        broker,
+        plugins,
+        "enabled",
+        **{
             "offset.flush.interval.ms": str(OFFSET_FLUSH_INTERVAL_MS),
-            **_group_settings(broker),
+            **group_settings(broker, SCHEDULED_DELAY_MS),
         },
     )
     try:
@@ -91,34 +82,9 @@ def cluster(
         cluster.stop()
 
 
-def _connector(name: str, topic: str, **extra: str) -> dict[str, str]:
-    return {
-        "connector.class": "SequenceSource",
-        "tasks.max": "1",
-        "topic": topic,
-        "messages.per.poll": str(PER_POLL),
-        "throughput": str(THROUGHPUT),
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "name": name,
-        **extra,
-    }
-
-
-def _seqnos(messages: list[Message], name: str) -> dict[int, list[int]]:
-    """task -> seqnos of the records, checking keys and values agree (Kafka's parser)."""
-    found: dict[int, list[int]] = collections.defaultdict(list)
-    for message in messages:
-        key, value = (message.key() or b"").decode(), (message.value() or b"").decode()
-        assert key.startswith(f"key-{name}-") and value == "value-" + key[len("key-") :]
-        task, seq = key[len(f"key-{name}-") :].split("-")
-        found[int(task)].append(int(seq))
-    return found
-
-
 def _assert_exactly_once(messages: list[Message], name: str, tasks: int) -> None:
     """Per task: seqnos 1..n, each once (Kafka's assertExactlyOnceSeqnos)."""
-    by_task = _seqnos(messages, name)
+    by_task = seqnos(messages, name)
     assert set(by_task) == set(range(tasks)), f"tasks that wrote: {sorted(by_task)}"
     for task, seqs in by_task.items():
         counts = collections.Counter(seqs)
@@ -187,7 +153,7 @@ def _validate(cluster: DistributedCluster, config: Mapping[str, str]) -> dict[st
 
 
 def test_preflight_validation(cluster: DistributedCluster, topic_name: str) -> None:
-    base = _connector("preflight", topic_name, **{"exactly.once.support": "required"})
+    base = sequence_source("preflight", topic_name, **{"exactly.once.support": "required"})
     for answer in ("null", "unsupported", "fail"):
         errors = _validate(cluster, {**base, "custom.exactly.once.support": answer})
         assert list(errors) == ["exactly.once.support"], (answer, errors)
@@ -213,7 +179,7 @@ def test_preflight_validation(cluster: DistributedCluster, topic_name: str) -> N
 def test_poll_boundary(cluster: DistributedCluster, broker: KafkaCluster, topic_name: str) -> None:
     broker.create_topic(topic_name, 3)
     name = f"poll-{uuid.uuid4().hex[:6]}"
-    config = _connector(name, topic_name, **{"transaction.boundary": "poll"})
+    config = sequence_source(name, topic_name, **{"transaction.boundary": "poll"})
     records = _run_and_delete(cluster, broker, name, config)
     assert len(records) >= MINIMUM
     _assert_exactly_once(records, name, 1)
@@ -222,7 +188,7 @@ def test_poll_boundary(cluster: DistributedCluster, broker: KafkaCluster, topic_
         read_topic(broker.bootstrap_servers, cluster.props["offset.storage.topic"]), name
     )
     assert len(saved) >= MINIMUM // PER_POLL and all(s % PER_POLL == 0 for s in saved), saved
-    assert saved[-1] == max(_seqnos(records, name)[0])
+    assert saved[-1] == max(seqnos(records, name)[0])
 
 
 def test_interval_boundary(
@@ -230,7 +196,7 @@ def test_interval_boundary(
 ) -> None:
     broker.create_topic(topic_name, 3)
     name = f"interval-{uuid.uuid4().hex[:6]}"
-    config = _connector(
+    config = sequence_source(
         name,
         topic_name,
         **{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "2000"},
@@ -241,7 +207,7 @@ def test_interval_boundary(
     saved = _saved(
         read_topic(broker.bootstrap_servers, cluster.props["offset.storage.topic"]), name
     )
-    assert saved and saved[-1] == max(_seqnos(records, name)[0])
+    assert saved and saved[-1] == max(seqnos(records, name)[0])
 
 
 def test_connector_boundary(
@@ -251,7 +217,7 @@ def test_connector_boundary(
     their records are never visible, their offsets are committed all the same."""
     broker.create_topic(topic_name, 3)
     name = f"connector-{uuid.uuid4().hex[:6]}"
-    config = _connector(
+    config = sequence_source(
         name,
         topic_name,
         **{
@@ -273,19 +239,13 @@ def test_connector_boundary(
     for prior, boundary in zip(fibonacci, fibonacci[1:], strict=False):
         if boundary % 2 == 0:
             aborted |= set(range(prior + 1, boundary + 1))
-    seqs = sorted(_seqnos(read_topic(broker.bootstrap_servers, topic_name), name)[0])
+    seqs = sorted(seqnos(read_topic(broker.bootstrap_servers, topic_name), name)[0])
     assert seqs == [s for s in range(1, 234) if s not in aborted]
     _delete(cluster, name)
 
 
 def _transactional_producer(broker: KafkaCluster, transactional_id: str) -> Producer:
-    return Producer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "transactional.id": transactional_id,
-            "client.id": f"simulated-{transactional_id}",
-        }
-    )
+    return transactional_producer(broker.bootstrap_servers, transactional_id)
 
 
 def test_fenced_leader_recovery(
@@ -297,7 +257,7 @@ def test_fenced_leader_recovery(
     zombie = _transactional_producer(broker, f"connect-cluster-{cluster.group}")
     zombie.init_transactions(CLIENT_TIMEOUT_S)
     name = f"fenced-leader-{uuid.uuid4().hex[:6]}"
-    config = _connector(name, topic_name)
+    config = sequence_source(name, topic_name)
     first = httpx.post(
         cluster.workers[cluster.leader()].url + "/connectors",
         json={"name": name, "config": config},
@@ -323,7 +283,7 @@ def test_connector_reconfiguration(
     worker it may still run (simulated here by producers with those tasks' ids)."""
     broker.create_topic(topic_name, 3)
     name = f"reconfig-{uuid.uuid4().hex[:6]}"
-    config = _connector(name, topic_name, **{"tasks.max": "3"})
+    config = sequence_source(name, topic_name, **{"tasks.max": "3"})
     cluster.create(name, config)
     cluster.wait_running(name, 3, SETTLE_S)
     for current, new in ((3, 5), (5, 1), (1, 5), (5, 3)):
@@ -358,7 +318,7 @@ def test_tasks_fail_when_they_cannot_fence(
     timeout above its transaction.max.timeout.ms (15 minutes)."""
     broker.create_topic(topic_name, 3)
     name = f"nofence-{uuid.uuid4().hex[:6]}"
-    config = _connector(name, topic_name, **{"tasks.max": "2"})
+    config = sequence_source(name, topic_name, **{"tasks.max": "2"})
     cluster.create(name, config)
     cluster.wait_running(name, 2, SETTLE_S)  # the first generation needs no fencing
     refused = {**config, "admin.override.transaction.timeout.ms": str(3_600_000)}
@@ -376,7 +336,7 @@ def test_potential_deadlock_when_producing_to_offsets_topic(
     cluster: DistributedCluster, topic_name: str
 ) -> None:
     name = f"naughty-{uuid.uuid4().hex[:6]}"
-    config = _connector(
+    config = sequence_source(
         name,
         topic_name,
         **{
@@ -400,7 +360,7 @@ def test_a_zombie_task_cannot_write_once_its_task_moved(
     and its task stops. A read_committed reader sees every record once."""
     broker.create_topic(topic_name, 3)
     name = f"zombie-{uuid.uuid4().hex[:6]}"
-    config = _connector(
+    config = sequence_source(
         name,
         topic_name,
         **{"transaction.boundary": "interval", "transaction.boundary.interval.ms": "1000"},
@@ -452,21 +412,13 @@ def test_a_cluster_rolls_from_disabled_through_preparing_to_enabled(
     every worker to ``preparing``, then every worker to ``enabled``. The task keeps running
     throughout, runs exactly-once at the end, and no record is lost or written twice."""
     broker.create_topic(topic_name, 3)
-    rolling = DistributedCluster(
-        tmp_path,
-        broker.bootstrap_servers,
-        Path(plugins.split(",")[0]),
-        WORKERS,
-        extra={
-            "plugin.path": plugins,
-            "exactly.once.source.support": "disabled",
-            **_group_settings(broker),
-        },
+    rolling = eos_cluster(
+        tmp_path, broker, plugins, "disabled", **group_settings(broker, SCHEDULED_DELAY_MS)
     )
     name = f"rolling-{uuid.uuid4().hex[:6]}"
     try:
         rolling.start()
-        rolling.create(name, _connector(name, topic_name))
+        rolling.create(name, sequence_source(name, topic_name))
         rolling.wait_running(name, 1, SETTLE_S)
         for step in ("preparing", "enabled"):
             rolling.props["exactly.once.source.support"] = step
@@ -494,7 +446,7 @@ def test_separate_offsets_topic(
     broker.create_topic(topic_name, 3)
     name = f"own-offsets-{uuid.uuid4().hex[:6]}"
     own = f"{name}-offsets"
-    config = _connector(name, topic_name, **{"offsets.storage.topic": own})
+    config = sequence_source(name, topic_name, **{"offsets.storage.topic": own})
     cluster.create(name, config)
     cluster.wait_running(name, 1, SETTLE_S)
     wait_until(
@@ -524,4 +476,4 @@ def test_separate_offsets_topic(
     last = max(_saved(read_topic(broker.bootstrap_servers, own), name))
     upto = [m for m in records if int((m.key() or b"").decode().rsplit("-", 1)[1]) <= last]
     _assert_exactly_once(upto, name, 1)
-    assert max(_seqnos(upto, name)[0]) == last
+    assert max(seqnos(upto, name)[0]) == last

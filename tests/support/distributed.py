@@ -122,11 +122,16 @@ class DistributedCluster:
         proc = self.workers[index].proc
         return proc is not None and proc.poll() is None
 
+    def leads(self, index: int) -> bool:
+        """Whether worker ``index``'s latest completed rebalance says it leads (a frozen
+        worker's log may still say so)."""
+        done = _REBALANCE_DONE.findall(self.workers[index].text())
+        return bool(done) and done[-1] == "leader"
+
     def leader(self) -> int:
         """The live worker whose latest completed rebalance says it leads."""
-        for index, worker in enumerate(self.workers):
-            done = _REBALANCE_DONE.findall(worker.text())
-            if self.alive(index) and done and done[-1] == "leader":
+        for index in range(len(self.workers)):
+            if self.alive(index) and self.leads(index):
                 return index
         raise AssertionError("no live worker's log says it leads")
 

@@ -95,3 +95,44 @@ def test_records_are_the_connect_offsets_format_with_the_topics_key_prefix() -> 
     [(key, value), (gone, tombstone)] = store.records("c", [(A, {"pos": 7}), (B, None)])
     assert key == b"G." + offset_key("c", A) and json.loads(value or b"") == {"pos": 7}
     assert gone == b"G." + offset_key("c", B) and tombstone is None
+
+
+def test_a_tombstone_record_covers_every_form_of_its_key_in_the_topic() -> None:
+    """Kafka Connect writes a partition's fields in its own order: a reset (or a task's
+    tombstone) in a transaction must delete that form too, as the plain store's write does."""
+    kafka_form = b'["c",{"table":"t","db":"d"}]'
+    asked: list[list[bytes]] = []
+
+    def forms(keys: Iterable[bytes]) -> dict[bytes, set[bytes]]:
+        listed = list(keys)
+        asked.append(listed)
+        return {key: {key, kafka_form} for key in listed}
+
+    store = TaskOffsetStore(MemoryOffsetStore(), topic="offsets", key_forms=forms)
+    partition = {"db": "d", "table": "t"}
+    assert store.records("c", [(A, {"pos": 1})]) == [(offset_key("c", A), b'{"pos":1}')]
+    assert asked == []  # values need no read of the topic
+    records = store.records("c", [(partition, None), (A, {"pos": 2})])
+    assert sorted(records, key=lambda r: r[0]) == sorted(
+        [
+            (offset_key("c", partition), None),
+            (kafka_form, None),
+            (offset_key("c", A), b'{"pos":2}'),
+        ],
+        key=lambda r: r[0],
+    )
+    assert asked == [[offset_key("c", partition)]]
+
+
+def test_tombstones_first_reach_the_worker_store_alone() -> None:
+    journal: list[str] = []
+    primary, secondary = Recording("connector", journal), Recording("worker", journal)
+    store = TaskOffsetStore(primary, secondary, topic="c-offsets")
+    store.tombstones_first("c", [(A, {"pos": 5}), (B, None)])
+    assert journal == ["worker:tombstone:b"]
+    failing = TaskOffsetStore(MemoryOffsetStore(), FailingStore(), topic="c-offsets")
+    assert isinstance(failing.secondary, FailingStore)
+    failing.secondary.fail = True
+    failing.tombstones_first("c", [(A, {"pos": 5})])  # no tombstone: nothing to write
+    with pytest.raises(OSError):
+        failing.tombstones_first("c", [(A, None)])

@@ -1,0 +1,313 @@
+"""What the config topic's changes do on this worker (the distributed herder's reactions).
+
+Every worker reads the config topic; its store's listener calls the ``on_*`` methods on the
+config log's thread, which only queue work: each change becomes an operation on the affected
+connector's own operation thread (:mod:`core.serial`), so a hung plugin delays only its
+connector. Those operations act on what the group assigned to this worker: start or restart a
+connector's instance (which generates task configs: the leader writes them, a follower sends
+them to the leader's internal ``POST /connectors/<name>/tasks``), start, restart or stop
+tasks whose configs changed, apply target states, remove what a deletion removed, serve
+KIP-745 restart requests. One concern of the herder split (see
+:mod:`core.distributed.herder_base`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping, Sequence
+from functools import partial
+
+import httpx
+
+from core.distributed.assignor import Held
+from core.distributed.config_store import PrivilegedWriteError, RestartRequest
+from core.distributed.herder_fencing import ExactlyOnceSupport
+from core.herder import ConflictError
+from core.rest import loggers
+from core.status import State, Status
+from core.stores.config import TargetState
+from core.worker_herder import REST_REQUEST_TIMEOUT_S, _Runtime
+
+__all__ = ["ConfigReactions"]
+
+log = logging.getLogger("copycat.distributed")
+
+# Retry pause when sending task configs to the leader failed (leader moving, rebalancing).
+FORWARD_RETRY_S = 1.0
+
+
+class ConfigReactions(ExactlyOnceSupport):
+    """Config topic changes applied here (see the module docstring).
+
+    Called by: the config log's thread (the listener methods, which only queue), connector
+    operation threads (everything else), REST handler threads (``receive_task_configs``).
+    """
+
+    # -- config listener (the config log's thread: only queue work) --------------------------------
+
+    def on_connector_config_update(self, connector: str) -> None:
+        with self._lock:
+            new = connector not in self._runtime
+            runtime = self._runtime.setdefault(connector, _Runtime("unknown"))
+            runtime.deleted = False
+        runtime.kind = self._kind(self._config(connector))
+        if new:
+            self._rebalance_if_leader()
+        elif connector in self._assigned.connectors:
+            self._ops.submit(connector, "reconfigure", partial(self._restart_instance, connector))
+
+    def on_connector_config_removed(self, connector: str) -> None:
+        with self._lock:
+            runtime = self._runtime.pop(connector, None)
+            self._topics.pop(connector, None)
+        if runtime is not None:
+            runtime.deleted = True
+        self._reclaim_if_stuck(connector)
+        self._ops.submit(connector, "remove", partial(self._remove_here, connector))
+        self._rebalance_if_leader()
+
+    def on_task_configs_update(self, connector: str) -> None:
+        self._ops.submit(connector, "task configs", partial(self._apply_task_configs, connector))
+        self._rebalance_if_leader()
+
+    def on_target_state_change(self, connector: str) -> None:
+        self._ops.submit(connector, "target state", partial(self._apply_target_here, connector))
+
+    def _on_restart_request(self, request: RestartRequest) -> None:
+        self._ops.submit(request.connector, "restart", partial(self._restart_here, request))
+
+    def _on_logger_level(self, namespace: str, level: str) -> None:
+        value = loggers.parse_level(level)
+        if value is None:
+            log.warning("ignoring cluster logger level %r for %s", level, namespace)
+            return
+        affected = loggers.set_level(namespace, value)
+        log.info("logger %s set to %s cluster-wide (%d loggers)", namespace, level, len(affected))
+
+    # -- what runs here (connector operation threads) ----------------------------------------------
+
+    def _stop_instance(self, name: str) -> None:
+        worker = self._worker()
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        worker.stop_connector_instance(name)
+
+    def _start_connector(self, name: str) -> None:
+        """Start the instance of a connector assigned here, and publish its task configs."""
+        worker = self._worker()
+        if name not in self._assigned.connectors or worker.instance_running(name):
+            return
+        snapshot = self.configs.snapshot()
+        config = snapshot.config(name)
+        runtime = self._runtime.get(name)
+        if config is None or runtime is None:
+            return
+        if snapshot.target_state(name) is TargetState.STOPPED:
+            self._report_stopped(name, config)
+            return
+        if self._resolve_and_start(name, runtime, config) is None:
+            return
+        if snapshot.target_state(name) is TargetState.PAUSED:
+            worker.pause(name, True)
+        self._publish_task_configs(name)
+
+    def _publish_task_configs(self, name: str) -> None:
+        """Ask the connector for task configs; send them to the leader if they changed."""
+        worker, runtime = self._worker(), self._runtime.get(name)
+        if runtime is None or runtime.resolved is None or not worker.instance_running(name):
+            return
+        generated = self._generate_task_configs(name, runtime.resolved)
+        if generated is None:
+            return
+        fresh = generated[2]
+        if fresh == self._task_configs(name) and name not in self._kafka_configs().inconsistent():
+            log.info("connector %s: task configs unchanged (%d tasks)", name, len(fresh))
+            return
+        log.info("connector %s: publishing %d task configs", name, len(fresh))
+        self._send_task_configs(name, fresh)
+
+    def _send_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """Leader: write them; follower: POST them to the leader, retrying while it moves."""
+        while not self._stopping.is_set() and name in self._assigned.connectors:
+            if self._is_leader:
+                try:
+                    self.receive_task_configs(name, configs)
+                    return
+                except (PrivilegedWriteError, ConflictError) as exc:
+                    log.warning("writing task configs of %s: %s", name, exc)
+            elif self._leader_url:
+                try:
+                    response = httpx.post(
+                        f"{self._leader_url}/connectors/{name}/tasks",
+                        params={"forward": "true"},
+                        json=configs,
+                        timeout=REST_REQUEST_TIMEOUT_S,
+                    )
+                    if response.status_code < 300:
+                        return
+                    log.warning(
+                        "the leader refused task configs of %s: %d %s",
+                        name,
+                        response.status_code,
+                        response.text[:200],
+                    )
+                except httpx.HTTPError as exc:
+                    log.warning("sending task configs of %s to the leader: %s", name, exc)
+            time.sleep(FORWARD_RETRY_S)
+
+    def _start_task(self, name: str, task: int) -> None:
+        worker = self._worker()
+        if (name, task) not in self._assigned.tasks or self._task_runs_here(name, task):
+            return
+        snapshot = self.configs.snapshot()
+        config, tasks = snapshot.config(name), snapshot.tasks(name)
+        if config is None or task >= len(tasks):
+            return  # deleted or shrunk meanwhile: the next rebalance revokes it
+        try:
+            connector_props = self.resolver.resolve(config).config
+            task_props = self.resolver.resolve(tasks[task]).config
+            worker.start_task(
+                name,
+                task,
+                task_props,
+                connector_props=connector_props,
+                paused=snapshot.target_state(name) is TargetState.PAUSED,
+                **self._exactly_once_options(name, task, config),
+            )
+            self.task_starts += 1
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            log.error("task %s-%d could not start: %s", name, task, exc)
+            worker.status.set_task(
+                name, task, Status(State.FAILED, worker.worker_id, trace=str(exc))
+            )
+
+    def _restart_instance(self, name: str) -> None:
+        """The connector's config changed: restart its instance here, republish its tasks."""
+        worker = self._worker()
+        if worker.instance_running(name):
+            self._stop_instance(name)
+        self._start_connector(name)
+
+    def _apply_task_configs(self, name: str) -> None:
+        """New task configs: restart the tasks here whose config changed, stop vanished ones.
+
+        Exactly-once source tasks are all restarted, as Kafka restarts every task of a
+        reconfigured connector: the new generation's fencing would otherwise fence the
+        unchanged ones still running from the old generation, and they would fail.
+        """
+        snapshot = self.configs.snapshot()
+        tasks, config = snapshot.tasks(name), snapshot.config(name)
+        # Tasks beyond the new count are no longer this worker's, running or not: still
+        # counted as held, they would be reported as running at the next rebalance, and a
+        # connector growing again would never get them assigned.
+        self._assigned = Held.of(
+            self._assigned.connectors,
+            (t for t in self._assigned.tasks if t[0] != name or t[1] < len(tasks)),
+        )
+        worker = self.worker
+        connector = worker.connectors.get(name) if worker is not None else None
+        if worker is None or connector is None:
+            return
+        restart_all = config is not None and self._runs_exactly_once(config)
+        for task, runner in sorted(connector.tasks.items()):
+            if task >= len(tasks) or config is None:
+                worker.stop_task(name, task)
+                self.task_stops += 1
+                worker.status.remove_task(name, task)
+                continue
+            wanted = self.resolver.resolve(tasks[task]).config
+            if wanted != runner.task_props or restart_all:
+                log.info(
+                    "task %s-%d: %s; restarting it",
+                    name,
+                    task,
+                    "its config changed" if wanted != runner.task_props else "a new generation",
+                )
+                worker.stop_task(name, task)
+                self.task_stops += 1
+                self._start_task(name, task)
+
+    def _apply_target_here(self, name: str) -> None:
+        worker = self._worker()
+        snapshot = self.configs.snapshot()
+        target = snapshot.target_state(name)
+        if target is None:
+            return
+        if target is TargetState.STOPPED:
+            if worker.instance_running(name):
+                self._stop_instance(name)
+            if name in self._assigned.connectors:
+                config = snapshot.config(name) or {}
+                worker.status.set_connector(
+                    name,
+                    Status(State.STOPPED, worker.worker_id, version=self._plugin_version(config)),
+                )
+            return
+        if name in self._assigned.connectors and not worker.instance_running(name):
+            self._start_connector(name)  # resumed from STOPPED
+            return
+        if name in worker.connectors:
+            self._apply_target(name)
+
+    def _remove_here(self, name: str) -> None:
+        """The connector was deleted: stop what of it runs here, tombstone its statuses."""
+        worker = self._worker()
+        owned_instance = name in self._assigned.connectors
+        connector = worker.connectors.get(name)
+        tasks = sorted(connector.tasks) if connector is not None else []
+        if connector is not None:
+            self.task_stops += len(tasks)
+            worker.stop_connector(name)
+        self._assigned = Held.of(
+            (c for c in self._assigned.connectors if c != name),
+            (t for t in self._assigned.tasks if t[0] != name),
+        )
+        if owned_instance:
+            worker.status.remove_connector(name)  # the connector and every task it knows
+        else:
+            for task in tasks:
+                worker.status.remove_task(name, task)
+
+    def _restart_here(self, request: RestartRequest) -> None:
+        """A KIP-745 restart request from the config topic: restart our part of it."""
+        worker = self._worker()
+        name = request.connector
+        status = worker.status.connector(name)
+        if name in self._assigned.connectors and (
+            not request.only_failed or (status is not None and status.state is State.FAILED)
+        ):
+            worker.status.set_connector(name, Status(State.RESTARTING, worker.worker_id))
+            self._restart_instance(name)
+        if not request.include_tasks:
+            return
+        for task, task_status in sorted(worker.status.tasks_of(name).items()):
+            if (name, task) not in self._assigned.tasks:
+                continue
+            if request.only_failed and task_status.state is not State.FAILED:
+                continue
+            worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
+            if self._task_runs_here(name, task):
+                worker.stop_task(name, task)
+                self.task_stops += 1
+            self._start_task(name, task)
+
+    def _reconfiguration_requested(self, name: str) -> None:
+        self._ops.submit(name, "task reconfiguration", partial(self._publish_task_configs, name))
+
+    # -- the leader's end of publishing task configs ---------------------------------------------
+
+    def receive_task_configs(self, name: str, configs: Sequence[Mapping[str, str]]) -> None:
+        """Internal ``POST /connectors/<name>/tasks``: the connector's owner sends the task
+        configs it generated; only the leader writes them."""
+        self._known(name)
+        self._leader_write(
+            "write task configs", lambda: self.configs.put_task_configs(name, configs)
+        )
+
+    # -- one task restarted here (REST) ----------------------------------------------------------
+
+    def _restart_one_task(self, name: str, task: int) -> None:
+        if self._task_runs_here(name, task):
+            self._worker().stop_task(name, task)
+            self.task_stops += 1
+        self._start_task(name, task)

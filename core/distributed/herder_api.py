@@ -1,0 +1,207 @@
+"""The distributed herder's REST-facing Herder API: answers from this worker's copies of the
+internal topics, writes through the leader.
+
+* **Writes only the leader makes** (create, reconfigure, delete, stop, restarts, offsets)
+  raise :class:`~core.herder.NotLeaderError` on any other worker; REST forwards them to the
+  leader's URL (``?forward=`` as Kafka). With no known leader (a rebalance), 409. Pause and
+  resume write the target state from any worker, as Kafka does.
+* **Reads** (connectors, configs, statuses, active topics) come from this worker's copies of
+  the config and status topics, so every worker answers the same.
+
+One concern of the herder split (see :mod:`core.distributed.herder_base`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+from core.distributed.config_reactions import ConfigReactions
+from core.distributed.config_store import RestartRequest
+from core.distributed.herder_base import NO_LEADER
+from core.distributed.rebalancing import TICK_S
+from core.herder import (
+    AlreadyExistsError,
+    ConflictError,
+    NotFoundError,
+    NotLeaderError,
+)
+from core.status import State
+from core.stores.config import TargetState
+from core.worker_herder import _Runtime
+
+__all__ = ["HerderApi"]
+
+
+class HerderApi(ConfigReactions):
+    """The :class:`~core.herder.AbstractHerder` API of a distributed worker (see the module
+    docstring). Called by REST handler threads; operations on one connector that run here
+    go to that connector's operation thread."""
+
+    _ready: threading.Event
+    _tick_thread: threading.Thread | None
+    _version: tuple[str, str]
+    _cluster_id: str | None
+
+    # -- Herder: server ----------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def health_check(self, timeout_s: float) -> bool:
+        thread = self._tick_thread
+        return (
+            thread is not None
+            and thread.is_alive()
+            and time.monotonic() - self._last_tick < max(timeout_s, 10 * TICK_S)
+        )
+
+    def server_info(self) -> dict[str, Any]:
+        return {
+            "version": self._version[0],
+            "commit": self._version[1],
+            "kafka_cluster_id": self._cluster_id,
+        }
+
+    # -- Herder: connectors ----------------------------------------------------------------------
+
+    def connectors(self) -> list[str]:
+        self._worker()
+        return self.configs.snapshot().connectors()
+
+    def create_connector(
+        self,
+        name: str,
+        config: Mapping[str, str],
+        initial_state: TargetState = TargetState.STARTED,
+    ) -> dict[str, Any]:
+        config = self._named(name, config)
+        self._worker()
+        if self.configs.snapshot().contains(name):
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        self.ensure_valid(config)
+        self._require_leader("create a connector")
+        if self.configs.snapshot().contains(name):
+            raise AlreadyExistsError(f"Connector {name} already exists")
+        self._leader_write(
+            "create a connector",
+            lambda: self.configs.put_connector_config(name, config, initial_state),
+        )
+        return self._info(name, self._get(name))
+
+    def put_connector_config(
+        self, name: str, config: Mapping[str, str]
+    ) -> tuple[bool, dict[str, Any]]:
+        config = self._named(name, config)
+        self._worker()
+        self.ensure_valid(config)
+        self._require_leader("write a connector config")
+        created = not self.configs.snapshot().contains(name)
+        self._leader_write(
+            "write a connector config",
+            lambda: self.configs.put_connector_config(name, config, None),
+        )
+        return created, self._info(name, self._get(name))
+
+    def delete_connector(self, name: str) -> None:
+        self._known(name)
+        self._leader_write("delete a connector", lambda: self.configs.remove_connector_config(name))
+
+    def set_cluster_logger_level(self, namespace: str, level: str) -> None:
+        """``PUT /admin/loggers/<namespace>?scope=cluster``: every worker applies it when it
+        reads the record, this one included."""
+        self._worker()
+        self._kafka_configs().put_logger_level(namespace, level)
+
+    def _deployed_for_status(self, name: str, missing: str) -> _Runtime:
+        """Statuses come from the status topic: any connector in the config topic has them."""
+        if not self.configs.snapshot().contains(name):
+            raise NotFoundError(missing)
+        return self._get(name)
+
+    # -- Herder: restart, pause, resume, stop ----------------------------------------------------
+
+    def restart_connector(
+        self, name: str, include_tasks: bool, only_failed: bool
+    ) -> dict[str, Any] | None:
+        self._known(name)
+        if not include_tasks and not only_failed:
+            # Kafka's legacy restart: the worker running the instance restarts it.
+            if name in self._assigned.connectors:
+                self._run(name, "restart", partial(self._restart_instance, name))
+                return None
+            owner = self._owner_url(name) if self._is_leader else self._leader_url
+            if not owner:
+                raise ConflictError(NO_LEADER)
+            raise NotLeaderError(f"Connector {name} does not run on this worker", owner)
+        status = self.connector_status(name)
+        self._leader_write(
+            "restart a connector",
+            lambda: self._kafka_configs().put_restart_request(
+                RestartRequest(name, only_failed, include_tasks)
+            ),
+        )
+        restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
+        if restart_connector:
+            status["connector"]["state"] = State.RESTARTING.value
+        for entry in status["tasks"]:
+            if include_tasks and (not only_failed or entry["state"] == "FAILED"):
+                entry["state"] = State.RESTARTING.value
+        return status
+
+    def restart_task(self, name: str, task: int) -> None:
+        self._known(name)
+        if not 0 <= task < len(self._task_configs(name)):
+            raise NotFoundError(f"Unknown task: {name}-{task}")
+        if (name, task) in self._assigned.tasks:
+            self._run(name, "task restart", partial(self._restart_one_task, name, task))
+            return
+        owner = self._owner_url(name, task) if self._is_leader else self._leader_url
+        if not owner:
+            raise ConflictError(NO_LEADER)
+        raise NotLeaderError(f"Task {name}-{task} does not run on this worker", owner)
+
+    def pause_connector(self, name: str) -> None:
+        self._known(name)
+        self.configs.put_target_state(name, TargetState.PAUSED)
+
+    def resume_connector(self, name: str) -> None:
+        self._known(name)
+        self.configs.put_target_state(name, TargetState.STARTED)
+
+    def stop_connector(self, name: str) -> None:
+        """Leader: no task configs, then target state STOPPED (Kafka's order, KIP-875)."""
+        self._known(name)
+
+        def stop() -> None:
+            self.configs.put_task_configs(name, [])
+            self.configs.put_target_state(name, TargetState.STOPPED)
+
+        self._leader_write("stop a connector", stop)
+
+    # -- Herder: offsets (KIP-875), on the leader ------------------------------------------------
+
+    def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        self._known(name)
+        self._require_leader("alter connector offsets")
+        return super().alter_connector_offsets(name, offsets)
+
+    def reset_connector_offsets(self, name: str) -> str:
+        self._known(name)
+        self._require_leader("reset connector offsets")
+        return super().reset_connector_offsets(name)
+
+    # -- Herder: active topics (KIP-558), from the status topic -----------------------------------
+
+    def active_topics(self, name: str) -> list[str]:
+        local = super().active_topics(name)
+        statuses = self.statuses
+        return sorted(set(local) | set(statuses.topics_of(name) if statuses else []))
+
+    def reset_active_topics(self, name: str) -> None:
+        super().reset_active_topics(name)
+        if self.statuses is not None:
+            self.statuses.reset_topics(name)

@@ -1,0 +1,140 @@
+"""What every part of the distributed herder shares: its state, and who may write.
+
+:class:`DistributedHerder` is one object split over a few modules, one concern each, as mixins
+over this base (``herder.py`` construction and life cycle, ``rebalancing.py`` the group,
+``config_reactions.py`` what config topic changes do here, ``herder_fencing.py`` exactly-once
+fencing, ``herder_api.py`` the REST-facing Herder API). Mixins rather than collaborator
+objects: the parts share one state (what the leader assigned here, who leads, the config
+snapshot, the per-connector operation threads) written by the tick thread and read by every
+other thread; collaborators would each reach into the others' attributes, where mixins keep one
+object, one set of attributes (declared here, set in ``DistributedHerder.__init__``) and each
+module's methods in one place. Each mixin calls only what this base or the modules it builds
+on define: base <- fencing <- config reactions <- rebalancing, API <- herder.
+
+Here: the state's declarations, the leader checks (a non-leader's error carries the leader's
+URL, REST forwards it there) and the leader-only write with its recovery from a fenced leader
+producer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from core.distributed.assignor import Held, IncrementalCooperativeAssignor
+from core.distributed.config_store import KafkaConfigStore, PrivilegedWriteError
+from core.distributed.fencing import LeaderFencing
+from core.distributed.membership import WorkerGroupMember
+from core.distributed.offset_store import KafkaOffsetBackingStore
+from core.distributed.status_store import KafkaStatusStore
+from core.herder import ConflictError, NotFoundError, NotLeaderError
+from core.worker_herder import WorkerHerder, _Runtime
+
+__all__ = ["NO_LEADER", "DistributedHerderBase"]
+
+log = logging.getLogger("copycat.distributed")
+
+NO_LEADER = (
+    "Cannot complete request momentarily due to no known leader URL, likely because a "
+    "rebalance was underway."
+)
+_CONFLICT = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
+
+
+class DistributedHerderBase(WorkerHerder):
+    """The distributed herder's shared state and leadership checks (see the module docstring).
+
+    Every attribute is set by ``DistributedHerder.__init__`` (and ``start()`` for the stores).
+    Group state (``_assigned`` ... ``_rebalances``) is written by the tick thread only;
+    ``_members`` by kafka-python's IO thread while it assigns, as the leader.
+    """
+
+    group_id: str
+    url: str
+    worker_id: str
+    exactly_once_source: str
+    fencing: LeaderFencing | None
+    member: WorkerGroupMember | None
+    statuses: KafkaStatusStore | None
+    offset_backing: KafkaOffsetBackingStore | None
+    assignor: IncrementalCooperativeAssignor
+    task_starts: int
+    task_stops: int
+    _stopping: threading.Event
+    _wakeup: threading.Event
+    _last_tick: float  # when the tick thread last went round (health checks read it)
+    _assigned: Held
+    _generation: int
+    _last_completed_generation: int
+    _leader_url: str | None
+    _is_leader: bool
+    _rejoin_at: float | None
+    _rebalances: int
+    _members: dict[str, tuple[str, Held]]
+
+    # -- where work runs, who leads --------------------------------------------------------------
+
+    def _owner_url(self, connector: str, task: int | None = None) -> str | None:
+        for url, total in list(self._members.values()):
+            if (task is None and connector in total.connectors) or (connector, task) in total.tasks:
+                return url
+        return None
+
+    def _rebalance_if_leader(self) -> None:
+        if self._is_leader and self.member is not None:
+            self.member.request_rejoin()
+            self._wakeup.set()
+
+    def _task_runs_here(self, name: str, task: int) -> bool:
+        worker = self.worker
+        connector = worker.connectors.get(name) if worker is not None else None
+        return connector is not None and task in connector.tasks
+
+    # -- leadership ----------------------------------------------------------------------------
+
+    def _require_leader(self, what: str) -> None:
+        if self._is_leader and self.member is not None:
+            return
+        if not self._leader_url:
+            raise ConflictError(NO_LEADER)
+        raise NotLeaderError(f"Cannot {what}: this worker is not the leader", self._leader_url)
+
+    def _leader_write(self, what: str, write: Callable[[], None]) -> None:
+        """A leader-only write. A leader whose transactional producer was fenced (by a zombie
+        leader, or by a transient error that made librdkafka give the producer up) fails this
+        write and claims its write privileges again for the next one, as Kafka's leader does
+        once it sees it is still the leader: a request retried by the user then succeeds."""
+        self._require_leader(what)
+        configs = self._kafka_configs()
+        try:
+            if not configs.has_write_privileges():
+                configs.claim_write_privileges()
+                log.info("leader: claimed write privileges on the config topic again")
+            write()
+        except PrivilegedWriteError as exc:
+            log.warning("%s: %s", what, exc)
+            raise ConflictError(_CONFLICT) from None
+
+    def _stopped(self, name: str) -> bool:
+        """STOPPED, and no task configs (Kafka's check before offsets change): the leader wrote
+        them empty, so no task of the connector is meant to run anywhere."""
+        return super()._stopped(name) and not self._task_configs(name)
+
+    def _kafka_configs(self) -> KafkaConfigStore:
+        configs = self.configs
+        if not isinstance(configs, KafkaConfigStore):
+            raise ConflictError(
+                "Cannot complete request because the worker is still starting up or shutting down"
+            )
+        return configs
+
+    def _known(self, name: str) -> None:
+        self._worker()
+        if not self.configs.snapshot().contains(name):
+            raise NotFoundError(f"Connector {name} not found")
+
+    def _get(self, name: str) -> _Runtime:
+        self._known(name)
+        with self._lock:
+            return self._runtime.setdefault(name, _Runtime(self._kind(self._config(name))))
