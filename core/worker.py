@@ -180,15 +180,27 @@ class _TaskRunner(threading.Thread):
         )
 
     def _drive(self, loop: TaskLoop) -> None:
-        """The TaskLoop protocol (core/runtime/loop.py), until stopped or failed."""
+        """The TaskLoop protocol (core/runtime/loop.py), until stopped or failed.
+
+        A pause or resume is reported (the task's PAUSED or RUNNING status) by this thread once
+        the loop has done it: after the first iteration that follows ``pause()``, which sends
+        what was already polled and polls no more (a loop in a plugin host learns it with that
+        iteration's request). As Kafka's WorkerTask reports onPause from the task's own thread:
+        a status of PAUSED means no record moves any more.
+        """
         paused = False
         try:
             loop.start()
             while not self.stopping.is_set():
-                if self.paused.is_set() != paused:
+                changed = self.paused.is_set() != paused
+                if changed:
                     paused = self.paused.is_set()
                     (loop.pause if paused else loop.resume)()
-                if not loop.iteration():
+                moved = loop.iteration()
+                if changed and not self.stopping.is_set():
+                    state = State.PAUSED if paused else State.RUNNING
+                    self.worker.status.update_task(self.connector, self.task_id, state=state)
+                if not moved:
                     self.stopping.wait(IDLE_BACKOFF_S)
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
             self.failed = True
@@ -636,10 +648,10 @@ class Worker:
         if connector is None:
             return
         state = State.PAUSED if paused else State.RUNNING
-        for task_id, runner in list(connector.tasks.items()):
+        for runner in list(connector.tasks.values()):
+            # Each task reports its own PAUSED / RUNNING once its loop has paused or resumed
+            # (_TaskRunner._drive; a task on Spark through its heartbeat), not before.
             (runner.paused.set if paused else runner.paused.clear)()
-            if runner.started.is_set() and not runner.failed:
-                self.status.update_task(name, task_id, state=state)
         if connector.host is not None:  # the instance's worker reports the connector's state
             self.status.set_connector(
                 name, Status(state, self.worker_id, version=connector.version)

@@ -203,10 +203,12 @@ class SparkTaskRunner(_TaskRunner):
         interval passes."""
         self._last_beat = time.monotonic()
         self._beating = True
+        state = body.get("state")
+        if state != self.remote.get("state"):
+            self._paused_or_resumed(state)
         self.remote = body
         self.records_moved = int(body.get("records", 0))
         self._topics.update(body.get("topics", ()))
-        state = body.get("state")
         if state in (RUNNING, PAUSED) and not self._reported_start:
             self._task_started(body)
         if state == "FAILED" and body.get("trace") and not self.stopping.is_set():
@@ -218,6 +220,16 @@ class SparkTaskRunner(_TaskRunner):
         while self.target() == known and time.monotonic() < deadline:
             time.sleep(TARGET_POLL_S)
         return {"target": self.target()}
+
+    def _paused_or_resumed(self, state: Any) -> None:
+        """The executor says its loop has paused or resumed: the task's status follows (as a
+        local task reports it from its own thread, core/worker.py), before the new state is
+        visible in ``remote``."""
+        if state not in (RUNNING, PAUSED) or not self._reported_start or self.stopping.is_set():
+            return
+        self.worker.status.update_task(
+            self.connector, self.task_id, state=State.PAUSED if state == PAUSED else State.RUNNING
+        )
 
     def _task_started(self, body: Mapping[str, Any]) -> None:
         self._reported_start = True

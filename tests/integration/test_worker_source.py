@@ -107,3 +107,81 @@ def test_a_stalled_broker_stops_polling_and_the_task_can_still_be_stopped(
     assert time.monotonic() - started < 15  # not stuck waiting for room that never comes
     assert not runner.is_alive()  # the task thread ended, it was not abandoned
     assert worker.offsets.connector_offsets(name) == []  # nothing was acknowledged
+
+
+@pytest.mark.also_on_dev_broker
+def test_a_paused_source_reports_paused_only_once_no_record_moves_any_more(
+    bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """PAUSED in the task's status means nothing moves (Kafka's WorkerTask reports onPause
+    from the task's thread). The file grows all along, so a status written before the loop
+    had paused shows up as records moved after it."""
+    import threading
+
+    from core.status import State
+
+    data = tmp_path / "in.txt"
+    data.write_text("")
+    done = threading.Event()
+
+    def append() -> None:
+        written = 0
+        with data.open("a") as fh:
+            while not done.is_set():
+                fh.write("".join(f"line {written + i}\n" for i in range(200)))
+                fh.flush()
+                written += 200
+                time.sleep(0.002)
+
+    worker = Worker(
+        "w1",
+        {"key.converter": "StringConverter", "value.converter": "StringConverter"},
+        PluginCatalogue.scan([bundled_plugin_path]),
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+    )
+    name = f"pause-{topic_name}"
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSource",
+            "file": str(data),
+            "topic": topic_name,
+            "batch.size": "100",
+        },
+    )
+    appender = threading.Thread(target=append, daemon=True)
+    appender.start()
+    try:
+        assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
+        loop = worker.connectors[name].tasks[0].loop
+        assert loop is not None
+
+        def task_state() -> State | None:
+            status = worker.status.task(name, 0)
+            return None if status is None else status.state
+
+        for _ in range(3):
+            moving = loop.records_moved
+            deadline = time.monotonic() + 30
+            while loop.records_moved <= moving + 1000 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert loop.records_moved > moving + 1000, "the source does not move records"
+            worker.pause(name, True)
+            deadline = time.monotonic() + 30
+            while task_state() is not State.PAUSED and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert task_state() is State.PAUSED
+            at_pause = loop.records_moved
+            time.sleep(1.0)
+            assert loop.records_moved == at_pause, "records moved after the task said PAUSED"
+            worker.pause(name, False)
+            deadline = time.monotonic() + 30
+            while task_state() is not State.RUNNING and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert task_state() is State.RUNNING
+    finally:
+        done.set()
+        appender.join()
+        worker.stop_connector(name)
