@@ -210,7 +210,7 @@ class _TaskRunner(threading.Thread):
             try:
                 loop.stop(failed=self.failed, timeout_s=self.worker.graceful_timeout_s)
             except Exception as exc:  # noqa: BLE001
-                log.warning("task %s did not stop cleanly: %s", self.spec.name, exc)
+                log.warning("task %s did not stop cleanly: %s", self.spec.name, exc, exc_info=True)
             finally:
                 if self.host is not None:
                     self.host.close(self.worker.graceful_timeout_s)
