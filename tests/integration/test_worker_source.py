@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,36 +15,60 @@ from core.worker import Worker
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.also_on_dev_broker
-def test_stopping_a_source_stores_its_last_offset_without_waiting_out_the_timeout(
-    bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
-) -> None:
-    data = tmp_path / "in.txt"
-    data.write_text("".join(f"line {i}\n" for i in range(1000)))
+def _file_source(
+    plugin_path: Path,
+    bootstrap_servers: str,
+    name: str,
+    data: Path,
+    topic: str,
+    worker_props: dict[str, str] | None = None,
+    connector_props: dict[str, str] | None = None,
+) -> tuple[Worker, Any]:
+    """A worker running one FileStreamSource task on ``data`` (StringConverters), and that
+    task's loop once started; ``*_props`` are added to the worker's and connector's config."""
     worker = Worker(
         "w1",
         {
             "key.converter": "StringConverter",
             "value.converter": "StringConverter",
-            "offset.flush.interval.ms": "600000",  # only the shutdown flush stores offsets
-            "task.shutdown.graceful.timeout.ms": "60000",
+            **(worker_props or {}),
         },
-        PluginCatalogue.scan([bundled_plugin_path]),
+        PluginCatalogue.scan([plugin_path]),
         MemoryOffsetStore(),
         client_props={"bootstrap.servers": bootstrap_servers},
     )
-    name = f"stop-{topic_name}"
     worker.start_connector(
         name,
         {
             "name": name,
             "connector.class": "FileStreamSource",
             "file": str(data),
-            "topic": topic_name,
+            "topic": topic,
+            **(connector_props or {}),
         },
     )
     assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
-    loop = worker.connectors[name].tasks[0].loop
+    return worker, worker.connectors[name].tasks[0].loop
+
+
+@pytest.mark.also_on_dev_broker
+def test_stopping_a_source_stores_its_last_offset_without_waiting_out_the_timeout(
+    bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("".join(f"line {i}\n" for i in range(1000)))
+    name = f"stop-{topic_name}"
+    worker, loop = _file_source(
+        bundled_plugin_path,
+        bootstrap_servers,
+        name,
+        data,
+        topic_name,
+        worker_props={
+            "offset.flush.interval.ms": "600000",  # only the shutdown flush stores offsets
+            "task.shutdown.graceful.timeout.ms": "60000",
+        },
+    )
     deadline = time.monotonic() + 30
     while loop.records_moved < 1000 and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -68,34 +93,24 @@ def test_a_stalled_broker_stops_polling_and_the_task_can_still_be_stopped(
         dead = f"127.0.0.1:{probe.getsockname()[1]}"
     data = tmp_path / "in.txt"
     data.write_text("".join(f"line {i}\n" for i in range(50_000)))
-    worker = Worker(
-        "w1",
-        {
-            "key.converter": "StringConverter",
-            "value.converter": "StringConverter",
+    name = f"stalled-{topic_name}"
+    worker, loop = _file_source(
+        bundled_plugin_path,
+        bootstrap_servers,
+        name,
+        data,
+        topic_name,
+        worker_props={
             "offset.flush.interval.ms": "200",
             "task.shutdown.graceful.timeout.ms": "2000",
         },
-        PluginCatalogue.scan([bundled_plugin_path]),
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap_servers},
-    )
-    name = f"stalled-{topic_name}"
-    worker.start_connector(
-        name,
-        {
-            "name": name,
-            "connector.class": "FileStreamSource",
-            "file": str(data),
-            "topic": topic_name,
+        connector_props={
             "batch.size": "1000",
             "producer.override.bootstrap.servers": dead,
             "producer.override.queue.buffering.max.messages": "5000",
         },
     )
-    assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
     runner = worker.connectors[name].tasks[0]
-    loop = runner.loop
     time.sleep(3)
     sent_then = loop.records_moved
     time.sleep(3)
@@ -133,29 +148,18 @@ def test_a_paused_source_reports_paused_only_once_no_record_moves_any_more(
                 written += 200
                 time.sleep(0.002)
 
-    worker = Worker(
-        "w1",
-        {"key.converter": "StringConverter", "value.converter": "StringConverter"},
-        PluginCatalogue.scan([bundled_plugin_path]),
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap_servers},
-    )
     name = f"pause-{topic_name}"
-    worker.start_connector(
+    worker, loop = _file_source(
+        bundled_plugin_path,
+        bootstrap_servers,
         name,
-        {
-            "name": name,
-            "connector.class": "FileStreamSource",
-            "file": str(data),
-            "topic": topic_name,
-            "batch.size": "100",
-        },
+        data,
+        topic_name,
+        connector_props={"batch.size": "100"},
     )
     appender = threading.Thread(target=append, daemon=True)
     appender.start()
     try:
-        assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
-        loop = worker.connectors[name].tasks[0].loop
         assert loop is not None
 
         def task_state() -> State | None:
