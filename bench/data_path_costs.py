@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from copycat_converters.simple import StringConverter  # noqa: E402
-from copycat_file.sink import lines_text  # noqa: E402
+from copycat_file.sink import lines_bytes  # noqa: E402
 from copycat_file.source import FileStreamSourceTask  # noqa: E402
 
 from core.dev.broker import DevBroker  # noqa: E402
@@ -159,7 +159,7 @@ class TextSink(SinkTask):
 
     def __init__(self, build: bool) -> None:
         self.build = build
-        self.text = ""
+        self.text = b""
 
     def version(self) -> str:
         return "1"
@@ -168,7 +168,7 @@ class TextSink(SinkTask):
         pass
 
     def put(self, records: Any) -> None:
-        self.text = lines_text(list(records) if self.build else records)
+        self.text = lines_bytes(list(records) if self.build else records)
 
     def stop(self) -> None:
         pass

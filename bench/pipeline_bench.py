@@ -36,10 +36,11 @@ of its own, the same for both sides, waits at the last offset with a 5 ms fetch 
 stamps the record's arrival (on this machine 1-2 ms after a bare producer's final flush
 returns). Copycat's committed end offset is still checked, untimed: it comes after the last
 ack plus up to FileStreamSource's 0.1 s idle poll and the commit interval, a cadence, not
-throughput (timing to it cost 0.1-0.2 s on 0.5-0.8 s runs before). Copycat's source task
-starts on an empty file and gets the data appended once its producer has its producer id
-(0.5 s on the dev broker; the bare loop sends one untimed record first for the same reason),
-so neither side's queue fills before the clock starts. Both sinks read a topic Copycat's
+throughput (timing to it cost 0.1-0.2 s on 0.5-0.8 s runs before). Both sources read the same
+input file, written (and fsynced) before any run: Copycat's source task starts on a file that
+does not exist yet, which becomes a hard link to the input once its producer has its producer
+id (0.5 s on the dev broker; the bare loop sends one untimed record first for the same
+reason), so neither side's queue fills before the clock starts. Both sinks read a topic Copycat's
 source wrote, after one untimed read (the dev broker serves a topic's first read several
 times slower). Sinks keep Kafka's default 60 s commit interval, so their timings hold no
 fsync (the bare loops never fsync).
@@ -146,9 +147,14 @@ def cpu_s(pids: Iterable[int | None] = ()) -> float:
 
 
 def make_input(path: Path, count: int, size: int) -> bytes:
+    """Write the input file, and have it on disk before any run reads it (no writeback of
+    its pages during a timed span)."""
     body = "x" * (size - 9)
     data = "".join(f"{i:08d} {body}\n" for i in range(count)).encode()
-    path.write_bytes(data)
+    with open(path, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
     return data
 
 
@@ -320,14 +326,18 @@ def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[Progress, float
 
 
 def copycat_source(
-    worker: Worker, path: Path, data: bytes, topic: str, end: Callable[[], float]
+    worker: Worker, path: Path, source: Path, data: bytes, topic: str, end: Callable[[], float]
 ) -> tuple[tuple[float, int], float]:
     """The timing, from the first progress point to ``end()`` (called once every record was
     handed to the producer: when the last one was delivered), and CPU seconds per record
     (worker and plugin host) over the same span. The committed end offset is then waited
-    for and checked, untimed."""
+    for and checked, untimed.
+
+    The task starts on ``path``, which does not exist yet; once its producer has its producer
+    id, ``path`` becomes a hard link to ``source`` (``data``, the file the bare loop reads),
+    so both sides read the same file, already written and in the page cache. (Writing the
+    data as the task ran cost this process 0.5-1 s of CPU inside Copycat's timed span.)"""
     name = f"bench-src-{topic}"
-    path.write_bytes(b"")
     worker.start_connector(
         name,
         {
@@ -345,8 +355,7 @@ def copycat_source(
     loop = runner.loop
     assert loop is not None, "source task failed to start"
     time.sleep(PRODUCER_ID_WAIT_S)
-    with open(path, "ab") as fh:
-        fh.write(data)
+    os.link(source, path)  # the task opens it on its next poll (it looks every 0.1 s)
     count = data.count(b"\n")
     first = wait_until(lambda: loop.progress[0] > 0 and loop.progress)
     hosts = [runner.host.pid if runner.host is not None else None]
@@ -644,9 +653,9 @@ def run(
                 source_file = work / f"{cc_topic}.txt"
                 with last_record(cluster, cc_topic, count) as seen_at:
                     cc_timing, cpu = copycat_source(
-                        sources[mode], source_file, data, cc_topic, seen_at
+                        sources[mode], source_file, data_path, data, cc_topic, seen_at
                     )
-                source_file.unlink()  # the connector is stopped; a run leaves ~1 GB of files
+                source_file.unlink()  # the connector is stopped; only the link goes
                 c_cc[mode].append(cpu)
                 if cluster.kind == "apache-kafka":
                     cc_timing = append_span(bootstrap, cc_topic, count)

@@ -31,6 +31,7 @@ from plugin_api import (
     SinkRecord,
     SinkRecordBatch,
     TimestampType,
+    Utf8Texts,
 )
 
 _TIMESTAMP_TYPES = list(TimestampType)
@@ -104,9 +105,12 @@ class BatchSizeError(ConnectException):
     silently drop records): fails the put(), naming the method."""
 
 
-def _sized(converter: Any, method: str, answer: Any, size: int, topic: str) -> list[Any]:
-    """``answer`` as a list, checked to have ``size`` entries."""
-    column: list[Any] = answer if type(answer) is list else list(answer)
+def _sized(converter: Any, method: str, answer: Any, size: int, topic: str) -> Sequence[Any]:
+    """``answer`` as a list (or the converter's :class:`~plugin_api.Utf8Texts`, kept
+    undecoded), checked to have ``size`` entries."""
+    column: Sequence[Any] = (
+        answer if type(answer) is list or type(answer) is Utf8Texts else list(answer)
+    )
     if len(column) != size:
         raise BatchSizeError(
             f"{type(converter).__qualname__}.{method} returned {len(column)} results for "
@@ -117,7 +121,7 @@ def _sized(converter: Any, method: str, answer: Any, size: int, topic: str) -> l
 
 def _convert_column(
     converter: Converter | None, topic: str, data: list[Any], headers: list[Headers | None]
-) -> list[Any]:
+) -> Sequence[Any]:
     """``(schema, value)`` per entry of ``data``: the converter's batch method where it has one
     (a converter need not derive from plugin_api's Converter), else one call per entry."""
     if converter is None:
@@ -132,7 +136,7 @@ def _convert_column(
 
 def _convert_values(
     converter: Converter | None, topic: str, data: list[Any], headers: list[Headers | None]
-) -> tuple[Any, list[Any]]:
+) -> tuple[Any, Sequence[Any]]:
     """``(schemas, values)``: ``schemas`` one per value (a list) or one for all (not a list),
     from ``Converter.to_connect_data_column`` where the converter has it and answers."""
     if converter is None:
@@ -149,7 +153,7 @@ def _convert_values(
 
 def convert(
     prepared: Prepared, key_converter: Converter | None, value_converter: Converter | None
-) -> tuple[Any, Any, list[Any]]:
+) -> tuple[Any, Any, Sequence[Any]]:
     """``(key pairs, value schemas, values)``: key pairs are ``(schema, key)`` per record or
     one pair (a tuple) for all; value schemas one per record (a list) or one for all. Raises
     whatever a converter raised (:class:`BatchSizeError` for a column of the wrong size)."""
@@ -178,7 +182,9 @@ def _column(value: Any, size: int) -> Iterable[Any]:
     return value if type(value) is list or type(value) is range else itertools.repeat(value, size)
 
 
-def build(prepared: Prepared, key_pairs: Any, schemas: Any, values: list[Any]) -> list[SinkRecord]:
+def build(
+    prepared: Prepared, key_pairs: Any, schemas: Any, values: Sequence[Any]
+) -> list[SinkRecord]:
     """The SinkRecords, built without a constructor call (a third of the per-record cost
     otherwise); tests/unit/isolation/test_sink_columns.py checks every slot is set as the
     constructor sets it."""
@@ -226,7 +232,7 @@ def build(prepared: Prepared, key_pairs: Any, schemas: Any, values: list[Any]) -
 
 
 def deferred(
-    prepared: Prepared, key_pairs: Any, schemas: Any, values: list[Any]
+    prepared: Prepared, key_pairs: Any, schemas: Any, values: Sequence[Any]
 ) -> SinkRecordBatch:
     """The batch a task without transforms gets: values now, records when first read."""
     return SinkRecordBatch(values, lambda: build(prepared, key_pairs, schemas, values))

@@ -17,7 +17,7 @@ Modules:
 
 from __future__ import annotations
 
-from plugin_api.batches import SinkRecordBatch, SourceRecordBatch
+from plugin_api.batches import SinkRecordBatch, SourceRecordBatch, Utf8Texts
 from plugin_api.components import (
     ConfigData,
     ConfigProvider,
@@ -182,6 +182,7 @@ __all__ = [
     "SourceRecordBatch",
     "TimestampType",
     "TopicPartition",
+    "Utf8Texts",
     # config
     "NO_DEFAULT",
     "AbstractConfig",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from copycat_converters import ByteArrayConverter, StringConverter, __version__
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plugin_api import (
     BYTES_SCHEMA,
@@ -13,6 +15,7 @@ from plugin_api import (
     STRING_SCHEMA,
     ConfigException,
     DataException,
+    Utf8Texts,
     converter_round_trip,
 )
 
@@ -160,3 +163,59 @@ def test_string_batch_encodes_what_each_record_encodes(values: list, encoding: s
     expected = [converter.from_connect_data("t", None, value) for value in values]
     nothing = [None] * len(values)
     assert list(converter.from_connect_data_batch("t", nothing, values, nothing)) == expected
+
+
+# -- Utf8Texts: a column of text that keeps its UTF-8 bytes --------------------------------
+
+column_data = st.lists(
+    st.one_of(
+        st.none(),
+        st.binary(max_size=8),
+        st.text(max_size=8).map(str.encode),
+        st.sampled_from([b"\xc3", b"\xff", "\u20ac".encode()]),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=column_data, encoding=st.sampled_from(["UTF-8", "latin-1", "UTF-16"]))
+def test_a_string_column_gives_what_each_record_gives(data: list, encoding: str) -> None:
+    """A column of UTF-8 bytes comes back as Utf8Texts holding the very bytes consumed; every
+    value equals the per-record one, and anything else (nulls, invalid UTF-8, another
+    encoding) is left to to_connect_data_batch."""
+    converter = string_converter(converter_encoding=encoding)
+    expected = [converter.to_connect_data("t", value).value for value in data]
+    answer = converter.to_connect_data_column("t", data, [None] * len(data))
+    utf8 = encoding == "UTF-8"
+    all_valid = all(value is not None and _is_utf8(value) for value in data)
+    if not (utf8 and all_valid):
+        assert answer is None
+        return
+    assert answer is not None
+    schema, values = answer
+    assert schema == OPTIONAL_STRING_SCHEMA
+    assert type(values) is Utf8Texts and values.encoded == data
+    assert list(values) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    texts=st.lists(st.text(max_size=8), max_size=12), encoding=st.sampled_from(["UTF-8", "latin-1"])
+)
+def test_utf8_texts_are_produced_as_each_text_is_encoded(texts: list[str], encoding: str) -> None:
+    """StringConverter takes Utf8Texts' bytes as they are when it encodes UTF-8; in any other
+    encoding it encodes each text as from_connect_data does."""
+    converter = string_converter(converter_encoding=encoding)
+    column = Utf8Texts([text.encode() for text in texts])
+    nothing = [None] * len(texts)
+    expected = [converter.from_connect_data("t", STRING_SCHEMA, text) for text in texts]
+    assert list(converter.from_connect_data_batch("t", nothing, column, nothing)) == expected
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode()
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from copycat_converters import StringConverter
 from copycat_file import FileStreamSourceConnector, FileStreamSourceTask, __version__
 from copycat_file import source as source_module
 from hypothesis import given, settings
@@ -235,3 +236,56 @@ def test_batched_polls_give_the_records_of_one_record_per_line(
     assert [(r.topic, r.source_partition, r.value_schema) for r in polled] == [
         (r.topic, r.source_partition, r.value_schema) for r in expected
     ]
+
+
+# Line bytes as files hold them: ASCII, multi-byte characters, CRs, and bytes that are not
+# UTF-8 (a lone lead byte, a stray continuation byte, 0xff).
+line_bytes = st.lists(
+    st.sampled_from(
+        [b"a", b"z", b" ", b"\xc3\xa9", b"\xe2\x82\xac", b"\xf0\x9f\x98\x80", b"\r"]
+        + [b"\xc3", b"\x80", b"\xff"]
+    ),
+    max_size=8,
+).map(b"".join)
+long_or_short = st.one_of(
+    line_bytes, st.tuples(line_bytes, st.integers(100, 300)).map(lambda p: p[0] * p[1])
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    lines=st.lists(long_or_short, min_size=1, max_size=10),
+    chunk=st.sampled_from([7, 64, 1 << 20]),
+    batch_size=st.integers(1, 6),
+)
+def test_lines_reach_kafka_as_the_straight_path_encodes_them(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[bytes],
+    chunk: int,
+    batch_size: int,
+) -> None:
+    """Whatever the bytes, and wherever a read cuts a line or a character: each record's text
+    is its line decoded as Kafka decodes it (CR dropped, U+FFFD for what is not UTF-8), and
+    what StringConverter makes of a poll by column (the lines' own bytes, for Utf8Texts) is
+    exactly what it makes of each record's text on its own."""
+    path = tmp_path_factory.mktemp("raw") / "in.txt"
+    path.write_bytes(b"".join(line + b"\n" for line in lines))
+    converter = StringConverter()
+    converter.configure({}, False)
+    task = started_task(path, **{"batch.size": str(batch_size)})
+    texts: list[str] = []
+    produced: list[bytes | None] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(source_module, "READ_CHUNK_BYTES", chunk)
+        while len(texts) < len(lines):
+            batch = task.poll()
+            assert isinstance(batch, SourceRecordBatch)
+            nothing = [None] * len(batch)
+            produced += converter.from_connect_data_batch("lines", nothing, batch.values, nothing)
+            texts += [record.value for record in batch]
+        task.stop()
+    expected = [
+        (line[:-1] if line.endswith(b"\r") else line).decode("utf-8", "replace") for line in lines
+    ]
+    assert texts == expected
+    assert produced == [converter.from_connect_data("lines", STRING_SCHEMA, t) for t in expected]

@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import Message
 from copycat_converters.json_converter import JsonConverter
 from copycat_converters.simple import ByteArrayConverter, StringConverter
+from copycat_file import FileStreamSinkTask
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -366,3 +367,41 @@ def test_a_source_batch_shares_nothing_but_what_it_was_given() -> None:
     assert (first.value, second.source_offset, second.timestamp) == ("a", {"p": 2}, 5)
     assert batch[0] is first  # built once
     assert first.kafka_partition is None and len(first.headers) == 0
+
+
+# -- bytes kept as bytes (Utf8Texts) ------------------------------------------------------------
+
+
+@PROPERTY
+@given(values=st.lists(payloads, min_size=1, max_size=25), hints=st.booleans())
+def test_a_file_sink_writes_the_bytes_the_per_record_path_writes(
+    tmp_path_factory: Any, values: list[bytes | None], hints: bool
+) -> None:
+    """StringConverter + FileStreamSink, by column (a column of valid UTF-8 is written as the
+    bytes consumed, never decoded): the file holds exactly what one record at a time gives,
+    each value decoded (U+FFFD for what is not UTF-8), printed as Kafka's task prints it
+    ("null" for a null) and encoded again."""
+    messages = [
+        Message(
+            topic="orders",
+            partition=0,
+            offset=offset,
+            key=None,
+            value=value,
+            timestamp=(1, 1_700_000_000_000),
+        )
+        for offset, value in enumerate(values)
+    ]
+    path = tmp_path_factory.mktemp("sink") / "out.txt"
+    task = FileStreamSinkTask()
+    context = HostSinkTaskContext({}, False)
+    task.initialize(context)
+    task.start({"file": str(path)})
+    converters = (CONVERTERS["string"](True), CONVERTERS["string"](False))
+    runner = SinkRunner(task, Pipeline(*converters, None, []), context, ErrorPolicy())
+    runner.put(MessageBatch(messages, "orders" if hints else None, 0 if hints else None).wire())
+    task.flush({})
+    task.stop()
+    texts = [converters[1].to_connect_data("orders", value).value for value in values]
+    expected = "".join("null\n" if text is None else text + "\n" for text in texts)
+    assert path.read_bytes() == expected.encode("utf-8", "replace")

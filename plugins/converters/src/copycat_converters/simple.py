@@ -22,6 +22,7 @@ from plugin_api import (
     Schema,
     SchemaAndValue,
     Type,
+    Utf8Texts,
     Width,
 )
 
@@ -108,8 +109,11 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
         headers: Sequence[Headers | None],
     ) -> Sequence[bytes | None]:
         """:meth:`from_connect_data` of each entry, encoded in one pass when all are ``str``
-        (UTF-8), or all None (a source's keys, usually)."""
+        (UTF-8), or all None (a source's keys, usually). :class:`~plugin_api.Utf8Texts` (a
+        file's lines, say) are already their UTF-8 encoding: taken as they are."""
         if self._utf8:
+            if type(values) is Utf8Texts:
+                return values.encoded
             try:
                 return list(map(str.encode, values))  # type: ignore[arg-type]
             except (TypeError, UnicodeEncodeError):
@@ -153,12 +157,13 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
     def to_connect_data_column(
         self, topic: str, data: Sequence[bytes | None], headers: Sequence[Headers | None]
     ) -> tuple[Schema | None, Sequence[object]] | None:
-        """``(OPTIONAL_STRING_SCHEMA, decoded texts)`` in one pass when all entries are UTF-8
-        ``bytes``; None otherwise (nulls, other encodings, invalid UTF-8: see
-        :meth:`to_connect_data_batch`)."""
+        """``(OPTIONAL_STRING_SCHEMA, the texts)`` when all entries are UTF-8 ``bytes``, as a
+        :class:`~plugin_api.Utf8Texts` (checked in one pass, decoded only if read: a sink that
+        writes UTF-8 takes the bytes); None otherwise (nulls, other encodings, invalid UTF-8:
+        see :meth:`to_connect_data_batch`)."""
         if self._utf8:
             try:
-                return OPTIONAL_STRING_SCHEMA, list(map(bytes.decode, data))  # type: ignore[arg-type]
+                return OPTIONAL_STRING_SCHEMA, Utf8Texts(data)  # type: ignore[arg-type]
             except (TypeError, UnicodeDecodeError):
                 pass
         return None

@@ -47,7 +47,7 @@ from pathlib import Path
 from copycat_file._committed_files import Fenced, PartitionFiles
 from copycat_file._connector import ConfiguredConnector
 from copycat_file._version import __version__
-from copycat_file.sink import lines_text
+from copycat_file.sink import lines_bytes
 from plugin_api import (
     ConfigDef,
     ConfigType,
@@ -229,7 +229,7 @@ class ExactlyOnceFileSinkTask(SinkTask):
             held = files.temp.records if files.temp is not None else 0
             chunk = fresh[start : start + self._flush_size - held]
             start += len(chunk)
-            data = lines_text(chunk).encode("utf-8", "replace")
+            data = lines_bytes(chunk)
             try:
                 files.write(chunk[0].kafka_offset, chunk[-1].kafka_offset, data, len(chunk))
             except OSError as exc:

@@ -7,7 +7,9 @@ offsets were not yet committed are read again. stdin has no offsets.
 
 Lines end with ``\\n`` (a preceding ``\\r`` is dropped). A last line without
 its newline is held back until the newline arrives, so a growing file is
-never split mid-line. Undecodable UTF-8 becomes U+FFFD, as in Kafka.
+never split mid-line. Undecodable UTF-8 becomes U+FFFD, as in Kafka. Lines
+of valid UTF-8 are handed on as :class:`~plugin_api.Utf8Texts`: their text
+is decoded only if something reads it (StringConverter produces the bytes).
 
 Kafka stores the position in *characters* while seeking in bytes; we store
 bytes, which is identical for ASCII files and correct for the rest.
@@ -41,6 +43,7 @@ from plugin_api import (
     SourceRecordBatch,
     SourceTask,
     Task,
+    Utf8Texts,
 )
 
 __all__ = ["FileStreamSourceConnector", "FileStreamSourceTask"]
@@ -207,10 +210,10 @@ class FileStreamSourceTask(SourceTask):
         self._stdin_fd: int | None = None
         self._partition: dict[str, str] | None = None
         self._position = 0
-        self._lines: list[Any] = []  # bytes, or str when _plain_ascii
+        self._lines: list[bytes] = []  # the buffered lines as read, without their newline
+        self._texts: Utf8Texts | None = None  # the same lines, when they are the values as is
         self._next_line = 0
         self._partial = b""
-        self._plain_ascii = False
         self._stopping = threading.Event()
         self._warned_missing = False
 
@@ -260,8 +263,9 @@ class FileStreamSourceTask(SourceTask):
         lines = self._lines[start : start + self._batch_size]
         self._next_line = start + len(lines)
         timestamp = int(time.time() * 1000)
-        if self._plain_ascii:  # lines already decoded; characters == bytes
-            values = lines
+        values: Sequence[str]
+        if self._texts is not None:  # valid UTF-8 without CRs: the lines are the values
+            values = self._texts[start : self._next_line]
         else:
             values = [
                 (raw[:-1] if raw[-1:] == b"\r" else raw).decode("utf-8", "replace") for raw in lines
@@ -287,17 +291,23 @@ class FileStreamSourceTask(SourceTask):
             if not chunk:
                 return False
             data = self._partial + chunk
-            end = data.rfind(b"\n") + 1
-            self._partial = data[end:]
-            if end:
-                complete = data[: end - 1]
-                # Fast path: pure ASCII without CRs decodes in one call instead of per line.
-                self._plain_ascii = complete.isascii() and b"\r" not in complete
-                self._lines = (complete.decode("ascii") if self._plain_ascii else complete).split(
-                    "\n" if self._plain_ascii else b"\n"  # type: ignore[arg-type]
-                )
-                self._next_line = 0
-                return True
+            # The usual file, valid UTF-8 without CRs, is checked in one pass and its lines
+            # kept as bytes (Utf8Texts): StringConverter produces them as they are, and
+            # nothing decodes them unless a transform reads them.
+            found = None if b"\r" in data else Utf8Texts.lines(data)
+            if found is not None:
+                texts, self._partial = found
+                if not texts:
+                    continue
+                self._texts, self._lines = texts, texts.encoded
+            else:
+                end = data.rfind(b"\n") + 1
+                self._partial = data[end:]
+                if not end:
+                    continue
+                self._texts, self._lines = None, data[: end - 1].split(b"\n")
+            self._next_line = 0
+            return True
 
     def _read_chunk(self) -> bytes:
         if self._stdin_fd is not None:
