@@ -47,8 +47,7 @@ READ_COMMITTED = "read_committed"
 # baseProducerConfigs, checked in connect-runtime 4.1.1's class file): acks=all, one request
 # in flight, idempotence off; linger.ms is the Java client's default since Kafka 4.0. No
 # record is lost on broker failover and none is reordered by a retry (one request in flight);
-# a retry after a lost response may write a batch twice, which at-least-once allows (Kafka
-# Connect chose idempotence off so that upgrading needs no IDEMPOTENT_WRITE ACL). With
+# a retry after a lost response may write a batch twice, which at-least-once allows. With
 # librdkafka, idempotence also costs CPU: while a partition has messages in flight its broker
 # thread keeps waking at once to find it may not send (the idempotent in-flight limit of 5 is
 # counted in messages there), 6-8x that thread's CPU per 1 KiB record in
