@@ -42,8 +42,10 @@ does not exist yet, which becomes a hard link to the input once its producer has
 id (0.5 s on the dev broker; the bare loop sends one untimed record first for the same
 reason), so neither side's queue fills before the clock starts. Both sinks read a topic Copycat's
 source wrote, after one untimed read (the dev broker serves a topic's first read several
-times slower). Sinks keep Kafka's default 60 s commit interval, so their timings hold no
-fsync (the bare loops never fsync).
+times slower). Before its first timed run, Apache Kafka's JVM is warmed up: the bare loops
+produce and read back each input a few times, untimed (JVM_WARM_UP_ROUNDS), so that no run
+pays for its JIT compiling. Sinks keep Kafka's default 60 s commit interval, so their
+timings hold no fsync (the bare loops never fsync).
 
 Each result is checked (record count; output == input byte for byte where order is defined;
 committed source offsets) before its number is printed. The ratio is Copycat / bare; each
@@ -94,6 +96,13 @@ SOURCE_WORKER_PROPS = {**WORKER_PROPS, "offset.flush.interval.ms": "100"}
 # single pairs on this shared machine range from 0.5x to 1.5x (a broker pause, another
 # process), and a median of three still moved by 0.2 between full runs.
 REPEATS = 5
+# Rounds of each input (100 B and 1 KiB records) produced and read back by the bare loops,
+# untimed, before Apache Kafka's first timed run. Its JIT compiler keeps working on the produce
+# and fetch paths for the first ~1.5 GB: in the first three 1 KiB runs of a fresh broker its
+# C2 threads took 0.1-0.6 CPU s of each ~1 s run, and identical bare runs differed by up to
+# 1.7x; from the fourth on, 0.01-0.09 CPU s and within 10 % of each other (measured with
+# per-thread CPU of the JVM, docs/benchmarks.md "Kafka Connect's producer settings").
+JVM_WARM_UP_ROUNDS = 3
 # Records per timed run: 1,000,000 x 100 B (the size issue 19 was measured with) and 250,000 x
 # 1 KiB, so that a run lasts 1-3 s; at 400,000 / 100,000 runs of 0.3-0.8 s let a 50 ms
 # hiccup or the clock's start and end points move a ratio by 10 % or more.
@@ -574,6 +583,31 @@ def last_record(cluster: KafkaCluster, topic: str, count: int) -> Iterator[Calla
         yield watch.seen_at
 
 
+def warm_up_broker(cluster: KafkaCluster, work: Path, scale: int) -> None:
+    """Apache Kafka only (the dev broker is native code): run its produce and fetch paths
+    until the JIT has compiled them (JVM_WARM_UP_ROUNDS), untimed, with the bare loops and
+    inputs the timed runs use; the topics are deleted afterwards."""
+    if cluster.kind != "apache-kafka":
+        return
+    bootstrap = cluster.bootstrap_servers
+    started = time.monotonic()
+    topics = []
+    for size, count in ((size, count // scale) for size, count in COUNTS):
+        path = work / f"warm-up-{size}.txt"
+        make_input(path, count, size)
+        for round_ in range(JVM_WARM_UP_ROUNDS):
+            topic = f"warm-up-{size}-{round_}"
+            cluster.create_topic(topic, 1)
+            cluster.create_topic(f"{topic}-warmup", 1)
+            topics += [topic, f"{topic}-warmup"]
+            bare_source(bootstrap, path, topic)
+            bare_sink(bootstrap, topic, work / "warm-up-out.txt", count)
+        path.unlink()
+    (work / "warm-up-out.txt").unlink()
+    cluster.delete_topics(topics)
+    print(f"(broker warmed up: {time.monotonic() - started:.0f} s untimed)", flush=True)
+
+
 def in_turn(modes: list[str], rep: int) -> list[str]:
     """The modes in the order of repeat ``rep``: rotated, so none always runs right after the
     bare loop (or after the other one's broker traffic)."""
@@ -620,6 +654,7 @@ def run(
         flush=True,
     )
     work.mkdir(parents=True, exist_ok=True)
+    warm_up_broker(cluster, work, scale)
     # The broker stamps each batch as it appends it; see the module docstring.
     stamped = {"message.timestamp.type": "LogAppendTime"}
     for size, count in ((size, count // scale) for size, count in COUNTS):

@@ -43,12 +43,21 @@ ADMIN_LOG_POLL_INTERVAL_S = 1.0
 # (sinks by default, the offsets and config topics, tests' readers): aborted and still open
 # transactions stay invisible.
 READ_COMMITTED = "read_committed"
-# Kafka Connect's producer defaults for source tasks (Worker.java): no data loss on broker
-# failover, and ordering kept per partition even when sends are retried.
+# Kafka Connect's producer settings for source tasks and dead letter queues (Worker.java's
+# baseProducerConfigs, checked in connect-runtime 4.1.1's class file): acks=all, one request
+# in flight, idempotence off; linger.ms is the Java client's default since Kafka 4.0. No
+# record is lost on broker failover and none is reordered by a retry (one request in flight);
+# a retry after a lost response may write a batch twice, which at-least-once allows. With
+# librdkafka, idempotence also costs CPU: while a partition has messages in flight its broker
+# thread keeps waking at once to find it may not send (the idempotent in-flight limit of 5 is
+# counted in messages there), 6-8x that thread's CPU per 1 KiB record in
+# bench/producer_settings.py (docs/benchmarks.md, "Kafka Connect's producer settings").
+# A connector that wants it sets producer.override.enable.idempotence=true; exactly-once sources
+# turn it on themselves (core/task_specs.py).
 SOURCE_PRODUCER_DEFAULTS: dict[str, Any] = {
     "acks": "all",
-    "enable.idempotence": True,
-    "max.in.flight.requests.per.connection": 5,
+    "enable.idempotence": False,
+    "max.in.flight.requests.per.connection": 1,
     "linger.ms": 5,
     "compression.type": "none",
     # Java clients hash keys with murmur2; librdkafka's default is CRC32. Matching Java keeps

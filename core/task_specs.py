@@ -39,8 +39,9 @@ __all__ = ["STANDALONE_GROUP_ID", "TaskSpecFactory", "plugin_ref", "task_transac
 
 log = logging.getLogger("copycat.worker")
 
-# Kafka Connect's dead letter queue producer: no record lost on broker failover.
-DLQ_PRODUCER_DEFAULTS: dict[str, Any] = {"acks": "all", "enable.idempotence": True}
+# Kafka Connect's dead letter queue producer has its source tasks' settings (both from
+# Worker.java's baseProducerConfigs): no record lost on broker failover, none reordered.
+DLQ_PRODUCER_DEFAULTS: dict[str, Any] = SOURCE_PRODUCER_DEFAULTS
 # The first part of a standalone worker's transactional ids when its config has no group.id
 # (Kafka runs exactly-once sources in distributed mode only, where group.id is required).
 STANDALONE_GROUP_ID = "connect-standalone"

@@ -107,7 +107,9 @@ def test_task_clients_get_exactly_their_keys(
     made = dict(clients.made)
     producer, admin = made["producer"], made["admin"]
     assert producer["linger.ms"] == "9"
-    assert producer["acks"] == "all" and producer["enable.idempotence"] is True  # Connect's
+    # Kafka Connect's (Worker.java): acks=all, one request in flight, idempotence off.
+    assert producer["acks"] == "all" and producer["max.in.flight.requests.per.connection"] == 1
+    assert producer["enable.idempotence"] is False
     assert producer["bootstrap.servers"] == bootstrap_servers
     assert "fetch.min.bytes" not in producer and "request.timeout.ms" not in producer
     assert admin["request.timeout.ms"] == "12345" and admin["client.id"] == "mine"
@@ -150,3 +152,43 @@ def test_sink_consumers_get_the_consumer_overrides(
     assert consumer["group.id"] == f"connect-{name}"
     assert consumer["enable.auto.commit"] is False
     assert "linger.ms" not in consumer and "request.timeout.ms" not in consumer
+
+
+def test_a_source_may_turn_on_idempotence(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """Idempotence is off by default, as Kafka Connect's; a connector that wants it says so,
+    and its producer (idempotent, one request in flight) delivers."""
+    clients = RecordingClients()
+    worker = Worker(
+        "w1",
+        WORKER,
+        catalogue,
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+        clients=clients,
+    )
+    data = tmp_path / "in.txt"
+    data.write_text("".join(f"line {i}\n" for i in range(100)))
+    name = f"idempotent-{topic_name}"
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSource",
+            "file": str(data),
+            "topic": topic_name,
+            "producer.override.enable.idempotence": "true",
+            "topic.creation.default.partitions": "1",
+            "topic.creation.default.replication.factor": "1",
+        },
+    )
+    try:
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert runner.wait_started(60)
+        wait_for(lambda: runner.loop is not None and runner.loop.records_moved == 100, 30, "sent")
+    finally:
+        worker.stop()
+    producer = dict(clients.made)["producer"]
+    assert producer["enable.idempotence"] == "true"
+    assert producer["max.in.flight.requests.per.connection"] == 1
