@@ -64,13 +64,9 @@ def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
     return PluginCatalogue.scan([bundled_plugin_path])
 
 
-def test_task_clients_get_exactly_their_keys(
-    catalogue: PluginCatalogue,
-    bootstrap_servers: str,
-    topic_name: str,
-    tmp_path: Path,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def recording_worker(
+    catalogue: PluginCatalogue, bootstrap_servers: str
+) -> tuple[Worker, RecordingClients]:
     clients = RecordingClients()
     worker = Worker(
         "w1",
@@ -80,6 +76,17 @@ def test_task_clients_get_exactly_their_keys(
         client_props={"bootstrap.servers": bootstrap_servers},
         clients=clients,
     )
+    return worker, clients
+
+
+def test_task_clients_get_exactly_their_keys(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    worker, clients = recording_worker(catalogue, bootstrap_servers)
     data = tmp_path / "in.txt"
     data.write_text("a\nb\n")
     name = f"overrides-{topic_name}"
@@ -123,15 +130,7 @@ def test_task_clients_get_exactly_their_keys(
 def test_sink_consumers_get_the_consumer_overrides(
     catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
 ) -> None:
-    clients = RecordingClients()
-    worker = Worker(
-        "w1",
-        WORKER,
-        catalogue,
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap_servers},
-        clients=clients,
-    )
+    worker, clients = recording_worker(catalogue, bootstrap_servers)
     name = f"sink-overrides-{topic_name}"
     worker.start_connector(
         name,
@@ -159,15 +158,7 @@ def test_a_source_may_turn_on_idempotence(
 ) -> None:
     """Idempotence is off by default, as Kafka Connect's; a connector that wants it says so,
     and its producer (idempotent, one request in flight) delivers."""
-    clients = RecordingClients()
-    worker = Worker(
-        "w1",
-        WORKER,
-        catalogue,
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap_servers},
-        clients=clients,
-    )
+    worker, clients = recording_worker(catalogue, bootstrap_servers)
     data = tmp_path / "in.txt"
     data.write_text("".join(f"line {i}\n" for i in range(100)))
     name = f"idempotent-{topic_name}"
