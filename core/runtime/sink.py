@@ -644,4 +644,8 @@ class SinkTaskLoop:
                     self.host.close_partitions(self.handle, sorted(self._assigned))
                     self.host.stop_task(self.handle)
             finally:
-                self.consumer.close()
+                try:
+                    self.consumer.close()
+                finally:
+                    if self.errors is not None:
+                        self.errors.close()
