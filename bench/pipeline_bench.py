@@ -94,10 +94,13 @@ WORKER_PROPS = {
 # keep Kafka's default interval (60 s): a commit flushes and fsyncs the output file, which
 # the bare loop never does, and a 100 ms interval would time fsyncs rather than the path.
 SOURCE_WORKER_PROPS = {**WORKER_PROPS, "offset.flush.interval.ms": "100"}
-# Each path is timed this many times, bare and Copycat alternating; medians are printed. Five:
+# Each path is timed this many times, bare and Copycat alternating; medians are printed. Nine:
 # single pairs on this shared machine range from 0.5x to 1.5x (a broker pause, another
-# process), and a median of three still moved by 0.2 between full runs.
-REPEATS = 5
+# process); a median of three still moved by 0.2 between full runs, and one of five by
+# 0.1-0.25 for the 1 KiB source, which the broker paces (both sides send the same ~1 MB
+# requests, one in flight, and the broker's own CPU per run varied by 1.6x between
+# identical runs: docs/benchmarks.md, seventh round).
+REPEATS = 9
 # Rounds of each input (100 B and 1 KiB records) produced and read back by the bare loops,
 # untimed, before Apache Kafka's first timed run. Its JIT compiler keeps working on the produce
 # and fetch paths for the first ~1.5 GB: in the first three 250,000 x 1 KiB runs of a fresh
