@@ -11,11 +11,13 @@ client in the plugin host; ``worker``, the loop in the worker and bytes crossing
 both by default, each against the same bare loops of the same run, in turns):
 
 * source: FileStreamSource -> StringConverter -> Kafka, vs a bare loop that reads the same file
-  and produces each line with Copycat's producer settings (acks=all, idempotence, linger 5 ms,
-  murmur2), in its cheapest correct form: no callable and no poll() per record; librdkafka
-  reports failed deliveries only, and flush() must leave none and nothing unsent;
+  and produces each line with Copycat's producer settings (Kafka Connect's: acks=all, one
+  request in flight, not idempotent; linger 5 ms, murmur2), in its cheapest correct form: no
+  callable and no poll() per record; librdkafka reports failed deliveries only, and flush()
+  must leave none and nothing unsent;
 * sink: Kafka -> StringConverter -> FileStreamSink, vs a bare consumer loop with the sink
-  consumer's settings writing each batch of values, newline-terminated, in one call; then
+  consumer's settings writing each batch of values, newline-terminated, in one call (both
+  read SINK_COPIES copies of the input); then
   the sink with 1 and 2 tasks on a 2-partition topic, plain and with a 3-SMT chain (one
   plain 100 B task already keeps both of a 2-core machine's cores busy with its worker,
   plugin host and the broker; the chain makes each task's host CPU-bound).
@@ -38,9 +40,9 @@ returns). Copycat's committed end offset is still checked, untimed: it comes aft
 ack plus up to FileStreamSource's 0.1 s idle poll and the commit interval, a cadence, not
 throughput (timing to it cost 0.1-0.2 s on 0.5-0.8 s runs before). Both sources read the same
 input file, written (and fsynced) before any run: Copycat's source task starts on a file that
-does not exist yet, which becomes a hard link to the input once its producer has its producer
-id (0.5 s on the dev broker; the bare loop sends one untimed record first for the same
-reason), so neither side's queue fills before the clock starts. Both sinks read a topic Copycat's
+does not exist yet, which becomes a hard link to the input once its producer is connected
+(PRODUCER_READY_WAIT_S; the bare loop sends one untimed record first for the same reason),
+so neither side's queue fills before the clock starts. Both sinks read a topic Copycat's
 source wrote, after one untimed read (the dev broker serves a topic's first read several
 times slower). Before its first timed run, Apache Kafka's JVM is warmed up: the bare loops
 produce and read back each input a few times, untimed (JVM_WARM_UP_ROUNDS), so that no run
@@ -71,7 +73,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, Message, Producer, TopicPartition  # noqa: E402
 
 from core.bundled import ensure_bundled_plugins  # noqa: E402
 from core.dev.broker import DevBroker  # noqa: E402
@@ -92,21 +94,31 @@ WORKER_PROPS = {
 # keep Kafka's default interval (60 s): a commit flushes and fsyncs the output file, which
 # the bare loop never does, and a 100 ms interval would time fsyncs rather than the path.
 SOURCE_WORKER_PROPS = {**WORKER_PROPS, "offset.flush.interval.ms": "100"}
-# Each path is timed this many times, bare and Copycat alternating; medians are printed. Five:
+# Each path is timed this many times, bare and Copycat alternating; medians are printed. Nine:
 # single pairs on this shared machine range from 0.5x to 1.5x (a broker pause, another
-# process), and a median of three still moved by 0.2 between full runs.
-REPEATS = 5
+# process); a median of three still moved by 0.2 between full runs, and one of five by
+# 0.1-0.25 for the 1 KiB source, which the broker paces (both sides send the same ~1 MB
+# requests, one in flight, and the broker's own CPU per run varied by 1.6x between
+# identical runs: docs/benchmarks.md, seventh round).
+REPEATS = 9
 # Rounds of each input (100 B and 1 KiB records) produced and read back by the bare loops,
 # untimed, before Apache Kafka's first timed run. Its JIT compiler keeps working on the produce
-# and fetch paths for the first ~1.5 GB: in the first three 1 KiB runs of a fresh broker its
-# C2 threads took 0.1-0.6 CPU s of each ~1 s run, and identical bare runs differed by up to
-# 1.7x; from the fourth on, 0.01-0.09 CPU s and within 10 % of each other (measured with
-# per-thread CPU of the JVM, docs/benchmarks.md "Kafka Connect's producer settings").
-JVM_WARM_UP_ROUNDS = 3
-# Records per timed run: 1,000,000 x 100 B (the size issue 19 was measured with) and 250,000 x
-# 1 KiB, so that a run lasts 1-3 s; at 400,000 / 100,000 runs of 0.3-0.8 s let a 50 ms
-# hiccup or the clock's start and end points move a ratio by 10 % or more.
-COUNTS = ((100, 1_000_000), (1024, 250_000))
+# and fetch paths for the first ~1.5 GB: in the first three 250,000 x 1 KiB runs of a fresh
+# broker its C2 threads took 0.1-0.6 CPU s of each ~1 s run, and identical bare runs differed
+# by up to 1.7x; from the fourth on, 0.01-0.09 CPU s and within 10 % of each other (measured
+# with per-thread CPU of the JVM, docs/benchmarks.md "Kafka Connect's producer settings").
+# Two rounds of COUNTS move ~1.4 GB.
+JVM_WARM_UP_ROUNDS = 2
+# Records per timed source run: 2,000,000 x 100 B and 500,000 x 1 KiB, so that a run lasts
+# 2-3 s. At 400,000 / 100,000 runs of 0.3-0.8 s let a 50 ms hiccup or the clock's start and
+# end points move a ratio by 10 % or more; at 1,000,000 / 250,000 single pairs of one cell
+# still ranged 0.57-2.06 (a broker and two or three of our processes share 2 cores, and who
+# gets a core when decided a ~1 s run).
+COUNTS = ((100, 2_000_000), (1024, 500_000))
+# A sink reads this many copies of the input (the records Copycat's first source run wrote,
+# then the same lines again from the bare producer, untimed): sinks move records 2-3x faster
+# than sources, so one copy made runs of 0.5-0.7 s.
+SINK_COPIES = 2
 # The data paths a run compares side by side (task.data.path, docs/architecture.md).
 DATA_PATHS = ("host", "worker")
 # The bare producer is told to report failed deliveries only (a client-side reporting choice:
@@ -121,8 +133,9 @@ MAX_RECORDS_PER_PUT = 2_000
 # How long the bare source waits for room when librdkafka's queue is full (as Copycat's loop).
 QUEUE_FULL_WAIT_S = 0.05
 # How long Copycat's source task waits on its empty file before the data is appended: its
-# idempotent producer asks for a producer id when it starts (0.5 s on the dev broker).
-PRODUCER_ID_WAIT_S = 1.5
+# producer connects and learns the topic's metadata (an idempotent one also asks for a
+# producer id, 0.5 s on the dev broker), as the bare loop's untimed first record does.
+PRODUCER_READY_WAIT_S = 1.5
 # How often this process looks at Copycat's progress and committed offsets (it only decides
 # when a run is over; the timing itself comes from the loops' own progress points).
 POLL_S = 0.005
@@ -285,10 +298,11 @@ def bare_source(bootstrap: str, path: Path, topic: str) -> tuple[Progress, float
     """The cheapest correct producer loop: one ``produce()`` per line and nothing else per
     record, with Copycat's producer settings. librdkafka reports failed deliveries only, so
     acks cost no Python work: a record is acknowledged once flush() has returned with it
-    neither failed nor still queued. One record to ``<topic>-warmup`` goes first, untimed:
-    an idempotent producer's first delivery waits for its producer id. Returns the first
-    progress point (after the first chunk of lines), when the final flush started and when it
-    returned, and CPU seconds per record after the first chunk."""
+    neither failed nor still queued. One record to ``<topic>-warmup`` goes first, untimed: a
+    producer's first delivery waits for its connection and metadata (and, idempotent, its
+    producer id). Returns the first progress point (after the first chunk of lines), when the
+    final flush started and when it returned, and CPU seconds per record after the first
+    chunk."""
     failures: list[Any] = []
     producer = Producer(
         {
@@ -342,10 +356,11 @@ def copycat_source(
     (worker and plugin host) over the same span. The committed end offset is then waited
     for and checked, untimed.
 
-    The task starts on ``path``, which does not exist yet; once its producer has its producer
-    id, ``path`` becomes a hard link to ``source`` (``data``, the file the bare loop reads),
-    so both sides read the same file, already written and in the page cache. (Writing the
-    data as the task ran cost this process 0.5-1 s of CPU inside Copycat's timed span.)"""
+    The task starts on ``path``, which does not exist yet; once its producer is ready
+    (PRODUCER_READY_WAIT_S), ``path`` becomes a hard link to ``source`` (``data``, the file
+    the bare loop reads), so both sides read the same file, already written and in the page
+    cache. (Writing the data as the task ran cost this process 0.5-1 s of CPU inside
+    Copycat's timed span.)"""
     name = f"bench-src-{topic}"
     worker.start_connector(
         name,
@@ -363,7 +378,7 @@ def copycat_source(
     assert runner.wait_started(120), "source task did not start"  # it starts on its own thread
     loop = runner.loop
     assert loop is not None, "source task failed to start"
-    time.sleep(PRODUCER_ID_WAIT_S)
+    time.sleep(PRODUCER_READY_WAIT_S)
     os.link(source, path)  # the task opens it on its next poll (it looks every 0.1 s)
     count = data.count(b"\n")
     first = wait_until(lambda: loop.progress[0] > 0 and loop.progress)
@@ -410,7 +425,11 @@ def bare_sink(bootstrap: str, topic: str, out: Path, count: int) -> tuple[tuple[
         while seen < count:
             # Never ask for more than remain: librdkafka's consume() waits for the whole count.
             messages = consumer.consume(min(MAX_RECORDS_PER_PUT, count - seen), 1.0)
-            values = [m.value() for m in messages if m.error() is None]
+            # The accessors mapped over the messages (as Copycat's sink reads them): cheaper
+            # than a method call per message in a comprehension.
+            if any(map(Message.error, messages)):
+                messages = [m for m in messages if m.error() is None]
+            values = list(map(Message.value, messages))
             if values:
                 values.append(b"")  # the last line's newline
                 fh.write(b"\n".join(values))
@@ -695,6 +714,12 @@ def run(
                 if cluster.kind == "apache-kafka":
                     cc_timing = append_span(bootstrap, cc_topic, count)
                 t_cc[mode].append(cc_timing)
+            # Each run's topics go once timed (the dev broker keeps them in memory), but for
+            # the one the sinks read.
+            sink_topic = f"cc-{modes[0]}-{size}-0"
+            done = [bare_topic, f"{bare_topic}-warmup"]
+            done += [f"cc-{mode}-{size}-{rep}" for mode in modes]
+            cluster.delete_topics([topic for topic in done if topic != sink_topic])
         for mode in modes:
             report(
                 f"source {size} B x {count} ({mode})",
@@ -705,10 +730,18 @@ def run(
             )
         seen_lag = f"; last record seen {ms(lags)} ms after it returned" if lags else ""
         print(f"{'':<34}(bare loop's final flush: {ms(flushes)} ms{seen_lag})")
-        # sink: everyone reads the topic Copycat's first source run wrote, alternating
+        # sink: everyone reads the topic Copycat's first source run wrote, then the input
+        # again (SINK_COPIES), alternating
         topic = f"cc-{modes[0]}-{size}-0"
+        cluster.create_topic(f"{topic}-warmup", 1)
+        for _ in range(SINK_COPIES - 1):
+            bare_source(bootstrap, data_path, topic)
+        count *= SINK_COPIES
         warm(bootstrap, topic, count)
-        expected = digest(data_path)
+        hasher = hashlib.sha256()
+        for _ in range(SINK_COPIES):
+            hasher.update(data)
+        expected = hasher.hexdigest()
         t_bare, t_cc = [], {mode: [] for mode in modes}
         c_bare, c_cc = [], {mode: [] for mode in modes}
         for rep in range(args.repeats):
@@ -729,6 +762,7 @@ def run(
                     f"copycat output differs ({mode})"
                 )
                 cc_out.with_suffix(".0").unlink()
+        cluster.delete_topics([topic, f"{topic}-warmup"])
         for mode in modes:
             report(
                 f"sink {size} B x {count} ({mode})",

@@ -181,6 +181,32 @@ class ErrorReporter:
             raise self._failure
 
     def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(DLQ_FLUSH_TIMEOUT_S)
-            self._producer = None
+        """Flush the DLQ producer (for up to DLQ_FLUSH_TIMEOUT_S) and close it, at a task's
+        stop: its threads and connections end now, not when a garbage collection frees it.
+        Never raises: a final commit has already flushed the records its offsets depend on
+        (:meth:`flush`), and what is left unacknowledged is dropped, with a warning (closing
+        with records queued would wait for them without end)."""
+        producer, self._producer = self._producer, None
+        if producer is None:
+            return
+        try:
+            remaining = producer.flush(DLQ_FLUSH_TIMEOUT_S)
+            if remaining:
+                log.warning(
+                    "task %s-%d stopped with %d records for dead letter queue %s not "
+                    "acknowledged; they are dropped",
+                    self.connector,
+                    self.task_id,
+                    remaining,
+                    self.dlq_topic,
+                )
+                producer.purge()
+                producer.poll(0)
+            producer.close()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            log.warning(
+                "task %s-%d: closing the dead letter queue producer failed",
+                self.connector,
+                self.task_id,
+                exc_info=True,
+            )

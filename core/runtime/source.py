@@ -541,15 +541,20 @@ class SourceTaskLoop:
                 ) from exc
 
     def _release_producer(self) -> None:
-        """Drop what is still queued and the batches' callbacks: the producer is freed (and
-        its connections closed) as soon as the driver lets go of the loop, instead of
-        reconnecting to its brokers until a garbage collection finds the cycle that the
-        batches' delivery callbacks form with this loop."""
+        """Drop what is still queued and close the producer: its threads and connections end
+        now. Letting go of it was not enough: its delivery callback (a method of this loop)
+        and the loop form a cycle that only a full garbage collection frees, and until then
+        a stopped task's producer kept reconnecting to its brokers (and logging each failure
+        once they were gone)."""
         try:
             self.producer.purge()
             self.producer.poll(0)
         except Exception:  # noqa: BLE001 - best effort on the way out
             pass
+        try:
+            self.producer.close()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            log.debug("task %s: closing its producer failed", self.name, exc_info=True)
         self._submitted.batches.clear()
         self._submitted.records = 0
 
@@ -609,6 +614,8 @@ class SourceTaskLoop:
             self._final_commit(timeout_s, failed)
         finally:
             self._release_producer()
+            if self.errors is not None:
+                self.errors.close()
             try:
                 if self.host.alive:
                     self._collect(keep=False)

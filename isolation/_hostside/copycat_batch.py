@@ -47,10 +47,18 @@ def _none_or_list(column: list[Any]) -> list[Any] | None:
     return None if column.count(None) == len(column) else column
 
 
+def field(messages: Sequence[Any], name: str) -> list[Any]:
+    """Field ``name`` of every message (not empty): the message class's own accessor mapped
+    over them. For confluent-kafka's messages that is ~5 ns a message cheaper than calling the
+    method on each one in a comprehension (~20-30 ns): no attribute lookup per message. The
+    messages of one consume() are all of one class."""
+    return list(map(getattr(type(messages[0]), name), messages))
+
+
 def timestamp_columns(messages: Sequence[Any]) -> tuple[Any, Any]:
     """``(timestamps, timestamp types)`` of confluent-kafka messages, as columns (a type
     shared by all is stored once; no timestamp at all is None)."""
-    stamps = [m.timestamp() for m in messages]
+    stamps = field(messages, "timestamp")
     types = _shared([stamp[0] for stamp in stamps])
     if types == 0:  # TIMESTAMP_NOT_AVAILABLE throughout
         return None, types
@@ -134,22 +142,22 @@ class ConsumedBatch(_Columns):
     def from_messages(cls, messages: Sequence[Any]) -> ConsumedBatch:
         """Columns of confluent-kafka messages that carry no error (the caller filters those).
 
-        One list comprehension per field: a method call per message and field is the least
-        the consumer's API allows, and a comprehension is the cheapest way to make it.
+        One :func:`field` per field: a method call per message and field is the least the
+        consumer's API allows.
         """
         if not messages:
             return cls(0, [], [], [], [], [], [], [], [])
         timestamps, types = timestamp_columns(messages)
         return cls(
             len(messages),
-            _shared([m.topic() for m in messages]),
-            _shared([m.partition() for m in messages]),
-            [m.offset() for m in messages],
+            _shared(field(messages, "topic")),
+            _shared(field(messages, "partition")),
+            field(messages, "offset"),
             timestamps,
             types,
-            _shared([m.key() for m in messages]),
-            [m.value() for m in messages],
-            _none_or_list([m.headers() for m in messages]),
+            _shared(field(messages, "key")),
+            field(messages, "value"),
+            _none_or_list(field(messages, "headers")),
         )
 
     @classmethod
@@ -378,7 +386,7 @@ class MessageBatch:
         one_partition = self.topic is not None and self.partition is not None
         if one_partition and last - first + 1 == self.size:
             return range(first, last + 1)
-        return [m.offset() for m in messages]
+        return field(messages, "offset")
 
     def positions(self) -> dict[tuple[str, int], int]:
         """As :meth:`ConsumedBatch.positions`."""

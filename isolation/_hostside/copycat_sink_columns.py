@@ -22,7 +22,14 @@ from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any
 
-from copycat_batch import ConsumedBatch, MessageBatch, _none_or_list, _shared, timestamp_columns
+from copycat_batch import (
+    ConsumedBatch,
+    MessageBatch,
+    _none_or_list,
+    _shared,
+    field,
+    timestamp_columns,
+)
 
 from plugin_api import (
     ConnectException,
@@ -81,21 +88,21 @@ def _prepare_messages(batch: MessageBatch) -> Prepared | None:
     messages = batch.messages
     if batch.topic is None:
         return prepare(batch.columns)
-    if not batch.size or _none_or_list([m.headers() for m in messages]) is not None:
+    if not batch.size or _none_or_list(field(messages, "headers")) is not None:
         return None
 
     def fields() -> Fields:
         partition = batch.partition
         if partition is None:
-            partition = _shared([m.partition() for m in messages])
+            partition = _shared(field(messages, "partition"))
         timestamps, types = timestamp_columns(messages)
         return partition, batch.offsets(), timestamps, types
 
     return Prepared(
         batch.topic,
         batch.size,
-        _shared([m.key() for m in messages]),
-        [m.value() for m in messages],
+        _shared(field(messages, "key")),
+        field(messages, "value"),
         fields,
     )
 

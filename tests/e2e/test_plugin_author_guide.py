@@ -86,6 +86,9 @@ def test_the_plugin_author_guide_runs_as_written(tmp_path: Path) -> None:
     # (what the first sink had not written yet was in the first dev broker's memory).
     written_first = next((i for i, n in enumerate(numbers) if n != i), resumed_at)  # no gap
     assert 300 <= written_first <= resumed_at
+    # The second run waited for 300 numbers of its own: a count reached before it started
+    # would have had it killed while it started up.
+    assert len(numbers) - written_first >= 300
     assert numbers[written_first:] == list(
         range(resumed_at, resumed_at + len(numbers) - written_first)
     )

@@ -15,7 +15,15 @@ from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.kafka import committed, header_text, produce, read_all, wait_for
+from tests.support.kafka import (
+    committed,
+    header_text,
+    librdkafka_threads,
+    produce,
+    read_all,
+    wait_for,
+    wait_for_librdkafka_threads,
+)
 from tests.support.plugins import catalogue_with
 
 pytestmark = pytest.mark.integration
@@ -505,3 +513,50 @@ def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_so
         "bad-9" in json.loads(dead[0].value())["record"]
         or "'n': 10" in json.loads(dead[0].value())["record"]
     )
+
+
+@pytest.mark.also_on_dev_broker
+def test_a_stopped_sink_closes_its_dlq_producer_at_once(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+) -> None:
+    """A sink task's dead letter queue producer is flushed and closed when the task stops
+    (it was left to the garbage collector, and kept connections and threads until then).
+    Garbage collection is off here, so that only an explicit close can end it."""
+    broker.create_topic(topic_name, 1)
+    values, bad_offsets = _json_mix(200, 11)
+    produce(bootstrap_servers, topic_name, values)
+    dlq = f"{topic_name}-dlq"
+    gc.collect()
+    before = librdkafka_threads()
+    gc.disable()
+    try:
+        worker = _worker(catalogue, bootstrap_servers, **{"task.data.path": "worker"})
+        name = f"dlq-closes-{topic_name}"
+        _start(
+            worker,
+            name,
+            {
+                "connector.class": "ScriptedSink",
+                "topics": topic_name,
+                "file": str(tmp_path / "out.txt"),
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "false",
+                "errors.tolerance": "all",
+                "errors.deadletterqueue.topic.name": dlq,
+                "errors.deadletterqueue.topic.replication.factor": "1",
+            },
+        )
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == len(values),
+            60,
+            "every offset committed",
+        )
+        worker.stop()
+        wait_for_librdkafka_threads(len(before))
+    finally:
+        gc.enable()
+    assert len(read_all(bootstrap_servers, dlq, len(bad_offsets))) == len(bad_offsets)

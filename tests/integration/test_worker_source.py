@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import time
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.worker import Worker
+from tests.support.kafka import librdkafka_threads, wait_for_librdkafka_threads
 
 pytestmark = pytest.mark.integration
 
@@ -189,3 +191,46 @@ def test_a_paused_source_reports_paused_only_once_no_record_moves_any_more(
         done.set()
         appender.join()
         worker.stop_connector(name)
+
+
+@pytest.mark.also_on_dev_broker
+def test_a_stopped_source_closes_its_producers_at_once(
+    bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """Stopping a task ends its producer's and its DLQ producer's threads and connections,
+    without waiting for a garbage collection: the producer's delivery callback and the task's
+    loop refer to each other, and such a producer kept reconnecting to its brokers (and
+    logging every failure once they were gone) long after its task stopped. Garbage
+    collection is off here, so that only an explicit close can end them."""
+    data = tmp_path / "in.txt"
+    data.write_text("".join(f"line {i}\n" for i in range(1000)))
+    name = f"closes-{topic_name}"
+    gc.collect()
+    before = librdkafka_threads()
+    gc.disable()
+    try:
+        worker, loop = _file_source(
+            bundled_plugin_path,
+            bootstrap_servers,
+            name,
+            data,
+            topic_name,
+            worker_props={"task.data.path": "worker"},  # the clients in this process
+            connector_props={
+                "errors.tolerance": "all",
+                "errors.deadletterqueue.topic.name": f"{topic_name}-dlq",
+                "errors.deadletterqueue.topic.replication.factor": "1",
+            },
+        )
+        deadline = time.monotonic() + 30
+        while loop.records_moved < 1000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert loop.records_moved == 1000
+        assert len(librdkafka_threads()) > len(before)  # the task's clients are running
+        worker.stop_connector(name)
+        with pytest.raises(RuntimeError, match="closed"):
+            loop.producer.poll(0)
+        worker.stop()
+        wait_for_librdkafka_threads(len(before))
+    finally:
+        gc.enable()

@@ -128,6 +128,7 @@ class FakeProducer:
         self.epoch: int | None = None  # set by init_transactions()
         self.in_transaction = False
         self._uncommitted: list[tuple[Any, ...]] = []  # delivered, waiting for the commit
+        self.closed = False
 
     # -- transactions ------------------------------------------------------------------------
 
@@ -190,24 +191,40 @@ class FakeProducer:
         """confluent-kafka's signature and positional order; without a callback of its own a
         record reports to the producer's ``on_delivery``, and with
         ``delivery.report.only.error`` successes report to nobody."""
+        self._check_open()
         if self.capacity is not None and len(self._queued) >= self.capacity:
             raise BufferError("Local: Queue full")
         report = callback or on_delivery or self.config.get("on_delivery")
         self._queued.append((topic, value, key, partition, report, timestamp, headers))
 
     def poll(self, timeout: float = 0) -> int:
+        self._check_open()
         self.polls += 1
         return self._deliver()
 
     def flush(self, timeout: float = 0) -> int:
+        self._check_open()
         self._deliver()
         return len(self._queued)
 
     def purge(self, *args: Any) -> None:
+        self._check_open()
         self._queued.clear()
 
+    def close(self) -> bool:
+        """As confluent-kafka's: delivers what is queued, then every other call but len()
+        and close() raises."""
+        if not self.closed:
+            self._deliver()
+            self.closed = True
+        return True
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError("Producer has been closed")
+
     def __len__(self) -> int:
-        return len(self._queued)
+        return 0 if self.closed else len(self._queued)
 
     def _deliver(self) -> int:
         if self.holding:

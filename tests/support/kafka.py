@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
@@ -137,3 +139,26 @@ def header_text(message: Any) -> dict[str, str]:
     """A consumed message's headers as ``{key: text}`` (confluent-kafka gives a list of
     ``(key, bytes)`` pairs, or None)."""
     return {key: bytes(value or b"").decode() for key, value in message.headers() or []}
+
+
+def librdkafka_threads() -> list[str]:
+    """The names of this process's librdkafka threads (each client runs a few, until it is
+    closed or freed)."""
+    names = []
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            name = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+        except OSError:  # the thread ended meanwhile
+            continue
+        if name.startswith("rdk:"):
+            names.append(name)
+    return names
+
+
+def wait_for_librdkafka_threads(at_most: int, timeout_s: float = 10.0) -> None:
+    """Wait until at most ``at_most`` librdkafka threads run in this process (a client's
+    threads end as its close or destruction returns; allow a moment); fail if they do not."""
+    deadline = time.monotonic() + timeout_s
+    while len(librdkafka_threads()) > at_most and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(librdkafka_threads()) <= at_most, librdkafka_threads()
