@@ -145,6 +145,22 @@ def _start(worker: Worker, name: str, props: dict[str, str]) -> None:
         assert worker.start_task(name, task_id, cfg).wait_started(60)
 
 
+def _tolerant_json_sink(topic: str, out: Path, dlq: str, **extra: str) -> dict[str, str]:
+    """ScriptedSink writing ``topic``'s schemaless JSON values to ``out``, with records that
+    fail conversion tolerated and sent to ``dlq``; ``extra`` is added to the config."""
+    return {
+        "connector.class": "ScriptedSink",
+        "topics": topic,
+        "file": str(out),
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        **extra,
+    }
+
+
 def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -182,18 +198,15 @@ def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_ord
     _start(
         worker,
         name,
-        {
-            "connector.class": "ScriptedSink",
-            "topics": topic_name,
-            "file": str(out),
-            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "value.converter.schemas.enable": "false",
-            "errors.tolerance": "all",
-            "errors.log.enable": "true",
-            "errors.deadletterqueue.topic.name": dlq,
-            "errors.deadletterqueue.topic.replication.factor": "1",
-            "errors.deadletterqueue.context.headers.enable": "true",
-        },
+        _tolerant_json_sink(
+            topic_name,
+            out,
+            dlq,
+            **{
+                "errors.log.enable": "true",
+                "errors.deadletterqueue.context.headers.enable": "true",
+            },
+        ),
     )
     try:
         wait_for(
@@ -536,20 +549,7 @@ def test_a_stopped_sink_closes_its_dlq_producer_at_once(
     try:
         worker = _worker(catalogue, bootstrap_servers, **{"task.data.path": "worker"})
         name = f"dlq-closes-{topic_name}"
-        _start(
-            worker,
-            name,
-            {
-                "connector.class": "ScriptedSink",
-                "topics": topic_name,
-                "file": str(tmp_path / "out.txt"),
-                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-                "value.converter.schemas.enable": "false",
-                "errors.tolerance": "all",
-                "errors.deadletterqueue.topic.name": dlq,
-                "errors.deadletterqueue.topic.replication.factor": "1",
-            },
-        )
+        _start(worker, name, _tolerant_json_sink(topic_name, tmp_path / "out.txt", dlq))
         wait_for(
             lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == len(values),
             60,
