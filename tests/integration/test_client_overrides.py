@@ -79,6 +79,20 @@ def recording_worker(
     return worker, clients
 
 
+def file_source(name: str, data: Path, topic: str, **overrides: str) -> dict[str, str]:
+    """A FileStreamSource connector's config on ``data`` (its topic created with one partition
+    and replication factor 1), with ``overrides`` added."""
+    return {
+        "name": name,
+        "connector.class": "FileStreamSource",
+        "file": str(data),
+        "topic": topic,
+        "topic.creation.default.partitions": "1",
+        "topic.creation.default.replication.factor": "1",
+        **overrides,
+    }
+
+
 def test_task_clients_get_exactly_their_keys(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
@@ -92,16 +106,15 @@ def test_task_clients_get_exactly_their_keys(
     name = f"overrides-{topic_name}"
     worker.start_connector(
         name,
-        {
-            "name": name,
-            "connector.class": "FileStreamSource",
-            "file": str(data),
-            "topic": topic_name,
-            "producer.override.linger.ms": "9",  # the connector's own wins
-            "admin.override.client.id": "mine",
-            "topic.creation.default.partitions": "1",
-            "topic.creation.default.replication.factor": "1",
-        },
+        file_source(
+            name,
+            data,
+            topic_name,
+            **{
+                "producer.override.linger.ms": "9",  # the connector's own wins
+                "admin.override.client.id": "mine",
+            },
+        ),
     )
     caplog.set_level(logging.WARNING, logger="copycat.runtime")
     try:
@@ -164,15 +177,7 @@ def test_a_source_may_turn_on_idempotence(
     name = f"idempotent-{topic_name}"
     worker.start_connector(
         name,
-        {
-            "name": name,
-            "connector.class": "FileStreamSource",
-            "file": str(data),
-            "topic": topic_name,
-            "producer.override.enable.idempotence": "true",
-            "topic.creation.default.partitions": "1",
-            "topic.creation.default.replication.factor": "1",
-        },
+        file_source(name, data, topic_name, **{"producer.override.enable.idempotence": "true"}),
     )
     try:
         runner = worker.start_task(name, 0, worker.task_configs(name)[0])
