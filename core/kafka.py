@@ -5,17 +5,22 @@ admin clients, :func:`admin_client`), which routes librdkafka's own log lines an
 through one rate-limited logger (:data:`LIBRDKAFKA_LOG`): with no broker listening, each
 client logged a failed connection every ~50 ms, about 20 lines a second per client.
 :func:`kafka_cluster_id` is the start-up check that the cluster can be reached at all.
+:class:`Producer` and :class:`Consumer` are confluent-kafka's, with its fatal errors raised as
+the KafkaException they are meant to be.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
+import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
@@ -205,6 +210,75 @@ def client_config(base: Mapping[str, Any], *overrides: Mapping[str, Any]) -> dic
     for layer in overrides:
         merged.update(layer)
     return merged
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def fatal_error_raised(raised: object) -> KafkaException | None:
+    """The KafkaException a confluent-kafka call meant to raise for a fatal client error when
+    it raised something else instead, or None.
+
+    confluent-kafka (2.16, Python 3.11) reports a fatal error (a transactional producer fenced
+    by a newer instance, an idempotent producer's unrecoverable sequence error) that reaches
+    its ``error_cb`` while a call serves callbacks by setting the KafkaException and going on
+    to run the remaining callbacks (delivery reports, log lines) with it still set. The call
+    then raises a SystemError ("... returned a result with an exception set", the
+    KafkaException as its cause), or the KafkaError object itself, which is no exception
+    class: ``except Exception`` and even ``except BaseException`` let it through. It ended an
+    exactly-once task's thread without the task being marked failed.
+    """
+    if isinstance(raised, KafkaError):
+        return KafkaException(raised)
+    if isinstance(raised, SystemError):
+        for linked in (raised.__cause__, raised.__context__):
+            if isinstance(linked, KafkaException):
+                return linked
+    return None
+
+
+def raising_fatal_errors(method: Callable[P, R]) -> Callable[P, R]:
+    """``method`` (a confluent-kafka call that serves callbacks), raising its fatal errors as
+    KafkaException (see :func:`fatal_error_raised`)."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except:  # noqa: E722 - what confluent-kafka raises need not be an exception class
+            fatal = fatal_error_raised(sys.exc_info()[1])
+            if fatal is None:
+                raise
+            raise fatal from None
+
+    return call
+
+
+class Producer(confluent_kafka.Producer):
+    """confluent-kafka's producer; the calls that serve callbacks raise fatal errors as
+    KafkaException. ``produce`` serves none and is confluent-kafka's own (the hot path)."""
+
+    poll = raising_fatal_errors(confluent_kafka.Producer.poll)
+    flush = raising_fatal_errors(confluent_kafka.Producer.flush)
+    close = raising_fatal_errors(confluent_kafka.Producer.close)
+    init_transactions = raising_fatal_errors(confluent_kafka.Producer.init_transactions)
+    begin_transaction = raising_fatal_errors(confluent_kafka.Producer.begin_transaction)
+    send_offsets_to_transaction = raising_fatal_errors(
+        confluent_kafka.Producer.send_offsets_to_transaction
+    )
+    commit_transaction = raising_fatal_errors(confluent_kafka.Producer.commit_transaction)
+    abort_transaction = raising_fatal_errors(confluent_kafka.Producer.abort_transaction)
+
+
+class Consumer(confluent_kafka.Consumer):
+    """confluent-kafka's consumer; the calls that serve the client's error callback raise
+    fatal errors (a static member fenced by another with its ``group.instance.id``) as
+    KafkaException."""
+
+    poll = raising_fatal_errors(confluent_kafka.Consumer.poll)
+    consume = raising_fatal_errors(confluent_kafka.Consumer.consume)
+    close = raising_fatal_errors(confluent_kafka.Consumer.close)
 
 
 class _AdminPoller:

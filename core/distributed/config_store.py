@@ -49,11 +49,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaException
 
 from core.distributed.kafka_log import KafkaBasedLog, LogRecord
 from core.distributed.keys import ClusterKeys
-from core.kafka import client_config, wrap_kafka_error
+from core.kafka import Producer, client_config, wrap_kafka_error
 from core.stores.config import ClusterConfigState, ConfigUpdateListener, TargetState
 from plugin_api import ConnectException
 

@@ -39,16 +39,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import (
-    Consumer,
-    KafkaError,
-    KafkaException,
-    Message,
-    Producer,
-    TopicPartition,
-)
+from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from core.kafka import client_config, wrap_kafka_error
+from core.kafka import Consumer, Producer, client_config, wrap_kafka_error
 from plugin_api import ConnectException
 
 __all__ = ["KafkaBasedLog", "LogRecord"]

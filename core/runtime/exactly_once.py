@@ -138,7 +138,21 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         super().resume()
         self.boundary.start()
 
+    def iteration(self) -> int:
+        try:
+            return super().iteration()
+        except KafkaException as exc:  # fenced while polling or sending, not in a commit
+            self._raise_if_fenced(exc)
+            raise
+
     def _final_commit(self, timeout_s: float, failed: bool) -> None:
+        try:
+            self._commit_or_abort_at_stop(failed)
+        except KafkaException as exc:
+            self._raise_if_fenced(exc)
+            raise
+
+    def _commit_or_abort_at_stop(self, failed: bool) -> None:
         if failed or self._failure is not None:
             self._abort_quietly("the task failed")
             return
@@ -269,6 +283,9 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
     def _delivery_failed(self, err: KafkaError, msg: Message) -> None:
         if err.code() in _PURGED:
             return
+        if err.code() in _FENCED and self._failure is None:  # a record refused: an old epoch
+            self._failure = self._fenced(err)
+            return
         super()._delivery_failed(err, msg)
 
     # -- transactions ----------------------------------------------------------------------
@@ -386,16 +403,33 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
                 self.producer.poll(0.05)  # librdkafka's queue is full: let acks drain it
 
     def _transaction_error(self, exc: KafkaException, what: str) -> ConnectException:
-        error = exc.args[0] if exc.args else None
-        transactional_id = self.exactly_once.transactional_id
-        if isinstance(error, KafkaError) and error.code() in _FENCED:
-            return TaskFencedError(
-                f"task {self.name} was fenced out of transactional id {transactional_id!r} "
-                f"({error.str()}): a newer instance of the task took it over (the task was "
-                "restarted or moved to another worker), or its transaction outlived the "
-                "producer's transaction.timeout.ms. Nothing of its open transaction is "
-                "visible; this instance stops."
-            )
+        error = _fencing_error(exc)
+        if error is not None:
+            return self._fenced(error)
         return wrap_kafka_error(
-            exc, f"task {self.name} could not {what} its transaction ({transactional_id!r})"
+            exc,
+            f"task {self.name} could not {what} its transaction "
+            f"({self.exactly_once.transactional_id!r})",
         )
+
+    def _raise_if_fenced(self, exc: KafkaException) -> None:
+        """:class:`TaskFencedError` if ``exc`` says this instance was fenced, whichever call
+        met it first (a commit, a poll serving the fatal error, a flush)."""
+        error = _fencing_error(exc)
+        if error is not None:
+            raise self._fenced(error) from exc
+
+    def _fenced(self, error: KafkaError) -> TaskFencedError:
+        return TaskFencedError(
+            f"task {self.name} was fenced out of transactional id "
+            f"{self.exactly_once.transactional_id!r} ({error.str()}): a newer instance of the "
+            "task took it over (the task was restarted or moved to another worker), or its "
+            "transaction outlived the producer's transaction.timeout.ms. Nothing of its open "
+            "transaction is visible; this instance stops."
+        )
+
+
+def _fencing_error(exc: KafkaException) -> KafkaError | None:
+    """The error of ``exc`` if it says the producer was fenced, else None."""
+    error = exc.args[0] if exc.args else None
+    return error if isinstance(error, KafkaError) and error.code() in _FENCED else None

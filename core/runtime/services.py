@@ -15,9 +15,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import KafkaException
 
-from core.kafka import admin_client, client_config, wrap_kafka_error
+from core.kafka import Consumer, Producer, admin_client, client_config, wrap_kafka_error
 from core.offsets import OffsetStore
 from core.runtime.spec import PluginRef, TaskSpec
 from core.stores.task_offsets import TaskOffsetStore

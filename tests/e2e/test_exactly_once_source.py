@@ -395,11 +395,20 @@ def test_a_zombie_task_cannot_write_once_its_task_moved(
         )
     finally:
         cluster.workers[zombie].signal_group(signal.SIGCONT)
-    wait_until(
-        lambda: f"task {name}-0 was fenced out" in cluster.workers[zombie].text()[mark:],
-        SETTLE_S,
-        "the zombie's fencing error in its worker's log",
-    )
+
+    def since_freeze() -> str:
+        return cluster.workers[zombie].text()[mark:]
+
+    try:
+        wait_until(
+            lambda: f"task {name}-0 was fenced out" in since_freeze(),
+            SETTLE_S,
+            "the zombie's fencing error in its worker's log",
+        )
+    except AssertionError as exc:
+        tail = since_freeze()[-6000:]
+        raise AssertionError(f"{exc}\nthe zombie's log since the freeze:\n{tail}") from None
+    assert "Exception in thread" not in since_freeze()  # every error ends in the task's status
     assert cluster.placement(via=survivor)[f"{name}-0"] == ("RUNNING", cluster.worker_id(survivor))
     _delete(cluster, name)
     _assert_exactly_once(read_topic(broker.bootstrap_servers, topic_name), name, 1)

@@ -128,6 +128,7 @@ class FakeProducer:
         self.epoch: int | None = None  # set by init_transactions()
         self.in_transaction = False
         self._uncommitted: list[tuple[Any, ...]] = []  # delivered, waiting for the commit
+        self._fatal_raised = False
         self.closed = False
 
     # -- transactions ------------------------------------------------------------------------
@@ -144,6 +145,23 @@ class FakeProducer:
         assert self.transactional_id is not None
         if self.cluster.epochs[self.transactional_id] != self.epoch:
             raise _kafka_error(KafkaError._FENCED, "Local: This instance has been fenced")
+
+    def _fenced(self) -> bool:
+        return (
+            self.transactional_id is not None
+            and self.epoch is not None
+            and self.cluster.epochs[self.transactional_id] != self.epoch
+        )
+
+    def _raise_fatal_once(self) -> None:
+        """As librdkafka: a fenced producer's fatal error reaches the application once, from
+        the call that serves it (a poll or a flush)."""
+        if self._fenced() and not self._fatal_raised:
+            self._fatal_raised = True
+            error = KafkaError(
+                KafkaError._FENCED, "Local: This instance has been fenced", fatal=True
+            )
+            raise KafkaException(error)
 
     def begin_transaction(self) -> None:
         self._check_epoch()
@@ -200,11 +218,14 @@ class FakeProducer:
     def poll(self, timeout: float = 0) -> int:
         self._check_open()
         self.polls += 1
-        return self._deliver()
+        delivered = self._deliver()
+        self._raise_fatal_once()
+        return delivered
 
     def flush(self, timeout: float = 0) -> int:
         self._check_open()
         self._deliver()
+        self._raise_fatal_once()
         return len(self._queued)
 
     def purge(self, *args: Any) -> None:
@@ -231,11 +252,17 @@ class FakeProducer:
             return 0
         queued, self._queued = self._queued, []
         only_errors = self.config.get("delivery.report.only.error")
+        # A fenced producer's records are refused by the broker: their epoch is an old one.
+        refused = self.failing or (
+            KafkaError(KafkaError.INVALID_PRODUCER_EPOCH, "Broker: old epoch")
+            if self._fenced()
+            else None
+        )
         for topic, value, key, partition, on_delivery, timestamp, headers in queued:
-            if self.failing is not None:
+            if refused is not None:
                 message = FakeMessage(topic, max(partition, 0), -1, key, value, timestamp, headers)
                 if on_delivery is not None:
-                    on_delivery(self.failing, message)
+                    on_delivery(refused, message)
                 continue
             if self.transactional_id is not None:
                 if not self.in_transaction:

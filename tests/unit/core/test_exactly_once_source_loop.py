@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaException
 from plugin_api.connector import freeze_partition
 
 from core.runtime.build import build_task
@@ -201,6 +202,49 @@ def test_a_fenced_task_fails_and_commits_nothing_more(cluster: FakeCluster, cloc
     with pytest.raises(TaskFencedError, match="fenced out of transactional id 'g-c-0'"):
         loop.iteration()
     loop.stop(failed=True, timeout_s=5)
+    assert cluster.values(TOPIC) == []
+    assert _saved(cluster) == []
+
+
+def test_a_fenced_error_met_by_a_poll_fails_the_task_as_fenced(
+    cluster: FakeCluster, clock: Clock
+) -> None:
+    """No commit is due: the fatal error comes out of the producer's poll, which serves it."""
+    loop = _loop(_spec("interval", interval_s=5.0), cluster, clock)
+    run_until(loop, lambda: loop.records_moved >= 3 * PER_POLL)
+    FakeProducer(cluster, {"transactional.id": "g-c-0"}).init_transactions()
+    with pytest.raises(TaskFencedError, match="fenced out of transactional id 'g-c-0'"):
+        loop.iteration()
+    loop.stop(failed=True, timeout_s=5)
+    assert cluster.values(TOPIC) == []
+
+
+def test_records_refused_for_an_old_epoch_fail_the_task_as_fenced(
+    cluster: FakeCluster, clock: Clock
+) -> None:
+    """The fatal error was served elsewhere; what is left are the records the broker refused."""
+    loop = _loop(_spec("interval", interval_s=5.0), cluster, clock)
+    run_until(loop, lambda: loop.records_moved >= 3 * PER_POLL)
+    producer = loop.producer
+    assert isinstance(producer, FakeProducer)
+    producer.holding = True
+    loop.iteration()  # records queued, not delivered yet
+    FakeProducer(cluster, {"transactional.id": "g-c-0"}).init_transactions()
+    producer.holding = False
+    with pytest.raises(KafkaException):
+        producer.poll(0)  # serves the fatal error and the refused deliveries
+    with pytest.raises(TaskFencedError, match="fenced out of transactional id 'g-c-0'"):
+        loop.iteration()
+    loop.stop(failed=True, timeout_s=5)
+    assert cluster.values(TOPIC) == []
+
+
+def test_a_task_fenced_when_told_to_stop_says_so(cluster: FakeCluster, clock: Clock) -> None:
+    loop = _loop(_spec("interval", interval_s=5.0), cluster, clock)
+    run_until(loop, lambda: loop.records_moved >= 3 * PER_POLL)
+    FakeProducer(cluster, {"transactional.id": "g-c-0"}).init_transactions()
+    with pytest.raises(TaskFencedError, match="fenced out of transactional id 'g-c-0'"):
+        loop.stop(failed=False, timeout_s=5)
     assert cluster.values(TOPIC) == []
     assert _saved(cluster) == []
 
