@@ -52,6 +52,9 @@ timings hold no fsync (the bare loops never fsync).
 Each result is checked (record count; output == input byte for byte where order is defined;
 committed source offsets) before its number is printed. The ratio is Copycat / bare; each
 path runs ``--repeats`` times, alternating, and prints the median and every pair's ratio.
+Which side runs first rotates too (with one data path: the bare loop in even repeats, Copycat
+in odd ones): with the bare loop always first, Copycat always ran right after the bare run's
+traffic and its topic's read-back.
 """
 
 from __future__ import annotations
@@ -101,6 +104,8 @@ SOURCE_WORKER_PROPS = {**WORKER_PROPS, "offset.flush.interval.ms": "100"}
 # requests, one in flight, and the broker's own CPU per run varied by 1.6x between
 # identical runs: docs/benchmarks.md, seventh round).
 REPEATS = 9
+# The bare loop's name among the runs of a repeat (see in_turn).
+BARE = "bare"
 # Rounds of each input (100 B and 1 KiB records) produced and read back by the bare loops,
 # untimed, before Apache Kafka's first timed run. Its JIT compiler keeps working on the produce
 # and fetch paths for the first ~1.5 GB: in the first three 250,000 x 1 KiB runs of a fresh
@@ -628,8 +633,9 @@ def warm_up_broker(cluster: KafkaCluster, work: Path, scale: int) -> None:
 
 
 def in_turn(modes: list[str], rep: int) -> list[str]:
-    """The modes in the order of repeat ``rep``: rotated, so none always runs right after the
-    bare loop (or after the other one's broker traffic)."""
+    """The runs of repeat ``rep`` (the bare loop and each data path) in turn: rotated, so none
+    always runs first, or always right after another's broker traffic (its topic read back,
+    the broker's garbage and the kernel's writeback of what it wrote)."""
     shift = rep % len(modes)
     return modes[shift:] + modes[:shift]
 
@@ -691,29 +697,33 @@ def run(
             for topic in [bare_topic] + [f"cc-{mode}-{size}-{rep}" for mode in modes]:
                 cluster.create_topic(topic, 1, stamped)
             cluster.create_topic(f"{bare_topic}-warmup", 1)
-            with last_record(cluster, bare_topic, count) as seen_at:
-                first, flush_started, flushed, cpu = bare_source(bootstrap, data_path, bare_topic)
-                seen = seen_at()
-                timing = rate(first, (count, seen))
-            c_bare.append(cpu)
-            if cluster.kind == "apache-kafka":
-                timing = append_span(bootstrap, bare_topic, count)
-            else:
-                lags.append(seen - flushed)
-            t_bare.append(timing)
-            flushes.append(flushed - flush_started)
-            for mode in in_turn(modes, rep):
-                cc_topic = f"cc-{mode}-{size}-{rep}"
+            for who in in_turn([BARE, *modes], rep):
+                if who == BARE:
+                    with last_record(cluster, bare_topic, count) as seen_at:
+                        first, flush_started, flushed, cpu = bare_source(
+                            bootstrap, data_path, bare_topic
+                        )
+                        seen = seen_at()
+                        timing = rate(first, (count, seen))
+                    c_bare.append(cpu)
+                    if cluster.kind == "apache-kafka":
+                        timing = append_span(bootstrap, bare_topic, count)
+                    else:
+                        lags.append(seen - flushed)
+                    t_bare.append(timing)
+                    flushes.append(flushed - flush_started)
+                    continue
+                cc_topic = f"cc-{who}-{size}-{rep}"
                 source_file = work / f"{cc_topic}.txt"
                 with last_record(cluster, cc_topic, count) as seen_at:
                     cc_timing, cpu = copycat_source(
-                        sources[mode], source_file, data_path, data, cc_topic, seen_at
+                        sources[who], source_file, data_path, data, cc_topic, seen_at
                     )
                 source_file.unlink()  # the connector is stopped; only the link goes
-                c_cc[mode].append(cpu)
+                c_cc[who].append(cpu)
                 if cluster.kind == "apache-kafka":
                     cc_timing = append_span(bootstrap, cc_topic, count)
-                t_cc[mode].append(cc_timing)
+                t_cc[who].append(cc_timing)
             # Each run's topics go once timed (the dev broker keeps them in memory), but for
             # the one the sinks read.
             sink_topic = f"cc-{modes[0]}-{size}-0"
@@ -745,21 +755,21 @@ def run(
         t_bare, t_cc = [], {mode: [] for mode in modes}
         c_bare, c_cc = [], {mode: [] for mode in modes}
         for rep in range(args.repeats):
-            bare_out = work / f"bare-out-{size}-{rep}.txt"
-            timing, cpu = bare_sink(bootstrap, topic, bare_out, count)
-            t_bare.append(timing)
-            c_bare.append(cpu)
-            assert digest(bare_out) == expected, "bare sink output differs from input"
-            bare_out.unlink()
-            for mode in in_turn(modes, rep):
-                cc_out = work / f"cc-out-{mode}-{size}-{rep}"
-                timing, cpu = copycat_sink(
-                    sinks[mode], topic, cc_out, count, label=f"-{mode}-{rep}"
-                )
-                t_cc[mode].append(timing)
-                c_cc[mode].append(cpu)
+            for who in in_turn([BARE, *modes], rep):
+                if who == BARE:
+                    bare_out = work / f"bare-out-{size}-{rep}.txt"
+                    timing, cpu = bare_sink(bootstrap, topic, bare_out, count)
+                    t_bare.append(timing)
+                    c_bare.append(cpu)
+                    assert digest(bare_out) == expected, "bare sink output differs from input"
+                    bare_out.unlink()
+                    continue
+                cc_out = work / f"cc-out-{who}-{size}-{rep}"
+                timing, cpu = copycat_sink(sinks[who], topic, cc_out, count, label=f"-{who}-{rep}")
+                t_cc[who].append(timing)
+                c_cc[who].append(cpu)
                 assert digest(cc_out.with_suffix(".0")) == expected, (
-                    f"copycat output differs ({mode})"
+                    f"copycat output differs ({who})"
                 )
                 cc_out.with_suffix(".0").unlink()
         cluster.delete_topics([topic, f"{topic}-warmup"])
