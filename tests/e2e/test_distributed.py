@@ -301,42 +301,44 @@ def test_a_killed_workers_tasks_move_within_the_bound_and_no_other_task_stops(
 
     killed_at = time.monotonic()
     cluster.kill(index)
+    try:
 
-    def moved() -> bool:
-        now = cluster.placement(via=survivors[0])
-        return all(
-            task in now and now[task][1] != killed and now[task][0] == before[task][0]
-            for task in lost
+        def moved() -> bool:
+            now = cluster.placement(via=survivors[0])
+            return all(
+                task in now and now[task][1] != killed and now[task][0] == before[task][0]
+                for task in lost
+            )
+
+        bound_s = (SESSION_TIMEOUT_MS + SCHEDULED_DELAY_MS) / 1000 + FAILOVER_SLACK_S
+        wait_until(moved, bound_s * 3, "the killed worker's tasks running elsewhere")
+        elapsed = time.monotonic() - killed_at
+
+        for source, _ in pipelines:
+            with source.open("a") as fh:
+                fh.write("".join(_line(i) for i in range(1000, 2000)))
+        duplicates = 0
+        for name, (_, sink) in zip(names, pipelines, strict=True):
+            lines = _wait_lines(sink, 2000)
+            assert set(lines) == {_line(i).strip() for i in range(2000)}, name  # zero lost
+            duplicates += len(lines) - len(set(lines))
+
+        # Counted after the copy went on, so late stops would show too.
+        events = [e for i in survivors for e in cluster.task_events(i, marks[i])]
+        starts = sorted(task for task, what in events if what == "starting")
+        stops = sorted(task for task, what in events if what == "stopped")
+        print(
+            f"\nkill -9 of the {victim}: {len(lost)} tasks running elsewhere after {elapsed:.1f} s "
+            f"(bound {bound_s:.0f} s); survivors: {len(starts)} task starts, {len(stops)} stops; "
+            f"{duplicates} duplicated lines (at-least-once after a hard bounce)"
         )
-
-    bound_s = (SESSION_TIMEOUT_MS + SCHEDULED_DELAY_MS) / 1000 + FAILOVER_SLACK_S
-    wait_until(moved, bound_s * 3, "the killed worker's tasks running elsewhere")
-    elapsed = time.monotonic() - killed_at
-
-    for source, _ in pipelines:
-        with source.open("a") as fh:
-            fh.write("".join(_line(i) for i in range(1000, 2000)))
-    duplicates = 0
-    for name, (_, sink) in zip(names, pipelines, strict=True):
-        lines = _wait_lines(sink, 2000)
-        assert set(lines) == {_line(i).strip() for i in range(2000)}, name  # zero lost
-        duplicates += len(lines) - len(set(lines))
-
-    # Counted after the copy went on, so late stops would show too.
-    events = [e for i in survivors for e in cluster.task_events(i, marks[i])]
-    starts = sorted(task for task, what in events if what == "starting")
-    stops = sorted(task for task, what in events if what == "stopped")
-    print(
-        f"\nkill -9 of the {victim}: {len(lost)} tasks running elsewhere after {elapsed:.1f} s "
-        f"(bound {bound_s:.0f} s); survivors: {len(starts)} task starts, {len(stops)} stops; "
-        f"{duplicates} duplicated lines (at-least-once after a hard bounce)"
-    )
-    assert elapsed <= bound_s, f"{elapsed:.1f} s > {bound_s:.1f} s"
-    assert stops == [], "tasks on surviving workers were stopped"
-    assert starts == sorted(lost)  # each lost task started once, nothing else
-    for connector, pids in hosts.items():  # same plugin host, still alive
-        assert set(host_pids(f"{connector}-0")) == pids, connector
-    cluster.restart(index)
+        assert elapsed <= bound_s, f"{elapsed:.1f} s > {bound_s:.1f} s"
+        assert stops == [], "tasks on surviving workers were stopped"
+        assert starts == sorted(lost)  # each lost task started once, nothing else
+        for connector, pids in hosts.items():  # same plugin host, still alive
+            assert set(host_pids(f"{connector}-0")) == pids, connector
+    finally:  # a failed check must not leave the module's cluster a worker short
+        cluster.restart(index)
 
 
 def test_new_workers_restore_everything_from_the_topics_alone(
