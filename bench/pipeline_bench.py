@@ -36,7 +36,11 @@ The dev broker ignores that setting (and its high watermark counts batches, not 
 there both sides' timers end when the topic's last record can be read: a consumer in a process
 of its own, the same for both sides, waits at the last offset with a 5 ms fetch wait and
 stamps the record's arrival (on this machine 1-2 ms after a bare producer's final flush
-returns). Copycat's committed end offset is still checked, untimed: it comes after the last
+returns). CPU per record is counted over the same spans, to the bare flush's return and to
+that stamp for Copycat, on both brokers (on Apache Kafka the watcher ends only the CPU span;
+ending it at Copycat's last hand-off left out the up to 100,000 records librdkafka still
+held: the 1 KiB source's CPU shares of 1.2-1.6 in earlier rounds were partly that).
+Copycat's committed end offset is still checked, untimed: it comes after the last
 ack plus up to FileStreamSource's 0.1 s idle poll and the commit interval, a cadence, not
 throughput (timing to it cost 0.1-0.2 s on 0.5-0.8 s runs before). Both sources read the same
 input file, written (and fsynced) before any run: Copycat's source task starts on a file that
@@ -48,6 +52,14 @@ times slower). Before its first timed run, Apache Kafka's JVM is warmed up: the 
 produce and read back each input a few times, untimed (JVM_WARM_UP_ROUNDS), so that no run
 pays for its JIT compiling. Sinks keep Kafka's default 60 s commit interval, so their
 timings hold no fsync (the bare loops never fsync).
+
+Before each timed run the broker must be idle (:class:`Settle`: its processes under 0.05 of a
+core over 0.2 s): what an earlier run left it to do (the dev broker freeing deleted topics,
+Apache Kafka deleting their files, which the bench broker does at once rather than 60 s
+later, its garbage collector and JIT) used to land in whichever run came next. Each cell
+also prints its runs' CPU per record split by whether the run came first in its repeat, and
+the range of a pure-Python calibration loop timed before each run (:func:`calibrate`): the
+machine has slow phases in which both sides spend ~2x the CPU per record.
 
 Each result is checked (record count; output == input byte for byte where order is defined;
 committed source offsets) before its number is printed. The ratio is Copycat / bare; each
@@ -147,6 +159,18 @@ POLL_S = 0.005
 # FileStreamSource's records per poll() (Kafka's default is 2000).
 SOURCE_BATCH = "5000"
 
+# A broker is idle (see Settle) once it uses no more than this many cores over a window; an
+# idle Apache Kafka uses ~0.01, the dev broker less. Waits end after SETTLE_MAX_S regardless.
+SETTLE_IDLE_CORES = 0.05
+SETTLE_WINDOW_S = 0.2
+SETTLE_MAX_S = 30.0
+# Apache Kafka deletes a deleted topic's files log.segment.delete.delay.ms later (60 s by
+# default): in the middle of a later timed run, ~500 MB of page cache dropped by its threads.
+# At 0 it deletes them right away, while Settle waits for it.
+BENCH_BROKER_SETTINGS = {"log.segment.delete.delay.ms": "0"}
+# Steps of calibrate()'s loop: ~10 ms on this machine.
+CALIBRATION_STEPS = 200_000
+
 # How long the last-record watcher's fetch waits at the broker for its record: the watcher's
 # stamp is at most this late (and costs the broker a request per period while it waits).
 TAIL_FETCH_WAIT_MS = 5
@@ -160,17 +184,110 @@ Progress = tuple[int, float]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def process_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system, all threads) used so far by process ``pid``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
 def cpu_s(pids: Iterable[int | None] = ()) -> float:
     """CPU seconds (user + system, all threads) used so far by this process and ``pids``
     (plugin hosts). Work done, whatever else the machine runs: on a shared machine the
     rates swing with other load, CPU time per record much less."""
-    total = time.process_time()
-    for pid in pids:
-        if pid is None:
-            continue
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
-    return total
+    return time.process_time() + sum(process_cpu_s(pid) for pid in pids if pid is not None)
+
+
+def children(pid: int) -> list[int]:
+    """Pids of ``pid``'s child processes."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # gone meanwhile
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+class Settle:
+    """Waits, before each timed run, until the broker is idle: work left over from an earlier
+    run (the dev broker freeing deleted topics, Apache Kafka deleting their files, its garbage
+    collector and JIT compiler) is nobody's run's cost, and used to land in whichever run came
+    next. Counts how long it waited and how often it gave up (SETTLE_MAX_S)."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.pids = pids
+        self.waited_s = 0.0
+        self.waits = 0
+        self.gave_up = 0
+
+    def _busy(self) -> float:
+        """Cores the broker used over the last SETTLE_WINDOW_S."""
+        before = sum(process_cpu_s(pid) for pid in self.pids)
+        time.sleep(SETTLE_WINDOW_S)
+        return (sum(process_cpu_s(pid) for pid in self.pids) - before) / SETTLE_WINDOW_S
+
+    def __call__(self) -> None:
+        started = time.monotonic()
+        while self._busy() > SETTLE_IDLE_CORES:
+            if time.monotonic() - started > SETTLE_MAX_S:
+                self.gave_up += 1
+                break
+        self.waited_s += time.monotonic() - started
+        self.waits += 1
+
+    def summary(self) -> str:
+        gave_up = f", gave up {self.gave_up} times" if self.gave_up else ""
+        return (
+            f"broker idle before each run: waited {self.waited_s:.1f} s over {self.waits} "
+            f"runs{gave_up}"
+        )
+
+
+class Machine:
+    """What each run of one cell ran under: its place in its repeat (first, or after another
+    side's run) and :func:`calibrate`'s figure just before it."""
+
+    def __init__(self) -> None:
+        self.firsts: dict[str, list[bool]] = {}
+        self.calibrations: list[float] = []
+
+    def before_run(self, who: str, first: bool) -> None:
+        self.firsts.setdefault(who, []).append(first)
+        self.calibrations.append(calibrate())
+
+    def summary(self, bare_cpu: list[float], cc_cpu: dict[str, list[float]]) -> str:
+        """CPU per record (median, us) of each side's runs that came first in their repeat and
+        of those that came after another, and the calibration's range."""
+        parts = []
+        for who, cpu in [(BARE, bare_cpu), *cc_cpu.items()]:
+            first = [c for c, was in zip(cpu, self.firsts[who], strict=True) if was]
+            after = [c for c, was in zip(cpu, self.firsts[who], strict=True) if not was]
+            parts.append(f"{who} {median_us(first)} / {median_us(after)}")
+        return (
+            f"{'':<34}(CPU us/record ran first / after another: {', '.join(parts)}; "
+            f"calibration {min(self.calibrations):.1f}-{max(self.calibrations):.1f} ns)"
+        )
+
+
+def median_us(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1e6:.2f}" if values else "-"
+
+
+def calibrate() -> float:
+    """Nanoseconds per step of a fixed pure-Python loop (best of three): how fast this machine
+    runs Python right now. Slow phases of a shared machine (~2x the CPU per record on both
+    sides) show here, so a table's runs can be told apart."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(CALIBRATION_STEPS):
+            total += i & 7
+        best = min(best, time.perf_counter() - started)
+    return best / CALIBRATION_STEPS * 1e9
 
 
 def make_input(path: Path, count: int, size: int) -> bytes:
@@ -228,10 +345,14 @@ def append_span(bootstrap: str, topic: str, count: int) -> tuple[float, int]:
         consumer.close()
 
 
-def _watch_last_record(bootstrap: str, topic: str, last_offset: int, reply: Connection) -> None:
+def _watch_last_record(
+    bootstrap: str, topic: str, last_offset: int, by_watermark: bool, reply: Connection
+) -> None:
     """Runs in a process of its own (see :class:`LastRecordWatch`): sends "ready" once its
     consumer is connected, then the ``time.monotonic()`` at which the record at
-    ``last_offset`` of ``topic``'s partition 0 arrived."""
+    ``last_offset`` of ``topic``'s partition 0 arrived, or (``by_watermark``, Apache Kafka,
+    which answers a fetch past the end with an error rather than waiting) at which the
+    partition's high watermark, asked every TAIL_FETCH_WAIT_MS, passed it."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -243,6 +364,15 @@ def _watch_last_record(bootstrap: str, topic: str, last_offset: int, reply: Conn
     )
     try:
         consumer.list_topics(topic, timeout=TAIL_START_S)
+        if by_watermark:
+            partition = TopicPartition(topic, 0)
+            reply.send("ready")
+            while consumer.get_watermark_offsets(partition, TAIL_SEEN_S, cached=False)[1] <= (
+                last_offset
+            ):
+                time.sleep(TAIL_FETCH_WAIT_MS / 1000)
+            reply.send(time.monotonic())
+            return
         consumer.assign([TopicPartition(topic, 0, last_offset)])
         reply.send("ready")
         while True:
@@ -263,11 +393,13 @@ class LastRecordWatch:
     interpreter), so neither side shares a GIL with it; CLOCK_MONOTONIC is the machine's, so
     its stamp compares with the loops' progress points."""
 
-    def __init__(self, bootstrap: str, topic: str, count: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, count: int, by_watermark: bool) -> None:
         context = multiprocessing.get_context("spawn")
         self._reply, theirs = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_watch_last_record, args=(bootstrap, topic, count - 1, theirs), daemon=True
+            target=_watch_last_record,
+            args=(bootstrap, topic, count - 1, by_watermark, theirs),
+            daemon=True,
         )
 
     def __enter__(self) -> LastRecordWatch:
@@ -556,14 +688,18 @@ def digest(path: Path) -> str:
 
 
 @contextmanager
-def broker(kind: str, work: Path) -> Iterator[KafkaCluster]:
+def broker(kind: str, work: Path) -> Iterator[tuple[KafkaCluster, list[int]]]:
+    """The cluster, and the pids of the broker's processes (see Settle)."""
     if kind == "dev":
         with DevBroker() as dev:
-            yield KafkaCluster(dev.bootstrap_servers, kind="dev-broker")
+            yield KafkaCluster(dev.bootstrap_servers, kind="dev-broker"), [dev.pid]
         return
-    kafka = ApacheKafka(work / "apache-kafka", jvm_flags=BENCH_JVM_FLAGS).start(os.getpid())
+    kafka = ApacheKafka(
+        work / "apache-kafka", overrides=BENCH_BROKER_SETTINGS, jvm_flags=BENCH_JVM_FLAGS
+    ).start(os.getpid())
     try:
-        yield KafkaCluster(kafka.bootstrap_servers)
+        # The keeper's child is the JVM.
+        yield KafkaCluster(kafka.bootstrap_servers), [kafka.pid, *children(kafka.pid)]
     finally:
         kafka.stop()
 
@@ -591,19 +727,18 @@ def main() -> None:
         plugin_path = work / "plugins"
         ensure_bundled_plugins(plugin_path)
         for kind in ["dev", "kafka"] if args.broker == "both" else [args.broker]:
-            with broker(kind, work / kind) as cluster:
-                run(cluster, work / kind, plugin_path, modes, args)
+            with broker(kind, work / kind) as (cluster, broker_pids):
+                run(cluster, Settle(broker_pids), work / kind, plugin_path, modes, args)
 
 
 @contextmanager
 def last_record(cluster: KafkaCluster, topic: str, count: int) -> Iterator[Callable[[], float]]:
-    """A source run's end: on the dev broker the stamp of a :class:`LastRecordWatch`; on
-    Apache Kafka the broker's append stamps time the run (:func:`append_span`), so the end
-    given here is only the caller's clock and is replaced."""
-    if cluster.kind == "apache-kafka":
-        yield time.monotonic
-        return
-    with LastRecordWatch(cluster.bootstrap_servers, topic, count) as watch:
+    """A source run's end: the stamp of a :class:`LastRecordWatch`. On Apache Kafka the
+    broker's append stamps time the run (:func:`append_span`), and the watch only ends
+    Copycat's CPU span: at its last hand-off, librdkafka still held up to 100,000 records
+    (100 MB at 1 KiB) to send, which the bare loop's span (to its flush's return) includes."""
+    by_watermark = cluster.kind == "apache-kafka"
+    with LastRecordWatch(cluster.bootstrap_servers, topic, count, by_watermark) as watch:
         yield watch.seen_at
 
 
@@ -642,6 +777,7 @@ def in_turn(modes: list[str], rep: int) -> list[str]:
 
 def run(
     cluster: KafkaCluster,
+    settle: Settle,
     work: Path,
     plugin_path: Path,
     modes: list[str],
@@ -692,12 +828,16 @@ def run(
         c_cc: dict[str, list[float]] = {mode: [] for mode in modes}
         flushes: list[float] = []
         lags: list[float] = []  # the watcher's stamp after the bare flush returned (dev broker)
+        machine = Machine()
         for rep in range(args.repeats):
             bare_topic = f"bare-{size}-{rep}"
             for topic in [bare_topic] + [f"cc-{mode}-{size}-{rep}" for mode in modes]:
                 cluster.create_topic(topic, 1, stamped)
             cluster.create_topic(f"{bare_topic}-warmup", 1)
-            for who in in_turn([BARE, *modes], rep):
+            order = in_turn([BARE, *modes], rep)
+            for who in order:
+                settle()
+                machine.before_run(who, first=who == order[0])
                 if who == BARE:
                     with last_record(cluster, bare_topic, count) as seen_at:
                         first, flush_started, flushed, cpu = bare_source(
@@ -740,6 +880,7 @@ def run(
             )
         seen_lag = f"; last record seen {ms(lags)} ms after it returned" if lags else ""
         print(f"{'':<34}(bare loop's final flush: {ms(flushes)} ms{seen_lag})")
+        print(machine.summary(c_bare, c_cc))
         # sink: everyone reads the topic Copycat's first source run wrote, then the input
         # again (SINK_COPIES), alternating
         topic = f"cc-{modes[0]}-{size}-0"
@@ -754,8 +895,12 @@ def run(
         expected = hasher.hexdigest()
         t_bare, t_cc = [], {mode: [] for mode in modes}
         c_bare, c_cc = [], {mode: [] for mode in modes}
+        machine = Machine()
         for rep in range(args.repeats):
-            for who in in_turn([BARE, *modes], rep):
+            order = in_turn([BARE, *modes], rep)
+            for who in order:
+                settle()
+                machine.before_run(who, first=who == order[0])
                 if who == BARE:
                     bare_out = work / f"bare-out-{size}-{rep}.txt"
                     timing, cpu = bare_sink(bootstrap, topic, bare_out, count)
@@ -781,6 +926,8 @@ def run(
                 t_cc[mode],
                 (c_bare, c_cc[mode]),
             )
+        print(machine.summary(c_bare, c_cc))
+    print(f"({settle.summary()})", flush=True)
     if not args.no_scaling:
         scaling(cluster, sinks, work, scale)
     for worker in [*sinks.values(), *sources.values()]:
