@@ -253,7 +253,7 @@ def sink_config(topic: str, out: Path) -> dict[str, str]:
 
 
 def bench_broker(kind: str, work: Path, plugin_path: Path, scale: int) -> None:
-    with broker(kind, work) as cluster:
+    with broker(kind, work) as (cluster, _broker_pids):
         bootstrap = cluster.bootstrap_servers
         peers: list[Any] = [
             CopycatPeer(bootstrap, plugin_path),

@@ -117,7 +117,7 @@ def produce_file(
 
 
 def run_broker(kind: str, work: Path, size: int, count: int, repeats: int) -> None:
-    with pipeline.broker(kind, work / kind) as cluster:
+    with pipeline.broker(kind, work / kind) as (cluster, _broker_pids):
         bootstrap = cluster.bootstrap_servers
         pipeline.warm_up_broker(cluster, work / kind, 1)  # Apache Kafka: its JIT first
         path = work / f"in-{size}.txt"
