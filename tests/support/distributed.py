@@ -15,6 +15,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,9 @@ START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 30.0
 # The worker's log lines for a task thread's beginning and end (core/worker.py).
 _TASK_EVENT = re.compile(r"copycat\.worker: task (\S+) (starting|stopped)$", re.MULTILINE)
+# A worker log line's time (core/cli.py's format: asctime first, local time).
+_LOG_STAMP = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
+_FAILOVER_STEP = re.compile(r"rebalanc|generation|task \S+ (starting|stopped)|member|rejoin")
 _REBALANCE_DONE = re.compile(r"rebalance \d+ done \(generation \d+, (leader[^)]*)\)")
 
 
@@ -182,6 +186,20 @@ class DistributedCluster:
     def log_mark(self, index: int) -> int:
         """Where worker ``index``'s log ends now (for :meth:`task_events` after it)."""
         return len(self.workers[index].text())
+
+    def timeline(self, indices: Iterable[int], marks: dict[int, int], since: float) -> str:
+        """Worker ``indices``' log lines after ``marks`` that tell a failover's steps
+        (rebalances, task starts and stops, group membership), each stamped with the seconds
+        since ``since`` (a ``time.time()``): where a slow failover spent its time."""
+        steps = []
+        for index in indices:
+            for line in self.workers[index].text()[marks[index] :].splitlines():
+                stamp = _LOG_STAMP.match(line)
+                if stamp is None or not _FAILOVER_STEP.search(line):
+                    continue
+                at = datetime.strptime(stamp.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                steps.append((at - since, f"worker {index}: {line[stamp.end() :][:150]}"))
+        return "\n".join(f"  {at:+6.1f} s {what}" for at, what in sorted(steps))
 
     def task_events(self, index: int, mark: int = 0) -> list[tuple[str, str]]:
         """``(task, "starting"|"stopped")`` as worker ``index`` logged them after ``mark``."""
