@@ -20,6 +20,7 @@ import select
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 
 # When the watched process cannot be waited on with a pidfd (kernels before 5.3), how often
 # to check that it still exists: a leaked JVM for a second is harmless.
@@ -32,9 +33,20 @@ STOP_GRACE_S = 2.0
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_keeper() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+def _dying_with(keeper_pid: int) -> Callable[[], None]:
+    """The command's ``preexec_fn``: SIGKILL when the keeper dies. The keeper may die between
+    the fork and the ``prctl`` (a test kills it as soon as the command's pid exists; under load
+    that window is milliseconds), and a death-signal set after the parent died never comes, so
+    the child checks its parent once the signal is set, and dies if the keeper is gone.
+    libc is loaded before the fork: as little as possible runs in the child."""
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+
+    def die_with_keeper() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != keeper_pid:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return die_with_keeper
 
 
 def _stop(child: subprocess.Popen[bytes]) -> None:
@@ -71,7 +83,7 @@ def main(argv: list[str]) -> int:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_keeper,
+            preexec_fn=_dying_with(os.getpid()),
         )
     child_fd = os.pidfd_open(child.pid) if watched is not None else None
     try:
