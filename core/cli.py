@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from core.cli_plugins import add_commands
+from isolation import stacks
 from plugin_api import ConnectException
 
 
@@ -124,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _setup_logging(args.log_level)
+    stacks.enable()  # kill -USR1 <pid>: every thread's stack to stderr (isolation/stacks.py)
     try:
         code: int = args.func(args)
         return code

@@ -11,8 +11,10 @@ trace and never takes the worker or other tasks down.
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,6 +51,12 @@ log = logging.getLogger("copycat.worker")
 # Seconds a task loop sleeps after an iteration that moved nothing, when the task's poll()
 # returned at once: keeps an idle source from spinning a core.
 IDLE_BACKOFF_S = 0.01
+# A task whose start has not returned after this long (or half its plugin.call.timeout.ms, if
+# shorter) is reported once, with where its driver thread is and, asked by signal, its plugin
+# host's threads (isolation/stacks.py): a start may wait up to plugin.call.timeout.ms (5
+# minutes by default) and would say nothing meanwhile. A healthy start takes well under a
+# second, a loaded machine's a few.
+SLOW_START_REPORT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -145,6 +153,10 @@ class _TaskRunner(threading.Thread):
     def _run(self) -> None:
         """The thread's work on the local runtime (the Spark runner has its own)."""
         worker, spec = self.worker, self.spec
+        report_after_s = min(SLOW_START_REPORT_S, spec.settings.call_timeout_s / 2)
+        watch = threading.Timer(report_after_s, self._report_slow_start, (report_after_s,))
+        watch.daemon = True
+        watch.start()
         try:
             loop = build_task(
                 spec,
@@ -154,6 +166,7 @@ class _TaskRunner(threading.Thread):
                 fencing=self.fencing,
             )
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
+            watch.cancel()
             self.started.set()
             if self.stopping.is_set():
                 return  # stopped (its host killed) while starting: not a failure
@@ -162,6 +175,7 @@ class _TaskRunner(threading.Thread):
             self._report(State.FAILED, failure_trace(exc))
             worker.task_failed(self)
             return
+        watch.cancel()
         self.loop = loop
         if not self.stopping.is_set():
             state = State.PAUSED if self.paused.is_set() else State.RUNNING
@@ -173,6 +187,30 @@ class _TaskRunner(threading.Thread):
 
     def _set_host(self, host: HostClient) -> None:
         self.host = host
+
+    def _report_slow_start(self, after_s: float) -> None:
+        """The start watch's (its own thread): say where a start that is taking long waits."""
+        if self.started.is_set() or self.stopping.is_set():
+            return
+        frame = sys._current_frames().get(self.ident or -1)
+        where = "".join(traceback.format_stack(frame)) if frame is not None else "(unknown)\n"
+        log.warning(
+            "task %s is still starting after %g s (plugin.call.timeout.ms=%d bounds it); its "
+            "driver thread is at:\n%s",
+            self.spec.name,
+            after_s,
+            round(self.spec.settings.call_timeout_s * 1000),
+            where.rstrip("\n"),
+        )
+        host = self.host
+        if host is not None and host.request_stacks():
+            log.warning(
+                "task %s: its plugin host (pid %s) writes its threads' stacks to this log "
+                "(copycat.plugin.%s)",
+                self.spec.name,
+                host.pid,
+                host.name,
+            )
 
     def _report(self, state: State, trace: str | None = None) -> None:
         self.worker.status.set_task(

@@ -12,9 +12,11 @@ ones the channel was measured with.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from isolation import stacks
 from isolation._hostside import copycat_protocol as protocol
 from isolation._hostside.copycat_protocol import (
     HostInfo,
@@ -74,6 +76,13 @@ class HostClient:
 
     def stderr_tail(self) -> str:
         return self.channel.stderr_tail()
+
+    def request_stacks(self) -> bool:
+        """Ask the host process to write its threads' stacks to its output, which reaches the
+        worker's log (:mod:`isolation.stacks`); False for a host running in this process or
+        one that cannot answer. Any thread may call it."""
+        pid = self.pid
+        return pid is not None and pid != os.getpid() and stacks.request(pid)
 
     # -- plugin objects ---------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ survive its death. :class:`PluginHost` is the process implementation of
 from __future__ import annotations
 
 import collections
+import hashlib
 import logging
 import os
 import select
@@ -62,7 +63,10 @@ LIMITED_MALLOC_ARENAS = "2"
 # argv: the parent-first directories (plugin_api's first, os.pathsep-separated), host-side dir,
 # memory limit in bytes (0: none), then the host's own.
 _BOOTSTRAP = (
-    launcher.PDEATHSIG_PRELUDE + "api, hostdir, limit, *rest = sys.argv[1:]; "
+    launcher.PDEATHSIG_PRELUDE
+    # Thread stacks on SIGUSR1 (isolation/stacks.py), from the host's first moment.
+    + "import faulthandler; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+    "api, hostdir, limit, *rest = sys.argv[1:]; "
     "import resource; int(limit) and resource.setrlimit(resource.RLIMIT_AS, "
     "(int(limit), int(limit))); "
     "sys.path[0:0] = [*api.split(os.pathsep), hostdir]; import copycat_host; "
@@ -82,7 +86,8 @@ def plugin_api_root() -> Path:
     if {p.name for p in parent.iterdir()} <= {"plugin_api", "__pycache__"}:
         return parent
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "copycat" / "api"
-    root = cache / str(abs(hash(str(package))))
+    # A digest, not hash(): str hashes differ per process, which made a directory per worker.
+    root = cache / hashlib.sha256(str(package).encode()).hexdigest()[:16]
     link = root / "plugin_api"
     if not link.exists():
         root.mkdir(parents=True, exist_ok=True)

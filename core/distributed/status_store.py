@@ -13,11 +13,20 @@ copy of the topic). Kafka Connect's records:
 ``generation`` is the group generation of the worker that wrote the status. When rebalances
 come fast, a worker that just gave a task up may write UNASSIGNED after the new owner wrote
 RUNNING; an UNASSIGNED of a generation not newer than the RUNNING one it would replace is
-ignored on reading, as Kafka does. So is any task status another worker wrote in an older
-generation than the one held: a zombie worker (frozen, cut off) whose task was moved writes
-FAILED when it wakes up and its task is fenced out, after the new owner wrote RUNNING (Kafka
-writes those with ``putSafe``, which skips them only once the zombie has read the newer
+ignored on reading, as Kafka does. So is a task status another worker wrote in an older
+generation than the one held, when the held one is of this worker's group as it is now (its
+generation not beyond this worker's): a zombie worker (frozen, cut off) whose task was moved
+writes FAILED when it wakes up and its task is fenced out, after the new owner wrote RUNNING
+(Kafka writes those with ``putSafe``, which skips them only once the zombie has read the newer
 status; it usually has not).
+
+Generations start again at 1 when the group is recreated: a group left empty with nothing
+committed is deleted by the broker (a whole cluster stopped for a while, or Copycat taking
+over from a Kafka Connect cluster), so the topic may hold statuses of generations the new
+group has not reached. Those are no proof that a newer status is late: comparing with them
+hid every status the new cluster wrote (REST showed the old cluster's UNASSIGNED for running
+tasks, on every worker but the writer). Until this worker has joined (generation 0, reading
+the topic at start), records apply in the topic's order, but for the UNASSIGNED rule.
 
 Threads: the log's work thread applies records; task threads and the herder write (sends are
 asynchronous, in order per key) and read.
@@ -140,7 +149,9 @@ class KafkaStatusStore:
             with self._lock:
                 if value is None:
                     self._tasks.pop(task_key, None)
-                elif status is not None and not self._stale(self._tasks.get(task_key), status):
+                elif status is not None and not self._stale(
+                    self._tasks.get(task_key), status, self.generation
+                ):
                     self._tasks[task_key] = status
         elif key.startswith(TOPIC_PREFIX) and TOPIC_SEPARATOR in key:
             topic, _, connector = key[len(TOPIC_PREFIX) :].partition(TOPIC_SEPARATOR)
@@ -159,10 +170,15 @@ class KafkaStatusStore:
                 )
 
     @staticmethod
-    def _stale(current: Status | None, incoming: Status) -> bool:
+    def _stale(current: Status | None, incoming: Status, generation: int) -> bool:
+        """Whether ``incoming`` is older news than ``current`` (see the module docstring), for
+        a worker whose group is at ``generation``."""
         if current is None:
             return False
-        if current.worker_id != incoming.worker_id and current.generation > incoming.generation:
+        if (
+            current.worker_id != incoming.worker_id
+            and incoming.generation < current.generation <= generation
+        ):
             return True  # a status from the task's previous owner, written too late
         return (
             incoming.state is State.UNASSIGNED

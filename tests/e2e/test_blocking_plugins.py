@@ -200,6 +200,20 @@ def test_task_hanging_fails_only_itself(
     wait_until(lambda: _hanging(worker, where, f"{name}-0"), 30, f"the task to hang in {where}")
     assert_data_path(f"{name}-0", worker.props["task.data.path"])
     _assert_unaffected(http, topic_name)
+    if where == "task.start":
+        # Halfway to its deadline the worker says where the start waits: its own driver's
+        # stack, and the plugin host's threads (asked by signal, relayed to the log).
+        wait_until(
+            lambda: (
+                any(f"task {name}-0 is still starting after" in line for line in worker.log_lines)
+                and any(
+                    f"copycat.plugin.{name}-0" in line and " in _hang" in line
+                    for line in worker.log_lines
+                )
+            ),
+            CALL_TIMEOUT_MS / 1000,
+            "the slow start's report with the plugin host's stacks",
+        )
     status = wait_until(
         lambda: (s := _status(http, name))["tasks"][0]["state"] == "FAILED" and s,
         CALL_TIMEOUT_MS / 1000 + 20,

@@ -322,6 +322,52 @@ def test_statuses_are_kafka_connects_records_and_every_worker_reads_them(
     }
 
 
+def test_statuses_after_the_group_was_recreated_replace_the_old_clusters(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    """Generations start again at 1 in a recreated group (a Kafka Connect cluster taken over,
+    a whole cluster stopped long enough for the broker to delete its empty group): the new
+    owners' statuses must replace the old cluster's higher-generation ones on every worker,
+    while a zombie's late status in the new group is still ignored."""
+    topic = _compacted(broker, topic_name + "-status")
+    old = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    old.start(START_TIMEOUT_S)
+    try:
+        old.generation = 5
+        old.set_task("c", 0, Status(State.RUNNING, "old:8083"))
+        old.generation = 6  # the old cluster's last generation: it stops, its tasks unassigned
+        old.set_task("c", 0, Status(State.UNASSIGNED, "old:8083"))
+        old.set_task("c", 1, Status(State.PAUSED, "old:8083"))
+        old.flush(START_TIMEOUT_S)
+    finally:
+        old.stop()
+    writer = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    reader = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    for store in (writer, reader):
+        store.start(START_TIMEOUT_S)
+    try:
+        assert reader.task("c", 0) == Status(State.UNASSIGNED, "old:8083", generation=6)
+        writer.generation = reader.generation = 2  # the new group, created afresh
+        writer.set_task("c", 0, Status(State.RUNNING, "w1:8083"))
+        writer.set_task("c", 1, Status(State.PAUSED, "w1:8083"))
+        writer.flush(START_TIMEOUT_S)
+        reader.log.read_to_end().result(START_TIMEOUT_S)
+        assert reader.task("c", 0) == Status(State.RUNNING, "w1:8083", generation=2)
+        assert reader.task("c", 1) == Status(State.PAUSED, "w1:8083", generation=2)
+        # Task 0 moves to the reader's worker in generation 3 while w1 is frozen; w1 wakes,
+        # still at generation 2, and writes its fenced task's FAILED late.
+        reader.generation = 3
+        reader.set_task("c", 0, Status(State.RUNNING, "w2:8083"))
+        reader.flush(START_TIMEOUT_S)
+        writer.set_task("c", 0, Status(State.FAILED, "w1:8083", trace="fenced"))
+        writer.flush(START_TIMEOUT_S)
+        reader.log.read_to_end().result(START_TIMEOUT_S)
+        assert reader.task("c", 0) == Status(State.RUNNING, "w2:8083", generation=3)
+    finally:
+        for store in (writer, reader):
+            store.stop()
+
+
 def test_clusters_sharing_topics_never_see_each_others_records(
     broker: KafkaCluster, topic_name: str
 ) -> None:

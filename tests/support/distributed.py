@@ -257,4 +257,25 @@ class DistributedCluster:
                 return first
             return None
 
-        return wait_until(settled, timeout_s, f"{name}: {tasks} tasks {state} on every worker")
+        try:
+            return wait_until(settled, timeout_s, f"{name}: {tasks} tasks {state} on every worker")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\n{self.warnings()}") from None
+
+    def warnings(self, per_worker: int = 80) -> str:
+        """The last ``per_worker`` lines of each worker's warnings and errors, with the lines
+        that continue them (tracebacks, the stacks of a slow task start's report)."""
+        out = []
+        for index, worker in enumerate(self.workers):
+            kept, keeping = [], False
+            for line in worker.text().splitlines():
+                stamp = _LOG_STAMP.match(line)
+                if stamp is not None:
+                    rest = line[stamp.end() :]
+                    keeping = rest.startswith(("WARN", "ERROR")) or (
+                        keeping and rest.startswith("INFO  copycat.plugin.")
+                    )
+                if keeping:
+                    kept.append(line)
+            out.append(f"worker {index} warnings:\n" + "\n".join(kept[-per_worker:]))
+        return "\n".join(out)
