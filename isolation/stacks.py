@@ -16,16 +16,20 @@ from __future__ import annotations
 import faulthandler
 import os
 import signal
-import sys
 
 __all__ = ["STACKS_SIGNAL", "enable", "request"]
 
 STACKS_SIGNAL = signal.SIGUSR1
+# The process's standard error, by descriptor: sys.stderr may have been replaced by an object
+# without one (pytest's capsys, an application embedding the CLI, io.StringIO), and faulthandler
+# writes from a signal handler, so it needs a descriptor, not a Python stream.
+STDERR_FD = 2
 
 
 def enable() -> None:
-    """Dump every thread's stack to standard error on :data:`STACKS_SIGNAL` (this process)."""
-    faulthandler.register(STACKS_SIGNAL, file=sys.stderr, all_threads=True, chain=False)
+    """Dump every thread's stack to the process's standard error (file descriptor 2, whatever
+    ``sys.stderr`` is now) on :data:`STACKS_SIGNAL`."""
+    faulthandler.register(STACKS_SIGNAL, file=STDERR_FD, all_threads=True, chain=False)
 
 
 def _catches(pid: int, signum: int) -> bool:

@@ -37,6 +37,35 @@ def test_a_process_that_catches_the_signal_writes_its_stacks() -> None:
     assert "in waiting_here" in err, err
 
 
+def test_enabled_while_sys_stderr_has_no_descriptor() -> None:
+    """The CLI enables the dump in whatever process calls it: one whose sys.stderr is a
+    Python stream without a descriptor (pytest's capsys, io.StringIO) still gets its stacks
+    on its real standard error, and enabling them does not fail."""
+    script = (
+        "import io, sys, time; sys.path[0:0] = [sys.argv[1]]; from isolation import stacks\n"
+        "sys.stderr = io.StringIO()\n"
+        "stacks.enable()\n"
+        "def waiting_here():\n    print('ready', flush=True); time.sleep(60)\n"
+        "waiting_here()"
+    )
+    root = str(Path(stacks.__file__).resolve().parents[1])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, root],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        assert stacks.request(proc.pid)
+        time.sleep(0.5)
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        _, err = proc.communicate(timeout=10)
+    assert "in waiting_here" in err, err
+
+
 def test_a_process_without_a_handler_is_not_signalled() -> None:
     proc = subprocess.Popen(["sleep", "30"])
     try:
