@@ -47,6 +47,7 @@ from plugin_api import (  # noqa: E402
     SinkTask,
     SourceRecord,
     SourceTask,
+    Utf8Texts,
 )
 
 sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host imports them
@@ -115,10 +116,12 @@ def source_costs(size: int) -> list[tuple[str, float]]:
     # FileStreamSource's own poll() over lines it has read (the file read itself not timed).
     file_task = FileStreamSourceTask()
     file_task._topic, file_task._batch_size = "t", BATCH
-    file_task._partition, file_task._plain_ascii = partition, True
+    file_task._partition = partition
+    texts = Utf8Texts(values)  # as FileStreamSource keeps valid UTF-8 lines it has read
 
     def file_poll() -> Any:
-        file_task._lines, file_task._next_line, file_task._position = lines, 0, 0
+        file_task._texts, file_task._lines = texts, texts.encoded
+        file_task._next_line, file_task._position = 0, 0
         return file_task.poll()
 
     batch_runner = SourceRunner(ListSource(file_poll()), Pipeline(key, value, None))

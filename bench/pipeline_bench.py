@@ -227,7 +227,11 @@ class Settle:
     """Waits, before each timed run, until the broker is idle: work left over from an earlier
     run (the dev broker freeing deleted topics, Apache Kafka deleting their files, its garbage
     collector and JIT compiler) is nobody's run's cost, and used to land in whichever run came
-    next. Counts how long it waited and how often it gave up (SETTLE_MAX_S)."""
+    next. So is the kernel writing back what earlier runs wrote (the broker's log, the sinks'
+    output): ext4 here holds ~1 GB of dirty pages after a few runs and writes them back 30 s
+    later (vm.dirty_expire_centisecs), in the middle of some later run, whose rates then fell
+    by 10-30 % on both sides; so the file systems are synced first, untimed. Counts how long it
+    waited and how often it gave up (SETTLE_MAX_S)."""
 
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
@@ -243,6 +247,7 @@ class Settle:
 
     def __call__(self) -> None:
         started = time.monotonic()
+        os.sync()  # see the class docstring: earlier runs' dirty pages are written back now
         while self._busy() > SETTLE_IDLE_CORES:
             if time.monotonic() - started > SETTLE_MAX_S:
                 self.gave_up += 1
