@@ -53,10 +53,13 @@ produce and read back each input a few times, untimed (JVM_WARM_UP_ROUNDS), so t
 pays for its JIT compiling. Sinks keep Kafka's default 60 s commit interval, so their
 timings hold no fsync (the bare loops never fsync).
 
-Before each timed run the broker must be idle (:class:`Settle`: its processes under 0.05 of a
-core over 0.2 s): what an earlier run left it to do (the dev broker freeing deleted topics,
+Before each timed run the file systems are synced and the broker must be idle
+(:class:`Settle`: its processes under 0.05 of a core over 0.2 s): what an earlier run left the
+kernel or the broker to do (dirty pages to write back, the dev broker freeing deleted topics,
 Apache Kafka deleting their files, which the bench broker does at once rather than 60 s
-later, its garbage collector and JIT) used to land in whichever run came next. Each cell
+later, its garbage collector and JIT) used to land in whichever run came next. A run during
+which Apache Kafka's JIT compilers used more than JIT_QUIET_CPU_S is run again, for either
+side (:class:`Compiler`), and each cell prints how many were. Each cell
 also prints its runs' CPU per record split by whether the run came first in its repeat, and
 the range of a pure-Python calibration loop timed before each run (:func:`calibrate`): the
 machine has slow phases in which both sides spend ~2x the CPU per record.
@@ -229,9 +232,9 @@ class Settle:
     collector and JIT compiler) is nobody's run's cost, and used to land in whichever run came
     next. So is the kernel writing back what earlier runs wrote (the broker's log, the sinks'
     output): ext4 here holds ~1 GB of dirty pages after a few runs and writes them back 30 s
-    later (vm.dirty_expire_centisecs), in the middle of some later run, whose rates then fell
-    by 10-30 % on both sides; so the file systems are synced first, untimed. Counts how long it
-    waited and how often it gave up (SETTLE_MAX_S)."""
+    later (vm.dirty_expire_centisecs), in the middle of some later run (one such Kafka 1 KiB
+    sink run was 19 % slower than its side's median); so the file systems are synced first,
+    untimed. Counts how long it waited and how often it gave up (SETTLE_MAX_S)."""
 
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
