@@ -10,18 +10,23 @@ from pathlib import Path
 from isolation import stacks
 from tests.support.processes import wait_until
 
-_WAITS_WITH_STACKS = (
-    "import sys, time; sys.path[0:0] = [sys.argv[1]]; from isolation import stacks; "
-    "stacks.enable()\n"
-    "def waiting_here():\n    print('ready', flush=True); time.sleep(60)\n"
-    "waiting_here()"
-)
+
+def _waits_with_stacks(before_enable: str = "") -> str:
+    """A script that enables the dump (after ``before_enable``), says ready and waits."""
+    return (
+        "import io, sys, time; sys.path[0:0] = [sys.argv[1]]; from isolation import stacks\n"
+        f"{before_enable}\n"
+        "stacks.enable()\n"
+        "def waiting_here():\n    print('ready', flush=True); time.sleep(60)\n"
+        "waiting_here()"
+    )
 
 
-def test_a_process_that_catches_the_signal_writes_its_stacks() -> None:
+def _stacks_written_by(script: str) -> str:
+    """Run ``script``, ask it for its stacks once it is ready; its standard error."""
     root = str(Path(stacks.__file__).resolve().parents[1])
     proc = subprocess.Popen(
-        [sys.executable, "-c", _WAITS_WITH_STACKS, root],
+        [sys.executable, "-c", script, root],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -34,6 +39,11 @@ def test_a_process_that_catches_the_signal_writes_its_stacks() -> None:
     finally:
         proc.kill()
         _, err = proc.communicate(timeout=10)
+    return err
+
+
+def test_a_process_that_catches_the_signal_writes_its_stacks() -> None:
+    err = _stacks_written_by(_waits_with_stacks())
     assert "in waiting_here" in err, err
 
 
@@ -41,28 +51,7 @@ def test_enabled_while_sys_stderr_has_no_descriptor() -> None:
     """The CLI enables the dump in whatever process calls it: one whose sys.stderr is a
     Python stream without a descriptor (pytest's capsys, io.StringIO) still gets its stacks
     on its real standard error, and enabling them does not fail."""
-    script = (
-        "import io, sys, time; sys.path[0:0] = [sys.argv[1]]; from isolation import stacks\n"
-        "sys.stderr = io.StringIO()\n"
-        "stacks.enable()\n"
-        "def waiting_here():\n    print('ready', flush=True); time.sleep(60)\n"
-        "waiting_here()"
-    )
-    root = str(Path(stacks.__file__).resolve().parents[1])
-    proc = subprocess.Popen(
-        [sys.executable, "-c", script, root],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
-        assert stacks.request(proc.pid)
-        time.sleep(0.5)
-        assert proc.poll() is None
-    finally:
-        proc.kill()
-        _, err = proc.communicate(timeout=10)
+    err = _stacks_written_by(_waits_with_stacks("sys.stderr = io.StringIO()"))
     assert "in waiting_here" in err, err
 
 
