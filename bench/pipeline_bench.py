@@ -312,6 +312,19 @@ class Compiler:
         print(f"  ({who}: the broker's JIT compiled for {used:.2f} CPU s: run again)", flush=True)
         return True
 
+    def attempts(self, who: str, settle: Settle, machine: Machine, first: bool) -> Iterator[int]:
+        """The attempts at one timed run of ``who``, each after ``settle()`` and noted by
+        ``machine``; the caller runs it (calling :meth:`start` as its timed work begins).
+        Another attempt follows only if :meth:`run_again` says so: ``machine`` then forgets
+        the discarded one."""
+        for attempt in range(JIT_MAX_REPEATS + 1):
+            settle()
+            machine.before_run(who, first)
+            yield attempt
+            if not self.run_again(who, attempt):
+                return
+            machine.forget_last(who)
+
     def summary(self) -> str:
         """Runs repeated in this cell, per side (and runs kept despite the compiler)."""
         if not self.repeated and not self.kept_busy:
@@ -958,15 +971,13 @@ def run(
             order = in_turn([BARE, *modes], rep)
             for who in order:
                 base = f"bare-{size}-{rep}" if who == BARE else f"cc-{who}-{size}-{rep}"
-                for attempt in range(JIT_MAX_REPEATS + 1):
+                for attempt in compiler.attempts(who, settle, machine, who == order[0]):
                     topic = f"{base}-again-{attempt}" if attempt else base
                     cluster.create_topic(topic, 1, stamped)
                     made.append(topic)
                     if who == BARE:
                         cluster.create_topic(f"{topic}-warmup", 1)
                         made.append(f"{topic}-warmup")
-                    settle()
-                    machine.before_run(who, first=who == order[0])
                     if who == BARE:
                         with last_record(cluster, topic, count) as seen_at:
                             first, flush_started, flushed, cpu = bare_source(
@@ -987,9 +998,6 @@ def run(
                                 on_start=compiler.start,
                             )
                         source_file.unlink()  # the connector is stopped; only the link goes
-                    if not compiler.run_again(who, attempt):
-                        break
-                    machine.forget_last(who)
                 if cluster.kind == "apache-kafka":
                     timing = append_span(bootstrap, topic, count)
                 if who == BARE:
@@ -1035,9 +1043,7 @@ def run(
         for rep in range(args.repeats):
             order = in_turn([BARE, *modes], rep)
             for who in order:
-                for attempt in range(JIT_MAX_REPEATS + 1):
-                    settle()
-                    machine.before_run(who, first=who == order[0])
+                for attempt in compiler.attempts(who, settle, machine, who == order[0]):
                     out = work / f"{who}-out-{size}-{rep}-{attempt}"
                     if who == BARE:
                         timing, cpu = bare_sink(bootstrap, topic, out, count, compiler.start)
@@ -1049,9 +1055,6 @@ def run(
                         out = out.with_suffix(".0")
                     assert digest(out) == expected, f"{who} sink output differs from input"
                     out.unlink()
-                    if not compiler.run_again(who, attempt):
-                        break
-                    machine.forget_last(who)
                 if who == BARE:
                     t_bare.append(timing)
                     c_bare.append(cpu)
