@@ -291,15 +291,28 @@ class Utf8Texts(Sequence[str]):
         self._texts: list[str] | None = None
 
     @classmethod
-    def lines(cls, data: bytes) -> tuple[Utf8Texts, bytes] | None:
-        """The complete lines of ``data`` (each ending in ``\\n``, given without it) and what
-        follows the last newline (``b""`` when ``data`` ends with one); None when those lines
-        are not valid UTF-8. One check of the whole buffer; a newline never splits a
-        character. (Only ``\\n`` ends a line: a ``\\r`` before it stays in the line.)"""
+    def lines(cls, data: bytes, prefix: bytes = b"") -> tuple[Utf8Texts, bytes] | None:
+        """The complete lines of ``prefix + data`` (each ending in ``\\n``, given without it)
+        and what follows the last newline (``b""`` when ``data`` ends with one); None when
+        those lines are not valid UTF-8. One check of the whole buffer; a newline never splits
+        a character. (Only ``\\n`` ends a line: a ``\\r`` before it stays in the line.)
+
+        ``prefix`` is what an earlier buffer left after its last newline. When both are ASCII
+        (and ``prefix`` has no newline) it joins the first line only, so a large ``data`` is
+        never copied whole to add it: with 1 MiB buffers of 1 KiB lines, ~30 ns a line less
+        than ``lines(prefix + data)``."""
         if type(data) is not bytes:
             data = bytes(data)  # a bytearray would split into bytearrays
+        if prefix:
+            if type(prefix) is not bytes:
+                prefix = bytes(prefix)
+            if b"\n" in prefix or not (prefix.isascii() and data.isascii()):
+                # Lines in the prefix, or a character that may straddle the two: as one buffer.
+                return cls.lines(prefix + data)
         end = data.rfind(b"\n") + 1
-        if not data.isascii():
+        if not end:  # no complete line yet: nothing to check
+            return cls._of_valid([]), prefix + data
+        if not prefix and not data.isascii():
             try:
                 codecs.utf_8_decode(memoryview(data)[:end], "strict", True)
             except UnicodeDecodeError:
@@ -312,6 +325,8 @@ class Utf8Texts(Sequence[str]):
             pieces = io.BytesIO(data).readlines()
             rest = pieces.pop() if end < len(data) else b""
             pieces = list(map(_without_last_byte, pieces))
+        if prefix:
+            pieces[0] = prefix + pieces[0]
         return cls._of_valid(pieces), rest
 
     @classmethod

@@ -115,3 +115,23 @@ def test_lines_split_a_buffer_as_bytes_split_does(
     column, remainder = found
     assert column.encoded == complete and remainder == after
     assert list(column) == [line.decode() for line in complete]
+
+
+@PROPERTY
+@given(lines=lines, rest=raw, newline_at_end=st.booleans(), percent=st.integers(0, 100))
+def test_lines_after_a_prefix_are_the_lines_of_both_together(
+    lines: list[bytes], rest: bytes, newline_at_end: bool, percent: int
+) -> None:
+    """A file source hands over what its last buffer left after its last newline as the prefix
+    of the next; any cut, even one inside a line or a character, finds the same lines."""
+    data = b"".join(line + b"\n" for line in lines) + (
+        b"" if newline_at_end else rest.replace(b"\n", b"")
+    )
+    cut = len(data) * percent // 100
+    whole = Utf8Texts.lines(data)
+    found = Utf8Texts.lines(data[cut:], data[:cut])
+    if whole is None:
+        assert found is None
+        return
+    assert found is not None
+    assert found[0].encoded == whole[0].encoded and found[1] == whole[1]

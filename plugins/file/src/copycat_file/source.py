@@ -290,17 +290,19 @@ class FileStreamSourceTask(SourceTask):
             chunk = self._read_chunk()
             if not chunk:
                 return False
-            data = self._partial + chunk
+            partial = self._partial
             # The usual file, valid UTF-8 without CRs, is checked in one pass and its lines
             # kept as bytes (Utf8Texts): StringConverter produces them as they are, and
-            # nothing decodes them unless a transform reads them.
-            found = None if b"\r" in data else Utf8Texts.lines(data)
+            # nothing decodes them unless a transform reads them. The partial line left by
+            # the last chunk joins the first line only, not the whole chunk.
+            found = None if b"\r" in chunk or b"\r" in partial else Utf8Texts.lines(chunk, partial)
             if found is not None:
                 texts, self._partial = found
                 if not texts:
                     continue
                 self._texts, self._lines = texts, texts.encoded
             else:
+                data = partial + chunk
                 end = data.rfind(b"\n") + 1
                 self._partial = data[end:]
                 if not end:
