@@ -208,7 +208,12 @@ class SinkTaskLoop:
         the new assignment takes effect: a ``seek()`` here fails ("Unknown partition"), and
         had it been retried after the callback, the same ``consume()`` could already have
         returned records from the group's committed offset: duplicates in a target that keeps
-        its own offsets. So the callback sets the assignment itself, with those offsets.
+        its own offsets. So the callback sets the assignment itself, with those offsets, and
+        always: a partition paused before it is assigned (the framework's pause of a task
+        created PAUSED or paused during a rebalance, or the task's own ``context.pause()`` in
+        ``open()``) is fetched all the same once librdkafka assigns it after the callback, and
+        the paused loop then took each fetch back and sought again, fetching without end (a
+        sink created PAUSED kept its host at ~0.6 of a core and the broker at ~1 core).
         """
         self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
@@ -218,8 +223,8 @@ class SinkTaskLoop:
             actions = self.host.open(self.handle, tps)
             new = set(tps)
             starts = {tp: offset for tp, offset in actions.seeks.items() if tp in new}
+            self._assign_at(consumer, partitions, starts)
             if starts:
-                self._assign_at(consumer, partitions, starts)
                 actions = actions._replace(
                     seeks={tp: o for tp, o in actions.seeks.items() if tp not in new}
                 )
