@@ -54,7 +54,14 @@ pays for its JIT compiling. Sinks keep Kafka's default 60 s commit interval, so 
 timings hold no fsync (the bare loops never fsync).
 
 Before each timed run the file systems are synced and the broker must be idle
-(:class:`Settle`: its processes under 0.05 of a core over 0.2 s): what an earlier run left the
+(:class:`Settle`: its processes under 0.05 of a core over 0.2 s), and each side settles after
+its own setup, right before its first record moves (``on_start``): Copycat's connector and task
+start, and its producer connects, before the wait, and its sink tasks start paused and are
+resumed after it, as the bare loops' clients are made before it. On this machine the same
+bare 1 KiB sink loop ran at a median 1,026k records/s when it started right after the wait,
+829k after a further 1.5 s idle and 780k after 5 s (twelve of each, alternating; nothing else
+differed), and Copycat's setup used to fall in that gap (docs/benchmarks.md, seventeenth
+round). What an earlier run left the
 kernel or the broker to do (dirty pages to write back, the dev broker freeing deleted topics,
 Apache Kafka deleting their files, which the bench broker does at once rather than 60 s
 later, its garbage collector and JIT) used to land in whichever run came next. A run during
@@ -98,6 +105,7 @@ from core.dev.broker import DevBroker  # noqa: E402
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS  # noqa: E402
 from core.offsets import MemoryOffsetStore  # noqa: E402
 from core.plugins import PluginCatalogue  # noqa: E402
+from core.status import State  # noqa: E402
 from core.worker import Worker  # noqa: E402
 from tests.support.apache_kafka import ApacheKafka, KafkaCluster  # noqa: E402
 from tests.support.jvm import BENCH_JVM_FLAGS  # noqa: E402
@@ -312,13 +320,12 @@ class Compiler:
         print(f"  ({who}: the broker's JIT compiled for {used:.2f} CPU s: run again)", flush=True)
         return True
 
-    def attempts(self, who: str, settle: Settle, machine: Machine, first: bool) -> Iterator[int]:
-        """The attempts at one timed run of ``who``, each after ``settle()`` and noted by
-        ``machine``; the caller runs it (calling :meth:`start` as its timed work begins).
-        Another attempt follows only if :meth:`run_again` says so: ``machine`` then forgets
-        the discarded one."""
+    def attempts(self, who: str, machine: Machine, first: bool) -> Iterator[int]:
+        """The attempts at one timed run of ``who``, each noted by ``machine``; the caller
+        runs it (settling, then calling :meth:`start`, right before its timed work begins:
+        :func:`ready`). Another attempt follows only if :meth:`run_again` says so:
+        ``machine`` then forgets the discarded one."""
         for attempt in range(JIT_MAX_REPEATS + 1):
-            settle()
             machine.before_run(who, first)
             yield attempt
             if not self.run_again(who, attempt):
@@ -660,12 +667,13 @@ def bare_sink(
     """The cheapest correct consumer loop: batches of up to MAX_RECORDS_PER_PUT, each written
     with one call, with the sink consumer's own settings (with librdkafka's default
     fetch.queue.backoff.ms of 1 s the loop idles a second whenever its queue fills).
-    ``on_start`` is called once the consumer is assigned, before its first fetch."""
+    ``on_start`` is called once the consumer is made, before it is assigned its partition
+    (librdkafka starts fetching on assignment)."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"bare-{topic}", **SINK_CONSUMER_DEFAULTS}
     )
-    consumer.assign([TopicPartition(topic, 0, 0)])
     on_start()
+    consumer.assign([TopicPartition(topic, 0, 0)])
     seen = 0
     points: list[Progress] = []
     with open(out, "wb") as fh:
@@ -716,8 +724,9 @@ def copycat_sink(
 ) -> tuple[tuple[float, int], float]:
     """``(seconds, records)`` across ``tasks`` loops: from the earliest first progress point
     to the latest last one, counting what moved after each loop's first point; and CPU
-    seconds per record (worker and plugin hosts) after the first point seen. ``on_start`` is
-    called once every task has started, before they consume."""
+    seconds per record (worker and plugin hosts) after the first point seen. The tasks start
+    paused (their consumers join the group, their partitions stay paused); ``on_start`` is
+    called once each reports PAUSED, and then they are resumed."""
     name = f"bench-sink-{topic}-{tasks}{label}"
     worker.start_connector(
         name,
@@ -732,9 +741,16 @@ def copycat_sink(
     )
     files = [out.with_suffix(f".{i}") for i in range(tasks)]
     for task_id, cfg in enumerate(worker.task_configs(name)):
-        runner = worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])))
+        runner = worker.start_task(name, task_id, dict(cfg, file=str(files[task_id])), paused=True)
         assert runner.wait_started(120), "sink task did not start"
+    wait_until(
+        lambda: all(
+            status.state is State.PAUSED for status in worker.status.tasks_of(name).values()
+        ),
+        60,
+    )
     on_start()
+    worker.pause(name, False)
     runners = list(worker.connectors[name].tasks.values())
     loops = [runner.loop for runner in runners]
     assert all(loops), "a sink task failed to start"
@@ -903,6 +919,17 @@ def warm_up_broker(
     print(f"(broker warmed up: {time.monotonic() - started:.0f} s untimed)", flush=True)
 
 
+def ready(settle: Settle, compiler: Compiler) -> Callable[[], None]:
+    """A run's ``on_start``: wait until the broker is idle, then start watching its compiler,
+    both after the side's own setup (see the module docstring)."""
+
+    def go() -> None:
+        settle()
+        compiler.start()
+
+    return go
+
+
 def in_turn(modes: list[str], rep: int) -> list[str]:
     """The runs of repeat ``rep`` (the bare loop and each data path) in turn: rotated, so none
     always runs first, or always right after another's broker traffic (its topic read back,
@@ -971,7 +998,7 @@ def run(
             order = in_turn([BARE, *modes], rep)
             for who in order:
                 base = f"bare-{size}-{rep}" if who == BARE else f"cc-{who}-{size}-{rep}"
-                for attempt in compiler.attempts(who, settle, machine, who == order[0]):
+                for attempt in compiler.attempts(who, machine, who == order[0]):
                     topic = f"{base}-again-{attempt}" if attempt else base
                     cluster.create_topic(topic, 1, stamped)
                     made.append(topic)
@@ -981,7 +1008,7 @@ def run(
                     if who == BARE:
                         with last_record(cluster, topic, count) as seen_at:
                             first, flush_started, flushed, cpu = bare_source(
-                                bootstrap, data_path, topic, compiler.start
+                                bootstrap, data_path, topic, ready(settle, compiler)
                             )
                             seen = seen_at()
                             timing = rate(first, (count, seen))
@@ -995,7 +1022,7 @@ def run(
                                 data,
                                 topic,
                                 seen_at,
-                                on_start=compiler.start,
+                                on_start=ready(settle, compiler),
                             )
                         source_file.unlink()  # the connector is stopped; only the link goes
                 if cluster.kind == "apache-kafka":
@@ -1043,14 +1070,21 @@ def run(
         for rep in range(args.repeats):
             order = in_turn([BARE, *modes], rep)
             for who in order:
-                for attempt in compiler.attempts(who, settle, machine, who == order[0]):
+                for attempt in compiler.attempts(who, machine, who == order[0]):
                     out = work / f"{who}-out-{size}-{rep}-{attempt}"
                     if who == BARE:
-                        timing, cpu = bare_sink(bootstrap, topic, out, count, compiler.start)
+                        timing, cpu = bare_sink(
+                            bootstrap, topic, out, count, ready(settle, compiler)
+                        )
                     else:
                         label = f"-{who}-{rep}-{attempt}"
                         timing, cpu = copycat_sink(
-                            sinks[who], topic, out, count, label=label, on_start=compiler.start
+                            sinks[who],
+                            topic,
+                            out,
+                            count,
+                            label=label,
+                            on_start=ready(settle, compiler),
                         )
                         out = out.with_suffix(".0")
                     assert digest(out) == expected, f"{who} sink output differs from input"
