@@ -159,3 +159,28 @@ def test_a_sink_created_paused_fetches_nothing_until_it_is_resumed(
     )
     assert out.read_bytes().splitlines() == lines
     http.delete(f"/connectors/{name}")
+
+
+def test_partitions_a_sink_task_pauses_in_open_are_not_fetched_nor_put(
+    worker: RestWorker, broker: KafkaCluster, topic_name: str, tmp_path: Path
+) -> None:
+    """The same lost pause, asked by the task itself: ``context.pause()`` in ``open()`` came
+    before librdkafka's assignment, so the partition was fetched and its records put()."""
+    broker.create_topic(topic_name, 1)
+    produce(broker.bootstrap_servers, topic_name, [b"%05d" % i for i in range(1_000)])
+    partitions_log, put_log = tmp_path / "partitions.log", tmp_path / "put.log"
+    http = worker.client()
+    name = f"pauses-in-open-{topic_name}"
+    config = {
+        "connector.class": "FaultySink",
+        "topics": topic_name,
+        "pause.on.open": "true",
+        "partitions.log": str(partitions_log),
+        "put.log": str(put_log),
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    wait_until(lambda: partitions_log.exists(), 60, "the task to open its partition")
+    time.sleep(IDLE_WATCH_S)
+    put = put_log.read_text().split() if put_log.exists() else []
+    assert put == [], f"put() got records of a partition the task paused: {put}"
+    http.delete(f"/connectors/{name}")

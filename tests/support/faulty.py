@@ -13,6 +13,10 @@
 * ``stop.marker``: a file each task appends ``stopped <pid>`` to when its stop() runs.
 * ``partitions.log``: a file a sink task appends ``open t-p`` / ``close t-p`` to on each
   partition assignment and revocation.
+* ``pause.on.open``: ``true`` makes a sink task pause each partition it is given, in
+  ``open()`` (``context.pause()``), and never resume it.
+* ``put.log``: a file a sink task appends one line per non-empty ``put()`` to: its record
+  count.
 
 Tests install it with :func:`install_faulty` into a plugin path of their own.
 """
@@ -98,6 +102,9 @@ class FaultySinkTask(_Misbehaving, SinkTask):
 
     def put(self, records):
         self._misbehave("task.put")
+        if records and self.props.get("put.log"):
+            with open(self.props["put.log"], "a") as log:
+                log.write(f"{len(records)}\n")
 
     def _log_partitions(self, what, partitions):
         if self.props.get("partitions.log"):
@@ -106,6 +113,8 @@ class FaultySinkTask(_Misbehaving, SinkTask):
                     log.write(f"{what} {tp.topic}-{tp.partition}\n")
 
     def open(self, partitions):
+        if self.props.get("pause.on.open") == "true":
+            self.context.pause(*partitions)
         self._log_partitions("open", partitions)
 
     def close(self, partitions):
