@@ -61,10 +61,10 @@ resumed after it, as the bare loops' clients are made before it. On this machine
 bare 1 KiB sink loop ran at a median 1,026k records/s when it started right after the wait,
 829k after a further 1.5 s idle and 780k after 5 s (twelve of each, alternating; nothing else
 differed), and Copycat's setup used to fall in that gap (docs/benchmarks.md, seventeenth
-round). What an earlier run left the
-kernel or the broker to do (dirty pages to write back, the dev broker freeing deleted topics,
-Apache Kafka deleting their files, which the bench broker does at once rather than 60 s
-later, its garbage collector and JIT) used to land in whichever run came next. A run during
+round). What an earlier run left the kernel or the broker to do (dirty pages to write back,
+the dev broker freeing deleted topics, Apache Kafka deleting their files, which the bench
+broker does at once rather than 60 s later, its garbage collector and JIT) used to land in
+whichever run came next. A run during
 which Apache Kafka's JIT compilers used more than JIT_QUIET_CPU_S is run again, for either
 side (:class:`Compiler`), and each cell prints how many were. Each cell
 also prints its runs' CPU per record split by whether the run came first in its repeat, and
