@@ -77,6 +77,12 @@ path runs ``--repeats`` times, alternating, and prints the median and every pair
 Which side runs first rotates too (with one data path: the bare loop in even repeats, Copycat
 in odd ones): with the bare loop always first, Copycat always ran right after the bare run's
 traffic and its topic's read-back.
+
+Each timed bare loop runs in a fresh interpreter of its own, started as a plugin host is (the
+same glibc malloc settings and GC threshold; :func:`in_fresh_process`), as Copycat's data path
+runs in a plugin host started for its run: with the bare loop in this long-lived process, only
+Copycat's heap grew (page faults, fresh pages) while its clock ran. Untimed loops (warm-ups,
+filling the sinks' topic) still run here.
 """
 
 from __future__ import annotations
@@ -107,6 +113,7 @@ from core.offsets import MemoryOffsetStore  # noqa: E402
 from core.plugins import PluginCatalogue  # noqa: E402
 from core.status import State  # noqa: E402
 from core.worker import Worker  # noqa: E402
+from isolation import allocator  # noqa: E402
 from tests.support.apache_kafka import ApacheKafka, KafkaCluster  # noqa: E402
 from tests.support.jvm import BENCH_JVM_FLAGS  # noqa: E402
 
@@ -532,6 +539,58 @@ class LastRecordWatch:
         self._process.join(5)
         if self._process.is_alive():
             self._process.kill()
+
+
+def _run_bare(loop: Callable[..., Any], args: tuple[Any, ...], conn: Connection) -> None:
+    """In a fresh process (see :func:`in_fresh_process`): the loop, with a plugin host's GC
+    setting; its ``on_start`` asks the parent to settle the broker and waits for the word."""
+
+    def on_start() -> None:
+        conn.send("ready")
+        assert conn.recv() == "go"
+
+    allocator.tune_gc()
+    try:
+        conn.send(("done", loop(*args, on_start=on_start)))
+    except BaseException as exc:  # the parent raises it: the run failed
+        conn.send(("failed", f"{type(exc).__name__}: {exc}"))
+
+
+def in_fresh_process(
+    loop: Callable[..., Any], *args: Any, on_start: Callable[[], None] = lambda: None
+) -> Any:
+    """``loop(*args, on_start=...)`` in a fresh interpreter of its own, started as a plugin
+    host is (with its glibc malloc settings, isolation/allocator.py, and its GC threshold),
+    and its answer. ``on_start`` runs here, when the loop is ready for its first record.
+
+    Why: Copycat's data path runs in a plugin host started for the run, whose heap grows
+    while the clock runs (thousands of page faults per 1 KiB run); a bare loop in this
+    long-lived process reused a heap earlier runs had grown. Both now start with a fresh
+    process and the same allocator settings (docs/benchmarks.md, eighteenth round)."""
+    context = multiprocessing.get_context("spawn")
+    mine, theirs = context.Pipe()
+    saved = dict(os.environ)
+    os.environ.update(allocator.child_environment(os.environ))
+    try:
+        process = context.Process(target=_run_bare, args=(loop, args, theirs), daemon=True)
+        process.start()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    try:
+        answer = mine.recv()
+        if answer == "ready":
+            on_start()
+            mine.send("go")
+            answer = mine.recv()
+        state, result = answer
+        if state != "done":
+            raise RuntimeError(f"bare loop in its own process: {result}")
+        return result
+    finally:
+        process.join(30)
+        if process.is_alive():
+            process.kill()
 
 
 def bare_source(
@@ -1007,8 +1066,12 @@ def run(
                         made.append(f"{topic}-warmup")
                     if who == BARE:
                         with last_record(cluster, topic, count) as seen_at:
-                            first, flush_started, flushed, cpu = bare_source(
-                                bootstrap, data_path, topic, ready(settle, compiler)
+                            first, flush_started, flushed, cpu = in_fresh_process(
+                                bare_source,
+                                bootstrap,
+                                data_path,
+                                topic,
+                                on_start=ready(settle, compiler),
                             )
                             seen = seen_at()
                             timing = rate(first, (count, seen))
@@ -1073,8 +1136,13 @@ def run(
                 for attempt in compiler.attempts(who, machine, who == order[0]):
                     out = work / f"{who}-out-{size}-{rep}-{attempt}"
                     if who == BARE:
-                        timing, cpu = bare_sink(
-                            bootstrap, topic, out, count, ready(settle, compiler)
+                        timing, cpu = in_fresh_process(
+                            bare_sink,
+                            bootstrap,
+                            topic,
+                            out,
+                            count,
+                            on_start=ready(settle, compiler),
                         )
                     else:
                         label = f"-{who}-{rep}-{attempt}"
