@@ -15,7 +15,6 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -33,8 +32,7 @@ class _Queue:
     items: collections.deque[tuple[str, Callable[[], Any], Future[Any]]] = field(
         default_factory=collections.deque
     )
-    running: str | None = None  # what the key's thread is doing now
-    since: float = 0.0
+    running: Future[Any] | None = None  # the operation the key's thread is busy with
     thread: threading.Thread | None = None
 
 
@@ -59,13 +57,27 @@ class KeyedSerialExecutor:
                 queue.thread.start()
         return future
 
-    def running(self, key: str) -> tuple[str, float] | None:
-        """``(what, seconds running)`` of the operation ``key``'s thread is busy with."""
+    def running(self, key: str) -> object | None:
+        """A token for the operation ``key``'s thread is busy with (None while it is idle),
+        to act on that very operation later with :meth:`if_still_running`."""
         with self._lock:
             queue = self._queues.get(key)
-            if queue is None or queue.running is None:
-                return None
-            return queue.running, time.monotonic() - queue.since
+            return None if queue is None else queue.running
+
+    def if_still_running(self, key: str, token: object, fn: Callable[[], object]) -> bool:
+        """Call ``fn`` if the operation ``token`` (from :meth:`running`) is still the one
+        ``key``'s thread is busy with, and say whether it was called.
+
+        No later operation of ``key`` begins while ``fn`` runs, so ``fn`` acts on what
+        ``token``'s operation left, never on a later one's (e.g. a connector deleted and
+        created again under the same name); keep it short, it holds every key's queue.
+        """
+        with self._lock:
+            queue = self._queues.get(key)
+            if queue is None or queue.running is not token:
+                return False
+            fn()
+            return True
 
     def on_own_thread(self, key: str) -> bool:
         """Whether the caller is ``key``'s thread (an operation queuing more work for itself
@@ -84,9 +96,10 @@ class KeyedSerialExecutor:
                         del self._queues[key]
                     return
                 what, fn, future = queue.items.popleft()
-                queue.running, queue.since = what, time.monotonic()
+                queue.running = future
             if not future.set_running_or_notify_cancel():
                 continue
+            log.debug("%s %s: %s", self._name, key, what)
             try:
                 future.set_result(fn())
             except BaseException as exc:  # noqa: BLE001 - handed to whoever waits

@@ -219,13 +219,16 @@ class WorkerHerder(AbstractHerder):
         """A delete or stop is waiting behind an operation that may hang in plugin code:
         after the graceful timeout, kill the host of a connector start still in progress."""
         worker = self.worker
-        if worker is None or self._ops.running(name) is None:
+        waited_for = self._ops.running(name)
+        if worker is None or waited_for is None:
             return
+        reason = f"abandoned after {worker.graceful_timeout_s:g} s: connector removed"
+        # Only the operation found running now: by the deadline the connector may have been
+        # deleted and created again, and that new connector's start is no business of ours.
         timer = threading.Timer(
             worker.graceful_timeout_s + RECLAIM_MARGIN_S,
-            lambda: worker.reclaim(
-                name, f"abandoned after {worker.graceful_timeout_s:g} s: connector removed"
-            ),
+            self._ops.if_still_running,
+            (name, waited_for, partial(worker.reclaim, name, reason)),
         )
         timer.daemon = True
         timer.start()

@@ -255,3 +255,35 @@ def test_delete_reclaims_a_connector_hanging_in_start(worker: RestWorker, topic_
     assert time.monotonic() - started < CALL_TIMEOUT_MS / 1000  # reclaimed, not waited out
     assert not host_pids(f"{name}:")
     assert name not in http.get("/connectors").json()
+
+
+def test_a_delete_reclaims_only_the_start_it_waited_for(
+    worker: RestWorker, topic_name: str
+) -> None:
+    """A delete that found a start in progress arms a reclaim for that start; the same name
+    created again meanwhile is a new connector whose own (slow) start must not be killed.
+    Found by a create/delete storm: a re-created connector was FAILED, its host killed by
+    the previous incarnation's delete (test_host_lifecycle)."""
+    http = worker.client()
+    name = f"slow-start-{uuid.uuid4().hex[:6]}"
+    slow = GRACEFUL_MS * 2 // 3  # ends before the reclaim's deadline: never reclaimed itself
+
+    def create(start_ms: int) -> httpx.Response:
+        config = _config("FaultySource", topic_name, **{"connector.start.ms": str(start_ms)})
+        return http.post("/connectors", json={"name": name, "config": config})
+
+    thread, first = _in_background(lambda: create(slow))
+    wait_until(lambda: host_pids(f"{name}:"), 30, "the first start in progress")
+    assert http.delete(f"/connectors/{name}").status_code == 204  # once that start ended
+    thread.join(30)
+    assert first and first[0].status_code == 201
+    # The delete's reclaim would fire GRACEFUL_MS + 1 s after the delete; this start spans it.
+    assert create(GRACEFUL_MS * 2).status_code == 201
+    assert _status(http, name)["connector"]["state"] == "RUNNING", _status(http, name)
+    wait_until(
+        lambda: [t["state"] for t in _status(http, name)["tasks"]] == ["RUNNING"],
+        30,
+        "the new connector's task",
+    )
+    assert not [line for line in worker.log_lines if f"connector {name}: abandoned" in line]
+    assert http.delete(f"/connectors/{name}").status_code == 204

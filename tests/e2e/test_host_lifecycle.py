@@ -92,6 +92,15 @@ def _running(http: httpx.Client, name: str, tasks: int) -> bool:
     return _states(http, name) == ("RUNNING", ["RUNNING"] * tasks)
 
 
+def _wait_running(http: httpx.Client, name: str, tasks: int, timeout_s: float) -> None:
+    """Wait for ``name`` and its tasks to be RUNNING; a timeout shows its whole status."""
+    try:
+        wait_until(partial(_running, http, name, tasks), timeout_s, f"{name}'s tasks")
+    except AssertionError as timed_out:
+        status = http.get(f"/connectors/{name}/status").json()
+        raise AssertionError(f"{timed_out}; its status: {status}") from None
+
+
 def test_rest_created_connectors_survive_idle_threads_and_a_create_delete_storm(
     worker: CliWorker, tmp_path: Path, topic_name: str
 ) -> None:
@@ -131,7 +140,7 @@ def test_rest_created_connectors_survive_idle_threads_and_a_create_delete_storm(
     # Each name was created and deleted alternately: never deleted twice, never created twice.
     assert net == {n: int(n in listed) for n in names}
     for name in listed:
-        wait_until(partial(_running, http, name, 2), 60, f"{name}'s tasks")
+        _wait_running(http, name, 2, 60)
     for name in set(names) - set(listed):
         wait_until(
             partial(_no_hosts_of, name),

@@ -5,6 +5,7 @@
 * ``hang.in``: where to hang forever (only killing the host ends it): ``connector.start``,
   ``connector.stop``, ``connector.validate``, ``connector.task_configs``, ``task.start``,
   ``task.poll``, ``task.put``, ``task.stop``.
+* ``connector.start.ms``: how long the connector's start() takes (a slow start that ends).
 * ``fail.with``: a message the task's poll()/put() raises as a ConnectException.
 * ``print.per.poll``: lines the task prints to stdout on each poll()/put().
 * ``allocate.mb.per.poll``: MiB the task allocates (and keeps) on each poll()/put().
@@ -131,6 +132,7 @@ class _FaultyConnector:
     def start(self, props):
         self.props = dict(props)
         _hang(props, "connector.start")
+        time.sleep(int(props.get("connector.start.ms", "0")) / 1000)
 
     def task_configs(self, max_tasks):
         _hang(self.props, "connector.task_configs")
