@@ -301,7 +301,9 @@ class ConfigReactions(ExactlyOnceSupport):
         configs it generated; only the leader writes them."""
         self._known(name)
         self._leader_write(
-            "write task configs", lambda: self.configs.put_task_configs(name, configs)
+            "write task configs",
+            lambda: self.configs.put_task_configs(name, configs),
+            partial(self._known, name),
         )
 
     # -- one task restarted here (REST) ----------------------------------------------------------

@@ -119,6 +119,8 @@ class DistributedHerder(Rebalancing, HerderApi):
         self._last_completed_generation = -1
         self._leader_url: str | None = None
         self._is_leader = False
+        # The leader's config writes, one at a time (Kafka's single herder thread).
+        self._leader_writes = threading.RLock()
         self._rejoin_at: float | None = None
         self._rebalances = 0
         # The leader's view of the group (written on the IO thread in _assign): member id ->

@@ -80,17 +80,19 @@ class HerderApi(ConfigReactions):
     ) -> dict[str, Any]:
         config = self._named(name, config)
         self._worker()
-        if self.configs.snapshot().contains(name):
-            raise AlreadyExistsError(f"Connector {name} already exists")
-        self.ensure_valid(config)
+        self._absent(name)
+        self.ensure_valid(config)  # plugin code: before the leader's write, never during
         self._require_leader("create a connector")
+
+        def create() -> dict[str, Any]:
+            self.configs.put_connector_config(name, config, initial_state)
+            return self._info(name, self._get(name))
+
+        return self._leader_write("create a connector", create, partial(self._absent, name))
+
+    def _absent(self, name: str) -> None:
         if self.configs.snapshot().contains(name):
             raise AlreadyExistsError(f"Connector {name} already exists")
-        self._leader_write(
-            "create a connector",
-            lambda: self.configs.put_connector_config(name, config, initial_state),
-        )
-        return self._info(name, self._get(name))
 
     def put_connector_config(
         self, name: str, config: Mapping[str, str]
@@ -99,16 +101,21 @@ class HerderApi(ConfigReactions):
         self._worker()
         self.ensure_valid(config)
         self._require_leader("write a connector config")
-        created = not self.configs.snapshot().contains(name)
-        self._leader_write(
-            "write a connector config",
-            lambda: self.configs.put_connector_config(name, config, None),
-        )
-        return created, self._info(name, self._get(name))
+
+        def put() -> tuple[bool, dict[str, Any]]:
+            created = not self.configs.snapshot().contains(name)
+            self.configs.put_connector_config(name, config, None)
+            return created, self._info(name, self._get(name))
+
+        return self._leader_write("write a connector config", put)
 
     def delete_connector(self, name: str) -> None:
         self._known(name)
-        self._leader_write("delete a connector", lambda: self.configs.remove_connector_config(name))
+        self._leader_write(
+            "delete a connector",
+            lambda: self.configs.remove_connector_config(name),
+            partial(self._known, name),
+        )
 
     def set_cluster_logger_level(self, namespace: str, level: str) -> None:
         """``PUT /admin/loggers/<namespace>?scope=cluster``: every worker applies it when it
@@ -143,6 +150,7 @@ class HerderApi(ConfigReactions):
             lambda: self._kafka_configs().put_restart_request(
                 RestartRequest(name, only_failed, include_tasks)
             ),
+            partial(self._known, name),
         )
         restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
         if restart_connector:
@@ -180,7 +188,7 @@ class HerderApi(ConfigReactions):
             self.configs.put_task_configs(name, [])
             self.configs.put_target_state(name, TargetState.STOPPED)
 
-        self._leader_write("stop a connector", stop)
+        self._leader_write("stop a connector", stop, partial(self._known, name))
 
     # -- Herder: offsets (KIP-875), on the leader ------------------------------------------------
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 from core.distributed.assignor import Held, IncrementalCooperativeAssignor
 from core.distributed.config_store import KafkaConfigStore, PrivilegedWriteError
@@ -34,6 +35,8 @@ from core.worker_herder import WorkerHerder, _Runtime
 __all__ = ["NO_LEADER", "DistributedHerderBase"]
 
 log = logging.getLogger("copycat.distributed")
+
+T = TypeVar("T")
 
 NO_LEADER = (
     "Cannot complete request momentarily due to no known leader URL, likely because a "
@@ -72,6 +75,7 @@ class DistributedHerderBase(WorkerHerder):
     _rejoin_at: float | None
     _rebalances: int
     _members: dict[str, tuple[str, Held]]
+    _leader_writes: threading.RLock
 
     # -- where work runs, who leads --------------------------------------------------------------
 
@@ -100,21 +104,35 @@ class DistributedHerderBase(WorkerHerder):
             raise ConflictError(NO_LEADER)
         raise NotLeaderError(f"Cannot {what}: this worker is not the leader", self._leader_url)
 
-    def _leader_write(self, what: str, write: Callable[[], None]) -> None:
-        """A leader-only write. A leader whose transactional producer was fenced (by a zombie
-        leader, or by a transient error that made librdkafka give the producer up) fails this
-        write and claims its write privileges again for the next one, as Kafka's leader does
-        once it sees it is still the leader: a request retried by the user then succeeds."""
+    def _leader_write(
+        self, what: str, write: Callable[[], T], check: Callable[[], None] | None = None
+    ) -> T:
+        """A leader-only write; returns what ``write`` returns.
+
+        The leader's writes run one at a time, each with ``check`` right before it, on the
+        config topic read to its end (every earlier write in it): a check and its write are
+        one step, as on Kafka's single herder thread. Without that, two concurrent creates of
+        one name both answered 201 and two deletes both 204 (a create/delete storm through
+        every worker). ``check`` raises to refuse (AlreadyExistsError, NotFoundError).
+
+        A leader whose transactional producer was fenced (by a zombie leader, or by a
+        transient error that made librdkafka give the producer up) fails this write and claims
+        its write privileges again for the next one, as Kafka's leader does once it sees it is
+        still the leader: a request retried by the user then succeeds."""
         self._require_leader(what)
         configs = self._kafka_configs()
-        try:
-            if not configs.has_write_privileges():
-                configs.claim_write_privileges()
-                log.info("leader: claimed write privileges on the config topic again")
-            write()
-        except PrivilegedWriteError as exc:
-            log.warning("%s: %s", what, exc)
-            raise ConflictError(_CONFLICT) from None
+        with self._leader_writes:
+            configs.refresh()
+            if check is not None:
+                check()
+            try:
+                if not configs.has_write_privileges():
+                    configs.claim_write_privileges()
+                    log.info("leader: claimed write privileges on the config topic again")
+                return write()
+            except PrivilegedWriteError as exc:
+                log.warning("%s: %s", what, exc)
+                raise ConflictError(_CONFLICT) from None
 
     def _stopped(self, name: str) -> bool:
         """STOPPED, and no task configs (Kafka's check before offsets change): the leader wrote

@@ -12,9 +12,11 @@ nothing lost, nothing duplicated (clean bounces), duplicates counted and reporte
 from __future__ import annotations
 
 import collections
+import random
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 
@@ -25,7 +27,7 @@ from tests.support.apache_kafka import KafkaCluster
 from tests.support.distributed import SCHEDULED_DELAY_MS, SESSION_TIMEOUT_MS, DistributedCluster
 from tests.support.faulty import install_faulty
 from tests.support.kafka import read_all
-from tests.support.processes import host_pids, wait_until
+from tests.support.processes import host_pids, no_hosts_of, wait_until
 
 pytestmark = [
     pytest.mark.integration,
@@ -50,6 +52,9 @@ LINE_BYTES = len("line 0000000\n")
 CALL_TIMEOUT_MS = 8_000
 # What "unaffected" means for another connector's REST calls while a plugin hangs.
 UNAFFECTED_S = 2.0
+# The create/delete storm: calls, spread over this many names.
+STORM_CALLS = 80
+STORM_NAMES = 6
 
 
 def _line(i: int) -> str:
@@ -449,6 +454,59 @@ def test_a_hung_plugin_delays_nothing_else_on_any_worker(
             CALL_TIMEOUT_MS / 1000 + 30,
             "the hung connector FAILED by its deadline",
         )
+        assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+
+
+def test_a_create_delete_storm_through_every_worker_leaves_one_consistent_cluster(
+    cluster: DistributedCluster,
+) -> None:
+    """Concurrent creates and deletes of a few names, sent to any worker (forwarded to the
+    leader), as a script or a UI's users would: every answer is one Kafka gives (201, 204,
+    404, 409), each name ends created exactly as often as deleted plus whether it is listed,
+    every worker lists the same, what is listed runs its tasks, and nothing deleted keeps a
+    plugin host anywhere (the standalone storm found a re-created connector FAILED by the
+    previous one's reclaim)."""
+    names = [f"dstorm{i}" for i in range(STORM_NAMES)]
+    config = {"connector.class": "FaultySource", "topic": "unused", "tasks.max": "2"}
+    statuses: list[int] = []
+    net = dict.fromkeys(names, 0)
+    lock = threading.Lock()
+
+    def call(i: int) -> None:
+        rng = random.Random(i)
+        name, via = rng.choice(names), rng.randrange(WORKERS)
+        url = cluster.urls[via]
+        if i % 2:
+            body = {"name": name, "config": config}
+            response = httpx.post(f"{url}/connectors", json=body, timeout=120)
+        else:
+            response = httpx.delete(f"{url}/connectors/{name}", timeout=120)
+        with lock:
+            statuses.append(response.status_code)
+            net[name] += {201: 1, 204: -1}.get(response.status_code, 0)
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(call, range(STORM_CALLS)))
+    assert set(statuses) <= {201, 204, 404, 409}, collections.Counter(statuses)
+    assert 201 in statuses and 204 in statuses, collections.Counter(statuses)
+
+    def listed(via: int) -> set[str]:
+        found = cluster.request("GET", "/connectors", via).json()
+        return {name for name in found if name.startswith("dstorm")}
+
+    everywhere = wait_until(
+        lambda: (
+            (seen := [listed(i) for i in range(WORKERS)])[0] == seen[1] == seen[2] and [seen[0]]
+        ),
+        60,
+        "every worker listing the same connectors",
+    )[0]
+    assert net == {name: int(name in everywhere) for name in names}
+    for name in sorted(everywhere):
+        cluster.wait_running(name, 2)
+    for name in set(names) - everywhere:
+        wait_until(partial(no_hosts_of, name), 30, f"no plugin host left of deleted {name}")
+    for name in everywhere:
         assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
 
 

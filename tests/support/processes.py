@@ -44,6 +44,11 @@ def host_pids(prefix: str) -> dict[int, str]:
     return found
 
 
+def no_hosts_of(name: str) -> bool:
+    """Whether no plugin host of connector ``name`` (its own, its tasks') is left."""
+    return not host_pids(f"{name}:") and not host_pids(f"{name}-")
+
+
 def _properties(props: Mapping[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
