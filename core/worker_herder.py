@@ -281,6 +281,13 @@ class WorkerHerder(AbstractHerder):
         if deployed is None or deployed.deleted:
             return
         worker = self._worker()
+        if name in worker.connectors:
+            # Started already by an operation queued before this one: a stop followed by a
+            # resume queues a start, and the stop's own record of STOPPED (_stop_and_record)
+            # starts the connector too once the target is STARTED again. A second start here
+            # left the first instance's hosts running, owned by nothing.
+            self._apply_target(name)
+            return
         config = self._config(name)
         if self._target(name) is TargetState.STOPPED:
             self.configs.put_task_configs(name, [])

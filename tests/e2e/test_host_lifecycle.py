@@ -11,6 +11,7 @@ Reproductions of what new users hit in their first hour:
 
 from __future__ import annotations
 
+import collections
 import os
 import random
 import signal
@@ -25,7 +26,13 @@ import httpx
 import pytest
 
 from tests.support.faulty import install_faulty
-from tests.support.processes import CliWorker, assert_data_path, host_pids, wait_until
+from tests.support.processes import (
+    CliWorker,
+    assert_data_path,
+    host_pids,
+    no_hosts_of,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -33,6 +40,20 @@ pytestmark = pytest.mark.integration
 IDLE_S = 60
 STORM_CALLS = 200
 STORM_NAMES = 12
+# The storm of every lifecycle call: what each call may answer (Kafka's codes; 409 for a
+# create of an existing name and for a call on a connector being removed; a PUT creates).
+MIX_STORM_CALLS = 240
+MIX_NAMES = 6
+MIX_CALLS = ("create", "config", "delete", "pause", "resume", "stop", "restart")
+MIX_ANSWERS = {
+    "create": {201, 409},
+    "config": {200, 201, 409},
+    "delete": {204, 404},
+    "pause": {202, 404},
+    "resume": {202, 404},
+    "stop": {204, 404},
+    "restart": {202, 204, 404, 409},
+}
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +103,6 @@ def _source(topic: str, marker: Path, **extra: str) -> dict[str, str]:
 def _states(http: httpx.Client, name: str) -> tuple[str, list[str]]:
     body = http.get(f"/connectors/{name}/status").json()
     return body["connector"]["state"], [t["state"] for t in body["tasks"]]
-
-
-def _no_hosts_of(name: str) -> bool:
-    return not host_pids(f"{name}:") and not host_pids(f"{name}-")
 
 
 def _running(http: httpx.Client, name: str, tasks: int) -> bool:
@@ -143,7 +160,7 @@ def test_rest_created_connectors_survive_idle_threads_and_a_create_delete_storm(
         _wait_running(http, name, 2, 60)
     for name in set(names) - set(listed):
         wait_until(
-            partial(_no_hosts_of, name),
+            partial(no_hosts_of, name),
             30,
             f"no host left of deleted {name}",
         )
@@ -247,3 +264,92 @@ def test_a_killed_connector_host_fails_the_connector(
     assert http.post(f"/connectors/{name}/restart").status_code == 204
     wait_until(lambda: _running(http, name, 2), 30, "the restarted connector")
     assert list(host_pids(f"{name}:connector")) != [pid]
+
+
+def _settled(http: httpx.Client, name: str, tasks: int) -> str | None:
+    """The connector's state when it and its tasks agree (RUNNING or PAUSED with ``tasks``
+    tasks in that state, STOPPED with none), else None."""
+    state, task_states = _states(http, name)
+    if state == "STOPPED":
+        return state if not task_states else None
+    if state in ("RUNNING", "PAUSED") and task_states == [state] * tasks:
+        return state
+    return None
+
+
+def test_a_storm_of_every_lifecycle_call_leaves_each_connector_settled_and_controllable(
+    worker: CliWorker, tmp_path: Path, topic_name: str
+) -> None:
+    """Creates, deletes, config updates, pauses, resumes, stops and restarts of a few names,
+    all at once from many threads (a UI's users, a script retrying): only the answers Kafka
+    gives, and afterwards every connector still listed settles in one state with its tasks
+    agreeing, then runs again when resumed; nothing deleted keeps a host."""
+    marker = tmp_path / "stopped.txt"
+    names = [f"mix{i}-{topic_name}" for i in range(MIX_NAMES)]
+    statuses: collections.Counter[tuple[str, int]] = collections.Counter()
+    lock = threading.Lock()
+
+    def call(i: int) -> None:
+        rng = random.Random(i)
+        name, what = rng.choice(names), rng.choice(MIX_CALLS)
+        with httpx.Client(base_url=worker.url, timeout=120) as client:
+            if what == "create":
+                body = {"name": name, "config": _source(topic_name, marker)}
+                r = client.post("/connectors", json=body)
+            elif what == "config":
+                r = client.put(f"/connectors/{name}/config", json=_source(topic_name, marker))
+            elif what == "delete":
+                r = client.delete(f"/connectors/{name}")
+            elif what == "restart":
+                r = client.post(f"/connectors/{name}/restart?includeTasks=true")
+            else:
+                r = client.put(f"/connectors/{name}/{what}")
+        with lock:
+            statuses[(what, r.status_code)] += 1
+
+    with ThreadPoolExecutor(max_workers=32) as pool:
+        list(pool.map(call, range(MIX_STORM_CALLS)))
+    unexpected = {k: n for k, n in statuses.items() if k[1] not in MIX_ANSWERS[k[0]]}
+    assert not unexpected, (unexpected, statuses)
+
+    http = worker.client()
+    listed = [n for n in http.get("/connectors").json() if n.startswith("mix")]
+    for name in listed:
+        wait_until(partial(_settled, http, name, 2), 60, f"{name} settled")
+        assert http.put(f"/connectors/{name}/resume").status_code == 202
+        _wait_running(http, name, 2, 60)
+    for name in set(names) - set(listed):
+        wait_until(partial(no_hosts_of, name), 30, f"no host left of deleted {name}")
+
+
+def test_stop_resume_stop_resume_in_quick_succession_runs_one_instance(
+    worker: CliWorker, tmp_path: Path, topic_name: str
+) -> None:
+    """Each stop records STOPPED by starting the connector in its target state; with resumes
+    queued behind it, that start found STARTED and ran the connector, and the resume's own
+    start then ran a second instance, whose predecessor's hosts nobody owned any more (found
+    by the lifecycle storm above)."""
+    http = worker.client()
+    name = f"flip-{topic_name}"
+    http.post("/connectors", json={"name": name, "config": _source(topic_name, tmp_path / "m")})
+    _wait_running(http, name, 2, 60)
+    answers: list[int] = []
+
+    def put(what: str) -> None:
+        with httpx.Client(base_url=worker.url, timeout=120) as client:
+            answers.append(client.put(f"/connectors/{name}/{what}").status_code)
+
+    calls = []
+    for what in ("stop", "resume", "stop", "resume"):  # each queued behind the first stop
+        calls.append(threading.Thread(target=put, args=(what,)))
+        calls[-1].start()
+        time.sleep(0.05)
+    for call in calls:
+        call.join(120)
+    assert sorted(answers) == [202, 202, 204, 204]
+    _wait_running(http, name, 2, 60)
+    time.sleep(2)  # any second instance would be up by now
+    hosts = {**host_pids(f"{name}:"), **host_pids(f"{name}-")}
+    assert len(hosts) == 3, hosts  # the connector's and one per task
+    assert http.delete(f"/connectors/{name}").status_code == 204
+    wait_until(partial(no_hosts_of, name), 30, f"no host left of {name}")
