@@ -721,13 +721,19 @@ def warm(bootstrap: str, topic: str, count: int, partitions: int = 1) -> None:
 
 
 def bare_sink(
-    bootstrap: str, topic: str, out: Path, count: int, on_start: Callable[[], None] = lambda: None
+    bootstrap: str,
+    topic: str,
+    out: Path,
+    count: int,
+    on_start: Callable[[], None] = lambda: None,
+    on_window: Callable[[], None] = lambda: None,
 ) -> tuple[tuple[float, int], float]:
     """The cheapest correct consumer loop: batches of up to MAX_RECORDS_PER_PUT, each written
     with one call, with the sink consumer's own settings (with librdkafka's default
     fetch.queue.backoff.ms of 1 s the loop idles a second whenever its queue fills).
     ``on_start`` is called once the consumer is made, before it is assigned its partition
-    (librdkafka starts fetching on assignment)."""
+    (librdkafka starts fetching on assignment); ``on_window`` where its CPU window opens
+    and where it closes (bench/sink_threads.py)."""
     consumer = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": f"bare-{topic}", **SINK_CONSUMER_DEFAULTS}
     )
@@ -751,7 +757,9 @@ def bare_sink(
                 points.append((seen, time.monotonic()))
                 if len(points) == 1:
                     cpu_start = cpu_s()
+                    on_window()
         fh.flush()
+    on_window()
     cpu = (cpu_s() - cpu_start) / (points[-1][0] - points[0][0])
     consumer.close()
     return rate(points[0], points[-1]), cpu
@@ -780,12 +788,14 @@ def copycat_sink(
     extra: dict[str, str] | None = None,
     label: str = "",
     on_start: Callable[[], None] = lambda: None,
+    on_window: Callable[[], None] = lambda: None,
 ) -> tuple[tuple[float, int], float]:
     """``(seconds, records)`` across ``tasks`` loops: from the earliest first progress point
     to the latest last one, counting what moved after each loop's first point; and CPU
     seconds per record (worker and plugin hosts) after the first point seen. The tasks start
     paused (their consumers join the group, their partitions stay paused); ``on_start`` is
-    called once each reports PAUSED, and then they are resumed."""
+    called once each reports PAUSED, and then they are resumed; ``on_window`` where the CPU
+    window opens and where it closes (bench/sink_threads.py)."""
     name = f"bench-sink-{topic}-{tasks}{label}"
     worker.start_connector(
         name,
@@ -819,10 +829,12 @@ def copycat_sink(
     while (moved := sum(loop.progress[0] for loop in loops)) < count:
         if moved and not cpu_start:
             cpu_start, moved_before = cpu_s(hosts), moved
+            on_window()
         for i, loop in enumerate(loops):
             if firsts[i] is None and loop.progress[0] > 0:
                 firsts[i] = loop.progress
         time.sleep(POLL_S)
+    on_window()
     cpu = (cpu_s(hosts) - cpu_start) / (count - moved_before)
     # Loops that moved nothing (on Apache Kafka one task may take both partitions and finish
     # before the other joins the group) have no points: (0, 0.0).
