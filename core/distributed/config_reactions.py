@@ -23,7 +23,7 @@ import httpx
 from core.distributed.assignor import Held
 from core.distributed.config_store import PrivilegedWriteError, RestartRequest
 from core.distributed.herder_fencing import ExactlyOnceSupport
-from core.herder import ConflictError
+from core.herder import ConflictError, NotFoundError
 from core.rest import loggers
 from core.status import State, Status
 from core.stores.config import TargetState
@@ -127,11 +127,19 @@ class ConfigReactions(ExactlyOnceSupport):
         self._send_task_configs(name, fresh)
 
     def _send_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        """Leader: write them; follower: POST them to the leader, retrying while it moves."""
+        """Leader: write them; follower: POST them to the leader, retrying while it moves.
+
+        A connector the leader no longer has (deleted meanwhile) ends the retries: this runs
+        on the connector's operation thread, and the removal that stops its instance here is
+        queued behind it (retrying, the instance's host outlived the connector for good).
+        """
         while not self._stopping.is_set() and name in self._assigned.connectors:
             if self._is_leader:
                 try:
                     self.receive_task_configs(name, configs)
+                    return
+                except NotFoundError:
+                    log.info("connector %s was deleted: its task configs are dropped", name)
                     return
                 except (PrivilegedWriteError, ConflictError) as exc:
                     log.warning("writing task configs of %s: %s", name, exc)
@@ -144,6 +152,9 @@ class ConfigReactions(ExactlyOnceSupport):
                         timeout=REST_REQUEST_TIMEOUT_S,
                     )
                     if response.status_code < 300:
+                        return
+                    if response.status_code == 404:
+                        log.info("connector %s was deleted: its task configs are dropped", name)
                         return
                     log.warning(
                         "the leader refused task configs of %s: %d %s",

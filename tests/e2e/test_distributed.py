@@ -55,6 +55,18 @@ UNAFFECTED_S = 2.0
 # The create/delete storm: calls, spread over this many names.
 STORM_CALLS = 80
 STORM_NAMES = 6
+# The storm of every lifecycle call: what each call may answer (Kafka's codes; 409 also while
+# the group rebalances, which every create and delete causes).
+MIX_CALLS = ("create", "config", "delete", "pause", "resume", "stop", "restart")
+MIX_ANSWERS = {
+    "create": {201, 409},
+    "config": {200, 201, 409},
+    "delete": {204, 404, 409},
+    "pause": {202, 404},
+    "resume": {202, 404},
+    "stop": {204, 404, 409},
+    "restart": {202, 204, 404, 409},
+}
 
 
 def _line(i: int) -> str:
@@ -503,6 +515,77 @@ def test_a_create_delete_storm_through_every_worker_leaves_one_consistent_cluste
     )[0]
     assert net == {name: int(name in everywhere) for name in names}
     for name in sorted(everywhere):
+        cluster.wait_running(name, 2)
+    for name in set(names) - everywhere:
+        wait_until(partial(no_hosts_of, name), 30, f"no plugin host left of deleted {name}")
+    for name in everywhere:
+        assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+
+
+def _settled_everywhere(cluster: DistributedCluster, name: str, tasks: int) -> str | None:
+    """The connector's state when every worker reports the same status and its tasks agree
+    with it (RUNNING or PAUSED with ``tasks`` tasks in that state, STOPPED with none)."""
+    seen = [cluster.status(name, via=i) for i in range(WORKERS)]
+    if not seen[0] or any(s != seen[0] for s in seen):
+        return None
+    state = seen[0]["connector"]["state"]
+    task_states = [t["state"] for t in seen[0]["tasks"]]
+    if state == "STOPPED":
+        return state if not task_states else None
+    if state in ("RUNNING", "PAUSED") and task_states == [state] * tasks:
+        return str(state)
+    return None
+
+
+def test_a_storm_of_every_lifecycle_call_through_every_worker_leaves_each_connector_settled(
+    cluster: DistributedCluster,
+) -> None:
+    """Creates, config updates, deletes, pauses, resumes, stops and restarts of a few names
+    from many threads, each sent to any worker: only Kafka's answers (409 while the group
+    rebalances), and afterwards every worker lists the same connectors, each settled in one
+    state with its tasks agreeing and running again once resumed; nothing deleted keeps a
+    plugin host."""
+    names = [f"dmix{i}" for i in range(STORM_NAMES)]
+    config = {"connector.class": "FaultySource", "topic": "unused", "tasks.max": "2"}
+    answers: collections.Counter[tuple[str, int]] = collections.Counter()
+    lock = threading.Lock()
+
+    def call(i: int) -> None:
+        rng = random.Random(i)
+        name, what = rng.choice(names), rng.choice(MIX_CALLS)
+        url = f"{cluster.urls[rng.randrange(WORKERS)]}/connectors"
+        if what == "create":
+            response = httpx.post(url, json={"name": name, "config": config}, timeout=120)
+        elif what == "config":
+            response = httpx.put(f"{url}/{name}/config", json=config, timeout=120)
+        elif what == "delete":
+            response = httpx.delete(f"{url}/{name}", timeout=120)
+        elif what == "restart":
+            response = httpx.post(f"{url}/{name}/restart?includeTasks=true", timeout=120)
+        else:
+            response = httpx.put(f"{url}/{name}/{what}", timeout=120)
+        with lock:
+            answers[(what, response.status_code)] += 1
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(call, range(STORM_CALLS)))
+    unexpected = {k: n for k, n in answers.items() if k[1] not in MIX_ANSWERS[k[0]]}
+    assert not unexpected, (unexpected, answers)
+
+    def listed(via: int) -> set[str]:
+        found = cluster.request("GET", "/connectors", via).json()
+        return {name for name in found if name.startswith("dmix")}
+
+    everywhere = wait_until(
+        lambda: (
+            (seen := [listed(i) for i in range(WORKERS)])[0] == seen[1] == seen[2] and [seen[0]]
+        ),
+        60,
+        "every worker listing the same connectors",
+    )[0]
+    for name in sorted(everywhere):
+        wait_until(partial(_settled_everywhere, cluster, name, 2), 60, f"{name} settled")
+        assert cluster.request("PUT", f"/connectors/{name}/resume").status_code == 202
         cluster.wait_running(name, 2)
     for name in set(names) - everywhere:
         wait_until(partial(no_hosts_of, name), 30, f"no plugin host left of deleted {name}")
