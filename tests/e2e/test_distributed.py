@@ -28,6 +28,7 @@ from tests.support.distributed import SCHEDULED_DELAY_MS, SESSION_TIMEOUT_MS, Di
 from tests.support.faulty import install_faulty
 from tests.support.kafka import read_all
 from tests.support.processes import host_pids, no_hosts_of, wait_until
+from tests.support.rest import lifecycle_call, lifecycle_storm
 
 pytestmark = [
     pytest.mark.integration,
@@ -55,18 +56,6 @@ UNAFFECTED_S = 2.0
 # The create/delete storm: calls, spread over this many names.
 STORM_CALLS = 80
 STORM_NAMES = 6
-# The storm of every lifecycle call: what each call may answer (Kafka's codes; 409 also while
-# the group rebalances, which every create and delete causes).
-MIX_CALLS = ("create", "config", "delete", "pause", "resume", "stop", "restart")
-MIX_ANSWERS = {
-    "create": {201, 409},
-    "config": {200, 201, 409},
-    "delete": {204, 404, 409},
-    "pause": {202, 404},
-    "resume": {202, 404},
-    "stop": {204, 404, 409},
-    "restart": {202, 204, 404, 409},
-}
 
 
 def _line(i: int) -> str:
@@ -469,6 +458,21 @@ def test_a_hung_plugin_delays_nothing_else_on_any_worker(
         assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
 
 
+def _listed_everywhere(cluster: DistributedCluster, prefix: str) -> set[str]:
+    """The connectors named ``prefix...``, once every worker lists the same ones."""
+
+    def listed(via: int) -> set[str]:
+        found = cluster.request("GET", "/connectors", via).json()
+        return {name for name in found if name.startswith(prefix)}
+
+    def agreed() -> list[set[str]] | None:
+        seen = [listed(i) for i in range(WORKERS)]
+        return [seen[0]] if all(s == seen[0] for s in seen) else None
+
+    agreement: list[set[str]] = wait_until(agreed, 60, "every worker listing the same")
+    return agreement[0]
+
+
 def test_a_create_delete_storm_through_every_worker_leaves_one_consistent_cluster(
     cluster: DistributedCluster,
 ) -> None:
@@ -487,12 +491,7 @@ def test_a_create_delete_storm_through_every_worker_leaves_one_consistent_cluste
     def call(i: int) -> None:
         rng = random.Random(i)
         name, via = rng.choice(names), rng.randrange(WORKERS)
-        url = cluster.urls[via]
-        if i % 2:
-            body = {"name": name, "config": config}
-            response = httpx.post(f"{url}/connectors", json=body, timeout=120)
-        else:
-            response = httpx.delete(f"{url}/connectors/{name}", timeout=120)
+        response = lifecycle_call(cluster.urls[via], "create" if i % 2 else "delete", name, config)
         with lock:
             statuses.append(response.status_code)
             net[name] += {201: 1, 204: -1}.get(response.status_code, 0)
@@ -502,17 +501,7 @@ def test_a_create_delete_storm_through_every_worker_leaves_one_consistent_cluste
     assert set(statuses) <= {201, 204, 404, 409}, collections.Counter(statuses)
     assert 201 in statuses and 204 in statuses, collections.Counter(statuses)
 
-    def listed(via: int) -> set[str]:
-        found = cluster.request("GET", "/connectors", via).json()
-        return {name for name in found if name.startswith("dstorm")}
-
-    everywhere = wait_until(
-        lambda: (
-            (seen := [listed(i) for i in range(WORKERS)])[0] == seen[1] == seen[2] and [seen[0]]
-        ),
-        60,
-        "every worker listing the same connectors",
-    )[0]
+    everywhere = _listed_everywhere(cluster, "dstorm")
     assert net == {name: int(name in everywhere) for name in names}
     for name in sorted(everywhere):
         cluster.wait_running(name, 2)
@@ -547,42 +536,9 @@ def test_a_storm_of_every_lifecycle_call_through_every_worker_leaves_each_connec
     plugin host."""
     names = [f"dmix{i}" for i in range(STORM_NAMES)]
     config = {"connector.class": "FaultySource", "topic": "unused", "tasks.max": "2"}
-    answers: collections.Counter[tuple[str, int]] = collections.Counter()
-    lock = threading.Lock()
+    lifecycle_storm(cluster.urls, names, config, STORM_CALLS, 16, rebalancing=True)
 
-    def call(i: int) -> None:
-        rng = random.Random(i)
-        name, what = rng.choice(names), rng.choice(MIX_CALLS)
-        url = f"{cluster.urls[rng.randrange(WORKERS)]}/connectors"
-        if what == "create":
-            response = httpx.post(url, json={"name": name, "config": config}, timeout=120)
-        elif what == "config":
-            response = httpx.put(f"{url}/{name}/config", json=config, timeout=120)
-        elif what == "delete":
-            response = httpx.delete(f"{url}/{name}", timeout=120)
-        elif what == "restart":
-            response = httpx.post(f"{url}/{name}/restart?includeTasks=true", timeout=120)
-        else:
-            response = httpx.put(f"{url}/{name}/{what}", timeout=120)
-        with lock:
-            answers[(what, response.status_code)] += 1
-
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(call, range(STORM_CALLS)))
-    unexpected = {k: n for k, n in answers.items() if k[1] not in MIX_ANSWERS[k[0]]}
-    assert not unexpected, (unexpected, answers)
-
-    def listed(via: int) -> set[str]:
-        found = cluster.request("GET", "/connectors", via).json()
-        return {name for name in found if name.startswith("dmix")}
-
-    everywhere = wait_until(
-        lambda: (
-            (seen := [listed(i) for i in range(WORKERS)])[0] == seen[1] == seen[2] and [seen[0]]
-        ),
-        60,
-        "every worker listing the same connectors",
-    )[0]
+    everywhere = _listed_everywhere(cluster, "dmix")
     for name in sorted(everywhere):
         wait_until(partial(_settled_everywhere, cluster, name, 2), 60, f"{name} settled")
         assert cluster.request("PUT", f"/connectors/{name}/resume").status_code == 202

@@ -11,7 +11,6 @@ Reproductions of what new users hit in their first hour:
 
 from __future__ import annotations
 
-import collections
 import os
 import random
 import signal
@@ -33,6 +32,7 @@ from tests.support.processes import (
     no_hosts_of,
     wait_until,
 )
+from tests.support.rest import lifecycle_call, lifecycle_storm
 
 pytestmark = pytest.mark.integration
 
@@ -40,20 +40,9 @@ pytestmark = pytest.mark.integration
 IDLE_S = 60
 STORM_CALLS = 200
 STORM_NAMES = 12
-# The storm of every lifecycle call: what each call may answer (Kafka's codes; 409 for a
-# create of an existing name and for a call on a connector being removed; a PUT creates).
+# The storm of every lifecycle call: calls, spread over this many names.
 MIX_STORM_CALLS = 240
 MIX_NAMES = 6
-MIX_CALLS = ("create", "config", "delete", "pause", "resume", "stop", "restart")
-MIX_ANSWERS = {
-    "create": {201, 409},
-    "config": {200, 201, 409},
-    "delete": {204, 404},
-    "pause": {202, 404},
-    "resume": {202, 404},
-    "stop": {204, 404},
-    "restart": {202, 204, 404, 409},
-}
 
 
 @pytest.fixture(scope="module")
@@ -137,13 +126,8 @@ def test_rest_created_connectors_survive_idle_threads_and_a_create_delete_storm(
 
     def call(i: int) -> None:
         name = random.Random(i).choice(names)
-        with httpx.Client(base_url=worker.url, timeout=120) as client:
-            if i % 2:
-                r = client.post(
-                    "/connectors", json={"name": name, "config": _source(topic_name, marker)}
-                )
-            else:
-                r = client.delete(f"/connectors/{name}")
+        what = "create" if i % 2 else "delete"
+        r = lifecycle_call(worker.url, what, name, _source(topic_name, marker))
         with lock:
             statuses.append(r.status_code)
             net[name] += {201: 1, 204: -1}.get(r.status_code, 0)
@@ -286,31 +270,8 @@ def test_a_storm_of_every_lifecycle_call_leaves_each_connector_settled_and_contr
     agreeing, then runs again when resumed; nothing deleted keeps a host."""
     marker = tmp_path / "stopped.txt"
     names = [f"mix{i}-{topic_name}" for i in range(MIX_NAMES)]
-    statuses: collections.Counter[tuple[str, int]] = collections.Counter()
-    lock = threading.Lock()
-
-    def call(i: int) -> None:
-        rng = random.Random(i)
-        name, what = rng.choice(names), rng.choice(MIX_CALLS)
-        with httpx.Client(base_url=worker.url, timeout=120) as client:
-            if what == "create":
-                body = {"name": name, "config": _source(topic_name, marker)}
-                r = client.post("/connectors", json=body)
-            elif what == "config":
-                r = client.put(f"/connectors/{name}/config", json=_source(topic_name, marker))
-            elif what == "delete":
-                r = client.delete(f"/connectors/{name}")
-            elif what == "restart":
-                r = client.post(f"/connectors/{name}/restart?includeTasks=true")
-            else:
-                r = client.put(f"/connectors/{name}/{what}")
-        with lock:
-            statuses[(what, r.status_code)] += 1
-
-    with ThreadPoolExecutor(max_workers=32) as pool:
-        list(pool.map(call, range(MIX_STORM_CALLS)))
-    unexpected = {k: n for k, n in statuses.items() if k[1] not in MIX_ANSWERS[k[0]]}
-    assert not unexpected, (unexpected, statuses)
+    config = _source(topic_name, marker)
+    lifecycle_storm([worker.url], names, config, MIX_STORM_CALLS, 32, rebalancing=False)
 
     http = worker.client()
     listed = [n for n in http.get("/connectors").json() if n.startswith("mix")]

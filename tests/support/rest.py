@@ -7,9 +7,13 @@ worker emits is kept in :attr:`RestWorker.log_lines`, so tests can grep the log.
 
 from __future__ import annotations
 
+import collections
 import logging
+import random
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -106,3 +110,66 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float = 30.0, what: str = 
             return last
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what or predicate}: last={last!r}")
+
+
+# Every REST call of a connector's life cycle (the lifecycle storm tests), and what Kafka may
+# answer to each: 409 for a create of an existing name, or while a distributed group
+# rebalances (``rebalancing``); a config PUT creates (201) or updates (200).
+LIFECYCLE_CALLS = ("create", "config", "delete", "pause", "resume", "stop", "restart")
+
+
+def lifecycle_answers(rebalancing: bool) -> dict[str, set[int]]:
+    conflict = {409} if rebalancing else set()
+    return {
+        "create": {201, 409},
+        "config": {200, 201, 409},
+        "delete": {204, 404} | conflict,
+        "pause": {202, 404},
+        "resume": {202, 404},
+        "stop": {204, 404} | conflict,
+        "restart": {202, 204, 404, 409},
+    }
+
+
+def lifecycle_call(url: str, what: str, name: str, config: Mapping[str, str]) -> httpx.Response:
+    """One of :data:`LIFECYCLE_CALLS` on connector ``name`` at the worker at ``url``."""
+    connectors = f"{url}/connectors"
+    with httpx.Client(timeout=120) as client:
+        if what == "create":
+            return client.post(connectors, json={"name": name, "config": dict(config)})
+        if what == "config":
+            return client.put(f"{connectors}/{name}/config", json=dict(config))
+        if what == "delete":
+            return client.delete(f"{connectors}/{name}")
+        if what == "restart":
+            return client.post(f"{connectors}/{name}/restart?includeTasks=true")
+        return client.put(f"{connectors}/{name}/{what}")
+
+
+def lifecycle_storm(
+    urls: Sequence[str],
+    names: Sequence[str],
+    config: Mapping[str, str],
+    calls: int,
+    threads: int,
+    rebalancing: bool,
+) -> collections.Counter[tuple[str, int]]:
+    """``calls`` of :data:`LIFECYCLE_CALLS` at once from ``threads`` threads, call ``i`` on a
+    name, a worker and a call chosen by ``random.Random(i)``; asserts every answer is one Kafka
+    gives (:func:`lifecycle_answers`) and returns how often each ``(call, status)`` came."""
+    answers: collections.Counter[tuple[str, int]] = collections.Counter()
+    lock = threading.Lock()
+
+    def call(i: int) -> None:
+        rng = random.Random(i)
+        name, what, url = rng.choice(names), rng.choice(LIFECYCLE_CALLS), rng.choice(urls)
+        response = lifecycle_call(url, what, name, config)
+        with lock:
+            answers[(what, response.status_code)] += 1
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(call, range(calls)))
+    allowed = lifecycle_answers(rebalancing)
+    unexpected = {k: n for k, n in answers.items() if k[1] not in allowed[k[0]]}
+    assert not unexpected, (unexpected, answers)
+    return answers
