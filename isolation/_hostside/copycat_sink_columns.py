@@ -8,8 +8,10 @@ task that writes values only, such as FileStreamSink, reads :attr:`SinkRecordBat
 and never pays for them: ~0.2 us per record here, more than a bare consumer loop's whole
 Python work per 100 B record). With the data path in the host the batch is the consumer's
 own messages (:class:`copycat_batch.MessageBatch`), and only the fields a put() needs are
-read from them: values, keys and headers always; offsets, partitions and timestamps when the
-records are built.
+read from them: values and headers always; keys too unless the key converter cannot fail
+(``Converter.to_connect_data_never_fails``: StringConverter, ByteArrayConverter, or no
+converter), in which case they are read and converted with the offsets, partitions and
+timestamps, when the records are built.
 
 Anything else (headers, several topics, a converter refusing a column) returns None, and the
 runner converts record by record, attributing a failure to its record.
@@ -53,16 +55,21 @@ Fields = tuple[Any, Sequence[int], Any, Any]
 
 
 class Prepared:
-    """One batch's topic, keys and values, and how to read the rest (:data:`Fields`)."""
+    """One batch's topic and values, and how to read its keys and the rest (:data:`Fields`)."""
 
     __slots__ = ("topic", "size", "keys", "values", "fields")
 
     def __init__(
-        self, topic: str, size: int, keys: Any, values: list[Any], fields: Callable[[], Fields]
+        self,
+        topic: str,
+        size: int,
+        keys: Callable[[], Any],
+        values: list[Any],
+        fields: Callable[[], Fields],
     ) -> None:
         self.topic = topic
         self.size = size
-        self.keys = keys  # a list, or one value shared by every record
+        self.keys = keys  # gives a list, or one value shared by every record
         self.values = values
         self.fields = fields
 
@@ -78,7 +85,7 @@ def prepare(batch: ConsumedBatch | MessageBatch) -> Prepared | None:
     return Prepared(
         topic,
         batch.size,
-        batch.keys,
+        lambda: batch.keys,
         batch.values,
         lambda: (batch.partitions, batch.offsets, batch.timestamps, batch.timestamp_types),
     )
@@ -101,7 +108,7 @@ def _prepare_messages(batch: MessageBatch) -> Prepared | None:
     return Prepared(
         batch.topic,
         batch.size,
-        _shared(field(messages, "key")),
+        lambda: _shared(field(messages, "key")),
         field(messages, "value"),
         fields,
     )
@@ -158,30 +165,52 @@ def _convert_values(
     return list(map(_first, pairs)), list(map(_second, pairs))
 
 
+class LazyKeys:
+    """The key pairs of a batch whose key converter cannot fail, read and converted when the
+    records are built (a task that reads only the values never pays for them)."""
+
+    __slots__ = ("prepared", "converter")
+
+    def __init__(self, prepared: Prepared, converter: Converter | None) -> None:
+        self.prepared = prepared
+        self.converter = converter
+
+    def pairs(self) -> Any:
+        """The key pairs :func:`convert` would have given."""
+        return _key_pairs(self.prepared, self.converter)
+
+
+def _key_pairs(prepared: Prepared, kc: Converter | None) -> Any:
+    """``(schema, key)`` per record (a list), or one pair (a tuple) for all."""
+    topic, size, keys = prepared.topic, prepared.size, prepared.keys()
+    if type(keys) is list:
+        return _convert_column(kc, topic, keys, [None] * size)
+    if kc is None:
+        return (None, keys)
+    # One key for the whole batch (usually none): converters are pure functions of their input
+    # (plugin_api.Converter), so it is converted once, and shared by the records if immutable
+    # (a task may change a record's map in place).
+    pair = kc.to_connect_data(topic, keys, None)
+    if type(pair[1]) in _IMMUTABLE:
+        return tuple(pair)  # a plain tuple: one pair for all (a column is a list)
+    return _convert_column(kc, topic, [keys] * size, [None] * size)
+
+
 def convert(
     prepared: Prepared, key_converter: Converter | None, value_converter: Converter | None
 ) -> tuple[Any, Any, Sequence[Any]]:
-    """``(key pairs, value schemas, values)``: key pairs are ``(schema, key)`` per record or
-    one pair (a tuple) for all; value schemas one per record (a list) or one for all. Raises
-    whatever a converter raised (:class:`BatchSizeError` for a column of the wrong size)."""
-    topic, size, keys = prepared.topic, prepared.size, prepared.keys
-    no_headers: list[Headers | None] = [None] * size
+    """``(key pairs, value schemas, values)``: key pairs are ``(schema, key)`` per record, one
+    pair (a tuple) for all, or :class:`LazyKeys` when the key converter cannot fail (or there
+    is none); value schemas one per record (a list) or one for all. Raises whatever a
+    converter raised (:class:`BatchSizeError` for a column of the wrong size)."""
     kc = key_converter
     key_pairs: Any
-    if type(keys) is list:
-        key_pairs = _convert_column(kc, topic, keys, no_headers)
-    elif kc is None:
-        key_pairs = (None, keys)
+    if kc is None or getattr(kc, "to_connect_data_never_fails", False) is True:
+        key_pairs = LazyKeys(prepared, kc)
     else:
-        # One key for the whole batch (usually none): converters are pure functions of their
-        # input (plugin_api.Converter), so it is converted once, and shared by the records if
-        # immutable (a task may change a record's map in place).
-        pair = kc.to_connect_data(topic, keys, None)
-        if type(pair[1]) in _IMMUTABLE:
-            key_pairs = tuple(pair)  # a plain tuple: one pair for all (a column is a list)
-        else:
-            key_pairs = _convert_column(kc, topic, [keys] * size, no_headers)
-    schemas, values = _convert_values(value_converter, topic, prepared.values, no_headers)
+        key_pairs = _key_pairs(prepared, kc)
+    no_headers: list[Headers | None] = [None] * prepared.size
+    schemas, values = _convert_values(value_converter, prepared.topic, prepared.values, no_headers)
     return key_pairs, schemas, values
 
 
@@ -202,6 +231,8 @@ def build(
         type_column = [_TIMESTAMP_TYPES[t] for t in types]
     else:
         type_column = itertools.repeat(_TIMESTAMP_TYPES[types], size)
+    if type(key_pairs) is LazyKeys:
+        key_pairs = key_pairs.pairs()
     if type(key_pairs) is tuple:
         key_pairs = itertools.repeat(key_pairs, size)
     records: list[SinkRecord] = []

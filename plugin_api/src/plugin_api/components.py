@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Generic, TypeVar
+from typing import ClassVar, Generic, TypeVar
 
 from plugin_api._schema import Schema, SchemaAndValue
 from plugin_api.config import ConfigDef
@@ -54,6 +54,16 @@ class Converter(Versioned, ABC):
     schema-registry lookup). A raised ``DataException`` is a per-record error
     handled by ``errors.tolerance``.
     """
+
+    #: True when :meth:`to_connect_data` answers every ``bytes`` or ``None`` it is given
+    #: without raising (text that does not decode is replaced, say) and depends on nothing but
+    #: its input, as StringConverter and ByteArrayConverter do. A sink's runtime may then
+    #: convert the keys of a batch only when the task reads a record, not before ``put()``: a
+    #: task that reads only the values of its :class:`~plugin_api.SinkRecordBatch` never pays
+    #: for them. A converter that can fail must leave it False (the default): its errors
+    #: would surface inside the task's ``put()``, not as a record's conversion error.
+    #: (Since plugin_api 0.1.4.)
+    to_connect_data_never_fails: ClassVar[bool] = False
 
     def configure(self, configs: Mapping[str, object], is_key: bool) -> None:
         """Configure once before use; ``is_key`` says whether it converts keys."""

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from isolation.host import HOSTSIDE_DIR
 from plugin_api import (
     STRING_SCHEMA,
+    DataException,
     SinkRecord,
     SinkRecordBatch,
     SinkTask,
@@ -246,6 +247,78 @@ def test_a_sink_batch_whose_builder_returns_too_few_records_says_so() -> None:
         assert "0 records built for 2 values" in str(exc)
     else:
         raise AssertionError("a short build went unnoticed")
+
+
+class CountingKeys(StringConverter):
+    """StringConverter (which cannot fail) counting the keys it converts."""
+
+    converted = 0
+
+    def to_connect_data_batch(self, topic: str, data: Any, headers: Any) -> Any:
+        CountingKeys.converted += len(data)
+        return super().to_connect_data_batch(topic, data, headers)
+
+
+class StrictKeys(StringConverter):
+    """A key converter that can fail (it refuses b"bad"), one key at a time."""
+
+    to_connect_data_never_fails = False
+
+    def to_connect_data(self, topic: str, data: Any, headers: Any = None) -> Any:
+        if data == b"bad":
+            raise DataException("bad key")
+        return super().to_connect_data(topic, data, headers)
+
+    def to_connect_data_batch(self, topic: str, data: Any, headers: Any) -> Any:
+        return [self.to_connect_data(topic, key) for key in data]
+
+
+def _keyed(keys: list[bytes]) -> MessageBatch:
+    messages = [
+        Message(
+            topic="orders",
+            partition=0,
+            offset=offset,
+            key=key,
+            value=b"v%d" % offset,
+            timestamp=(1, 1_700_000_000_000 + offset),
+        )
+        for offset, key in enumerate(keys)
+    ]
+    return MessageBatch(messages, "orders", 0)
+
+
+def _keys_runner(key: Any) -> tuple[SinkRunner, KeepingSink]:
+    task = KeepingSink()
+    value = _converter(StringConverter, False)
+    runner = SinkRunner(
+        task,
+        Pipeline(key, value, None),
+        HostSinkTaskContext({}, False),
+        ErrorPolicy({"errors.tolerance": "all"}),
+    )
+    return runner, task
+
+
+def test_keys_a_converter_cannot_fail_on_are_converted_only_when_a_record_is_read() -> None:
+    CountingKeys.converted = 0
+    runner, task = _keys_runner(_converter(CountingKeys, True))
+    runner.put(_keyed([b"k0", b"k1", b"k2"]).wire())
+    batch = task.batches[-1]
+    assert isinstance(batch, SinkRecordBatch)
+    assert batch.values == ("v0", "v1", "v2")
+    assert CountingKeys.converted == 0  # a task reading values only never pays for keys
+    assert [record.key for record in batch] == ["k0", "k1", "k2"]
+    assert CountingKeys.converted == 3
+
+
+def test_keys_a_converter_can_fail_on_are_converted_before_the_put() -> None:
+    runner, task = _keys_runner(_converter(StrictKeys, True))
+    actions = runner.put(_keyed([b"k0", b"bad", b"k2"]).wire())
+    # The bad key is the record's conversion error, tolerated and reported by its offset,
+    # though the task reads only the values: it never reaches the task.
+    assert [failed[2] for failed in actions[6]] == [1]
+    assert tuple(task.batches[-1].values) == ("v0", "v2")  # type: ignore[attr-defined]
 
 
 # -- source ------------------------------------------------------------------------------

@@ -55,6 +55,8 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
     undecodable bytes become U+FFFD rather than failing the record.
     """
 
+    # Undecodable bytes become U+FFFD: every input has an answer (plugin_api 0.1.4).
+    to_connect_data_never_fails = True
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.storage.StringConverter",)
 
     CONFIG_DEF = converter_config_def().define(
@@ -182,6 +184,7 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
 class ByteArrayConverter(VersionedPlugin, Converter, HeaderConverter):
     """Passes bytes through unchanged; the schema must be BYTES (or absent)."""
 
+    to_connect_data_never_fails = True  # bytes and None pass as they are
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.converters.ByteArrayConverter",)
 
     CONFIG_DEF = converter_config_def()
