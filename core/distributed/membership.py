@@ -210,6 +210,7 @@ class WorkerGroupMember:
 
     def poll(self, timeout_s: float) -> None:
         """Tick thread: join the group if needed (waiting up to ``timeout_s``), prove liveness.
+        While :attr:`joining` after it returns, call it again without a pause.
 
         Never raises for the group's own troubles (coordinator moves, refused joins): they
         are logged and retried on the next call.
@@ -251,6 +252,18 @@ class WorkerGroupMember:
         """Ask for a rebalance at the next :meth:`poll` (any thread)."""
         if self._coordinator is not None:
             self._coordinator.request_rejoin()
+
+    @property
+    def joining(self) -> bool:
+        """Whether a join this member sent is still in flight: then :meth:`poll` must be
+        called again at once. kafka-python completes a join only inside a call that awaits
+        it; one that completes between two calls is discarded, and the next call sends
+        another JoinGroup (a new round for the whole group). A leader whose rounds kept
+        ending ~1 s after its join, inside the tick thread's pause, rejoined 11 times in a
+        row this way (13 s) before one ended while it polled."""
+        coordinator = self._coordinator
+        task = coordinator._join_task if coordinator is not None else None
+        return task is not None and not task.is_done
 
     @property
     def rebalancing(self) -> bool:

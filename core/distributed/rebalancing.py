@@ -65,6 +65,9 @@ class Rebalancing(ConfigReactions):
             self._last_tick = time.monotonic()
             try:
                 member.poll(TICK_S)
+                while member.joining and not self._stopping.is_set():
+                    self._last_tick = time.monotonic()  # alive: a round takes seconds
+                    member.poll(TICK_S)
                 while (joined := member.take_assignment()) is not None:
                     self._on_joined(joined)
                 if self._rejoin_at is not None and time.monotonic() >= self._rejoin_at:

@@ -498,3 +498,80 @@ def test_workers_join_one_group_and_the_leader_assigns(
         stop.set()
         for thread in threads:
             thread.join(5)
+
+
+def _poll_like_the_tick_thread(member: WorkerGroupMember) -> None:
+    member.poll(0.2)
+    while member.joining:
+        member.poll(0.2)
+
+
+def test_a_join_still_in_flight_when_poll_returns_completes_on_the_next_poll(
+    broker: KafkaCluster, members: list[WorkerGroupMember]
+) -> None:
+    """kafka-python completes a join only inside a call that awaits it: a member whose poll
+    returned with its join in flight (the other member has not rejoined yet) says so with
+    ``joining``, and polling again at once ends that round, without a second one."""
+    group = f"copycat-test-{uuid.uuid4().hex[:8]}"
+    settings = GroupSettings(group, 6000, 500, 30_000, kafka_python_settings(_props(broker)))
+
+    def assign(leader: str, metadata: dict[str, MemberMetadata], generation: int):  # type: ignore[no-untyped-def]
+        url = metadata[leader].url
+        return {m: Assignment(0, leader, url, 0, Held(), Held(), 0) for m in metadata}
+
+    urls = ["http://w0", "http://w1"]
+
+    def metadata_of(i: int) -> Callable[[], MemberMetadata]:
+        return lambda: MemberMetadata(urls[i], 0, Held())
+
+    for i in range(2):
+        member = WorkerGroupMember(settings, metadata_of(i), assign)
+        member.start()
+        members.append(member)
+    other, member = members
+    may_poll, stop = threading.Event(), threading.Event()
+    may_poll.set()
+
+    def drive_other() -> None:
+        while not stop.is_set():
+            may_poll.wait()
+            _poll_like_the_tick_thread(other)
+            stop.wait(0.05)
+
+    thread = threading.Thread(target=drive_other, daemon=True)
+    thread.start()
+    try:
+
+        def settled() -> bool:
+            _poll_like_the_tick_thread(member)
+            return not member.rebalancing and member.generation == other.generation > 0
+
+        wait_for(settled, what="both members in one generation")
+        while member.take_assignment() is not None:
+            pass
+        before = member.generation
+
+        may_poll.clear()  # the other member cannot rejoin until this one's poll returned
+        time.sleep(0.3)
+        urls[1] = "http://w1-moved"  # new metadata: a round even if this one follows
+        member.request_rejoin()
+        member.poll(0.2)
+        assert member.joining
+        may_poll.set()
+        while member.joining:
+            member.poll(0.2)
+
+        assert not member.rebalancing
+        assert member.generation == before + 1
+        joined = member.take_assignment()
+        assert joined is not None and joined.generation == before + 1
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:  # and no further round follows
+            _poll_like_the_tick_thread(member)
+            time.sleep(0.05)
+        assert (member.generation, other.generation) == (before + 1, before + 1)
+        assert member.take_assignment() is None
+    finally:
+        stop.set()
+        may_poll.set()
+        thread.join(5)
