@@ -290,4 +290,7 @@ class WorkerGroupMember:
             except Exception as exc:  # noqa: BLE001 - leaving is best effort
                 log.warning("worker group %s: leaving failed: %s", self.settings.group_id, exc)
         if client is not None:
+            # The manager first: it ends kafka-python's metadata refresh loop, which otherwise
+            # outlives the client and logs an ERROR (a dead weak reference) at every shutdown.
+            client._manager.close()
             client._net.stop(LEAVE_TIMEOUT_MS)

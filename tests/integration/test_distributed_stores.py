@@ -8,7 +8,9 @@ what another Kafka Connect worker would read, not what our own reader accepts.
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import threading
 import time
 import uuid
@@ -575,3 +577,32 @@ def test_a_join_still_in_flight_when_poll_returns_completes_on_the_next_poll(
         stop.set()
         may_poll.set()
         thread.join(5)
+
+
+def test_a_member_that_joined_stops_without_an_error_in_the_log(
+    broker: KafkaCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kafka-python's metadata refresh loop ends with the member: it used to outlive it and
+    log "Metadata refresh loop error: weakly-referenced object no longer exists" at every
+    worker shutdown."""
+    group = f"copycat-test-{uuid.uuid4().hex[:8]}"
+    settings = GroupSettings(group, 6000, 500, 30_000, kafka_python_settings(_props(broker)))
+
+    def assign(leader: str, metadata: dict[str, MemberMetadata], generation: int):  # type: ignore[no-untyped-def]
+        return {m: Assignment(0, leader, "http://w", 0, Held(), Held(), 0) for m in metadata}
+
+    member = WorkerGroupMember(settings, lambda: MemberMetadata("http://w", 0, Held()), assign)
+    member.start()
+    try:
+
+        def joined() -> bool:
+            _poll_like_the_tick_thread(member)
+            return not member.rebalancing and member.generation > 0
+
+        wait_for(joined, what="the member in its group")
+    finally:
+        with caplog.at_level(logging.WARNING):
+            member.stop()
+            gc.collect()
+            time.sleep(1.0)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
