@@ -435,6 +435,19 @@ def test_internal_topics_are_created_compacted_and_uncompacted_ones_refused(
     ensure_internal_topics(admin, bad, check_compaction=False)  # the dev broker's switch
 
 
+def _group_settings(broker: KafkaCluster) -> GroupSettings:
+    """A new group on ``broker``: 6 s sessions, heartbeats every 0.5 s."""
+    group = f"copycat-test-{uuid.uuid4().hex[:8]}"
+    return GroupSettings(group, 6000, 500, 30_000, kafka_python_settings(_props(broker)))
+
+
+def _assign_nothing(
+    leader: str, metadata: dict[str, MemberMetadata], generation: int
+) -> dict[str, Assignment]:
+    url = metadata[leader].url
+    return {m: Assignment(0, leader, url, 0, Held(), Held(), 0) for m in metadata}
+
+
 @pytest.fixture
 def members(broker: KafkaCluster) -> Iterator[list[WorkerGroupMember]]:
     started: list[WorkerGroupMember] = []
@@ -446,8 +459,7 @@ def members(broker: KafkaCluster) -> Iterator[list[WorkerGroupMember]]:
 def test_workers_join_one_group_and_the_leader_assigns(
     broker: KafkaCluster, members: list[WorkerGroupMember]
 ) -> None:
-    group = f"copycat-test-{uuid.uuid4().hex[:8]}"
-    settings = GroupSettings(group, 6000, 500, 30_000, kafka_python_settings(_props(broker)))
+    settings = _group_settings(broker)
     leaders: list[str] = []
 
     def assign(leader: str, metadata: dict[str, MemberMetadata], generation: int):  # type: ignore[no-untyped-def]
@@ -514,12 +526,7 @@ def test_a_join_still_in_flight_when_poll_returns_completes_on_the_next_poll(
     """kafka-python completes a join only inside a call that awaits it: a member whose poll
     returned with its join in flight (the other member has not rejoined yet) says so with
     ``joining``, and polling again at once ends that round, without a second one."""
-    group = f"copycat-test-{uuid.uuid4().hex[:8]}"
-    settings = GroupSettings(group, 6000, 500, 30_000, kafka_python_settings(_props(broker)))
-
-    def assign(leader: str, metadata: dict[str, MemberMetadata], generation: int):  # type: ignore[no-untyped-def]
-        url = metadata[leader].url
-        return {m: Assignment(0, leader, url, 0, Held(), Held(), 0) for m in metadata}
+    settings = _group_settings(broker)
 
     urls = ["http://w0", "http://w1"]
 
@@ -527,7 +534,7 @@ def test_a_join_still_in_flight_when_poll_returns_completes_on_the_next_poll(
         return lambda: MemberMetadata(urls[i], 0, Held())
 
     for i in range(2):
-        member = WorkerGroupMember(settings, metadata_of(i), assign)
+        member = WorkerGroupMember(settings, metadata_of(i), _assign_nothing)
         member.start()
         members.append(member)
     other, member = members
@@ -585,13 +592,11 @@ def test_a_member_that_joined_stops_without_an_error_in_the_log(
     """kafka-python's metadata refresh loop ends with the member: it used to outlive it and
     log "Metadata refresh loop error: weakly-referenced object no longer exists" at every
     worker shutdown."""
-    group = f"copycat-test-{uuid.uuid4().hex[:8]}"
-    settings = GroupSettings(group, 6000, 500, 30_000, kafka_python_settings(_props(broker)))
+    settings = _group_settings(broker)
 
-    def assign(leader: str, metadata: dict[str, MemberMetadata], generation: int):  # type: ignore[no-untyped-def]
-        return {m: Assignment(0, leader, "http://w", 0, Held(), Held(), 0) for m in metadata}
-
-    member = WorkerGroupMember(settings, lambda: MemberMetadata("http://w", 0, Held()), assign)
+    member = WorkerGroupMember(
+        settings, lambda: MemberMetadata("http://w", 0, Held()), _assign_nothing
+    )
     member.start()
     try:
 
