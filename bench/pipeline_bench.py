@@ -172,8 +172,13 @@ QUEUE_FULL_WAIT_S = 0.05
 # producer id, 0.5 s on the dev broker), as the bare loop's untimed first record does.
 PRODUCER_READY_WAIT_S = 1.5
 # How often this process looks at Copycat's progress and committed offsets (it only decides
-# when a run is over; the timing itself comes from the loops' own progress points).
-POLL_S = 0.005
+# when a run is over; the timing itself comes from the loops' own progress points). Not
+# faster: this process is Copycat's worker, and its CPU counts as Copycat's, while the bare
+# loops run unobserved. At 5 ms this thread took 9-42 ns per 1 KiB record on Apache Kafka's
+# sink (1-3 % of Copycat's CPU, on cores the broker and the host were short of; 0-11 at 50
+# ms, bench/sink_threads.py, docs/benchmarks.md), and a loop in a plugin host reports its
+# progress once a slice (core/runtime/hosted.py's RUN_SLICE_S, 50 ms) anyway.
+POLL_S = 0.05
 # FileStreamSource's records per poll() (Kafka's default is 2000).
 SOURCE_BATCH = "5000"
 
