@@ -869,12 +869,14 @@ def report(
     cc: list[Any],
     cpu: tuple[list[float], list[float]],
 ) -> None:
-    """One table row: medians of the alternating runs, every pair's ratio, and the median CPU
-    time per record of each side (``cpu``: bare's, Copycat's)."""
+    """One table row: medians of the alternating runs, every pair's ratio in the order they
+    ran, and the median CPU time per record of each side (``cpu``: bare's, Copycat's).
+    (Rounds up to the twenty-first printed them sorted by Copycat's rate, which made them
+    seem to rise through a run: docs/benchmarks.md, twenty-first round.)"""
     bare_rates = [n / s for s, n in bare]
     cc_rates = [n / s for s, n in cc]
     b, c = statistics.median(bare_rates), statistics.median(cc_rates)
-    pairs = ", ".join(f"{x / y:.2f}" for x, y in sorted(zip(cc_rates, bare_rates, strict=True)))
+    pairs = ", ".join(f"{x / y:.2f}" for x, y in zip(cc_rates, bare_rates, strict=True))
     bare_us, cc_us = (statistics.median(side) * 1e6 for side in cpu)
     print(
         f"{label:<34}{c:>14,.0f}{c * mb_per_record:>8.1f}{b:>14,.0f}{b * mb_per_record:>8.1f}"
