@@ -5,8 +5,9 @@ FileStreamSink with its data path in the plugin host (issue 19, part 2).
 splits it per thread from ``/proc/<pid>/task/<tid>/schedstat``, over the same windows the
 bench times (first batch to last): on-CPU time, and run-queue time (runnable, waiting for a
 core) per record. Threads: ``main`` (the loop's thread), ``rdk:broker*`` (librdkafka's fetcher),
-``other`` (the rest: FileStreamSink's writer thread, the host's channel threads). Copycat's
-rows are the plugin host's threads (``host:``) and the bench process's (the worker).
+``other`` (the rest: the host's channel threads, and FileStreamSink's writer thread until the
+twenty-first round). Copycat's rows are the plugin host's threads (``host:``) and the bench
+process's (the worker).
 
 The runs alternate, bare first in even pairs. The bare loop runs in this process (not in a
 fresh one as pipeline_bench does since its eighteenth round): this compares where CPU goes, not

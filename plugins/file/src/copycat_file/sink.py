@@ -12,7 +12,6 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import BinaryIO
 
 from copycat_file._connector import ConfiguredConnector
@@ -120,19 +119,18 @@ class FileStreamSinkTask(SinkTask):
     """Appends each value as Kafka's task prints it (Java's ``toString()``, see
     :mod:`copycat_file._java_text`; bytes values decoded as UTF-8) + newline per record.
 
-    Each ``put()`` batch becomes one encoded chunk, written to the file by a writer thread
-    while the next batch is converted (the write system call releases the GIL). One chunk
-    at most is in flight: ``put()`` waits for the previous write first, and ``flush()``
-    waits for the last one, so the fsync before an offset commit covers every record put,
-    and a failed write fails the next ``put()`` or ``flush()`` before offsets move.
+    Each ``put()`` batch becomes one encoded chunk, written before ``put()`` returns, as
+    Kafka's task writes (a failed write fails that ``put()``, before its offsets can move).
+    Not from a writer thread: that thread needs the GIL to start its write, and the task's
+    thread holds it while it converts the next batch, so the write waited for it; on this
+    2-core machine a thread gave no wall time back, even with a core idle, and cost 40-60
+    ns of CPU per 1 KiB record (docs/benchmarks.md, twenty-first round).
     """
 
     def __init__(self) -> None:
         """Create an unstarted task."""
         self._filename: str | None = None
         self._out: BinaryIO | None = None
-        self._writer: ThreadPoolExecutor | None = None
-        self._pending: Future[int] | None = None
 
     def version(self) -> str:
         """Return the copycat-file version."""
@@ -146,7 +144,7 @@ class FileStreamSinkTask(SinkTask):
         """
         self._filename = CONFIG_DEF.parse(props)[FILE_CONFIG] or None
         if self._filename is None:
-            return  # stdout: written synchronously
+            return
         try:
             self._out = open(self._filename, "ab", buffering=WRITE_BUFFER_BYTES)  # noqa: SIM115
         except OSError as exc:
@@ -154,41 +152,31 @@ class FileStreamSinkTask(SinkTask):
                 f"Couldn't find or create file '{self._filename}' for FileStreamSinkTask: "
                 f"{exc.strerror or exc}"
             ) from exc
-        self._writer = ThreadPoolExecutor(1, thread_name_prefix="file-sink-writer")
 
     def put(self, records: Sequence[SinkRecord]) -> None:
         """Write one line per record: the value as Kafka's FileStreamSinkTask prints it
         (``null``, ``Struct{a=1}``, ``{k=v}``, ``1.0E7``, ...).
 
         Raises:
-            ConnectException: If the previous batch's write failed.
+            ConnectException: Naming the file if the write fails.
         """
         if not records:
             return
         chunk = lines_bytes(records)
-        if self._writer is None or self._out is None:
+        if self._out is None:
             sys.stdout.write(chunk.decode())
             return
-        self._wait_for_write()
-        self._pending = self._writer.submit(self._out.write, chunk)
-
-    def _wait_for_write(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is None:
-            return
         try:
-            pending.result()
+            self._out.write(chunk)
         except OSError as exc:
             raise ConnectException(f"Failed to write to file '{self._filename}': {exc}") from exc
 
     def flush(self, current_offsets: Mapping[TopicPartition, int]) -> None:
-        """Wait for the last write, flush the buffer and fsync the file, so committed offsets
-        never outrun the data.
+        """Flush the buffer and fsync the file, so committed offsets never outrun the data.
 
         Raises:
-            ConnectException: If a write, the flush or the fsync fails.
+            ConnectException: If the flush or the fsync fails.
         """
-        self._wait_for_write()
         try:
             if self._out is None:
                 sys.stdout.flush()
@@ -201,25 +189,16 @@ class FileStreamSinkTask(SinkTask):
             ) from exc
 
     def stop(self) -> None:
-        """Finish the last write, then flush and close the file (stdout is only flushed).
+        """Flush and close the file (stdout is only flushed).
 
-        A write or close that fails here is logged: its records were never flushed, so their
-        offsets were not committed and they are delivered again.
+        A close that fails here is logged: its records were never flushed, so their offsets
+        were not committed and they are delivered again.
         """
-        writer, self._writer = self._writer, None
         out, self._out = self._out, None
-        pending, self._pending = self._pending, None
-        if writer is None:
+        if out is None:
             sys.stdout.flush()
             return
         try:
-            if pending is not None:
-                pending.result()
+            out.close()
         except OSError as exc:
-            log.warning("FileStreamSinkTask: last write to '%s' failed: %s", self._filename, exc)
-        writer.shutdown(wait=True)
-        if out is not None:
-            try:
-                out.close()
-            except OSError as exc:
-                log.warning("FileStreamSinkTask: closing '%s' failed: %s", self._filename, exc)
+            log.warning("FileStreamSinkTask: closing '%s' failed: %s", self._filename, exc)
