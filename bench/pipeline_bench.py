@@ -872,7 +872,7 @@ def report(
     """One table row: medians of the alternating runs, every pair's ratio in the order they
     ran, and the median CPU time per record of each side (``cpu``: bare's, Copycat's).
     (Rounds up to the twenty-first printed them sorted by Copycat's rate, which made them
-    seem to rise through a run: docs/benchmarks.md, twenty-first round.)"""
+    seem to rise through a run: docs/benchmarks.md, twenty-second round.)"""
     bare_rates = [n / s for s, n in bare]
     cc_rates = [n / s for s, n in cc]
     b, c = statistics.median(bare_rates), statistics.median(cc_rates)

@@ -6,7 +6,7 @@ splits it per thread from ``/proc/<pid>/task/<tid>/schedstat``, over the same wi
 bench times (first batch to last): on-CPU time, and run-queue time (runnable, waiting for a
 core) per record. Threads: ``main`` (the loop's thread), ``rdk:broker*`` (librdkafka's fetcher),
 ``other`` (the rest: the host's channel threads, and FileStreamSink's writer thread until the
-twenty-first round). Copycat's rows are the plugin host's threads (``host:``) and the bench
+twenty-second round). Copycat's rows are the plugin host's threads (``host:``) and the bench
 process's (the worker).
 
 The runs alternate, bare first in even pairs. The bare loop runs in this process (not in a

@@ -124,7 +124,7 @@ class FileStreamSinkTask(SinkTask):
     Not from a writer thread: that thread needs the GIL to start its write, and the task's
     thread holds it while it converts the next batch, so the write waited for it; on this
     2-core machine a thread gave no wall time back, even with a core idle, and cost 40-60
-    ns of CPU per 1 KiB record (docs/benchmarks.md, twenty-first round).
+    ns of CPU per 1 KiB record (docs/benchmarks.md, twenty-second round).
     """
 
     def __init__(self) -> None:
