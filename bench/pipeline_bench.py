@@ -870,9 +870,11 @@ def report(
     cpu: tuple[list[float], list[float]],
 ) -> None:
     """One table row: medians of the alternating runs, every pair's ratio in the order they
-    ran, and the median CPU time per record of each side (``cpu``: bare's, Copycat's).
-    (Rounds up to the twenty-first printed them sorted by Copycat's rate, which made them
-    seem to rise through a run: docs/benchmarks.md, twenty-second round.)"""
+    ran, and the median CPU time per record of each side (``cpu``: bare's, Copycat's); then
+    each pair's CPU times, in the same order: a phase of the machine or of one side shows as
+    a stretch of pairs (docs/benchmarks.md, twenty-second round, saw one last a whole run).
+    (Rounds up to the twenty-first printed the ratios sorted by Copycat's rate, which made
+    them seem to rise through a run.)"""
     bare_rates = [n / s for s, n in bare]
     cc_rates = [n / s for s, n in cc]
     b, c = statistics.median(bare_rates), statistics.median(cc_rates)
@@ -884,6 +886,8 @@ def report(
         f"{bare_us:.2f}: {bare_us / cc_us:.2f})",
         flush=True,
     )
+    by_pair = ", ".join(f"{x * 1e6:.2f}/{y * 1e6:.2f}" for x, y in zip(cpu[1], cpu[0], strict=True))
+    print(f"{'':<34}(CPU us/record by pair, Copycat/bare: {by_pair})")
 
 
 def ms(seconds: list[float]) -> str:
