@@ -76,7 +76,13 @@ committed source offsets) before its number is printed. The ratio is Copycat / b
 path runs ``--repeats`` times, alternating, and prints the median and every pair's ratio.
 Which side runs first rotates too (with one data path: the bare loop in even repeats, Copycat
 in odd ones): with the bare loop always first, Copycat always ran right after the bare run's
-traffic and its topic's read-back.
+traffic and its topic's read-back. So ``--repeats`` is a multiple of the runs in a repeat
+(2 with one data path, 3 with both), each side first equally often: on the dev broker the
+1 KiB source's pairs alternated, 0.84-0.93 when the bare loop ran first in a repeat and
+1.02-1.21 when Copycat did (a repeat's first run is the faster), and with 9 repeats of two
+runs the bare loop ran first five times and Copycat four, so the bare loop's median was its
+slowest first run and Copycat's its fastest second one (docs/benchmarks.md, twenty-second
+round).
 
 Each timed bare loop runs in a fresh interpreter of its own, started as a plugin host is (the
 same glibc malloc settings and GC threshold; :func:`in_fresh_process`), as Copycat's data path
@@ -132,7 +138,8 @@ SOURCE_WORKER_PROPS = {**WORKER_PROPS, "offset.flush.interval.ms": "100"}
 # process); a median of three still moved by 0.2 between full runs, and one of five by
 # 0.1-0.25 for the 1 KiB source, which the broker paces (both sides send the same ~1 MB
 # requests, one in flight, and the broker's own CPU per run varied by 1.6x between
-# identical runs: docs/benchmarks.md, seventh round).
+# identical runs: docs/benchmarks.md, seventh round). Rounded up to a multiple of the runs in a
+# repeat (see the module docstring): 10 with one data path, 9 with both.
 REPEATS = 9
 # The bare loop's name among the runs of a repeat (see in_turn).
 BARE = "bare"
@@ -928,10 +935,23 @@ def main() -> None:
         default="both",
         help="task.data.path of the Copycat runs; both (default): host and worker side by side",
     )
-    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        help=f"a multiple of the runs in a repeat (2 with one data path, 3 with both); "
+        f"default: {REPEATS} rounded up to one",
+    )
     parser.add_argument("--no-scaling", action="store_true", help="skip the task scaling runs")
     args = parser.parse_args()
     modes = list(DATA_PATHS) if args.data_path == "both" else [args.data_path]
+    runs = 1 + len(modes)  # the bare loop and each data path, in turn (see in_turn)
+    if args.repeats is None:
+        args.repeats = -(-REPEATS // runs) * runs
+    elif args.repeats < runs or args.repeats % runs:
+        parser.error(
+            f"--repeats {args.repeats}: give a multiple of {runs} (the runs in a repeat), so "
+            "that each side runs first equally often"
+        )
     # Plugin venvs, output files and a broker's log take ~1 GB: removed however the run ends.
     with tempfile.TemporaryDirectory(prefix="copycat-pipeline-bench-") as tmp:
         work = Path(tmp)
