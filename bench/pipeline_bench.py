@@ -938,7 +938,7 @@ def main() -> None:
     parser.add_argument(
         "--repeats",
         type=int,
-        help=f"a multiple of the runs in a repeat (2 with one data path, 3 with both); "
+        help="a multiple of the runs in a repeat (2 with one data path, 3 with both); "
         f"default: {REPEATS} rounded up to one",
     )
     parser.add_argument("--no-scaling", action="store_true", help="skip the task scaling runs")
