@@ -577,6 +577,9 @@ class SinkRunner:
         self.errors = errors or ErrorPolicy()
         self._transform = _make_chain(pipeline.stages)
         self._convert = self._make_converter()
+        self._headers_later = sink_columns.headers_later(
+            pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
+        )
         if context._reporter is not None:
             context._reporter.task_class = f"{type(task).__module__}.{type(task).__qualname__}"
 
@@ -630,10 +633,11 @@ class SinkRunner:
         having added nothing to ``failed``, when the batch does not qualify or a converter
         raised on a column: the per-record path then converts it again and attributes the
         failure to its record. Without transforms the records are built when first read."""
-        prepared = sink_columns.prepare(batch)
+        prepared = sink_columns.prepare(batch, self._headers_later)
         if prepared is None:
             return None
         converters = (self.pipeline.key_converter, self.pipeline.value_converter)
+        hc = self.pipeline.header_converter
         try:
             key_pairs, schemas, values = sink_columns.convert(prepared, *converters)
         except sink_columns.BatchSizeError:
@@ -642,10 +646,12 @@ class SinkRunner:
             return None
         transform = self._transform
         if transform is None:
-            deferred: SinkRecordBatch = sink_columns.deferred(prepared, key_pairs, schemas, values)
+            deferred: SinkRecordBatch = sink_columns.deferred(
+                prepared, key_pairs, schemas, values, hc
+            )
             return deferred
         records: list[SinkRecord] = []
-        built = sink_columns.build(prepared, key_pairs, schemas, values)
+        built = sink_columns.build(prepared, key_pairs, schemas, values, hc)
         for index, record in enumerate(built):
             try:
                 transformed = transform(record)
@@ -667,14 +673,8 @@ class SinkRunner:
             topic, partition, offset, timestamp, ts_type, key, value, raw_headers = row
             headers = None
             if raw_headers:
-                headers = Headers()
                 try:
-                    for hkey, hvalue in raw_headers:
-                        if hc is None:
-                            headers.add(hkey, hvalue)
-                        else:
-                            sv = hc.to_connect_header(topic, hkey, hvalue)
-                            headers.add(hkey, sv.value, sv.schema)
+                    headers = sink_columns.connect_headers(hc, topic, raw_headers)
                 except Exception as exc:
                     raise StageFailure(HEADER_CONVERTER, hc, exc) from exc
             ks, kv = None, key

@@ -8,13 +8,16 @@ task that writes values only, such as FileStreamSink, reads :attr:`SinkRecordBat
 and never pays for them: ~0.2 us per record here, more than a bare consumer loop's whole
 Python work per 100 B record). With the data path in the host the batch is the consumer's
 own messages (:class:`copycat_batch.MessageBatch`), and only the fields a put() needs are
-read from them: values and headers always; keys too unless the key converter cannot fail
+read from them: values always; keys too unless the key converter cannot fail
 (``Converter.to_connect_data_never_fails``: StringConverter, ByteArrayConverter, or no
 converter), in which case they are read and converted with the offsets, partitions and
-timestamps, when the records are built.
+timestamps, when the records are built. Headers likewise are read before put() only to prove
+there are none, unless no converter reads them and the header converter cannot fail
+(:func:`headers_later`, the usual StringConverter and SimpleHeaderConverter): then a batch
+with headers qualifies too, and its headers are read and converted when the records are built.
 
-Anything else (headers, several topics, a converter refusing a column) returns None, and the
-runner converts record by record, attributing a failure to its record.
+Anything else (headers otherwise, several topics, a converter refusing a column) returns None,
+and the runner converts record by record, attributing a failure to its record.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from copycat_batch import (
 from plugin_api import (
     ConnectException,
     Converter,
+    HeaderConverter,
     Headers,
     SinkRecord,
     SinkRecordBatch,
@@ -55,9 +59,10 @@ Fields = tuple[Any, Sequence[int], Any, Any]
 
 
 class Prepared:
-    """One batch's topic and values, and how to read its keys and the rest (:data:`Fields`)."""
+    """One batch's topic and values, and how to read its keys, its headers (raw, per record; None
+    when no record has any) and the rest (:data:`Fields`)."""
 
-    __slots__ = ("topic", "size", "keys", "values", "fields")
+    __slots__ = ("topic", "size", "keys", "values", "headers", "fields")
 
     def __init__(
         self,
@@ -65,37 +70,75 @@ class Prepared:
         size: int,
         keys: Callable[[], Any],
         values: list[Any],
+        headers: Callable[[], list[Any] | None],
         fields: Callable[[], Fields],
     ) -> None:
         self.topic = topic
         self.size = size
         self.keys = keys  # gives a list, or one value shared by every record
         self.values = values
+        self.headers = headers
         self.fields = fields
 
 
-def prepare(batch: ConsumedBatch | MessageBatch) -> Prepared | None:
-    """The batch's columns if it qualifies (one topic, no headers, not empty), else None."""
+def headers_later(
+    key_converter: Converter | None,
+    value_converter: Converter | None,
+    header_converter: HeaderConverter | None,
+) -> bool:
+    """Whether a batch's headers may be left unread until its records are built: neither
+    converter reads them (``Converter.to_connect_data_reads_headers``) and converting them
+    cannot fail (``HeaderConverter.to_connect_header_never_fails``, or no header converter)."""
+
+    def reads(converter: Converter | None) -> bool:
+        if converter is None:
+            return False
+        return getattr(converter, "to_connect_data_reads_headers", True) is not False
+
+    never_fails = header_converter is None or (
+        getattr(header_converter, "to_connect_header_never_fails", False) is True
+    )
+    return never_fails and not reads(key_converter) and not reads(value_converter)
+
+
+def _no_headers() -> None:
+    return None
+
+
+def prepare(batch: ConsumedBatch | MessageBatch, later: bool) -> Prepared | None:
+    """The batch's columns if it qualifies (one topic, not empty, and no headers unless
+    ``later``: :func:`headers_later`), else None."""
     if type(batch) is MessageBatch:
-        return _prepare_messages(batch)
+        return _prepare_messages(batch, later)
     assert isinstance(batch, ConsumedBatch)
     topic = batch.topics
-    if type(topic) is not str or batch.headers is not None or not batch.size:
+    if type(topic) is not str or not batch.size:
+        return None
+    headers = batch.headers
+    if headers is not None and not later:
         return None
     return Prepared(
         topic,
         batch.size,
         lambda: batch.keys,
         batch.values,
+        lambda: headers,
         lambda: (batch.partitions, batch.offsets, batch.timestamps, batch.timestamp_types),
     )
 
 
-def _prepare_messages(batch: MessageBatch) -> Prepared | None:
+def _prepare_messages(batch: MessageBatch, later: bool) -> Prepared | None:
     messages = batch.messages
     if batch.topic is None:
-        return prepare(batch.columns)
-    if not batch.size or _none_or_list(field(messages, "headers")) is not None:
+        return prepare(batch.columns, later)
+    if not batch.size:
+        return None
+
+    def headers() -> list[Any] | None:
+        column: list[Any] | None = _none_or_list(field(messages, "headers"))
+        return column
+
+    if not later and headers() is not None:
         return None
 
     def fields() -> Fields:
@@ -110,6 +153,7 @@ def _prepare_messages(batch: MessageBatch) -> Prepared | None:
         batch.size,
         lambda: _shared(field(messages, "key")),
         field(messages, "value"),
+        headers if later else _no_headers,
         fields,
     )
 
@@ -218,14 +262,41 @@ def _column(value: Any, size: int) -> Iterable[Any]:
     return value if type(value) is list or type(value) is range else itertools.repeat(value, size)
 
 
+def connect_headers(
+    converter: HeaderConverter | None, topic: str, raw: Sequence[tuple[str, Any]] | None
+) -> Headers | None:
+    """A record's headers as the consumer gave them (``(key, bytes)`` pairs, or None), converted
+    (None when there are none); raises whatever the converter raised."""
+    if not raw:
+        return None
+    headers = Headers()
+    for key, data in raw:
+        if converter is None:
+            headers.add(key, data)
+        else:
+            converted = converter.to_connect_header(topic, key, data)
+            headers.add(key, converted.value, converted.schema)
+    return headers
+
+
 def build(
-    prepared: Prepared, key_pairs: Any, schemas: Any, values: Sequence[Any]
+    prepared: Prepared,
+    key_pairs: Any,
+    schemas: Any,
+    values: Sequence[Any],
+    header_converter: HeaderConverter | None,
 ) -> list[SinkRecord]:
     """The SinkRecords, built without a constructor call (a third of the per-record cost
     otherwise); tests/unit/isolation/test_sink_columns.py checks every slot is set as the
-    constructor sets it."""
+    constructor sets it. Headers are converted here (:func:`headers_later`)."""
     topic, size = prepared.topic, prepared.size
     partitions, offsets, timestamps, types = prepared.fields()
+    raw_headers = prepared.headers()
+    header_column: Iterable[Headers | None]
+    if raw_headers is None:
+        header_column = itertools.repeat(None, size)
+    else:
+        header_column = [connect_headers(header_converter, topic, raw) for raw in raw_headers]
     type_column: Iterable[Any]
     if type(types) is list:
         type_column = [_TIMESTAMP_TYPES[t] for t in types]
@@ -245,12 +316,13 @@ def build(
         key_pairs,
         _column(schemas, size),
         values,
+        header_column,
         strict=True,
     )
     for partition, offset, timestamp, timestamp_type, (
         key_schema,
         key,
-    ), value_schema, value in columns:
+    ), value_schema, value, headers in columns:
         record = new(cls)
         record.topic = topic
         record.kafka_partition = partition
@@ -259,7 +331,7 @@ def build(
         record.value_schema = value_schema
         record.value = value
         record.timestamp = timestamp
-        record._headers = None
+        record._headers = headers
         record.kafka_offset = offset
         record.timestamp_type = timestamp_type
         record.original_topic = topic
@@ -270,7 +342,13 @@ def build(
 
 
 def deferred(
-    prepared: Prepared, key_pairs: Any, schemas: Any, values: Sequence[Any]
+    prepared: Prepared,
+    key_pairs: Any,
+    schemas: Any,
+    values: Sequence[Any],
+    header_converter: HeaderConverter | None,
 ) -> SinkRecordBatch:
     """The batch a task without transforms gets: values now, records when first read."""
-    return SinkRecordBatch(values, lambda: build(prepared, key_pairs, schemas, values))
+    return SinkRecordBatch(
+        values, lambda: build(prepared, key_pairs, schemas, values, header_converter)
+    )

@@ -64,6 +64,14 @@ class Converter(Versioned, ABC):
     #: would surface inside the task's ``put()``, not as a record's conversion error.
     #: (Since plugin_api 0.1.4.)
     to_connect_data_never_fails: ClassVar[bool] = False
+    #: False when :meth:`to_connect_data` (and its batch and column methods) give the same
+    #: answer whatever headers they are passed, as StringConverter, ByteArrayConverter and
+    #: JsonConverter do. When the key and value converters of a sink both say so and its
+    #: header converter cannot fail (:attr:`HeaderConverter.to_connect_header_never_fails`),
+    #: a sink's runtime converts a batch's keys and values without reading its headers, and
+    #: reads and converts the headers only when the task reads a record. Leave it True (the
+    #: default) if the headers can change a result. (Since plugin_api 0.1.5.)
+    to_connect_data_reads_headers: ClassVar[bool] = True
 
     def configure(self, configs: Mapping[str, object], is_key: bool) -> None:
         """Configure once before use; ``is_key`` says whether it converts keys."""
@@ -148,6 +156,15 @@ class Converter(Versioned, ABC):
 
 class HeaderConverter(Versioned, ABC):
     """Converts header values between Connect data and bytes (same threading as Converter)."""
+
+    #: True when :meth:`to_connect_header` answers every ``bytes`` or ``None`` it is given
+    #: without raising and depends on nothing but its input (SimpleHeaderConverter falls back
+    #: to the raw bytes; StringConverter replaces text that does not decode). A sink's
+    #: runtime may then convert a record's headers only when the task reads the record (see
+    #: :attr:`Converter.to_connect_data_reads_headers`). A header converter that can fail
+    #: must leave it False (the default): its errors would surface inside the task's
+    #: ``put()``, not as the record's conversion error. (Since plugin_api 0.1.5.)
+    to_connect_header_never_fails: ClassVar[bool] = False
 
     def configure(self, configs: Mapping[str, object]) -> None:
         """Configure once before use."""

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime
 import decimal
+from typing import Any
 
 import pytest
-from copycat_converters import SimpleHeaderConverter
+from copycat_converters import SimpleHeaderConverter, simple_header
 from copycat_converters._values import convert_to_string, parse_string
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plugin_api import (
     BOOLEAN_SCHEMA,
@@ -162,3 +165,37 @@ def test_round_trip_through_text() -> None:
 
 def test_invalid_utf8_still_decodes(converter: SimpleHeaderConverter) -> None:
     assert converter.to_connect_header("t", "h", b"\xff\xfe") == (STRING_SCHEMA, "\ufffd\ufffd")
+
+
+# Header-like text: Kafka's delimiters and literals mixed with anything, so the parser meets
+# unterminated arrays and maps, bad numbers and temporals, and plain text.
+_HEADER_TEXT = st.lists(
+    st.sampled_from(["[", "]", "{", "}", ":", ",", '"', "\\", "1", "-", "e9", "true", "null"])
+    | st.text(max_size=4),
+    max_size=12,
+).map("".join)
+
+
+KNOWN_TYPES = {"STRING", "BOOLEAN", "INT8", "INT16", "INT32", "INT64", "FLOAT32", "FLOAT64"}
+KNOWN_TYPES |= {"BYTES", "ARRAY", "MAP", "STRUCT"}
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=st.binary(max_size=40) | _HEADER_TEXT.map(str.encode))
+def test_reading_a_header_never_fails(data: bytes) -> None:
+    # to_connect_header_never_fails lets a sink's runtime convert headers only when a task
+    # reads a record: any input must have an answer.
+    converter = SimpleHeaderConverter()
+    assert converter.to_connect_header_never_fails is True
+    schema, value = converter.to_connect_header("t", "h", data)
+    assert schema is None or schema.type.name in KNOWN_TYPES
+
+
+def test_an_unexpected_parser_error_gives_the_bytes(
+    converter: SimpleHeaderConverter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(text: str) -> Any:
+        raise TypeError("a parser bug")
+
+    monkeypatch.setattr(simple_header, "parse_string", broken)
+    assert converter.to_connect_header("t", "h", b"[1,") == (BYTES_SCHEMA, b"[1,")

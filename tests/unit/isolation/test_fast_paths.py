@@ -19,6 +19,7 @@ from typing import Any
 from confluent_kafka import Message
 from copycat_converters.json_converter import JsonConverter
 from copycat_converters.simple import ByteArrayConverter, StringConverter
+from copycat_converters.simple_header import SimpleHeaderConverter
 from copycat_file import FileStreamSinkTask
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -93,19 +94,54 @@ def _converter(cls: type, is_key: bool, **configs: Any) -> Any:
     return converter
 
 
+class HeaderCounting(StringConverter):
+    """A converter whose answers depend on the headers (it prefixes how many there are)."""
+
+    to_connect_data_reads_headers = True
+
+    def to_connect_data(self, topic: str, data: Any, headers: Any = None) -> Any:
+        schema, text = super().to_connect_data(topic, data, headers)
+        return schema, f"{len(headers or ())}:{text}"
+
+    def to_connect_data_batch(self, topic: str, data: Any, headers: Any) -> Any:
+        return [self.to_connect_data(topic, d, h) for d, h in zip(data, headers, strict=True)]
+
+    def to_connect_data_column(self, topic: str, data: Any, headers: Any) -> Any:
+        return None
+
+
+class StrictHeaders(SimpleHeaderConverter):
+    """A header converter that can fail: it refuses empty header values."""
+
+    to_connect_header_never_fails = False
+
+    def to_connect_header(self, topic: str, header_key: str, data: Any) -> Any:
+        if data == b"":
+            raise DataException(f"empty header {header_key}")
+        return super().to_connect_header(topic, header_key, data)
+
+
 CONVERTERS = {
     "string": lambda is_key: _converter(StringConverter, is_key),
     "bytes": lambda is_key: _converter(ByteArrayConverter, is_key),
     "json": lambda is_key: _converter(JsonConverter, is_key, **{"schemas.enable": "false"}),
+    "headers": lambda is_key: _converter(HeaderCounting, is_key),
+}
+HEADER_CONVERTERS = {
+    "none": lambda: None,
+    "simple": SimpleHeaderConverter,
+    "string": lambda: _converter(StringConverter, False),
+    "strict": StrictHeaders,
 }
 
 
-def _sink(name: str, transform: bool) -> tuple[SinkRunner, KeepingSink]:
+def _sink(name: str, transform: bool, header: str = "none") -> tuple[SinkRunner, KeepingSink]:
     task = KeepingSink()
     stages = [TransformStage("up", Uppercase())] if transform else []
+    converters = (CONVERTERS[name](True), CONVERTERS[name](False), HEADER_CONVERTERS[header]())
     runner = SinkRunner(
         task,
-        Pipeline(CONVERTERS[name](True), CONVERTERS[name](False), None, stages),
+        Pipeline(*converters, stages),
         HostSinkTaskContext({}, False),
         ErrorPolicy({"errors.tolerance": "all"}),
     )
@@ -121,6 +157,11 @@ payloads = st.one_of(
     st.binary(max_size=12),
     st.text(max_size=8).map(str.encode),
     st.integers(-5, 5).map(lambda i: str(i).encode()),
+)
+# Header values SimpleHeaderConverter reads as other types, or cannot read.
+header_payloads = payloads | st.sampled_from([b"", b"[1,2]", b"{a:1}", b"[1,", b"true", b"2e9"])
+header_lists: st.SearchStrategy[Any] = st.lists(
+    st.tuples(st.sampled_from(["h", "trace"]), header_payloads), max_size=2
 )
 
 
@@ -148,7 +189,7 @@ def consumed(draw: st.DrawFn) -> list[Message]:
                 offset=offset,
                 key=draw(payloads) if with_keys else None,
                 value=draw(payloads),
-                headers=[("h", draw(payloads))] if with_headers and draw(st.booleans()) else None,
+                headers=draw(header_lists) if with_headers and draw(st.booleans()) else None,
                 timestamp=(kind, 1_700_000_000_000 + offset if kind else -1),
             )
         )
@@ -168,16 +209,17 @@ def _put(runner: SinkRunner, task: KeepingSink, wire: tuple[Any, ...]) -> tuple[
 @given(
     messages=consumed(),
     converter=st.sampled_from(sorted(CONVERTERS)),
+    header=st.sampled_from(sorted(HEADER_CONVERTERS)),
     transform=st.booleans(),
     hints=st.booleans(),
 )
 def test_a_put_of_messages_gives_the_records_of_the_per_record_path(
-    messages: list[Message], converter: str, transform: bool, hints: bool
+    messages: list[Message], converter: str, header: str, transform: bool, hints: bool
 ) -> None:
     topic = _shared_or_none([m.topic() for m in messages]) if hints else None
     partition = _shared_or_none([m.partition() for m in messages]) if hints else None
     columns = ConsumedBatch.from_messages(messages)
-    runner, task = _sink(converter, transform)
+    runner, task = _sink(converter, transform, header)
     # The straightforward path: every row through the per-record converter (a SinkRecord
     # constructed per message), failures tolerated and listed by the runner's own recovery.
     expected: list[SinkRecord] = []
@@ -193,7 +235,7 @@ def test_a_put_of_messages_gives_the_records_of_the_per_record_path(
         MessageBatch(messages, topic, partition).wire(),
         ConsumedBatch.from_messages(messages).wire(),
     ):
-        runner, task = _sink(converter, transform)
+        runner, task = _sink(converter, transform, header)
         batch, actions = _put(runner, task, wire)
         assert isinstance(batch, SinkRecordBatch)
         values = batch.values  # read before any record is built
@@ -319,6 +361,77 @@ def test_keys_a_converter_can_fail_on_are_converted_before_the_put() -> None:
     # though the task reads only the values: it never reaches the task.
     assert [failed[2] for failed in actions[6]] == [1]
     assert tuple(task.batches[-1].values) == ("v0", "v2")  # type: ignore[attr-defined]
+
+
+class CountingHeaders(SimpleHeaderConverter):
+    """SimpleHeaderConverter (which cannot fail) counting the header values it converts."""
+
+    converted = 0
+
+    def to_connect_header(self, topic: str, header_key: str, data: Any) -> Any:
+        CountingHeaders.converted += 1
+        return super().to_connect_header(topic, header_key, data)
+
+
+def _with_headers(headers: list[Any]) -> MessageBatch:
+    messages = [
+        Message(
+            topic="orders",
+            partition=0,
+            offset=offset,
+            value=b"v%d" % offset,
+            headers=raw,
+            timestamp=(1, 1_700_000_000_000 + offset),
+        )
+        for offset, raw in enumerate(headers)
+    ]
+    return MessageBatch(messages, "orders", 0)
+
+
+def _headers_runner(header: Any, value: Any = None) -> tuple[SinkRunner, KeepingSink]:
+    task = KeepingSink()
+    value = value or _converter(StringConverter, False)
+    runner = SinkRunner(
+        task,
+        Pipeline(_converter(StringConverter, True), value, header),
+        HostSinkTaskContext({}, False),
+        ErrorPolicy({"errors.tolerance": "all"}),
+    )
+    return runner, task
+
+
+HEADERS = [[("trace", b"42")], None, [("trace", b""), ("h", b"[1,2]")]]
+
+
+def test_headers_no_converter_reads_are_converted_only_when_a_record_is_read() -> None:
+    CountingHeaders.converted = 0
+    runner, task = _headers_runner(CountingHeaders())
+    runner.put(_with_headers(HEADERS).wire())
+    batch = task.batches[-1]
+    assert isinstance(batch, SinkRecordBatch)
+    assert batch.values == ("v0", "v1", "v2")
+    assert CountingHeaders.converted == 0  # a task reading values only never pays for them
+    assert [[(h.key, h.value) for h in record.headers] for record in batch] == [
+        [("trace", 42)],
+        [],
+        [("trace", ""), ("h", [1, 2])],
+    ]
+    assert CountingHeaders.converted == 3
+
+
+def test_headers_a_header_converter_can_fail_on_are_converted_before_the_put() -> None:
+    runner, task = _headers_runner(StrictHeaders())
+    actions = runner.put(_with_headers(HEADERS).wire())
+    # The empty header value is the record's conversion error, tolerated and reported by its
+    # offset, though the task reads only the values: it never reaches the task.
+    assert [failed[2] for failed in actions[6]] == [2]
+    assert tuple(task.batches[-1].values) == ("v0", "v1")  # type: ignore[attr-defined]
+
+
+def test_headers_reach_a_value_converter_that_reads_them() -> None:
+    runner, task = _headers_runner(CountingHeaders(), _converter(HeaderCounting, False))
+    runner.put(_with_headers(HEADERS).wire())
+    assert tuple(task.batches[-1].values) == ("1:v0", "0:v1", "2:v2")  # type: ignore[attr-defined]
 
 
 # -- source ------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The sink runner's column path gives the task exactly what the per-record path gives it.
 
-A batch of one topic without headers is converted column by column and its SinkRecords are
-built without the constructor (isolation/_hostside/copycat_pipeline.py); everything else, and
-any batch a converter refuses, goes record by record. These tests run the host-side runner in
+A batch of one topic (without headers, unless no converter reads them and the header converter
+cannot fail) is converted column by column and its SinkRecords are built without the
+constructor (isolation/_hostside/copycat_pipeline.py); everything else, and any batch a
+converter refuses, goes record by record. These tests run the host-side runner in
 this process with the bundled converters.
 """
 
@@ -221,9 +222,13 @@ def test_without_tolerance_a_failing_transform_fails_the_put() -> None:
         runner.put(ConsumedBatch.from_rows(_rows(8)).wire())
 
 
-def test_headers_take_the_per_record_path_and_keep_their_values() -> None:
+@pytest.mark.parametrize("value", [StringConverter, JsonConverter])
+def test_headers_without_a_header_converter_keep_their_bytes(value: type) -> None:
     rows = [r[:7] + ([("trace", b"abc")],) for r in _rows(3)]
-    runner, task = _runner(None, _converter(StringConverter))
+    rows = [(*r[:6], b'"v"', r[7]) for r in rows]
+    runner, task = _runner(None, _converter(value, **{"schemas.enable": "false"}))
     runner.put(ConsumedBatch.from_rows(rows).wire())
+    by_constructor = [runner._convert(row) for row in rows]  # the per-record path
+    assert [_slots(r) for r in task.records] == [_slots(r) for r in by_constructor]
     assert [h.key for h in task.records[2].headers] == ["trace"]
     assert task.records[2].headers.last_with_name("trace").value == b"abc"

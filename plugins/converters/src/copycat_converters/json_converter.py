@@ -204,6 +204,7 @@ def _type_error(schema: Schema | None, value: object) -> DataException:
 class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
     """Kafka Connect's JsonConverter; see the module docstring for the format."""
 
+    to_connect_data_reads_headers = False  # plugin_api 0.1.5
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.json.JsonConverter",)
 
     CONFIG_DEF = CONFIG_DEF

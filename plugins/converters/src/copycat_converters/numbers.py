@@ -64,6 +64,8 @@ _CONFIG_DEF = converter_config_def()
 class _NumberConverter(VersionedPlugin, Converter, HeaderConverter):
     """Shared body: a ``struct`` format plus the schema returned on read."""
 
+    to_connect_data_reads_headers = False  # plugin_api 0.1.5
+
     TYPE_NAME: str
     SCHEMA: Schema
     _FORMAT: struct.Struct
@@ -187,6 +189,7 @@ class DoubleConverter(_NumberConverter):
 class BooleanConverter(VersionedPlugin, Converter, HeaderConverter):
     """BOOLEAN as one byte, 0x01 for true and 0x00 for false (Kafka's ``BooleanSerializer``)."""
 
+    to_connect_data_reads_headers = False  # plugin_api 0.1.5
     KAFKA_CLASS_ALIASES = (_KAFKA_PACKAGE + "BooleanConverter",)
     _TRUE = b"\x01"
     _FALSE = b"\x00"

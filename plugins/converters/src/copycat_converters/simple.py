@@ -55,8 +55,11 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
     undecodable bytes become U+FFFD rather than failing the record.
     """
 
-    # Undecodable bytes become U+FFFD: every input has an answer (plugin_api 0.1.4).
+    # Undecodable bytes become U+FFFD: every input has an answer (plugin_api 0.1.4), as a
+    # header too; headers change nothing (0.1.5).
     to_connect_data_never_fails = True
+    to_connect_header_never_fails = True
+    to_connect_data_reads_headers = False
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.storage.StringConverter",)
 
     CONFIG_DEF = converter_config_def().define(
@@ -184,7 +187,10 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
 class ByteArrayConverter(VersionedPlugin, Converter, HeaderConverter):
     """Passes bytes through unchanged; the schema must be BYTES (or absent)."""
 
-    to_connect_data_never_fails = True  # bytes and None pass as they are
+    # bytes and None pass as they are, as headers too; headers change nothing.
+    to_connect_data_never_fails = True
+    to_connect_header_never_fails = True
+    to_connect_data_reads_headers = False
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.converters.ByteArrayConverter",)
 
     CONFIG_DEF = converter_config_def()

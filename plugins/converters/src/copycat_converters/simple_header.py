@@ -3,8 +3,8 @@
 Header values are written as UTF-8 text in the format of Kafka's
 ``Values.convertToString`` (see :mod:`copycat_converters._values`); schemas are not
 written but inferred on read with ``Values.parseString``. Text that cannot be decoded
-into a value is returned as a string; an unexpected parse failure returns the raw
-bytes with ``BYTES_SCHEMA``, as Kafka does.
+into a value is returned as a string; any other parse failure returns the raw bytes with
+``BYTES_SCHEMA``, as Kafka does: reading a header never fails.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from plugin_api import (
     BYTES_SCHEMA,
     NULL_SCHEMA_AND_VALUE,
     ConfigDef,
-    DataException,
     HeaderConverter,
     Schema,
     SchemaAndValue,
@@ -32,6 +31,8 @@ log = logging.getLogger(__name__)
 class SimpleHeaderConverter(VersionedPlugin, HeaderConverter):
     """Writes header values as strings and infers their schema when reading them back."""
 
+    # Anything the parser cannot read falls back to the raw bytes (plugin_api 0.1.5).
+    to_connect_header_never_fails = True
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.storage.SimpleHeaderConverter",)
 
     CONFIG_DEF = ConfigDef()
@@ -60,7 +61,7 @@ class SimpleHeaderConverter(VersionedPlugin, HeaderConverter):
             return NULL_SCHEMA_AND_VALUE
         try:
             return parse_string(bytes(data).decode("utf-8", errors="replace"))
-        except (DataException, ValueError, ArithmeticError, RecursionError) as exc:
+        except Exception as exc:  # noqa: BLE001 - as Kafka's (Throwable): the bytes, as they are
             log.warning(
                 "Failed to deserialize value for header %r on topic %r, so using byte array: %s",
                 header_key,
