@@ -12,6 +12,7 @@ confluent-kafka's ``Message`` objects are made directly (its constructor takes e
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -315,7 +316,8 @@ class StrictKeys(StringConverter):
         return [self.to_connect_data(topic, key) for key in data]
 
 
-def _keyed(keys: list[bytes]) -> MessageBatch:
+def _batch(*, keys: Sequence[Any] = (), headers: Sequence[Any] = ()) -> MessageBatch:
+    """Messages of orders-0 with values v0, v1, ... and these keys or headers."""
     messages = [
         Message(
             topic="orders",
@@ -323,19 +325,21 @@ def _keyed(keys: list[bytes]) -> MessageBatch:
             offset=offset,
             key=key,
             value=b"v%d" % offset,
+            headers=raw,
             timestamp=(1, 1_700_000_000_000 + offset),
         )
-        for offset, key in enumerate(keys)
+        for offset, (key, raw) in enumerate(itertools.zip_longest(keys, headers))
     ]
     return MessageBatch(messages, "orders", 0)
 
 
-def _keys_runner(key: Any) -> tuple[SinkRunner, KeepingSink]:
+def _runner(
+    key: Any = None, value: Any = None, header: Any = None
+) -> tuple[SinkRunner, KeepingSink]:
     task = KeepingSink()
-    value = _converter(StringConverter, False)
     runner = SinkRunner(
         task,
-        Pipeline(key, value, None),
+        Pipeline(key, value or _converter(StringConverter, False), header),
         HostSinkTaskContext({}, False),
         ErrorPolicy({"errors.tolerance": "all"}),
     )
@@ -344,8 +348,8 @@ def _keys_runner(key: Any) -> tuple[SinkRunner, KeepingSink]:
 
 def test_keys_a_converter_cannot_fail_on_are_converted_only_when_a_record_is_read() -> None:
     CountingKeys.converted = 0
-    runner, task = _keys_runner(_converter(CountingKeys, True))
-    runner.put(_keyed([b"k0", b"k1", b"k2"]).wire())
+    runner, task = _runner(_converter(CountingKeys, True))
+    runner.put(_batch(keys=[b"k0", b"k1", b"k2"]).wire())
     batch = task.batches[-1]
     assert isinstance(batch, SinkRecordBatch)
     assert batch.values == ("v0", "v1", "v2")
@@ -355,8 +359,8 @@ def test_keys_a_converter_cannot_fail_on_are_converted_only_when_a_record_is_rea
 
 
 def test_keys_a_converter_can_fail_on_are_converted_before_the_put() -> None:
-    runner, task = _keys_runner(_converter(StrictKeys, True))
-    actions = runner.put(_keyed([b"k0", b"bad", b"k2"]).wire())
+    runner, task = _runner(_converter(StrictKeys, True))
+    actions = runner.put(_batch(keys=[b"k0", b"bad", b"k2"]).wire())
     # The bad key is the record's conversion error, tolerated and reported by its offset,
     # though the task reads only the values: it never reaches the task.
     assert [failed[2] for failed in actions[6]] == [1]
@@ -373,40 +377,13 @@ class CountingHeaders(SimpleHeaderConverter):
         return super().to_connect_header(topic, header_key, data)
 
 
-def _with_headers(headers: list[Any]) -> MessageBatch:
-    messages = [
-        Message(
-            topic="orders",
-            partition=0,
-            offset=offset,
-            value=b"v%d" % offset,
-            headers=raw,
-            timestamp=(1, 1_700_000_000_000 + offset),
-        )
-        for offset, raw in enumerate(headers)
-    ]
-    return MessageBatch(messages, "orders", 0)
-
-
-def _headers_runner(header: Any, value: Any = None) -> tuple[SinkRunner, KeepingSink]:
-    task = KeepingSink()
-    value = value or _converter(StringConverter, False)
-    runner = SinkRunner(
-        task,
-        Pipeline(_converter(StringConverter, True), value, header),
-        HostSinkTaskContext({}, False),
-        ErrorPolicy({"errors.tolerance": "all"}),
-    )
-    return runner, task
-
-
 HEADERS = [[("trace", b"42")], None, [("trace", b""), ("h", b"[1,2]")]]
 
 
 def test_headers_no_converter_reads_are_converted_only_when_a_record_is_read() -> None:
     CountingHeaders.converted = 0
-    runner, task = _headers_runner(CountingHeaders())
-    runner.put(_with_headers(HEADERS).wire())
+    runner, task = _runner(header=CountingHeaders())
+    runner.put(_batch(headers=HEADERS).wire())
     batch = task.batches[-1]
     assert isinstance(batch, SinkRecordBatch)
     assert batch.values == ("v0", "v1", "v2")
@@ -420,8 +397,8 @@ def test_headers_no_converter_reads_are_converted_only_when_a_record_is_read() -
 
 
 def test_headers_a_header_converter_can_fail_on_are_converted_before_the_put() -> None:
-    runner, task = _headers_runner(StrictHeaders())
-    actions = runner.put(_with_headers(HEADERS).wire())
+    runner, task = _runner(header=StrictHeaders())
+    actions = runner.put(_batch(headers=HEADERS).wire())
     # The empty header value is the record's conversion error, tolerated and reported by its
     # offset, though the task reads only the values: it never reaches the task.
     assert [failed[2] for failed in actions[6]] == [2]
@@ -429,8 +406,8 @@ def test_headers_a_header_converter_can_fail_on_are_converted_before_the_put() -
 
 
 def test_headers_reach_a_value_converter_that_reads_them() -> None:
-    runner, task = _headers_runner(CountingHeaders(), _converter(HeaderCounting, False))
-    runner.put(_with_headers(HEADERS).wire())
+    runner, task = _runner(None, _converter(HeaderCounting, False), CountingHeaders())
+    runner.put(_batch(headers=HEADERS).wire())
     assert tuple(task.batches[-1].values) == ("1:v0", "0:v1", "2:v2")  # type: ignore[attr-defined]
 
 
