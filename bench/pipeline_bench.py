@@ -158,9 +158,11 @@ JVM_WARM_UP_ROUNDS = 2
 # gets a core when decided a ~1 s run).
 COUNTS = ((100, 2_000_000), (1024, 500_000))
 # A sink reads this many copies of the input (the records Copycat's first source run wrote,
-# then the same lines again from the bare producer, untimed): sinks move records 2-3x faster
-# than sources, so one copy made runs of 0.5-0.7 s.
-SINK_COPIES = 2
+# then the same lines again from the bare producer, untimed), so that its runs last 2-3 s as
+# the sources' do. Sinks move records 2-4x faster than sources: one copy made runs of
+# 0.5-0.7 s; with two, Apache Kafka's 1 KiB sink ran 0.8-0.9 s (1.2M records/s) and its pairs
+# ranged 0.75-1.62 (docs/benchmarks.md, twenty-third round). Four: 1.7-3.8 s a run.
+SINK_COPIES = 4
 # The data paths a run compares side by side (task.data.path, docs/architecture.md).
 DATA_PATHS = ("host", "worker")
 # The bare producer is told to report failed deliveries only (a client-side reporting choice:
@@ -876,7 +878,8 @@ def report(
     cc: list[Any],
     cpu: tuple[list[float], list[float]],
 ) -> None:
-    """One table row: medians of the alternating runs, every pair's ratio in the order they
+    """One table row: medians of the alternating runs and their ratio (to three places: two
+    showed 0.8991 as 0.90 in the twenty-third round), every pair's ratio in the order they
     ran, and the median CPU time per record of each side (``cpu``: bare's, Copycat's); then
     each pair's CPU times, in the same order: a phase of the machine or of one side shows as
     a stretch of pairs (docs/benchmarks.md, twenty-second round, saw one last a whole run).
@@ -889,7 +892,7 @@ def report(
     bare_us, cc_us = (statistics.median(side) * 1e6 for side in cpu)
     print(
         f"{label:<34}{c:>14,.0f}{c * mb_per_record:>8.1f}{b:>14,.0f}{b * mb_per_record:>8.1f}"
-        f"{c / b:>8.2f}   (median of {len(cc)}; pairs {pairs}; CPU us/record {cc_us:.2f} vs "
+        f"{c / b:>8.3f}   (median of {len(cc)}; pairs {pairs}; CPU us/record {cc_us:.2f} vs "
         f"{bare_us:.2f}: {bare_us / cc_us:.2f})",
         flush=True,
     )
