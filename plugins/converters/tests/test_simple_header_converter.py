@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from copycat_converters import SimpleHeaderConverter, simple_header
-from copycat_converters._values import convert_to_string, parse_string
+from copycat_converters._values import _Parser, _ValueParser, convert_to_string, parse_string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -199,3 +199,23 @@ def test_an_unexpected_parser_error_gives_the_bytes(
 
     monkeypatch.setattr(simple_header, "parse_string", broken)
     assert converter.to_connect_header("t", "h", b"[1,") == (BYTES_SCHEMA, b"[1,")
+
+
+# Text without delimiters (one token): numbers, dates, times, literals, words, whitespace.
+_TOKEN_TEXT = st.lists(
+    st.sampled_from(["1", "0", "9", "-", "+", ".", "e", "E", "T", "Z", "2024-03-05", "null"])
+    | st.sampled_from(["true", "false", " ", "\t", "\\", "x", "NaN", "Infinity", "_", "é"])
+    | st.text(max_size=3),
+    max_size=8,
+).map("".join)
+
+
+@settings(max_examples=600, deadline=None)
+@given(text=_TOKEN_TEXT | _HEADER_TEXT)
+def test_parsing_without_the_tokenizer_gives_what_the_tokenizer_gives(text: str) -> None:
+    by_tokenizer = _ValueParser(_Parser(text)).parse(embedded=False) if text else None
+    expected = (STRING_SCHEMA, text) if not text else by_tokenizer or (None, None)
+    parsed = parse_string(text)
+    assert parsed == expected
+    assert parsed.schema == expected[0]  # Schema equality, and INT8 is not INT16
+    assert type(parsed.value) is type(expected[1])
