@@ -219,3 +219,24 @@ def test_parsing_without_the_tokenizer_gives_what_the_tokenizer_gives(text: str)
     assert parsed == expected
     assert parsed.schema == expected[0]  # Schema equality, and INT8 is not INT16
     assert type(parsed.value) is type(expected[1])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    number=st.integers(-(2**70), 2**70)
+    | st.integers(-(2**15), 2**15)
+    | st.integers(2**63 - 2, 10**19).flatmap(lambda n: st.sampled_from([n, -n])),
+    sign=st.sampled_from(["", "+"]),
+    zeros=st.sampled_from(["", "0", "000"]),
+)
+def test_an_integer_gets_the_narrowest_schema_that_holds_it(
+    number: int, sign: str, zeros: str
+) -> None:
+    text = ("-" if number < 0 else sign) + zeros + str(abs(number))
+    schema, value = parse_string(text)
+    widths = [(INT8_SCHEMA, 8), (INT16_SCHEMA, 16), (INT32_SCHEMA, 32), (INT64_SCHEMA, 64)]
+    fitting = [s for s, bits in widths if -(2 ** (bits - 1)) <= number < 2 ** (bits - 1)]
+    if fitting:
+        assert (schema, value, type(value)) == (fitting[0], number, int)
+    else:  # beyond a long: a Decimal of scale 0, as Kafka's BigDecimal
+        assert (schema, value) == (Decimal.schema(0), decimal.Decimal(number))

@@ -80,6 +80,8 @@ _TIMESTAMP_RE = re.compile(
 )
 # java.math.BigDecimal's string syntax (Python's Decimal also takes NaN, Infinity and "_").
 _JAVA_DECIMAL_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+# An integer of up to 18 ASCII digits always fits a long (2**63 has 19).
+_SHORT_INTEGER_RE = re.compile(r"[+-]?[0-9]{1,18}")
 
 _INTEGER_TYPES = (Type.INT8, Type.INT16, Type.INT32, Type.INT64)
 _NUMBER_ORDER = {
@@ -508,6 +510,8 @@ def _align_temporal(schema: Schema, value: object) -> object:
 
 
 def _parse_number(token: str) -> SchemaAndValue | None:
+    if _SHORT_INTEGER_RE.fullmatch(token) is not None:  # fits a long: no Decimal needed
+        return _smallest_integer(int(token))
     if _JAVA_DECIMAL_RE.fullmatch(token) is None:
         return None
     number = decimal.Decimal(token)
@@ -515,10 +519,7 @@ def _parse_number(token: str) -> SchemaAndValue | None:
     if number == number.to_integral_value():
         integral = int(number)
         if _LONG_MIN <= integral <= _LONG_MAX:
-            for schema, bits in ((INT8_SCHEMA, 8), (INT16_SCHEMA, 16), (INT32_SCHEMA, 32)):
-                if -(2 ** (bits - 1)) <= integral < 2 ** (bits - 1):
-                    return SchemaAndValue(schema, integral)
-            return SchemaAndValue(INT64_SCHEMA, integral)
+            return _smallest_integer(integral)
     if scale != 0:
         as_double = float(number)
         if abs(to_float32(as_double)) != float("inf"):
@@ -526,6 +527,14 @@ def _parse_number(token: str) -> SchemaAndValue | None:
         if abs(as_double) != float("inf"):
             return SchemaAndValue(FLOAT64_SCHEMA, as_double)
     return SchemaAndValue(Decimal.schema(scale), number)
+
+
+def _smallest_integer(integral: int) -> SchemaAndValue:
+    """``integral`` (within a long's range) with the narrowest integer schema that holds it."""
+    for schema, bits in ((INT8_SCHEMA, 8), (INT16_SCHEMA, 16), (INT32_SCHEMA, 32)):
+        if -(2 ** (bits - 1)) <= integral < 2 ** (bits - 1):
+            return SchemaAndValue(schema, integral)
+    return SchemaAndValue(INT64_SCHEMA, integral)
 
 
 def _parse_temporal(token: str | None) -> SchemaAndValue | None:
