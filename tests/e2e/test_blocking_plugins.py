@@ -274,11 +274,15 @@ def test_a_delete_reclaims_only_the_start_it_waited_for(
 
     thread, first = _in_background(lambda: create(slow))
     wait_until(lambda: host_pids(f"{name}:"), 30, "the first start in progress")
+    deleted_at = time.monotonic()
     assert http.delete(f"/connectors/{name}").status_code == 204  # once that start ended
     thread.join(30)
     assert first and first[0].status_code == 201
-    # The delete's reclaim would fire GRACEFUL_MS + 1 s after the delete; this start spans it.
-    assert create(GRACEFUL_MS * 2).status_code == 201
+    # The delete's reclaim would fire GRACEFUL_MS + 1 s after the delete; this start, begun
+    # after the first one ended, spans it, and ends well inside the call timeout (a start of
+    # GRACEFUL_MS * 2 = CALL_TIMEOUT_MS raced it, and once lost under CI's load).
+    assert create(GRACEFUL_MS * 3 // 2).status_code == 201
+    assert time.monotonic() > deleted_at + GRACEFUL_MS / 1000 + 1  # it did span the reclaim
     assert _status(http, name)["connector"]["state"] == "RUNNING", _status(http, name)
     wait_until(
         lambda: [t["state"] for t in _status(http, name)["tasks"]] == ["RUNNING"],
