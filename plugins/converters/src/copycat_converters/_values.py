@@ -33,7 +33,7 @@ import base64
 import datetime
 import decimal
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from copycat_converters._jsontext import java_double, java_float, to_float32
@@ -290,16 +290,23 @@ def _parse_token(text: str) -> SchemaAndValue | None:
         return SchemaAndValue(BOOLEAN_SCHEMA, token == "true")
     if not token:
         return SchemaAndValue(STRING_SCHEMA, text)
+    found = _temporal_or_number(token, _parse_temporal)
+    return found if found is not None else SchemaAndValue(STRING_SCHEMA, text)
+
+
+def _temporal_or_number(
+    token: str, temporal: Callable[[str], SchemaAndValue | None]
+) -> SchemaAndValue | None:
+    """The parser's reading of a token that is not a literal: ``temporal(token)`` if it
+    starts with a digit and is one, else a number if it is one, else None."""
     first = token[0]
     if first.isdigit():
-        temporal = _parse_temporal(token)
-        if temporal is not None:
-            return temporal
+        found = temporal(token)
+        if found is not None:
+            return found
     if first.isdigit() or first in "+-":
-        number = _parse_number(token)
-        if number is not None:
-            return number
-    return SchemaAndValue(STRING_SCHEMA, text)
+        return _parse_number(token)
+    return None
 
 
 class _ValueParser:
@@ -341,15 +348,9 @@ class _ValueParser:
         return self._next_token(embedded, token.strip())
 
     def _next_token(self, embedded: bool, token: str) -> SchemaAndValue:
-        first = token[0]
-        if first.isdigit():
-            temporal = self._multi_token_temporal(token)
-            if temporal is not None:
-                return temporal
-        if first.isdigit() or first in "+-":
-            number = _parse_number(token)
-            if number is not None:
-                return number
+        found = _temporal_or_number(token, self._multi_token_temporal)
+        if found is not None:
+            return found
         if embedded:
             raise DataException("Failed to parse embedded value")
         return SchemaAndValue(STRING_SCHEMA, self._p.original)
