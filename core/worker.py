@@ -139,6 +139,10 @@ class _TaskRunner(threading.Thread):
         self.started = threading.Event()  # set once start() returned (or failed)
         self.failed = False
         self.started_at = time.monotonic()
+        # Set by a stop that gave up waiting for the task (Worker._stop_runners): from then on
+        # a newer instance may run, and this one writes no status (:meth:`cancel`).
+        self.cancelled = False
+        self._status_lock = threading.Lock()
 
     def run(self) -> None:
         # One line when the task's thread begins and one when it ends, whatever the cause (as
@@ -179,9 +183,7 @@ class _TaskRunner(threading.Thread):
         self.loop = loop
         if not self.stopping.is_set():
             state = State.PAUSED if self.paused.is_set() else State.RUNNING
-            worker.status.set_task(
-                spec.connector, spec.task_id, Status(state, worker.worker_id, version=spec.version)
-            )
+            self._report(state, version=spec.version)
         self.started.set()
         self._drive(loop)
 
@@ -212,10 +214,31 @@ class _TaskRunner(threading.Thread):
                 host.name,
             )
 
-    def _report(self, state: State, trace: str | None = None) -> None:
-        self.worker.status.set_task(
-            self.connector, self.task_id, Status(state, self.worker.worker_id, trace=trace)
-        )
+    def cancel(self) -> None:
+        """Give the task up: it did not stop in time, its host is being killed, and a newer
+        instance of it may start at once. Whatever this thread does from now on (fail as its
+        host dies, end), it writes no status over the newer instance's, as Kafka's
+        ``WorkerTask.cancel()``."""
+        with self._status_lock:
+            self.cancelled = True
+
+    def _report(self, state: State, trace: str | None = None, version: str | None = None) -> None:
+        """Write the task's status, unless it was given up (:meth:`cancel`)."""
+        with self._status_lock:
+            if self.cancelled:
+                log.info(
+                    "task %s was given up: its %s is not reported", self.spec.name, state.value
+                )
+                return
+            self.worker.status.set_task(
+                self.connector,
+                self.task_id,
+                Status(state, self._reporter(state), trace=trace, version=version),
+            )
+
+    def _reporter(self, state: State) -> str:
+        """The worker id a status of ``state`` names."""
+        return self.worker.worker_id
 
     def _drive(self, loop: TaskLoop) -> None:
         """The TaskLoop protocol (core/runtime/loop.py), until stopped or failed.
@@ -226,7 +249,7 @@ class _TaskRunner(threading.Thread):
         iteration's request). As Kafka's WorkerTask reports onPause from the task's own thread:
         a status of PAUSED means no record moves any more.
         """
-        paused = False
+        paused = reported_failure = False
         try:
             loop.start()
             while not self.stopping.is_set():
@@ -242,8 +265,15 @@ class _TaskRunner(threading.Thread):
                     self.stopping.wait(IDLE_BACKOFF_S)
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
             self.failed = True
-            log.error("task %s failed: %s", self.spec.name, exc)
-            self._report(State.FAILED, failure_trace(exc))
+            if self.stopping.is_set():
+                # Asked to stop, and failed meanwhile (its host killed by a stop that ran out
+                # of time, or a crash during the stop): it stopped, as Kafka's WorkerTask says,
+                # and is not FAILED (nor restarted) for it.
+                log.warning("task %s failed while stopping: %s", self.spec.name, exc)
+            else:
+                log.error("task %s failed: %s", self.spec.name, exc)
+                self._report(State.FAILED, failure_trace(exc))
+                reported_failure = True
         finally:
             try:
                 loop.stop(failed=self.failed, timeout_s=self.worker.graceful_timeout_s)
@@ -252,7 +282,7 @@ class _TaskRunner(threading.Thread):
             finally:
                 if self.host is not None:
                     self.host.close(self.worker.graceful_timeout_s)
-            if not self.failed:
+            if not reported_failure:
                 self._report(State.UNASSIGNED)
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
@@ -678,6 +708,7 @@ class Worker:
                     runner.task_id,
                     timeout,
                 )
+                runner.cancel()
                 runner.kill_host(f"task did not stop within {timeout:g} s")
                 runner.join(SHUTDOWN_GRACE_S)
 

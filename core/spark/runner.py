@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 from core.runtime.spec import TaskSpec
 from core.spark.driver import Placement, SparkDriver
 from core.spark.executor import FAILED, PAUSED, RUNNING, STOP, STOPPED, Assignment
-from core.status import State, Status
+from core.status import State
 from core.worker import _TaskRunner
 from plugin_api import ConfigException
 
@@ -240,9 +240,7 @@ class SparkTaskRunner(_TaskRunner):
         log.info("task %s runs on Spark: %s", self.spec.name, self.where)
         if not self.stopping.is_set():
             state = State.PAUSED if self.paused.is_set() else State.RUNNING
-            self.worker.status.set_task(
-                self.connector, self.task_id, Status(state, self.where, version=self.spec.version)
-            )
+            self._report(state, version=self.spec.version)
         self.started.set()
 
     def check_alive(self, now: float) -> None:
@@ -259,11 +257,9 @@ class SparkTaskRunner(_TaskRunner):
             self.attempt = 0
             self.driver.cancel(self.group)
 
-    def _report(self, state: State, trace: str | None = None) -> None:
-        worker_id = self.where if state is not State.UNASSIGNED else self.worker.worker_id
-        self.worker.status.set_task(
-            self.connector, self.task_id, Status(state, worker_id, trace=trace)
-        )
+    def _reporter(self, state: State) -> str:
+        """Where the task runs (its executor), or this worker once it runs nowhere."""
+        return self.where if state is not State.UNASSIGNED else self.worker.worker_id
 
 
 def _refuse_exactly_once_source(spec: TaskSpec) -> None:

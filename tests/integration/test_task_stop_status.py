@@ -1,0 +1,139 @@
+"""What a task that is being stopped says about itself (as Kafka's WorkerTask).
+
+* A task that fails while it stops (its host dies during the stop) has stopped: UNASSIGNED,
+  not FAILED.
+* A task that does not stop in time is given up (its host killed): from then on it writes no
+  status, so nothing it says as it dies lands over the next instance's.
+
+Before, both wrote FAILED with the trace of their host's death: a REST restart of a task hung in
+poll() showed FAILED between the two instances.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.offsets import MemoryOffsetStore
+from core.plugins import PluginCatalogue
+from core.status import State, Status, StatusBoard
+from core.worker import Worker
+from tests.support.faulty import install_faulty
+from tests.support.processes import wait_until
+
+pytestmark = pytest.mark.integration
+
+HANGING = "faulty: hanging in task.poll"
+
+
+class _Writes(StatusBoard):
+    """The statuses written to each task, with the thread that wrote each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[threading.Thread, State]] = []
+
+    def set_task(self, name: str, task: int, status: Status) -> None:
+        self.writes.append((threading.current_thread(), status.state))
+        super().set_task(name, task, status)
+
+    def by(self, thread: threading.Thread) -> list[State]:
+        return [state for writer, state in self.writes if writer is thread]
+
+
+@pytest.fixture(scope="module")
+def plugin_dirs(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    return [bundled_plugin_path, install_faulty(tmp_path_factory.mktemp("faulty") / "plugins")]
+
+
+@pytest.fixture
+def hung(
+    request: pytest.FixtureRequest,
+    plugin_dirs: list[Path],
+    bootstrap_servers: str,
+    topic_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> Iterator[tuple[Worker, _Writes, str]]:
+    """A worker whose one FaultySource task hangs in poll() (``graceful_ms`` its stop's
+    timeout, the test's ``data_path`` where the task's data path runs)."""
+    data_path, graceful_ms = request.param
+    status = _Writes()
+    worker = Worker(
+        "w1",
+        {
+            "key.converter": "StringConverter",
+            "value.converter": "StringConverter",
+            "task.shutdown.graceful.timeout.ms": str(graceful_ms),
+            "task.data.path": data_path,
+        },
+        PluginCatalogue.scan(plugin_dirs),
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+        status=status,
+    )
+    name = f"stopping-{topic_name}"
+    caplog.set_level(logging.INFO, logger=f"copycat.plugin.{name}-0")
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FaultySource",
+            "topic": topic_name,
+            "hang.in": "task.poll",
+        },
+    )
+    worker.start_task(name, 0, worker.task_configs(name)[0])
+    wait_until(lambda: HANGING in caplog.text, 60, "the task to hang in poll()")
+    try:
+        yield worker, status, name
+    finally:
+        worker.stop()
+
+
+@pytest.mark.parametrize(
+    "hung", [("host", 1000), ("worker", 1000)], indirect=True, ids=["host", "worker"]
+)
+def test_a_task_given_up_writes_no_status_over_the_next_instance(
+    hung: tuple[Worker, _Writes, str],
+) -> None:
+    worker, status, name = hung
+    old = worker.connectors[name].tasks[0]
+    worker.stop_task(name, 0)  # waits 1 s, gives the task up and kills its host
+    old.join(10)
+    assert not old.is_alive()
+    # Its host's death made its poll() fail after it was given up: not reported.
+    assert status.by(old) == [State.RUNNING]
+    assert old.cancelled
+    config: dict[str, Any] = dict(worker.task_configs(name)[0], **{"hang.in": "none"})
+    new = worker.start_task(name, 0, config)
+    assert new.wait_started(60)
+    assert status.by(new) == [State.RUNNING]
+    current = worker.status.task(name, 0)
+    assert current is not None and current.state is State.RUNNING
+
+
+@pytest.mark.parametrize(
+    "hung", [("host", 60_000), ("worker", 60_000)], indirect=True, ids=["host", "worker"]
+)
+def test_a_task_that_fails_while_stopping_has_stopped(
+    hung: tuple[Worker, _Writes, str],
+) -> None:
+    worker, status, name = hung
+    runner = worker.connectors[name].tasks[0]
+    assert runner.host is not None
+    stopping = threading.Thread(target=worker.stop_task, args=(name, 0))
+    stopping.start()
+    wait_until(runner.stopping.is_set, 10, "the stop to begin")
+    os.kill(runner.host.pid, signal.SIGKILL)  # the task's host dies during its stop
+    stopping.join(30)
+    assert not stopping.is_alive(), "the stop waited out its 60 s graceful timeout"
+    assert status.by(runner) == [State.RUNNING, State.UNASSIGNED]
+    assert worker.status.task(name, 0) == Status(State.UNASSIGNED, "w1")
+    assert runner.failed and not runner.cancelled
