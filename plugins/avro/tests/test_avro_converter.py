@@ -31,6 +31,7 @@ from plugin_api import (
     DataException,
     Date,
     Decimal,
+    Headers,
     Schema,
     SchemaBuilder,
     Struct,
@@ -138,6 +139,30 @@ def test_wire_bytes_match_confluent_format(schema: Schema, value: object, body: 
     assert data == header(258) + body
     assert list(registry.subjects) == ["orders-value"]
     assert conv.to_connect_data("orders", data) == (schema, value)
+
+
+def test_reading_gives_the_same_answer_whatever_the_headers() -> None:
+    """What ``to_connect_data_reads_headers = False`` promises (the runtime then converts a
+    batch without reading its headers): values and errors alike, record by record and by
+    batch, with the headers or without."""
+    assert AvroConverter.to_connect_data_reads_headers is False
+    conv = converter()
+    users = [Struct(STRUCT).put("id", i).put("name", f"user {i}") for i in range(3)]
+    data: list[bytes | None] = [conv.from_connect_data("t", STRUCT, user) for user in users]
+    data.append(None)
+    headers = [Headers().add("trace", "abc").add("id", 7), Headers(), None, Headers().add("x", b"")]
+    expected = [tuple(conv.to_connect_data("t", value)) for value in data]
+    assert [
+        tuple(conv.to_connect_data("t", v, h)) for v, h in zip(data, headers, strict=True)
+    ] == expected
+    batch = conv.to_connect_data_batch("t", data, headers)
+    assert [tuple(answer) for answer in batch] == expected
+    truncated = data[0][:-3]  # type: ignore[index]
+    with pytest.raises(DataException) as without:
+        conv.to_connect_data("t", truncated)
+    with pytest.raises(DataException) as with_headers:
+        conv.to_connect_data("t", truncated, headers[0])
+    assert str(with_headers.value) == str(without.value)
 
 
 def test_optional_struct_fields_and_nulls() -> None:

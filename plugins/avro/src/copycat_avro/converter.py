@@ -185,6 +185,9 @@ class _WriterSchema:
 class AvroConverter(Converter):
     """Kafka Connect converter for Confluent's Avro format (see module docstring)."""
 
+    # Reading takes the bytes and the registry only: a batch's headers may stay unread until
+    # its records are (plugin_api 0.1.5; copycat-avro 0.1.1).
+    to_connect_data_reads_headers = False
     KAFKA_CLASS_ALIASES = ("io.confluent.connect.avro.AvroConverter",)
     CONFIG_DEF = CONFIG_DEF
 
