@@ -48,6 +48,17 @@ class _Writes(StatusBoard):
         return [state for writer, state in self.writes if writer is thread]
 
 
+def hung_in_both_data_paths(graceful_ms: int) -> pytest.MarkDecorator:
+    """Run a test on :func:`hung` with the task's data path in its host, then in the worker,
+    and stops that give up after ``graceful_ms``."""
+    return pytest.mark.parametrize(
+        "hung",
+        [(path, graceful_ms) for path in ("host", "worker")],
+        indirect=True,
+        ids=["host", "worker"],
+    )
+
+
 @pytest.fixture(scope="module")
 def plugin_dirs(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     return [bundled_plugin_path, install_faulty(tmp_path_factory.mktemp("faulty") / "plugins")]
@@ -97,9 +108,7 @@ def hung(
         worker.stop()
 
 
-@pytest.mark.parametrize(
-    "hung", [("host", 1000), ("worker", 1000)], indirect=True, ids=["host", "worker"]
-)
+@hung_in_both_data_paths(graceful_ms=1000)
 def test_a_task_given_up_writes_no_status_over_the_next_instance(
     hung: tuple[Worker, _Writes, str],
 ) -> None:
@@ -119,9 +128,7 @@ def test_a_task_given_up_writes_no_status_over_the_next_instance(
     assert current is not None and current.state is State.RUNNING
 
 
-@pytest.mark.parametrize(
-    "hung", [("host", 60_000), ("worker", 60_000)], indirect=True, ids=["host", "worker"]
-)
+@hung_in_both_data_paths(graceful_ms=60_000)
 def test_a_task_that_fails_while_stopping_has_stopped(
     hung: tuple[Worker, _Writes, str],
 ) -> None:
