@@ -216,11 +216,11 @@ class ConfigReactions(ExactlyOnceSupport):
             (t for t in self._assigned.tasks if t[0] != name or t[1] < len(tasks)),
         )
         worker = self.worker
-        connector = worker.connectors.get(name) if worker is not None else None
-        if worker is None or connector is None:
+        if worker is None:
             return
+        connector = worker.connectors.get(name)
         restart_all = config is not None and self._runs_exactly_once(config)
-        for task, runner in sorted(connector.tasks.items()):
+        for task, runner in sorted(connector.tasks.items()) if connector is not None else []:
             if task >= len(tasks) or config is None:
                 worker.stop_task(name, task)
                 self.task_stops += 1
@@ -236,6 +236,15 @@ class ConfigReactions(ExactlyOnceSupport):
                 )
                 worker.stop_task(name, task)
                 self.task_stops += 1
+                self._start_task(name, task)
+        # Tasks held here that do not run: assigned while their connector's config was gone
+        # (deleted, and created again under its name before a rebalance revoked them), or whose
+        # start failed before a runner existed. The leader leaves held tasks where they are, so
+        # nobody else would ever start them: they start now that their configs exist, as Kafka
+        # restarts a connector's assigned tasks after its task configs change.
+        for held, task in sorted(self._assigned.tasks):
+            if held == name and not self._task_runs_here(name, task):
+                log.info("task %s-%d: held here and not running; starting it", name, task)
                 self._start_task(name, task)
 
     def _apply_target_here(self, name: str) -> None:
