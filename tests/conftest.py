@@ -183,6 +183,17 @@ def bundled_plugin_path(
     return path
 
 
+@pytest.fixture(scope="session")
+def faulty_plugin_dirs(
+    bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> list[Path]:
+    """Plugin directories with the bundled plugins and the fault-injection plugin
+    (tests/support/faulty.py), for tests that make a Worker themselves."""
+    from tests.support.faulty import install_faulty
+
+    return [bundled_plugin_path, install_faulty(tmp_path_factory.mktemp("faulty") / "plugins")]
+
+
 if TYPE_CHECKING:
     from core.dev.schema_registry import SchemaRegistry
 

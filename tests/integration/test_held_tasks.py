@@ -24,19 +24,13 @@ from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
-from tests.support.faulty import install_faulty
 from tests.support.processes import wait_until
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def plugin_dirs(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return [bundled_plugin_path, install_faulty(tmp_path_factory.mktemp("faulty") / "plugins")]
-
-
 def test_a_task_held_but_not_running_starts_once_its_configs_arrive(
-    plugin_dirs: list[Path], bootstrap_servers: str, topic_name: str
+    faulty_plugin_dirs: list[Path], bootstrap_servers: str, topic_name: str
 ) -> None:
     props = {
         "bootstrap.servers": bootstrap_servers,
@@ -51,7 +45,7 @@ def test_a_task_held_but_not_running_starts_once_its_configs_arrive(
     worker = Worker(
         "w1",
         props,
-        PluginCatalogue.scan(plugin_dirs),
+        PluginCatalogue.scan(faulty_plugin_dirs),
         MemoryOffsetStore(),
         client_props={"bootstrap.servers": bootstrap_servers},
     )

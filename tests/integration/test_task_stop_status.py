@@ -25,7 +25,6 @@ from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State, Status, StatusBoard
 from core.worker import Worker
-from tests.support.faulty import install_faulty
 from tests.support.processes import wait_until
 
 pytestmark = pytest.mark.integration
@@ -59,15 +58,10 @@ def hung_in_both_data_paths(graceful_ms: int) -> pytest.MarkDecorator:
     )
 
 
-@pytest.fixture(scope="module")
-def plugin_dirs(bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return [bundled_plugin_path, install_faulty(tmp_path_factory.mktemp("faulty") / "plugins")]
-
-
 @pytest.fixture
 def hung(
     request: pytest.FixtureRequest,
-    plugin_dirs: list[Path],
+    faulty_plugin_dirs: list[Path],
     bootstrap_servers: str,
     topic_name: str,
     caplog: pytest.LogCaptureFixture,
@@ -84,7 +78,7 @@ def hung(
             "task.shutdown.graceful.timeout.ms": str(graceful_ms),
             "task.data.path": data_path,
         },
-        PluginCatalogue.scan(plugin_dirs),
+        PluginCatalogue.scan(faulty_plugin_dirs),
         MemoryOffsetStore(),
         client_props={"bootstrap.servers": bootstrap_servers},
         status=status,
