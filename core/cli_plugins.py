@@ -174,10 +174,10 @@ def _cmd_build_offline(args: argparse.Namespace) -> int:
 
 
 def _cmd_new(args: argparse.Namespace) -> int:
-    from registry.authoring import scaffold
+    from registry.authoring import scaffold, test_command
 
     project = scaffold(args.name, args.kind, Path(args.directory))
-    print(f"created {project}: run its tests with `cd {project} && uv run --with pytest pytest`")
+    print(f"created {project}: run its tests with `{test_command(project)}`")
     return 0
 
 

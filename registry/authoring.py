@@ -363,9 +363,13 @@ A Copycat {kind} plugin (`{cls}`), scaffolded by `copycat plugin new`.
 
 ## Develop
 
+The generated tests run on `plugin_api.testing`, no broker. `copycat-plugin-api` is not on
+PyPI: it comes from your Copycat index (`copycat registry serve` serves it) or from a Copycat
+checkout; pytest comes from PyPI.
+
 ```bash
-uv venv && uv pip install -e '.[test]'   # or python -m venv + pip install -e '.[test]'
-uv run pytest                             # the generated tests run on plugin_api.testing
+uv run --no-project --index http://REGISTRY:8090/simple/ --with pytest --with-editable . pytest
+uv run --no-project --with-editable ~/copycat/plugin_api --with pytest --with-editable . pytest
 ```
 
 ## Publish and install
@@ -427,6 +431,20 @@ def scaffold(name: str, kind: str, parent: Path) -> Path:
     (project / "src" / module / "__init__.py").write_text(code[kind].format(**values))
     (project / "tests" / f"test_{module}.py").write_text(_TESTS[kind].format(**values))
     return project
+
+
+def test_command(project: Path) -> str:
+    """The command that runs ``project``'s generated tests: with this runtime's own
+    ``plugin_api`` when it runs from a Copycat checkout (``copycat-plugin-api`` is not on
+    PyPI), else with plugin_api from a Copycat index (its URL left for the author to fill)."""
+    import plugin_api
+
+    source = Path(plugin_api.__file__).resolve().parents[2]  # <checkout>/plugin_api/src/...
+    if (source / "pyproject.toml").is_file():
+        api = f"--with-editable {source}"
+    else:
+        api = "--index http://REGISTRY:8090/simple/"
+    return f"cd {project} && uv run --no-project {api} --with pytest --with-editable . pytest"
 
 
 def build_wheel(project: Path, out_dir: Path) -> Path:
