@@ -90,6 +90,13 @@ def _text(start: StartResponse, status: str, body: str, headers: Iterable[Any] =
     return [data]
 
 
+def _refuse(
+    start: StartResponse, code: int, message: str, headers: Iterable[Any] = ()
+) -> list[bytes]:
+    """Refuse an upload saying why in the status line too: twine prints only that line."""
+    return _text(start, _status_line(code, message), message + "\n", headers)
+
+
 def _status_line(code: int, message: str) -> str:
     """An HTTP status line carrying ``message`` as its reason: one line of printable ASCII."""
     flat = " ".join(message.split())
@@ -275,10 +282,10 @@ class RegistryApp:
 
     def _upload(self, environ: dict[str, Any], start: StartResponse) -> Iterable[bytes]:
         if not self._authorized(environ):
-            return _text(
+            return _refuse(
                 start,
-                "401 Unauthorized",
-                "uploads need the registry's token (twine -u __token__ -p TOKEN)\n",
+                401,
+                "uploads need the registry's token (twine -u __token__ -p TOKEN)",
                 [("WWW-Authenticate", 'Basic realm="copycat registry"')],
             )
         try:
@@ -286,9 +293,7 @@ class RegistryApp:
         except ValueError:
             length = -1
         if length < 0 or length > MAX_UPLOAD_BYTES:
-            return _text(
-                start, "413 Payload Too Large", f"uploads are limited to {MAX_UPLOAD_BYTES} bytes\n"
-            )
+            return _refuse(start, 413, f"uploads are limited to {MAX_UPLOAD_BYTES} bytes")
         body = environ["wsgi.input"].read(length)
         fields = _parse_form(environ, body)
         action = fields.get(":action", (None, b""))[1].decode()
@@ -296,20 +301,20 @@ class RegistryApp:
             return self._forward(environ, start, body)
         filename, content = fields.get("content", (None, b""))
         if not filename:
-            return _text(start, "400 Bad Request", "missing the 'content' file field\n")
+            return _refuse(start, 400, "missing the 'content' file field")
         filename = Path(filename).name
         if not filename.endswith(".whl"):
-            return _text(
+            return _refuse(
                 start,
-                "400 Bad Request",
-                f"{filename}: only wheels are accepted (plugin envs are built from wheels)\n",
+                400,
+                f"{filename}: only wheels are accepted (plugin envs are built from wheels)",
             )
         try:
             parse_wheel_filename(filename)
         except ValueError as exc:
-            return _text(start, "400 Bad Request", f"{filename}: {exc}\n")
+            return _refuse(start, 400, f"{filename}: {exc}")
         if (self.plugins_dir / filename).exists():
-            return _text(start, "400 Bad Request", f"{filename} already exists on this index\n")
+            return _refuse(start, 400, f"{filename} already exists on this index")
         try:
             # Validations run in parallel (each in its own directory, mostly waiting on uv
             # and a plugin host); only storing is serialized.

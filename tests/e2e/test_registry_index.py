@@ -1,0 +1,80 @@
+"""The private plugin index as a publisher and a plain pip user meet it: a fresh
+``copycat registry serve`` (air-gapped, nothing added to it), real twine and pip.
+
+The marketplace's end-to-end path (publish, install, run) is in test_marketplace.py, on the
+session's index; the tests here need an index of their own (what a fresh one holds, what is
+published under one name).
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from registry.server import RegistryServer
+from tests.support.marketplace import (
+    UPLOAD_TOKEN,
+    source_plugin_wheel,
+    twine_upload,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[RegistryServer]:
+    """A fresh index, as ``copycat registry serve --data DIR`` starts one: no upstream."""
+    with RegistryServer(tmp_path / "index", upload_token=UPLOAD_TOKEN) as server:
+        yield server
+
+
+def _said(done: subprocess.CompletedProcess[str]) -> str:
+    """What twine printed, on one line (it wraps long reasons)."""
+    return " ".join((done.stdout + done.stderr).split())
+
+
+def _tick_counter(out: Path, version: str, summary: str = "Counts ticks") -> Path:
+    metadata = {"Summary": summary, "License": "Apache-2.0"}
+    return source_plugin_wheel(out, "tick-counter", version, metadata=metadata)
+
+
+def _sdist(out: Path, name: str, version: str) -> Path:
+    """A minimal sdist twine accepts (it reads PKG-INFO)."""
+    base = f"{name.replace('-', '_')}-{version}"
+    info = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    path = out / f"{base}.tar.gz"
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as archive:
+        top = tarfile.TarInfo(base)
+        top.type = tarfile.DIRTYPE
+        archive.addfile(top)
+        member = tarfile.TarInfo(f"{base}/PKG-INFO")
+        member.size = len(info)
+        archive.addfile(member, io.BytesIO(info))
+    return path
+
+
+def test_every_refused_upload_says_why_where_twine_prints_it(
+    index: RegistryServer, tmp_path: Path
+) -> None:
+    """twine prints a refusal's status line, and its body only with --verbose."""
+    wheel = _tick_counter(tmp_path, "1.0.0")
+    assert twine_upload(index.url, wheel).returncode == 0
+
+    again = twine_upload(index.url, wheel)
+    assert again.returncode != 0
+    assert f"400 Bad Request from {index.url}/ {wheel.name} already exists" in _said(again)
+
+    sdist = twine_upload(index.url, _sdist(tmp_path, "tick-counter", "1.1.0"))
+    assert sdist.returncode != 0
+    assert "tick_counter-1.1.0.tar.gz: only wheels are accepted" in _said(sdist), _said(sdist)
+
+    wrong = twine_upload(index.url, _tick_counter(tmp_path / "new", "1.2.0"), token="wrong")
+    assert wrong.returncode != 0
+    assert "401 Unauthorized" in _said(wrong)
+    assert "uploads need the registry's token" in _said(wrong), _said(wrong)
