@@ -22,8 +22,10 @@ every link so pip and uv verify what they download. In front of it, this module 
   keys; ``GET /api/plugins/<name>`` gives every version with its components, config
   definitions, plugin_api range and support level.
 
-Threads: a ``ThreadingWSGIServer`` serves each request on its own thread; catalogue entries are
-JSON files written atomically, so readers never see a half-written one.
+Threads: a ``ThreadingWSGIServer`` serves each request on its own thread; uploads are validated
+in parallel, but each is stored, and its catalogue entry written, under one lock, after checking
+again that nothing has taken its place meanwhile. Catalogue entries are JSON files written
+atomically, so readers never see a half-written one.
 """
 
 from __future__ import annotations
@@ -326,8 +328,18 @@ class RegistryApp:
             status = _status_line(400, f"{filename} rejected: " + "; ".join(exc.reasons))
             return _text(start, status, f"{filename} was rejected:\n{reasons}\n")
         with self._upload_lock:
-            result = list(self._forward(environ, start, body))
+            # Again, now that no other upload can store: one of the same file may have been
+            # stored while this one was validated, and must not get this one's entry.
             if (self.plugins_dir / filename).exists():
+                return _refuse(start, 400, f"{filename} already exists on this index")
+            statuses: list[str] = []
+
+            def stored(status: str, headers: list[Any], *exc_info: Any) -> Any:
+                statuses.append(status)
+                return start(status, headers, *exc_info)
+
+            result = list(self._forward(environ, stored, body))
+            if statuses[-1:] == ["200 OK"] and (self.plugins_dir / filename).exists():
                 self.catalogue.add(entry)
                 log.info("accepted plugin %s %s (%s)", entry["name"], entry["version"], filename)
             return result

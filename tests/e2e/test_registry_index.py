@@ -12,8 +12,10 @@ import io
 import subprocess
 import tarfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 
 from registry.server import RegistryServer
@@ -41,6 +43,23 @@ def _said(done: subprocess.CompletedProcess[str]) -> str:
 def _tick_counter(out: Path, version: str, summary: str = "Counts ticks") -> Path:
     metadata = {"Summary": summary, "License": "Apache-2.0"}
     return source_plugin_wheel(out, "tick-counter", version, metadata=metadata)
+
+
+def test_two_uploads_of_one_new_file_at_once_store_and_list_the_same_wheel(
+    index: RegistryServer, tmp_path: Path
+) -> None:
+    wheels = [_tick_counter(tmp_path / v, "1.3.0", f"variant {v}") for v in "ab"]
+    assert wheels[0].name == wheels[1].name and wheels[0].read_bytes() != wheels[1].read_bytes()
+    with ThreadPoolExecutor(2) as pool:  # both are validated while neither is stored
+        done = list(pool.map(lambda w: twine_upload(index.url, w), wheels))
+
+    accepted = [i for i, d in enumerate(done) if d.returncode == 0]
+    assert len(accepted) == 1, [_said(d) for d in done]
+    winner, loser = accepted[0], 1 - accepted[0]
+    assert (index.app.plugins_dir / wheels[0].name).read_bytes() == wheels[winner].read_bytes()
+    listed = httpx.get(f"{index.url}/api/plugins/tick-counter").json()["versions"]
+    assert [e["summary"] for e in listed] == [f"variant {'ab'[winner]}"]
+    assert f"{wheels[0].name} already exists on this index" in _said(done[loser])
 
 
 def _sdist(out: Path, name: str, version: str) -> Path:
