@@ -143,7 +143,8 @@ class Catalogue:
                 {
                     "name": newest["name"],
                     "latest": newest["version"],
-                    "versions": [e["version"] for e in versions],
+                    # Once per version, though wheels for several platforms may hold it.
+                    "versions": list(dict.fromkeys(e["version"] for e in versions)),
                     "summary": newest["summary"],
                     "licence": newest["licence"],
                     "support": newest["support"],
@@ -315,8 +316,9 @@ class RegistryApp:
             parse_wheel_filename(filename)
         except ValueError as exc:
             return _refuse(start, 400, f"{filename}: {exc}")
-        if (self.plugins_dir / filename).exists():
-            return _refuse(start, 400, f"{filename} already exists on this index")
+        held = self._held(filename)
+        if held is not None:  # checked again once validated, under the store lock
+            return _refuse(start, 400, held)
         try:
             # Validations run in parallel (each in its own directory, mostly waiting on uv
             # and a plugin host); only storing is serialized.
@@ -328,10 +330,11 @@ class RegistryApp:
             status = _status_line(400, f"{filename} rejected: " + "; ".join(exc.reasons))
             return _text(start, status, f"{filename} was rejected:\n{reasons}\n")
         with self._upload_lock:
-            # Again, now that no other upload can store: one of the same file may have been
-            # stored while this one was validated, and must not get this one's entry.
-            if (self.plugins_dir / filename).exists():
-                return _refuse(start, 400, f"{filename} already exists on this index")
+            # Again, now that no other upload can store: one of the same version may have
+            # been stored while this one was validated, and must not get this one's entry.
+            held = self._held(filename)
+            if held is not None:
+                return _refuse(start, 400, held)
             statuses: list[str] = []
 
             def stored(status: str, headers: list[Any], *exc_info: Any) -> Any:
@@ -343,6 +346,28 @@ class RegistryApp:
                 self.catalogue.add(entry)
                 log.info("accepted plugin %s %s (%s)", entry["name"], entry["version"], filename)
             return result
+
+    def _held(self, filename: str) -> str | None:
+        """Why the index cannot take wheel ``filename`` (``None``: it can).
+
+        A published version is immutable: no second file of it that an installer could pick
+        instead of the first, i.e. one sharing a compatibility tag (the same file, or one that
+        differs only by its build tag). Wheels of one version for other platforms may be added.
+        """
+        name, version, _, tags = parse_wheel_filename(filename)
+        for held in sorted(self.plugins_dir.glob("*.whl")):
+            if held.name == filename:
+                return f"{filename} already exists on this index"
+            try:
+                held_name, held_version, _, held_tags = parse_wheel_filename(held.name)
+            except ValueError:
+                continue
+            if (held_name, held_version) == (name, version) and held_tags & tags:
+                return (
+                    f"{name} {version} is already on this index as {held.name}: a published "
+                    "version cannot change (publish it as a new version)"
+                )
+        return None
 
     def _validate(self, filename: str, content: bytes) -> dict[str, Any]:
         with tempfile.TemporaryDirectory(prefix="copycat-upload-") as tmp:

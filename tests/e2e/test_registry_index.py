@@ -9,6 +9,7 @@ published under one name).
 from __future__ import annotations
 
 import io
+import shutil
 import subprocess
 import tarfile
 from collections.abc import Iterator
@@ -60,6 +61,28 @@ def test_two_uploads_of_one_new_file_at_once_store_and_list_the_same_wheel(
     listed = httpx.get(f"{index.url}/api/plugins/tick-counter").json()["versions"]
     assert [e["summary"] for e in listed] == [f"variant {'ab'[winner]}"]
     assert f"{wheels[0].name} already exists on this index" in _said(done[loser])
+
+
+def test_a_published_version_cannot_be_published_again_under_another_file_name(
+    index: RegistryServer, tmp_path: Path
+) -> None:
+    wheel = _tick_counter(tmp_path, "1.0.0")
+    assert twine_upload(index.url, wheel).returncode == 0
+    tagged = tmp_path / "tagged" / "tick_counter-1.0.0-1-py3-none-any.whl"  # a build tag
+    tagged.parent.mkdir()
+    shutil.copy(wheel, tagged)
+
+    done = twine_upload(index.url, tagged)
+    assert done.returncode != 0
+    assert (
+        f"tick-counter 1.0.0 is already on this index as {wheel.name}: a published version "
+        "cannot change" in _said(done)
+    ), _said(done)
+    assert [p.name for p in index.app.plugins_dir.iterdir()] == [wheel.name]
+    found = httpx.get(f"{index.url}/api/plugins", params={"q": "tick"}).json()
+    assert [(p["name"], p["versions"]) for p in found] == [("tick-counter", ["1.0.0"])]
+    page = httpx.get(f"{index.index_url}tick-counter/").text
+    assert wheel.name in page and tagged.name not in page
 
 
 def _sdist(out: Path, name: str, version: str) -> Path:
