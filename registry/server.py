@@ -129,14 +129,18 @@ class Catalogue:
         return out
 
     def plugins(self, query: str = "") -> list[dict[str, Any]]:
-        """One summary per plugin name (newest version first), filtered by ``query``."""
+        """One summary per plugin name (newest version first), filtered by ``query``.
+
+        A plugin is found when any of its versions matches; its summary is still over all
+        of them (the latest is the latest published, not the latest that matched).
+        """
         by_name: dict[str, list[dict[str, Any]]] = {}
         for entry in self.entries():
-            if query and not _matches(entry, query):
-                continue
             by_name.setdefault(canonicalize_name(entry["name"]), []).append(entry)
         out = []
         for name in sorted(by_name):
+            if query and not any(_matches(e, query) for e in by_name[name]):
+                continue
             versions = sorted(by_name[name], key=lambda e: _version_key(e["version"]), reverse=True)
             newest = versions[0]
             out.append(

@@ -120,3 +120,17 @@ def test_every_refused_upload_says_why_where_twine_prints_it(
     assert wrong.returncode != 0
     assert "401 Unauthorized" in _said(wrong)
     assert "uploads need the registry's token" in _said(wrong), _said(wrong)
+
+
+def test_a_search_answers_with_every_version_of_the_plugins_it_finds(
+    index: RegistryServer, tmp_path: Path
+) -> None:
+    for version, summary in (("1.2.0", "Suffix to append"), ("1.3.0", "Counts ticks")):
+        wheel = _tick_counter(tmp_path / version, version, summary)
+        assert twine_upload(index.url, wheel).returncode == 0
+
+    found = httpx.get(f"{index.url}/api/plugins", params={"q": "Suffix to append"}).json()
+    assert [(p["name"], p["latest"], p["versions"], p["summary"]) for p in found] == [
+        ("tick-counter", "1.3.0", ["1.3.0", "1.2.0"], "Counts ticks")
+    ]
+    assert httpx.get(f"{index.url}/api/plugins", params={"q": "no such words"}).json() == []
