@@ -12,6 +12,7 @@ server's request threads; each call works in its own temporary directory.
 from __future__ import annotations
 
 import email.parser
+import re
 import tempfile
 import zipfile
 from collections.abc import Sequence
@@ -153,13 +154,26 @@ def metadata_problems(meta: WheelMetadata) -> list[str]:
     return problems
 
 
+def _without_paths(message: str, wheel: Path, workdir: Path) -> str:
+    """An install error as the uploader should read it: the wheel named by its file name, and
+    no temporary directories (where the server put the upload, the throw-away env)."""
+    for path in {str(wheel.resolve()), str(wheel)}:
+        message = message.replace(path, wheel.name)
+    for root in {str(workdir.resolve()), str(workdir)}:
+        env = re.escape(root) + r"/plugins/\.staging-[0-9a-f]+"
+        message = re.sub("plugin location " + env, "the plugin", message)
+        message = re.sub(env, "the plugin's env", message)
+    return message
+
+
 def validate_wheel(
     wheel: Path, dependency_dirs: Sequence[Path] = (), upstream: str | None = None
 ) -> dict[str, Any]:
     """Validate ``wheel`` as a plugin and return its catalogue entry.
 
     Dependencies are resolved from ``dependency_dirs`` (the index's own files) and, only if
-    given, the ``upstream`` index; without one nothing touches the network (air-gapped).
+    given, the ``upstream`` index; without one nothing touches the network (air-gapped). The
+    reasons name the wheel by its file name, never the temporary paths validation used.
 
     Raises:
         InvalidPluginError: with every reason found (metadata first; then what the isolated
@@ -180,7 +194,8 @@ def validate_wheel(
                 offline=upstream is None,
             )
         except PluginInstallError as exc:
-            raise InvalidPluginError(wheel.name, [str(exc)]) from exc
+            reason = _without_paths(str(exc), wheel, Path(tmp))
+            raise InvalidPluginError(wheel.name, [reason]) from exc
         manifest = env.read_manifest() or {}
     requirement = meta.api_requirement
     return {

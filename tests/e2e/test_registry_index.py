@@ -21,10 +21,12 @@ import pytest
 
 from registry.server import RegistryServer
 from tests.support.marketplace import (
+    API_REQUIREMENT,
     UPLOAD_TOKEN,
     source_plugin_wheel,
     twine_upload,
 )
+from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -134,3 +136,44 @@ def test_a_search_answers_with_every_version_of_the_plugins_it_finds(
         ("tick-counter", "1.3.0", ["1.3.0", "1.2.0"], "Counts ticks")
     ]
     assert httpx.get(f"{index.url}/api/plugins", params={"q": "no such words"}).json() == []
+
+
+def test_rejections_name_the_uploaded_file_not_the_index_s_temporary_paths(
+    index: RegistryServer, tmp_path: Path
+) -> None:
+    broken = source_plugin_wheel(
+        tmp_path,
+        "broken-ep",
+        "1.0",
+        entry_points={"copycat.connectors": {"Gone": "broken_ep:DoesNotExist"}},
+    )
+    undocumented = build_wheel(
+        tmp_path,
+        "bad-config",
+        "1.0",
+        {
+            "bad_config.py": "from plugin_api import ConfigDef, ConfigType, SinkConnector\n"
+            "class Sink(SinkConnector):\n"
+            "    def start(self, props): pass\n"
+            "    def task_class(self): return None\n"
+            "    def task_configs(self, n): return []\n"
+            "    def stop(self): pass\n"
+            "    def config(self): return ConfigDef().define('path', ConfigType.STRING)\n"
+        },
+        requires=[API_REQUIREMENT],
+        entry_points={"copycat.connectors": {"Sink": "bad_config:Sink"}},
+        metadata={"Summary": "s", "License": "MIT"},
+    )
+    expected = {
+        broken: "cannot install wheel broken_ep-1.0-py3-none-any.whl: the plugin has broken "
+        "entry points: copycat.connectors:Gone = broken_ep:DoesNotExist",
+        undocumented: "wheel bad_config-1.0-py3-none-any.whl has invalid config definitions: "
+        "Sink: config key 'path' has no documentation",
+    }
+    for wheel, reason in expected.items():
+        done = twine_upload(index.url, wheel)
+        said = _said(done)
+        assert done.returncode != 0 and reason in said, said
+        unwrapped = said.replace(" ", "")  # twine breaks long paths across lines
+        for internal in ("copycat-upload-", "copycat-validate-", ".staging-"):
+            assert internal not in unwrapped, said
