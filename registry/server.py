@@ -10,6 +10,8 @@ every link so pip and uv verify what they download. In front of it, this module 
   only a valid one is handed on to pypiserver to store. A bad one is answered ``400`` with
   every reason, is never written, never listed. Sdists are refused (a plugin env is built
   from wheels only).
+* **copycat-plugin-api in ``libraries``**: at start, this runtime's version is packed there if
+  absent (:mod:`registry.api_wheel`), so plain pip and uv resolve a plugin's requirement on it.
 * **an optional upstream** (``--upstream URL``, off by default): projects the index does not
   hold are redirected there (pypiserver's fallback) and upload validation may resolve
   dependencies from it. Off, the index is air-gapped: dependencies must be in ``libraries``.
@@ -51,6 +53,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from plugin_api import ConnectException
+from registry.api_wheel import ensure_plugin_api_wheel
 from registry.validation import InvalidPluginError, validate_wheel
 
 log = logging.getLogger("copycat.registry")
@@ -227,6 +230,11 @@ class RegistryApp:
         self.libraries_dir = data / LIBRARIES_DIR
         for d in (self.plugins_dir, self.libraries_dir):
             d.mkdir(parents=True, exist_ok=True)
+        try:
+            # Plain pip and uv users of the index resolve every plugin's requirement on it.
+            ensure_plugin_api_wheel(self.libraries_dir)
+        except ConnectException as exc:
+            log.warning("%s; add one with `copycat registry add` for plain pip users", exc)
         self.catalogue = Catalogue(data / CATALOGUE_DIR)
         self.upload_token = upload_token
         self.htpasswd = htpasswd

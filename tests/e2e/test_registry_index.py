@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import shutil
 import subprocess
+import sys
 import tarfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from registry.server import RegistryServer
+from registry.installer import runtime_api_version
+from registry.server import RegistryApp, RegistryServer
 from tests.support.marketplace import (
     API_REQUIREMENT,
     UPLOAD_TOKEN,
@@ -177,3 +179,41 @@ def test_rejections_name_the_uploaded_file_not_the_index_s_temporary_paths(
         unwrapped = said.replace(" ", "")  # twine breaks long paths across lines
         for internal in ("copycat-upload-", "copycat-validate-", ".staging-"):
             assert internal not in unwrapped, said
+
+
+def test_a_fresh_index_serves_the_plugin_api_so_plain_pip_installs_a_plugin(
+    index: RegistryServer, tmp_path: Path
+) -> None:
+    runtime = runtime_api_version()
+    listed = httpx.get(f"{index.index_url}copycat-plugin-api/")
+    assert listed.status_code == 200
+    assert f"copycat_plugin_api-{runtime}-py3-none-any.whl" in listed.text
+    assert twine_upload(index.url, _tick_counter(tmp_path, "1.0.0")).returncode == 0
+
+    target = tmp_path / "target"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-cache-dir",
+            "--target",
+            str(target),
+            "--index-url",
+            index.index_url,
+            "tick-counter",
+        ],
+        check=True,
+        timeout=120,
+    )
+    assert (target / "tick_counter.py").exists()
+    assert (target / "plugin_api" / "__init__.py").exists()
+    assert (target / f"copycat_plugin_api-{runtime}.dist-info").is_dir()
+
+    # Starting again on the same directory adds nothing: the wheel is there.
+    RegistryApp(index.app.data)
+    assert [p.name for p in index.app.libraries_dir.iterdir()] == [
+        f"copycat_plugin_api-{runtime}-py3-none-any.whl"
+    ]
