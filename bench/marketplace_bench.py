@@ -47,7 +47,6 @@ from registry.installer import uv_binary  # noqa: E402
 from registry.server import RegistryServer, add_libraries  # noqa: E402
 from tests.support.marketplace import (  # noqa: E402
     UPLOAD_TOKEN,
-    build_plugin_api_wheel,
     source_plugin_wheel,
     twine_upload,
 )
@@ -88,7 +87,7 @@ def _index_with_plugin(work: Path) -> tuple[RegistryServer, str]:
         )
         for c in "abc"
     ]
-    add_libraries(data, [*deps, build_plugin_api_wheel()])
+    add_libraries(data, deps)  # copycat-plugin-api: the server packs it at start
     server = RegistryServer(data, upload_token=UPLOAD_TOKEN).start()
     wheel = source_plugin_wheel(
         work / "plugin",

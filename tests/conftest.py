@@ -136,20 +136,14 @@ def topic_name(request: pytest.FixtureRequest) -> str:
 def plugin_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RegistryServer]:
     """A running ``copycat registry serve`` index for the session, with the bundled plugins
     published to it by twine (validated like any upload) and copycat-plugin-api in its
-    libraries. Projects it does not hold are redirected to the public index (the bundled
-    plugins' dependencies). Uploads need ``tests.support.marketplace.UPLOAD_TOKEN``."""
+    libraries (the one the server packs at start, as a fresh index has). Projects it does not
+    hold are redirected to the public index (the bundled plugins' dependencies). Uploads need
+    ``tests.support.marketplace.UPLOAD_TOKEN``."""
     from core.bundled import bundled_wheelhouse
-    from registry.server import RegistryServer, add_libraries
-    from tests.support.marketplace import (
-        PUBLIC_INDEX,
-        UPLOAD_TOKEN,
-        build_plugin_api_wheel,
-        twine_upload,
-    )
+    from registry.server import RegistryServer
+    from tests.support.marketplace import PUBLIC_INDEX, UPLOAD_TOKEN, twine_upload
 
     data = tmp_path_factory.mktemp("plugin-index")
-    api = build_plugin_api_wheel()
-    add_libraries(data, [api])
     with RegistryServer(data, upload_token=UPLOAD_TOKEN, upstream=PUBLIC_INDEX) as server:
         from concurrent.futures import ThreadPoolExecutor
 

@@ -18,7 +18,6 @@ UPLOAD_TOKEN = "test-upload-token"
 # Where the bundled plugins' dependencies (orjson, fastavro, httpx) come from: the public
 # index, through uv's cache. Plugins published in tests never need it.
 PUBLIC_INDEX = "https://pypi.org/simple/"
-PLUGIN_API_PROJECT = Path(__file__).resolve().parents[2] / "plugin_api"
 # What every plugin wheel a test publishes carries, so the index accepts its metadata.
 PLUGIN_METADATA = {"Summary": "A plugin built by a test", "License": "Apache-2.0"}
 API_REQUIREMENT = "copycat-plugin-api>=0.1,<0.2"
@@ -125,11 +124,3 @@ class Source(SourceConnector):
         else {"copycat.connectors": {f"{module}-source": f"{module}:Source"}},
         metadata=PLUGIN_METADATA if metadata is None else metadata,
     )
-
-
-def build_plugin_api_wheel() -> Path:
-    """The runtime's copycat-plugin-api as a wheel (uv build, cached by source hash), for an
-    index's libraries."""
-    from core.bundled import prebuilt_wheel
-
-    return prebuilt_wheel(PLUGIN_API_PROJECT)
