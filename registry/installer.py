@@ -116,7 +116,43 @@ def make_venv(path: Path) -> None:
     run_uv(["venv", "--quiet", "--python", sys.executable, str(path)], f"creating a venv at {path}")
 
 
+def _is_direct_reference(source: str) -> bool:
+    """Whether ``source`` is a PEP 508 direct reference, ``NAME @ URL`` (not a path)."""
+    try:
+        return Requirement(source).url is not None
+    except InvalidRequirement:
+        return False
+
+
+def plain_requirement(text: str) -> str:
+    """``text`` if only an index can satisfy it: a PEP 508 name with optional extras, version
+    specifier and marker; not a direct reference (``NAME @ URL``), a wheel file or a directory.
+
+    Raises:
+        PluginInstallError: ``text`` is something else; the message says what.
+    """
+    text = text.strip()
+    if "@" in text:
+        why = "it is a direct reference (NAME @ URL)"
+    elif text.endswith(".whl"):
+        why = "it is a wheel file"
+    elif os.sep in text or "/" in text or text.startswith("."):
+        why = "it is a path"
+    else:
+        try:
+            Requirement(text)
+            return text
+        except InvalidRequirement as exc:
+            why = f"it is not a PEP 508 requirement ({exc})"
+    raise PluginInstallError(
+        f"{text!r} is not a plain requirement (a name and an optional version specifier, "
+        f'e.g. "my-plugin==1.0"): {why}'
+    )
+
+
 def _describe_source(source: str) -> str:
+    if _is_direct_reference(source):
+        return f"requirement {source!r}"
     path = Path(source)
     if path.suffix == ".whl":
         return f"wheel {path}"
@@ -196,8 +232,12 @@ def install(
     no_index: bool = False,
     replace: bool = False,
     extra_index_urls: Sequence[str] = (),
+    requirement_only: bool = False,
 ) -> PluginEnvironment:
     """Install ``source`` (a wheel file, a project directory or a requirement) as a plugin.
+
+    With ``requirement_only`` (REST installs), ``source`` must be a :func:`plain_requirement`
+    and is never taken for a path, even where a file or directory of that name exists.
 
     uv resolves the plugin and its dependencies (wheels preferred) into a PEP 751 lock, and
     the env is installed from that lock, hashes verified; the lock stays in the env
@@ -209,19 +249,22 @@ def install(
             no Copycat entry points, needs another plugin_api, an entry point is broken, or a
             component's config definition is invalid.
     """
+    from_path = not requirement_only and not _is_direct_reference(source)
+    if requirement_only:
+        source = plain_requirement(source)
     path = Path(source)
-    if (path.suffix == ".whl" or os.sep in source) and not path.exists():
+    if from_path and (path.suffix == ".whl" or os.sep in source) and not path.exists():
         raise PluginInstallError(
             f"cannot install plugin: {_describe_source(source)} does not exist"
         )
-    if path.exists():
+    if from_path and path.exists():
         source = str(path.resolve())
     plugin_path.mkdir(parents=True, exist_ok=True)
     index_args = _index_args(index_url, find_links, offline, no_index, extra_index_urls)
     staging = plugin_path / f".staging-{uuid.uuid4().hex[:12]}"
     try:
         make_venv(staging)
-        requirement = _as_requirement(source, staging, index_args)
+        requirement = _as_requirement(source, staging, index_args) if from_path else source
         overrides = staging / "copycat-overrides.txt"
         overrides.write_text(_DROP_PLUGIN_API)
         lock_path = staging / LOCK_NAME

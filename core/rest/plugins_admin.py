@@ -9,7 +9,8 @@ its plugin catalogue is live, and is refreshed right after each change here.
 * ``GET /admin/plugins``: every plugin location, how it was made, its lock, its plugins and
   which running connectors use it.
 * ``POST /admin/plugins`` ``{"requirement": "NAME[==V]", "index_url": ...}``: install (201),
-  only from one of the worker's ``plugin.index.urls`` (none configured: refused).
+  only from one of the worker's ``plugin.index.urls`` (none configured: refused), and only a
+  plain requirement: a path or a URL would let a REST caller bring code from elsewhere (400).
 * ``DELETE /admin/plugins/{name}[?version=V]``: remove; refused with 409 naming the running
   connectors that use it.
 """
@@ -94,18 +95,26 @@ def router(herder: Herder, config: WorkerConfig, route_class: Any) -> APIRouter:
     )
     def install_plugin(body: InstallRequest = Body(...)) -> Any:
         from registry import install
-        from registry.installer import PluginInstallError
+        from registry.installer import PluginInstallError, plain_requirement
         from registry.manage import describe
 
         if not body.requirement or not body.requirement.strip():
             raise BadRequestError("'requirement' (e.g. \"my-plugin==1.0\") is required")
         index_url = _index(config, body.index_url)
         try:
+            requirement = plain_requirement(body.requirement)
+        except PluginInstallError as exc:
+            raise BadRequestError(
+                f"{exc}; installs through REST come only from this worker's "
+                "plugin.index.urls (install files and URLs with `copycat plugins install`)"
+            ) from exc
+        try:
             env = install(
-                body.requirement.strip(),
+                requirement,
                 _plugin_paths(config)[0],
                 index_url=index_url,
                 replace=body.replace,
+                requirement_only=True,
             )
         except PluginInstallError as exc:
             raise BadRequestError(str(exc)) from exc

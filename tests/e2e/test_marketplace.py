@@ -455,3 +455,48 @@ def test_plugin_admin_endpoints_live_where_the_admin_surface_is(
         # Without plugin.index.urls, REST installs are refused (no fetching from anywhere).
         off = httpx.post(running.server.admin_url + "/admin/plugins", json={"requirement": "x"})
         assert off.status_code == 400 and "plugin.index.urls" in off.json()["message"]
+
+
+def _published_versions(index: RegistryServer, tmp: Path, name: str, *versions: str) -> list[Path]:
+    wheels = [source_plugin_wheel(tmp / "published", name, v) for v in versions]
+    for wheel in wheels:
+        done = twine_upload(index.url, wheel)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return wheels
+
+
+def test_rest_installs_take_only_requirements_the_cli_takes_paths_and_urls(
+    worker: RestWorker,
+    plugin_index: RegistryServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """POST /admin/plugins installs only from plugin.index.urls: a path or a URL is a 400
+    that says why, and nothing is installed; the CLI installs the same path and URL."""
+    name = f"local-{_uid()}"
+    [wheel] = _published_versions(plugin_index, tmp_path, name, "1.0")
+    own = _own_path(worker)
+    with worker.client() as http:
+        for requirement in (
+            str(wheel),
+            wheel.name,
+            str(wheel.parent),
+            f"{name} @ {wheel.as_uri()}",
+            f"{name} @ http://127.0.0.1:9/{wheel.name}",
+            f"{name}@{wheel.as_uri()}",
+        ):
+            r = http.post("/admin/plugins", json={"requirement": requirement})
+            assert r.status_code == 400, (requirement, r.text)
+            message = r.json()["message"]
+            assert "plugin.index.urls" in message and "name" in message, (requirement, message)
+        assert list(own.iterdir()) == []
+        # A plain requirement still installs, from the index.
+        r = http.post("/admin/plugins", json={"requirement": f"{name}==1.0"})
+        assert r.status_code == 201 and r.json()["version"] == "1.0", r.text
+
+    base = ["plugins", "--plugin-path", str(tmp_path / "cli")]
+    assert cli_main([*base, "install", str(wheel)]) == 0
+    assert cli_main([*base, "install", "--replace", f"{name} @ {wheel.as_uri()}"]) == 0, (
+        capsys.readouterr().err
+    )
+    assert f"installed {name}-1.0" in capsys.readouterr().out
