@@ -148,12 +148,19 @@ def _cmd_remove(args: argparse.Namespace) -> int:
 def _cmd_export(args: argparse.Namespace) -> int:
     from registry import find
     from registry.installer import PluginNotFoundError
-    from registry.locks import export_wheelhouse
+    from registry.locks import LOCK_NAME, LockError, export_wheelhouse
+    from registry.manage import describe
 
     hits = find(plugin_paths(args), args.spec)
     if len(hits) != 1:
         found = ", ".join(e.location.name for e in hits) or "none"
         raise PluginNotFoundError(f"{args.spec!r} must name one installed env (found: {found})")
+    if hits[0].is_zip or not (hits[0].location / LOCK_NAME).exists():
+        raise LockError(
+            f"{args.spec!r} is installed at {hits[0].location} ({describe(hits[0])['made_by']}) "
+            f"with no lock ({LOCK_NAME}), so it cannot be exported: only envs installed with "
+            "`copycat plugins install` have one"
+        )
     dest = export_wheelhouse(hits[0], Path(args.dest))
     print(f"wrote the wheelhouse of {hits[0].location.name} to {dest}")
     return 0

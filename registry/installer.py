@@ -513,11 +513,25 @@ def scan(plugin_paths: Sequence[Path]) -> list[PluginEnvironment]:
     return found
 
 
+def primary_name(manifest: dict[str, Any]) -> str | None:
+    """The distribution a location is listed under: the one installed as the plugin, else
+    (pip installs) the first that declares a plugin."""
+    primary = manifest.get("primary")
+    if primary:
+        return str(primary)
+    for plugin in manifest.get("plugins", []):
+        return str(plugin["distribution"]).split("==", 1)[0]
+    return None
+
+
 _NAME_VERSION = re.compile(r"^(?P<name>.+?)(?:==(?P<version>.+))?$")
 
 
 def find(plugin_paths: Sequence[Path], spec: str) -> list[PluginEnvironment]:
-    """Installed locations matching ``name`` or ``name==version`` (distribution or dir name)."""
+    """Installed locations matching ``name`` or ``name==version``: the distribution and version
+    ``plugins list`` and ``GET /admin/plugins`` show (:func:`primary_name`), or the directory
+    name. Reads each manifest, probing a location that has none or a stale one, as listing
+    does, so pip installs are found by the name they are listed under."""
     match = _NAME_VERSION.match(spec.strip())
     assert match is not None
     name, version = canonicalize_name(match["name"]), match["version"]
@@ -526,8 +540,11 @@ def find(plugin_paths: Sequence[Path], spec: str) -> list[PluginEnvironment]:
         if canonicalize_name(env.location.name) == name and version is None:
             hits.append(env)
             continue
-        manifest = env.read_manifest() or {}
-        primary = manifest.get("primary")
+        try:
+            manifest = env.current_manifest()
+        except PluginEnvironmentError:
+            continue  # unreadable or broken: found by its directory name only
+        primary = primary_name(manifest)
         dists = manifest.get("distributions", {})
         if primary and canonicalize_name(primary) == name:
             if version is None or dists.get(primary) == version:

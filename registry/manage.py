@@ -21,6 +21,7 @@ from registry.installer import (
     PluginNotFoundError,
     find,
     install,
+    primary_name,
     remove,
     run_uv,
     scan,
@@ -35,23 +36,17 @@ def made_by(env: PluginEnvironment, manifest: dict[str, Any]) -> str:
         return "zipapp"
     if manifest.get("installer") == "copycat":
         return "copycat"
-    primary = manifest.get("primary") or _declaring(manifest)
+    primary = primary_name(manifest)
     tool = env.installer_of(primary) if primary else None
     if env.is_target:
         return f"{tool or 'pip'} --target"
     return f"{tool or 'unknown'} venv"
 
 
-def _declaring(manifest: dict[str, Any]) -> str | None:
-    for plugin in manifest.get("plugins", []):
-        return str(plugin["distribution"]).split("==", 1)[0]
-    return None
-
-
 def describe(env: PluginEnvironment) -> dict[str, Any]:
     """One row of ``plugins list``: the location, what made it, its lock and its plugins."""
     manifest = env.current_manifest()
-    primary = manifest.get("primary") or _declaring(manifest)
+    primary = primary_name(manifest)
     dists = manifest.get("distributions", {})
     return {
         "location": str(env.location),

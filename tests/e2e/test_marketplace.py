@@ -500,3 +500,32 @@ def test_rest_installs_take_only_requirements_the_cli_takes_paths_and_urls(
         capsys.readouterr().err
     )
     assert f"installed {name}-1.0" in capsys.readouterr().out
+
+
+def test_a_pip_target_dir_is_removed_by_the_name_and_version_listed(
+    worker: RestWorker,
+    plugin_index: RegistryServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """DELETE finds what GET lists by the same name and version, and export-wheelhouse says
+    why a pip install (no lock) cannot be exported."""
+    name = f"target-{_uid()}"
+    _published_versions(plugin_index, tmp_path, name, "1.0")
+    own = _own_path(worker)
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--index-url"]
+    subprocess.run(
+        [*pip, plugin_index.index_url, "--target", str(own / "pip-dir"), name], check=True
+    )
+    with worker.client() as http:
+        [row] = [r for r in http.get("/admin/plugins").json() if r["name"] == name]
+        assert row["version"] == "1.0" and row["made_by"] == "pip --target", row
+
+        base = ["plugins", "--plugin-path", str(own)]
+        code = cli_main([*base, "export-wheelhouse", f"{name}==1.0", "--dest", str(tmp_path / "w")])
+        err = " ".join(capsys.readouterr().err.split())
+        assert code == 1 and "pip-dir" in err and "no lock" in err, err
+
+        r = http.delete(f"/admin/plugins/{name}", params={"version": "1.0"})
+        assert r.status_code == 200 and r.json()["removed"] == [row["location"]], r.text
+    assert not (own / "pip-dir").exists()
