@@ -66,7 +66,7 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
     from registry.manage import upgrade
 
     for name in args.names:
-        env, removed = upgrade(
+        env, removed, in_use = upgrade(
             plugin_paths(args),
             name,
             index_url=args.index_url,
@@ -80,6 +80,8 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
         for old in removed:
             if old.location != env.location:
                 print(f"removed {old.location}")
+        for old, procs in in_use.items():
+            print(f"kept {old.location}: in use by {', '.join(map(str, procs))}")
     return 0
 
 
@@ -137,10 +139,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_remove(args: argparse.Namespace) -> int:
-    from registry import remove
+    from registry.manage import remove_unused
 
     for spec in args.specs:
-        for env in remove(plugin_paths(args), spec):
+        for env in remove_unused(plugin_paths(args), spec, force=args.force):
             print(f"removed {env.location}")
     return 0
 
@@ -263,7 +265,8 @@ def add_commands(sub: Any) -> None:
         "upgrade",
         help="install the newest version of installed plugins",
         description="Install the newest version the index offers beside the installed ones, "
-        "then remove the older versions (unless --keep).",
+        "then remove the older versions (unless --keep); an older version that live plugin "
+        "hosts run from (on Linux) is kept, and said so.",
     )
     up.add_argument("names", nargs="+", metavar="NAME")
     _index_options(up)
@@ -295,9 +298,13 @@ def add_commands(sub: Any) -> None:
     rm = psub.add_parser(
         "remove",
         help="remove installed plugins",
-        description="Remove plugins by name, or name==version to remove one of several.",
+        description="Remove plugins by name, or name==version to remove one of several. "
+        "An env that live plugin hosts run from (on Linux) is not removed without --force.",
     )
     rm.add_argument("specs", nargs="+", metavar="NAME[==VERSION]")
+    rm.add_argument(
+        "--force", action="store_true", help="remove even envs live plugin hosts run from"
+    )
     _path_option(rm)
     rm.set_defaults(func=_cmd_remove)
 

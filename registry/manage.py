@@ -1,14 +1,18 @@
-"""What ``copycat plugins list/info/upgrade`` need beyond install and remove.
+"""What ``copycat plugins list/info/upgrade/remove`` need beyond install and remove.
 
 Everything here reads plugin.path without importing plugin code (manifests, dist-info
 metadata, locks); only :func:`latest_version` talks to an index, through uv. Called from the
-CLI and from REST admin threads.
+CLI and from REST admin threads. Which envs are in use is read from the processes running
+(/proc), not from a worker: the CLI has no view of a worker's connectors, which may even run
+on another machine sharing plugin.path.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +20,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from isolation.environment import PluginEnvironment
+from plugin_api import ConnectException
 from registry.installer import (
     PluginInstallError,
     PluginNotFoundError,
@@ -27,6 +32,87 @@ from registry.installer import (
     scan,
 )
 from registry.locks import LOCK_NAME, Lock, LockError
+
+# Where Linux lists processes. Where there is none, no env is seen in use: removals go ahead.
+PROC = Path("/proc")
+# What a plugin host carries in its environment (isolation/host.py): whom it runs.
+_HOST_NAME = b"COPYCAT_PLUGIN="
+
+
+class PluginInUseError(ConnectException):
+    """A plugin env was not removed: live processes (plugin hosts) run from it."""
+
+
+@dataclass(frozen=True)
+class HostProcess:
+    """A live process running from a plugin env, and whom it runs when its environment says
+    (a host's ``COPYCAT_PLUGIN``: ``<connector>:connector``, ``<connector>-<task>``, ...)."""
+
+    pid: int
+    runs: str | None
+
+    def __str__(self) -> str:
+        return f"pid {self.pid} ({self.runs})" if self.runs else f"pid {self.pid}"
+
+
+def processes_using(env: PluginEnvironment) -> list[HostProcess]:
+    """Live processes whose executable or argv[0] lies under ``env``: a venv's plugin hosts run
+    as ``<env>/bin/python``. Read from /proc, so only on Linux (elsewhere: none), and only
+    venvs: the hosts of a pip --target dir or a zipapp run on the runtime's interpreter."""
+    if env.attached or not PROC.is_dir():
+        return []
+    found = []
+    for entry in PROC.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv0 = os.fsdecode((entry / "cmdline").read_bytes().split(b"\0", 1)[0])
+            if argv0 and not os.path.isabs(argv0):
+                argv0 = os.path.join(os.readlink(entry / "cwd"), argv0)
+        except OSError:
+            continue  # gone, or not ours to read
+        try:
+            exe = os.readlink(entry / "exe")
+        except OSError:
+            exe = ""
+        if not any(
+            p and Path(os.path.normpath(p)).is_relative_to(env.location) for p in (argv0, exe)
+        ):
+            continue
+        runs = None
+        try:
+            for item in (entry / "environ").read_bytes().split(b"\0"):
+                if item.startswith(_HOST_NAME):
+                    runs = os.fsdecode(item[len(_HOST_NAME) :])
+        except OSError:
+            pass
+        found.append(HostProcess(int(entry.name), runs))
+    return found
+
+
+def remove_unused(
+    plugin_paths: Sequence[Path], spec: str, *, force: bool = False
+) -> list[PluginEnvironment]:
+    """:func:`~registry.installer.remove`, unless live processes run from a matching env.
+
+    Raises:
+        PluginNotFoundError: nothing matches ``spec``.
+        PluginInUseError: (without ``force``) naming each env in use and its processes;
+            nothing is removed.
+    """
+    if not force:
+        busy = {env: processes_using(env) for env in find(plugin_paths, spec)}
+        in_use = "; ".join(
+            f"{env.location} by {', '.join(map(str, procs))}"
+            for env, procs in busy.items()
+            if procs
+        )
+        if in_use:
+            raise PluginInUseError(
+                f"cannot remove {spec}: in use by live plugin hosts: {in_use}; stop the "
+                "connectors using it (or move them to another version) first, or use --force"
+            )
+    return remove(plugin_paths, spec)
 
 
 def made_by(env: PluginEnvironment, manifest: dict[str, Any]) -> str:
@@ -194,15 +280,20 @@ def upgrade(
     index_url: str | None = None,
     find_links: Sequence[str] = (),
     keep: bool = False,
-) -> tuple[PluginEnvironment | None, list[PluginEnvironment]]:
+) -> tuple[
+    PluginEnvironment | None, list[PluginEnvironment], dict[PluginEnvironment, list[HostProcess]]
+]:
     """Install the newest version of an installed plugin beside the others and, unless
-    ``keep``, remove the older versions. Returns (new env or None if already newest, removed).
+    ``keep``, remove the older versions, except those live processes run from
+    (:func:`processes_using`), which are kept. Returns (new env or None if already newest,
+    removed, kept because in use with their processes).
 
     Raises:
         PluginNotFoundError: ``name`` is not installed.
         PluginInstallError: the new version cannot be installed (the old ones stay).
     """
-    installed = [describe(env) for env in find(plugin_paths, name)]
+    envs = find(plugin_paths, name)
+    installed = [describe(env) for env in envs]
     if not installed:
         raise PluginNotFoundError(f"no installed plugin matches {name!r}")
     current = max(installed, key=lambda r: _sort_key(r["version"]))
@@ -210,7 +301,7 @@ def upgrade(
         current["name"], index_url=index_url or current["index_url"], find_links=find_links
     )
     if latest is None or not _newer(latest, current["version"]):
-        return None, []
+        return None, [], {}
     env = install(
         f"{current['name']}=={latest}",
         plugin_paths[0],
@@ -218,10 +309,15 @@ def upgrade(
         find_links=find_links,
     )
     removed: list[PluginEnvironment] = []
+    in_use: dict[PluginEnvironment, list[HostProcess]] = {}
     if not keep:
-        for row in installed:
-            removed += remove(plugin_paths, f"{row['name']}=={row['version']}")
-    return env, removed
+        for old, row in zip(envs, installed, strict=True):
+            procs = processes_using(old)
+            if procs:
+                in_use[old] = procs
+            else:
+                removed += remove(plugin_paths, f"{row['name']}=={row['version']}")
+    return env, removed, in_use
 
 
 def _sort_key(version: str) -> tuple[int, Any]:

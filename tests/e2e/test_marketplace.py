@@ -22,6 +22,7 @@ from registry.server import RegistryServer, add_libraries
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import read_all
 from tests.support.marketplace import source_plugin_wheel, twine_upload
+from tests.support.processes import host_pids
 from tests.support.rest import RestWorker, wait_for
 from tests.support.wheels import build_wheel
 
@@ -529,3 +530,52 @@ def test_a_pip_target_dir_is_removed_by_the_name_and_version_listed(
         r = http.delete(f"/admin/plugins/{name}", params={"version": "1.0"})
         assert r.status_code == 200 and r.json()["removed"] == [row["location"]], r.text
     assert not (own / "pip-dir").exists()
+
+
+def test_the_cli_keeps_versions_live_plugin_hosts_run_from(
+    worker: RestWorker,
+    plugin_index: RegistryServer,
+    broker: KafkaCluster,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``plugins remove`` refuses (unless --force) and ``plugins upgrade`` keeps an env whose
+    plugin hosts are running, naming their processes and the connector they run."""
+    uid = _uid()
+    name, connector = f"inuse-{uid}", f"c-inuse-{uid}"
+    _published_versions(plugin_index, tmp_path, name, "1.0", "2.0")
+    own = _own_path(worker)
+    base = ["plugins", "--plugin-path", str(own)]
+    for version in ("1.0", "2.0"):
+        assert (
+            cli_main(
+                [*base, "install", f"{name}=={version}", "--index-url", plugin_index.index_url]
+            )
+            == 0
+        )
+    old, middle = own / f"{name}-1.0", own / f"{name}-2.0"
+    class_name = f"{name.replace('-', '_')}.Source"
+    with worker.client() as http:
+        wait_for(lambda: len(_listed(http, class_name)) == 2, what="both versions listed")
+        _run_source(http, broker, connector, class_name, {"connector.plugin.version": "1.0"})
+        hosts = host_pids(f"{connector}")
+        assert hosts, "no plugin host of the connector"
+        capsys.readouterr()
+
+        assert cli_main([*base, "remove", f"{name}==1.0"]) == 1
+        err = " ".join(capsys.readouterr().err.split())
+        assert str(old) in err and f"{connector}-0" in err and "--force" in err, err
+        assert all(f"pid {pid}" in err for pid in hosts), (hosts, err)
+        assert old.is_dir()
+
+        _published_versions(plugin_index, tmp_path, name, "3.0")
+        assert cli_main([*base, "upgrade", name]) == 0
+        out = capsys.readouterr().out
+        assert f"installed {name}-3.0" in out and f"removed {middle}" in out, out
+        assert f"kept {old}: in use by pid" in out and connector in out, out
+        assert old.is_dir() and not middle.exists()
+        status = http.get(f"/connectors/{connector}/status").json()
+        assert status["tasks"][0]["state"] == "RUNNING", status
+
+        assert cli_main([*base, "remove", f"{name}==1.0", "--force"]) == 0
+        assert not old.exists()
