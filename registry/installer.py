@@ -542,8 +542,10 @@ def find(plugin_paths: Sequence[Path], spec: str) -> list[PluginEnvironment]:
             continue
         try:
             manifest = env.current_manifest()
-        except PluginEnvironmentError:
-            continue  # unreadable or broken: found by its directory name only
+        except ConnectException:
+            # Unreadable, or its probe failed (a host that cannot start raises PluginHostError):
+            # found by its directory name only, and never in the way of finding the others.
+            continue
         primary = primary_name(manifest)
         dists = manifest.get("distributions", {})
         if primary and canonicalize_name(primary) == name:
