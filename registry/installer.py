@@ -331,6 +331,12 @@ def install(
         for plugin in manifest["plugins"]:
             plugin["location"] = manifest["location"]
         env.write_manifest(manifest)
+        if from_path:
+            # The requirement names the wheel in the staging directory's store; the lock
+            # should name it where the env will be.
+            lock = Lock.read(lock_path)
+            kept = requirement.replace(staging.resolve().as_uri(), final.resolve().as_uri())
+            Lock(lock.packages, {**lock.tool, "requirement": kept}).write(lock_path)
         staging.rename(final)
         return PluginEnvironment(final)
     except (PluginEnvironmentError, LockError) as exc:

@@ -18,6 +18,8 @@ import httpx
 import pytest
 
 from core.cli import main as cli_main
+from registry.installer import WHEEL_STORE
+from registry.locks import LOCK_NAME, Lock
 from registry.server import RegistryServer, add_libraries
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import read_all
@@ -497,6 +499,10 @@ def test_rest_installs_take_only_requirements_the_cli_takes_paths_and_urls(
 
     base = ["plugins", "--plugin-path", str(tmp_path / "cli")]
     assert cli_main([*base, "install", str(wheel)]) == 0
+    env = tmp_path / "cli" / f"{name}-1.0"
+    # The lock names the wheel kept in the env, not in the staging directory it was built in.
+    recorded = Lock.read(env / LOCK_NAME).tool["requirement"]
+    assert recorded == f"{name} @ {(env / WHEEL_STORE / wheel.name).resolve().as_uri()}"
     assert cli_main([*base, "install", "--replace", f"{name} @ {wheel.as_uri()}"]) == 0, (
         capsys.readouterr().err
     )
