@@ -251,7 +251,8 @@ def add_commands(sub: Any) -> None:
         "install",
         help="install plugins from an index, wheels or directories",
         description="Install each SOURCE (NAME, NAME==VERSION, a spec such as 'copycat-jdbc>=1.2', "
-        "a .whl file or a project directory) into a new venv, resolved with uv into a lock "
+        "a direct reference 'NAME @ URL', a .whl file or a project directory) into a new venv, "
+        "resolved with uv into a lock "
         "(pylock.toml) kept in the env.",
     )
     inst.add_argument("sources", nargs="+", metavar="SOURCE")
