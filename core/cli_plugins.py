@@ -109,7 +109,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         lock = "locked" if r["locked"] else "no lock"
-        print(f"{r['name']} {r['version']}  [{r['made_by']}, {lock}]  {r['location']}")
+        broken = f", BROKEN: {r['broken']}" if r["broken"] else ""
+        print(f"{r['name']} {r['version']}  [{r['made_by']}, {lock}{broken}]  {r['location']}")
         for p in r["plugins"]:
             print(f"    {p['name']:<36} {p['type']:<16} {p['version']}")
     return 0

@@ -106,10 +106,10 @@ class _Snapshot:
                     log.debug("alias %s is ambiguous (%s); dropped", name, sorted(claims[name]))
 
 
-def _signature(plugin_paths: Sequence[Path]) -> tuple[tuple[str, int, int, int], ...]:
+def _signature(plugin_paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, bool], ...]:
     """What changes when a plugin is installed, removed or pip-installed into: each location's
-    name, its mtime, its packages directory's mtime (pip adding a dist-info) and its manifest's
-    mtime."""
+    name, its mtime, its packages directory's mtime (pip adding a dist-info), its manifest's
+    mtime and whether its interpreter exists (deleting it changes none of the others)."""
     out = []
     for root in plugin_paths:
         try:
@@ -124,14 +124,16 @@ def _signature(plugin_paths: Sequence[Path]) -> tuple[tuple[str, int, int, int],
             except OSError:
                 continue
             packages = manifest = 0
+            python = False
             if child.is_dir():
+                python = (child / "bin" / "python").exists()
                 lib = sorted(child.glob("lib/python3*/site-packages"))
                 try:
                     packages = (lib[0] if lib else child).stat().st_mtime_ns
                     manifest = (child / MANIFEST_NAME).stat().st_mtime_ns
                 except OSError:
                     pass
-            out.append((str(child), own, packages, manifest))
+            out.append((str(child), own, packages, manifest, python))
     return tuple(out)
 
 

@@ -137,6 +137,15 @@ class PluginEnvironment:
             return Path(getattr(sys, "_base_executable", sys.executable))
         return self.location / "bin" / "python"
 
+    def broken(self) -> str | None:
+        """Why no host can start here, as far as one stat() tells: a venv whose interpreter is
+        gone (deleted, or a link to a Python that was removed). None if nothing is known to be
+        wrong. A cached manifest cannot tell: it is trusted while the installed distributions
+        are unchanged."""
+        if self.attached or self.python.exists():
+            return None
+        return f"its interpreter {self.python} no longer exists"
+
     @property
     def manifest_path(self) -> Path:
         if self.is_zip:
@@ -239,7 +248,14 @@ class PluginEnvironment:
         return manifest
 
     def current_manifest(self) -> dict[str, Any]:
-        """The manifest, probing (and writing it) first if it is missing or stale."""
+        """The manifest, probing (and writing it) first if it is missing or stale.
+
+        Raises:
+            PluginEnvironmentError: the location is :meth:`broken`, or its probe failed.
+        """
+        why = self.broken()
+        if why is not None:
+            raise PluginEnvironmentError(why)
         manifest = self.read_manifest()
         fingerprint = self.fingerprint()
         if manifest is None or manifest.get("fingerprint", fingerprint) != fingerprint:

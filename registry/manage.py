@@ -130,8 +130,11 @@ def made_by(env: PluginEnvironment, manifest: dict[str, Any]) -> str:
 
 
 def describe(env: PluginEnvironment) -> dict[str, Any]:
-    """One row of ``plugins list``: the location, what made it, its lock and its plugins."""
-    manifest = env.current_manifest()
+    """One row of ``plugins list``: the location, what made it, its lock and its plugins, and
+    why it is ``broken`` (None if it is not; a broken location is described from the manifest
+    it last had, and the worker offers none of its plugins)."""
+    broken = env.broken()
+    manifest = (env.read_manifest() or {}) if broken else env.current_manifest()
     primary = primary_name(manifest)
     dists = manifest.get("distributions", {})
     return {
@@ -152,6 +155,7 @@ def describe(env: PluginEnvironment) -> dict[str, Any]:
             }
             for p in manifest.get("plugins", [])
         ],
+        "broken": broken,
     }
 
 
@@ -164,7 +168,7 @@ def info(plugin_paths: Sequence[Path], spec: str) -> list[dict[str, Any]]:
     out = []
     for env in hits:
         row = describe(env)
-        manifest = env.current_manifest()
+        manifest = env.read_manifest() or {}  # made current by describe() unless broken
         row["plugins"] = [
             {**p, "config": entry.get("config", [])}
             for p, entry in zip(row["plugins"], manifest.get("plugins", []), strict=True)

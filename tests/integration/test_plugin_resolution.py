@@ -1,0 +1,119 @@
+"""Which plugin location a configured class name resolves to when plugin.path holds more than
+one candidate: the same class twice, a location that broke, two classes sharing an alias.
+Real venvs (one made by ``copycat plugins install``, others by plain ``uv venv`` + ``uv pip``),
+real plugin hosts for the probes."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.plugins import RESCAN_INTERVAL_S, PluginCatalogue
+from isolation import PluginEnvironment
+from plugin_api import ConfigException
+from registry import install
+from registry.manage import describe
+from tests.support.marketplace import source_plugin_wheel
+
+pytestmark = pytest.mark.integration
+
+# A transformation every test plugin also ships, under the same simple name.
+MASK = """
+from plugin_api import Transformation
+
+
+class Mask(Transformation):
+    def apply(self, record):
+        return record
+"""
+
+
+def _wheel(out: Path, name: str, version: str) -> Path:
+    """Plugin ``name``: a source connector ``<module>.Source`` and a transform ``<module>.Mask``."""
+    module = name.replace("-", "_")
+    return source_plugin_wheel(
+        out / name,
+        name,
+        version,
+        body=MASK,
+        entry_points={
+            "copycat.connectors": {f"{module}-source": f"{module}:Source"},
+            "copycat.transforms": {"Mask": f"{module}:Mask"},
+        },
+    )
+
+
+def _plain_venv(location: Path, wheel: Path) -> Path:
+    """What an operator makes without Copycat: ``uv venv`` + ``uv pip install`` (no lock)."""
+    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(location)], check=True)
+    python = location / "bin" / "python"
+    subprocess.run(
+        [
+            "uv",
+            "pip",
+            "install",
+            "-q",
+            "--offline",
+            "--no-deps",
+            "--python",
+            str(python),
+            str(wheel),
+        ],
+        check=True,
+    )
+    return location
+
+
+def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "copycat.plugins" and r.levelno == logging.WARNING
+    ]
+
+
+def test_a_venv_whose_interpreter_is_gone_is_not_offered_and_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    plugins = tmp_path / "plugins.d"
+    healthy = install(str(_wheel(tmp_path / "w", "healthy-tick", "1.0")), plugins, offline=True)
+    broken = _plain_venv(plugins / "pip-tick", _wheel(tmp_path / "w", "broken-tick", "1.0"))
+    catalogue = PluginCatalogue.scan([plugins])
+    assert catalogue.resolve("connector", "broken_tick.Source").location == str(broken.resolve())
+
+    caplog.set_level(logging.WARNING, logger="copycat.plugins")
+    for python in (broken / "bin").glob("python*"):
+        python.unlink()
+    # The running worker notices (no restart, no forced rescan)...
+    time.sleep(RESCAN_INTERVAL_S * 2)
+    assert [p.location for p in catalogue.plugins] == [str(healthy.location)] * 2
+    with pytest.raises(ConfigException, match="no connector plugin named 'broken_tick.Source'"):
+        catalogue.resolve("connector", "broken_tick.Source")
+    [warning] = _warnings(caplog)
+    assert str(broken.resolve()) in warning and "interpreter" in warning, warning
+
+    # ... and so does a restarted one; `plugins list` and /admin/plugins say why.
+    assert [p.location for p in PluginCatalogue.scan([plugins]).plugins] == [
+        str(healthy.location)
+    ] * 2
+    row = describe(PluginEnvironment(broken))
+    assert row["name"] == "broken-tick" and row["plugins"], row
+    assert "interpreter" in row["broken"] and str(broken.resolve()) in row["broken"], row
+    assert describe(healthy)["broken"] is None
+
+
+def test_a_locked_env_whose_interpreter_is_gone_is_still_rebuilt_from_its_lock(
+    tmp_path: Path,
+) -> None:
+    plugins = tmp_path / "plugins.d"
+    env = install(str(_wheel(tmp_path / "w", "locked-tick", "1.0")), plugins, offline=True)
+    for python in (env.location / "bin").glob("python*"):
+        python.unlink()
+    catalogue = PluginCatalogue.scan([plugins])
+    assert catalogue.resolve("connector", "locked_tick.Source").location == str(env.location)
+    assert (env.location / "bin" / "python").exists()
