@@ -5,7 +5,9 @@ stands in for, e.g. ``org.apache.kafka.connect.file.FileStreamSourceConnector``)
 name, or the simple name without its type suffix (``FileStreamSource``); an alias that two
 different plugins claim is dropped, as Kafka does. Several versions may be installed side by
 side; the newest is used unless the config pins one (``connector.plugin.version``, KIP-891,
-read by :mod:`core.plugin_versions`).
+read by :mod:`core.plugin_versions`). The same class in the same version in two locations (a
+plain pip venv beside a Copycat install) resolves to a locked env first, then to the first in
+plugin.path order, and is logged once as a warning.
 
 The catalogue of a worker is *live*: it notices changes to plugin.path and rescans, so plugins
 installed or removed while the worker runs are seen without a restart (see
@@ -93,6 +95,17 @@ class _Snapshot:
                 continue
             self.environments[str(env.location)] = env
             self.plugins.extend(found)
+        self.locked = {location for location, env in self.environments.items() if env.locked}
+        # The same class in the same version in several locations: locations -> those classes.
+        places: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for plugin in self.plugins:
+            where = places[(plugin.class_name, plugin.version)]
+            if plugin.location not in where:
+                where.append(plugin.location)
+        self.duplicates: dict[tuple[str, ...], list[str]] = defaultdict(list)
+        for (class_name, version), locations in sorted(places.items()):
+            if len(locations) > 1:
+                self.duplicates[tuple(locations)].append(f"{class_name} {version}")
         claims: dict[str, set[str]] = defaultdict(set)
         for plugin in self.plugins:
             for name in _names(plugin):
@@ -104,6 +117,24 @@ class _Snapshot:
                     self.by_name[name].append(plugin)
                 else:
                     log.debug("alias %s is ambiguous (%s); dropped", name, sorted(claims[name]))
+
+    def preference(self, plugin: PluginDescriptor) -> tuple[tuple[int, Version | str], bool]:
+        """Sort key among the candidates for one name: the newest version, then a locked env
+        over a plain pip one (the same version in both is most likely one installed twice, and
+        only the locked one can be rebuilt); ``max()`` keeps plugin.path order among equals."""
+        return _version_key(plugin.version), plugin.location in self.locked
+
+    def warnings(self) -> dict[tuple[str, ...], str]:
+        """What an operator should hear about this plugin.path, keyed by what it is about."""
+        out = {}
+        for locations, plugins in self.duplicates.items():
+            used = next((loc for loc in locations if loc in self.locked), locations[0])
+            out[("duplicate", *locations, *plugins)] = (
+                f"the same plugins ({', '.join(plugins)}) are installed in {len(locations)} "
+                f"locations: {', '.join(locations)}; {used} is used (a locked env first, then "
+                "the first in plugin.path order); remove the others"
+            )
+        return out
 
 
 def _signature(plugin_paths: Sequence[Path]) -> tuple[tuple[str, int, int, int, bool], ...]:
@@ -157,7 +188,9 @@ class PluginCatalogue:
         self._lock = threading.Lock()
         self._signature = _signature(self.plugin_paths) if self.plugin_paths else ()
         self._checked = time.monotonic()
-        self._snapshot = _Snapshot(environments)
+        # Warnings already logged: a rescan that finds the same problem stays quiet.
+        self._warned: set[tuple[str, ...]] = set()
+        self._snapshot = self._warn(_Snapshot(environments))
 
     @classmethod
     def scan(cls, plugin_paths: Sequence[Path]) -> PluginCatalogue:
@@ -176,7 +209,7 @@ class PluginCatalogue:
             signature = _signature(self.plugin_paths)
             if signature == self._signature and not force:
                 return False
-            self._snapshot = _Snapshot(_usable(self.plugin_paths))
+            self._snapshot = self._warn(_Snapshot(_usable(self.plugin_paths)))
             # Probing a new env may have written its manifest: look again next time.
             self._signature = signature
         log.info(
@@ -185,6 +218,13 @@ class PluginCatalogue:
             len(self._snapshot.plugins),
         )
         return True
+
+    def _warn(self, snapshot: _Snapshot) -> _Snapshot:
+        for key, message in snapshot.warnings().items():
+            if key not in self._warned:
+                self._warned.add(key)
+                log.warning("%s", message)
+        return snapshot
 
     def _current(self) -> _Snapshot:
         self.refresh()
@@ -245,7 +285,7 @@ class PluginCatalogue:
                     version_key, version, f"{name} is installed only in versions {have}"
                 )
             candidates = pinned
-        return max(candidates, key=lambda p: _version_key(p.version))
+        return max(candidates, key=snapshot.preference)
 
 
 def _usable(plugin_paths: Sequence[Path]) -> list[PluginEnvironment]:

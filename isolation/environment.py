@@ -126,6 +126,11 @@ class PluginEnvironment:
         return f"PluginEnvironment({str(self.location)!r})"
 
     @property
+    def locked(self) -> bool:
+        """Whether the location was installed from a lock (by Copycat), not by plain pip."""
+        return not self.is_zip and (self.location / LOCK_NAME).exists()
+
+    @property
     def import_path(self) -> Path:
         """What holds the plugin's modules: the venv's site-packages, or the zip/dir itself."""
         return self.location if self.attached else site_packages(self.location)

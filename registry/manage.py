@@ -143,7 +143,7 @@ def describe(env: PluginEnvironment) -> dict[str, Any]:
         "version": dists.get(primary, "") if primary else "",
         "made_by": made_by(env, manifest),
         "layout": env.layout,
-        "locked": (env.location / LOCK_NAME).exists() if not env.is_zip else False,
+        "locked": env.locked,
         "index_url": manifest.get("index_url"),
         "plugins": [
             {

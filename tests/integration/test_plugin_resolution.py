@@ -77,6 +77,31 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     ]
 
 
+def test_the_same_class_and_version_twice_resolves_to_the_locked_env_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    plugins = tmp_path / "plugins.d"
+    wheel = _wheel(tmp_path / "w", "tick-counter", "1.2.0")
+    managed = install(str(wheel), plugins, offline=True)
+    # Sorts before the managed env, so plugin.path order alone would pick it.
+    pip_env = _plain_venv(plugins / "pip-tick2", wheel)
+
+    caplog.set_level(logging.WARNING, logger="copycat.plugins")
+    catalogue = PluginCatalogue.scan([plugins])
+    for name in ("tick_counter.Source", "tick_counter-source"):
+        assert catalogue.resolve("connector", name).location == str(managed.location)
+    assert catalogue.resolve("connector", "Source", "1.2.0").location == str(managed.location)
+    [warning] = _warnings(caplog)
+    assert "tick_counter.Source" in warning and "1.2.0" in warning, warning
+    assert str(managed.location) in warning and str(pip_env.resolve()) in warning, warning
+
+    # Seen again on every rescan, warned about once.
+    caplog.clear()
+    catalogue.refresh(force=True)
+    assert catalogue.resolve("connector", "tick_counter.Source").location == str(managed.location)
+    assert _warnings(caplog) == []
+
+
 def test_a_venv_whose_interpreter_is_gone_is_not_offered_and_is_reported(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
