@@ -3,7 +3,8 @@
 A class may be named as in Kafka Connect: the full class name (ours, or the Kafka class it
 stands in for, e.g. ``org.apache.kafka.connect.file.FileStreamSourceConnector``), the simple
 name, or the simple name without its type suffix (``FileStreamSource``); an alias that two
-different plugins claim is dropped, as Kafka does. Several versions may be installed side by
+different plugins claim is dropped, as Kafka does (with a warning, and an error naming the
+claimants when a config uses it). Several versions may be installed side by
 side; the newest is used unless the config pins one (``connector.plugin.version``, KIP-891,
 read by :mod:`core.plugin_versions`). The same class in the same version in two locations (a
 plain pip venv beside a Copycat install) resolves to a locked env first, then to the first in
@@ -115,8 +116,10 @@ class _Snapshot:
             for name in _names(plugin):
                 if len(claims[name]) == 1:
                     self.by_name[name].append(plugin)
-                else:
-                    log.debug("alias %s is ambiguous (%s); dropped", name, sorted(claims[name]))
+        # Names dropped because different classes claim them -> those classes.
+        self.ambiguous = {
+            name: sorted(classes) for name, classes in claims.items() if len(classes) > 1
+        }
 
     def preference(self, plugin: PluginDescriptor) -> tuple[tuple[int, Version | str], bool]:
         """Sort key among the candidates for one name: the newest version, then a locked env
@@ -133,6 +136,14 @@ class _Snapshot:
                 f"the same plugins ({', '.join(plugins)}) are installed in {len(locations)} "
                 f"locations: {', '.join(locations)}; {used} is used (a locked env first, then "
                 "the first in plugin.path order); remove the others"
+            )
+        aliases: dict[tuple[str, ...], list[str]] = defaultdict(list)
+        for name, classes in sorted(self.ambiguous.items()):
+            aliases[tuple(classes)].append(repr(name))
+        for claimants, names in aliases.items():
+            out[("ambiguous", *claimants, *names)] = (
+                f"{', '.join(names)} is claimed by several plugins ({', '.join(claimants)}): a "
+                "config naming a class so no longer resolves; use the full class name"
             )
         return out
 
@@ -267,6 +278,11 @@ class PluginCatalogue:
         kinds = KIND_GROUPS[kind]
         snapshot = self._current()
         candidates = [p for p in snapshot.by_name.get(name.strip(), []) if p.kind in kinds]
+        claimed = snapshot.ambiguous.get(name.strip())
+        if not candidates and claimed:
+            raise ConfigException(
+                key, name, f"{name} is ambiguous ({', '.join(claimed)}): use the full class name"
+            )
         if not candidates:
             available = sorted({p.class_name for p in self.of_kind(*kinds)})
             raise ConfigException(

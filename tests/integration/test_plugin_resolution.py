@@ -119,8 +119,8 @@ def test_a_venv_whose_interpreter_is_gone_is_not_offered_and_is_reported(
     assert [p.location for p in catalogue.plugins] == [str(healthy.location)] * 2
     with pytest.raises(ConfigException, match="no connector plugin named 'broken_tick.Source'"):
         catalogue.resolve("connector", "broken_tick.Source")
-    [warning] = _warnings(caplog)
-    assert str(broken.resolve()) in warning and "interpreter" in warning, warning
+    [warning] = [w for w in _warnings(caplog) if str(broken.resolve()) in w]
+    assert "interpreter" in warning, warning
 
     # ... and so does a restarted one; `plugins list` and /admin/plugins say why.
     assert [p.location for p in PluginCatalogue.scan([plugins]).plugins] == [
@@ -142,3 +142,36 @@ def test_a_locked_env_whose_interpreter_is_gone_is_still_rebuilt_from_its_lock(
     catalogue = PluginCatalogue.scan([plugins])
     assert catalogue.resolve("connector", "locked_tick.Source").location == str(env.location)
     assert (env.location / "bin" / "python").exists()
+
+
+@pytest.mark.parametrize(
+    ("kind", "key", "alias"),
+    [
+        ("connector", "connector.class", "Source"),
+        ("transformation", "transforms.mask.type", "Mask"),
+    ],
+)
+def test_an_alias_two_plugins_claim_is_reported_as_ambiguous(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str, key: str, alias: str
+) -> None:
+    plugins = tmp_path / "plugins.d"
+    install(str(_wheel(tmp_path / "w", "tick-counter", "1.0")), plugins, offline=True)
+    catalogue = PluginCatalogue.scan([plugins])
+    assert catalogue.resolve(kind, alias).class_name == f"tick_counter.{alias}"
+
+    caplog.set_level(logging.WARNING, logger="copycat.plugins")
+    install(str(_wheel(tmp_path / "w", "other-tick", "1.0")), plugins, offline=True)
+    catalogue.refresh(force=True)
+    with pytest.raises(ConfigException) as raised:
+        catalogue.resolve(kind, alias, key=key)
+    message = str(raised.value)
+    assert message.startswith(f"Invalid value {alias} for configuration {key}: "), message
+    assert "ambiguous" in message and "full class name" in message, message
+    assert f"other_tick.{alias}, tick_counter.{alias}" in message, message
+    # The full names still resolve; the warning came when the second plugin appeared.
+    assert catalogue.resolve(kind, f"other_tick.{alias}").class_name == f"other_tick.{alias}"
+    warnings = [w for w in _warnings(caplog) if f"other_tick.{alias}" in w]
+    assert len(warnings) == 1 and repr(alias) in warnings[0], warnings
+    caplog.clear()
+    catalogue.refresh(force=True)
+    assert _warnings(caplog) == []
