@@ -227,7 +227,11 @@ class PluginEnvironment:
 
     def installer_of(self, distribution: str) -> str | None:
         """The tool that installed ``distribution`` here (its ``INSTALLER`` file: pip, uv)."""
-        for dist in importlib.metadata.distributions(path=[str(self.import_path)]):
+        try:
+            path = [str(self.import_path)]
+        except PluginEnvironmentError:  # a broken venv, described anyway
+            return None
+        for dist in importlib.metadata.distributions(path=path):
             if dist.metadata["Name"] == distribution:
                 text = dist.read_text("INSTALLER")
                 return text.strip() if text else None
@@ -270,6 +274,19 @@ class PluginEnvironment:
                 if key in previous and previous.get("fingerprint") == manifest["fingerprint"]:
                     manifest[key] = previous[key]
             self.write_manifest(manifest)
+            return manifest
+        # The .dist-info names are unchanged, but the code they describe may have been deleted
+        # (one stat per plugin; manifests written before module files were kept skip this).
+        files = [
+            (e["class_name"], e["module_file"]) for e in manifest["plugins"] if e.get("module_file")
+        ]
+        root = self.import_path if files else self.location
+        for class_name, file in files:
+            if not (root / file).exists():
+                raise PluginEnvironmentError(
+                    f"the module of {class_name}, {root / file}, is gone "
+                    "(its distribution's .dist-info is still there)"
+                )
         return manifest
 
     def catalogue(self) -> list[PluginDescriptor]:
@@ -345,7 +362,11 @@ class PluginEnvironment:
                         aliases=tuple(info.get("aliases", ())),
                     )
                 )
-                | {"config": info.get("config", []), "config_errors": info.get("config_errors", [])}
+                | {
+                    "config": info.get("config", []),
+                    "config_errors": info.get("config_errors", []),
+                    "module_file": self._module_file(info.get("file")),
+                }
             )
         if errors:
             raise PluginEnvironmentError(
@@ -358,6 +379,18 @@ class PluginEnvironment:
             "fingerprint": self.fingerprint(),
             "plugins": plugins,
         }
+
+    def _module_file(self, file: str | None) -> str | None:
+        """Where a probed class's module is, relative to :attr:`import_path` (installs are
+        probed in a staging directory that is renamed afterwards). None for a zipapp, whose
+        fingerprint changes with its contents, and for a module outside the location (the
+        runtime's plugin_api, an editable install's source tree): not this location's code."""
+        if not file or self.is_zip:
+            return None
+        try:
+            return str(Path(file).resolve().relative_to(self.import_path.resolve()))
+        except ValueError:
+            return None
 
     def write_manifest(self, manifest: dict[str, Any]) -> dict[str, Any]:
         tmp = self.manifest_path.with_name(self.manifest_path.name + ".tmp")

@@ -19,7 +19,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from isolation.environment import PluginEnvironment
+from isolation.environment import PluginEnvironment, PluginEnvironmentError
 from plugin_api import ConnectException
 from registry.installer import (
     PluginInstallError,
@@ -134,7 +134,14 @@ def describe(env: PluginEnvironment) -> dict[str, Any]:
     why it is ``broken`` (None if it is not; a broken location is described from the manifest
     it last had, and the worker offers none of its plugins)."""
     broken = env.broken()
-    manifest = (env.read_manifest() or {}) if broken else env.current_manifest()
+    manifest = None
+    if broken is None:
+        try:
+            manifest = env.current_manifest()
+        except PluginEnvironmentError as exc:
+            broken = str(exc)
+    if manifest is None:
+        manifest = env.read_manifest() or {}
     primary = primary_name(manifest)
     dists = manifest.get("distributions", {})
     return {

@@ -260,6 +260,7 @@ class Host:
                         "class_name": f"{cls.__module__}.{cls.__qualname__}",
                         "version": str(version),
                         "aliases": list(getattr(cls, "KAFKA_CLASS_ALIASES", ())),
+                        "file": getattr(sys.modules.get(cls.__module__), "__file__", None),
                         "config": definitions,
                         "config_errors": config_errors,
                     }

@@ -6,6 +6,7 @@ real plugin hosts for the probes."""
 from __future__ import annotations
 
 import logging
+import shutil
 import subprocess
 import sys
 import time
@@ -130,6 +131,35 @@ def test_a_venv_whose_interpreter_is_gone_is_not_offered_and_is_reported(
     assert row["name"] == "broken-tick" and row["plugins"], row
     assert "interpreter" in row["broken"] and str(broken.resolve()) in row["broken"], row
     assert describe(healthy)["broken"] is None
+
+
+def test_a_venv_whose_plugin_code_is_gone_is_not_offered_and_is_reported(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Deleting a plugin's module leaves its .dist-info, so the cached manifest looks current;
+    deleting site-packages whole must not break `plugins list` either."""
+    plugins = tmp_path / "plugins.d"
+    code_gone = _plain_venv(plugins / "pip-a", _wheel(tmp_path / "w", "code-gone", "1.0"))
+    packages_gone = _plain_venv(plugins / "pip-b", _wheel(tmp_path / "w", "packages-gone", "1.0"))
+    catalogue = PluginCatalogue.scan([plugins])
+    assert len(catalogue.plugins) == 4
+
+    caplog.set_level(logging.WARNING, logger="copycat.plugins")
+    module = next(code_gone.glob("lib/python3*/site-packages/code_gone.py"))
+    module.unlink()
+    shutil.rmtree(next(packages_gone.glob("lib/python3*/site-packages")))
+    time.sleep(RESCAN_INTERVAL_S * 2)
+    assert catalogue.plugins == []
+    with pytest.raises(ConfigException, match="no connector plugin named 'code_gone.Source'"):
+        catalogue.resolve("connector", "code_gone.Source")
+    [warning] = [w for w in _warnings(caplog) if str(code_gone.resolve()) in w]
+    assert str(module.resolve()) in warning, warning
+
+    assert PluginCatalogue.scan([plugins]).plugins == []
+    row = describe(PluginEnvironment(code_gone))
+    assert row["name"] == "code-gone" and str(module.resolve()) in row["broken"], row
+    row = describe(PluginEnvironment(packages_gone))
+    assert row["name"] == "packages-gone" and "site-packages" in row["broken"], row
 
 
 def test_a_locked_env_whose_interpreter_is_gone_is_still_rebuilt_from_its_lock(
