@@ -33,7 +33,7 @@ from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
 from core.exactly_once_validation import exactly_once_errors
 from core.host_pool import HostPool
-from core.plugins import PluginCatalogue
+from core.plugins import AmbiguousPluginName, PluginCatalogue
 from core.status import Status
 from core.stores.config import TargetState
 from isolation import DEFAULT_CALL_TIMEOUT_S
@@ -230,15 +230,23 @@ class AbstractHerder:
     def _find_plugin(self, name: str, version: str | None = None) -> PluginDescriptor:
         self._plugins_settled()
         found_other_version: ConfigException | None = None
+        ambiguous: AmbiguousPluginName | None = None
         for kind in ("connector", "converter", "header_converter", "transformation", "predicate"):
             try:
                 return self.catalogue.resolve(kind, name, version)
+            except AmbiguousPluginName as exc:
+                ambiguous = exc
             except ConfigException as exc:
                 if version and exc.name and exc.name.endswith("plugin.version"):
                     found_other_version = exc  # the plugin exists, not in that version
                 continue
         if found_other_version is not None:
             raise NotFoundError(f"Unknown plugin {name} version {version}: {found_other_version}")
+        if ambiguous is not None:
+            raise NotFoundError(
+                f"Unknown plugin {name}: it is ambiguous ({', '.join(ambiguous.claimants)}); "
+                "use the full class name"
+            )
         raise NotFoundError(f"Unknown plugin {name}.")
 
     def _plugin_infos(self, plugin: PluginDescriptor, props: Mapping[str, str]) -> dict[str, Any]:

@@ -57,6 +57,17 @@ KIND_GROUPS = {
 }
 
 
+class AmbiguousPluginName(ConfigException):
+    """A config names a plugin by an alias that several plugins claim, so it names none of
+    them (as in Kafka); ``claimants`` are their full class names."""
+
+    def __init__(self, key: str, name: str, claimants: Sequence[str]) -> None:
+        self.claimants = list(claimants)
+        super().__init__(
+            key, name, f"{name} is ambiguous ({', '.join(claimants)}): use the full class name"
+        )
+
+
 def _names(plugin: PluginDescriptor) -> set[str]:
     names = {plugin.name, plugin.class_name, *plugin.aliases}
     for full in (plugin.class_name, *plugin.aliases):
@@ -280,9 +291,7 @@ class PluginCatalogue:
         candidates = [p for p in snapshot.by_name.get(name.strip(), []) if p.kind in kinds]
         claimed = snapshot.ambiguous.get(name.strip())
         if not candidates and claimed:
-            raise ConfigException(
-                key, name, f"{name} is ambiguous ({', '.join(claimed)}): use the full class name"
-            )
+            raise AmbiguousPluginName(key, name, claimed)
         if not candidates:
             available = sorted({p.class_name for p in self.of_kind(*kinds)})
             raise ConfigException(

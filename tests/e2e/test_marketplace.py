@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from core.cli import main as cli_main
+from registry import install
 from registry.installer import WHEEL_STORE
 from registry.locks import LOCK_NAME, Lock
 from registry.server import RegistryServer, add_libraries
@@ -142,6 +143,33 @@ def test_plain_pip_installs_are_discovered_by_a_running_worker(
     ).stdout
     assert f"{venv_name} 1.0  [pip venv, no lock]" in listed, listed
     assert f"{target_name} 1.0  [pip --target, no lock]" in listed, listed
+
+
+def test_an_alias_two_plugins_claim_is_reported_as_ambiguous_over_rest(
+    worker: RestWorker, tmp_path: Path
+) -> None:
+    """Installing a second plugin with a class of the same simple name takes the alias away:
+    every REST path that looks a plugin up by that name says it is ambiguous, and why."""
+    uid = _uid()
+    names = [f"first-{uid}", f"second-{uid}"]
+    classes = sorted(f"{n.replace('-', '_')}.Source" for n in names)
+    own = _own_path(worker)
+    with worker.client() as http:
+        for name in names:
+            install(str(source_plugin_wheel(tmp_path / name, name, "1.0")), own, offline=True)
+        for class_name in classes:
+            wait_for(partial(_listed, http, class_name), what=f"{class_name} listed")
+
+        r = http.get("/connector-plugins/Source/config")
+        assert r.status_code == 404, r.text
+        assert f"ambiguous ({', '.join(classes)})" in r.json()["message"], r.text
+        config = {"connector.class": "Source", "topic": f"t-{uid}"}
+        r = http.put("/connector-plugins/Source/config/validate", json=config)
+        errors = {c["value"]["name"]: c["value"]["errors"] for c in r.json()["configs"]}
+        [error] = errors["connector.class"]
+        assert "Source is ambiguous" in error and "full class name" in error, r.text
+        r = http.post("/connectors", json={"name": f"c-{uid}", "config": config})
+        assert r.status_code == 400 and "Source is ambiguous" in r.json()["message"], r.text
 
 
 def test_scaffold_publish_install_and_run_without_restart(
