@@ -5,9 +5,10 @@ position just after its line, keyed by ``{"filename": <path>}``; after a
 restart the task seeks to the last committed position, so lines whose
 offsets were not yet committed are read again. stdin has no offsets.
 
-Lines end with ``\\n`` (a preceding ``\\r`` is dropped). A last line without
-its newline is held back until the newline arrives, so a growing file is
-never split mid-line. Undecodable UTF-8 becomes U+FFFD, as in Kafka. Lines
+Lines end as in Kafka's task: with ``\\n``, ``\\r\\n`` or a lone ``\\r``. A last
+line without its line end is held back until the end arrives (a ``\\r`` last in
+what has been read, until the next byte says whether ``\\n`` follows), so a
+growing file is never split mid-line. Undecodable UTF-8 becomes U+FFFD, as in Kafka. Lines
 of valid UTF-8 are handed on as :class:`~plugin_api.Utf8Texts`: their text
 is decoded only if something reads it (StringConverter produces the bytes).
 
@@ -17,8 +18,10 @@ bytes, which is identical for ASCII files and correct for the rest.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import re
 import select
 import sys
 import threading
@@ -129,10 +132,13 @@ class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
     def alter_offsets(
         self, connector_config: Mapping[str, str], offsets: Mapping[Any, Any]
     ) -> bool:
-        """Accept offsets of the form ``{"filename": f} -> {"position": n >= 0}`` (or a reset).
+        """Accept offsets of the form ``{"filename": f} -> {"position": n >= 0}``, or a reset
+        (None) of any partition, so stray partitions can be cleaned up, as Kafka's connector
+        does. ``offsets`` is keyed by frozen partitions (``plugin_api.freeze_partition``).
 
         Raises:
-            ConnectException: If no ``file`` is configured or an offset is malformed.
+            ConnectException: If no ``file`` is configured, an offset is malformed, or a
+                partition of an offset has no ``filename`` (Kafka's messages).
         """
         if not connector_config.get(FILE_CONFIG):
             raise ConnectException(
@@ -147,10 +153,43 @@ class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
             if not isinstance(position, int) or isinstance(position, bool) or position < 0:
                 raise ConnectException(
                     f"The value for the '{POSITION_FIELD}' key in the offset of partition "
-                    f"{partition!r} must be "
-                    f"a non-negative integer, got {position!r}"
+                    f"{_shown(partition)} must be a non-negative integer, got {position!r}"
+                )
+            if partition is None:
+                raise ConnectException("Partition objects cannot be null")
+            if FILENAME_FIELD not in dict(partition):
+                raise ConnectException(
+                    f"Partition objects should contain the key '{FILENAME_FIELD}' "
+                    f"(got {_shown(partition)})"
                 )
         return True
+
+
+def _shown(partition: Any) -> str:
+    """A frozen partition as the JSON object it was given as (``{"filename": "f"}``)."""
+    try:
+        return json.dumps(dict(partition))
+    except (TypeError, ValueError):
+        return repr(partition)
+
+
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def _split_lines(data: bytes) -> tuple[list[bytes], bytes]:
+    """The complete lines of ``data`` and what follows the last line end, as Kafka's task
+    reads them: a line ends with ``\\n``, ``\\r\\n`` or a lone ``\\r`` (a ``\\r`` last in
+    ``data`` may be the first half of ``\\r\\n``: it stays in the rest). Each line is given
+    with every byte of its line end but the last (the ``\\r`` of a ``\\r\\n``), so it used
+    ``len(line) + 1`` bytes of the file, as :class:`_Positions` counts."""
+    lines = []
+    start = 0
+    for end in _LINE_END.finditer(data):
+        if end.end() == len(data) and end.group() == b"\r":
+            break
+        lines.append(data[start : end.end() - 1])
+        start = end.end()
+    return lines, data[start:]
 
 
 class _Positions(Sequence[dict[str, int]]):
@@ -302,12 +341,10 @@ class FileStreamSourceTask(SourceTask):
                     continue
                 self._texts, self._lines = texts, texts.encoded
             else:
-                data = partial + chunk
-                end = data.rfind(b"\n") + 1
-                self._partial = data[end:]
-                if not end:
+                lines, self._partial = _split_lines(partial + chunk)
+                if not lines:
                     continue
-                self._texts, self._lines = None, data[: end - 1].split(b"\n")
+                self._texts, self._lines = None, lines
             self._next_line = 0
             return True
 
