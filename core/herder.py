@@ -330,10 +330,16 @@ class AbstractHerder:
             own = self._plugin_infos(plugin, resolved.config)
             by_name = {c["value"]["name"]: c for c in infos["configs"]}
             for entry in own["configs"]:
-                if entry["value"]["name"] in by_name:
-                    by_name[entry["value"]["name"]].update(entry)
-                else:
+                framework = by_name.get(entry["value"]["name"])
+                if framework is None:
                     infos["configs"].append(entry)
+                    continue
+                # A plugin redefining a framework key (FileStreamSink's topics) describes it,
+                # but the framework's errors on it stand: replaced, a sink with no topics
+                # passed validation and failed on start.
+                errors = framework["value"]["errors"] + entry["value"]["errors"]
+                framework.update(entry)
+                framework["value"]["errors"] = list(dict.fromkeys(errors))
             infos["groups"] += [g for g in own["groups"] if g not in infos["groups"]]
             self._check_component_classes(infos, resolved.config)
             if plugin.kind == "source" and self.exactly_once_source == "enabled":

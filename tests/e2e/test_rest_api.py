@@ -295,6 +295,45 @@ def test_invalid_configs_are_400_listing_every_error(http: httpx.Client) -> None
     _assert_error(http.patch("/connectors/missing/config", json={"a": "b"}), 404)
 
 
+def test_sink_topic_errors_are_400_although_the_plugin_redefines_topics(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    # FileStreamSink's ConfigDef defines topics and topics.regex itself; the framework's
+    # errors on them must survive the merge, or the connector is created and goes FAILED.
+    name = _name("topics")
+    no_topics = {"connector.class": "FileStreamSink", "file": str(tmp_path / "nt.out")}
+    infos = http.put(
+        "/connector-plugins/FileStreamSink/config/validate", json={**no_topics, "name": name}
+    ).json()
+    by_name = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+    assert by_name["topics"] == ["Must configure one of topics or topics.regex"]
+    assert infos["error_count"] == 2  # topics and topics.regex, as Kafka reports it
+    for config, message in [
+        (no_topics, "Must configure one of topics or topics.regex"),
+        ({**no_topics, "topics": "t2", "topics.regex": "t.*"}, "mutually exclusive"),
+        ({**no_topics, "topics.regex": "["}, "Not a valid regular expression"),
+    ]:
+        _assert_error(
+            http.post("/connectors", json={"name": name, "config": config}),
+            400,
+            "Connector configuration is invalid",
+        )
+        _assert_error(http.put(f"/connectors/{name}/config", json=config), 400, message)
+        _assert_error(http.get(f"/connectors/{name}"), 404)
+    # An update that would break a running sink is refused and changes nothing.
+    good = _sink(tmp_path, topic_name)
+    assert http.post("/connectors", json={"name": name, "config": good}).status_code == 201
+    assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
+    _assert_error(
+        http.patch(f"/connectors/{name}/config", json={"topics": None}),
+        400,
+        "Must configure one of topics or topics.regex",
+    )
+    assert http.get(f"/connectors/{name}/config").json()["topics"] == topic_name
+    assert _state(http, name) == ("RUNNING", ["RUNNING"])
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
 def test_unknown_connector_is_404_everywhere(http: httpx.Client) -> None:
     for method, path in [
         ("GET", "/connectors/nope"),

@@ -244,6 +244,10 @@ def test_invalid_connector_configs_fail_fast_and_start_nothing(
             {"name": "b", "connector.class": "com.example.NoSuchConnector", "topic": "t"},
             "com.example.NoSuchConnector",
         ),
+        "sink-without-topics": (  # FileStreamSink redefines topics: the check still applies
+            {"name": "c", "connector.class": "FileStreamSink", "file": str(pipe.output)},
+            "Must configure one of topics or topics.regex",
+        ),
     }
     for label, (props, expected) in cases.items():
         bad = _write_props(tmp_path / f"{label}.properties", props)
