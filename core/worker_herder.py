@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import partial
@@ -206,8 +207,11 @@ class WorkerHerder(AbstractHerder):
         if self._ops.on_own_thread(name):
             return fn()
         future = self._ops.submit(name, what, fn)
-        if not wait:
-            return None
+        return self._wait(name, what, future) if wait else None
+
+    @staticmethod
+    def _wait(name: str, what: str, future: Future[T]) -> T:
+        """The result of operation ``what`` on ``name``, waited for as :meth:`_run` does."""
         try:
             return future.result(REST_REQUEST_TIMEOUT_S)
         except FutureTimeout:
@@ -464,11 +468,15 @@ class WorkerHerder(AbstractHerder):
     def connector_info(self, name: str) -> dict[str, Any]:
         return self._info(name, self._get(name))
 
-    def _info(self, name: str, deployed: _Runtime) -> dict[str, Any]:
+    def _info(
+        self, name: str, deployed: _Runtime, config: Mapping[str, str] | None = None
+    ) -> dict[str, Any]:
+        """ConnectorInfo of ``name``: its stored config, or ``config`` (what a create or update
+        applied: a delete queued right behind it may have removed it from the store since)."""
         snapshot = self.configs.snapshot()
         return {
             "name": name,
-            "config": dict(snapshot.config(name) or {}),
+            "config": dict(config if config is not None else snapshot.config(name) or {}),
             "tasks": [{"connector": name, "task": i} for i in range(len(snapshot.tasks(name)))],
             "type": deployed.kind,
         }
@@ -495,33 +503,56 @@ class WorkerHerder(AbstractHerder):
         initial_state: TargetState = TargetState.STARTED,
     ) -> dict[str, Any]:
         config = self._named(name, config)
-        if name in self._runtime:
+        if self._live(name) is not None:
             raise AlreadyExistsError(f"Connector {name} already exists")
         self.ensure_valid(config)  # plugin calls: outside any lock
         with self._lock:
             self._worker()
-            if name in self._runtime:
+            if self._live(name) is not None:
                 raise AlreadyExistsError(f"Connector {name} already exists")
             deployed = self._add(name, config, initial_state)
-        self._run(name, "start", partial(self._start, name))
-        return self._info(name, deployed)
+            started = self._ops.submit(name, "start", partial(self._start, name))
+        self._wait(name, "start", started)
+        return self._info(name, deployed, config)
+
+    def _live(self, name: str) -> _Runtime | None:
+        """Connector ``name`` unless it is absent or being deleted (caller holds the lock, or
+        checks again under it): a create or config PUT after a delete creates it anew."""
+        deployed = self._runtime.get(name)
+        return None if deployed is None or deployed.deleted else deployed
 
     def put_connector_config(
         self, name: str, config: Mapping[str, str]
     ) -> tuple[bool, dict[str, Any]]:
+        return self._put_config(name, config, must_exist=False)
+
+    def _put_config(
+        self, name: str, config: Mapping[str, str], *, must_exist: bool
+    ) -> tuple[bool, dict[str, Any]]:
+        """Create or update connector ``name`` (update only, with ``must_exist``: a PATCH).
+
+        The choice and the queueing of its operation are one step under the lock, as is a
+        delete's: the connector's operations then run in the order the calls were decided,
+        as Kafka's standalone herder serialises its calls. (Decided apart, a PUT racing a
+        DELETE updated the connector being deleted: 200 with an empty config, and it was
+        gone.)
+        """
         config = self._named(name, config)
         self.ensure_valid(config)
         with self._lock:
             self._worker()
-            deployed = self._runtime.get(name)
+            deployed = self._live(name)
             created = deployed is None
             if deployed is None:
+                if must_exist:
+                    raise NotFoundError(f"Connector {name} not found")
                 deployed = self._add(name, config, TargetState.STARTED)
-        if created:
-            self._run(name, "start", partial(self._start, name))
-        else:
-            self._run(name, "reconfigure", partial(self._reconfigure, name, deployed, config))
-        return created, self._info(name, deployed)
+                what, fn = "start", partial(self._start, name)
+            else:
+                what, fn = "reconfigure", partial(self._reconfigure, name, deployed, config)
+            queued = self._ops.submit(name, what, fn)
+        self._wait(name, what, queued)
+        return created, self._info(name, deployed, config)
 
     def _reconfigure(self, name: str, deployed: _Runtime, config: Mapping[str, str]) -> None:
         if deployed.deleted:
@@ -535,7 +566,7 @@ class WorkerHerder(AbstractHerder):
         self._known(name)
         current = self._config(name)
         merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
-        _created, info = self.put_connector_config(name, merged)
+        _created, info = self._put_config(name, merged, must_exist=True)
         return info
 
     def delete_connector(self, name: str) -> None:
@@ -545,8 +576,9 @@ class WorkerHerder(AbstractHerder):
             if deployed.deleted:  # a concurrent delete got there first
                 raise NotFoundError(f"Connector {name} not found")
             deployed.deleted = True
-        self._reclaim_if_stuck(name)
-        self._run(name, "delete", partial(self._delete, name, deployed))
+            self._reclaim_if_stuck(name)
+            queued = self._ops.submit(name, "delete", partial(self._delete, name, deployed))
+        self._wait(name, "delete", queued)
 
     def _delete(self, name: str, deployed: _Runtime) -> None:
         worker = self._worker()
@@ -557,6 +589,10 @@ class WorkerHerder(AbstractHerder):
                 self._topics.pop(name, None)
                 self.configs.remove_connector_config(name)
                 worker.status.remove_connector(name)
+            else:  # created again since (its start is queued next): only the old tasks go
+                self.configs.put_task_configs(name, [])
+                for task in worker.status.tasks_of(name):
+                    worker.status.remove_task(name, task)
 
     def connector_status(self, name: str) -> dict[str, Any]:
         deployed = self._deployed_for_status(name, f"No status found for connector {name}")

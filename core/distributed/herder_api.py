@@ -94,9 +94,11 @@ class HerderApi(ConfigReactions):
         if self.configs.snapshot().contains(name):
             raise AlreadyExistsError(f"Connector {name} already exists")
 
-    def put_connector_config(
-        self, name: str, config: Mapping[str, str]
+    def _put_config(
+        self, name: str, config: Mapping[str, str], *, must_exist: bool
     ) -> tuple[bool, dict[str, Any]]:
+        """A config PUT (or, with ``must_exist``, a PATCH: one that finds the connector deleted
+        since it read the config is a 404, never a create of the patched config)."""
         config = self._named(name, config)
         self._worker()
         self.ensure_valid(config)
@@ -107,7 +109,8 @@ class HerderApi(ConfigReactions):
             self.configs.put_connector_config(name, config, None)
             return created, self._info(name, self._get(name))
 
-        return self._leader_write("write a connector config", put)
+        check = partial(self._known, name) if must_exist else None
+        return self._leader_write("write a connector config", put, check)
 
     def delete_connector(self, name: str) -> None:
         self._known(name)

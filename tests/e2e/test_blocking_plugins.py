@@ -291,3 +291,44 @@ def test_a_delete_reclaims_only_the_start_it_waited_for(
     )
     assert not [line for line in worker.log_lines if f"connector {name}: abandoned" in line]
     assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+@pytest.mark.parametrize("call", ["put", "post", "patch"])
+def test_a_config_write_during_a_delete_applies_after_it(
+    worker: RestWorker, topic_name: str, call: str
+) -> None:
+    """A delete and a config write are applied in the order they came, as Kafka's standalone
+    herder serialises them: while a delete is held up (the connector hangs in stop()), a PUT
+    creates the connector anew (201), a POST too, and a PATCH finds it gone (404). Before,
+    each was decided against the connector being deleted: PUT and PATCH answered 200 with an
+    empty config, POST 409, and in every case the connector was gone afterwards."""
+    http = worker.client()
+    name = f"write-in-delete-{call}-{uuid.uuid4().hex[:6]}"
+    hangs = _config("FaultySource", topic_name, **{"hang.in": "connector.stop"})
+    assert http.post("/connectors", json={"name": name, "config": hangs}).status_code == 201
+    thread, deleted = _in_background(lambda: http.delete(f"/connectors/{name}"))
+    wait_until(lambda: _hanging(worker, "connector.stop", f"{name}:"), 30, "the delete to hang")
+    config = _config("FaultySource", topic_name)
+    if call == "put":
+        response = http.put(f"/connectors/{name}/config", json=config)
+    elif call == "post":
+        response = http.post("/connectors", json={"name": name, "config": config})
+    else:
+        response = http.patch(f"/connectors/{name}/config", json={"hang.in": None})
+    thread.join(30)
+    assert deleted and deleted[0].status_code == 204
+    if call == "patch":
+        assert response.status_code == 404, response.text
+        assert name not in http.get("/connectors").json()
+        return
+    assert response.status_code == 201, response.text
+    assert response.json()["config"] == {**config, "name": name}
+    assert http.get(f"/connectors/{name}/config").json() == {**config, "name": name}
+
+    def running() -> bool:
+        status = _status(http, name)
+        return status["connector"]["state"] == "RUNNING" and len(status["tasks"]) == 1
+
+    wait_until(running, 30, "the connector created anew")
+    assert http.get(f"/connectors/{name}/tasks").json()[0]["config"].get("hang.in") is None
+    assert http.delete(f"/connectors/{name}").status_code == 204

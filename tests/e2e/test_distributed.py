@@ -549,6 +549,37 @@ def test_a_storm_of_every_lifecycle_call_through_every_worker_leaves_each_connec
         assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
 
 
+def test_a_patch_whose_connector_is_deleted_while_it_validates_is_404(
+    cluster: DistributedCluster,
+) -> None:
+    """A PATCH reads the config, validates the patched one (plugin code, outside the leader's
+    writes), then writes it: a delete in between makes it a 404, never a create of the
+    patched config (the connector came back after its delete answered 204)."""
+    name, leader = "patched-while-deleted", cluster.leader()
+    cluster.create(name, {"connector.class": "FaultySource", "topic": "unused"}, via=leader)
+    slow = "4001"  # this test's own: the log line it prints tells validation has begun
+    patched: list[httpx.Response] = []
+    thread = threading.Thread(
+        target=lambda: patched.append(
+            cluster.request(
+                "PATCH", f"/connectors/{name}/config", leader, json={"connector.validate.ms": slow}
+            )
+        ),
+        daemon=True,
+    )
+    thread.start()
+    wait_until(
+        lambda: f"faulty: validating for {slow} ms" in cluster.workers[leader].text(),
+        30,
+        "the PATCH's validation to begin",
+    )
+    assert cluster.request("DELETE", f"/connectors/{name}", leader).status_code == 204
+    thread.join(60)
+    assert patched and patched[0].status_code == 404, patched[0].text
+    for via in range(WORKERS):
+        assert cluster.request("GET", f"/connectors/{name}", via).status_code == 404
+
+
 def test_tasks_max_changes_flow_through_the_leader_and_spread_the_tasks(
     cluster: DistributedCluster,
 ) -> None:

@@ -6,6 +6,8 @@
   ``connector.stop``, ``connector.validate``, ``connector.task_configs``, ``task.start``,
   ``task.poll``, ``task.put``, ``task.stop``.
 * ``connector.start.ms``: how long the connector's start() takes (a slow start that ends).
+* ``connector.validate.ms``: how long validate() takes; it prints
+  ``faulty: validating for <ms> ms`` first.
 * ``fail.with``: a message the task's poll()/put() raises as a ConnectException.
 * ``print.per.poll``: lines the task prints to stdout on each poll()/put().
 * ``allocate.mb.per.poll``: MiB the task allocates (and keeps) on each poll()/put().
@@ -146,6 +148,10 @@ class _FaultyConnector:
 
     def validate(self, props):
         _hang(props, "connector.validate")
+        slow = int(props.get("connector.validate.ms", "0"))
+        if slow:
+            print(f"faulty: validating for {slow} ms", flush=True)
+            time.sleep(slow / 1000)
         return super().validate(props)
 
 
