@@ -285,7 +285,7 @@ class WorkerHerder(AbstractHerder):
         if deployed is None or deployed.deleted:
             return
         worker = self._worker()
-        if name in worker.connectors:
+        if worker.instance_running(name):
             # Started already by an operation queued before this one: a stop followed by a
             # resume queues a start, and the stop's own record of STOPPED (_stop_and_record)
             # starts the connector too once the target is STARTED again. A second start here
@@ -305,7 +305,10 @@ class WorkerHerder(AbstractHerder):
             task_class = worker.task_class(name)
             task_configs = worker.task_configs(name)
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            if name in worker.connectors:
+            running = worker.connectors.get(name)
+            if running is not None and running.tasks:  # a reconfigured one's tasks run on
+                worker.stop_connector_instance(name)
+            elif running is not None:
                 worker.stop_connector(name)
             if not deployed.deleted:
                 self._fail_connector(name, exc, resolved)
@@ -320,8 +323,11 @@ class WorkerHerder(AbstractHerder):
         task_class: str,
         task_configs: list[dict[str, str]],
     ) -> None:
-        """Record the connector's task configs (placeholders put back) and start its tasks."""
+        """Record the connector's task configs (placeholders put back) and start its tasks,
+        in place of any it runs (a reconfigured connector's)."""
         worker = self._worker()
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        worker.stop_tasks(name)
         task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
         config = self._config(name)
         self.configs.put_task_configs(
@@ -386,7 +392,7 @@ class WorkerHerder(AbstractHerder):
             or deployed.deleted
             or deployed.resolved is None
             or self._target(name) is TargetState.STOPPED
-            or name not in worker.connectors
+            or not worker.instance_running(name)
         ):
             return
         resolved = deployed.resolved
@@ -555,9 +561,13 @@ class WorkerHerder(AbstractHerder):
         return created, self._info(name, deployed, config)
 
     def _reconfigure(self, name: str, deployed: _Runtime, config: Mapping[str, str]) -> None:
+        """A new config: restart the connector's instance; its tasks run on with the configs
+        they were given until the new instance gives theirs (_start_tasks), as Kafka's
+        standalone herder does. So a new instance that fails to start leaves them running,
+        and their configs and statuses true."""
         if deployed.deleted:
             return
-        self._stop(name)
+        self._worker().stop_connector_instance(name)
         deployed.kind = self._kind(config)
         self.configs.put_connector_config(name, config, None)
         self._start(name)
@@ -641,7 +651,7 @@ class WorkerHerder(AbstractHerder):
         if self._target(name) is TargetState.STOPPED:
             return None if not (include_tasks or only_failed) else self.connector_status(name)
         if not include_tasks and not only_failed:
-            if name in worker.connectors:
+            if worker.instance_running(name):
                 try:
                     worker.restart_connector_instance(name)
                 except Exception as exc:  # noqa: BLE001 - shown as FAILED
@@ -662,7 +672,7 @@ class WorkerHerder(AbstractHerder):
             if entry["id"] in tasks:
                 entry["state"] = State.RESTARTING.value
         if restart_connector and (
-            name not in worker.connectors or len(tasks) == len(self._task_configs(name))
+            not worker.instance_running(name) or len(tasks) == len(self._task_configs(name))
         ):
             self._stop(name)
             self._start(name)

@@ -332,3 +332,38 @@ def test_a_config_write_during_a_delete_applies_after_it(
     wait_until(running, 30, "the connector created anew")
     assert http.get(f"/connectors/{name}/tasks").json()[0]["config"].get("hang.in") is None
     assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+def test_an_update_whose_connector_fails_to_start_leaves_its_tasks_running(
+    worker: RestWorker, topic_name: str, tmp_path: Path
+) -> None:
+    """A config update stops the connector, not its tasks: they run on with the configs they
+    were given until the new instance gives theirs, as in Kafka's standalone herder. So one
+    whose start() fails leaves them running, and their status and task configs say so.
+    Before, the tasks were stopped and their configs and an UNASSIGNED status stayed for good
+    beside the FAILED connector."""
+    http = worker.client()
+    name = f"fails-on-update-{uuid.uuid4().hex[:6]}"
+    marker = tmp_path / "stopped.txt"
+    config = _config("FaultySource", topic_name, **{"stop.marker": str(marker)})
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+
+    def states() -> tuple[str, list[str]]:
+        status = _status(http, name)
+        return status["connector"]["state"], [t["state"] for t in status["tasks"]]
+
+    wait_until(lambda: states() == ("RUNNING", ["RUNNING"]), 30, "the connector to run")
+    failing = {**config, "connector.start.fail": "no start today"}
+    assert http.put(f"/connectors/{name}/config", json=failing).status_code == 200
+    wait_until(lambda: states()[0] == "FAILED", 30, "the new instance to fail")
+    assert "no start today" in _status(http, name)["connector"]["trace"]
+    assert states() == ("FAILED", ["RUNNING"])
+    assert not marker.exists()  # the task was never stopped
+    tasks = http.get(f"/connectors/{name}/tasks").json()
+    assert [t["config"].get("connector.start.fail") for t in tasks] == [None]
+    # A config that starts replaces the tasks with the new instance's.
+    fixed = {**config, "tasks.max": "2"}
+    assert http.put(f"/connectors/{name}/config", json=fixed).status_code == 200
+    wait_until(lambda: states() == ("RUNNING", ["RUNNING"] * 2), 30, "the fixed connector")
+    assert marker.read_text().count("stopped") == 1  # the old task, once
+    assert http.delete(f"/connectors/{name}").status_code == 204

@@ -6,6 +6,7 @@
   ``connector.stop``, ``connector.validate``, ``connector.task_configs``, ``task.start``,
   ``task.poll``, ``task.put``, ``task.stop``.
 * ``connector.start.ms``: how long the connector's start() takes (a slow start that ends).
+* ``connector.start.fail``: a message the connector's start() raises as a ConnectException.
 * ``connector.validate.ms``: how long validate() takes; it prints
   ``faulty: validating for <ms> ms`` first.
 * ``fail.with``: a message the task's poll()/put() raises as a ConnectException.
@@ -135,6 +136,8 @@ class _FaultyConnector:
         self.props = dict(props)
         _hang(props, "connector.start")
         time.sleep(int(props.get("connector.start.ms", "0")) / 1000)
+        if props.get("connector.start.fail"):
+            raise ConnectException(props["connector.start.fail"])
 
     def task_configs(self, max_tasks):
         _hang(self.props, "connector.task_configs")
