@@ -150,8 +150,10 @@ def _connectors_router(herder: Herder) -> APIRouter:
     )
     def create_connector(request: Request, body: m.CreateConnectorRequest = Body(...)) -> Any:
         config = _config_map(body.config if body.config is not None else {})
-        name = (body.name or config.get("name") or "").strip()
-        if not name:
+        # As Kafka: the name is the top-level one only; a "name" in the config must equal it
+        # (the herder says they differ), so {"config": {"name": "x"}} alone is a 400.
+        name = (body.name or "").strip()
+        if not name and not config.get("name"):
             raise BadRequestError("Connector name cannot be empty")
         if body.config is None:
             raise BadRequestError("Connector configuration must be provided")

@@ -134,6 +134,12 @@ def _steps(file: str, topic: str) -> list[Step]:
         Step("malformed json", "POST", "/connectors", raw=b'{"name": "x", "config": {'),
         Step("config not an object", "POST", "/connectors", {"name": "{name}-2", "config": 7}),
         Step(
+            "create with the name only in its config",
+            "POST",
+            "/connectors",
+            {"config": {**good, "name": "{name}-cfg"}},
+        ),
+        Step(
             "config name mismatch",
             "PUT",
             "/connectors/{name}/config",

@@ -248,6 +248,32 @@ def test_put_creates_with_201(http: httpx.Client, tmp_path: Path, topic_name: st
     http.delete(f"/connectors/{name}")
 
 
+def test_create_takes_the_name_from_the_top_level_only(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """Kafka's createConnector reads the top-level "name" (trimmed, "" when absent) and
+    requires a "name" inside the config to equal it."""
+    name = _name("cfgname")
+    _assert_error(
+        http.post("/connectors", json={"config": {**_source(tmp_path, topic_name), "name": name}}),
+        400,
+        f"Connector name configuration ({name}) doesn't match connector name in the URL ()",
+    )
+    _assert_error(
+        http.post(
+            "/connectors",
+            json={
+                "name": f" {name} ",
+                "config": {**_source(tmp_path, topic_name), "name": f" {name} "},
+            },
+        ),
+        400,
+        f"Connector name configuration ( {name} ) doesn't match connector name in the URL ({name})",
+    )
+    assert name not in http.get("/connectors").json()
+    _assert_error(http.post("/connectors", json={"config": {"name": ""}}), 400, "name")
+
+
 def test_invalid_configs_are_400_listing_every_error(http: httpx.Client) -> None:
     response = http.post(
         "/connectors",
