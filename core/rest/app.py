@@ -30,7 +30,7 @@ from core.herder import (
     TargetState,
     normalized_plugin_name,
 )
-from core.rest import forwarding, loggers, plugins_admin
+from core.rest import forwarding, loggers, media, plugins_admin
 from core.rest import models as m
 from core.rest.limits import REQUEST_MAX_BYTES_KEY, BodySizeLimit
 from core.worker_config import WorkerConfig
@@ -62,10 +62,12 @@ def error(status: int, message: str, headers: Mapping[str, str] | None = None) -
     )
 
 
-def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+def _errors(*codes: int, consumes_json: bool = True) -> dict[int | str, dict[str, Any]]:
+    # Every request: 406 (Accept), 413 (the body limit); 415 (Content-Type) where JSON is read.
+    common = (406, 413, 415, 500) if consumes_json else (406, 413, 500)
     return {
         code: {"model": m.ErrorMessage, "description": _HTTP_REASONS.get(code, "Error")}
-        for code in (*codes, 413, 500)  # 413: the body limit applies to every request
+        for code in (*codes, *common)
     }
 
 
@@ -75,12 +77,29 @@ def _bool(value: str | None, default: bool) -> bool:
 
 
 class _SafeRoute(APIRoute):
-    """Turns every exception a handler raises into the error shape (never a bare 500)."""
+    """Turns every exception a handler raises into the error shape (never a bare 500).
+
+    Before the handler reads a body, refuses what Kafka's Jersey resources refuse: a
+    Content-Type other than JSON (415) and an Accept that rules JSON out (406), see
+    ``core.rest.media``.
+    """
+
+    consumes_json = True  # Kafka's @Consumes(APPLICATION_JSON)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def guarded(request: Request) -> Response:
+            headers = request.headers
+            if self.consumes_json:
+                content_type = headers.get("content-type")
+                # Starlette caches the body: the handler reads these same bytes.
+                read = content_type is None and self.body_field is not None
+                body = read and bool(await request.body())
+                if media.unsupported_content_type(content_type, body=body):
+                    raise StarletteHTTPException(415)
+            if media.not_acceptable(headers.get("accept")):
+                raise StarletteHTTPException(406)
             try:
                 return await handler(request)
             except (StarletteHTTPException, RequestValidationError):
@@ -99,6 +118,12 @@ class _SafeRoute(APIRoute):
                 return error(500, f"Unexpected error: {type(exc).__name__}")
 
         return guarded
+
+
+class _RootRoute(_SafeRoute):
+    """Kafka's RootResource (``/``, ``/health``) declares no @Consumes: any Content-Type."""
+
+    consumes_json = False
 
 
 def _config_map(raw: Any, *, keep_null: bool = False) -> dict[str, Any]:
@@ -382,9 +407,9 @@ def _plugins_router(herder: Herder) -> APIRouter:
 
 
 def _root_router(herder: Herder) -> APIRouter:
-    r = APIRouter(route_class=_SafeRoute, tags=["root"])
+    r = APIRouter(route_class=_RootRoute, tags=["root"])
 
-    @r.get("/", response_model=m.ServerInfo, responses=_errors())
+    @r.get("/", response_model=m.ServerInfo, responses=_errors(consumes_json=False))
     def server_info() -> Any:
         return JSONResponse(herder.server_info())
 

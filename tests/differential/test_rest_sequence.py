@@ -57,6 +57,7 @@ class Step:
     path: str
     body: Any = None
     raw: bytes | None = None
+    headers: dict[str, str] = field(default_factory=dict)
     settle: tuple[str, list[str]] | None = None
     pick: Callable[[Any, str], Any] | None = field(default=None, repr=False)
 
@@ -132,6 +133,14 @@ def _steps(file: str, topic: str) -> list[Step]:
         Step("unknown pause", "PUT", "/connectors/nope-{name}/pause"),
         Step("unknown delete", "DELETE", "/connectors/nope-{name}"),
         Step("malformed json", "POST", "/connectors", raw=b'{"name": "x", "config": {'),
+        Step(
+            "json sent as text/plain",
+            "POST",
+            "/connectors",
+            raw=json.dumps({"name": "{name}-2", "config": good}).encode(),
+            headers={"Content-Type": "text/plain"},
+        ),
+        Step("accept xml only", "GET", "/connectors/{name}", headers={"Accept": "application/xml"}),
         Step("config not an object", "POST", "/connectors", {"name": "{name}-2", "config": 7}),
         Step(
             "create with the name only in its config",
@@ -213,12 +222,12 @@ def _run(peer: Peer, broker: KafkaCluster, tmp: Path) -> list[tuple[str, int, An
                 response = client.request(
                     step.method,
                     path,
-                    content=step.raw,
-                    headers={"Content-Type": "application/json"},
+                    content=_substitute(step.raw.decode(), name).encode(),
+                    headers={"Content-Type": "application/json", **step.headers},
                 )
             else:
                 body = _substitute(step.body, name)
-                response = client.request(step.method, path, json=body)
+                response = client.request(step.method, path, json=body, headers=step.headers)
             payload = response.json() if response.content else None
             if step.pick is not None and response.status_code == 200:
                 payload = step.pick(payload, name)

@@ -110,6 +110,63 @@ def test_unknown_paths_and_methods_use_the_error_shape(http: httpx.Client) -> No
     _assert_error(http.delete("/connector-plugins"), 405)
 
 
+def test_a_content_type_other_than_json_is_415_before_the_body_is_read(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """Kafka's resources are Jersey @Consumes(APPLICATION_JSON): 415 in the error shape."""
+    name = _name("ctype")
+    body = json.dumps({"name": name, "config": _source(tmp_path, topic_name)}).encode()
+    # curl -d without -H sends the form type
+    for content_type in ("text/plain", "application/x-www-form-urlencoded", "application/x+json"):
+        _assert_error(
+            http.post("/connectors", content=body, headers={"content-type": content_type}),
+            415,
+            "HTTP 415 Unsupported Media Type",
+        )
+    text = {"content-type": "text/plain"}
+    _assert_error(http.post("/connectors", content=b"{not json", headers=text), 415)
+    _assert_error(http.get("/connectors", headers=text), 415)  # Jersey checks GETs too
+    _assert_error(
+        http.put("/admin/loggers/copycat", content=b'{"level": "INFO"}', headers=text), 415
+    )
+    _assert_error(http.delete("/connector-plugins", headers=text), 405)  # path and method first
+    assert name not in http.get("/connectors").json()
+    assert http.get("/", headers=text).status_code == 200  # the root resource reads no body
+
+    # A body without a Content-Type: Jersey reads it as application/octet-stream (none: 415),
+    # while an endpoint that reads no body ignores it.
+    untyped = http.post("/connectors", content=body)
+    assert "content-type" not in untyped.request.headers
+    _assert_error(untyped, 415)
+    _assert_error(http.put("/connectors/nope/pause", content=b"{}"), 404)
+
+    created = http.post(  # JSON in any case, with parameters
+        "/connectors", content=body, headers={"content-type": "Application/JSON; charset=utf-8"}
+    )
+    assert created.status_code == 201, created.text
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+def test_an_accept_ruling_json_out_is_406(http: httpx.Client) -> None:
+    """Kafka's resources are Jersey @Produces(APPLICATION_JSON): 406 in the error shape."""
+    for accept in ("application/xml", "text/html", "text/*", "nonsense"):
+        _assert_error(
+            http.get("/connectors", headers={"accept": accept}), 406, "HTTP 406 Not Acceptable"
+        )
+    xml = {"accept": "application/xml"}
+    _assert_error(http.get("/connectors/nope", headers=xml), 406)  # before the handler runs
+    _assert_error(http.get("/health", headers=xml), 406)
+    _assert_error(http.get("/no/such/path", headers=xml), 404)  # an unknown path first
+    _assert_error(  # the Content-Type before the Accept
+        http.post("/connectors", content=b"{}", headers={**xml, "content-type": "text/plain"}),
+        415,
+    )
+    # Jersey weighs no quality factors; Java's HttpURLConnection sends "*; q=.2"
+    for accept in ("application/json", "*/*", "application/*", "*; q=.2", "text/xml, */*;q=0.1"):
+        assert http.get("/connectors", headers={"accept": accept}).status_code == 200, accept
+    assert http.get("/connectors", headers={"accept": "application/json;q=0"}).status_code == 200
+
+
 def test_request_bodies_over_the_limit_are_413_before_being_read(
     http: httpx.Client, worker: RestWorker, tmp_path: Path, topic_name: str
 ) -> None:
