@@ -33,6 +33,7 @@ from core.herder import (
 from core.rest import forwarding, loggers, media, plugins_admin
 from core.rest import models as m
 from core.rest.limits import REQUEST_MAX_BYTES_KEY, BodySizeLimit
+from core.rest.trailing_slash import TrailingSlash
 from core.worker_config import WorkerConfig
 from plugin_api import ConfigException, ConnectException
 
@@ -535,6 +536,7 @@ def create_app(
         version="1",
         description="Kafka Connect's REST API. Errors are always "
         '{"error_code": <status>, "message": "..."}.',
+        redirect_slashes=False,  # TrailingSlash serves the path itself; a 307 has no error shape
     )
     if main:
         app.include_router(_root_router(herder))
@@ -561,6 +563,7 @@ def create_app(
 
     if extensions is not None:
         extensions.hook.copycat_rest_extension(app=app, worker_config=worker_config)
+    app.add_middleware(TrailingSlash)  # outside the extensions: they see the routes' paths
     # Added last, so it is the outermost layer: no extension or handler reads a large body.
     app.add_middleware(
         BodySizeLimit,

@@ -79,6 +79,7 @@ def _steps(file: str, topic: str) -> list[Step]:
         Step("create again", "POST", "/connectors", {"name": "{name}", "config": good}),
         Step("info", "GET", "/connectors/{name}", settle=("RUNNING", ["RUNNING"])),
         Step("status", "GET", "/connectors/{name}/status"),
+        Step("status with a trailing slash", "GET", "/connectors/{name}/status/"),
         Step("config", "GET", "/connectors/{name}/config"),
         Step("tasks", "GET", "/connectors/{name}/tasks"),
         Step("task status", "GET", "/connectors/{name}/tasks/0/status"),

@@ -167,6 +167,27 @@ def test_an_accept_ruling_json_out_is_406(http: httpx.Client) -> None:
     assert http.get("/connectors", headers={"accept": "application/json;q=0"}).status_code == 200
 
 
+def test_a_trailing_slash_is_served_like_the_path_without_it(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """Jersey matches a path with one trailing slash too: no redirect, the same answer."""
+    name = _name("slash")
+    created = http.post(
+        "/connectors/", json={"name": name, "config": _source(tmp_path, topic_name)}
+    )
+    assert created.status_code == 201, created.text
+    assert created.headers["location"].endswith(f"/connectors/{name}")
+    assert name in http.get("/connectors/").json()
+    assert http.get(f"/connectors/{name}/").json() == created.json()
+    assert http.get(f"/connectors/{name}/config/").json()["name"] == name
+    assert http.get("/health/").json()["status"] == "healthy"
+    _assert_error(http.get("/connectors/nope/"), 404, "Connector nope not found")
+    _assert_error(http.get("/no/such/path/"), 404, "HTTP 404 Not Found")
+    _assert_error(http.get(f"/connectors/{name}//"), 404)  # one slash only
+    assert http.delete(f"/connectors/{name}/").status_code == 204
+    assert name not in http.get("/connectors").json()
+
+
 def test_request_bodies_over_the_limit_are_413_before_being_read(
     http: httpx.Client, worker: RestWorker, tmp_path: Path, topic_name: str
 ) -> None:
