@@ -1,5 +1,6 @@
 """Kafka's content negotiation: its resources are Jersey ``@Produces(APPLICATION_JSON)`` and,
-but for the root and internal ones, ``@Consumes(APPLICATION_JSON)``.
+but for the root and internal ones, ``@Consumes(APPLICATION_JSON)`` (Copycat exempts the root
+only: docs/rest.md).
 
 Jersey picks a resource method by path (404), then HTTP method (405), then the request's
 ``Content-Type`` against ``@Consumes`` (415), then its ``Accept`` against ``@Produces`` (406),
