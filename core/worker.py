@@ -271,7 +271,7 @@ class _TaskRunner(threading.Thread):
                 # and is not FAILED (nor restarted) for it.
                 log.warning("task %s failed while stopping: %s", self.spec.name, exc)
             else:
-                log.error("task %s failed: %s", self.spec.name, exc)
+                log.error("task %s failed: %s", self.spec.name, exc, exc_info=True)
                 self._report(State.FAILED, failure_trace(exc))
                 reported_failure = True
         finally:

@@ -257,6 +257,12 @@ class SourceTaskLoop:
     def _final_commit(self, timeout_s: float, failed: bool) -> None:
         """Hook: commit on stop; waits up to ``timeout_s`` for outstanding acks first. What
         the broker acknowledged is committed even after the task failed (at-least-once)."""
+        if failed:
+            # Records polled but not yet sent stay unsent, as in Kafka's WorkerSourceTask: the
+            # one that failed the task would fail again (a record the producer refuses) and
+            # the stop would report the failure a second time. Their offsets were never
+            # committable.
+            self._unsent.clear()
         if self._failure is None:  # a producer that failed has nothing trustworthy to commit
             self.commit_offsets(timeout_s)
 

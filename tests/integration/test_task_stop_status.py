@@ -4,6 +4,8 @@
   not FAILED.
 * A task that does not stop in time is given up (its host killed): from then on it writes no
   status, so nothing it says as it dies lands over the next instance's.
+* A task that failed is stopped without reporting its failure again: its stop used to send the
+  record that failed it once more and log the same error as "did not stop cleanly".
 
 Before, both wrote FAILED with the trace of their host's death: a REST restart of a task hung in
 poll() showed FAILED between the two instances.
@@ -138,3 +140,54 @@ def test_a_task_that_fails_while_stopping_has_stopped(
     assert status.by(runner) == [State.RUNNING, State.UNASSIGNED]
     assert worker.status.task(name, 0) == Status(State.UNASSIGNED, "w1")
     assert runner.failed and not runner.cancelled
+
+
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_a_failed_task_reports_its_failure_once(
+    data_path: str,
+    bundled_plugin_path: Path,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A line over the producer's message.max.bytes fails the task: one ERROR with the trace,
+    and the stop that follows does not report the same failure again as a warning."""
+    data = tmp_path / "big.txt"
+    data.write_text("x" * 1_100_000 + "\n")
+    worker = Worker(
+        "w1",
+        {
+            "key.converter": "StringConverter",
+            "value.converter": "StringConverter",
+            "task.data.path": data_path,
+        },
+        PluginCatalogue.scan([bundled_plugin_path]),
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+    )
+    name = f"big-{topic_name}"
+    caplog.set_level(logging.INFO, logger="copycat.worker")
+    try:
+        worker.start_connector(
+            name,
+            {
+                "name": name,
+                "connector.class": "FileStreamSource",
+                "file": str(data),
+                "topic": topic_name,
+            },
+        )
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        runner.join(60)
+        assert not runner.is_alive()
+    finally:
+        worker.stop()
+    status = worker.status.task(name, 0)
+    assert status is not None and status.state is State.FAILED
+    about_task = [r for r in caplog.records if f"task {name}-0" in r.getMessage()]
+    failures = [r for r in about_task if r.levelno >= logging.WARNING]
+    assert [(r.levelname, r.getMessage().split(":")[0]) for r in failures] == [
+        ("ERROR", f"task {name}-0 failed")
+    ]
+    assert failures[0].exc_info is not None  # the trace, once
