@@ -156,8 +156,12 @@ class RateLimitedLog:
 
         The repeat check looks at the last argument, librdkafka's line without the client's
         name or thread, so the same event reported by several clients (or by a log line and an
-        error callback) counts as one.
+        error callback) counts as one. A line the logger's level hides is dropped first: it
+        would never be shown, so it must not use the budget of lines that would be (with
+        ``debug`` set on a client, librdkafka's chatter left no room for its warnings).
         """
+        if not self.logger.isEnabledFor(level):
+            return
         line = str(args[-1]) if args else msg
         if line.startswith("[thrd:"):  # the same event reaches error_cb without this prefix
             line = line.partition("]: ")[2] or line

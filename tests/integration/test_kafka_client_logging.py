@@ -62,3 +62,52 @@ def test_librdkafka_lines_are_rate_limited_across_clients() -> None:
     bound = LIBRDKAFKA_LOG_BURST + RUN_S / LIBRDKAFKA_LOG_INTERVAL_S
     written = [line for line in lines if "suppressed" not in line]
     assert len(written) <= bound, proc.stderr[-3000:]
+
+
+# A consumer with librdkafka's group debugging on (consumer.override.debug=cgrp) polled for
+# CHATTER_S against a real broker, with copycat.librdkafka at INFO; then a producer whose
+# broker refuses connections.
+_DEBUG_CHILD = textwrap.dedent(
+    """
+    import logging, sys, time
+    from confluent_kafka import Consumer, Producer
+    from core.kafka import client_config
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(message)s")
+    consumer = Consumer(
+        client_config({"bootstrap.servers": sys.argv[1]}, {"group.id": "g", "debug": "cgrp"})
+    )
+    consumer.subscribe(["t"])
+    deadline = time.monotonic() + float(sys.argv[3])
+    while time.monotonic() < deadline:
+        consumer.consume(100, 0.05)
+    print("--- refused from here", file=sys.stderr, flush=True)
+    producer = Producer(client_config({"bootstrap.servers": sys.argv[2]}))
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline:
+        consumer.consume(100, 0.05)
+        producer.poll(0.05)
+    """
+)
+CHATTER_S = 3.0
+
+
+def test_lines_below_the_loggers_level_use_none_of_the_rate_limit(bootstrap_servers: str) -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{closed.getsockname()[1]}"
+        proc = subprocess.run(
+            [sys.executable, "-c", _DEBUG_CHILD, bootstrap_servers, address, str(CHATTER_S)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stderr.splitlines()
+    marker = lines.index("--- refused from here")
+    before, after = lines[:marker], lines[marker + 1 :]
+    # The debug chatter was never shown, and nothing counts it as suppressed...
+    assert not [line for line in before if "suppressed" in line], proc.stderr[-3000:]
+    # ...so the warning that follows it is written at once, not held back by its budget.
+    assert after and "Connection refused" in after[0], proc.stderr[-3000:]
