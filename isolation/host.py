@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import json
 import logging
 import os
 import select
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import plugin_api
-from isolation import allocator, launcher
+from isolation import allocator, launcher, levels
 from isolation._hostside import copycat_protocol as protocol
 from isolation._hostside import copycat_wire as wire
 from isolation.errors import (
@@ -99,6 +100,29 @@ def plugin_api_root() -> Path:
 
 
 _SUPPRESSED = "plugin output over %d lines/s: %d lines not logged"
+
+
+def _cut(line: str) -> str:
+    if len(line) > MAX_OUTPUT_LINE_CHARS:
+        return line[:MAX_OUTPUT_LINE_CHARS] + f"... [{len(line)} chars]"
+    return line
+
+
+def _plugin_record(line: str) -> tuple[logging.Logger, int, str] | None:
+    """The logger, level and text of a log record of plugin code written by the host
+    (``copycat_protocol.LOG_RECORD_MARK``); None for any other line. Each line of the text is
+    cut as a line of output is. Getting the logger here makes it one of the worker's, so
+    ``/admin/loggers`` knows the loggers plugins use."""
+    if not line.startswith(protocol.LOG_RECORD_MARK):
+        return None
+    try:
+        level, name, text = json.loads(line[len(protocol.LOG_RECORD_MARK) :])
+    except ValueError:
+        return None
+    if not (isinstance(level, int) and isinstance(name, str) and isinstance(text, str)):
+        return None
+    text = "\n".join(_cut(part) for part in text.split("\n"))
+    return logging.getLogger(name), level, text
 
 
 class _OutputLimiter:
@@ -192,6 +216,9 @@ class PluginHost:
         self._events = -1
         self.failure: PluginHostError | None = None
         self.info: protocol.HostInfo | None = None
+        # How many of the worker's log level changes the host has applied (isolation/levels.py);
+        # None until it has the worker's levels.
+        self._levels_applied: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -261,6 +288,7 @@ class PluginHost:
             target=self._relay_output, name=f"host-log-{self.name}", daemon=True
         )
         self._relay.start()
+        levels.register(self)
         self.info = protocol.HostInfo(*self.request(protocol.HELLO, timeout_s=timeout_s))
         return self.info
 
@@ -292,11 +320,17 @@ class PluginHost:
         limiter = _OutputLimiter()
         for raw in proc.stdout:
             line = raw.decode("utf-8", "replace").rstrip("\n")
-            if len(line) > MAX_OUTPUT_LINE_CHARS:
-                line = line[:MAX_OUTPUT_LINE_CHARS] + f"... [{len(line)} chars]"
-            self._stderr_tail.append(line)
+            record = _plugin_record(line)
+            if record is None:
+                logger, level, text = plugin_log, logging.INFO, _cut(line)
+                self._stderr_tail.append(text)
+            else:
+                logger, level, text = record
+                self._stderr_tail.append(f"{logging.getLevelName(level)} {logger.name}: {text}")
+                text = f"[{self.name}] {text}"
             if limiter.allow():
-                plugin_log.info("%s", line)
+                # The host's levels chose what it wrote: the worker's are not asked again.
+                logger.handle(logger.makeRecord(logger.name, level, "", 0, "%s", (text,), None))
             dropped = limiter.report_due()
             if dropped:
                 plugin_log.warning(
@@ -443,6 +477,8 @@ class PluginHost:
                 raise PluginHostError(f"plugin host for {self.name} was never started or closed")
             self._pending_op = op
             try:
+                if op != protocol.SHUTDOWN:
+                    self._apply_levels()
                 write(self._to_host)
             except (wire.ChannelClosed, BrokenPipeError) as exc:
                 raise self._crashed(op) from exc
@@ -450,6 +486,42 @@ class PluginHost:
             self._pending_op = None
             self._lock.release()
             raise
+
+    def _apply_levels(self) -> None:
+        """Send the worker's log level changes the host does not have yet, and wait for it to
+        apply them (the channel is ours). Costs one round trip after a change, nothing
+        otherwise."""
+        if self._levels_applied == levels.generation():
+            return
+        generation, changes = levels.pending(self._levels_applied)
+        if changes:
+            message = ("req", protocol.LEVELS, (changes,))
+            wire.write_message(self._to_host, message, self._to_host_region)
+            reply = self._read(
+                time.monotonic() + self.call_timeout_s, "levels", self.call_timeout_s
+            )
+            if reply[0] != "ok":
+                log.warning("plugin host %s: cannot set log levels: %s", self.name, reply[1:])
+        self._levels_applied = generation
+
+    def push_levels(self) -> None:
+        """Send level changes now if the channel is free (a host between requests), on a
+        thread of its own; a busy host gets them ahead of its next request. Never blocks."""
+        if not self._lock.locked():
+            threading.Thread(
+                target=self._push_levels, name=f"host-levels-{self.name}", daemon=True
+            ).start()
+
+    def _push_levels(self) -> None:
+        if not self._lock.acquire(blocking=False):
+            return  # a request took the channel meanwhile: the changes go ahead of it
+        try:
+            if self.alive and not self._closing and self._to_host >= 0:
+                self._apply_levels()
+        except (wire.ChannelClosed, OSError, PluginHostError):
+            pass  # the host died: its owner learns that from its next request or its exit
+        finally:
+            self._lock.release()
 
     @property
     def pending(self) -> bool:

@@ -4,6 +4,12 @@ Kafka's levels map onto Python's: TRACE (5, registered here), DEBUG, INFO, WARN 
 ERROR, FATAL (CRITICAL) and OFF (above CRITICAL, so nothing is logged). Setting a level on a
 logger sets it on every existing descendant too, as Kafka's ``Loggers.setLevel`` does, and
 returns the affected names.
+
+Plugin code logs in its plugin host, so every change is made there too, and each new host
+starts with the worker's levels (:mod:`isolation.levels`). The worker knows a logger of plugin
+code once a record of it reached the worker's log (the host writes its records under their
+own logger names) or once it was set here: only those are listed and answered by name, and
+only those are in the names a change returns.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+
+from isolation import levels as host_levels
 
 TRACE = 5
 OFF = logging.CRITICAL + 50
@@ -84,4 +92,6 @@ def set_level(name: str, value: int) -> list[str]:
             logging.getLogger(other).setLevel(value)
         for other in affected:
             _last_modified[other] = now
+        # Under the lock: hosts apply changes in the order the worker made them.
+        host_levels.changed(name, value)  # ROOT is the same name there
         return sorted(affected)

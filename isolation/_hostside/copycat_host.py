@@ -21,6 +21,8 @@ business: :func:`main` serves it over pipes, the worker's in-process twin
 from __future__ import annotations
 
 import gc
+import json
+import logging
 import os
 import sys
 import threading
@@ -278,6 +280,11 @@ class Host:
     def op_shutdown(self) -> None:
         self.running = False
 
+    def op_levels(self, changes: Sequence[tuple[str, int]]) -> None:
+        """Apply the worker's log levels (see ``copycat_protocol.LEVELS``)."""
+        for name, level in changes:
+            set_level(name, level)
+
     # -- connectors --------------------------------------------------------------------------
 
     def op_task_class(self, obj_id: int) -> str:
@@ -410,6 +417,35 @@ class Host:
                 runner.pipeline.close()
 
 
+def set_level(name: str, level: int) -> None:
+    """Set ``name`` ("root" for the root logger) and every existing descendant to ``level``,
+    as the worker does for ``PUT /admin/loggers`` (core/rest/loggers.py)."""
+    if name == "root":
+        logging.getLogger().setLevel(level)
+        prefix = ""
+    else:
+        logging.getLogger(name).setLevel(level)
+        prefix = name + "."
+    for other, logger in list(logging.root.manager.loggerDict.items()):
+        if isinstance(logger, logging.Logger) and other.startswith(prefix):
+            logger.setLevel(level)
+
+
+class _RecordsToWorker(logging.Handler):
+    """Writes each log record of plugin code to the host's output as one marked line
+    (``copycat_protocol.LOG_RECORD_MARK``), which the worker logs under the record's own
+    logger at its level. Installed on the root logger: the levels the worker sends decide
+    what is written (without it, Python's last resort wrote WARNING and above, unmarked)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            fields = [record.levelno, record.name, self.format(record)]
+            sys.stderr.write(protocol.LOG_RECORD_MARK + json.dumps(fields) + "\n")
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001 - logging must never fail the plugin
+            self.handleError(record)
+
+
 class _PipeTransport:
     """The host's side of the worker's pipes: requests in, answers and callbacks out, and
     connector events on a pipe of their own (written whole under a lock, from any thread)."""
@@ -465,6 +501,7 @@ def main(argv: list[str]) -> None:
     regions = [wire.SharedRegion(int(fd)) for fd in argv[3:5]] or [None, None]
     # Plugin prints must never reach a channel; stdout is also the worker's stderr relay.
     sys.stdout = sys.stderr
+    logging.getLogger().addHandler(_RecordsToWorker())
     # The worker's setting (isolation/allocator.py, GC_YOUNG_THRESHOLD): a put() or poll()
     # batch would otherwise start several young collections and make full ones frequent.
     young, *older = gc.get_threshold()

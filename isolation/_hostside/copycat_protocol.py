@@ -35,6 +35,16 @@ PRE_COMMIT = "pre_commit"
 OPEN = "open"
 CLOSE = "close"
 STOP_TASK = "stop_task"
+# The worker's log levels, as ``[(logger name or "root", level), ...]`` applied in order, each
+# on the logger and its existing descendants (Kafka's ``Loggers.setLevel``). Sent by the
+# worker before the first request and ahead of the next request after a change, never by
+# plugin code (isolation/levels.py).
+LEVELS = "levels"
+
+# A line of the host's output that starts with this is a log record of plugin code:
+# ``LOG_RECORD_MARK + json.dumps([level, logger name, text])``. The worker logs it under that
+# logger at that level; any other line is plain output (prints, thread dumps).
+LOG_RECORD_MARK = "\x1e"
 
 # -- error kinds: how the worker's exception tree classifies a plugin's exception ----------
 RETRIABLE, DATA, CONFIG, CONFLICT, CONNECT, OTHER = (

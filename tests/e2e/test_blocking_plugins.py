@@ -84,7 +84,8 @@ def _hanging(worker: RestWorker, where: str, host: str = "") -> bool:
 
 
 def _other_connector_round_trip(http: httpx.Client, topic: str) -> dict[str, float]:
-    """Create, read, pause, resume and delete an unrelated connector, timing each call."""
+    """Create, read, pause, resume and delete an unrelated connector, and set a log level
+    (it goes to every plugin host, the hung one's too), timing each call."""
     name = f"other-{uuid.uuid4().hex[:8]}"
     timings: dict[str, float] = {}
 
@@ -101,6 +102,8 @@ def _other_connector_round_trip(http: httpx.Client, topic: str) -> dict[str, flo
     timed("pause", lambda: http.put(f"/connectors/{name}/pause"), 202)
     timed("resume", lambda: http.put(f"/connectors/{name}/resume"), 202)
     timed("delete", lambda: http.delete(f"/connectors/{name}"), 204)
+    level = {"level": "INFO"}
+    timed("set a log level", lambda: http.put("/admin/loggers/faulty_plugin", json=level), 200)
     return timings
 
 

@@ -832,6 +832,53 @@ def test_admin_loggers(http: httpx.Client) -> None:
     )
 
 
+def _logged(worker: RestWorker, *parts: str) -> bool:
+    return any(all(part in line for part in parts) for line in list(worker.log_lines))
+
+
+def test_admin_loggers_reach_plugin_code_in_its_hosts(
+    http: httpx.Client, worker: RestWorker, tmp_path: Path, topic_name: str
+) -> None:
+    """A level set on a plugin's package takes effect on its code in plugin hosts: in hosts
+    started afterwards, and in a host already running, without a restart (Kafka: the
+    connector's classes log in the worker's JVM)."""
+    package, module = "copycat_file", "copycat_file.source"
+    assert http.put(f"/admin/loggers/{package}", json={"level": "DEBUG"}).status_code == 200
+    try:
+        started = _name("dbg")
+        config = _source(tmp_path, topic_name)
+        assert http.post("/connectors", json={"name": started, "config": config}).status_code == 201
+        opened = f"Opened {config['file']} for reading"
+        wait_for(
+            lambda: _logged(worker, f"DEBUG {module}: [{started}-0] {opened}"),
+            what="the task's debug line, in a host started after the PUT",
+        )
+        # The plugin's logger is one the worker knows now, with its ancestor's level.
+        entry = http.get(f"/admin/loggers/{module}").json()
+        assert entry["level"] == "DEBUG", entry
+        assert module in http.put(f"/admin/loggers/{package}", json={"level": "INFO"}).json()
+
+        # A task already running (waiting for its file) gets a change without a restart.
+        running = _name("live")
+        config = {**config, "file": str(tmp_path / "later.in")}
+        assert http.post("/connectors", json={"name": running, "config": config}).status_code == 201
+        wait_for(
+            lambda: _logged(worker, f"WARNING {module}: [{running}-0] Couldn't find file"),
+            what="the waiting task's warning",
+        )
+        assert http.put(f"/admin/loggers/{module}", json={"level": "DEBUG"}).status_code == 200
+        time.sleep(1)  # far more than one slice of the task's loop (RUN_SLICE_S)
+        Path(config["file"]).write_text("a\n")
+        wait_for(
+            lambda: _logged(worker, f"DEBUG {module}: [{running}-0] Opened {config['file']}"),
+            what="the running task's debug line after the PUT",
+        )
+        for name in (started, running):
+            http.delete(f"/connectors/{name}")
+    finally:
+        http.put(f"/admin/loggers/{package}", json={"level": "INFO"})
+
+
 def test_openapi_document(http: httpx.Client) -> None:
     spec = http.get("/openapi.json").json()
     assert "/connectors/{connector}/offsets" in spec["paths"]
