@@ -646,6 +646,44 @@ def test_a_cluster_scope_logger_level_reaches_every_worker(cluster: DistributedC
         wait_until(partial(everywhere, level), 30, f"{namespace} at {level} on every worker")
 
 
+def test_a_cluster_scope_logger_level_reaches_plugin_code_on_any_worker(
+    cluster: DistributedCluster, tmp_path: Path
+) -> None:
+    """Whichever worker runs the task applies the record, and its plugin host gets the level
+    without a restart: the running task, waiting for its file, logs its DEBUG line."""
+    name, source = "cluster-debug", tmp_path / "later.txt"
+    config = {"connector.class": "FileStreamSource", "file": str(source), "topic": "unused"}
+    cluster.create(name, config, via=0)
+    cluster.wait_running(name, 1)
+    opened = f"DEBUG copycat_file.source: [{name}-0] Opened {source} for reading"
+    try:
+        response = cluster.request(
+            "PUT", "/admin/loggers/copycat_file?scope=cluster", 2, json={"level": "DEBUG"}
+        )
+        assert response.status_code == 204, response.text
+        wait_until(
+            lambda: all(
+                cluster.request("GET", "/admin/loggers/copycat_file", i).json().get("level")
+                == "DEBUG"
+                for i in range(WORKERS)
+            ),
+            30,
+            "copycat_file at DEBUG on every worker",
+        )
+        time.sleep(1)  # far more than one slice of the task's loop (RUN_SLICE_S)
+        source.write_text("a\n")
+        wait_until(
+            lambda: any(opened in worker.text() for worker in cluster.workers),
+            30,
+            "the running task's DEBUG line",
+        )
+    finally:
+        cluster.request(
+            "PUT", "/admin/loggers/copycat_file?scope=cluster", 0, json={"level": "INFO"}
+        )
+        assert cluster.request("DELETE", f"/connectors/{name}", 0).status_code == 204
+
+
 def test_a_task_on_the_spark_runtime_of_a_worker_without_spark_fails_naming_the_key(
     cluster: DistributedCluster, tmp_path: Path
 ) -> None:
