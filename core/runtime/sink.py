@@ -51,6 +51,11 @@ CONSUME_TIMEOUT_S = 0.2
 # settles that put(). librdkafka's batch consume waits for the whole count, unlike the Java
 # consumer's poll(); waiting CONSUME_TIMEOUT_S here held every burst's last put() back 200 ms.
 BUSY_CONSUME_TIMEOUT_S = 0.01
+# Poll interval while a stopping task's consumer finishes its group join (see _finish_join),
+# and the share of the stop's graceful timeout that may take: the rest is left for the close,
+# before the driver kills the plugin host.
+JOIN_POLL_S = 0.1
+JOIN_SHARE_OF_STOP_TIMEOUT = 0.8
 # Backoff before a put() that raised RetriableException is retried with the same batch, when
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
@@ -143,6 +148,10 @@ class SinkTaskLoop:
         # Rebalance callbacks run so far (they run inside consume()): a consume() during which
         # one ran may return messages of partitions no longer in the assignment it left.
         self._rebalances = 0
+        # The consumer has asked to join its group and not yet been given an assignment (see
+        # :meth:`_finish_join`); once stopping, rebalance callbacks no longer reach the task.
+        self._joining = False
+        self._closing = False
 
     @property
     def name(self) -> str:
@@ -199,6 +208,7 @@ class SinkTaskLoop:
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
         )
+        self._joining = True
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         """Open the new partitions in the task; where it rewound them (``context.offset()``
@@ -215,6 +225,9 @@ class SinkTaskLoop:
         the paused loop then took each fetch back and sought again, fetching without end (a
         sink created PAUSED kept its host at ~0.6 of a core and the broker at ~1 core).
         """
+        self._joining = False
+        if self._closing:
+            return  # only finishing the join (see _finish_join): confluent-kafka assigns
         self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
         try:
@@ -257,6 +270,9 @@ class SinkTaskLoop:
             self._current[tp] = offset
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
+        self._joining = True  # a rebalance: the group assigns again
+        if self._closing:
+            return
         self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
         try:
@@ -272,6 +288,9 @@ class SinkTaskLoop:
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         """The partitions may already belong to another member: close them, commit nothing."""
+        self._joining = True
+        if self._closing:
+            return
         self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
         try:
@@ -624,6 +643,36 @@ class SinkTaskLoop:
             if tp.error is None and tp.offset >= 0 and (tp.topic, tp.partition) in self._assigned:
                 self._committed[(tp.topic, tp.partition)] = tp.offset
 
+    def _finish_join(self, deadline: float) -> None:
+        """Let a group join in progress complete before the consumer closes (and leaves).
+
+        The dev broker (Tansu 0.6.0) holds a JoinGroup for about half the session timeout; a
+        member that leaves while its join is held stays in the group for good, as the leader
+        of every later generation. The next member of the group then waits for that leader's
+        assignment in SyncGroup, gets "rebalance in progress", joins again, and so on without
+        end: a sink restarted twice within a few seconds never consumed again, also after
+        stop/resume (the group is the connector's). Closing after the join costs nothing
+        there: the LeaveGroup waited for the held JoinGroup's answer anyway. On Apache Kafka a
+        join is quick. Records the poll returns now are dropped: the task has stopped, and the
+        offsets committed are those it made durable.
+        """
+        self._closing = True
+        if not self._joining:
+            return
+        try:
+            while self._joining and time.monotonic() < deadline:
+                self.consumer.poll(JOIN_POLL_S)
+        except Exception as exc:  # the consumer is closed next all the same
+            log.debug("task %s: consumer error while finishing its group join: %s", self.name, exc)
+            return
+        if self._joining:
+            log.warning(
+                "task %s: closing its consumer while its group join is still in progress; on "
+                "the dev broker this leaves a member behind that keeps the connector's consumer "
+                "group from ever assigning again (until the broker restarts)",
+                self.name,
+            )
+
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
             failure, self._failure = self._failure, None
@@ -632,9 +681,11 @@ class SinkTaskLoop:
     def stop(self, *, failed: bool = False, timeout_s: float = 5.0) -> None:
         """Commit what the task has made durable (unless it failed), close and stop it.
 
-        ``timeout_s`` bounds nothing here by itself: every host call has its own deadline,
-        and the driver kills the host of a task that does not stop in time.
+        ``timeout_s`` bounds only the wait for a group join in progress (see
+        :meth:`_finish_join`): every host call has its own deadline, and the driver kills the
+        host of a task that does not stop in time.
         """
+        deadline = time.monotonic() + timeout_s * JOIN_SHARE_OF_STOP_TIMEOUT
         commit = not failed
         try:
             if self.host.alive and self.host.pending:
@@ -651,6 +702,7 @@ class SinkTaskLoop:
                     self.host.stop_task(self.handle)
             finally:
                 try:
+                    self._finish_join(deadline)
                     self.consumer.close()
                 finally:
                     if self.errors is not None:
