@@ -56,6 +56,10 @@ BUSY_CONSUME_TIMEOUT_S = 0.01
 # before the driver kills the plugin host.
 JOIN_POLL_S = 0.1
 JOIN_SHARE_OF_STOP_TIMEOUT = 0.8
+# A task whose consumer has been joining its group this long, with no assignment, says so
+# (and again each time as long again passes): it reads nothing meanwhile, and on the dev broker
+# such a join may never complete (see _finish_join).
+JOIN_WARN_S = 60.0
 # Backoff before a put() that raised RetriableException is retried with the same batch, when
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
@@ -152,6 +156,8 @@ class SinkTaskLoop:
         # :meth:`_finish_join`); once stopping, rebalance callbacks no longer reach the task.
         self._joining = False
         self._closing = False
+        self._join_since = 0.0
+        self._join_warned_at: float | None = None
 
     @property
     def name(self) -> str:
@@ -208,7 +214,7 @@ class SinkTaskLoop:
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
         )
-        self._joining = True
+        self._joined_again()
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         """Open the new partitions in the task; where it rewound them (``context.offset()``
@@ -270,7 +276,7 @@ class SinkTaskLoop:
             self._current[tp] = offset
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
-        self._joining = True  # a rebalance: the group assigns again
+        self._joined_again()  # a rebalance: the group assigns again
         if self._closing:
             return
         self._rebalances += 1
@@ -288,7 +294,7 @@ class SinkTaskLoop:
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         """The partitions may already belong to another member: close them, commit nothing."""
-        self._joining = True
+        self._joined_again()
         if self._closing:
             return
         self._rebalances += 1
@@ -301,6 +307,31 @@ class SinkTaskLoop:
             self._failure = exc
         finally:
             self._forget(tps)
+
+    def _joined_again(self) -> None:
+        if not self._joining:
+            self._joining = True
+            self._join_since = self._clock()
+            self._join_warned_at = None
+
+    def _warn_if_join_stuck(self) -> None:
+        """Say so when the consumer has been joining its group for JOIN_WARN_S (and again
+        each JOIN_WARN_S): the task is RUNNING and reads nothing. Seen on the dev broker, where
+        a member that left mid-join (another client's, or a task whose host was killed)
+        leads every later generation of its group and none completes."""
+        now = self._clock()
+        last = self._join_since if self._join_warned_at is None else self._join_warned_at
+        if now - last < JOIN_WARN_S:
+            return
+        self._join_warned_at = now
+        log.warning(
+            "task %s: its consumer has been joining its group for %.0f s and has no assignment "
+            "yet, so it reads nothing; on the dev broker a group whose member left mid-join "
+            "never completes a join again (see docs/architecture.md): restart the broker or "
+            "use another group.id",
+            self.name,
+            now - self._join_since,
+        )
 
     def _forget(self, tps: list[tuple[str, int]]) -> None:
         """Drop every position kept for partitions no longer ours. A rewind still pending
@@ -387,6 +418,8 @@ class SinkTaskLoop:
                 if first is not None:
                     messages = [first, *consumer.consume(MAX_RECORDS_PER_PUT - 1, 0)]
         self._raise_if_failed()
+        if self._joining:
+            self._warn_if_join_stuck()
         # any(): a KafkaError is always true. Not a count of None: comparing a KafkaError
         # with None raises, which made list.count() fail with a SystemError. The accessor is
         # mapped over the messages, as copycat_batch.field does (cheaper than a method call
