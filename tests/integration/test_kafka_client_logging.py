@@ -42,18 +42,25 @@ _CHILD = textwrap.dedent(
 )
 
 
-def test_librdkafka_lines_are_rate_limited_across_clients() -> None:
-    with socket.socket() as closed:  # bound, not listening: connections are refused
+def _run_against_a_refusing_port(child: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``child`` with ``args`` and the address of a port that refuses connections
+    (bound, not listening) as its last arguments but one: ``child ARGS... ADDRESS``."""
+    with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{closed.getsockname()[1]}"
         proc = subprocess.run(
-            [sys.executable, "-c", _CHILD, address, str(RUN_S)],
+            [sys.executable, "-c", child, *args[:-1], address, args[-1]],
             cwd=ROOT,
             capture_output=True,
             text=True,
             timeout=60,
         )
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+def test_librdkafka_lines_are_rate_limited_across_clients() -> None:
+    proc = _run_against_a_refusing_port(_CHILD, str(RUN_S))
     lines = proc.stderr.splitlines()
     refused = [line for line in lines if "Connection refused" in line]
     assert refused, proc.stderr[-3000:]  # the problem is still reported...
@@ -93,17 +100,7 @@ CHATTER_S = 3.0
 
 
 def test_lines_below_the_loggers_level_use_none_of_the_rate_limit(bootstrap_servers: str) -> None:
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{closed.getsockname()[1]}"
-        proc = subprocess.run(
-            [sys.executable, "-c", _DEBUG_CHILD, bootstrap_servers, address, str(CHATTER_S)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = _run_against_a_refusing_port(_DEBUG_CHILD, bootstrap_servers, str(CHATTER_S))
     lines = proc.stderr.splitlines()
     marker = lines.index("--- refused from here")
     before, after = lines[:marker], lines[marker + 1 :]
