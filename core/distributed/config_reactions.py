@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from functools import partial
+from urllib.parse import quote
 
 import httpx
 
@@ -129,11 +130,19 @@ class ConfigReactions(ExactlyOnceSupport):
     def _send_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """Leader: write them; follower: POST them to the leader, retrying while it moves.
 
-        A connector the leader no longer has (deleted meanwhile) ends the retries: this runs
-        on the connector's operation thread, and the removal that stops its instance here is
-        queued behind it (retrying, the instance's host outlived the connector for good).
+        A connector deleted meanwhile (the leader answers 404, or this worker has read the
+        deletion) or reconfigured (its config is no longer the one these tasks came from) ends
+        the retries, as Kafka's retries end once the connector no longer runs: this runs on
+        the connector's operation thread, and the removal or reconfiguration queued behind it
+        would otherwise wait for good, the instance's host outliving the connector.
         """
+        config = self.configs.snapshot().config(name)
         while not self._stopping.is_set() and name in self._assigned.connectors:
+            if config is None or self.configs.snapshot().config(name) != config:
+                log.info(
+                    "connector %s was deleted or reconfigured: its task configs are dropped", name
+                )
+                return
             if self._is_leader:
                 try:
                     self.receive_task_configs(name, configs)
@@ -146,7 +155,7 @@ class ConfigReactions(ExactlyOnceSupport):
             elif self._leader_url:
                 try:
                     response = httpx.post(
-                        f"{self._leader_url}/connectors/{name}/tasks",
+                        f"{self._leader_url}/connectors/{quote(name, safe='')}/tasks",
                         params={"forward": "true"},
                         json=configs,
                         timeout=REST_REQUEST_TIMEOUT_S,

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -167,7 +168,7 @@ def request_fencing(leader_url: Callable[[], str | None], connector: str) -> Non
         if url:
             try:
                 response = httpx.put(
-                    f"{url}/connectors/{connector}/fence",
+                    f"{url}/connectors/{quote(connector, safe='')}/fence",
                     params={"forward": "true"},
                     timeout=FENCING_TIMEOUT_S,
                 )

@@ -56,7 +56,7 @@ async def forward(
         return error(409, TOO_MANY_HOPS)
     if not exc.leader_url:
         return error(409, NO_LEADER)
-    url = exc.leader_url.rstrip("/") + request.url.path
+    url = exc.leader_url.rstrip("/") + _raw_path(request)
     params: list[tuple[str, str | int | float | bool | None]] = [
         (k, v) for k, v in request.query_params.multi_items() if k != FORWARD_PARAM
     ]
@@ -83,3 +83,13 @@ async def forward(
         headers=returned,
         media_type=answer.headers.get("content-type"),
     )
+
+
+def _raw_path(request: Request) -> str:
+    """The path as the client encoded it: a connector name's ``%``, ``?`` or ``/`` must
+    reach the next worker encoded as they came (the decoded path, re-sent, named another
+    connector: ``a%2541`` arrived as ``a%41`` and was read there as ``aA``)."""
+    raw = request.scope.get("raw_path")
+    if isinstance(raw, bytes) and raw:
+        return raw.decode("latin-1").split("?", 1)[0]
+    return request.url.path

@@ -1,0 +1,104 @@
+"""Distributed mode's requests between workers on Apache Kafka, with 3 ``copycat distributed``
+worker processes: connector names that must be encoded in a URL (a follower's task configs
+sent to the leader, requests forwarded), checks a follower must leave to the leader, and the
+statuses of tasks removed while their worker was down (Kafka's KAFKA-9472).
+
+One cluster serves the module; the test that stops a worker starts it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+import pytest
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.distributed import DistributedCluster
+from tests.support.processes import wait_until
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.apache_kafka_only(reason="distributed mode reads Kafka's high watermarks"),
+]
+
+WORKERS = 3
+# Names a URL path must encode: a query, a fragment, a space and a plus, and a literal
+# percent sign that, decoded once too often, names another connector ('pct%41x' -> 'pctAx').
+ENCODED_NAMES = ("q?x1", "h#sh", "sp ace+1", "pct%41x")
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    broker: KafkaCluster,
+    bundled_plugin_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[DistributedCluster]:
+    tmp = tmp_path_factory.mktemp("distributed-requests")
+    cluster = DistributedCluster(tmp, broker.bootstrap_servers, bundled_plugin_path, WORKERS)
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+def _sink(path: Path, topic: str, tasks: int) -> dict[str, str]:
+    return {
+        "connector.class": "FileStreamSink",
+        "tasks.max": str(tasks),
+        "file": str(path),
+        "topics": topic,
+    }
+
+
+def _path(name: str) -> str:
+    return f"/connectors/{quote(name, safe='')}"
+
+
+def _worker_index(cluster: DistributedCluster, worker_id: str) -> int:
+    return next(i for i in range(len(cluster.workers)) if cluster.worker_id(i) == worker_id)
+
+
+def test_connectors_whose_names_need_encoding_get_their_tasks_on_any_worker(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """A follower running such a connector sends its task configs to the leader under the
+    encoded name (unencoded, ``q?x1`` reached the leader as ``q`` and was refused with 405
+    every second, forever); requests forwarded to the leader keep the name encoded."""
+    topic = f"{cluster.group}-names"
+    broker.create_topic(topic, 2)
+    for i, name in enumerate(ENCODED_NAMES):
+        cluster.create(name, _sink(tmp_path / f"out-{i}.txt", topic, 2), via=i % WORKERS)
+    owners = {}
+    for name in ENCODED_NAMES:
+        status = cluster.wait_running(quote(name, safe=""), 2)
+        assert status["name"] == name
+        owners[name] = _worker_index(cluster, status["connector"]["worker_id"])
+    leader = cluster.leader()
+    assert set(owners.values()) - {leader}, f"every connector runs on the leader: {owners}"
+    follower = next(i for i in range(WORKERS) if i != leader)
+
+    # Through a follower: forwarded to the leader with the name as the user encoded it.
+    for i, name in enumerate(ENCODED_NAMES):
+        response = cluster.request(
+            "PUT",
+            _path(name) + "/config",
+            follower,
+            json=_sink(tmp_path / f"out-{i}.txt", topic, 1),
+        )
+        assert response.status_code == 200, (name, response.text)
+        assert response.json()["name"] == name
+    for name in ENCODED_NAMES:
+        cluster.wait_running(quote(name, safe=""), 1)
+    for name in ENCODED_NAMES:
+        response = cluster.request("DELETE", _path(name), follower)
+        assert response.status_code == 204, (name, response.text)
+    for index in range(WORKERS):
+        assert httpx.get(cluster.urls[index] + "/connectors", timeout=30).json() == []
+    for name in ENCODED_NAMES:
+        for index in range(WORKERS):
+            response = httpx.get(cluster.urls[index] + _path(name) + "/status", timeout=30)
+            assert response.status_code == 404, (name, index, response.text)
+    assert "refused task configs" not in "".join(w.text() for w in cluster.workers)
