@@ -327,8 +327,9 @@ class ConfigReactions(ExactlyOnceSupport):
 
     def receive_task_configs(self, name: str, configs: Sequence[Mapping[str, str]]) -> None:
         """Internal ``POST /connectors/<name>/tasks``: the connector's owner sends the task
-        configs it generated; only the leader writes them."""
-        self._known(name)
+        configs it generated; only the leader writes them, and only the leader says the
+        connector is gone (a 404 makes the sender drop them)."""
+        self._worker()
         self._leader_write(
             "write task configs",
             lambda: self.configs.put_task_configs(name, configs),

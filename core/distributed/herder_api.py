@@ -80,7 +80,8 @@ class HerderApi(ConfigReactions):
     ) -> dict[str, Any]:
         config = self._named(name, config)
         self._worker()
-        self._absent(name)
+        # Whether it exists is the leader's check, right before its write (as in Kafka): this
+        # worker's copy may not have read a deletion yet, and answered 409 for a name free.
         self.ensure_valid(config)  # plugin code: before the leader's write, never during
         self._require_leader("create a connector")
 
@@ -113,7 +114,7 @@ class HerderApi(ConfigReactions):
         return self._leader_write("write a connector config", put, check)
 
     def delete_connector(self, name: str) -> None:
-        self._known(name)
+        self._worker()  # whether it exists: the leader's check (see create_connector)
         self._leader_write(
             "delete a connector",
             lambda: self.configs.remove_connector_config(name),
@@ -196,13 +197,17 @@ class HerderApi(ConfigReactions):
     # -- Herder: offsets (KIP-875), on the leader ------------------------------------------------
 
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        self._worker()
+        self._require_leader("alter connector offsets")  # before the leader's existence check
+        self._kafka_configs().refresh()
         self._known(name)
-        self._require_leader("alter connector offsets")
         return super().alter_connector_offsets(name, offsets)
 
     def reset_connector_offsets(self, name: str) -> str:
-        self._known(name)
+        self._worker()
         self._require_leader("reset connector offsets")
+        self._kafka_configs().refresh()
+        self._known(name)
         return super().reset_connector_offsets(name)
 
     # -- Herder: active topics (KIP-558), from the status topic -----------------------------------

@@ -85,8 +85,8 @@ class ExactlyOnceSupport(DistributedHerderBase):
         """Internal ``PUT /connectors/<name>/fence`` (leader only, forwarded there): fence out
         the older generations of the connector's tasks if its task configs are pending
         fencing, and record the new generation (core/distributed/fencing.py)."""
+        self._require_leader("fence zombie source tasks")  # the leader's copy says if it exists
         self._known(name)
-        self._require_leader("fence zombie source tasks")
         if self.exactly_once_source == "disabled":
             raise BadRequestError(
                 f"Cannot fence out older tasks of connector {name}: the leader runs with "

@@ -28,6 +28,8 @@ WORKERS = 3
 # Names a URL path must encode: a query, a fragment, a space and a plus, and a literal
 # percent sign that, decoded once too often, names another connector ('pct%41x' -> 'pctAx').
 ENCODED_NAMES = ("q?x1", "h#sh", "sp ace+1", "pct%41x")
+# Create, delete, create through a follower: the tester's 10 rounds found 1 refusal.
+RECREATE_ROUNDS = 20
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +104,23 @@ def test_connectors_whose_names_need_encoding_get_their_tasks_on_any_worker(
             response = httpx.get(cluster.urls[index] + _path(name) + "/status", timeout=30)
             assert response.status_code == 404, (name, index, response.text)
     assert "refused task configs" not in "".join(w.text() for w in cluster.workers)
+
+
+def test_a_connector_deleted_through_the_leader_can_be_created_at_once_through_a_follower(
+    cluster: DistributedCluster, tmp_path: Path
+) -> None:
+    """The existence check is the leader's, after forwarding, as in Kafka: a follower that
+    had not read the deletion yet answered 409 'already exists' from its own copy."""
+    leader = cluster.leader()
+    follower = next(i for i in range(WORKERS) if i != leader)
+    config = _sink(tmp_path / "tmp.txt", f"{cluster.group}-tmp", 1)
+    for round_ in range(RECREATE_ROUNDS):
+        created = cluster.request("PUT", "/connectors/tmp/config", leader, json=config)
+        assert created.status_code == 201, (round_, created.text)
+        deleted = cluster.request("DELETE", "/connectors/tmp", leader)
+        assert deleted.status_code == 204, (round_, deleted.text)
+        again = cluster.request(
+            "POST", "/connectors", follower, json={"name": "tmp", "config": config}
+        )
+        assert again.status_code == 201, (round_, again.text)
+        assert cluster.request("DELETE", "/connectors/tmp", leader).status_code == 204
