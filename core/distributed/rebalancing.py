@@ -103,6 +103,7 @@ class Rebalancing(ConfigReactions):
                 member.request_rejoin()
                 return
         if joined.is_leader:
+            self._remove_deleted_statuses()
             try:
                 configs.claim_write_privileges()
             except PrivilegedWriteError as exc:
@@ -142,6 +143,28 @@ class Rebalancing(ConfigReactions):
             # the round cleared it, so nobody would assign the change. Assign it now.
             log.info("config changed during the rebalance; rebalancing again")
             member.request_rejoin()
+
+    def _remove_deleted_statuses(self) -> None:
+        """Leader, after each rebalance: delete the statuses of connectors the config topic no
+        longer has and of tasks beyond their connector's task count, as Kafka's leader does
+        since KAFKA-9472. A worker removes the statuses of what it stopped itself; a worker
+        that was down when the task count shrank (killed, or stopped cleanly, which leaves its
+        tasks UNASSIGNED) never does, and their statuses stayed for good. After the
+        rebalance, not when the task configs are read: the previous generation may still be
+        writing UNASSIGNED for the tasks it stopped."""
+        statuses = self.statuses
+        if statuses is None:
+            return
+        snapshot = self._kafka_configs().snapshot()
+        for name in statuses.connectors():
+            if not snapshot.contains(name):
+                log.info("connector %s is deleted: removing its statuses", name)
+                statuses.remove_connector(name)
+                continue
+            count = len(snapshot.tasks(name))
+            for task in sorted(t for t in statuses.tasks_of(name) if t >= count):
+                log.info("task %s-%d no longer exists: removing its status", name, task)
+                statuses.remove_task(name, task)
 
     def _catch_up(self, timeout_s: float) -> bool:
         try:

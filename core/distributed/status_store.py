@@ -239,6 +239,11 @@ class KafkaStatusStore:
         with self._lock:
             return {t: s for (c, t), s in self._tasks.items() if c == name}
 
+    def connectors(self) -> list[str]:
+        """Every connector with a status of its own or of one of its tasks."""
+        with self._lock:
+            return sorted(set(self._connectors) | {c for (c, _) in self._tasks})
+
     # -- topic tracking (KIP-558) --------------------------------------------------------------
 
     def put_topic(self, connector: str, topic: str, task: int) -> None:

@@ -124,3 +124,52 @@ def test_a_connector_deleted_through_the_leader_can_be_created_at_once_through_a
         )
         assert again.status_code == 201, (round_, again.text)
         assert cluster.request("DELETE", "/connectors/tmp", leader).status_code == 204
+
+
+@pytest.mark.parametrize("how", ["kill", "stop"])
+def test_statuses_of_tasks_removed_while_their_worker_was_down_are_deleted(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path, how: str
+) -> None:
+    """Fewer tasks written while the worker of a removed task was down: the leader deletes
+    the removed tasks' statuses after the next rebalance (Kafka's KAFKA-9472), else they
+    stayed (RUNNING on the dead worker, or UNASSIGNED) and restarts listed them."""
+    name = f"shrink-{how}"
+    topic = f"{cluster.group}-{name}"
+    broker.create_topic(topic, 3)
+    config = _sink(tmp_path / "out.txt", topic, 3)
+    cluster.create(name, config)
+    status = cluster.wait_running(name, 3)
+    victim = _worker_index(cluster, status["tasks"][2]["worker_id"])
+    live = [i for i in range(WORKERS) if i != victim]
+    if how == "kill":
+        cluster.kill(victim)
+    else:
+        cluster.stop_workers([victim])
+    try:
+
+        def shrunk() -> bool:  # the victim may have led: retried until a new leader answers
+            response = cluster.request(
+                "PUT", f"/connectors/{name}/config", live[0], json={**config, "tasks.max": "2"}
+            )
+            assert response.status_code in (200, 500), response.text
+            return response.status_code == 200
+
+        wait_until(shrunk, 60, f"{name}: tasks.max=2 written")
+
+        def task_ids_everywhere_live() -> bool:
+            return all(
+                [t["id"] for t in cluster.status(name, via=i).get("tasks", [])] == [0, 1]
+                for i in live
+            )
+
+        wait_until(task_ids_everywhere_live, 60, f"{name}: statuses of tasks 0 and 1 only")
+    finally:
+        cluster.restart(victim)
+    cluster.wait_running(name, 2)
+    for index in range(WORKERS):
+        response = httpx.get(f"{cluster.urls[index]}/connectors/{name}/tasks/2/status", timeout=30)
+        assert response.status_code == 404, (index, response.text)
+    restarted = cluster.request("POST", f"/connectors/{name}/restart?includeTasks=true", live[0])
+    assert restarted.status_code == 202, restarted.text
+    assert [t["id"] for t in restarted.json()["tasks"]] == [0, 1]
+    assert cluster.request("DELETE", f"/connectors/{name}", live[0]).status_code == 204
