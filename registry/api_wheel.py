@@ -14,6 +14,7 @@ import hashlib
 import importlib.metadata
 import uuid
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import plugin_api
@@ -28,6 +29,21 @@ _WHEEL = (
 def _record_line(path: str, data: bytes) -> str:
     digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
     return f"{path},sha256={digest},{len(data)}"
+
+
+def pack_wheel(wheel: Path, contents: Mapping[str, bytes], info: str) -> Path:
+    """Write ``contents`` (archive path -> bytes) as the wheel file ``wheel``, adding the
+    RECORD of ``info`` (its ``.dist-info`` directory). Written aside and renamed into place, so
+    a reader never sees half a wheel."""
+    record = [_record_line(p, d) for p, d in contents.items()] + [f"{info}/RECORD,,"]
+    files = {**contents, f"{info}/RECORD": ("\n".join(record) + "\n").encode()}
+    wheel.parent.mkdir(parents=True, exist_ok=True)
+    tmp = wheel.parent / f".{wheel.name}.{uuid.uuid4().hex[:8]}"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+    tmp.replace(wheel)
+    return wheel
 
 
 def ensure_plugin_api_wheel(directory: Path) -> Path:
@@ -57,13 +73,4 @@ def ensure_plugin_api_wheel(directory: Path) -> Path:
     info = f"{stem}.dist-info"
     contents[f"{info}/METADATA"] = (dist.read_text("METADATA") or "").encode()
     contents[f"{info}/WHEEL"] = _WHEEL
-    record = [_record_line(p, d) for p, d in contents.items()] + [f"{info}/RECORD,,"]
-    contents[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
-    directory.mkdir(parents=True, exist_ok=True)
-    wheel = directory / f"{stem}-py3-none-any.whl"
-    tmp = directory / f".{wheel.name}.{uuid.uuid4().hex[:8]}"
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path, data in contents.items():
-            archive.writestr(path, data)
-    tmp.replace(wheel)
-    return wheel
+    return pack_wheel(directory / f"{stem}-py3-none-any.whl", contents, info)

@@ -7,16 +7,11 @@ keeps every such fixture visible in the test that uses it.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-
-def _record_line(path: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{path},sha256={digest},{len(data)}"
+from registry.api_wheel import pack_wheel
 
 
 def build_wheel(
@@ -51,13 +46,7 @@ def build_wheel(
             lines += [f"{k} = {v}" for k, v in eps.items()]
             lines.append("")
         contents[f"{info}/entry_points.txt"] = "\n".join(lines).encode()
-    record = [_record_line(p, d) for p, d in contents.items()] + [f"{info}/RECORD,,"]
-    contents[f"{info}/RECORD"] = ("\n".join(record) + "\n").encode()
-    path = out_dir / f"{dist}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as whl:
-        for p, d in contents.items():
-            whl.writestr(p, d)
-    return path
+    return pack_wheel(out_dir / f"{dist}-{version}-py3-none-any.whl", contents, info)
 
 
 def build_zipapp(
