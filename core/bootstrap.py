@@ -16,7 +16,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from core.dev.broker import DevBroker
+from core.dev.broker import WORKER_DEFAULTS, DevBroker
 from core.standalone import StandaloneHerder
 from plugin_api import ConnectException
 
@@ -47,7 +47,9 @@ def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
     try:
         herder.prepare()  # a bad connector file fails before any port is bound
         bootstrap = ",".join(herder.config.bootstrap_servers or [])
+        defaults: dict[str, str] = {}
         if not bootstrap:
+            defaults = WORKER_DEFAULTS
             broker = DevBroker()
             broker.start()
             bootstrap = broker.bootstrap_servers
@@ -61,7 +63,7 @@ def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
         server = RestServer(herder, herder.config, herder.extensions)
         server.start()
         herder.worker_id = server.worker_id
-        herder.start(bootstrap)
+        herder.start(bootstrap, defaults)
         interval = herder.config.get("offset.flush.interval.ms") / 1000
         while not stopped.wait(max(MIN_TICK_S, min(interval, SERVE_TICK_S))):
             herder.flush_offsets()

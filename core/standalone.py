@@ -182,9 +182,12 @@ class StandaloneHerder(WorkerHerder):
         self._prepared = True
         return self.catalogue
 
-    def start(self, bootstrap_servers: str | None = None) -> None:
+    def start(
+        self, bootstrap_servers: str | None = None, defaults: Mapping[str, str] | None = None
+    ) -> None:
         """Start the worker against ``bootstrap_servers`` (default: the config's) and deploy
-        the connector files in order.
+        the connector files in order. ``defaults`` are worker settings taken for the keys the
+        worker file does not set (the embedded dev broker's).
 
         Raises:
             ConfigException: no ``bootstrap.servers`` at all, or no offsets file.
@@ -192,6 +195,16 @@ class StandaloneHerder(WorkerHerder):
                 :func:`core.kafka.kafka_cluster_id`).
         """
         catalogue = self.catalogue if self._prepared else self.prepare()
+        if defaults:
+            taken = {k: v for k, v in defaults.items() if k not in self.config.originals()}
+            self.config = self.config.with_defaults(taken)
+            for key, value in taken.items():
+                log.info(
+                    "%s=%s (the dev broker's default; set it in %s to change it)",
+                    key,
+                    value,
+                    self.worker_file,
+                )
         servers = bootstrap_servers or ",".join(self.config.bootstrap_servers or [])
         if not servers:
             raise ConfigException(

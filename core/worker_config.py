@@ -808,6 +808,10 @@ class WorkerConfig(AbstractConfig):
     def originals_strings(self) -> dict[str, str]:
         return {k: str(v) for k, v in self.originals().items()}
 
+    def with_defaults(self, defaults: Mapping[str, str]) -> WorkerConfig:
+        """This config with ``defaults`` added for the keys it does not set."""
+        return WorkerConfig({**defaults, **self.originals_strings()}, self._source)
+
     # --- client configs -------------------------------------------------------------------
     def client_config(self) -> dict[str, str]:
         """Keys for every Kafka client (``bootstrap.servers``, ``ssl.*``, ...), as set in the file.

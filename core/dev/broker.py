@@ -48,11 +48,22 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-__all__ = ["DevBroker", "DevBrokerError"]
+__all__ = ["WORKER_DEFAULTS", "DevBroker", "DevBrokerError"]
 
 logger = logging.getLogger("copycat.devbroker")
 
 LOOPBACK_HOST = "127.0.0.1"
+
+# Worker settings a standalone worker on the embedded broker takes unless its file sets them.
+# Tansu holds a group's JoinGroup for about half the session timeout (~22 s with librdkafka's
+# 45 s), and a member that leaves while its join is held blocks its group for good
+# (docs/architecture.md). A sink task stopping mid-join waits for the join to finish for at
+# most 0.8 of the graceful timeout (4 s by default): with 6 s the join is held ~3 s, so a sink
+# restarted or reconfigured soon after it started neither wedges its group nor waits 22 s.
+WORKER_DEFAULTS: dict[str, str] = {
+    "consumer.session.timeout.ms": "6000",
+    "consumer.heartbeat.interval.ms": "1000",
+}
 
 # Tansu reports "ready in 0ms" and answers metadata well under a second after spawn; 30 s
 # leaves room for a cold page cache and an overloaded CI runner without hanging a test run

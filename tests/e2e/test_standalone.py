@@ -16,6 +16,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from core.kafka import LIBRDKAFKA_LOG_BURST
+from tests.support.processes import CliWorker, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -352,3 +353,41 @@ def test_embedded_dev_broker_address_is_printed_on_stdout(
         watchdog.cancel()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
+
+
+def test_a_sink_restarted_as_soon_as_it_started_on_the_embedded_broker_still_reads(
+    tmp_path: Path, bundled_plugin_path: Path
+) -> None:
+    """A worker file without bootstrap.servers and without session settings, as a user writes
+    one: a sink restarted a second after it was created used to be stopped while the dev
+    broker held its first join (~22 s with librdkafka's 45 s session timeout), its host was
+    killed mid-join, and its group never completed a join again: RUNNING, reading nothing,
+    for good. The embedded broker's worker defaults make the join short enough to finish."""
+    lines = [f"line {i}" for i in range(100)]
+    (tmp_path / "input.txt").write_text("".join(f"{line}\n" for line in lines))
+    output = tmp_path / "output.txt"
+    props = {
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+        "offset.flush.interval.ms": "500",  # FileStreamSink flushes its file on commits
+        "plugin.path": str(bundled_plugin_path),
+        "listeners": "http://127.0.0.1:0",
+    }
+    with CliWorker(tmp_path, props) as worker, worker.client() as rest:
+        source = {"connector.class": "FileStreamSource", "file": str(tmp_path / "input.txt")}
+        sink = {"connector.class": "FileStreamSink", "file": str(output), "topics": "t"}
+        for name, config in (("src", source | {"topic": "t"}), ("sink", sink)):
+            created = rest.post("/connectors", json={"name": name, "config": config})
+            assert created.status_code == 201, created.text
+        time.sleep(1)
+        restarted = rest.post("/connectors/sink/restart", params={"includeTasks": "true"})
+        assert restarted.status_code == 202, restarted.text
+        wait_until(
+            # The dev broker auto-creates the topic with 4 partitions: lines in any order.
+            lambda: output.exists() and sorted(output.read_text().splitlines()) == sorted(lines),
+            60,
+            "the sink to write every line after its restart",
+        )
+        assert "killing its plugin host" not in worker.text()
+        assert "consumer.session.timeout.ms=6000 (the dev broker's default" in worker.text()
