@@ -452,18 +452,40 @@ class WorkerHerder(AbstractHerder):
             if runner.failed:  # a failed task stays FAILED through pause/resume
                 worker.status.update_task(name, task_id, state=State.FAILED)
 
-    def _resolved_task_config(self, name: str, task: int) -> dict[str, str]:
-        return self.resolver.resolve(self._task_configs(name)[task]).config
-
     def _restart_task(self, name: str, task: int) -> None:
+        deployed = self._runtime.get(name)
+        if deployed is None or deployed.deleted:
+            return
         worker = self._worker()
         self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_task(name, task)
-        if name not in worker.connectors:
+        self._start_stored_task(name, task)
+
+    def _start_stored_task(self, name: str, task: int) -> None:
+        """Start task ``task`` of ``name`` from its stored config (its operation thread), as
+        Kafka's standalone herder starts a restarted task from ``configState.taskConfig``:
+        whether or not the connector's instance runs (its start may have failed). A task
+        whose start cannot even be made (a plugin gone, a config provider failing) is
+        FAILED; one without a stored config (deleted, stopped, shrunk) is left alone."""
+        worker = self._worker()
+        snapshot = self.configs.snapshot()
+        config, tasks = snapshot.config(name), snapshot.tasks(name)
+        if config is None or not 0 <= task < len(tasks):
             return
-        worker.start_task(
-            name, task, self._resolved_task_config(name, task), **self._task_options(name, task)
-        )
+        try:
+            worker.start_task(
+                name,
+                task,
+                self.resolver.resolve(tasks[task]).config,
+                connector_props=self.resolver.resolve(config).config,
+                paused=snapshot.target_state(name) is TargetState.PAUSED,
+                **self._task_options(name, task),
+            )
+        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+            log.error("task %s-%d could not start: %s", name, task, exc)
+            worker.status.set_task(
+                name, task, Status(State.FAILED, worker.worker_id, trace=failure_trace(exc))
+            )
 
     # -- Herder: connectors ---------------------------------------------------------------
 
@@ -659,32 +681,54 @@ class WorkerHerder(AbstractHerder):
             else:
                 self._start(name)
             return None
+        status, restart_connector, tasks = self._restart_plan(name, include_tasks, only_failed)
+        if deployed.deleted:  # a delete is queued right behind: nothing to start again
+            return status
+        log.info(
+            "restarting connector %s: %s and tasks %s",
+            name,
+            "its instance" if restart_connector else "not its instance",
+            tasks,
+        )
+        # Kafka's order: stop what is planned and mark it RESTARTING, then start it again.
+        if restart_connector:
+            worker.stop_connector_instance(name)
+            worker.status.set_connector(name, Status(State.RESTARTING, worker.worker_id))
+        self._topics.setdefault(name, set()).update(worker.task_topics(name))
+        for task in tasks:
+            worker.stop_task(name, task)
+            worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
+        # The instance starts without generating task configs, as in Kafka's standalone
+        # restartConnectorAndTasks: the planned tasks start from their stored configs whether
+        # or not the connector's start succeeds.
+        if restart_connector and (
+            self._resolve_and_start(name, deployed, self._config(name)) is not None
+            and self._target(name) is TargetState.PAUSED
+        ):
+            worker.pause(name, True)
+        for task in tasks:
+            self._start_stored_task(name, task)
+        return status
+
+    def _restart_plan(
+        self, name: str, include_tasks: bool, only_failed: bool
+    ) -> tuple[dict[str, Any], bool, list[int]]:
+        """Kafka's RestartPlan (KIP-745), from the connector's current status: the 202 body
+        (planned parts shown RESTARTING, the rest as they are), whether the instance restarts,
+        and the tasks that do."""
         status = self.connector_status(name)
-        restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
+        restart_connector = not only_failed or status["connector"]["state"] == State.FAILED.value
         tasks = [
-            t["id"]
-            for t in status["tasks"]
-            if include_tasks and (not only_failed or t["state"] == "FAILED")
+            entry["id"]
+            for entry in status["tasks"]
+            if include_tasks and (not only_failed or entry["state"] == State.FAILED.value)
         ]
         if restart_connector:
             status["connector"]["state"] = State.RESTARTING.value
         for entry in status["tasks"]:
             if entry["id"] in tasks:
                 entry["state"] = State.RESTARTING.value
-        if restart_connector and (
-            not worker.instance_running(name) or len(tasks) == len(self._task_configs(name))
-        ):
-            self._stop(name)
-            self._start(name)
-            return status
-        if restart_connector:
-            try:
-                worker.restart_connector_instance(name)
-            except Exception as exc:  # noqa: BLE001
-                self._fail_connector(name, exc, deployed.resolved)
-        for task in tasks:
-            self._restart_task(name, task)
-        return status
+        return status, restart_connector, tasks
 
     def restart_task(self, name: str, task: int) -> None:
         deployed = self._runtime.get(name)

@@ -19,6 +19,8 @@ import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
+from tests.support.faulty import install_faulty
+from tests.support.processes import host_pids
 from tests.support.rest import RestWorker, wait_for
 
 pytestmark = pytest.mark.integration
@@ -28,8 +30,13 @@ pytestmark = pytest.mark.integration
 def worker(
     tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
 ) -> Iterator[RestWorker]:
+    tmp = tmp_path_factory.mktemp("rest-worker")
+    faulty = install_faulty(tmp / "plugins")  # a connector that fails on demand (restarts)
     with RestWorker(
-        tmp_path_factory.mktemp("rest-worker"), bootstrap_servers, bundled_plugin_path
+        tmp,
+        bootstrap_servers,
+        bundled_plugin_path,
+        {"plugin.path": f"{bundled_plugin_path},{faulty}"},
     ) as running:
         yield running
 
@@ -560,6 +567,61 @@ def test_failed_task_shows_trace_and_restarts_only_failed(
     assert restarted["connector"]["state"] == "RUNNING"  # not failed: not restarted
     assert [t["state"] for t in restarted["tasks"]] == ["RESTARTING"]
     wait_for(lambda: _state(http, name) == ("RUNNING", ["RUNNING"]), 30, "recovery")
+    http.delete(f"/connectors/{name}")
+
+
+def test_restarting_a_connector_that_fails_again_restarts_its_tasks_from_their_stored_configs(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """KIP-745 as Kafka's StandaloneHerder.restartConnectorAndTasks does it: a plan made from
+    the current status, then the planned connector and tasks stopped and started again, the
+    tasks from their stored configs whatever the connector's own start does. Before, a
+    restart that included the connector stopped everything and started afresh through the
+    connector: when its start failed again, no task ran any more."""
+    name = _name("refail")
+    marker = tmp_path / f"{name}.fail"  # while it exists, the connector's start() raises
+    config = {
+        "connector.class": "FaultySource",
+        "topic": topic_name,
+        "tasks.max": "2",
+        "connector.start.fail.if": str(marker),
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    running = ("RUNNING", ["RUNNING", "RUNNING"])
+    assert _settled(http, name, running) == running
+    stored = http.get(f"/connectors/{name}/tasks").json()
+    before = set(host_pids(f"{name}-"))
+    marker.touch()
+
+    everything = http.post(f"/connectors/{name}/restart", params={"includeTasks": "true"})
+    assert everything.status_code == 202, everything.text
+    assert everything.json()["connector"]["state"] == "RESTARTING"
+    assert [t["state"] for t in everything.json()["tasks"]] == ["RESTARTING", "RESTARTING"]
+    failed = ("FAILED", ["RUNNING", "RUNNING"])
+    assert _settled(http, name, failed) == failed
+    assert http.get(f"/connectors/{name}/status").json()["connector"]["trace"]
+    restarted = set(host_pids(f"{name}-"))
+    assert len(restarted) == 2 and not restarted & before  # both tasks in new hosts
+    assert http.get(f"/connectors/{name}/tasks").json() == stored
+
+    # Only the failed connector is planned: it fails again, and its running tasks run on.
+    only_failed = http.post(
+        f"/connectors/{name}/restart", params={"includeTasks": "true", "onlyFailed": "true"}
+    )
+    assert only_failed.status_code == 202, only_failed.text
+    assert only_failed.json()["connector"]["state"] == "RESTARTING"
+    assert [t["state"] for t in only_failed.json()["tasks"]] == ["RUNNING", "RUNNING"]
+    assert _settled(http, name, failed) == failed
+    assert set(host_pids(f"{name}-")) == restarted
+
+    marker.unlink()
+    recovered = http.post(f"/connectors/{name}/restart", params={"onlyFailed": "true"})
+    assert recovered.status_code == 202, recovered.text
+    assert recovered.json()["connector"]["state"] == "RESTARTING"
+    assert [t["state"] for t in recovered.json()["tasks"]] == ["RUNNING", "RUNNING"]
+    assert _settled(http, name, running) == running
+    assert set(host_pids(f"{name}-")) == restarted
+    assert http.get(f"/connectors/{name}/tasks").json() == stored
     http.delete(f"/connectors/{name}")
 
 

@@ -7,6 +7,8 @@
   ``task.poll``, ``task.put``, ``task.stop``.
 * ``connector.start.ms``: how long the connector's start() takes (a slow start that ends).
 * ``connector.start.fail``: a message the connector's start() raises as a ConnectException.
+* ``connector.start.fail.if``: a file; while it exists, the connector's start() raises a
+  ConnectException (a connector that fails on demand, e.g. on its next restart).
 * ``connector.validate.ms``: how long validate() takes; it prints
   ``faulty: validating for <ms> ms`` first.
 * ``fail.with``: a message the task's poll()/put() raises as a ConnectException.
@@ -138,6 +140,9 @@ class _FaultyConnector:
         time.sleep(int(props.get("connector.start.ms", "0")) / 1000)
         if props.get("connector.start.fail"):
             raise ConnectException(props["connector.start.fail"])
+        if props.get("connector.start.fail.if") and os.path.exists(
+                props["connector.start.fail.if"]):
+            raise ConnectException(f"{props['connector.start.fail.if']} exists")
 
     def task_configs(self, max_tasks):
         _hang(self.props, "connector.task_configs")
