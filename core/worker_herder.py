@@ -698,16 +698,21 @@ class WorkerHerder(AbstractHerder):
         for task in tasks:
             worker.stop_task(name, task)
             worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
-        # The instance starts without generating task configs, as in Kafka's standalone
-        # restartConnectorAndTasks: the planned tasks start from their stored configs whether
-        # or not the connector's start succeeds.
-        if restart_connector and (
+        # The planned tasks start from their stored configs whether or not the connector's
+        # start succeeds, as in Kafka's restartConnectorAndTasks.
+        started = restart_connector and (
             self._resolve_and_start(name, deployed, self._config(name)) is not None
-            and self._target(name) is TargetState.PAUSED
-        ):
+        )
+        if started and self._target(name) is TargetState.PAUSED:
             worker.pause(name, True)
         for task in tasks:
             self._start_stored_task(name, task)
+        if started:
+            # Then the started instance is asked for its task configs, and the tasks restart
+            # again only if those changed, as Kafka's distributed restart (and its standalone
+            # legacy one) does. Its standalone KIP-745 restart does not, which leaves a
+            # connector whose first start failed without any task after a restart that works.
+            self._reconfigure_tasks(name)
         return status
 
     def _restart_plan(

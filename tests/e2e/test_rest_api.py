@@ -624,6 +624,22 @@ def test_restarting_a_connector_that_fails_again_restarts_its_tasks_from_their_s
     assert http.get(f"/connectors/{name}/tasks").json() == stored
     http.delete(f"/connectors/{name}")
 
+    # A connector whose very first start failed has no task configs yet: once a restart
+    # starts it, it is asked for them, and its tasks run.
+    first = _name("refail-first")
+    marker.touch()
+    assert http.post("/connectors", json={"name": first, "config": config}).status_code == 201
+    assert _settled(http, first, ("FAILED", [])) == ("FAILED", [])
+    marker.unlink()
+    recovered = http.post(
+        f"/connectors/{first}/restart", params={"includeTasks": "true", "onlyFailed": "true"}
+    )
+    assert recovered.status_code == 202, recovered.text
+    assert recovered.json()["connector"]["state"] == "RESTARTING"
+    assert recovered.json()["tasks"] == []
+    assert _settled(http, first, running) == running
+    http.delete(f"/connectors/{first}")
+
 
 # -- offsets (KIP-875) and active topics (KIP-558) -------------------------------------------------
 
