@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -184,6 +185,89 @@ def test_failed_connectors_and_tasks_are_restarted(
     )
     wait_until(lambda: set(host_pids("failing-sink-0")) - before, 30, "a new host for the task")
     cluster.wait_running("failing-sink", 1)
+
+
+def _failures_logged(cluster: DistributedCluster, name: str) -> int:
+    """How many times the workers logged connector ``name``'s instance failing."""
+    return sum(w.text().count(f"connector {name} failed: ") for w in cluster.workers)
+
+
+def _connector_failed_tasks_running(
+    cluster: DistributedCluster, name: str, tasks: int
+) -> dict[str, Any] | None:
+    """The status every worker reports once the connector is FAILED and ``tasks`` tasks RUNNING."""
+    seen = [cluster.status(name, via=i) for i in range(WORKERS)]
+    if not seen[0] or any(s != seen[0] for s in seen):
+        return None
+    settled = (
+        seen[0]["connector"]["state"] == "FAILED"
+        and [t["state"] for t in seen[0]["tasks"]] == ["RUNNING"] * tasks
+    )
+    return seen[0] if settled else None
+
+
+def test_a_connector_that_fails_again_on_restart_still_gets_its_tasks_restarted(
+    cluster: DistributedCluster, tmp_path: Path
+) -> None:
+    """KIP-745 as Kafka's DistributedHerder.doRestartConnectorAndTasks does it: each worker
+    plans from the status, stops the planned instance and tasks it runs, then starts them
+    again, the tasks from their stored configs whatever the connector's start does."""
+    name = "refail"
+    marker = tmp_path / f"{name}.fail"  # while it exists, the connector's start() raises
+    config = {
+        "connector.class": "FaultySource",
+        "topic": "unused",
+        "tasks.max": "2",
+        "connector.start.fail.if": str(marker),
+    }
+    cluster.create(name, config, via=1)
+    cluster.wait_running(name, 2)
+    stored = cluster.request("GET", f"/connectors/{name}/tasks").json()
+    before = set(host_pids(f"{name}-"))
+    assert len(before) == 2
+    marker.touch()
+
+    failures = _failures_logged(cluster, name)
+    response = cluster.request("POST", f"/connectors/{name}/restart?includeTasks=true", via=2)
+    assert response.status_code == 202, response.text
+    assert response.json()["connector"]["state"] == "RESTARTING"
+    assert [t["state"] for t in response.json()["tasks"]] == ["RESTARTING", "RESTARTING"]
+    wait_until(lambda: _failures_logged(cluster, name) > failures, 60, "the restart to fail")
+    wait_until(
+        lambda: (
+            _connector_failed_tasks_running(cluster, name, 2)
+            and len(set(host_pids(f"{name}-")) - before) == 2
+        ),
+        60,
+        "the connector FAILED and both tasks running again in new hosts",
+    )
+    restarted = set(host_pids(f"{name}-"))
+    assert len(restarted) == 2
+    assert cluster.request("GET", f"/connectors/{name}/tasks").json() == stored
+
+    # Only the failed connector is planned: it fails again, its running tasks run on.
+    failures = _failures_logged(cluster, name)
+    response = cluster.request(
+        "POST", f"/connectors/{name}/restart?includeTasks=true&onlyFailed=true", via=0
+    )
+    assert response.status_code == 202, response.text
+    assert response.json()["connector"]["state"] == "RESTARTING"
+    assert [t["state"] for t in response.json()["tasks"]] == ["RUNNING", "RUNNING"]
+    wait_until(lambda: _failures_logged(cluster, name) > failures, 60, "the restart to fail")
+    wait_until(
+        lambda: _connector_failed_tasks_running(cluster, name, 2), 60, "the connector FAILED"
+    )
+    assert set(host_pids(f"{name}-")) == restarted
+
+    marker.unlink()
+    response = cluster.request("POST", f"/connectors/{name}/restart?onlyFailed=true", via=1)
+    assert response.status_code == 202, response.text
+    assert response.json()["connector"]["state"] == "RESTARTING"
+    assert [t["state"] for t in response.json()["tasks"]] == ["RUNNING", "RUNNING"]
+    cluster.wait_running(name, 2)
+    assert set(host_pids(f"{name}-")) == restarted
+    assert cluster.request("GET", f"/connectors/{name}/tasks").json() == stored
+    assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
 
 
 def _wait_size(path: Path, lines: int, timeout_s: float = 120) -> None:
