@@ -472,20 +472,23 @@ class WorkerHerder(AbstractHerder):
         config, tasks = snapshot.config(name), snapshot.tasks(name)
         if config is None or not 0 <= task < len(tasks):
             return
+        resolved: Resolved | None = None
         try:
+            resolved = self.resolver.resolve(config)
             worker.start_task(
                 name,
                 task,
                 self.resolver.resolve(tasks[task]).config,
-                connector_props=self.resolver.resolve(config).config,
+                connector_props=resolved.config,
                 paused=snapshot.target_state(name) is TargetState.PAUSED,
                 **self._task_options(name, task),
             )
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            log.error("task %s-%d could not start: %s", name, task, exc)
-            worker.status.set_task(
-                name, task, Status(State.FAILED, worker.worker_id, trace=failure_trace(exc))
-            )
+            message, trace = str(exc), failure_trace(exc)
+            if resolved is not None:  # resolved secrets never reach the log or the status
+                message, trace = resolved.scrub(message), resolved.scrub(trace)
+            log.error("task %s-%d could not start: %s", name, task, message)
+            worker.status.set_task(name, task, Status(State.FAILED, worker.worker_id, trace=trace))
 
     # -- Herder: connectors ---------------------------------------------------------------
 
