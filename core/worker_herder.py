@@ -674,7 +674,11 @@ class WorkerHerder(AbstractHerder):
     ) -> dict[str, Any] | None:
         deployed, worker = self._get(name), self._worker()
         if self._target(name) is TargetState.STOPPED:
-            return None if not (include_tasks or only_failed) else self.connector_status(name)
+            # Kafka plans it all the same (its 202 body shows the connector RESTARTING), then
+            # starts it in its target state: it stays STOPPED, without tasks.
+            if not include_tasks and not only_failed:
+                return None
+            return self._restart_plan(name, include_tasks, only_failed)[0]
         if not include_tasks and not only_failed:
             if worker.instance_running(name):
                 try:

@@ -120,10 +120,22 @@ def _steps(file: str, topic: str) -> list[Step]:
         Step("stopped status", "GET", "/connectors/{name}/status", settle=("STOPPED", [])),
         Step("stopped offsets", "GET", "/connectors/{name}/offsets"),
         Step(
+            "restart stopped with tasks",
+            "POST",
+            "/connectors/{name}/restart?includeTasks=true&onlyFailed=false",
+        ),
+        Step(
+            "restart stopped only failed",
+            "POST",
+            "/connectors/{name}/restart?includeTasks=true&onlyFailed=true",
+            settle=("STOPPED", []),
+        ),
+        Step(
             "alter offsets",
             "PATCH",
             "/connectors/{name}/offsets",
             {"offsets": [{"partition": {"filename": file}, "offset": {"position": 6}}]},
+            settle=("STOPPED", []),
         ),
         Step("altered offsets", "GET", "/connectors/{name}/offsets"),
         Step("alter offsets bad body", "PATCH", "/connectors/{name}/offsets", {"offsets": 5}),
