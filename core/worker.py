@@ -825,27 +825,6 @@ class Worker:
             self._stop_runners(name, [runner], timeout_s)
         self._forget_if_idle(name)
 
-    def restart_connector_instance(self, name: str) -> None:
-        """Stop and start the connector object only (KIP-745 restart); its tasks keep running."""
-        connector = self.connectors[name]
-        self._stop_connector_instance(connector)
-        host = self._spawn_connector_host(name, connector.plugin, connector.props)
-        try:
-            handle = host.new(connector.plugin.target)
-            host.call(handle, "start", dict(connector.props))
-        except BaseException as exc:
-            self._starting.pop(name, None)
-            host.close(self.graceful_timeout_s)
-            self.status.set_connector(
-                name, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
-            )
-            raise
-        self._starting.pop(name, None)
-        connector.host, connector.handle, connector.stopping = host, handle, False
-        self.status.set_connector(
-            name, Status(State.RUNNING, self.worker_id, version=connector.version)
-        )
-
     def task_topics(self, name: str) -> set[str]:
         """Topics the connector's current tasks produced to or are assigned (KIP-558)."""
         connector = self.connectors.get(name)

@@ -673,24 +673,22 @@ class WorkerHerder(AbstractHerder):
         self, name: str, include_tasks: bool, only_failed: bool
     ) -> dict[str, Any] | None:
         deployed, worker = self._get(name), self._worker()
-        if self._target(name) is TargetState.STOPPED:
-            # Kafka plans it all the same (its 202 body shows the connector RESTARTING), then
-            # starts it in its target state: it stays STOPPED, without tasks.
+        if deployed.deleted or self._target(name) is TargetState.STOPPED:
+            # Nothing to start again: a delete is queued right behind, or the connector is
+            # STOPPED (Kafka plans it all the same, its 202 body showing the connector
+            # RESTARTING, then starts it in its target state: it stays STOPPED, taskless).
             if not include_tasks and not only_failed:
                 return None
             return self._restart_plan(name, include_tasks, only_failed)[0]
         if not include_tasks and not only_failed:
-            if worker.instance_running(name):
-                try:
-                    worker.restart_connector_instance(name)
-                except Exception as exc:  # noqa: BLE001 - shown as FAILED
-                    self._fail_connector(name, exc, deployed.resolved)
-            else:
-                self._start(name)
+            # Kafka's legacy restart: the instance only; its tasks run on, and restart only
+            # if the started instance gives other task configs (Kafka's standalone herder
+            # requests a task reconfiguration), also when the instance had failed.
+            worker.stop_connector_instance(name)
+            if self._start_instance(name, deployed):
+                self._reconfigure_tasks(name)
             return None
         status, restart_connector, tasks = self._restart_plan(name, include_tasks, only_failed)
-        if deployed.deleted:  # a delete is queued right behind: nothing to start again
-            return status
         log.info(
             "restarting connector %s: %s and tasks %s",
             name,
@@ -707,11 +705,7 @@ class WorkerHerder(AbstractHerder):
             worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
         # The planned tasks start from their stored configs whether or not the connector's
         # start succeeds, as in Kafka's restartConnectorAndTasks.
-        started = restart_connector and (
-            self._resolve_and_start(name, deployed, self._config(name)) is not None
-        )
-        if started and self._target(name) is TargetState.PAUSED:
-            worker.pause(name, True)
+        started = restart_connector and self._start_instance(name, deployed)
         for task in tasks:
             self._start_stored_task(name, task)
         if started:
@@ -721,6 +715,15 @@ class WorkerHerder(AbstractHerder):
             # connector whose first start failed without any task after a restart that works.
             self._reconfigure_tasks(name)
         return status
+
+    def _start_instance(self, name: str, deployed: _Runtime) -> bool:
+        """Start the connector's instance (stopped, or failed) from its stored config, in its
+        target state, without asking it for task configs; whether it started."""
+        if self._resolve_and_start(name, deployed, self._config(name)) is None:
+            return False
+        if self._target(name) is TargetState.PAUSED:
+            self._worker().pause(name, True)
+        return True
 
     def _restart_plan(
         self, name: str, include_tasks: bool, only_failed: bool
