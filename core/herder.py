@@ -36,6 +36,7 @@ from core.host_pool import HostPool
 from core.plugins import AmbiguousPluginName, PluginCatalogue
 from core.status import Status
 from core.stores.config import TargetState
+from core.task_specs import source_dead_letter_queue_errors
 from isolation import DEFAULT_CALL_TIMEOUT_S
 from isolation.environment import PluginDescriptor
 from plugin_api import ConfigException, ConnectException
@@ -342,6 +343,9 @@ class AbstractHerder:
                 framework["value"]["errors"] = list(dict.fromkeys(errors))
             infos["groups"] += [g for g in own["groups"] if g not in infos["groups"]]
             self._check_component_classes(infos, resolved.config)
+            if plugin.kind == "source":
+                for key, message in source_dead_letter_queue_errors(resolved.config):
+                    self._add_error(infos, key, message)
             if plugin.kind == "source" and self.exactly_once_source == "enabled":
                 for key, message in self._exactly_once_errors(plugin, resolved.config):
                     self._add_error(infos, key, message)
@@ -396,7 +400,10 @@ class AbstractHerder:
                     checks.append((f"{list_key}.{alias}.type", kind))
         for key, kind in checks:
             value = props.get(key)
-            if not value:
+            if value is None:
+                # An empty class name is checked (resolve() refuses it): skipped here, it
+                # passed validation and the connector was stored and started, to fail only
+                # when its task specs were made.
                 continue
             try:
                 plugin = self.catalogue.resolve(kind, value, key=key)

@@ -286,6 +286,9 @@ class PluginCatalogue:
         self, kind: str, name: str, version: str | None = None, key: str = "connector.class"
     ) -> PluginDescriptor:
         """The plugin a config names, or a ConfigException naming ``key`` and what exists."""
+        if not name.strip():
+            # Kafka's ConfigDef.parseType for a CLASS key: an empty name is no class at all.
+            raise ConfigException(key, name, f"Class {name} could not be found.")
         kinds = KIND_GROUPS[kind]
         snapshot = self._current()
         candidates = [p for p in snapshot.by_name.get(name.strip(), []) if p.kind in kinds]

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from core.connector_config import ConnectorConfig
+from core.connector_config import SINK_CONNECTOR_CONFIG_DEF, ConnectorConfig
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS
 from core.plugins import PluginCatalogue
 from core.runtime.hosted import cannot_share
@@ -33,9 +33,15 @@ from core.runtime.spec import (
 )
 from core.worker_config import CONVERTER_KEYS, WorkerConfig
 from isolation.environment import PluginDescriptor
-from plugin_api import ConfigException
+from plugin_api import ConfigDef, ConfigException, ConfigValue
 
-__all__ = ["STANDALONE_GROUP_ID", "TaskSpecFactory", "plugin_ref", "task_transactional_id"]
+__all__ = [
+    "STANDALONE_GROUP_ID",
+    "TaskSpecFactory",
+    "plugin_ref",
+    "source_dead_letter_queue_errors",
+    "task_transactional_id",
+]
 
 log = logging.getLogger("copycat.worker")
 
@@ -340,14 +346,13 @@ def errors_policy(config: ConnectorConfig) -> ErrorsPolicy:
         replication = config.errors_deadletterqueue_topic_replication_factor or 3
         context_headers = config.errors_deadletterqueue_context_headers_enable
     else:
-        # A dead letter queue for sources is ours, beyond Kafka: its keys are not in the
-        # source ConfigDef, so they are read as given (same names and meaning as a sink's).
-        raw = {k: str(v) for k, v in config.originals().items()}
-        dlq_topic = raw.get("errors.deadletterqueue.topic.name", "").strip() or None
-        replication = int(raw.get("errors.deadletterqueue.topic.replication.factor", "3"))
-        context_headers = (
-            raw.get("errors.deadletterqueue.context.headers.enable", "false").lower() == "true"
-        )
+        values = _source_dead_letter_queue(config.originals())
+        for value in values.values():
+            if value.error_messages:  # each message names the key and the value
+                raise ConfigException(value.error_messages[0])
+        dlq_topic = values["errors.deadletterqueue.topic.name"].value or None
+        replication = values["errors.deadletterqueue.topic.replication.factor"].value or 3
+        context_headers = bool(values["errors.deadletterqueue.context.headers.enable"].value)
     return ErrorsPolicy(
         tolerance_all=config.errors_tolerance == "all",
         log_enable=config.errors_log_enable,
@@ -358,3 +363,27 @@ def errors_policy(config: ConnectorConfig) -> ErrorsPolicy:
         dlq_replication_factor=replication,
         dlq_context_headers=context_headers,
     )
+
+
+# A dead letter queue for sources is ours, beyond Kafka: its keys are not in the source
+# ConfigDef (so config/validate lists them only when wrong), and mean what a sink's do.
+_SOURCE_DLQ_KEYS = (
+    "errors.deadletterqueue.topic.name",
+    "errors.deadletterqueue.topic.replication.factor",
+    "errors.deadletterqueue.context.headers.enable",
+)
+_SOURCE_DLQ_DEF = ConfigDef(SINK_CONNECTOR_CONFIG_DEF.keys[k] for k in _SOURCE_DLQ_KEYS)
+
+
+def _source_dead_letter_queue(props: Mapping[str, object]) -> dict[str, ConfigValue]:
+    return {v.name: v for v in _SOURCE_DLQ_DEF.validate(props)}
+
+
+def source_dead_letter_queue_errors(props: Mapping[str, object]) -> list[tuple[str, str]]:
+    """``(key, message)`` for each invalid dead letter queue key of a source connector, so
+    validation refuses what making its task specs would (a replication factor of "abc")."""
+    return [
+        (value.name, message)
+        for value in _source_dead_letter_queue(props).values()
+        for message in value.error_messages
+    ]

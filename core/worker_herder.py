@@ -345,8 +345,27 @@ class WorkerHerder(AbstractHerder):
             return
         self._new_task_generation(name, len(task_configs))
         for task_id, task_config in enumerate(task_configs):
-            worker.start_task(name, task_id, task_config, **self._task_options(name, task_id))
+            try:
+                worker.start_task(name, task_id, task_config, **self._task_options(name, task_id))
+            except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+                # Raised out of here, a task whose spec could not be made turned the request
+                # that stored the config into an error, leaving the connector RUNNING with no
+                # task status at all.
+                self._task_start_failed(name, task_id, exc, resolved)
         self._apply_target(name)
+
+    def _task_start_failed(
+        self, name: str, task: int, exc: Exception, resolved: Resolved | None
+    ) -> None:
+        """Task ``task`` of ``name`` could not even be started: FAILED, as Kafka's Worker
+        reports a task whose construction threw; resolved secrets never reach the log or
+        the status."""
+        worker = self._worker()
+        message, trace = str(exc), failure_trace(exc)
+        if resolved is not None:
+            message, trace = resolved.scrub(message), resolved.scrub(trace)
+        log.error("task %s-%d could not start: %s", name, task, message)
+        worker.status.set_task(name, task, Status(State.FAILED, worker.worker_id, trace=trace))
 
     # -- exactly-once source tasks (KIP-618): what the mode decides --------------------------
 
@@ -484,11 +503,7 @@ class WorkerHerder(AbstractHerder):
                 **self._task_options(name, task),
             )
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            message, trace = str(exc), failure_trace(exc)
-            if resolved is not None:  # resolved secrets never reach the log or the status
-                message, trace = resolved.scrub(message), resolved.scrub(trace)
-            log.error("task %s-%d could not start: %s", name, task, message)
-            worker.status.set_task(name, task, Status(State.FAILED, worker.worker_id, trace=trace))
+            self._task_start_failed(name, task, exc, resolved)
 
     # -- Herder: connectors ---------------------------------------------------------------
 

@@ -876,6 +876,68 @@ def test_validate_reports_smt_and_converter_configs_per_key_before_start(
     assert http.put(path, json=fixed).json()["error_count"] == 0
 
 
+def test_empty_component_classes_are_invalid_and_nothing_is_stored(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    # An empty class name passed validation, so the connector was stored and started before
+    # its task specs refused it: a 400 without Kafka's shape, and a connector left RUNNING
+    # with no tasks. Kafka's ConfigDef refuses the empty class on validation.
+    name = _name("empty-class")
+    base = _sink(tmp_path, topic_name)
+    for key, extra in [
+        ("transforms.a.type", {"transforms": "a", "transforms.a.type": ""}),
+        (
+            "predicates.p.type",
+            {
+                "transforms": "a",
+                "transforms.a.type": "org.apache.kafka.connect.transforms.InsertHeader",
+                "transforms.a.header": "h",
+                "transforms.a.value.literal": "v",
+                "transforms.a.predicate": "p",
+                "predicates": "p",
+                "predicates.p.type": "",
+            },
+        ),
+        ("key.converter", {"key.converter": ""}),
+        ("header.converter", {"header.converter": ""}),
+    ]:
+        config = {**base, **extra}
+        infos = http.put(
+            "/connector-plugins/FileStreamSink/config/validate", json={**config, "name": name}
+        ).json()
+        by_name = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+        expected = f"Invalid value  for configuration {key}: Class  could not be found."
+        assert by_name[key] == [expected], (key, by_name.get(key))
+        assert infos["error_count"] == 1, infos
+        response = http.post("/connectors", json={"name": name, "config": config})
+        _assert_error(response, 400, "contains the following 1 error(s):\n" + expected)
+        _assert_error(http.put(f"/connectors/{name}/config", json=config), 400, expected)
+        _assert_error(http.get(f"/connectors/{name}"), 404)
+        assert name not in http.get("/connectors").json()
+
+
+def test_a_source_dead_letter_queue_key_task_specs_would_refuse_is_invalid(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    # A source's dead letter queue keys (ours, beyond Kafka) were read only when its task
+    # specs were made, after the config was stored and the connector started.
+    name = _name("source-dlq")
+    key = "errors.deadletterqueue.topic.replication.factor"
+    config = {
+        **_source(tmp_path, topic_name),
+        "errors.deadletterqueue.topic.name": f"{topic_name}-dlq",
+        key: "abc",
+    }
+    infos = http.put(
+        "/connector-plugins/FileStreamSource/config/validate", json={**config, "name": name}
+    ).json()
+    by_name = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+    expected = f"Invalid value abc for configuration {key}: Not a number of type SHORT"
+    assert by_name[key] == [expected] and infos["error_count"] == 1, infos
+    _assert_error(http.post("/connectors", json={"name": name, "config": config}), 400, expected)
+    _assert_error(http.get(f"/connectors/{name}"), 404)
+
+
 # -- loggers ---------------------------------------------------------------------------
 
 
