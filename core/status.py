@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import enum
 import threading
-import traceback
 from dataclasses import dataclass, field, replace
 
-from isolation import PluginHostCrashed, RemotePluginError
+from isolation import PluginHostCrashed, RemotePluginError, exception_trace
 
 
 class State(enum.Enum):
@@ -44,9 +43,9 @@ def failure_trace(exc: BaseException) -> str:
     At most MAX_TRACE_CHARS long; a crashed host's output appears once (its message
     already quotes it).
     """
-    text = "".join(traceback.format_exception(exc))
+    text = exception_trace(exc)  # the exception first, as Kafka's traces
     if isinstance(exc, RemotePluginError):
-        text += f"\nCaused by (in plugin host {exc.plugin}):\n{exc.remote_traceback}"
+        text += f"\nCaused by (in plugin host {exc.plugin}): {exc.remote_traceback}"
     elif isinstance(exc, PluginHostCrashed):
         if exc.exit_reason not in text:
             text += f"\nPlugin host exit: {exc.exit_reason}"
@@ -54,7 +53,7 @@ def failure_trace(exc: BaseException) -> str:
             text += f"\n{exc.stderr_tail}"
     cause = exc.__cause__
     if isinstance(cause, RemotePluginError) and cause is not exc:
-        text += f"\nCaused by (in plugin host {cause.plugin}):\n{cause.remote_traceback}"
+        text += f"\nCaused by (in plugin host {cause.plugin}): {cause.remote_traceback}"
     return _bounded(text)
 
 

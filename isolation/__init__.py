@@ -9,7 +9,7 @@ in the plugin's own host) and survives its crashes and hangs.
 from __future__ import annotations
 
 from isolation._hostside.copycat_batch import ConsumedBatch, MessageBatch, ProducedBatch
-from isolation._hostside.copycat_errors import retry_backoff_s
+from isolation._hostside.copycat_errors import exception_trace, retry_backoff_s
 from isolation._hostside.copycat_protocol import (
     NO_SINK_ACTIONS,
     ConnectorEvent,
@@ -70,5 +70,6 @@ __all__ = [
     "RemoteRetriableError",
     "SinkActions",
     "SourceStarted",
+    "exception_trace",
     "retry_backoff_s",
 ]

@@ -41,6 +41,32 @@ def retry_backoff_s(attempt: int, max_delay_ms: int) -> float:
     return float(delay + random.uniform(0, delay / 10)) / 1000
 
 
+def exception_trace(exc: BaseException) -> str:
+    """A stack trace in Kafka's order (``ExceptionUtils.getStackTrace``), for status traces,
+    the host's error answers and dead letter queue headers: the exception's type and message
+    on the first line, which UIs and ``head -1`` show, then its frames, then each cause
+    ("Caused by: ...") with its own frames, outermost first. Python's own format puts the
+    innermost cause first and the error itself on the last line, under the worker's frames.
+    """
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    label = ""
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        parts.append(label + "".join(traceback.format_exception_only(type(current), current)))
+        if current.__traceback__ is not None:
+            parts.append("Traceback (most recent call last):\n")
+            parts.extend(traceback.format_tb(current.__traceback__))
+        if current.__cause__ is not None:
+            current, label = current.__cause__, "Caused by: "
+        elif current.__context__ is not None and not current.__suppress_context__:
+            current, label = current.__context__, "Raised while handling: "
+        else:
+            current = None
+    return "".join(parts)
+
+
 class StageFailure(Exception):
     """One stage failed on one record; carries the stage and the component that failed."""
 
@@ -58,7 +84,7 @@ class StageFailure(Exception):
             self.component,
             f"{type(error).__module__}.{type(error).__qualname__}",
             str(error),
-            "".join(traceback.format_exception(error)),
+            exception_trace(error),
         )
 
 

@@ -26,13 +26,12 @@ import logging
 import os
 import sys
 import threading
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import copycat_protocol as protocol
 import copycat_wire as wire
-from copycat_errors import ErrorPolicy
+from copycat_errors import ErrorPolicy, exception_trace
 from copycat_loader import LocationRegistry, ModuleConflictError, resolve
 from copycat_pipeline import (
     HostSinkTaskContext,
@@ -108,7 +107,7 @@ def _error_info(exc: BaseException) -> protocol.ErrorInfo:
         f"{type(exc).__module__}.{type(exc).__qualname__}",
         str(exc),
         kind,
-        "".join(traceback.format_exception(exc)),
+        exception_trace(exc),
         retry_after_ms,
     )
 

@@ -235,7 +235,11 @@ def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_ord
         assert headers["__connect.errors.class.name"].endswith("JsonConverter")
         assert headers["__connect.errors.exception.class.name"]
         assert headers["__connect.errors.exception.message"]
-        assert "Traceback" in headers["__connect.errors.exception.stacktrace"]
+        stacktrace = headers["__connect.errors.exception.stacktrace"]
+        assert "Traceback" in stacktrace
+        # Kafka's order: the exception itself first, its frames and causes after it.
+        first = stacktrace.splitlines()[0]
+        assert first.startswith(headers["__connect.errors.exception.class.name"] + ": "), first
 
 
 def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_past_it_commits(
@@ -267,6 +271,9 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
         trace = worker.status.task(name, 0).trace
         assert "Tolerance exceeded in error handler" in trace
         assert f"{topic_name}-0@{first_bad}" in trace
+        # The first line is the error (Kafka's "...ConnectException: Tolerance exceeded in
+        # error handler"), not "Traceback (most recent call last):".
+        assert "Tolerance exceeded in error handler" in trace.splitlines()[0], trace
         time.sleep(1)
         offset = committed(bootstrap_servers, f"connect-{name}", topic_name)
         assert offset <= first_bad
