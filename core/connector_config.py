@@ -721,18 +721,19 @@ def _cross_key_errors(values: Mapping[str, ConfigValue], is_sink: bool | None) -
     elif not topics and not regex:
         topics_cv.add_error_message(_NEED_TOPICS)
         regex_cv.add_error_message(_NEED_TOPICS)
-    dlq_cv = values["errors.deadletterqueue.topic.name"]
-    dlq = dlq_cv.value
+    # Kafka's SinkConnectorConfig.validate: a clash is the consumed topics' error (the list
+    # shown as Java prints one), each checked on its own.
+    dlq = values["errors.deadletterqueue.topic.name"].value
     if not dlq:
         return
     if dlq in topics:
-        dlq_cv.add_error_message(
+        topics_cv.add_error_message(
             f"The DLQ topic '{dlq}' may not be included in the list of topics "
-            f"('topics={','.join(topics)}') consumed by the connector"
+            f"('topics=[{', '.join(topics)}]') consumed by the connector"
         )
-    elif regex and re.fullmatch(regex, dlq):
-        dlq_cv.add_error_message(
-            f"The DLQ topic '{dlq}' may not be included in the regex matching the topics "
+    if regex and re.fullmatch(regex, dlq):
+        regex_cv.add_error_message(
+            f"The DLQ topic '{dlq}' may not be matched by the regex for the topics "
             f"('topics.regex={regex}') consumed by the connector"
         )
 

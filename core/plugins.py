@@ -56,6 +56,18 @@ KIND_GROUPS = {
     "config_provider": ("config_provider",),
 }
 
+# The plugin interfaces' names, as Kafka's errors say them ("Not a Transformation").
+_KIND_NAMES = {
+    "connector": "Connector",
+    "source": "SourceConnector",
+    "sink": "SinkConnector",
+    "converter": "Converter",
+    "header_converter": "HeaderConverter",
+    "transformation": "Transformation",
+    "predicate": "Predicate",
+    "config_provider": "ConfigProvider",
+}
+
 
 class AmbiguousPluginName(ConfigException):
     """A config names a plugin by an alias that several plugins claim, so it names none of
@@ -296,6 +308,16 @@ class PluginCatalogue:
         if not candidates and claimed:
             raise AmbiguousPluginName(key, name, claimed)
         if not candidates:
+            other_kinds = sorted(
+                {_KIND_NAMES[p.kind] for p in snapshot.by_name.get(name.strip(), [])}
+            )
+            if other_kinds:  # Kafka's "Not a Transformation", and what it is instead
+                raise ConfigException(
+                    key,
+                    name,
+                    f"Not a {_KIND_NAMES[kind]} (it is installed as a "
+                    f"{' and as a '.join(other_kinds)})",
+                )
             available = sorted({p.class_name for p in self.of_kind(*kinds)})
             raise ConfigException(
                 key,

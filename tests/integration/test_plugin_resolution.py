@@ -205,3 +205,28 @@ def test_an_alias_two_plugins_claim_is_reported_as_ambiguous(
     caplog.clear()
     catalogue.refresh(force=True)
     assert _warnings(caplog) == []
+
+
+def test_a_class_of_another_kind_or_an_empty_name_is_refused_as_kafka_refuses_it(
+    bundled_plugin_path: Path,
+) -> None:
+    catalogue = PluginCatalogue.scan([bundled_plugin_path])
+    predicate = "org.apache.kafka.connect.transforms.predicates.HasHeaderKey"
+    with pytest.raises(ConfigException) as info:
+        catalogue.resolve("transformation", predicate, key="transforms.a.type")
+    # Kafka: "... transforms.a.type: Not a Transformation"; it is installed, so no list of
+    # the installed transformations, which read as if it were not.
+    assert str(info.value) == (
+        f"Invalid value {predicate} for configuration transforms.a.type: "
+        "Not a Transformation (it is installed as a Predicate)"
+    )
+    assert info.value.name == "transforms.a.type"
+    with pytest.raises(ConfigException) as info:
+        catalogue.resolve("predicate", "RegexRouter", key="predicates.p.type")
+    assert str(info.value).endswith(": Not a Predicate (it is installed as a Transformation)")
+    with pytest.raises(ConfigException) as info:
+        catalogue.resolve("converter", "", key="key.converter")
+    assert (
+        str(info.value)
+        == "Invalid value  for configuration key.converter: Class  could not be found."
+    )
