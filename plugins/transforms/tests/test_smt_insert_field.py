@@ -135,6 +135,17 @@ def test_bad_config_names_key() -> None:
     assert results["replace.null.with.default"].error_messages
 
 
+def test_nothing_to_insert_or_a_static_field_without_value_fails_configure_as_in_kafka() -> None:
+    with pytest.raises(ConfigException, match="^No field insertion configured$"):
+        InsertFieldValue().configure({})
+    with pytest.raises(ConfigException, match="^No field insertion configured$"):
+        InsertFieldKey().configure({"topic.field": "", "static.value": "v"})
+    with pytest.raises(ConfigException) as info:
+        InsertFieldValue().configure({"static.field": "instance_id"})
+    assert info.value.name == "static.value"
+    assert str(info.value).endswith("No value specified for static field: instance_id")
+
+
 def test_replace_null_with_default() -> None:
     schema = (
         SchemaBuilder.struct()
@@ -159,4 +170,4 @@ def test_aliases() -> None:
     assert InsertFieldKey.KAFKA_CLASS_ALIASES == (
         "org.apache.kafka.connect.transforms.InsertField$Key",
     )
-    assert InsertFieldValue().version() == "0.1.0"
+    assert InsertFieldValue().version() == "0.1.1"

@@ -33,6 +33,7 @@ from plugin_api import (
     STRING_SCHEMA,
     AbstractConfig,
     ConfigDef,
+    ConfigException,
     ConfigType,
     ConnectRecord,
     Importance,
@@ -176,7 +177,8 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         """Parse the field specs.
 
         Raises:
-            ConfigException: Naming the key with an invalid value.
+            ConfigException: Naming the key with an invalid value; no field to insert
+                ("No field insertion configured"), or a static field without a value.
         """
         conf = AbstractConfig(CONFIG_DEF, configs)
         self._topic = InsertionSpec.parse(conf.get_string(TOPIC_FIELD))
@@ -185,6 +187,14 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._timestamp = InsertionSpec.parse(conf.get_string(TIMESTAMP_FIELD))
         self._static = InsertionSpec.parse(conf.get_string(STATIC_FIELD))
         self._static_value = conf.get_string(STATIC_VALUE)
+        # Kafka's configure-time checks: without them the transform ran as a silent no-op.
+        fields = (self._topic, self._partition, self._offset, self._timestamp, self._static)
+        if all(spec is None for spec in fields):
+            raise ConfigException("No field insertion configured")
+        if self._static is not None and self._static_value is None:
+            raise ConfigException(
+                STATIC_VALUE, None, f"No value specified for static field: {self._static.name}"
+            )
         self._replace_null_with_default = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._cache = SchemaCache()
         self._plans = {}
