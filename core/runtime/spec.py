@@ -137,7 +137,16 @@ class PipelineSpec:
             if stage is not None:
                 spec[key] = stage.wire()
         spec["transforms"] = [
-            (t.alias, t.transform.wire(), t.predicate.wire() if t.predicate else None, t.negate)
+            (
+                t.alias,
+                t.transform.wire(),
+                t.predicate.wire() if t.predicate else None,
+                t.negate,
+                # the predicate's alias, so a config error of it names its key
+                t.predicate.key.removeprefix("predicates.").removesuffix(".type")
+                if t.predicate
+                else None,
+            )
             for t in self.transforms
         ]
         spec["errors"] = errors.host_config()

@@ -112,6 +112,28 @@ def _error_info(exc: BaseException) -> protocol.ErrorInfo:
     )
 
 
+def _config_error_of(
+    exc: plugin_api.ConfigException, prefix: str, where: str
+) -> plugin_api.ConfigException:
+    """``exc`` of a component's ``configure()`` as the connector's config error: its key with
+    the component's prefix (``replacement`` -> ``transforms.route.replacement``), and where."""
+    message, name = str(exc), exc.name
+    if name is not None and prefix:
+        full = prefix + name
+        named = message.replace(f"for configuration {name}", f"for configuration {full}", 1)
+        named = named.replace(f'"{name}"', f'"{full}"', 1)
+        # A plain message ("No group 1") gets Kafka's form naming the key and the value.
+        message = (
+            named
+            if named != message
+            else f"Invalid value {exc.value} for configuration {full}: {message}"
+        )
+        name = full
+    error = plugin_api.ConfigException(f"{where}: {message}")
+    error.name, error.value = name, exc.value
+    return error
+
+
 _KINDS: tuple[tuple[type, str], ...] = (
     (plugin_api.SourceConnector, "source"),
     (plugin_api.SinkConnector, "sink"),
@@ -315,18 +337,41 @@ class Host:
         component.configure(configs, *extra)
         return component
 
+    def _configured(
+        self, spec: tuple[str, Mapping[str, Any]] | None, prefix: str, what: str, *extra: Any
+    ) -> Any:
+        """:meth:`_component`, a ConfigException of its ``configure()`` naming the connector
+        key at fault (``prefix`` + the component's key) and the stage ``what``: "No group 1"
+        alone names neither the key nor the transform, and the status showed only that."""
+        try:
+            return self._component(spec, *extra)
+        except plugin_api.ConfigException as exc:
+            assert spec is not None
+            raise _config_error_of(exc, prefix, f"{what} ({spec[0].replace(':', '.')})") from exc
+
     def _pipeline(self, spec: Mapping[str, Any]) -> Pipeline:
         stages = []
-        for alias, transform, predicate, negate in spec.get("transforms", ()):
+        for alias, transform, predicate, negate, *rest in spec.get("transforms", ()):
+            predicate_alias = rest[0] if rest else None
+            predicate_prefix = f"predicates.{predicate_alias}." if predicate_alias else ""
             stages.append(
                 TransformStage(
-                    alias, self._component(transform), self._component(predicate), negate
+                    alias,
+                    self._configured(transform, f"transforms.{alias}.", f"transform '{alias}'"),
+                    self._configured(
+                        predicate,
+                        predicate_prefix,
+                        f"predicate '{predicate_alias}' of transform '{alias}'",
+                    ),
+                    negate,
                 )
             )
         return Pipeline(
-            self._component(spec.get("key_converter"), True),
-            self._component(spec.get("value_converter"), False),
-            self._component(spec.get("header_converter")),
+            self._configured(spec.get("key_converter"), "key.converter.", "key.converter", True),
+            self._configured(
+                spec.get("value_converter"), "value.converter.", "value.converter", False
+            ),
+            self._configured(spec.get("header_converter"), "header.converter.", "header.converter"),
             stages,
         )
 

@@ -184,6 +184,60 @@ def test_deep_dive_smt_chain_runs_in_a_pipeline(
         assert fields["ingested_at"]["name"] == "org.apache.kafka.connect.data.Timestamp"
 
 
+def test_a_config_error_of_a_transforms_configure_names_its_key_and_alias(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Ours checks RegexRouter's group references at configure (Kafka only on the first
+    # match); the task's status and log said "No group 1", naming neither key nor transform.
+    worker = _worker(catalogue, bootstrap_servers)
+    route, header = f"route-{topic_name}", f"header-{topic_name}"
+    base = {"connector.class": "Customers", "transforms": "route"}
+    _run(
+        worker,
+        route,
+        {
+            **base,
+            "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+            "transforms.route.regex": "zzz",
+            "transforms.route.replacement": "$1",
+        },
+    )
+    _run(
+        worker,
+        header,
+        {
+            **base,
+            "transforms.route.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+            "transforms.route.static.field": "f",
+            "transforms.route.static.value": "v",
+            "transforms.route.predicate": "has",
+            "predicates": "has",
+            "predicates.has.type": "org.apache.kafka.connect.transforms.predicates.HasHeaderKey",
+        },
+    )
+    try:
+
+        def failed(name: str) -> bool:
+            status = worker.status.task(name, 0)
+            return status is not None and status.state is State.FAILED
+
+        wait_for(lambda: failed(route) and failed(header), 60, "both tasks FAILED")
+        traces = {n: worker.status.task(n, 0).trace or "" for n in (route, header)}
+    finally:
+        worker.stop()
+    first = traces[route].splitlines()[0]
+    assert "transform 'route' (copycat_transforms.regex_router.RegexRouter)" in first, first
+    assert "Invalid value $1 for configuration transforms.route.replacement: No group 1" in first
+    first = traces[header].splitlines()[0]
+    assert "predicate 'has' of transform 'route'" in first, first
+    assert 'Missing required configuration "predicates.has.name"' in first, first
+    logged = [r.getMessage() for r in caplog.records if "failed to start" in r.getMessage()]
+    assert any("transforms.route.replacement" in m and "'route'" in m for m in logged), logged
+
+
 def test_avro_schema_evolution_compatible_accepted_incompatible_fails_the_task(
     catalogue: PluginCatalogue, bootstrap_servers: str, schema_registry, topic_name: str
 ) -> None:
