@@ -13,6 +13,7 @@ Modules:
     connector: Connector and task base classes and their contexts.
     components: Converters, transforms, predicates, config providers.
     testing: Harnesses to test plugins without a broker.
+    text: Connect values as Java's toString() prints them.
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ from plugin_api.testing import (
     run_source_task,
     sink_records,
 )
+from plugin_api.text import java_string
 
 __all__ = [
     # errors
@@ -242,4 +244,6 @@ __all__ = [
     "run_sink_task",
     "run_source_task",
     "sink_records",
+    # text
+    "java_string",
 ]

@@ -196,3 +196,34 @@ def test_a_batch_mixing_strings_and_structs_keeps_order(tmp_path: Path) -> None:
     records = sink_records("t", ["plain", {"a": 1}, "again", None])
     run_sink_task(FileStreamSinkTask, {"file": str(path)}, records)
     assert path.read_text() == "plain\n{a=1}\nagain\nnull\n"
+
+
+def test_a_value_nested_deeper_than_pythons_stack_is_written(tmp_path: Path) -> None:
+    # A schemaless JsonConverter accepts 900 nested arrays (Kafka's parser 1000); printing
+    # them recursed past Python's limit and failed the task, even with errors.tolerance=all.
+    path = tmp_path / "out.txt"
+    deep: object = []
+    for _ in range(899):
+        deep = [deep]
+    run_sink_task(FileStreamSinkTask, {"file": str(path)}, sink_records("t", ["start", deep]))
+    assert path.read_text() == "start\n" + "[" * 900 + "]" * 900 + "\n"
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise ValueError("cannot print")
+
+
+def test_the_lines_before_a_record_that_cannot_be_printed_are_written(tmp_path: Path) -> None:
+    # Kafka's task prints record by record: a failure on one record leaves the records before
+    # it in the file (their offsets are not committed: at-least-once, as any failed put).
+    path = tmp_path / "out.txt"
+    task = FileStreamSinkTask()
+    task.initialize(MockSinkTaskContext({"file": str(path)}))
+    task.start({"file": str(path)})
+    try:
+        with pytest.raises(ValueError, match="cannot print"):
+            task.put(sink_records("t", ["a", {"k": 1}, _Unprintable(), "after"]))
+    finally:
+        task.stop()
+    assert path.read_text() == "a\n{k=1}\n"

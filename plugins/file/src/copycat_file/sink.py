@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from typing import BinaryIO
 
 from copycat_file._connector import ConfiguredConnector
-from copycat_file._java_text import java_text
 from copycat_file._version import __version__
 from plugin_api import (
     ConfigDef,
@@ -29,6 +28,7 @@ from plugin_api import (
     Task,
     TopicPartition,
     Utf8Texts,
+    java_string,
 )
 
 __all__ = ["FileStreamSinkConnector", "FileStreamSinkTask"]
@@ -92,9 +92,25 @@ def lines_bytes(records: Sequence[SinkRecord]) -> bytes:
         lines = [record.value for record in records]
     if set(map(type, lines)) != _ONLY_STR:
         lines = [
-            value if type(value) is str else java_text(value, record.value_schema)
+            value if type(value) is str else java_string(value, record.value_schema)
             for value, record in zip(lines, records, strict=True)
         ]
+    lines.append("")
+    return "\n".join(lines).encode("utf-8", "replace")
+
+
+def _lines_before_failure(records: Sequence[SinkRecord]) -> bytes:
+    """The lines of the records before the first that cannot be printed (only called after
+    :func:`lines_bytes` raised, so the batch is printed again, one record at a time)."""
+    lines: list[str] = []
+    try:
+        for record in records:
+            value = record.value
+            lines.append(value if type(value) is str else java_string(value, record.value_schema))
+    except Exception:  # the failure lines_bytes met again: write what came before it
+        pass
+    if not lines:
+        return b""
     lines.append("")
     return "\n".join(lines).encode("utf-8", "replace")
 
@@ -117,7 +133,7 @@ class FileStreamSinkConnector(ConfiguredConnector, SinkConnector):
 
 class FileStreamSinkTask(SinkTask):
     """Appends each value as Kafka's task prints it (Java's ``toString()``, see
-    :mod:`copycat_file._java_text`; bytes values decoded as UTF-8) + newline per record.
+    :func:`plugin_api.java_string`; bytes values decoded as UTF-8) + newline per record.
 
     Each ``put()`` batch becomes one encoded chunk, written before ``put()`` returns, as
     Kafka's task writes (a failed write fails that ``put()``, before its offsets can move).
@@ -162,7 +178,16 @@ class FileStreamSinkTask(SinkTask):
         """
         if not records:
             return
-        chunk = lines_bytes(records)
+        try:
+            chunk = lines_bytes(records)
+        except Exception:
+            # Kafka's task prints record by record: the lines before a record that cannot be
+            # printed are written, and the task fails on that record, not on the batch.
+            self._write(_lines_before_failure(records))
+            raise
+        self._write(chunk)
+
+    def _write(self, chunk: bytes) -> None:
         if self._out is None:
             sys.stdout.write(chunk.decode())
             return

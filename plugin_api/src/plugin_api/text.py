@@ -1,7 +1,8 @@
-"""Connect values as text, the way Kafka's FileStreamSinkTask prints them.
+"""Connect values as text, the way Kafka Connect's Java code prints them.
 
-Kafka's task writes ``String.valueOf(record.value())``, so a file written by Kafka Connect
-holds Java's ``toString()`` of the value, and a file written by Copycat should hold the same:
+Kafka's FileStreamSinkTask writes ``String.valueOf(record.value())`` and its StringConverter
+writes ``value.toString()``, so text written by Kafka Connect holds Java's ``toString()`` of
+the value; :func:`java_string` gives the same text for the Python value Copycat holds:
 
 * ``null``; ``true``/``false``; integers in decimal;
 * FLOAT64 (and numbers without a schema: Java's ``Double``) as ``Double.toString``, FLOAT32
@@ -12,15 +13,18 @@ holds Java's ``toString()`` of the value, and a file written by Copycat should h
   (``Thu Jan 01 00:00:00 UTC 1970``, seconds precision);
 * a Struct as ``Struct{a=1,b=x}``: fields in schema order, unset (null) fields left out, no
   spaces; a map as ``AbstractMap.toString``, ``{a=1, b=2}``; a list as ``[a, b]``; nested
-  values the same way (a string inside is not quoted).
+  values the same way (a string inside is not quoted), at any depth (the rendering keeps its
+  own stack, so a value nested deeper than Python's recursion limit still prints).
 
 Deliberate differences, where Java's text depends on object identity or hashing:
 
 * bytes inside a struct, map or list are written as ``Arrays.toString(byte[])``,
   ``[104, -1]`` (signed), where Java writes the array's identity (``[B@1b6d3586``); a value
-  that is bytes itself is decoded as UTF-8, as Copycat always did;
+  that is bytes itself is decoded as UTF-8 (a converter decodes it with its own encoding);
 * a map keeps the order it has (a JSON object's order); Java's converters build a
   ``HashMap``, whose order follows the keys' hash codes.
+
+(Since plugin_api 0.1.6; before, the file connector kept this to itself.)
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from plugin_api import Schema, Struct, Type
+from plugin_api._schema import Schema, Struct, Type
+
+__all__ = ["java_string"]
 
 # Java's Double.toString and Float.toString write plain decimals for magnitudes in
 # [10^-3, 10^7) and computerized scientific notation outside.
@@ -48,17 +54,85 @@ _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
-def java_text(value: object, schema: Schema | None = None) -> str:
+def java_string(value: object, schema: Schema | None = None) -> str:
     """``String.valueOf`` of the Java object Kafka Connect would hold for ``value``.
 
-    Called by the sink task, in its plugin host, for every value that is not a str.
+    Pure and thread-safe; any depth of nesting. Called for every value that is not a str by
+    FileStreamSinkTask (as it writes) and StringConverter (as it serializes), in the plugin
+    host that runs them.
+
+    Args:
+        value: A Connect value (None, bool, int, float, str, bytes, Decimal, date/time,
+            Struct, Mapping, list).
+        schema: Its schema, if any: FLOAT32 prints as Java's ``Float``, and the schemas of a
+            map's or list's entries reach them.
     """
     if isinstance(value, (bytes, bytearray, memoryview)):
         return bytes(value).decode("utf-8", "replace")
-    return _text(value, schema)
+    text = _scalar(value, schema)
+    if text is not None:
+        return text
+    return _nested(value, schema)
 
 
-def _text(value: Any, schema: Schema | None) -> str:
+def _nested(value: object, schema: Schema | None) -> str:
+    """A Struct, map or list, rendered from an explicit stack: a JSON value 900 arrays deep
+    is valid (Kafka's JSON parser accepts 1000 levels), and Python's own stack is not that
+    deep. The stack holds literal text (str) and values still to render ((value, schema))."""
+    out: list[str] = []
+    stack: list[str | tuple[object, Schema | None]] = [(value, schema)]
+    push = stack.append
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            out.append(item)
+            continue
+        assert isinstance(item, tuple)
+        current, current_schema = item
+        text = _scalar(current, current_schema)
+        if text is not None:
+            out.append(text)
+            continue
+        # Pushed in reverse: the last piece pushed is the next written.
+        if isinstance(current, Struct):
+            present = [
+                (field, v)
+                for field in current.schema.fields
+                if (v := current.get_without_default(field)) is not None
+            ]
+            push("}")
+            for index in range(len(present) - 1, -1, -1):
+                field, v = present[index]
+                push((v, field.schema))
+                push(f"{field.name}=" if index == 0 else f",{field.name}=")
+            push("Struct{")
+        elif isinstance(current, Mapping):
+            keys = current_schema.key_schema if current_schema is not None else None
+            values = current_schema.value_schema if current_schema is not None else None
+            entries = list(current.items())
+            push("}")
+            for index in range(len(entries) - 1, -1, -1):
+                k, v = entries[index]
+                push((v, values))
+                push("=")
+                push((k, keys))
+                if index:
+                    push(", ")
+            push("{")
+        else:
+            assert isinstance(current, (list, tuple))
+            elements = current_schema.value_schema if current_schema is not None else None
+            push("]")
+            for index in range(len(current) - 1, -1, -1):
+                push((current[index], elements))
+                if index:
+                    push(", ")
+            push("[")
+    return "".join(out)
+
+
+def _scalar(value: Any, schema: Schema | None) -> str | None:
+    """The text of a value that holds no other values; None for a Struct, map or list."""
     if value is None:
         return "null"
     if isinstance(value, str):
@@ -71,21 +145,8 @@ def _text(value: Any, schema: Schema | None) -> str:
         if schema is not None and schema.type is Type.FLOAT32:
             return _java_float32(value)
         return _java_double(value)
-    if isinstance(value, Struct):
-        fields = ",".join(
-            f"{field.name}={_text(v, field.schema)}"
-            for field in value.schema.fields
-            if (v := value.get_without_default(field)) is not None
-        )
-        return f"Struct{{{fields}}}"
-    if isinstance(value, Mapping):
-        keys = schema.key_schema if schema is not None else None
-        values = schema.value_schema if schema is not None else None
-        entries = ", ".join(f"{_text(k, keys)}={_text(v, values)}" for k, v in value.items())
-        return f"{{{entries}}}"
-    if isinstance(value, (list, tuple)):
-        elements = schema.value_schema if schema is not None else None
-        return "[" + ", ".join(_text(v, elements) for v in value) + "]"
+    if isinstance(value, (Struct, Mapping, list, tuple)):
+        return None
     if isinstance(value, (bytes, bytearray, memoryview)):
         return "[" + ", ".join(str(b - 256 if b > 127 else b) for b in bytes(value)) + "]"
     if isinstance(value, decimal.Decimal):

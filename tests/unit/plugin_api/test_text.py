@@ -1,0 +1,67 @@
+"""plugin_api.java_string: Connect values as Java's toString() prints them."""
+
+from __future__ import annotations
+
+import datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from plugin_api import FLOAT32_SCHEMA, SchemaBuilder, Struct, java_string
+
+# JSON-like values: what a schemaless JsonConverter gives a sink.
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _recursive(value: object) -> str:
+    """The obvious recursive rendering, as the file connector had it, for shallow values."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_recursive, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_recursive(k)}={_recursive(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+@given(json_values)
+def test_nested_values_render_as_the_recursive_definition(value: object) -> None:
+    assert java_string(value) == _recursive(value)
+
+
+def test_a_value_deeper_than_pythons_recursion_limit_renders() -> None:
+    # Kafka's JSON parser accepts 1000 levels; a schemaless JsonConverter hands the sink such
+    # a value, and the file sink's RecursionError failed the task on it (even with
+    # errors.tolerance=all, since put() failures are not tolerated).
+    value: object = []
+    for _ in range(5000):
+        value = [value, {"k": 1.0}]
+    text = java_string(value)
+    assert text.startswith("[" * 5001 + "], {k=1.0}]") and text.endswith(", {k=1.0}]")
+    assert text.count("{k=1.0}") == 5000
+
+
+def test_structs_maps_lists_and_scalars_as_java_prints_them() -> None:
+    schema = (
+        SchemaBuilder.struct()
+        .field("line", SchemaBuilder.string().build())
+        .field("src", SchemaBuilder.string().optional().build())
+        .field("f", FLOAT32_SCHEMA)
+        .field("inner", SchemaBuilder.array(SchemaBuilder.float32().build()).build())
+        .build()
+    )
+    value = Struct(schema).put("line", "hello").put("f", 0.1).put("inner", [0.1, 1e7])
+    assert java_string(value, schema) == "Struct{line=hello,f=0.1,inner=[0.1, 1.0E7]}"
+    assert java_string({"n": 1e7, "b": False, "x": None, "l": []}) == (
+        "{n=1.0E7, b=false, x=null, l=[]}"
+    )
+    moment = datetime.datetime(2026, 11, 28, 18, 59, 56, tzinfo=datetime.UTC)
+    assert java_string(moment) == "Sat Nov 28 18:59:56 UTC 2026"
+    assert java_string(b"caf\xc3\xa9") == "café"
+    assert java_string([b"\xff"]) == "[[-1]]"
