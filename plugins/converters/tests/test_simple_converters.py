@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from copycat_converters import ByteArrayConverter, StringConverter, __version__
 from hypothesis import given, settings
@@ -9,12 +11,17 @@ from hypothesis import strategies as st
 
 from plugin_api import (
     BYTES_SCHEMA,
+    FLOAT32_SCHEMA,
     INT32_SCHEMA,
     OPTIONAL_BYTES_SCHEMA,
     OPTIONAL_STRING_SCHEMA,
     STRING_SCHEMA,
     ConfigException,
     DataException,
+    Schema,
+    SchemaBuilder,
+    Struct,
+    Timestamp,
     Utf8Texts,
     converter_round_trip,
 )
@@ -36,10 +43,54 @@ def test_string_round_trip_and_null() -> None:
     assert converter.to_connect_data("t", None) == (OPTIONAL_STRING_SCHEMA, None)
 
 
-def test_string_converts_other_values_with_str() -> None:
+def test_string_converts_ints_and_bytes() -> None:
     converter = string_converter()
     assert converter.from_connect_data("t", INT32_SCHEMA, 42) == b"42"
     assert converter.from_connect_data("t", None, b"raw") == b"raw"
+
+
+_LINE = (
+    SchemaBuilder.struct()
+    .field("line", STRING_SCHEMA)
+    .field("src", STRING_SCHEMA)
+    .field("ts", Timestamp.SCHEMA)
+    .build()
+)
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "text"),
+    [
+        # Kafka's StringConverter writes value.toString(): Struct.toString, Date.toString,
+        # Double.toString, Boolean.toString, AbstractMap/AbstractCollection.toString.
+        (
+            _LINE,
+            Struct(_LINE)
+            .put("line", "hello")
+            .put("src", "file")
+            .put("ts", datetime.datetime(2026, 11, 28, 18, 59, 56, tzinfo=datetime.UTC)),
+            "Struct{line=hello,src=file,ts=Sat Nov 28 18:59:56 UTC 2026}",
+        ),
+        (
+            Timestamp.SCHEMA,
+            datetime.datetime(2026, 11, 28, 18, 59, 56, tzinfo=datetime.UTC),
+            "Sat Nov 28 18:59:56 UTC 2026",
+        ),
+        (None, 1e7, "1.0E7"),
+        (FLOAT32_SCHEMA, 0.1, "0.1"),
+        (None, False, "false"),
+        (None, {"n": 1e7, "ok": True, "l": ["a", None]}, "{n=1.0E7, ok=true, l=[a, null]}"),
+    ],
+)
+def test_string_writes_other_values_as_java_to_string(
+    schema: Schema | None, value: object, text: str
+) -> None:
+    converter = string_converter()
+    assert converter.from_connect_data("t", schema, value) == text.encode()
+    assert converter.from_connect_header("t", "h", schema, value) == text.encode()
+    # A batch reaches the same text, each value with its own schema.
+    batch = converter.from_connect_data_batch("t", [schema, None], [value, "x"], [None, None])
+    assert list(batch) == [text.encode(), b"x"]
 
 
 def test_string_decodes_invalid_utf8_with_replacement_characters() -> None:

@@ -24,6 +24,7 @@ from plugin_api import (
     Type,
     Utf8Texts,
     Width,
+    java_string,
 )
 
 __all__ = ["ByteArrayConverter", "StringConverter"]
@@ -49,7 +50,9 @@ _new_tuple = tuple.__new__
 
 
 class StringConverter(VersionedPlugin, Converter, HeaderConverter):
-    """Converts any value to text with ``str()`` and text back to an optional string.
+    """Converts any value to text as Kafka's does (Java's ``toString()``: ``Struct{a=x}``,
+    ``1.0E7``, ``false``, see :func:`plugin_api.java_string`) and text back to an optional
+    string.
 
     Like Kafka's, characters the encoding cannot represent become ``?`` and
     undecodable bytes become U+FFFD rather than failing the record.
@@ -95,7 +98,8 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
     def from_connect_data(
         self, topic: str, schema: Schema | None, value: object, headers: Headers | None = None
     ) -> bytes | None:
-        """``str(value)`` encoded (``bytes`` values are decoded first); ``None`` for ``None``."""
+        """The value's text encoded: a str as it is, ``bytes`` decoded first, anything else as
+        Java's ``toString()`` prints it (:func:`plugin_api.java_string`); ``None`` for ``None``."""
         if type(value) is str:
             return value.encode(self._encoding, "replace")
         if value is None:
@@ -103,7 +107,7 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
         if isinstance(value, (bytes, bytearray, memoryview)):
             text = bytes(value).decode(self._encoding, errors="replace")
         else:
-            text = value if isinstance(value, str) else str(value)
+            text = value if isinstance(value, str) else java_string(value, schema)
         return text.encode(self._encoding, errors="replace")
 
     def from_connect_data_batch(
@@ -126,7 +130,10 @@ class StringConverter(VersionedPlugin, Converter, HeaderConverter):
         if values.count(None) == len(values):
             return [None] * len(values)
         convert = self.from_connect_data
-        return [convert(topic, None, value, None) for value in values]
+        return [
+            convert(topic, schema, value, None)
+            for schema, value in zip(schemas, values, strict=True)
+        ]
 
     def to_connect_data(
         self, topic: str, data: bytes | None, headers: Headers | None = None
