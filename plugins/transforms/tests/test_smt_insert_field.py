@@ -3,7 +3,7 @@ from __future__ import annotations
 import datetime
 
 import pytest
-from copycat_transforms import InsertFieldKey, InsertFieldValue
+from copycat_transforms import InsertFieldKey, InsertFieldValue, __version__
 from plugin_api.testing import apply_transform
 
 from plugin_api import (
@@ -170,4 +170,4 @@ def test_aliases() -> None:
     assert InsertFieldKey.KAFKA_CLASS_ALIASES == (
         "org.apache.kafka.connect.transforms.InsertField$Key",
     )
-    assert InsertFieldValue().version() == "0.1.1"
+    assert InsertFieldValue().version() == __version__

@@ -136,9 +136,21 @@ def test_wrong_data() -> None:
         apply_transform(MaskFieldValue, {"fields": "a"}, record({"a": 1}, SCHEMA))
 
 
-def test_tombstone_passes_through() -> None:
-    r = record(None)
-    assert apply_transform(MaskFieldValue, {"fields": "a"}, r) is r
+def test_a_tombstone_fails_as_in_kafka() -> None:
+    # Kafka 4.1.1's MaskField has no tombstone shortcut (ReplaceField, Cast, InsertField and
+    # Flatten do): requireMap / requireStruct refuse the null, so errors.tolerance decides.
+    with pytest.raises(
+        DataException,
+        match=r"^Only Map objects supported in absence of schema for \[mask fields\], found: null$",
+    ):
+        apply_transform(MaskFieldValue, {"fields": "a"}, record(None))
+    with pytest.raises(
+        DataException, match=r"^Only Struct objects supported for \[mask fields\], found: null$"
+    ):
+        optional = SchemaBuilder.struct().field("magic", Schema.INT32_SCHEMA).optional().build()
+        apply_transform(MaskFieldValue, {"fields": "magic"}, record(None, optional))
+    with pytest.raises(DataException, match="found: null"):
+        apply_transform(MaskFieldKey, {"fields": "a"}, record("v"))
 
 
 @pytest.mark.parametrize(

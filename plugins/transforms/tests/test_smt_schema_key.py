@@ -40,6 +40,14 @@ def test_set_schema_metadata_primitive_key_name_only() -> None:
     assert out.key == "id" and out.value == "v"
 
 
+def test_set_schema_metadata_lets_a_schemaless_tombstone_through() -> None:
+    # As Kafka 4.1.1: a null value without a schema passes; a schemaless value still fails.
+    r = rec(None)
+    assert apply_transform(SetSchemaMetadataValue, {"schema.name": "x"}, r) is r
+    r = rec("v", key=None)
+    assert apply_transform(SetSchemaMetadataKey, {"schema.name": "x"}, r) is r
+
+
 def test_set_schema_metadata_errors() -> None:
     with pytest.raises(DataException, match=r"Schema required for \[updating schema metadata\]"):
         apply_transform(SetSchemaMetadataValue, {"schema.name": "x"}, rec({"a": 1}))

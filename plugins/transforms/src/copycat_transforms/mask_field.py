@@ -159,8 +159,8 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             raw, schema = record.value, record.value_schema
         else:
             raw, schema = record.key, record.key_schema
-        if raw is None:
-            return record
+        # No tombstone shortcut: Kafka's MaskField requires a map or struct, so a null fails
+        # ("... found: null"), tolerated and sent to the DLQ like any bad record.
         if schema is None:  # (inline, not a method of its own: as hot as the struct path)
             value = require_map(raw, PURPOSE)
             updated: dict[str, Any] = dict(value)

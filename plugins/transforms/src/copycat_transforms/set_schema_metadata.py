@@ -89,7 +89,10 @@ class SetSchemaMetadata(VersionedPlugin, SideAware, Transformation[ConnectRecord
         Raises:
             DataException: If the record has no schema on this side.
         """
-        schema = require_schema(self.operating_schema(record), PURPOSE)
+        schema = self.operating_schema(record)
+        if schema is None and self.operating_value(record) is None:
+            return record  # a schemaless tombstone passes, as in Kafka
+        schema = require_schema(schema, PURPOSE)
         updated_schema = self._renamed(schema, None)
         default = schema.default_value
         if default is not None:

@@ -297,17 +297,17 @@ class TimestampConverter(VersionedPlugin, SideAware, Transformation[ConnectRecor
             DataException: For values that are not timestamps of the expected kind.
         """
         raw = self.operating_value(record)
-        if raw is None:
-            return record
         schema = self.operating_schema(record)
         if schema is None:
-            if not self._field:
+            if raw is None or not self._field:
                 return self.new_record(record, None, self.convert(raw))  # type: ignore[no-any-return]
             value = require_map_or_null(raw, PURPOSE)
             assert value is not None
             updated = dict(value)
             updated[self._field] = self.convert(value.get(self._field))
             return self.new_record(record, None, updated)  # type: ignore[no-any-return]
+        # A null with a schema still gets the converted schema, as in Kafka (no tombstone
+        # shortcut): a JsonConverter with schemas writes it in the envelope.
         if not self._field:
             return self.new_record(  # type: ignore[no-any-return]
                 record,
