@@ -146,3 +146,38 @@ def test_the_smt_chain_gives_the_same_keys_values_and_topic(
     assert key is not None and TIMESTAMP_LINES[0].encode() in key
     assert value is not None and b'"event_origin":"***"' in value and b'"n":7' in value
     assert differences(ours, theirs) == []
+
+
+# StringConverter writes value.toString(): Struct.toString, java.util.Date.toString,
+# Double.toString, Boolean.toString (Copycat wrote Python's str() before).
+TEXT_CHAIN = {
+    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+    "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+    "transforms": "hoist,num,flag,cast,parse",
+    "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+    "transforms.hoist.field": "when",
+    "transforms.num.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.num.static.field": "n",
+    "transforms.num.static.value": "10000000",
+    "transforms.flag.type": "org.apache.kafka.connect.transforms.InsertField$Value",
+    "transforms.flag.static.field": "ok",
+    "transforms.flag.static.value": "false",
+    "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+    "transforms.cast.spec": "n:float64,ok:boolean",
+    "transforms.parse.type": "org.apache.kafka.connect.transforms.TimestampConverter$Value",
+    "transforms.parse.field": "when",
+    "transforms.parse.format": "yyyy-MM-dd HH:mm:ss",
+    "transforms.parse.target.type": "Timestamp",
+}
+
+
+def test_string_converter_writes_structs_as_javas_to_string(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    ours = _run(copycat, apache_kafka, tmp_path, TIMESTAMP_LINES, True, TEXT_CHAIN, routed=False)
+    theirs = _run(
+        kafka_connect, apache_kafka, tmp_path, TIMESTAMP_LINES, True, TEXT_CHAIN, routed=False
+    )
+    assert len(theirs) == len(TIMESTAMP_LINES)
+    assert theirs[0][1] == b"Struct{when=Mon Jan 01 00:07:03 UTC 2024,n=1.0E7,ok=false}"
+    assert differences(ours, theirs) == []
