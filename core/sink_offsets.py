@@ -12,7 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
@@ -181,6 +181,45 @@ def _stable(result: ConsumerGroupTopicPartitions) -> ConsumerGroupTopicPartition
     return result
 
 
+class SinkOffsetsError(Exception):
+    """The broker refused to change the offsets of some partitions; the message names them."""
+
+
+def _missing_partitions(
+    partitions: Iterable[tuple[str, int]], topics: Mapping[str, Any]
+) -> list[str]:
+    """What is wrong with each of ``partitions`` that the cluster does not have, given the
+    cluster's topic metadata (``list_topics().topics``); empty when all exist."""
+    problems = []
+    for topic, partition in sorted(set(partitions)):
+        metadata = topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            problems.append(f"topic {topic} (partition {partition}) does not exist")
+        elif partition not in metadata.partitions:
+            count = len(metadata.partitions)
+            problems.append(
+                f"partition {partition} of topic {topic} does not exist (the topic has "
+                f"{count} partition{'' if count == 1 else 's'})"
+            )
+    return problems
+
+
+def _partition_errors(result: ConsumerGroupTopicPartitions) -> ConsumerGroupTopicPartitions:
+    """``result``, unless the broker refused some partitions (it applies the others): the
+    request-level result succeeds even then, so each partition's error is checked. A
+    transient one (COORDINATOR_LOAD_IN_PROGRESS for a group just created) is raised as the
+    ``KafkaException`` that ``_retrying`` retries."""
+    failed = [(tp, tp.error) for tp in result.topic_partitions or [] if tp.error is not None]
+    for _, error in failed:
+        if error.code() in _TRANSIENT or error.retriable():
+            raise KafkaException(error)  # retried: seen for a new group on Kafka 4.1
+    if failed:
+        raise SinkOffsetsError(
+            "; ".join(f"{tp.topic}-{tp.partition}: {error.str()}" for tp, error in failed)
+        )
+    return result
+
+
 class SinkOffsets:
     """Reads and writes one sink connector's consumer group offsets."""
 
@@ -223,12 +262,28 @@ class SinkOffsets:
             )
         return rows
 
+    def missing_partitions(self, partitions: Iterable[tuple[str, int]]) -> list[str]:
+        """What is wrong with each of ``partitions`` the cluster does not have; empty if all
+        exist. Checked before anything changes: a broker refuses offsets for a partition it
+        does not have but applies the rest of the request, and the group is deleted and
+        rewritten when some partitions are reset."""
+        metadata = _retrying(
+            self._admin,
+            lambda admin, timeout_s: admin.list_topics(timeout=timeout_s),
+            "list the cluster's topics",
+        )
+        return _missing_partitions(partitions, metadata.topics)
+
     def alter(self, offsets: Mapping[tuple[str, int], int | None]) -> None:
         """Set the given partitions' offsets; ``None`` removes a partition's committed offset.
 
         librdkafka has no per-partition delete of group offsets, so removing some means: read
         the group's offsets, delete the group, and write back the ones that stay. The
-        connector is STOPPED, so no member can commit in between.
+        connector is STOPPED, so no member can commit in between. The caller checks first
+        that every partition exists (``missing_partitions``).
+
+        Raises:
+            SinkOffsetsError: the broker refused some partitions (named).
         """
         to_set = {tp: o for tp, o in offsets.items() if o is not None}
         if any(o is None for o in offsets.values()):
@@ -249,12 +304,14 @@ class SinkOffsets:
         try:
             _retrying(
                 self._admin,
-                lambda admin, timeout_s: _result(
-                    admin.alter_consumer_group_offsets(
-                        [ConsumerGroupTopicPartitions(self.group, partitions)],
-                        request_timeout=timeout_s,
-                    )[self.group],
-                    timeout_s,
+                lambda admin, timeout_s: _partition_errors(
+                    _result(
+                        admin.alter_consumer_group_offsets(
+                            [ConsumerGroupTopicPartitions(self.group, partitions)],
+                            request_timeout=timeout_s,
+                        )[self.group],
+                        timeout_s,
+                    )
                 ),
                 f"alter the offsets of group {self.group}",
             )

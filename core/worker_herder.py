@@ -39,7 +39,7 @@ from core.herder import (
 from core.offset_topics import ConnectorOffsetStores
 from core.plugins import component_locations
 from core.serial import KeyedSerialExecutor
-from core.sink_offsets import SinkOffsets, parse_sink_offsets, sink_group_id
+from core.sink_offsets import SinkOffsets, SinkOffsetsError, parse_sink_offsets, sink_group_id
 from core.status import State, Status, failure_trace
 from core.stores.config import ConfigStore, TargetState
 from core.stores.task_offsets import TaskOffsetStore
@@ -65,6 +65,8 @@ _NOT_STOPPED = (
     "This can be done for the specified connector by issuing a 'PUT' request to the "
     "'/connectors/{name}/stop' endpoint"
 )
+# Kafka's message (its answer is a 500); ours goes on to name the partitions at fault.
+_SINK_ALTER_FAILED = "Failed to alter consumer group offsets for connector {name}"
 _ALTERED = "The offsets for this connector have been {verb} successfully"
 _ALTERED_EXTERNAL = (
     "The Connect framework-managed offsets for this connector have been {verb} "
@@ -862,10 +864,21 @@ class WorkerHerder(AbstractHerder):
             )
         if deployed.kind == "sink":
             parsed = parse_sink_offsets(offsets)
+            group = self._sink_offsets(name)
+            # All or nothing: Kafka's broker applies the partitions it has and refuses the
+            # others, and Kafka Connect then answers an error for a request half applied.
+            missing = group.missing_partitions(parsed)
+            if missing:
+                raise BadRequestError(
+                    f"{_SINK_ALTER_FAILED.format(name=name)}: {'; '.join(missing)}"
+                )
             handled = self._connector_alter_offsets(
                 name, {TopicPartition(t, p): o for (t, p), o in parsed.items()}
             )
-            self._sink_offsets(name).alter(parsed)
+            try:
+                group.alter(parsed)
+            except SinkOffsetsError as exc:
+                raise BadRequestError(f"{_SINK_ALTER_FAILED.format(name=name)}: {exc}") from exc
         else:
             entries = []
             for entry in offsets:

@@ -758,6 +758,53 @@ def test_sink_offsets_and_active_topics(
     http.delete(f"/connectors/{src}")
 
 
+def test_sink_offsets_for_partitions_that_do_not_exist_change_nothing(
+    http: httpx.Client, tmp_path: Path, topic_name: str, broker: KafkaCluster
+) -> None:
+    broker.create_topic(topic_name, 1)
+    sink = _name("sink-missing")
+    config = _sink(tmp_path, topic_name)
+    created = http.post(
+        "/connectors", json={"name": sink, "config": config, "initial_state": "STOPPED"}
+    )
+    assert created.status_code == 201, created.text
+    tp = {"kafka_topic": topic_name, "kafka_partition": 0}
+    first = http.patch(
+        f"/connectors/{sink}/offsets",
+        json={"offsets": [{"partition": tp, "offset": {"kafka_offset": 2}}]},
+    )
+    assert first.status_code == 200, first.text
+    kept = {"offsets": [{"partition": tp, "offset": {"kafka_offset": 2}}]}
+    seven = {"kafka_topic": topic_name, "kafka_partition": 7}
+    nosuch = {"kafka_topic": f"{topic_name}-nosuch", "kafka_partition": 0}
+    for offsets, named in [
+        (
+            [{"partition": seven, "offset": {"kafka_offset": 1}}],
+            f"partition 7 of topic {topic_name}",
+        ),
+        ([{"partition": nosuch, "offset": {"kafka_offset": 1}}], f"topic {topic_name}-nosuch"),
+        # mixed with a partition that exists: that one is not applied either
+        (
+            [
+                {"partition": tp, "offset": {"kafka_offset": 1}},
+                {"partition": seven, "offset": {"kafka_offset": 1}},
+            ],
+            f"partition 7 of topic {topic_name}",
+        ),
+        # a reset (null offset) of a partition that does not exist: the others are kept
+        ([{"partition": nosuch, "offset": None}], f"topic {topic_name}-nosuch"),
+        (
+            [{"partition": tp, "offset": None}, {"partition": seven, "offset": None}],
+            f"partition 7 of topic {topic_name}",
+        ),
+    ]:
+        response = http.patch(f"/connectors/{sink}/offsets", json={"offsets": offsets})
+        _assert_error(response, 400, f"Failed to alter consumer group offsets for connector {sink}")
+        assert named in response.json()["message"]
+        assert http.get(f"/connectors/{sink}/offsets").json() == kept
+    http.delete(f"/connectors/{sink}")
+
+
 # -- plugins and validation ------------------------------------------------------------------------
 
 
