@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -46,17 +47,34 @@ def sink_group_id(name: str, props: Mapping[str, str]) -> str:
     return props.get("consumer.override.group.id") or f"connect-{name}"
 
 
-def _number(value: Any, what: str) -> int:
+# Kafka parses partitions with Integer.parseInt and offsets with Long.parseLong.
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+# What Java's parseInt / parseLong accept: an optional sign and ASCII digits (Python's int()
+# would also take spaces and underscores).
+_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def _java_text(value: Any) -> str:
+    """``value`` as Java's String.valueOf prints it, for the error message."""
+    if value is None:
+        return "null"
     if isinstance(value, bool):
-        raise BadRequestError(f"{what} must be valid numbers and may not be null")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        try:
-            return int(value)
-        except ValueError:
-            pass
-    raise BadRequestError(f"{what} must be valid numbers and may not be null")
+        return "true" if value else "false"
+    return str(value)
+
+
+def _integer(value: Any, maximum: int, what: str, kind: str) -> int:
+    """``value`` (a JSON number or a string of digits) as Kafka's SinkUtils parses it into an
+    int or a long, whose range ``maximum`` bounds; 400 with Kafka's message otherwise."""
+    text = _java_text(value)
+    if not isinstance(value, bool) and isinstance(value, (int, str)):
+        if _JAVA_INTEGER.fullmatch(text) and -maximum - 1 <= int(text) <= maximum:
+            return int(text)
+    raise BadRequestError(
+        f"Failed to parse the following Kafka {what} value in the provided offsets: "
+        f"'{text}'. {kind} values for sink connectors need to be integers."
+    )
 
 
 def parse_sink_offsets(offsets: list[dict[str, Any]]) -> dict[tuple[str, int], int | None]:
@@ -76,7 +94,9 @@ def parse_sink_offsets(offsets: list[dict[str, Any]]) -> dict[tuple[str, int], i
         topic = partition[KAFKA_TOPIC_KEY]
         if not isinstance(topic, str) or not topic:
             raise BadRequestError("Kafka topic names must be valid strings and may not be null")
-        number = _number(partition[KAFKA_PARTITION_KEY], "Kafka partitions")
+        if partition[KAFKA_PARTITION_KEY] is None:
+            raise BadRequestError("Kafka partitions must be valid numbers and may not be null")
+        number = _integer(partition[KAFKA_PARTITION_KEY], INT32_MAX, "partition", "Partition")
         if offset is None:
             parsed[(topic, number)] = None
             continue
@@ -85,7 +105,7 @@ def parse_sink_offsets(offsets: list[dict[str, Any]]) -> dict[tuple[str, int], i
                 f"The offset for a sink connector should either be null or "
                 f"contain the key '{KAFKA_OFFSET_KEY}'"
             )
-        value = _number(offset[KAFKA_OFFSET_KEY], "Kafka offsets")
+        value = _integer(offset[KAFKA_OFFSET_KEY], INT64_MAX, "offset", "Offset")
         if value < 0 or number < 0:
             raise BadRequestError("Kafka partitions and offsets may not be negative")
         parsed[(topic, number)] = value

@@ -716,8 +716,25 @@ def test_sink_offsets_and_active_topics(
     }
     for bad, message in [
         ({"partition": {"kafka_topic": topic_name}}, "kafka_partition"),
-        ({"partition": {**tp, "kafka_partition": "x"}, "offset": None}, "valid numbers"),
-        ({"partition": tp, "offset": {"kafka_offset": "x"}}, "valid numbers"),
+        (
+            {"partition": {**tp, "kafka_partition": "x"}, "offset": None},
+            "Failed to parse the following Kafka partition value in the provided offsets: 'x'",
+        ),
+        ({"partition": {**tp, "kafka_partition": None}, "offset": None}, "valid numbers"),
+        (
+            {"partition": tp, "offset": {"kafka_offset": "x"}},
+            "Failed to parse the following Kafka offset value in the provided offsets: 'x'",
+        ),
+        # beyond a Java long / int: refused as Kafka does, not a 500
+        (
+            {"partition": tp, "offset": {"kafka_offset": 12345678901234567890123}},
+            "Failed to parse the following Kafka offset value in the provided offsets: "
+            "'12345678901234567890123'. Offset values for sink connectors need to be integers.",
+        ),
+        (
+            {"partition": {**tp, "kafka_partition": 2**31}, "offset": {"kafka_offset": 1}},
+            "Kafka partition value in the provided offsets: '2147483648'",
+        ),
         ({"partition": tp, "offset": {"position": 1}}, "kafka_offset"),
     ]:
         _assert_error(
