@@ -40,6 +40,7 @@ from core.offset_topics import ConnectorOffsetStores
 from core.plugins import component_locations
 from core.serial import KeyedSerialExecutor
 from core.sink_offsets import SinkOffsets, SinkOffsetsError, parse_sink_offsets, sink_group_id
+from core.source_offsets import check_offset_format
 from core.status import State, Status, failure_trace
 from core.stores.config import ConfigStore, TargetState
 from core.stores.task_offsets import TaskOffsetStore
@@ -887,6 +888,8 @@ class WorkerHerder(AbstractHerder):
                     raise BadRequestError("Source partitions may not be null")
                 if offset is not None and not isinstance(offset, dict):
                     raise BadRequestError("Source offsets must be JSON objects or null")
+                check_offset_format(partition)
+                check_offset_format(offset)
                 entries.append((partition, offset))
             self._before_source_offsets_change(name)
             handled = self._connector_alter_offsets(

@@ -689,6 +689,77 @@ def test_source_offsets(http: httpx.Client, tmp_path: Path, topic_name: str) -> 
     http.delete(f"/connectors/{name}")
 
 
+def test_source_offsets_that_are_not_primitives_are_refused_and_nothing_written(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    name = _name("srcoff-format")
+    config = _source(tmp_path, topic_name, lines=3)
+    created = http.post(
+        "/connectors", json={"name": name, "config": config, "initial_state": "STOPPED"}
+    )
+    assert created.status_code == 201, created.text
+    partition = {"filename": config["file"]}
+    first = http.patch(
+        f"/connectors/{name}/offsets",
+        json={"offsets": [{"partition": partition, "offset": {"position": 7}}]},
+    )
+    assert first.status_code == 200, first.text
+    kept = {"offsets": [{"partition": partition, "offset": {"position": 7}}]}
+    primitive = "Offsets may only contain primitive types as values, but field"
+    big = 12345678901234567890123
+    for entry, message in [
+        (
+            {"partition": partition, "offset": {"position": big}},
+            f"{primitive} position contains class java.math.BigInteger",
+        ),
+        (
+            {"partition": partition, "offset": {"position": -(2**63) - 1}},
+            f"{primitive} position contains class java.math.BigInteger",
+        ),
+        (
+            {"partition": {**partition, "shard": big}, "offset": {"position": 1}},
+            f"{primitive} shard contains class java.math.BigInteger",
+        ),
+        (
+            {"partition": partition, "offset": {"position": {"line": 1}}},
+            f"{primitive} position contains MAP",
+        ),
+        (
+            {"partition": partition, "offset": {"position": [1]}},
+            f"{primitive} position contains ARRAY",
+        ),
+        (
+            {"partition": {"filename": [config["file"]]}, "offset": {"position": 1}},
+            f"{primitive} filename contains ARRAY",
+        ),
+    ]:
+        response = http.patch(f"/connectors/{name}/offsets", json={"offsets": [entry]})
+        _assert_error(response, 400, message)
+        assert http.get(f"/connectors/{name}/offsets").json() == kept
+    # floats JSON cannot hold in a double, and Python's NaN / Infinity, sent as raw JSON
+    for raw in ("1e400", "-1e400", "NaN", "Infinity"):
+        entry = {"partition": partition, "offset": {"position": "RAW"}}
+        body = json.dumps({"offsets": [entry]}).replace('"RAW"', raw)
+        response = http.patch(
+            f"/connectors/{name}/offsets",
+            content=body,
+            headers={"Content-Type": "application/json"},
+        )
+        _assert_error(response, 400, f"{primitive} position contains")
+        assert "not a finite number" in response.json()["message"]
+        assert http.get(f"/connectors/{name}/offsets").json() == kept
+    # the largest long and plain primitives still go through
+    fine = {"position": 2**63 - 1, "ratio": 0.5, "done": False, "tag": "x", "none": None}
+    altered = http.patch(
+        f"/connectors/{name}/offsets", json={"offsets": [{"partition": partition, "offset": fine}]}
+    )
+    assert altered.status_code == 200, altered.text
+    assert http.get(f"/connectors/{name}/offsets").json() == {
+        "offsets": [{"partition": partition, "offset": fine}]
+    }
+    http.delete(f"/connectors/{name}")
+
+
 def test_sink_offsets_and_active_topics(
     http: httpx.Client, tmp_path: Path, topic_name: str, broker: KafkaCluster
 ) -> None:
