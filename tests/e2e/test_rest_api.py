@@ -962,6 +962,21 @@ def test_validate_always_200_with_kafkas_shape(http: httpx.Client) -> None:
     ).json()
     assert good["error_count"] == 1
     assert {c["value"]["name"]: c for c in good["configs"]}["value.converter"]["value"]["errors"]
+    empty_topic = http.put(
+        path,
+        json={
+            "connector.class": "FileStreamSource",
+            "name": "v",
+            "topic": "t",
+            "offsets.storage.topic": "",
+        },
+    ).json()
+    assert empty_topic["error_count"] == 1
+    assert {c["value"]["name"]: c for c in empty_topic["configs"]}["offsets.storage.topic"][
+        "value"
+    ]["errors"] == [
+        "Invalid value  for configuration offsets.storage.topic: String must be non-empty"
+    ]
     unknown = http.put(
         "/connector-plugins/Missing/config/validate", json={"connector.class": "Missing"}
     )

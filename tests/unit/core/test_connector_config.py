@@ -453,3 +453,16 @@ def test_config_is_frozen_and_comparable() -> None:
     assert a == ConnectorConfig.from_properties(dict(SINK), True)
     with pytest.raises(AttributeError):
         a.name = "other"  # type: ignore[misc]
+
+
+def test_an_empty_offsets_topic_is_refused_as_kafka_does() -> None:
+    errors = _errors(
+        validate_connector_config({**SOURCE, "offsets.storage.topic": ""}, is_sink=False)
+    )
+    assert errors == {
+        "offsets.storage.topic": [
+            "Invalid value  for configuration offsets.storage.topic: String must be non-empty"
+        ]
+    }
+    unset = validate_connector_config(SOURCE, is_sink=False)
+    assert _errors(unset) == {}
