@@ -128,7 +128,9 @@ class TaskSpecFactory:
         clients = self._clients(connector, task_id, config, is_sink)
         if eos is not None:
             clients = ClientConfigs(
-                producer=_transactional(clients.producer, eos.transactional_id, connector),
+                producer=_transactional(
+                    clients.producer, eos.transactional_id, connector, self._user_producer(config)
+                ),
                 consumer=clients.consumer,
                 admin=clients.admin,
                 dlq_producer=clients.dlq_producer,
@@ -166,8 +168,20 @@ class TaskSpecFactory:
         )
         producer = self._clients(connector, 0, config, False).producer
         return _transactional(
-            producer, self._exactly_once(connector, 0, config).transactional_id, connector
+            producer,
+            self._exactly_once(connector, 0, config).transactional_id,
+            connector,
+            self._user_producer(config),
         )
+
+    def _user_producer(self, config: ConnectorConfig) -> dict[str, Any]:
+        """The producer settings a user set, without Copycat's defaults: the worker's client
+        keys and ``producer.*``, the connector's ``producer.override.*``."""
+        return {
+            **self.client_props,
+            **self.config.producer_overrides(),
+            **config.producer_overrides(),
+        }
 
     def _exactly_once(
         self, connector: str, task_id: int, config: ConnectorConfig
@@ -318,14 +332,19 @@ class TaskSpecFactory:
 
 
 def _transactional(
-    producer: Mapping[str, Any], transactional_id: str, connector: str
+    producer: Mapping[str, Any],
+    transactional_id: str,
+    connector: str,
+    user_set: Mapping[str, Any],
 ) -> dict[str, Any]:
     """An exactly-once task's producer config: Kafka's ``ensureProperty`` for idempotence
     (required by transactions) and the transactional id (never the user's: two tasks sharing
-    one would fence each other), each overriding what the user set, with a warning."""
+    one would fence each other), each overriding what was set. As in Kafka, a warning only
+    for a value the user set (``user_set``): Copycat's own default enable.idempotence=false
+    is no one's mistake."""
     config = dict(producer)
     for key, value in (("enable.idempotence", True), ("transactional.id", transactional_id)):
-        given = config.get(key)
+        given = user_set.get(key)
         if given is not None and str(given).lower() != str(value).lower():
             log.warning(
                 "connector %s: ignoring %s=%s in its producer config; exactly-once source "

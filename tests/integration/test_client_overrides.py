@@ -20,7 +20,9 @@ from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.runtime.services import ConfluentClients
 from core.status import State
+from core.task_specs import TaskSpecFactory
 from core.worker import Worker
+from core.worker_config import WorkerConfig
 from tests.support.kafka import wait_for
 
 pytestmark = pytest.mark.integration
@@ -188,3 +190,41 @@ def test_a_source_may_turn_on_idempotence(
     producer = dict(clients.made)["producer"]
     assert producer["enable.idempotence"] == "true"
     assert producer["max.in.flight.requests.per.connection"] == 1
+
+
+@pytest.mark.parametrize(
+    ("worker_props", "connector_props", "warned"),
+    [
+        ({}, {}, None),  # Copycat's own default enable.idempotence=false is no one's mistake
+        ({}, {"producer.override.enable.idempotence": "false"}, "false"),
+        ({"producer.enable.idempotence": "false"}, {}, "false"),
+        ({}, {"producer.override.enable.idempotence": "true"}, None),
+    ],
+)
+def test_exactly_once_warns_only_about_idempotence_the_user_turned_off(
+    catalogue: PluginCatalogue,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    worker_props: dict[str, str],
+    connector_props: dict[str, str],
+    warned: str | None,
+) -> None:
+    """An exactly-once task's producer (and the one writing its altered offsets) is made
+    idempotent whatever was set; as in Kafka, with a warning only when the user set it."""
+    config = WorkerConfig.from_properties({**WORKER, **worker_props}, "test")
+    specs = TaskSpecFactory(config, catalogue, {"bootstrap.servers": "localhost:9"})
+    name = "eos"
+    props = file_source(name, tmp_path / "in.txt", "t", **connector_props)
+    plugin = catalogue.resolve("connector", "FileStreamSource", None)
+    caplog.set_level(logging.WARNING, logger="copycat")
+    spec = specs.make(name, 0, plugin, props, {}, exactly_once=True)
+    offsets_producer = specs.offsets_producer(name, props)
+    assert spec.clients.producer is not None
+    assert spec.clients.producer["enable.idempotence"] is True
+    assert offsets_producer["enable.idempotence"] is True
+    warnings = [r.getMessage() for r in caplog.records if "enable.idempotence" in r.getMessage()]
+    expected = (
+        f"connector {name}: ignoring enable.idempotence={warned} in its producer config; "
+        "exactly-once source support needs True"
+    )
+    assert warnings == ([] if warned is None else [expected, expected])
