@@ -55,9 +55,26 @@ _HTTP_REASONS = {
 }
 
 
+# Where an error message starts quoting output rather than saying what failed: a crashed plugin
+# host's report ends with its last output (often a stack trace), and a 500 is "the error shape,
+# never a stack trace" (docs/rest.md). The log keeps the whole message.
+_QUOTED_OUTPUT_MARKERS = ("; last output:\n", "\nTraceback (most recent call last):")
+
+
+def _without_trace(message: str) -> str:
+    """A 500's message up to where it would quote output or a stack trace."""
+    for marker in _QUOTED_OUTPUT_MARKERS:
+        message = message.split(marker, 1)[0]
+    if '\n  File "' in message:  # a trace without its header line: keep what precedes it
+        message = message.split('\n  File "', 1)[0]
+    return message
+
+
 def error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     # A message may quote plugin text, and plugin text may quote a resolved secret.
     message = secrets.scrub(message)
+    if status >= 500:
+        message = _without_trace(message)
     return JSONResponse(
         {"error_code": status, "message": message}, status_code=status, headers=dict(headers or {})
     )
@@ -108,6 +125,8 @@ class _SafeRoute(APIRoute):
             except NotLeaderError as exc:  # distributed mode: another worker can serve it
                 return await forwarding.forward(request, exc, error)
             except HerderError as exc:
+                if exc.status >= 500:
+                    log.warning("%s %s failed: %s", request.method, request.url.path, exc)
                 return error(exc.status, str(exc))
             except ConfigException as exc:
                 return error(400, str(exc))

@@ -41,12 +41,36 @@ def retry_backoff_s(attempt: int, max_delay_ms: int) -> float:
     return float(delay + random.uniform(0, delay / 10)) / 1000
 
 
+def describe(exc: BaseException) -> str:
+    """``str(exc)``, or a stand-in when the plugin's exception cannot render itself.
+
+    A plugin's ``__str__`` is plugin code: it may raise, and rendering the error must never turn
+    one failed call into a crashed host (or a crashed worker, in the in-process twin).
+    """
+    try:
+        return str(exc)
+    except BaseException as failure:  # noqa: BLE001 - whatever __str__ raises
+        try:
+            why = f"{type(failure).__name__}: {failure}"
+        except BaseException:  # noqa: BLE001 - its own __str__ may raise too
+            why = type(failure).__name__
+        return f"<{type(exc).__name__}: str() raised {why}>"
+
+
+def _exception_line(exc: BaseException) -> str:
+    try:
+        return "".join(traceback.format_exception_only(type(exc), exc))
+    except BaseException:  # noqa: BLE001 - see describe()
+        return f"{type(exc).__module__}.{type(exc).__qualname__}: {describe(exc)}\n"
+
+
 def exception_trace(exc: BaseException) -> str:
     """A stack trace in Kafka's order (``ExceptionUtils.getStackTrace``), for status traces,
     the host's error answers and dead letter queue headers: the exception's type and message
     on the first line, which UIs and ``head -1`` show, then its frames, then each cause
     ("Caused by: ...") with its own frames, outermost first. Python's own format puts the
     innermost cause first and the error itself on the last line, under the worker's frames.
+    An exception that cannot render itself still gets a trace (see :func:`describe`).
     """
     parts: list[str] = []
     seen: set[int] = set()
@@ -54,7 +78,7 @@ def exception_trace(exc: BaseException) -> str:
     label = ""
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        parts.append(label + "".join(traceback.format_exception_only(type(current), current)))
+        parts.append(label + _exception_line(current))
         if current.__traceback__ is not None:
             parts.append("Traceback (most recent call last):\n")
             parts.extend(traceback.format_tb(current.__traceback__))
@@ -71,7 +95,7 @@ class StageFailure(Exception):
     """One stage failed on one record; carries the stage and the component that failed."""
 
     def __init__(self, stage: str, component: object, error: BaseException) -> None:
-        super().__init__(f"{stage} failed: {error}")
+        super().__init__(f"{stage} failed: {describe(error)}")
         self.stage = stage
         self.component = f"{type(component).__module__}.{type(component).__qualname__}"
         self.error = error
@@ -83,7 +107,7 @@ class StageFailure(Exception):
             self.stage,
             self.component,
             f"{type(error).__module__}.{type(error).__qualname__}",
-            str(error),
+            describe(error),
             exception_trace(error),
         )
 
@@ -138,5 +162,5 @@ class ErrorPolicy:
             return failure
         raise ConnectException(
             f"Tolerance exceeded in error handler: {failure.stage} ({failure.component}) "
-            f"failed on {where}: {type(failure.error).__name__}: {failure.error}"
+            f"failed on {where}: {type(failure.error).__name__}: {describe(failure.error)}"
         ) from failure.error

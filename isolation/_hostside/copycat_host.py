@@ -31,7 +31,7 @@ from typing import Any
 
 import copycat_protocol as protocol
 import copycat_wire as wire
-from copycat_errors import ErrorPolicy, exception_trace
+from copycat_errors import ErrorPolicy, describe, exception_trace
 from copycat_loader import LocationRegistry, ModuleConflictError, resolve
 from copycat_pipeline import (
     HostSinkTaskContext,
@@ -105,7 +105,7 @@ def _error_info(exc: BaseException) -> protocol.ErrorInfo:
         kind = protocol.CONNECT
     return protocol.ErrorInfo(
         f"{type(exc).__module__}.{type(exc).__qualname__}",
-        str(exc),
+        describe(exc),
         kind,
         exception_trace(exc),
         retry_after_ms,
@@ -160,7 +160,7 @@ def _config_definitions(instance: Any) -> tuple[list[dict[str, Any]], list[str]]
     try:
         definition = instance.config()
     except Exception as exc:  # noqa: BLE001 - reported as the plugin's fault
-        return [], [f"{name}.config() raised {type(exc).__name__}: {exc}"]
+        return [], [f"{name}.config() raised {type(exc).__name__}: {describe(exc)}"]
     if not isinstance(definition, ConfigDef):
         return [], [f"{name}.config() returned {type(definition).__name__}, not a ConfigDef"]
     errors = []
@@ -289,7 +289,7 @@ class Host:
                     }
                 )
             except Exception as exc:  # noqa: BLE001 - reported per entry point
-                described.append({"error": f"{type(exc).__name__}: {exc}"})
+                described.append({"error": f"{type(exc).__name__}: {describe(exc)}"})
         return described
 
     def op_drop(self, obj_id: int) -> None:

@@ -29,6 +29,7 @@ from copycat_errors import (
     VALUE_CONVERTER,
     ErrorPolicy,
     StageFailure,
+    describe,
 )
 from copycat_protocol import SinkActions
 from copycat_transactions import HostTransactionContext, batch_boundary
@@ -382,9 +383,9 @@ class SourceRunner:
         ):
             raise ConnectException(
                 f"poll() kept failing with retriable errors for more than "
-                f"errors.retry.timeout={errors.retry_timeout_ms} ms: {exc}"
+                f"errors.retry.timeout={errors.retry_timeout_ms} ms: {describe(exc)}"
             ) from exc
-        print(f"poll() failed with a retriable error, retrying: {exc}", file=sys.stderr)
+        print(f"poll() failed with a retriable error, retrying: {describe(exc)}", file=sys.stderr)
         errors.sleep(errors.backoff_s(self._poll_attempts))
 
     def acked(self, acks: Sequence[tuple[int, str | None, int, int, int | None]]) -> None:

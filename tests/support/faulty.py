@@ -23,6 +23,14 @@
   ``open()`` (``context.pause()``), and never resume it.
 * ``put.log``: a file a sink task appends one line per non-empty ``put()`` to: its record
   count.
+* ``raise.in``: ``where:how`` pairs, comma-separated: raise in ``where`` (``connector.start``,
+  ``connector.validate``, ``connector.exactly_once_support``, ``connector.alter_offsets``,
+  ``task.poll``, ``task.put``) an exception whose ``str()`` itself raises (``how`` is
+  ``unprintable``) or ``SystemExit(2)`` (``exit``), or print a stack trace and end the plugin
+  host with exit code 1 (``crash``).
+* ``wrong.return``: ``where:what`` pairs, comma-separated: return a wrong type from ``where``
+  (``task.poll``, ``task.pre_commit``, ``connector.task_configs``): ``str`` (``"wrong"``),
+  ``ints`` (``[1, 2, 3]``) or ``strs`` (``["a", "b"]``).
 
 Tests install it with :func:`install_faulty` into a plugin path of their own.
 """
@@ -35,11 +43,41 @@ from registry import install
 from tests.support.wheels import build_wheel
 
 FAULTY_SOURCE = r"""
-import os, sys, threading, time
+import os, sys, threading, time, traceback
 from plugin_api import (ConfigDef, ConnectException, SinkConnector, SinkTask, SourceConnector,
                         SourceRecord, SourceTask)
 
 _FOREVER = threading.Event()
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("this exception cannot be printed")
+
+
+_WRONG = {"str": "wrong", "ints": [1, 2, 3], "strs": ["a", "b"]}
+
+
+def _pairs(props, key):
+    return dict(item.split(":", 1) for item in props.get(key, "").split(",") if item)
+
+
+def _raise(props, where):
+    how = _pairs(props, "raise.in").get(where)
+    if how == "unprintable":
+        raise Unprintable()
+    if how == "exit":
+        raise SystemExit(2)
+    if how == "crash":
+        traceback.print_stack()
+        sys.stderr.flush()
+        os._exit(1)
+
+
+def _wrong(props, where):
+    # (True, a wrong value) when `where` is to return one, else (False, None)
+    what = _pairs(props, "wrong.return").get(where)
+    return (what is not None, _WRONG.get(what))
 
 
 def _hang(props, where):
@@ -64,6 +102,7 @@ class _Misbehaving:
     def _misbehave(self, where):
         props = self.props
         _hang(props, where)
+        _raise(props, where)
         if props.get("fail.with"):
             raise ConnectException(props["fail.with"])
         for i in range(int(props.get("print.per.poll", "0"))):
@@ -84,6 +123,9 @@ class FaultySourceTask(_Misbehaving, SourceTask):
 
     def poll(self):
         self._misbehave("task.poll")
+        wrong, value = _wrong(self.props, "task.poll")
+        if wrong:
+            return value
         time.sleep(0.02)
         n = int(self.props.get("records.per.poll", "0"))
         records = [
@@ -112,6 +154,10 @@ class FaultySinkTask(_Misbehaving, SinkTask):
             with open(self.props["put.log"], "a") as log:
                 log.write(f"{len(records)}\n")
 
+    def pre_commit(self, offsets):
+        wrong, value = _wrong(self.props, "task.pre_commit")
+        return value if wrong else super().pre_commit(offsets)
+
     def _log_partitions(self, what, partitions):
         if self.props.get("partitions.log"):
             with open(self.props["partitions.log"], "a") as log:
@@ -137,6 +183,7 @@ class _FaultyConnector:
     def start(self, props):
         self.props = dict(props)
         _hang(props, "connector.start")
+        _raise(props, "connector.start")
         time.sleep(int(props.get("connector.start.ms", "0")) / 1000)
         if props.get("connector.start.fail"):
             raise ConnectException(props["connector.start.fail"])
@@ -146,6 +193,9 @@ class _FaultyConnector:
 
     def task_configs(self, max_tasks):
         _hang(self.props, "connector.task_configs")
+        wrong, value = _wrong(self.props, "connector.task_configs")
+        if wrong:
+            return value
         return [dict(self.props) for _ in range(max_tasks)]
 
     def stop(self):
@@ -156,11 +206,20 @@ class _FaultyConnector:
 
     def validate(self, props):
         _hang(props, "connector.validate")
+        _raise(props, "connector.validate")
         slow = int(props.get("connector.validate.ms", "0"))
         if slow:
             print(f"faulty: validating for {slow} ms", flush=True)
             time.sleep(slow / 1000)
         return super().validate(props)
+
+    def exactly_once_support(self, props):
+        _raise(props, "connector.exactly_once_support")
+        return super().exactly_once_support(props)
+
+    def alter_offsets(self, connector_config, offsets):
+        _raise(connector_config, "connector.alter_offsets")
+        return super().alter_offsets(connector_config, offsets)
 
 
 class FaultySource(_FaultyConnector, SourceConnector):

@@ -1,0 +1,129 @@
+"""A plugin that misbehaves without hanging costs only the call it misbehaved in, and says so.
+
+Exceptions whose ``str()`` itself raises, ``SystemExit`` and return values of the wrong type
+fail the connector, task or REST call they came from with a message naming the plugin method
+and what it did; they never crash the plugin host, and no REST answer carries a stack trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.faulty import install_faulty
+from tests.support.rest import RestWorker, wait_for
+
+pytestmark = pytest.mark.integration
+
+UNPRINTABLE = "<Unprintable: str() raised RuntimeError: this exception cannot be printed>"
+
+
+@pytest.fixture(scope="module")
+def worker(
+    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+) -> Iterator[RestWorker]:
+    tmp = tmp_path_factory.mktemp("misbehaving")
+    faulty = install_faulty(tmp / "plugins")
+    extra = {"plugin.path": f"{bundled_plugin_path},{faulty}"}
+    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
+        yield w
+
+
+def _source(topic: str, **extra: str) -> dict[str, str]:
+    return {"connector.class": "FaultySource", "tasks.max": "1", "topic": topic, **extra}
+
+
+def _create(http: httpx.Client, name: str, config: dict[str, str]) -> None:
+    response = http.post("/connectors", json={"name": name, "config": config})
+    assert response.status_code == 201, response.text
+
+
+def _failed(http: httpx.Client, name: str, task: bool) -> dict[str, Any]:
+    """The connector's (or its task's) status once FAILED."""
+
+    def failed() -> dict[str, Any] | None:
+        status = http.get(f"/connectors/{name}/status").json()
+        entry = (status.get("tasks") or [None])[0] if task else status.get("connector")
+        return entry if entry and entry.get("state") == "FAILED" else None
+
+    found: dict[str, Any] = wait_for(failed, what=f"{name} FAILED")
+    return found
+
+
+def _no_host_crashed(worker: RestWorker) -> None:
+    crashes = [line for line in worker.log_lines if "plugin host for" in line and "exit" in line]
+    assert not crashes, crashes
+
+
+def _no_trace(response: httpx.Response) -> None:
+    message = response.json()["message"]
+    assert "Traceback" not in message and 'File "' not in message, message
+
+
+def test_unprintable_exception_from_connector_start_fails_the_connector(
+    worker: RestWorker, topic_name: str
+) -> None:
+    with worker.client() as http:
+        _create(
+            http, "up-start", _source(topic_name, **{"raise.in": "connector.start:unprintable"})
+        )
+        status = _failed(http, "up-start", task=False)
+    assert UNPRINTABLE in status["trace"], status["trace"]
+    _no_host_crashed(worker)
+
+
+def test_unprintable_exception_from_poll_fails_the_task(
+    worker: RestWorker, topic_name: str
+) -> None:
+    with worker.client() as http:
+        _create(http, "up-poll", _source(topic_name, **{"raise.in": "task.poll:unprintable"}))
+        status = _failed(http, "up-poll", task=True)
+    assert UNPRINTABLE in status["trace"], status["trace"]
+    _no_host_crashed(worker)
+
+
+def test_unprintable_exception_from_validate_is_a_clean_answer(
+    worker: RestWorker, topic_name: str
+) -> None:
+    config = _source(topic_name, **{"raise.in": "connector.validate:unprintable"})
+    with worker.client() as http:
+        response = http.put("/connector-plugins/FaultySource/config/validate", json=config)
+    _no_trace(response)
+    assert UNPRINTABLE in response.text, response.text
+    _no_host_crashed(worker)
+
+
+def test_unprintable_exception_from_alter_offsets_rejects_the_request(
+    worker: RestWorker, topic_name: str
+) -> None:
+    config = _source(topic_name, **{"raise.in": "connector.alter_offsets:unprintable"})
+    offsets = {"offsets": [{"partition": {"faulty": "source"}, "offset": {"n": 1}}]}
+    with worker.client() as http:
+        _create(http, "up-alter", config)
+        assert http.put("/connectors/up-alter/stop").status_code == 204
+        wait_for(
+            lambda: (
+                http.get("/connectors/up-alter/status").json()["connector"]["state"] == "STOPPED"
+            ),
+            what="up-alter STOPPED",
+        )
+        response = http.patch("/connectors/up-alter/offsets", json=offsets)
+    assert response.status_code == 400, response.text
+    _no_trace(response)
+    assert UNPRINTABLE in response.json()["message"]
+    _no_host_crashed(worker)
+
+
+def test_a_plugin_host_crash_answers_500_without_its_trace(
+    worker: RestWorker, topic_name: str
+) -> None:
+    config = _source(topic_name, **{"raise.in": "connector.validate:crash"})
+    with worker.client() as http:
+        response = http.put("/connector-plugins/FaultySource/config/validate", json=config)
+    assert response.status_code == 500, response.text
+    _no_trace(response)
+    assert "exited with code 1" in response.json()["message"], response.text
