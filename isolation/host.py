@@ -345,7 +345,13 @@ class PluginHost:
                 limiter.suppressed,
             )
         proc.wait()
+        # A host that failed while a caller waited on it (killed after a call timeout, or seen
+        # crashing by that call) was reported by that caller, with what it was doing: telling
+        # on_exit as well would replace that report with a bare "killed by SIGKILL".
+        reported = self.failure is not None
         if self.on_exit is not None and not self._closing and self._pending_op is None:
+            if reported:
+                return
             reason = self._exit_reason()
             tail = self.stderr_tail()
             message = f"plugin host for {self.name} (pid {proc.pid}) {reason}"
@@ -562,11 +568,14 @@ class PluginHost:
         readable, _, _ = select.select([self._from_host], [], [], max(0.0, remaining))
         if not readable:
             assert self._proc is not None
-            self._proc.kill()
+            # Recorded before the kill, so the exit the relay then sees is known as ours.
             self.failure = PluginHostTimeout(
                 f"plugin {self.name}: {op} did not complete within "
                 f"{timeout:g} s; host pid {self.pid} killed"
             )
+            if self._kill_reason is None:
+                self._kill_reason = f"{op} did not complete within {timeout:g} s"
+            self._proc.kill()
             raise self.failure
         return wire.read_message(self._from_host, self._from_host_region)
 

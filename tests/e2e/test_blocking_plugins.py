@@ -140,6 +140,30 @@ def test_connector_hanging_while_starting(worker: RestWorker, topic_name: str, w
     assert http.delete(f"/connectors/{name}").status_code == 204
 
 
+def test_task_configs_hanging_on_a_restart_keeps_its_timeout_in_the_status(
+    worker: RestWorker, topic_name: str, tmp_path: Path
+) -> None:
+    """The host the runtime killed for a hung task_configs() is not reported a second time as
+    a crash: "killed by SIGKILL" read like an out-of-memory kill and hid the timeout."""
+    http = worker.client()
+    name = f"hang-reconfigure-{uuid.uuid4().hex[:6]}"
+    hang_now = tmp_path / "hang-now"
+    extra = {"hang.in": "connector.task_configs", "hang.if": str(hang_now)}
+    config = _config("FaultySource", topic_name, **extra)
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    wait_until(lambda: _status(http, name)["connector"]["state"] == "RUNNING", 30, "RUNNING")
+    hang_now.touch()  # the restarted instance's task_configs() hangs
+    thread, _ = _in_background(lambda: http.post(f"/connectors/{name}/restart"))
+    wait_until(lambda: _status(http, name)["connector"]["state"] == "FAILED", 30, "FAILED")
+    wait_until(lambda: not host_pids(f"{name}:connector"), 10, "the hung host to be gone")
+    thread.join(30)
+    time.sleep(1)  # what the host's exit would report has been reported by now
+    trace = _status(http, name)["connector"]["trace"]
+    assert "task_configs did not complete within" in trace, trace
+    assert "SIGKILL" not in trace, trace
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
 def test_connector_hanging_in_validate(worker: RestWorker, topic_name: str) -> None:
     http = worker.client()
     name = f"hang-validate-{uuid.uuid4().hex[:6]}"

@@ -5,6 +5,7 @@
 * ``hang.in``: where to hang forever (only killing the host ends it): ``connector.start``,
   ``connector.stop``, ``connector.validate``, ``connector.task_configs``, ``task.start``,
   ``task.poll``, ``task.put``, ``task.stop``.
+* ``hang.if``: a file; ``hang.in`` hangs only while it exists (e.g. on a later call only).
 * ``connector.start.ms``: how long the connector's start() takes (a slow start that ends).
 * ``connector.start.fail``: a message the connector's start() raises as a ConnectException.
 * ``connector.start.fail.if``: a file; while it exists, the connector's start() raises a
@@ -81,6 +82,8 @@ def _wrong(props, where):
 
 
 def _hang(props, where):
+    if props.get("hang.if") and not os.path.exists(props["hang.if"]):
+        return
     if props.get("hang.in") == where:
         print(f"faulty: hanging in {where}", flush=True)
         _FOREVER.wait()
