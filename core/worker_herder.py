@@ -222,14 +222,14 @@ class WorkerHerder(AbstractHerder):
                 f"Request timed out: {what} of connector {name} is still in progress"
             ) from None
 
-    def _reclaim_if_stuck(self, name: str) -> None:
+    def _reclaim_if_stuck(self, name: str, why: str = "connector removed") -> None:
         """A delete or stop is waiting behind an operation that may hang in plugin code:
         after the graceful timeout, kill the host of a connector start still in progress."""
         worker = self.worker
         waited_for = self._ops.running(name)
         if worker is None or waited_for is None:
             return
-        reason = f"abandoned after {worker.graceful_timeout_s:g} s: connector removed"
+        reason = f"abandoned after {worker.graceful_timeout_s:g} s: {why}"
         # Only the operation found running now: by the deadline the connector may have been
         # deleted and created again, and that new connector's start is no business of ours.
         timer = threading.Timer(
@@ -794,7 +794,7 @@ class WorkerHerder(AbstractHerder):
         with self._lock:
             self._get(name)
             self.configs.put_target_state(name, TargetState.STOPPED)
-        self._reclaim_if_stuck(name)
+        self._reclaim_if_stuck(name, "connector stopped")
         self._run(name, "stop", partial(self._stop_and_record, name))
 
     def _stop_and_record(self, name: str) -> None:

@@ -73,6 +73,10 @@ class ConfigReactions(ExactlyOnceSupport):
         self._rebalance_if_leader()
 
     def on_target_state_change(self, connector: str) -> None:
+        if self.configs.snapshot().target_state(connector) is TargetState.STOPPED:
+            # The stop waits behind whatever runs for the connector here: a start that hangs
+            # is reclaimed after the graceful timeout, as for a delete (docs/operator-guide.md).
+            self._reclaim_if_stuck(connector, "connector stopped")
         self._ops.submit(connector, "target state", partial(self._apply_target_here, connector))
 
     def _on_restart_request(self, request: RestartRequest) -> None:
@@ -106,6 +110,10 @@ class ConfigReactions(ExactlyOnceSupport):
         if snapshot.target_state(name) is TargetState.STOPPED:
             self._report_stopped(name, config)
             return
+        if worker.status.connector(name) is None:
+            # Until its start returns (which may take long) the connector is UNASSIGNED, as in
+            # Kafka and standalone mode, not without a status (a 404).
+            worker.status.set_connector(name, Status(State.UNASSIGNED, worker.worker_id))
         if self._resolve_and_start(name, runtime, config) is None:
             return
         if snapshot.target_state(name) is TargetState.PAUSED:

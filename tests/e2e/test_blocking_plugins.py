@@ -284,6 +284,35 @@ def test_delete_reclaims_a_connector_hanging_in_start(worker: RestWorker, topic_
     assert name not in http.get("/connectors").json()
 
 
+def test_stop_reclaims_a_connector_hanging_in_start(worker: RestWorker, topic_name: str) -> None:
+    """Stopping a connector whose start() hangs reclaims that start after the graceful
+    timeout, as a delete does (docs/operator-guide.md); meanwhile its status is UNASSIGNED,
+    then STOPPED, never a 404."""
+    http = worker.client()
+    name = f"hang-stop-{uuid.uuid4().hex[:6]}"
+    config = _config("FaultySource", topic_name, **{"hang.in": "connector.start"})
+    _in_background(lambda: http.post("/connectors", json={"name": name, "config": config}))
+    wait_until(lambda: _hanging(worker, "connector.start") and host_pids(f"{name}:"), 30, "hang")
+    starting = http.get(f"/connectors/{name}/status")
+    assert starting.status_code == 200, starting.text
+    assert starting.json()["connector"]["state"] == "UNASSIGNED"
+    started = time.monotonic()
+    assert http.put(f"/connectors/{name}/stop").status_code in (202, 204)
+    wait_until(
+        lambda: (
+            http.get(f"/connectors/{name}/status").json().get("connector", {}).get("state")
+            == "STOPPED"
+        ),
+        CALL_TIMEOUT_MS / 1000 + 10,
+        "STOPPED",
+    )
+    assert time.monotonic() - started < CALL_TIMEOUT_MS / 1000  # reclaimed, not waited out
+    said = [line for line in worker.log_lines if name in line]
+    assert any("connector stopped; killing its plugin host" in line for line in said), said
+    assert not host_pids(f"{name}:")
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
 def test_a_delete_reclaims_only_the_start_it_waited_for(
     worker: RestWorker, topic_name: str
 ) -> None:

@@ -542,6 +542,37 @@ def test_a_hung_plugin_delays_nothing_else_on_any_worker(
         assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
 
 
+def test_stopping_a_connector_whose_start_hangs_reclaims_it(cluster: DistributedCluster) -> None:
+    """A stop, like a delete, reclaims a start that hangs after the graceful timeout
+    (docs/operator-guide.md), not at the call's deadline; while it starts, the connector's
+    status is UNASSIGNED, not a 404."""
+    name = "hung-stop"
+    config = {"connector.class": "FaultySource", "topic": "unused", "hang.in": "connector.start"}
+    created = cluster.request("POST", "/connectors", 0, json={"name": name, "config": config})
+    assert created.status_code == 201, created.text
+    wait_until(
+        lambda: any("faulty: hanging in connector.start" in w.text() for w in cluster.workers),
+        30,
+        "the plugin to hang in connector.start",
+    )
+    starting = cluster.request("GET", f"/connectors/{name}/status", 1)
+    assert starting.status_code == 200, starting.text
+    assert starting.json()["connector"]["state"] == "UNASSIGNED"
+    started = time.monotonic()
+    assert cluster.request("PUT", f"/connectors/{name}/stop", 1).status_code in (202, 204)
+    wait_until(
+        lambda: cluster.status(name).get("connector", {}).get("state") == "STOPPED",
+        CALL_TIMEOUT_MS / 1000 + 30,
+        "the connector STOPPED",
+    )
+    assert time.monotonic() - started < CALL_TIMEOUT_MS / 1000  # reclaimed, not waited out
+    wait_until(partial(no_hosts_of, name), 10, "its hung host to be gone")
+    said = [line for w in cluster.workers for line in w.text().splitlines() if name in line]
+    assert any("connector stopped; killing its plugin host" in line for line in said), said
+    assert not any("did not complete within" in line for line in said), said
+    assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+
+
 def _listed_everywhere(cluster: DistributedCluster, prefix: str) -> set[str]:
     """The connectors named ``prefix...``, once every worker lists the same ones."""
 
