@@ -86,6 +86,17 @@ def prefixed(props: Mapping[str, str], prefix: str) -> dict[str, str]:
     return {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
 
 
+def _wrong_task_configs(configs: object) -> str | None:
+    """What is wrong with what a connector's ``task_configs()`` returned (None if nothing is):
+    a string would otherwise count as one task per character."""
+    if not isinstance(configs, list | tuple):
+        return type(configs).__name__
+    for index, config in enumerate(configs):
+        if not isinstance(config, Mapping):
+            return f"{type(configs).__name__} holding {type(config).__name__} at index {index}"
+    return None
+
+
 @dataclass
 class _Connector:
     """A connector as this worker knows it: its instance (``host``; None when the instance
@@ -498,6 +509,12 @@ class Worker:
         connector = self.connectors[name]
         max_tasks = int(connector.props.get("tasks.max", "1"))
         configs = connector.instance().call(connector.handle, "task_configs", max_tasks)
+        wrong = _wrong_task_configs(configs)
+        if wrong is not None:
+            raise ConnectException(
+                f"connector {name}: task_configs() must return a list of dicts (one config per "
+                f"task), got {wrong}"
+            )
         enforce = connector.props.get("tasks.max.enforce", "true").lower() != "false"
         if enforce and len(configs) > max_tasks:
             raise ConnectException(

@@ -844,9 +844,8 @@ class WorkerHerder(AbstractHerder):
             return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
         except RemotePluginError as exc:
             raise BadRequestError(
-                f"Failed to alter offsets for connector "
-                f"{name}: "
-                f"{resolved.scrub(exc.remote_message)}"
+                f"Failed to alter offsets for connector {name}: alter_offsets() raised "
+                f"{exc.remote_type.rsplit('.', 1)[-1]}: {resolved.scrub(exc.remote_message)}"
             ) from None
         finally:
             host.close()

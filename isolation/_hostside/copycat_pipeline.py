@@ -223,6 +223,22 @@ class SourceRunner:
             return _empty_poll(transactions)
         self._poll_failed_since = None
         self._poll_attempts = 0
+        try:
+            return self._polled(records, transactions)
+        except (AttributeError, TypeError) as exc:
+            # Checked only now, so that a good batch pays nothing for the check.
+            wrong = _wrong_poll_result(records)
+            if wrong is None:
+                raise
+            raise ConnectException(
+                f"{type(self.task).__qualname__}.poll() must return a list of SourceRecord "
+                f"(or None), got {wrong}"
+            ) from exc
+
+    def _polled(
+        self, records: Sequence[SourceRecord], transactions: HostTransactionContext | None
+    ) -> tuple[Any, ...]:
+        """:meth:`poll`'s answer for the records the task returned."""
         size = len(records)
         if not size:
             return _empty_poll(transactions)
@@ -439,6 +455,18 @@ def _record_boundaries(
         if action is not None:
             boundaries.append((index, action, list(ends.values())))
     return boundaries
+
+
+def _wrong_poll_result(records: object) -> str | None:
+    """What is wrong with what ``poll()`` returned (None if nothing is)."""
+    if type(records) is SourceRecordBatch:
+        return None
+    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
+        return type(records).__name__
+    for index, record in enumerate(records):
+        if not isinstance(record, SourceRecord):
+            return f"{type(records).__name__} holding {type(record).__name__} at index {index}"
+    return None
 
 
 def _last_offsets(records: Sequence[SourceRecord]) -> list[tuple[Any, Any]]:
@@ -709,6 +737,11 @@ class SinkRunner:
     def pre_commit(self, offsets: Mapping[tuple[str, int], int]) -> tuple[Any, ...]:
         current = {TopicPartition(*tp): off for tp, off in offsets.items()}
         committable = self.task.pre_commit(current)
+        if committable is not None and not isinstance(committable, Mapping):
+            raise ConnectException(
+                f"{type(self.task).__qualname__}.pre_commit() must return a mapping of "
+                f"TopicPartition to offset (or None), got {type(committable).__name__}"
+            )
         commit = {(tp[0], tp[1]): off for tp, off in (committable or {}).items()}
         return self.context.drain(commit=commit)
 

@@ -54,8 +54,15 @@ def _failed(http: httpx.Client, name: str, task: bool) -> dict[str, Any]:
     return found
 
 
-def _no_host_crashed(worker: RestWorker) -> None:
-    crashes = [line for line in worker.log_lines if "plugin host for" in line and "exit" in line]
+def _no_host_crashed(worker: RestWorker, host: str) -> None:
+    """No plugin host whose name starts with ``host`` exited or was killed.
+
+    (The module's last test crashes a validate host on purpose.)"""
+    crashes = [
+        line
+        for line in worker.log_lines
+        if f"plugin host for {host}" in line and ("exit" in line or "killed" in line)
+    ]
     assert not crashes, crashes
 
 
@@ -73,7 +80,7 @@ def test_unprintable_exception_from_connector_start_fails_the_connector(
         )
         status = _failed(http, "up-start", task=False)
     assert UNPRINTABLE in status["trace"], status["trace"]
-    _no_host_crashed(worker)
+    _no_host_crashed(worker, "up-start")
 
 
 def test_unprintable_exception_from_poll_fails_the_task(
@@ -83,7 +90,7 @@ def test_unprintable_exception_from_poll_fails_the_task(
         _create(http, "up-poll", _source(topic_name, **{"raise.in": "task.poll:unprintable"}))
         status = _failed(http, "up-poll", task=True)
     assert UNPRINTABLE in status["trace"], status["trace"]
-    _no_host_crashed(worker)
+    _no_host_crashed(worker, "up-poll")
 
 
 def test_unprintable_exception_from_validate_is_a_clean_answer(
@@ -94,7 +101,7 @@ def test_unprintable_exception_from_validate_is_a_clean_answer(
         response = http.put("/connector-plugins/FaultySource/config/validate", json=config)
     _no_trace(response)
     assert UNPRINTABLE in response.text, response.text
-    _no_host_crashed(worker)
+    _no_host_crashed(worker, "validate:")
 
 
 def test_unprintable_exception_from_alter_offsets_rejects_the_request(
@@ -115,7 +122,75 @@ def test_unprintable_exception_from_alter_offsets_rejects_the_request(
     assert response.status_code == 400, response.text
     _no_trace(response)
     assert UNPRINTABLE in response.json()["message"]
-    _no_host_crashed(worker)
+    _no_host_crashed(worker, "offsets:")
+
+
+@pytest.mark.parametrize(
+    ("what", "expected"), [("str", "got str"), ("ints", "got list holding int at index 0")]
+)
+def test_poll_returning_no_records_fails_the_task_saying_so(
+    worker: RestWorker, topic_name: str, what: str, expected: str
+) -> None:
+    name = f"wrong-poll-{what}"
+    with worker.client() as http:
+        _create(http, name, _source(topic_name, **{"wrong.return": f"task.poll:{what}"}))
+        status = _failed(http, name, task=True)
+    message = "FaultySourceTask.poll() must return a list of SourceRecord (or None), " + expected
+    assert message in status["trace"], status["trace"]
+
+
+@pytest.mark.parametrize(
+    ("what", "expected"), [("str", "got str"), ("strs", "got list holding str at index 0")]
+)
+def test_task_configs_returning_no_configs_fails_the_connector_saying_so(
+    worker: RestWorker, topic_name: str, what: str, expected: str
+) -> None:
+    name = f"wrong-task-configs-{what}"
+    config = _source(topic_name, **{"wrong.return": f"connector.task_configs:{what}"})
+    with worker.client() as http:
+        _create(http, name, config)
+        status = _failed(http, name, task=False)
+    message = f"connector {name}: task_configs() must return a list of dicts (one config per task)"
+    assert f"{message}, {expected}" in status["trace"], status["trace"]
+
+
+def test_pre_commit_returning_no_offsets_fails_the_task_saying_so(
+    worker: RestWorker, topic_name: str
+) -> None:
+    with worker.client() as http:
+        _create(http, "records-for-pre-commit", _source(topic_name, **{"records.per.poll": "5"}))
+        sink = {
+            "connector.class": "FaultySink",
+            "tasks.max": "1",
+            "topics": topic_name,
+            "wrong.return": "task.pre_commit:str",
+        }
+        _create(http, "wrong-pre-commit", sink)
+        status = _failed(http, "wrong-pre-commit", task=True)
+        http.delete("/connectors/records-for-pre-commit")
+    message = "FaultySinkTask.pre_commit() must return a mapping of TopicPartition to offset"
+    assert f"{message} (or None), got str" in status["trace"], status["trace"]
+
+
+def test_system_exit_from_alter_offsets_names_it(worker: RestWorker, topic_name: str) -> None:
+    config = _source(topic_name, **{"raise.in": "connector.alter_offsets:exit"})
+    offsets = {"offsets": [{"partition": {"faulty": "source"}, "offset": {"n": 1}}]}
+    with worker.client() as http:
+        _create(http, "exit-alter", config)
+        assert http.put("/connectors/exit-alter/stop").status_code == 204
+        wait_for(
+            lambda: (
+                http.get("/connectors/exit-alter/status").json()["connector"]["state"] == "STOPPED"
+            ),
+            what="exit-alter STOPPED",
+        )
+        response = http.patch("/connectors/exit-alter/offsets", json=offsets)
+    assert response.status_code == 400, response.text
+    expected = (
+        "Failed to alter offsets for connector exit-alter: alter_offsets() raised SystemExit: 2"
+    )
+    assert response.json()["message"] == expected
+    _no_host_crashed(worker, "offsets:")
 
 
 def test_a_plugin_host_crash_answers_500_without_its_trace(
