@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 import sys
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar
@@ -257,6 +259,37 @@ def raising_fatal_errors(method: Callable[P, R]) -> Callable[P, R]:
             raise fatal from None
 
     return call
+
+
+# confluent-kafka's Producer.close() reports a flush or transaction abort that failed as a
+# RuntimeWarning raised from C, which Python prints raw on stderr (once per call site) in the
+# middle of the worker's log. Each goes through this module's logger instead.
+_CLOSE_WARNING = re.compile(r"Producer \w+ failed during close")
+
+
+def route_client_warnings() -> None:
+    """Log confluent-kafka's close warnings through ``copycat.kafka``, every time they happen.
+
+    Process-wide (``warnings.showwarning``), so called once by the CLI that sets up logging;
+    other warnings are shown as before.
+    """
+    shown = warnings.showwarning
+
+    def showwarning(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, RuntimeWarning) and _CLOSE_WARNING.match(str(message)):
+            log.warning("%s", message)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = showwarning
+    warnings.filterwarnings("always", message=_CLOSE_WARNING.pattern, category=RuntimeWarning)
 
 
 class Producer(confluent_kafka.Producer):
