@@ -7,6 +7,10 @@ those failures are logged (``errors.log.enable``) and written to the dead letter
 (``errors.deadletterqueue.*``) with the original key, value and headers, plus Kafka's
 ``__connect.errors.*`` context headers. The sink loop flushes the DLQ before it commits
 offsets, so a reported record is always in the DLQ before its offset is committed.
+
+Under ``errors.tolerance=none`` the failing record is reported the same way (logged, and a
+sink's written to the DLQ) before the task fails, as Kafka's RetryWithToleranceOperator
+reports before it throws "Tolerance exceeded in error handler" (:meth:`ErrorReporter.fail`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from confluent_kafka import KafkaError, Message
 from core.kafka import wrap_kafka_error
 from core.runtime.spec import ErrorsPolicy
 from core.topics import TopicCreator
+from isolation import ErrorInfo, RemotePluginError
 from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.errors")
@@ -97,7 +102,7 @@ class ErrorReporter:
             if self.log_messages and row is not None:
                 where += f" with key {key!r} and value {value!r}"
             self._log(info, where)
-            if self._producer is not None and self.tolerate_all:
+            if self._producer is not None:
                 context = {"topic": topic, "partition": str(partition), "offset": str(offset)}
                 self._send(key, value, list(headers or ()), context, info)
 
@@ -107,6 +112,23 @@ class ErrorReporter:
             self._log(info, description)
             if self._producer is not None and self.tolerate_all:
                 self._send(None, json.dumps({"record": description}).encode(), [], {}, info)
+
+    def fail(self, where: str, info: Sequence[str]) -> ConnectException:
+        """The error that fails the task for a record not tolerated (already reported), once
+        what it sent to the DLQ is acknowledged. ``where`` names the record; the plugin's
+        stack trace becomes the cause, shown in the task's status trace."""
+        stage, class_name, exc_class, message, trace = info
+        try:
+            self.flush()
+        except ConnectException as exc:
+            log.error("task %s-%d: %s", self.connector, self.task_id, exc)
+        error = ConnectException(
+            f"Tolerance exceeded in error handler: {stage} ({class_name}) failed on {where}: "
+            f"{exc_class}: {message}"
+        )
+        plugin_error = ErrorInfo(exc_class, message, "other", trace)
+        error.__cause__ = RemotePluginError(class_name, plugin_error)
+        return error
 
     def _log(self, info: Sequence[str], where: str) -> None:
         stage, class_name, exc_class, message, trace = info

@@ -28,6 +28,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
+from core.runtime.spec import ErrorsPolicy
 from isolation import (
     ConsumedBatch,
     Frame,
@@ -548,16 +549,20 @@ class SinkTaskLoop:
     def _report(
         self, batch: Batch, failed: list[tuple[Any, ...]], reported: list[tuple[Any, ...]]
     ) -> None:
-        if reported and (self.errors is None or not self.errors.tolerate_all):
-            topic, partition, offset, _stage, _cls, exc_class, message, _trace = reported[0]
-            raise ConnectException(
-                f"Tolerance exceeded in error handler: task {self.name} reported record "
-                f"{topic}-{partition}@{offset} as errant ({exc_class}: {message}) and "
-                "errors.tolerance is none"
-            )
-        if self.errors is not None:
-            rows = itertools.chain.from_iterable(b.rows() for b in (batch, *self._recent))
-            self.errors.report_sink(rows, failed + reported)
+        """Log the records that failed (conversion, transforms, or reported errant by the
+        task) and send them to the DLQ. Under errors.tolerance=none the first of them then
+        fails the task, as Kafka reports a record before it fails on it."""
+        errors = self.errors
+        if errors is None:  # never in a built task; a loop built by hand in a test
+            errors = ErrorReporter(self.connector, self.task_id, ErrorsPolicy())
+        rows = itertools.chain.from_iterable(b.rows() for b in (batch, *self._recent))
+        errors.report_sink(rows, failed + reported)
+        if not errors.tolerate_all:
+            topic, partition, offset, *info = (failed or reported)[0]
+            where = f"record {topic}-{partition}@{offset}"
+            if not failed:
+                where += " (reported errant by the task)"
+            raise errors.fail(where, info)
 
     def _drain(self) -> None:
         """Settle the in-flight put() before anything else talks to the host."""

@@ -48,6 +48,7 @@ from plugin_api.connector import freeze_partition
 from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.offsets import OffsetStore
+from core.runtime.spec import ErrorsPolicy
 from core.topics import TopicCreator
 from isolation import HostClient, PollResult, ProducedBatch
 from plugin_api import ConnectException
@@ -367,9 +368,27 @@ class SourceTaskLoop:
         result = self.host.poll_result()
         if not keep:
             return
-        if result.failures and self.errors is not None:
-            self.errors.report_source(result.failures)
+        if result.failures:
+            self._report(result)
+        else:
+            self._queue(result)
+
+    def _report(self, result: PollResult) -> None:
+        """Log the poll's failed records (and send them to a source DLQ if tolerated); under
+        errors.tolerance=none the host stopped the poll's records at the first, which fails
+        the task once the records before it are sent, as Kafka's sendRecords() does."""
+        errors = self.errors
+        if errors is None:  # never in a built task; a loop built by hand in a test
+            errors = ErrorReporter(self.connector, self.task_id, ErrorsPolicy())
+        errors.report_source(result.failures)
         self._queue(result)
+        if not errors.tolerate_all:
+            try:
+                self._send_queued()
+            except _Interrupted:
+                pass
+            _seq, where, *info = result.failures[0]
+            raise errors.fail(where, info)
 
     def _send_queued(self) -> int:
         """Produce the queued rows, oldest first; returns how many rows were sent.

@@ -3,9 +3,11 @@
 Kafka Connect's RetryWithToleranceOperator, for the stages that run in the host: the header,
 key and value converters and the SMT chain (and, for sources, ``poll()``). A failing stage is
 retried with exponential backoff and jitter while the error is retriable and
-``errors.retry.timeout`` has not run out; then ``errors.tolerance=all`` skips the record and
-reports it (the worker logs it and writes it to the dead letter queue), while ``none`` fails
-the task with "Tolerance exceeded in error handler".
+``errors.retry.timeout`` has not run out. The record that still fails is then reported to the
+worker (which logs it and, for a sink, writes it to the dead letter queue) whatever the
+tolerance, as Kafka's RetryWithToleranceOperator reports before it decides:
+``errors.tolerance=all`` skips the record, while ``none`` stops the batch there, and the
+worker fails the task with "Tolerance exceeded in error handler" once the record is reported.
 
 The happy path costs nothing: stages run inside plain ``try`` blocks and this module is only
 entered once something has failed.
@@ -19,7 +21,7 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from plugin_api import ConnectException, RetriableException
+from plugin_api import RetriableException
 
 # Kafka's RetryWithToleranceOperator starts at 300 ms and doubles up to errors.retry.delay.max.ms.
 INITIAL_RETRY_DELAY_MS = 300
@@ -138,13 +140,11 @@ class ErrorPolicy:
             delay = min(delay, remaining)
         return delay
 
-    def recover(self, attempt_fn: Callable[[], Any], failure: StageFailure, where: str) -> Any:
+    def recover(self, attempt_fn: Callable[[], Any], failure: StageFailure) -> Any:
         """Retry a failed record while allowed; return its result, or the final failure.
 
-        Returns the StageFailure itself when the record is to be skipped (tolerance=all).
-
-        Raises:
-            ConnectException: tolerance is ``none`` ("Tolerance exceeded in error handler").
+        Returns the StageFailure itself when retrying is over: the caller reports it, and
+        skips the record (tolerance ``all``) or raises :class:`NotTolerated` (``none``).
         """
         started = time.monotonic()
         attempt = 0
@@ -158,9 +158,9 @@ class ErrorPolicy:
                 return attempt_fn()
             except StageFailure as again:
                 failure = again
-        if self.tolerate_all:
-            return failure
-        raise ConnectException(
-            f"Tolerance exceeded in error handler: {failure.stage} ({failure.component}) "
-            f"failed on {where}: {type(failure.error).__name__}: {describe(failure.error)}"
-        ) from failure.error
+        return failure
+
+
+class NotTolerated(Exception):
+    """A record failed for good under ``errors.tolerance=none``: the batch stops at it. Its
+    failure is reported with the batch's answer, and the worker fails the task then."""

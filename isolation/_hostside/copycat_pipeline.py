@@ -28,6 +28,7 @@ from copycat_errors import (
     TRANSFORMATION,
     VALUE_CONVERTER,
     ErrorPolicy,
+    NotTolerated,
     StageFailure,
     describe,
 )
@@ -254,8 +255,14 @@ class SourceRunner:
             else:
                 batch = self._convert_columns(seq, records)
         if batch is None:
-            batch = self._convert_rows(seq, records, failures)
-        offsets = _last_offsets(records)
+            try:
+                batch = self._convert_rows(seq, records, failures)
+            except _StoppedAt as stop:
+                # errors.tolerance=none: the records before the failing one are sent (as
+                # Kafka's sendRecords() has sent them), the failure is reported, and the
+                # worker fails the task.
+                batch, records = stop.batch, list(itertools.islice(records, stop.index))
+        offsets = _last_offsets(records) if records else []
         if transactions is None:
             return batch.wire(), failures, offsets
         boundaries = _record_boundaries(transactions, records)
@@ -333,24 +340,25 @@ class SourceRunner:
     def _convert_rows(
         self, seq: int, records: Sequence[SourceRecord], failures: list[tuple[Any, ...]]
     ) -> ProducedBatch:
-        """Transform and convert record by record; tolerated failures go to ``failures``."""
+        """Transform and convert record by record; failures go to ``failures``.
+
+        Raises:
+            _StoppedAt: a failure that is not tolerated, with the rows before it.
+        """
         convert = self._convert
         rows: list[tuple[Any, ...]] = []
         for index, original in enumerate(records, seq):
             try:
                 row = convert(original)
             except StageFailure as failure:
-                row = self.errors.recover(
-                    lambda o=original: convert(o), failure, _describe_source(original)
-                )
+                row = self.errors.recover(lambda o=original: convert(o), failure)
                 if isinstance(row, StageFailure):
                     failures.append((index, _describe_source(original), *row.info()))
+                    if not self.errors.tolerate_all:
+                        raise _StoppedAt(index - seq, _rows_batch(seq, rows)) from None
                     row = None
             rows.append(_DROPPED if row is None else row)
-        topics, partitions, keys, values, headers, timestamps = (
-            list(column) for column in zip(*rows, strict=True)
-        )
-        return ProducedBatch.of_columns(seq, topics, partitions, keys, values, headers, timestamps)
+        return _rows_batch(seq, rows)
 
     def _make_converter(self) -> Callable[[SourceRecord], tuple[Any, ...] | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""
@@ -424,6 +432,26 @@ def _encode_headers(
     return [
         (h.key, converter.from_connect_header(topic, h.key, h.schema, h.value)) for h in headers
     ]
+
+
+class _StoppedAt(Exception):
+    """A source record failed and is not tolerated: ``batch`` holds the ``index`` records
+    of the poll before it."""
+
+    def __init__(self, index: int, batch: ProducedBatch) -> None:
+        super().__init__(index)
+        self.index = index
+        self.batch = batch
+
+
+def _rows_batch(seq: int, rows: list[tuple[Any, ...]]) -> ProducedBatch:
+    """Converted ``(topic, partition, key, value, headers, timestamp)`` rows as a batch."""
+    if not rows:
+        return ProducedBatch(0, seq, None, None, None, [], None, None)
+    topics, partitions, keys, values, headers, timestamps = (
+        list(column) for column in zip(*rows, strict=True)
+    )
+    return ProducedBatch.of_columns(seq, topics, partitions, keys, values, headers, timestamps)
 
 
 # A record the chain dropped (or whose tolerated failure was reported): topic None.
@@ -616,22 +644,30 @@ class SinkRunner:
         """``wire`` is a :class:`ConsumedBatch`'s or :class:`MessageBatch`'s ``wire()``.
 
         Returns the task's :class:`SinkActions`, whose ``failed`` lists each record whose
-        conversion or transformation failed and was tolerated (it is not put).
+        conversion or transformation failed and was tolerated (it is not put). Under
+        ``errors.tolerance=none`` the first such record ends the call: ``failed`` holds it
+        alone, nothing is put, and the worker fails the task once it has reported it.
         """
         batch = batch_from_wire(wire)
         failed: list[tuple[Any, ...]] = []
-        records = self._by_column(batch, failed)
-        if records is None:
-            built: list[SinkRecord] = []
-            convert = self._convert
-            for row in batch.rows():
-                try:
-                    record = convert(row)
-                except StageFailure as failure:
-                    record = self._recover(row, failure, failed)
-                if record is not None:
-                    built.append(record)
-            records = SinkRecordBatch.of(built)
+        try:
+            records = self._by_column(batch, failed)
+            if records is None:
+                built: list[SinkRecord] = []
+                convert = self._convert
+                for row in batch.rows():
+                    try:
+                        record = convert(row)
+                    except StageFailure as failure:
+                        record = self._recover(row, failure, failed)
+                    if record is not None:
+                        built.append(record)
+                records = SinkRecordBatch.of(built)
+        except NotTolerated:
+            # Nothing of the batch is put (Kafka converts a whole batch before put()): the
+            # worker reports the record (log, dead letter queue), then fails the task.
+            self.context.reset()
+            return self.context.drain(failed=failed)
         try:
             self.task.put(records)
         except RetriableException as exc:
@@ -645,13 +681,15 @@ class SinkRunner:
     def _recover(
         self, row: tuple[Any, ...], failure: StageFailure, failed: list[tuple[Any, ...]]
     ) -> SinkRecord | None:
-        """Retry a record whose conversion or transformation failed (errors.retry.*); a failure
-        that is tolerated is added to ``failed`` (None returned), one that is not raises."""
+        """Retry a record whose conversion or transformation failed (errors.retry.*); a record
+        that still fails is added to ``failed``: skipped (None returned) when tolerated, else
+        :class:`NotTolerated` is raised."""
         convert = self._convert
-        where = f"record {row[0]}-{row[1]}@{row[2]}"
-        record = self.errors.recover(lambda: convert(row), failure, where)
+        record = self.errors.recover(lambda: convert(row), failure)
         if isinstance(record, StageFailure):
             failed.append((row[0], row[1], row[2], *record.info()))
+            if not self.errors.tolerate_all:
+                raise NotTolerated
             return None
         return record  # type: ignore[no-any-return]
 

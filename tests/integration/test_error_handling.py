@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
@@ -280,6 +282,101 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
     finally:
         worker.stop()
     assert len(_lines(tmp_path / "out.txt")) <= first_bad
+
+
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_with_tolerance_none_the_failing_record_is_logged_and_in_the_dlq_before_the_task_fails(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    caplog: pytest.LogCaptureFixture,
+    data_path: str,
+) -> None:
+    """As Kafka's RetryWithToleranceOperator: the record is reported (error log, dead letter
+    queue with its headers and the error context) and then the task fails."""
+    broker.create_topic(topic_name, 1)
+    values = [b'{"n": 0}', b'{"n": 1}', b"not json at all", b'{"n": 3}']
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    for value in values:
+        producer.produce(topic_name, value, headers=[("trace", b"t-1")])
+    assert producer.flush(30) == 0
+    dlq = f"{topic_name}-dlq"
+    worker = _worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
+    name = f"strict-dlq-{topic_name}"
+    caplog.set_level(logging.ERROR, logger="copycat.errors")
+    _start(
+        worker,
+        name,
+        _tolerant_json_sink(
+            topic_name,
+            tmp_path / "out.txt",
+            dlq,
+            **{
+                "errors.tolerance": "none",
+                "errors.log.enable": "true",
+                "errors.deadletterqueue.context.headers.enable": "true",
+            },
+        ),
+    )
+    try:
+        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(name, 0).trace
+        assert "Tolerance exceeded in error handler" in trace
+        assert f"{topic_name}-0@2" in trace
+        dead = read_all(bootstrap_servers, dlq, 1)
+    finally:
+        worker.stop()
+    assert [m.value() for m in dead] == [b"not json at all"]
+    headers = header_text(dead[0])
+    assert headers["trace"] == "t-1"
+    assert headers["__connect.errors.offset"] == "2"
+    assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+    assert headers["__connect.errors.connector.name"] == name
+    logged = [r.getMessage() for r in caplog.records if r.name == "copycat.errors"]
+    assert any(f"Error encountered in task {name}-0" in m and "offset=2" in m for m in logged), (
+        logged
+    )
+    assert committed(bootstrap_servers, f"connect-{name}", topic_name) <= 2
+
+
+def test_with_tolerance_none_a_failing_source_record_is_logged_and_those_before_it_sent(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    broker: KafkaCluster,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"mixed-strict-{topic_name}"
+    caplog.set_level(logging.ERROR, logger="copycat.errors")
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "MixedSource",
+            "topic": topic_name,
+            "count": "100",
+            "value.converter": "JsonConverter",
+            "value.converter.schemas.enable": "true",
+            "topic.creation.default.partitions": "1",
+            "topic.creation.default.replication.factor": "1",
+            "errors.log.enable": "true",
+        },
+    )
+    try:
+        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(name, 0).trace
+        assert "Tolerance exceeded in error handler" in trace
+        assert "offset {'n': 10}" in trace
+    finally:
+        worker.stop()
+    sent = read_all(bootstrap_servers, topic_name, 9)
+    assert [json.loads(m.value())["payload"] for m in sent] == list(range(9))
+    assert [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 9}]
+    logged = [r.getMessage() for r in caplog.records if r.name == "copycat.errors"]
+    assert any(f"Error encountered in task {name}-0" in m for m in logged), logged
 
 
 def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_timeout(

@@ -214,12 +214,17 @@ def test_a_failing_transform_names_the_record_even_after_dropped_ones() -> None:
     ]
 
 
-def test_without_tolerance_a_failing_transform_fails_the_put() -> None:
-    runner, _ = _runner(
+def test_without_tolerance_a_failing_transform_stops_the_batch_and_is_reported() -> None:
+    """Nothing of the batch is put; the failing record comes back for the worker to report
+    (log, dead letter queue) before it fails the task."""
+    runner, task = _runner(
         None, _converter(StringConverter), [TransformStage("t", DropEvenFailOnFive())]
     )
-    with pytest.raises(ConnectException, match="Tolerance exceeded.*orders-0@105"):
-        runner.put(ConsumedBatch.from_rows(_rows(8)).wire())
+    actions = runner.put(ConsumedBatch.from_rows(_rows(8)).wire())
+    assert task.records == []
+    assert [(f[2], f[3], f[6]) for f in SinkActions(*actions).failed] == [
+        (105, "TRANSFORMATION", "offset 105 is poison")
+    ]
 
 
 @pytest.mark.parametrize("value", [StringConverter, JsonConverter])
