@@ -91,6 +91,10 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
     and initialised.
     """
 
+    # A refused record fails the transaction's commit, as in Kafka's
+    # ExactlyOnceWorkerSourceTask: errors.tolerance does not skip it.
+    skips_refused_records = False
+
     def __init__(
         self,
         *args: Any,
@@ -280,13 +284,13 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         elif err.code() in _PURGED:
             self._acks.append((seq, None, None, None, None))  # dropped by an abort
 
-    def _delivery_failed(self, err: KafkaError, msg: Message) -> None:
+    def _delivery_failed(self, err: KafkaError, msg: Message) -> bool:
         if err.code() in _PURGED:
-            return
+            return False
         if err.code() in _FENCED and self._failure is None:  # a record refused: an old epoch
             self._failure = self._fenced(err)
-            return
-        super()._delivery_failed(err, msg)
+            return False
+        return super()._delivery_failed(err, msg)
 
     # -- transactions ----------------------------------------------------------------------
 

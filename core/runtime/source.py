@@ -42,7 +42,7 @@ from collections.abc import Callable
 from operator import length_hint
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from plugin_api.connector import freeze_partition
 
 from core.errors import ErrorReporter
@@ -69,6 +69,23 @@ DRAIN_WAIT_S = 0.1
 # backlog's acknowledgements (up to ~50 ms measured here): once per 5 s is under 1 %, and a
 # commit comes at most this late (Kafka's offset.flush.interval.ms only says how often to try).
 DRAIN_AFTER_S = 5.0
+# produce() errors that stand for a record the producer refuses, not a broken producer: the
+# errors Java's producer hands to the send callback (RecordTooLargeException and the like),
+# which Kafka Connect skips under errors.tolerance=all (KIP-779). librdkafka raises the first
+# three from produce() itself.
+REFUSED_RECORD_ERRORS = frozenset(
+    {
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError._UNKNOWN_PARTITION,
+        KafkaError._UNKNOWN_TOPIC,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+    }
+)
+# Deliveries a closing producer drops (its queue purged at stop): not a record's failure.
+PURGED_ERRORS = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+# Kafka's stage name for a send the producer failed (ErrorReporter, DLQ headers).
+KAFKA_PRODUCE = "KAFKA_PRODUCE"
 
 
 def producer_settings(per_record_acks: bool) -> dict[str, Any]:
@@ -91,16 +108,16 @@ class _Batch:
 
     __slots__ = ("size", "acked", "offsets", "delivered")
 
-    def __init__(self, on_error: Callable[[KafkaError, Message], None]) -> None:
+    def __init__(self, on_error: Callable[[KafkaError, Message], bool]) -> None:
+        """``on_error`` is told of a failed delivery; True when it skipped the record
+        (errors.tolerance=all), which then counts as acknowledged."""
         self.size = 0  # records handed to the producer (or dropped by a transform)
         self.acked = 0
         self.offsets: dict[Any, tuple[Any, Any]] = {}  # frozen partition -> (partition, offset)
 
         def delivered(err: KafkaError | None, msg: Message) -> None:
-            if err is None:
+            if err is None or on_error(err, msg):
                 self.acked += 1
-            else:
-                on_error(err, msg)
 
         self.delivered = delivered
 
@@ -159,6 +176,10 @@ class _Submitted:
 
 class SourceTaskLoop:
     """Drives one source task living in a plugin host."""
+
+    # Whether errors.tolerance=all skips records the producer refuses (KIP-779); not in a
+    # transaction, whose commit fails on them (Kafka's ExactlyOnceWorkerSourceTask).
+    skips_refused_records = True
 
     def __init__(
         self,
@@ -273,21 +294,68 @@ class SourceTaskLoop:
         if err is not None:
             self._delivery_failed(err, msg)
 
-    def _delivery_failed(self, err: KafkaError, msg: Message) -> None:
+    def _delivery_failed(self, err: KafkaError, msg: Message) -> bool:
+        """A record's delivery failed: skipped (True) when tolerated, else the task fails."""
+        if self._skips(err):
+            if err.code() not in PURGED_ERRORS:
+                self._report_refused(msg.topic(), msg.partition(), err)
+            return True
         if self._failure is None:
             self._failure = wrap_kafka_error(
                 err, f"task {self.name} could not send a record to {msg.topic()}-{msg.partition()}"
             )
+        return False
+
+    def _skips(self, err: object) -> bool:
+        """Whether a producer error skips its record: errors.tolerance=all, and the record
+        was refused, not the producer broken (KIP-779: Kafka skips what the send callback
+        reports; a fatal error, such as a fenced idempotent producer, fails the task)."""
+        return (
+            self.skips_refused_records
+            and self.errors is not None
+            and self.errors.tolerate_all
+            and isinstance(err, KafkaError)
+            and not err.fatal()
+            and (err.code() in REFUSED_RECORD_ERRORS or err.code() in PURGED_ERRORS)
+        )
+
+    def _report_refused(self, topic: str | None, partition: int | None, err: KafkaError) -> None:
+        """Log a record skipped because the producer refused it, as Kafka's failed-send
+        callback does, and report it to the error reporter (its log and source DLQ)."""
+        where = f"a record for topic {topic!r}"
+        if partition is not None and partition >= 0:
+            where += f" partition {partition}"
+        log.error("task %s failed to send %s: %s", self.name, where, err.str())
+        assert self.errors is not None
+        loop_class = f"{type(self).__module__}.{type(self).__qualname__}"
+        self.errors.report_source(
+            [(0, where, KAFKA_PRODUCE, loop_class, "KafkaError", err.str(), "")]
+        )
+
+    def _refused(self, topic: str, partition: int | None, exc: Exception) -> None:
+        """A produce() call raised: the record is skipped if :meth:`_skips` says so (it then
+        counts as sent), else the task fails naming the topic."""
+        err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+        if err is not None and self._skips(err) and err.code() not in PURGED_ERRORS:
+            self._report_refused(topic, partition, err)
+            return
+        raise ConnectException(
+            f"task {self.name} could not send a record to topic {topic!r}: {exc}"
+        ) from exc
 
     def _record_delivered(
         self, batch: _Batch, seq: int, err: KafkaError | None, msg: Message
     ) -> None:
         """Per-record callback, used only when the task implements commit_record()."""
-        batch.delivered(err, msg)
         if err is None:
+            batch.acked += 1
             self._pending_acks.append(
                 (seq, msg.topic(), msg.partition(), msg.offset(), msg.timestamp()[1])
             )
+        elif self._delivery_failed(err, msg):
+            # Skipped (errors.tolerance=all): commit_record(record, None), as Kafka.
+            batch.acked += 1
+            self._pending_acks.append((seq, None, None, None, None))
 
     def iteration(self) -> int:
         """One ``poll()`` of the task, its records handed to the producer. Returns the count.
@@ -469,7 +537,10 @@ class SourceTaskLoop:
                 batch.size += index - unsent.next
                 unsent.next = index
                 key = None if keys is None else keys[index]
-                self._produce_when_room(topic, values[index], key, partition, timestamp, None, None)
+                if not self._produce_when_room(
+                    topic, values[index], key, partition, timestamp, None, None
+                ):
+                    batch.acked += 1
                 index += 1
                 batch.size += 1
                 unsent.next = index
@@ -477,9 +548,11 @@ class SourceTaskLoop:
                 index = size - length_hint(remaining) - 1
                 batch.size += index - unsent.next
                 unsent.next = index
-                raise ConnectException(
-                    f"task {self.name} could not send a record to topic {topic!r}: {exc}"
-                ) from exc
+                self._refused(topic, None if partition == -1 else partition, exc)
+                index += 1  # skipped (errors.tolerance=all): counts as sent and acknowledged
+                batch.size += 1
+                batch.acked += 1
+                unsent.next = index
         batch.size += size - unsent.next
         unsent.next = size
 
@@ -515,13 +588,15 @@ class SourceTaskLoop:
                 else:
                     produce(topic, value, key, part, on_delivery, None, timestamp or 0)
             except BufferError:
-                self._produce_when_room(
+                if not self._produce_when_room(
                     topic, value, key, partition, timestamp, headers, on_delivery
-                )
+                ):
+                    batch.acked += 1
             except Exception as exc:  # KafkaException, TypeError for bad values
-                raise ConnectException(
-                    f"task {self.name} could not send a record to topic {topic!r}: {exc}"
-                ) from exc
+                self._refused(topic, partition, exc)
+                batch.acked += 1  # skipped (errors.tolerance=all): counts as acknowledged
+                if wants_acks:
+                    self._pending_acks.append((seq, None, None, None, None))
             batch.size += 1
         unsent.next = records.size
 
@@ -534,9 +609,10 @@ class SourceTaskLoop:
         timestamp: int | None,
         headers: Any,
         on_delivery: Callable[..., None] | None,
-    ) -> None:
+    ) -> bool:
         """Back-pressure: librdkafka's queue is full, so the broker is slower than the source;
-        no more polls until it has room.
+        no more polls until it has room. Returns False if the producer refused the record
+        and it was skipped (errors.tolerance=all).
 
         Raises:
             _Interrupted: ``should_stop`` said so before there was room (nothing produced).
@@ -557,13 +633,12 @@ class SourceTaskLoop:
                     timestamp or 0,
                     headers or None,
                 )
-                return
+                return True
             except BufferError:
                 continue
             except Exception as exc:
-                raise ConnectException(
-                    f"task {self.name} could not send a record to topic {topic!r}: {exc}"
-                ) from exc
+                self._refused(topic, partition, exc)
+                return False
 
     def _release_producer(self) -> None:
         """Drop what is still queued and close the producer: its threads and connections end

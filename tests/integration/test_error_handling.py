@@ -632,6 +632,89 @@ def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_so
     )
 
 
+BIG_LINE_BYTES = 2_000_000  # over the producer's request size (Kafka's default: 1 MiB)
+
+
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_with_tolerance_all_a_record_the_producer_refuses_is_skipped_and_logged(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    caplog: pytest.LogCaptureFixture,
+    data_path: str,
+) -> None:
+    """KIP-779: under errors.tolerance=all a record the producer refuses is skipped (logged,
+    its offset committed) and the task runs on, as Kafka's WorkerSourceTask does."""
+    data = tmp_path / "in.txt"
+    data.write_text(f"first\n{'x' * BIG_LINE_BYTES}\nlast\n")
+    worker = _worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
+    name = f"refused-{topic_name}"
+    caplog.set_level(logging.ERROR, logger="copycat.errors")
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "FileStreamSource",
+            "file": str(data),
+            "topic": topic_name,
+            "topic.creation.default.partitions": "1",
+            "topic.creation.default.replication.factor": "1",
+            "errors.tolerance": "all",
+            "errors.log.enable": "true",
+        },
+    )
+    try:
+        sent = read_all(bootstrap_servers, topic_name, 2)
+        wait_for(
+            lambda: (
+                [o for _, o in worker.offsets.connector_offsets(name)]
+                == [{"position": data.stat().st_size}]
+            ),
+            30,
+            "the offset past the last line",
+        )
+        assert worker.status.task(name, 0).state is State.RUNNING
+    finally:
+        worker.stop()
+    assert [m.value() for m in sent] == [b"first", b"last"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "copycat.errors"]
+    assert any("KAFKA_PRODUCE" in m and topic_name in m for m in logged), logged
+
+
+def test_with_tolerance_none_a_record_the_producer_refuses_fails_the_task(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text(f"first\n{'x' * BIG_LINE_BYTES}\nlast\n")
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"refused-strict-{topic_name}"
+    _start(
+        worker,
+        name,
+        {
+            "connector.class": "FileStreamSource",
+            "file": str(data),
+            "topic": topic_name,
+            "topic.creation.default.partitions": "1",
+            "topic.creation.default.replication.factor": "1",
+        },
+    )
+    try:
+        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(name, 0).trace
+        assert topic_name in trace and "too large" in trace.lower()
+        sent = read_all(bootstrap_servers, topic_name, 1)
+    finally:
+        worker.stop()
+    assert [m.value() for m in sent] == [b"first"]
+
+
 @pytest.mark.also_on_dev_broker
 def test_a_stopped_sink_closes_its_dlq_producer_at_once(
     catalogue: PluginCatalogue,
