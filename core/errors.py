@@ -15,12 +15,13 @@ reports before it throws "Tolerance exceeded in error handler" (:meth:`ErrorRepo
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from core.kafka import wrap_kafka_error
 from core.runtime.spec import ErrorsPolicy
@@ -104,14 +105,16 @@ class ErrorReporter:
             self._log(info, where)
             if self._producer is not None:
                 context = {"topic": topic, "partition": str(partition), "offset": str(offset)}
-                self._send(key, value, list(headers or ()), context, info)
+                record = f"record {topic}-{partition}@{offset}"
+                self._send(key, value, list(headers or ()), context, info, record)
 
     def report_source(self, failures: Sequence[tuple[Any, ...]]) -> None:
         """Failures of polled source records (a DLQ for them goes beyond Kafka Connect)."""
         for _seq, description, *info in failures:
             self._log(info, description)
             if self._producer is not None and self.tolerate_all:
-                self._send(None, json.dumps({"record": description}).encode(), [], {}, info)
+                value = json.dumps({"record": description}).encode()
+                self._send(None, value, [], {}, info, description)
 
     def fail(self, where: str, info: Sequence[str]) -> ConnectException:
         """The error that fails the task for a record not tolerated (already reported), once
@@ -153,7 +156,15 @@ class ErrorReporter:
         headers: list[tuple[str, Any]],
         context: Mapping[str, str],
         info: Sequence[str],
+        record: str,
     ) -> None:
+        """Produce one record to the DLQ; ``record`` names the failed record it stands for,
+        in the task's error should the DLQ refuse it.
+
+        Raises:
+            ConnectException: the producer refused it (too large for the DLQ producer's
+                max.request.size, ...), naming the DLQ topic and the record.
+        """
         assert self._producer is not None and self.dlq_topic is not None
         if self.context_headers:
             stage, class_name, exc_class, message, trace = info
@@ -175,20 +186,28 @@ class ErrorReporter:
         while True:
             try:
                 self._producer.produce(
-                    self.dlq_topic, value, key, headers=headers or None, on_delivery=self._delivered
+                    self.dlq_topic,
+                    value,
+                    key,
+                    headers=headers or None,
+                    on_delivery=functools.partial(self._delivered, record),
                 )
                 break
             except BufferError:
                 self._producer.poll(0.05)
+            except KafkaException as exc:
+                raise wrap_kafka_error(exc, self._dlq_failure(record)) from exc
         self.dlq_records += 1
 
-    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+    def _dlq_failure(self, record: str) -> str:
+        return (
+            f"task {self.connector}-{self.task_id} could not write {record} to the dead "
+            f"letter queue {self.dlq_topic}"
+        )
+
+    def _delivered(self, record: str, err: KafkaError | None, msg: Message) -> None:
         if err is not None and self._failure is None:
-            self._failure = wrap_kafka_error(
-                err,
-                f"task {self.connector}-{self.task_id} could not write to the dead letter "
-                f"queue {self.dlq_topic}",
-            )
+            self._failure = wrap_kafka_error(err, self._dlq_failure(record))
 
     def flush(self) -> None:
         """Wait until every DLQ record is acknowledged; raise if one could not be written."""

@@ -50,6 +50,10 @@ ADMIN_LOG_POLL_INTERVAL_S = 1.0
 # (sinks by default, the offsets and config topics, tests' readers): aborted and still open
 # transactions stay invisible.
 READ_COMMITTED = "read_committed"
+# The Java producer's max.request.size default, librdkafka's message.max.bytes for every
+# producer of records (librdkafka's own default, 1,000,000 bytes, refused records that Kafka
+# Connect sends).
+JAVA_MAX_REQUEST_SIZE = 1_048_576
 # Kafka Connect's producer settings for source tasks and dead letter queues (Worker.java's
 # baseProducerConfigs, checked in connect-runtime 4.1.1's class file): acks=all, one request
 # in flight, idempotence off; linger.ms is the Java client's default since Kafka 4.0. No
@@ -67,6 +71,9 @@ SOURCE_PRODUCER_DEFAULTS: dict[str, Any] = {
     "max.in.flight.requests.per.connection": 1,
     "linger.ms": 5,
     "compression.type": "none",
+    # Records up to 1 MiB are sent, as by Kafka Connect; a connector's
+    # producer.override.max.request.size maps onto it (JAVA_CLIENT_KEYS).
+    "message.max.bytes": JAVA_MAX_REQUEST_SIZE,
     # Java clients hash keys with murmur2; librdkafka's default is CRC32. Matching Java keeps
     # records with one key in the partition Kafka Connect would have chosen.
     "partitioner": "murmur2_random",
@@ -97,6 +104,56 @@ SINK_CONSUMER_DEFAULTS: dict[str, Any] = {
     # looked up again at once and only their metadata is fetched, so this costs them little.
     "topic.metadata.refresh.interval.ms": 10_000,
 }
+
+
+# Java client keys that librdkafka knows under another name (or unit), as Kafka Connect users
+# write them in worker and connector configs (producer.override.max.request.size, ...): each
+# is renamed, and its value converted, before the client is made. Keys with the same name in
+# both clients (linger.ms, batch.size, fetch.min.bytes, ...) need nothing; Java-only keys
+# with no equivalent (max.block.ms, ...) are dropped with a warning at the client's creation.
+# The Java key wins over a librdkafka key set alongside it.
+JAVA_CLIENT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
+    "max.request.size": ("message.max.bytes", int),
+    # Java counts bytes, librdkafka KiB.
+    "buffer.memory": ("queue.buffering.max.kbytes", lambda v: max(1, int(v) // 1024)),
+    "fetch.max.wait.ms": ("fetch.wait.max.ms", int),
+    # Java's -1 (the OS default) is librdkafka's 0.
+    "receive.buffer.bytes": ("socket.receive.buffer.bytes", lambda v: max(0, int(v))),
+    "send.buffer.bytes": ("socket.send.buffer.bytes", lambda v: max(0, int(v))),
+}
+# The Java consumer's assignor classes librdkafka implements, by its names for them.
+JAVA_ASSIGNORS = {
+    "org.apache.kafka.clients.consumer.RangeAssignor": "range",
+    "org.apache.kafka.clients.consumer.RoundRobinAssignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.CooperativeStickyAssignor": "cooperative-sticky",
+}
+
+
+def librdkafka_keys(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with the Java client keys of :data:`JAVA_CLIENT_KEYS` renamed to their
+    librdkafka equivalents, and Java assignor class names in partition.assignment.strategy
+    replaced by librdkafka's names for them.
+
+    Raises:
+        ConnectException: a Java key's value is not a number (naming the key).
+    """
+    settings = dict(config)
+    for java_key, (key, convert) in JAVA_CLIENT_KEYS.items():
+        if java_key in settings:
+            value = settings.pop(java_key)
+            try:
+                settings[key] = convert(value)
+            except (TypeError, ValueError) as exc:
+                raise ConnectException(
+                    f"invalid value {value!r} for client configuration {java_key!r} "
+                    f"(librdkafka's {key!r}): not a number"
+                ) from exc
+    strategy = settings.get("partition.assignment.strategy")
+    if isinstance(strategy, str) and "." in strategy:
+        settings["partition.assignment.strategy"] = ",".join(
+            JAVA_ASSIGNORS.get(name.strip(), name.strip()) for name in strategy.split(",")
+        )
+    return settings
 
 
 class KafkaClientError(ConnectException):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.connector_config import SINK_CONNECTOR_CONFIG_DEF, ConnectorConfig
-from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS
+from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS, librdkafka_keys
 from core.plugins import PluginCatalogue
 from core.runtime.hosted import cannot_share
 from core.runtime.spec import (
@@ -300,34 +300,41 @@ class TaskSpecFactory:
         self, connector: str, task_id: int, config: ConnectorConfig, is_sink: bool
     ) -> ClientConfigs:
         """Kafka Connect's order: the worker's client keys, Connect's defaults, the worker's
-        ``producer.``/``consumer.``/``admin.`` overrides, the connector's ``*.override.``."""
+        ``producer.``/``consumer.``/``admin.`` overrides, the connector's ``*.override.``;
+        Java client keys then take their librdkafka names (:func:`librdkafka_keys`)."""
         base = self.client_props
         worker = self.config
-        admin = {**base, **worker.admin_overrides(), **config.admin_overrides()}
-        dlq = {
-            **base,
-            **DLQ_PRODUCER_DEFAULTS,
-            "client.id": f"connector-dlq-producer-{connector}-{task_id}",
-            **worker.producer_overrides(),
-            **config.producer_overrides(),
-        }
-        if is_sink:
-            consumer = {
+        admin = librdkafka_keys({**base, **worker.admin_overrides(), **config.admin_overrides()})
+        dlq = librdkafka_keys(
+            {
                 **base,
-                **SINK_CONSUMER_DEFAULTS,
-                "group.id": f"connect-{connector}",
-                "client.id": f"connector-consumer-{connector}-{task_id}",
-                **worker.consumer_overrides(),
-                **config.consumer_overrides(),
+                **DLQ_PRODUCER_DEFAULTS,
+                "client.id": f"connector-dlq-producer-{connector}-{task_id}",
+                **worker.producer_overrides(),
+                **config.producer_overrides(),
             }
+        )
+        if is_sink:
+            consumer = librdkafka_keys(
+                {
+                    **base,
+                    **SINK_CONSUMER_DEFAULTS,
+                    "group.id": f"connect-{connector}",
+                    "client.id": f"connector-consumer-{connector}-{task_id}",
+                    **worker.consumer_overrides(),
+                    **config.consumer_overrides(),
+                }
+            )
             return ClientConfigs(consumer=consumer, admin=admin, dlq_producer=dlq)
-        producer = {
-            **base,
-            **SOURCE_PRODUCER_DEFAULTS,
-            "client.id": f"connector-producer-{connector}-{task_id}",
-            **worker.producer_overrides(),
-            **config.producer_overrides(),
-        }
+        producer = librdkafka_keys(
+            {
+                **base,
+                **SOURCE_PRODUCER_DEFAULTS,
+                "client.id": f"connector-producer-{connector}-{task_id}",
+                **worker.producer_overrides(),
+                **config.producer_overrides(),
+            }
+        )
         return ClientConfigs(producer=producer, admin=admin, dlq_producer=dlq)
 
 

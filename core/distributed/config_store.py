@@ -53,7 +53,7 @@ from confluent_kafka import KafkaException
 
 from core.distributed.kafka_log import KafkaBasedLog, LogRecord
 from core.distributed.keys import ClusterKeys
-from core.kafka import Producer, client_config, wrap_kafka_error
+from core.kafka import JAVA_MAX_REQUEST_SIZE, Producer, client_config, wrap_kafka_error
 from core.stores.config import ClusterConfigState, ConfigUpdateListener, TargetState
 from plugin_api import ConnectException
 
@@ -392,6 +392,7 @@ class KafkaConfigStore:
                     "transactional.id": self._transactional_id,
                     "acks": "all",
                     "enable.idempotence": True,
+                    "message.max.bytes": JAVA_MAX_REQUEST_SIZE,
                 },
             )
         )

@@ -41,7 +41,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from core.kafka import Consumer, Producer, client_config, wrap_kafka_error
+from core.kafka import JAVA_MAX_REQUEST_SIZE, Consumer, Producer, client_config, wrap_kafka_error
 from plugin_api import ConnectException
 
 __all__ = ["KafkaBasedLog", "LogRecord"]
@@ -226,6 +226,7 @@ class KafkaBasedLog:
                     "enable.idempotence": True,
                     "max.in.flight.requests.per.connection": 5,
                     "linger.ms": 0,
+                    "message.max.bytes": JAVA_MAX_REQUEST_SIZE,
                 },
                 self._producer_overrides,
             )

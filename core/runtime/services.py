@@ -17,7 +17,14 @@ from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import KafkaException
 
-from core.kafka import Consumer, Producer, admin_client, client_config, wrap_kafka_error
+from core.kafka import (
+    Consumer,
+    Producer,
+    admin_client,
+    client_config,
+    librdkafka_keys,
+    wrap_kafka_error,
+)
 from core.offsets import OffsetStore
 from core.runtime.spec import PluginRef, TaskSpec
 from core.stores.task_offsets import TaskOffsetStore
@@ -67,7 +74,7 @@ _UNKNOWN_PROPERTY = re.compile(r'No such configuration property: "([^"]+)"')
 
 
 def _tolerant(make: Callable[[dict[str, Any]], T], config: Mapping[str, Any], role: str) -> T:
-    settings = client_config(config)
+    settings = librdkafka_keys(client_config(config))
     dropped: list[str] = []
     while True:
         try:

@@ -23,7 +23,7 @@ from core.status import State
 from core.task_specs import TaskSpecFactory
 from core.worker import Worker
 from core.worker_config import WorkerConfig
-from tests.support.kafka import wait_for
+from tests.support.kafka import read_all, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -228,3 +228,71 @@ def test_exactly_once_warns_only_about_idempotence_the_user_turned_off(
         "exactly-once source support needs True"
     )
     assert warnings == ([] if warned is None else [expected, expected])
+
+
+def test_a_source_sends_records_up_to_kafkas_default_request_size(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """Java's max.request.size default (1 MiB), not librdkafka's smaller message.max.bytes
+    (1,000,000): a line Kafka Connect sends is sent."""
+    worker, clients = recording_worker(catalogue, bootstrap_servers)
+    data = tmp_path / "in.txt"
+    big = "y" * 1_020_000
+    data.write_text(f"small\n{big}\nlast\n")
+    name = f"big-{topic_name}"
+    worker.start_connector(name, file_source(name, data, topic_name))
+    try:
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert runner.wait_started(60)
+        sent = read_all(bootstrap_servers, topic_name, 3)
+        assert worker.status.task(name, 0).state is State.RUNNING
+    finally:
+        worker.stop()
+    assert [len(m.value()) for m in sent] == [5, len(big), 4]
+    assert dict(clients.made)["producer"]["message.max.bytes"] == 1_048_576
+
+
+def test_java_client_keys_reach_their_librdkafka_equivalents(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """What a Kafka Connect user writes (max.request.size, fetch.max.wait.ms, an assignor's
+    class name) is what librdkafka gets under its own names, not dropped as unknown."""
+    worker, clients = recording_worker(catalogue, bootstrap_servers)
+    name = f"java-keys-{topic_name}"
+    caplog.set_level(logging.WARNING, logger="copycat.runtime")
+    worker.start_connector(
+        name,
+        {
+            "name": name,
+            "connector.class": "FileStreamSink",
+            "file": str(tmp_path / "out.txt"),
+            "topics": topic_name,
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": f"{topic_name}-dlq",
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "producer.override.max.request.size": "2000000",
+            "producer.override.buffer.memory": "67108864",
+            "consumer.override.fetch.max.wait.ms": "100",
+            "consumer.override.partition.assignment.strategy": (
+                "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+            ),
+        },
+    )
+    try:
+        assert worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
+        wait_for(lambda: worker.status.task(name, 0).state is State.RUNNING, 30, "running")
+    finally:
+        worker.stop()
+    made = dict(clients.made)
+    dlq, consumer = made["producer"], made["consumer"]
+    assert dlq["message.max.bytes"] == 2_000_000 and "max.request.size" not in dlq
+    assert dlq["queue.buffering.max.kbytes"] == 65_536
+    assert consumer["fetch.wait.max.ms"] == 100
+    assert consumer["partition.assignment.strategy"] == "cooperative-sticky"
+    ignored = [r.getMessage() for r in caplog.records if "ignoring configuration" in r.getMessage()]
+    for key in ("max.request.size", "buffer.memory", "fetch.max.wait.ms"):
+        assert not any(key in message for message in ignored), ignored

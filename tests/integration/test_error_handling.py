@@ -632,10 +632,71 @@ def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_so
     )
 
 
+def test_a_record_of_about_1_mib_goes_to_the_dlq_and_the_sink_runs_on(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+) -> None:
+    """The DLQ producer takes records up to Kafka's default request size (1 MiB), as Kafka
+    Connect's does: a 1,040,000-byte bad value is dead-lettered and its offset committed."""
+    broker.create_topic(topic_name, 1)
+    big = b"<" + b"x" * 1_039_999
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "message.max.bytes": 1_048_576})
+    for value in (b'{"n": 0}', b'{"n": 1}', big, b'{"n": 3}'):
+        producer.produce(topic_name, value)
+    assert producer.flush(30) == 0
+    out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"big-dlq-{topic_name}"
+    _start(worker, name, _tolerant_json_sink(topic_name, out, dlq))
+    try:
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 4,
+            60,
+            "every offset committed",
+        )
+        assert worker.status.task(name, 0).state is State.RUNNING
+        dead = read_all(bootstrap_servers, dlq, 1)
+    finally:
+        worker.stop()
+    assert [m.value() for m in dead] == [big]
+    assert _lines(out) == ["0", "1", "3"]
+
+
+def test_a_record_the_dlq_refuses_fails_the_task_naming_the_dlq_and_the_record(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+) -> None:
+    broker.create_topic(topic_name, 1)
+    produce(bootstrap_servers, topic_name, [b'{"n": 0}', b"<" + b"x" * 5_000])
+    dlq = f"{topic_name}-dlq"
+    worker = _worker(catalogue, bootstrap_servers)
+    name = f"dlq-refuses-{topic_name}"
+    sink = _tolerant_json_sink(
+        topic_name, tmp_path / "out.txt", dlq, **{"producer.override.max.request.size": "2000"}
+    )
+    _start(worker, name, sink)
+    try:
+        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(name, 0).trace
+    finally:
+        worker.stop()
+    assert f"dead letter queue {dlq}" in trace
+    assert f"record {topic_name}-0@1" in trace
+    assert committed(bootstrap_servers, f"connect-{name}", topic_name) <= 1
+
+
 BIG_LINE_BYTES = 2_000_000  # over the producer's request size (Kafka's default: 1 MiB)
 
 
-@pytest.mark.parametrize("data_path", ["host", "worker"])
+@pytest.mark.parametrize(
+    ("data_path", "refused_by"), [("host", "producer"), ("worker", "producer"), ("host", "broker")]
+)
 def test_with_tolerance_all_a_record_the_producer_refuses_is_skipped_and_logged(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
@@ -644,9 +705,13 @@ def test_with_tolerance_all_a_record_the_producer_refuses_is_skipped_and_logged(
     broker: KafkaCluster,
     caplog: pytest.LogCaptureFixture,
     data_path: str,
+    refused_by: str,
 ) -> None:
     """KIP-779: under errors.tolerance=all a record the producer refuses is skipped (logged,
-    its offset committed) and the task runs on, as Kafka's WorkerSourceTask does."""
+    its offset committed) and the task runs on, as Kafka's WorkerSourceTask does. Refused by
+    the producer itself (produce() raises), or, with a request size over the topic's
+    max.message.bytes, by the broker (the delivery report says so)."""
+    size = {"producer.override.max.request.size": "3000000"} if refused_by == "broker" else {}
     data = tmp_path / "in.txt"
     data.write_text(f"first\n{'x' * BIG_LINE_BYTES}\nlast\n")
     worker = _worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
@@ -663,6 +728,7 @@ def test_with_tolerance_all_a_record_the_producer_refuses_is_skipped_and_logged(
             "topic.creation.default.replication.factor": "1",
             "errors.tolerance": "all",
             "errors.log.enable": "true",
+            **size,
         },
     )
     try:

@@ -1,0 +1,50 @@
+"""Java client keys, as Kafka Connect users write them, under librdkafka's names."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.kafka import librdkafka_keys
+from plugin_api import ConnectException
+
+
+def test_java_keys_are_renamed_and_converted() -> None:
+    assert librdkafka_keys(
+        {
+            "max.request.size": "2000000",
+            "buffer.memory": "33554432",
+            "fetch.max.wait.ms": "250",
+            "receive.buffer.bytes": "-1",
+            "send.buffer.bytes": "131072",
+            "linger.ms": "7",  # the same name in both clients: untouched
+        }
+    ) == {
+        "message.max.bytes": 2_000_000,
+        "queue.buffering.max.kbytes": 32_768,
+        "fetch.wait.max.ms": 250,
+        "socket.receive.buffer.bytes": 0,
+        "socket.send.buffer.bytes": 131_072,
+        "linger.ms": "7",
+    }
+
+
+def test_the_java_key_wins_over_a_default_under_the_librdkafka_name() -> None:
+    settings = librdkafka_keys({"message.max.bytes": 1_048_576, "max.request.size": "3000000"})
+    assert settings == {"message.max.bytes": 3_000_000}
+
+
+def test_java_assignor_class_names_become_librdkafka_assignors() -> None:
+    strategy = (
+        "org.apache.kafka.clients.consumer.RangeAssignor, "
+        "org.apache.kafka.clients.consumer.CooperativeStickyAssignor"
+    )
+    settings = librdkafka_keys({"partition.assignment.strategy": strategy})
+    assert settings["partition.assignment.strategy"] == "range,cooperative-sticky"
+    assert librdkafka_keys({"partition.assignment.strategy": "roundrobin"}) == {
+        "partition.assignment.strategy": "roundrobin"
+    }
+
+
+def test_a_value_that_is_no_number_names_its_key() -> None:
+    with pytest.raises(ConnectException, match="'2MB'.*'max.request.size'"):
+        librdkafka_keys({"max.request.size": "2MB"})
