@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 from confluent_kafka import Producer
 
@@ -86,7 +87,11 @@ def _reconcile_messages(ours: list[Record], theirs: list[Record]) -> list[Record
     return out + ours[len(out) :]
 
 
-def _run(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[Record], str]:
+def _run(
+    peer: Peer, broker: KafkaCluster, topic: str, tmp: Path, tolerance: str = "all"
+) -> tuple[list[Record], str]:
+    """The DLQ records and the output file; with ``tolerance`` none, the DLQ's one record and
+    the task's state once it failed."""
     name = f"dlq-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
     dlq = f"{name}-dlq"
     output = tmp / f"{name}.out"
@@ -98,7 +103,7 @@ def _run(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "false",
-        "errors.tolerance": "all",
+        "errors.tolerance": tolerance,
         "errors.deadletterqueue.topic.name": dlq,
         "errors.deadletterqueue.topic.replication.factor": "1",
         "errors.deadletterqueue.context.headers.enable": "true",
@@ -106,6 +111,14 @@ def _run(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[
     with peer.client() as client:
         create(client, name, config)
         try:
+            if tolerance == "none":
+                state = wait_for(
+                    lambda: _task_state(client, name) == "FAILED" and "FAILED",
+                    90,
+                    f"{peer.name} failing the task",
+                )
+                dead = read_records(broker.bootstrap_servers, dlq, 1)
+                return _normalised(dead, name), state
             dead = read_records(broker.bootstrap_servers, dlq, POISON)
             lines = wait_for(
                 lambda: (
@@ -119,6 +132,32 @@ def _run(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[
         finally:
             delete(client, name)
     return _normalised(dead, name), lines
+
+
+def _task_state(client: httpx.Client, name: str) -> str | None:
+    response = client.get(f"/connectors/{name}/status")
+    tasks = response.json().get("tasks") if response.status_code == 200 else None
+    return tasks[0]["state"] if tasks else None
+
+
+def test_with_tolerance_none_the_first_poison_record_reaches_the_dlq_before_the_task_fails(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """Kafka's RetryWithToleranceOperator reports the record (DLQ, with its headers) and only
+    then fails the task with "Tolerance exceeded in error handler"."""
+    topic = f"dlq-none-in-{uuid.uuid4().hex[:8]}"
+    apache_kafka.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": apache_kafka.bootstrap_servers})
+    for key, value, headers in INPUT:
+        producer.produce(topic, value, key, headers=headers)
+    assert producer.flush(30) == 0
+
+    ours, our_state = _run(copycat, apache_kafka, topic, tmp_path, "none")
+    theirs, their_state = _run(kafka_connect, apache_kafka, topic, tmp_path, "none")
+
+    assert our_state == their_state == "FAILED"
+    assert [value for _, value, _ in theirs] == [b"not json"]
+    assert differences(_reconcile_messages(ours, theirs), theirs) == []
 
 
 def test_poison_records_reach_the_dlq_with_the_same_headers(
