@@ -91,9 +91,7 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
     and initialised.
     """
 
-    # A refused record fails the transaction's commit, as in Kafka's
-    # ExactlyOnceWorkerSourceTask: errors.tolerance does not skip it.
-    skips_refused_records = False
+    transactional = True
 
     def __init__(
         self,

@@ -177,9 +177,11 @@ class _Submitted:
 class SourceTaskLoop:
     """Drives one source task living in a plugin host."""
 
-    # Whether errors.tolerance=all skips records the producer refuses (KIP-779); not in a
-    # transaction, whose commit fails on them (Kafka's ExactlyOnceWorkerSourceTask).
-    skips_refused_records = True
+    # Whether records are sent in transactions (the exactly-once loop). Then, as in Kafka's
+    # ExactlyOnceWorkerSourceTask, errors.tolerance=all does not skip records the producer
+    # refuses (KIP-779: the transaction's commit fails on them), and the records polled
+    # before one that fails the task are not sent (its open transaction is aborted).
+    transactional = False
 
     def __init__(
         self,
@@ -311,7 +313,7 @@ class SourceTaskLoop:
         was refused, not the producer broken (KIP-779: Kafka skips what the send callback
         reports; a fatal error, such as a fenced idempotent producer, fails the task)."""
         return (
-            self.skips_refused_records
+            not self.transactional
             and self.errors is not None
             and self.errors.tolerate_all
             and isinstance(err, KafkaError)
@@ -451,10 +453,11 @@ class SourceTaskLoop:
         errors.report_source(result.failures)
         self._queue(result)
         if not errors.tolerate_all:
-            try:
-                self._send_queued()
-            except _Interrupted:
-                pass
+            if not self.transactional:
+                try:
+                    self._send_queued()
+                except _Interrupted:
+                    pass
             _seq, where, *info = result.failures[0]
             raise errors.fail(where, info)
 
