@@ -63,6 +63,9 @@ def _setup_logging(level: str) -> None:
     # kafka-python (the worker group's membership client) logs every connection and join at
     # INFO; the herder logs each rebalance itself, so its lines are kept for warnings.
     logging.getLogger("kafka").setLevel(max(chosen, logging.WARNING))
+    # py4j (pyspark's bridge to the Spark driver JVM, task.runtime=spark) logs "Closing down
+    # clientserver connection" at INFO on every call into the JVM.
+    logging.getLogger("py4j").setLevel(max(chosen, logging.WARNING))
     from core.kafka import route_client_warnings
 
     route_client_warnings()
