@@ -332,6 +332,17 @@ class WorkerHerder(AbstractHerder):
         self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_tasks(name)
         task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
+        try:
+            worker.reserve_task_slots(name, len(task_configs))  # task.runtime=spark only
+        except ConnectException as exc:
+            # A connector whose tasks cannot run is FAILED as one whose start failed: its
+            # instance stops (left running, a pause and resume showed it RUNNING with no
+            # task) and its new task configs are not stored, so a restart once slots are
+            # free asks the instance for them again and starts them (_reconfigure_tasks).
+            worker.stop_connector(name)
+            if not deployed.deleted:
+                self._fail_connector(name, exc, resolved)
+            return
         config = self._config(name)
         self.configs.put_task_configs(
             name, [reverse_transform(tc, config, resolved) for tc in task_configs]
@@ -341,11 +352,6 @@ class WorkerHerder(AbstractHerder):
                 worker.status.remove_task(name, task_id)
         if self._target(name) is TargetState.PAUSED:
             worker.pause(name, True)
-        try:
-            worker.reserve_task_slots(name, len(task_configs))  # task.runtime=spark only
-        except ConnectException as exc:
-            self._fail_connector(name, exc, resolved)
-            return
         self._new_task_generation(name, len(task_configs))
         for task_id, task_config in enumerate(task_configs):
             try:

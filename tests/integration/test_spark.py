@@ -398,3 +398,44 @@ def test_rest_controls_a_task_on_spark_within_seconds(
         final = numbers()
         assert final == list(range(1, len(final) + 1)), "a number repeated or skipped"
     print(f"\nREST control on Spark, seconds: {taken}")
+
+
+def test_a_connector_refused_for_want_of_slots_stays_failed_until_a_restart_starts_its_tasks(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    _, module, _ = probe_plugins(tmp_path, plugins)
+    topic = f"slots-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    source = {"connector.class": f"{module}.Source", "topic": topic, "interval.ms": "200"}
+    with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
+        assert (
+            http.put("/connectors/y/config", json={**source, "tasks.max": "1"}).status_code == 201
+        )
+        _wait_state(http, "y", "RUNNING", TASK_START_S)
+        assert (
+            http.put("/connectors/x/config", json={**source, "tasks.max": "2"}).status_code == 201
+        )
+        wait_for(lambda: _status(http, "x")["connector"]["state"] == "FAILED", 60)
+        trace = _status(http, "x")["connector"]["trace"]
+        assert "connector x needs 2 Spark task slots" in trace and "1 free of 2" in trace
+        # As in Kafka, a FAILED connector stays FAILED through a pause and a resume: no
+        # instance of it runs to report RUNNING with no task.
+        for verb in ("pause", "resume"):
+            assert http.put(f"/connectors/x/{verb}").status_code == 202
+            status = _status(http, "x")
+            assert status["connector"]["state"] == "FAILED" and status["tasks"] == [], verb
+
+        assert http.delete("/connectors/y").status_code == 204
+        response = http.post("/connectors/x/restart?includeTasks=true&onlyFailed=true")
+        assert response.status_code == 202, response.text
+        assert response.json()["connector"]["state"] == "RESTARTING"
+        wait_for(
+            lambda: [t["state"] for t in _status(http, "x")["tasks"]] == ["RUNNING", "RUNNING"],
+            TASK_START_S,
+            "x's two tasks RUNNING",
+        )
+        assert _status(http, "x")["connector"]["state"] == "RUNNING"
+        assert len(http.get("/connectors/x/tasks").json()) == 2
+        assert all("Spark job group" in t["worker_id"] for t in _status(http, "x")["tasks"])

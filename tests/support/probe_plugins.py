@@ -1,6 +1,8 @@
 """Source plugins built by the Spark tests: two pinning conflicting versions of one small
 library, each record saying what its task saw (library version, host pid, ``sys.prefix``) and
 numbered from its stored offset, so a repeat or a gap shows a lost or missing offset commit.
+A connector has ``tasks.max`` tasks (all numbering one sequence: give it more only where the
+numbers do not matter).
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class Source(SourceConnector):
         return Task
 
     def task_configs(self, max_tasks):
-        return [self.props]
+        return [dict(self.props) for _ in range(max_tasks)]
 
     def stop(self):
         pass
