@@ -15,6 +15,7 @@ and the plugin's declared range is checked against the runtime's version instead
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shutil
@@ -46,7 +47,10 @@ from registry.locks import (
     LockedPackage,
     LockError,
     current_interpreter,
+    keep_locked_files,
 )
+
+log = logging.getLogger("copycat.registry")
 
 PLUGIN_API_DISTRIBUTION = "copycat-plugin-api"
 # uv reads requirement overrides from a file; a marker that is never true removes the
@@ -54,8 +58,9 @@ PLUGIN_API_DISTRIBUTION = "copycat-plugin-api"
 _DROP_PLUGIN_API = f'{PLUGIN_API_DISTRIBUTION}; python_version < "0"\n'
 # uv's own resolution and download output is kept to this many characters in error messages.
 UV_ERROR_CHARS = 4000
-# Inside an env: wheels installed from local files or built from project directories, kept
-# because the env's lock points at them (so the env can be exported and rebuilt later).
+# Inside an env: every file it was installed from (downloaded from the index, copied from
+# local files, built from project directories), kept because the env's lock points at them,
+# so the env can be exported and rebuilt later without the index (registry.locks).
 WHEEL_STORE = "copycat-wheels"
 
 
@@ -297,6 +302,14 @@ def install(
                 "interpreter": current_interpreter(),
             },
         ).write(lock_path)
+        # The env keeps the files it is installed from (uv installs these very copies), so
+        # it can be shipped to Spark executors later without the index or --find-links.
+        for problem in keep_locked_files(staging, WHEEL_STORE):
+            log.warning(
+                "%s; it is not kept in the env and is fetched again when the env is "
+                "shipped to Spark (task.runtime=spark)",
+                problem,
+            )
         run_uv(
             [
                 "pip",

@@ -238,51 +238,121 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fetch(f: LockedFile, base: Path, dest: Path) -> None:
-    """Copy or download one locked file to ``dest``, refusing it if its hash differs."""
-    if f.path is not None:
-        shutil.copyfile(base / f.path, dest)
-    elif f.url is not None and f.url.startswith("file://"):
-        shutil.copyfile(unquote(urlsplit(f.url).path), dest)
-    elif f.url is not None:
-        import httpx
+def _fetch(f: LockedFile, base: Path, dest: Path, env: Path) -> None:
+    """Copy or download one locked file to ``dest``, refusing it if its hash differs.
 
-        with httpx.stream("GET", f.url, timeout=DOWNLOAD_TIMEOUT_S, follow_redirects=True) as r:
-            if r.status_code != 200:
-                raise LockError(f"cannot download {f.url}: HTTP {r.status_code}")
-            with dest.open("wb") as out:
-                for chunk in r.iter_bytes():
-                    out.write(chunk)
-    else:
-        raise LockError(f"the lock gives no location for {f.name}")
+    Raises:
+        LockError: the file is unreachable (naming ``env``, the file and where it was
+            looked for) or its hash differs.
+    """
+    import httpx
+
+    where = str(base / f.path) if f.path is not None else f.url
+    try:
+        if f.path is not None:
+            shutil.copyfile(base / f.path, dest)
+        elif f.url is not None and f.url.startswith("file://"):
+            shutil.copyfile(unquote(urlsplit(f.url).path), dest)
+        elif f.url is not None:
+            with httpx.stream("GET", f.url, timeout=DOWNLOAD_TIMEOUT_S, follow_redirects=True) as r:
+                if r.status_code != 200:
+                    raise LockError(
+                        f"plugin env {env}: cannot download {f.name} from {f.url}: "
+                        f"HTTP {r.status_code}"
+                    )
+                with dest.open("wb") as out:
+                    for chunk in r.iter_bytes():
+                        out.write(chunk)
+        else:
+            raise LockError(f"plugin env {env}: its lock gives no location for {f.name}")
+    except (OSError, httpx.HTTPError) as exc:  # a file gone; refused, timed out, a proxy
+        raise LockError(
+            f"plugin env {env}: cannot get {f.name} from {where}: {type(exc).__name__}: {exc}"
+        ) from exc
     actual = _sha256(dest)
     if actual != f.sha256:
         dest.unlink()
-        raise LockError(f"{f.name} does not match its lock: sha256 {actual}, locked {f.sha256}")
+        raise LockError(
+            f"plugin env {env}: {f.name} does not match its lock: sha256 {actual}, "
+            f"locked {f.sha256}"
+        )
+
+
+def _chosen(package: LockedPackage) -> LockedFile:
+    """The file of ``package`` this interpreter installs: its direct archive, else its best
+    wheel, else its sdist."""
+    if package.archive is not None or package.wheels:
+        return package.archive or _best_wheel(package.wheels)
+    assert package.sdist is not None
+    return package.sdist
+
+
+def _with_file(package: LockedPackage, old: LockedFile, new: LockedFile) -> LockedPackage:
+    return LockedPackage(
+        package.name,
+        package.version,
+        tuple(new if w is old else w for w in package.wheels),
+        new if package.archive is old else package.archive,
+        new if package.sdist is old else package.sdist,
+    )
+
+
+def keep_locked_files(env_dir: Path, store: str) -> list[str]:
+    """Put the file of every package of ``env_dir``'s lock that this interpreter installs into
+    ``env_dir/store`` (downloaded from the index, or copied from a ``--find-links``
+    directory) and point the lock at it by relative path; return the problems of files that
+    could not be fetched (their entries keep their URL).
+
+    At install time, before uv installs from the lock: uv then installs these very files,
+    and the env holds everything it is made of, so it can be exported as a wheelhouse
+    (shipped to Spark executors) later without the index or the original files.
+    """
+    lock_path = env_dir / LOCK_NAME
+    lock = Lock.read(lock_path)
+    kept = env_dir / store
+    problems: list[str] = []
+    packages = []
+    for package in lock.packages:
+        chosen = _chosen(package)
+        inside = chosen.path is not None and not Path(chosen.path).is_absolute()
+        if inside:
+            packages.append(package)
+            continue
+        kept.mkdir(exist_ok=True)
+        target = kept / chosen.name
+        try:
+            if not (target.exists() and _sha256(target) == chosen.sha256):
+                _fetch(chosen, env_dir, target, env_dir)
+        except LockError as exc:
+            problems.append(str(exc))
+            packages.append(package)
+            continue
+        local = LockedFile(chosen.name, chosen.sha256, path=f"{store}/{chosen.name}")
+        packages.append(_with_file(package, chosen, local))
+    Lock(tuple(packages), lock.tool).write(lock_path)
+    return problems
 
 
 def export_wheelhouse(env: PluginEnvironment, dest: Path) -> Path:
     """Put every wheel of ``env``'s lock into ``dest`` with a relative lock; return ``dest``.
 
-    Wheels are fetched from where the lock says (the index, or a local file) and checked
-    against the locked sha256. ``dest`` also gets the env's manifest.
+    Wheels are copied from where the lock says: the env's own store for envs installed by
+    this version (:func:`keep_locked_files`, no network), else the index or a local file.
+    Each is checked against the locked sha256. ``dest`` also gets the env's manifest.
 
     Raises:
-        LockError: the env has no lock, a file is unreachable or its hash differs.
+        LockError: the env has no lock, a file is unreachable or its hash differs (naming
+            the env and the file and where it was looked for).
     """
     lock_path = env.location / LOCK_NAME
     lock = Lock.read(lock_path)
     dest.mkdir(parents=True, exist_ok=True)
     packages = []
     for package in lock.packages:
-        if package.archive is not None or package.wheels:
-            chosen = package.archive or _best_wheel(package.wheels)
-        else:
-            assert package.sdist is not None
-            chosen = package.sdist
+        chosen = _chosen(package)
         target = dest / chosen.name
         if not (target.exists() and _sha256(target) == chosen.sha256):
-            _fetch(chosen, env.location, target)
+            _fetch(chosen, env.location, target, env.location)
         local = LockedFile(chosen.name, chosen.sha256, path=chosen.name)
         if chosen is package.sdist:
             packages.append(LockedPackage(package.name, package.version, sdist=local))

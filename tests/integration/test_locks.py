@@ -19,6 +19,8 @@ from registry import install, scan
 from registry.locks import (
     LOCK_NAME,
     Lock,
+    LockedFile,
+    LockedPackage,
     LockError,
     build_env_offline,
     export_wheelhouse,
@@ -194,3 +196,71 @@ def test_lookups_during_installs_and_removals_never_fail(
     assert not errors, errors
     assert seen == {"none", "1.0"}
     assert catalogue.plugins == []
+
+
+def _installed_from_find_links(tmp: Path) -> tuple[Path, str, Path]:
+    """A plugin with one dependency installed offline from a --find-links directory; returns
+    (the env's location, the dependency's wheel name, that directory)."""
+    uid = uuid.uuid4().hex[:6]
+    name, dep = f"linked-{uid}", f"linkdep-{uid}"
+    wheels = tmp / "wheels"
+    dep_wheel = build_wheel(wheels, dep, "1.0", {f"{dep.replace('-', '_')}.py": "X = 1\n"})
+    plugin = source_plugin_wheel(wheels, name, "1.0", requires=[f"{dep}==1.0"])
+    env = install(
+        str(plugin), tmp / "plugins.d", find_links=[str(wheels)], offline=True, no_index=True
+    )
+    return env.location, dep_wheel.name, wheels
+
+
+def test_an_env_exports_from_the_files_it_was_installed_from_without_index_or_find_links(
+    tmp_path: Path,
+) -> None:
+    location, dep_wheel, wheels = _installed_from_find_links(tmp_path)
+    # The env keeps every file it was installed from, and its lock points at those copies.
+    lock = Lock.read(location / LOCK_NAME)
+    files = [f for p in lock.packages for f in (*p.wheels, p.archive) if f is not None]
+    assert len(files) == 2, lock
+    assert all(
+        f.path == f"copycat-wheels/{f.name}" and (location / f.path).is_file() for f in files
+    ), lock
+    env = scan([tmp_path / "plugins.d"])[0]
+    before = installed_records(env)
+    shutil.rmtree(wheels)  # the --find-links directory is gone (an index may be unreachable)
+    wheelhouse = export_wheelhouse(env, tmp_path / "wheelhouse")
+    assert dep_wheel in [p.name for p in wheelhouse.glob("*.whl")]
+    rebuilt = build_env_offline(wheelhouse, tmp_path / "elsewhere" / "env")
+    assert installed_records(rebuilt) == before
+
+
+def test_a_locked_file_that_cannot_be_fetched_is_a_lock_error_naming_env_file_and_place(
+    tmp_path: Path,
+) -> None:
+    location, dep_wheel, _ = _installed_from_find_links(tmp_path)
+    # As an env installed before envs kept their files: the dependency is named by URL only,
+    # on an index that refuses connections.
+    lock = Lock.read(location / LOCK_NAME)
+    url = f"http://127.0.0.1:9/packages/{dep_wheel}"
+    lock = Lock(
+        tuple(
+            LockedPackage(
+                p.name,
+                p.version,
+                tuple(
+                    LockedFile(f.name, f.sha256, url=url) if f.name == dep_wheel else f
+                    for f in p.wheels
+                ),
+                p.archive,
+                p.sdist,
+            )
+            for p in lock.packages
+        ),
+        lock.tool,
+    )
+    lock.write(location / LOCK_NAME)
+    (location / "copycat-wheels" / dep_wheel).unlink()
+    env = scan([tmp_path / "plugins.d"])[0]
+    with pytest.raises(LockError) as raised:
+        export_wheelhouse(env, tmp_path / "wheelhouse")
+    message = str(raised.value)
+    assert f"plugin env {location}" in message and dep_wheel in message and url in message
+    assert "ConnectError" in message
