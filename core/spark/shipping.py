@@ -6,8 +6,9 @@ with ``SparkContext.addArchive``; Spark copies it to every executor that runs a 
 unpacks it there. What is in it depends on the environment's layout:
 
 * a locked venv (every env ``copycat plugins install`` and REST installs build): its
-  *wheelhouse* (:func:`registry.locks.export_wheelhouse`: every wheel of its lock, the lock
-  rewritten to point at them, the manifest), from which executors build the env offline;
+  *wheelhouse* (:func:`registry.locks.export_wheelhouse`: every wheel of its lock, copied
+  from the env's own ``copycat-wheels`` store, so no index is asked; the lock rewritten to
+  point at them; the manifest), from which executors build the env offline;
 * a zipapp: the ``.pyz``/``.zip`` itself; a ``pip --target`` directory: the directory.
 
 The archive's file name carries the environment's content hash
