@@ -5,6 +5,7 @@ driver; each task runs on an executor as a long-running, one-partition Spark job
 same task runtime the local worker uses (``core.runtime``). See docs/spark.md.
 
 * :mod:`core.spark.driver` -- the SparkSession, the control endpoint, task slots, status API.
+* :mod:`core.spark.gateway` -- the driver JVM, started in a session of its own; its errors.
 * :mod:`core.spark.runner` -- the worker's thread per task on Spark: submit, resubmit, status.
 * :mod:`core.spark.shipping` -- plugin environments shipped as Spark archives.
 * :mod:`core.spark.executor` -- what runs on the executor: the task loop, heartbeats, offsets.
