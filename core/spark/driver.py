@@ -26,7 +26,6 @@ import json
 import logging
 import os
 import secrets
-import shutil
 import signal
 import sys
 import threading
@@ -35,7 +34,6 @@ import urllib.request
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from plugin_api.connector import freeze_partition
@@ -421,19 +419,13 @@ class SparkDriver:
     def _release_session(self) -> None:
         if not self.owns_session:
             return
+        # A local-cluster application's executor working directories ($SPARK_HOME/work/<app>)
+        # stay: two local-cluster masters started in the same second give their applications
+        # the same id, so the directory may be another worker's, in use.
         try:
-            application, master = self.sc.applicationId, str(self.sc.master)
             self.session.stop()
         except Exception as exc:  # noqa: BLE001 - Py4J's errors: the JVM is gone already
             log.warning("the SparkSession could not be stopped (its driver JVM exited?): %s", exc)
-            return
-        if master.startswith("local-cluster"):
-            # Its Workers give executors working directories under $SPARK_HOME/work (inside
-            # pyspark's package when pip installed it) and never remove them.
-            from pyspark.find_spark_home import _find_spark_home
-
-            home = os.environ.get("SPARK_HOME") or _find_spark_home()
-            shutil.rmtree(Path(home) / "work" / application, ignore_errors=True)
 
 
 def _session(worker_id: str, conf: Mapping[str, str]) -> tuple[Any, bool]:

@@ -112,12 +112,6 @@ def test_ctrl_c_or_sigterm_to_the_process_group_commits_final_offsets_and_leaves
         text = worker.text()
         assert "Closing down clientserver connection" not in text  # py4j at INFO
         assert "[Stage " not in text  # Spark's console progress bar
-        applications = _APPLICATION.findall(text)
-        assert applications, text
-        import pyspark
-
-        work = Path(str(pyspark.__file__)).parent / "work"
-        assert not (work / applications[-1]).exists(), "executor work dir left behind"
 
         # Started again, the source resumes at the end of the file: no line twice. Then
         # systemd's stop (SIGTERM to the unit's whole control group) is as graceful.
