@@ -555,8 +555,13 @@ def test_stopping_a_connector_whose_start_hangs_reclaims_it(cluster: Distributed
         30,
         "the plugin to hang in connector.start",
     )
-    starting = cluster.request("GET", f"/connectors/{name}/status", 1)
-    assert starting.status_code == 200, starting.text
+
+    def status() -> httpx.Response | None:
+        response = cluster.request("GET", f"/connectors/{name}/status", 1)
+        return response if response.status_code == 200 else None
+
+    # Statuses travel through the status topic: another worker reads this one shortly after.
+    starting = wait_until(status, 10, "another worker to read the starting connector's status")
     assert starting.json()["connector"]["state"] == "UNASSIGNED"
     started = time.monotonic()
     assert cluster.request("PUT", f"/connectors/{name}/stop", 1).status_code in (202, 204)
