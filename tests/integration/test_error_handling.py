@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
@@ -27,6 +26,7 @@ from tests.support.kafka import (
     wait_for_librdkafka_threads,
 )
 from tests.support.plugins import catalogue_with
+from tests.support.workers import in_process_worker, start_connector
 
 pytestmark = pytest.mark.integration
 
@@ -127,24 +127,11 @@ def catalogue(
     )
 
 
-def _worker(catalogue: PluginCatalogue, bootstrap: str, **extra: str) -> Worker:
-    props = {
-        "key.converter": "StringConverter",
-        "value.converter": "StringConverter",
-        "offset.flush.interval.ms": "200",
-        "consumer.session.timeout.ms": "6000",
-        "consumer.heartbeat.interval.ms": "1000",
-        **extra,
-    }
-    return Worker(
-        "w1", props, catalogue, MemoryOffsetStore(), client_props={"bootstrap.servers": bootstrap}
-    )
-
-
-def _start(worker: Worker, name: str, props: dict[str, str]) -> None:
-    worker.start_connector(name, {"name": name, **props})
-    for task_id, cfg in enumerate(worker.task_configs(name)):
-        assert worker.start_task(name, task_id, cfg).wait_started(60)
+def _failed_trace(worker: Worker, name: str) -> str:
+    """The trace of task 0 of ``name`` once it is FAILED."""
+    wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
+    trace: str = worker.status.task(name, 0).trace
+    return trace
 
 
 def _tolerant_json_sink(topic: str, out: Path, dlq: str, **extra: str) -> dict[str, str]:
@@ -195,9 +182,9 @@ def test_malformed_records_go_to_the_dlq_with_context_and_the_rest_arrive_in_ord
     assert len(bad_offsets) == 1000
     produce(bootstrap_servers, topic_name, values)
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"tolerant-{topic_name}"
-    _start(
+    start_connector(
         worker,
         name,
         _tolerant_json_sink(
@@ -255,9 +242,9 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
     values, bad_offsets = _json_mix(5_000, 1001)
     first_bad = min(bad_offsets)
     produce(bootstrap_servers, topic_name, values)
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"strict-{topic_name}"
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -269,8 +256,7 @@ def test_with_tolerance_none_the_first_bad_record_fails_the_task_and_nothing_pas
         },
     )
     try:
-        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
-        trace = worker.status.task(name, 0).trace
+        trace = _failed_trace(worker, name)
         assert "Tolerance exceeded in error handler" in trace
         assert f"{topic_name}-0@{first_bad}" in trace
         # The first line is the error (Kafka's "...ConnectException: Tolerance exceeded in
@@ -303,10 +289,10 @@ def test_with_tolerance_none_the_failing_record_is_logged_and_in_the_dlq_before_
         producer.produce(topic_name, value, headers=[("trace", b"t-1")])
     assert producer.flush(30) == 0
     dlq = f"{topic_name}-dlq"
-    worker = _worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
     name = f"strict-dlq-{topic_name}"
     caplog.set_level(logging.ERROR, logger="copycat.errors")
-    _start(
+    start_connector(
         worker,
         name,
         _tolerant_json_sink(
@@ -321,8 +307,7 @@ def test_with_tolerance_none_the_failing_record_is_logged_and_in_the_dlq_before_
         ),
     )
     try:
-        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
-        trace = worker.status.task(name, 0).trace
+        trace = _failed_trace(worker, name)
         assert "Tolerance exceeded in error handler" in trace
         assert f"{topic_name}-0@2" in trace
         dead = read_all(bootstrap_servers, dlq, 1)
@@ -348,10 +333,10 @@ def test_with_tolerance_none_a_failing_source_record_is_logged_and_those_before_
     broker: KafkaCluster,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"mixed-strict-{topic_name}"
     caplog.set_level(logging.ERROR, logger="copycat.errors")
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -366,8 +351,7 @@ def test_with_tolerance_none_a_failing_source_record_is_logged_and_those_before_
         },
     )
     try:
-        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
-        trace = worker.status.task(name, 0).trace
+        trace = _failed_trace(worker, name)
         assert "Tolerance exceeded in error handler" in trace
         assert "offset {'n': 10}" in trace
     finally:
@@ -388,9 +372,9 @@ def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_
 ) -> None:
     broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(1000)])
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     flaky, broken = f"flaky-{topic_name}", f"broken-{topic_name}"
-    _start(
+    start_connector(
         worker,
         flaky,
         {
@@ -400,7 +384,7 @@ def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_
             "transient.failures": "5",
         },
     )
-    _start(
+    start_connector(
         worker,
         broken,
         {
@@ -438,9 +422,9 @@ def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_c
 ) -> None:
     broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(2000)])
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name, dlq = f"errant-{topic_name}", f"{topic_name}-errant-dlq"
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -500,9 +484,9 @@ def test_a_sink_100x_slower_than_its_source_keeps_worker_memory_bounded(
     gc.collect()
     baseline = _rss_mb()
     flag = tmp_path / "go-fast"
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"slow-{topic_name}"
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -548,9 +532,9 @@ def test_opt_in_automatic_restart_policy_restarts_a_failed_task_with_backoff(
 ) -> None:
     broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [b"1", b"2", b"3"])
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"restart-{topic_name}"
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -587,9 +571,9 @@ def test_source_records_failing_conversion_are_tolerated_logged_and_sent_to_a_so
     broker: KafkaCluster,
 ) -> None:
     dlq = f"{topic_name}-source-dlq"
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"mixed-{topic_name}"
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -648,9 +632,9 @@ def test_a_record_of_about_1_mib_goes_to_the_dlq_and_the_sink_runs_on(
         producer.produce(topic_name, value)
     assert producer.flush(30) == 0
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"big-dlq-{topic_name}"
-    _start(worker, name, _tolerant_json_sink(topic_name, out, dlq))
+    start_connector(worker, name, _tolerant_json_sink(topic_name, out, dlq))
     try:
         wait_for(
             lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 4,
@@ -675,15 +659,14 @@ def test_a_record_the_dlq_refuses_fails_the_task_naming_the_dlq_and_the_record(
     broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [b'{"n": 0}', b"<" + b"x" * 5_000])
     dlq = f"{topic_name}-dlq"
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"dlq-refuses-{topic_name}"
     sink = _tolerant_json_sink(
         topic_name, tmp_path / "out.txt", dlq, **{"producer.override.max.request.size": "2000"}
     )
-    _start(worker, name, sink)
+    start_connector(worker, name, sink)
     try:
-        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
-        trace = worker.status.task(name, 0).trace
+        trace = _failed_trace(worker, name)
     finally:
         worker.stop()
     assert f"dead letter queue {dlq}" in trace
@@ -714,10 +697,10 @@ def test_with_tolerance_all_a_record_the_producer_refuses_is_skipped_and_logged(
     size = {"producer.override.max.request.size": "3000000"} if refused_by == "broker" else {}
     data = tmp_path / "in.txt"
     data.write_text(f"first\n{'x' * BIG_LINE_BYTES}\nlast\n")
-    worker = _worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
     name = f"refused-{topic_name}"
     caplog.set_level(logging.ERROR, logger="copycat.errors")
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -758,9 +741,9 @@ def test_with_tolerance_none_a_record_the_producer_refuses_fails_the_task(
 ) -> None:
     data = tmp_path / "in.txt"
     data.write_text(f"first\n{'x' * BIG_LINE_BYTES}\nlast\n")
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"refused-strict-{topic_name}"
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -772,8 +755,7 @@ def test_with_tolerance_none_a_record_the_producer_refuses_fails_the_task(
         },
     )
     try:
-        wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
-        trace = worker.status.task(name, 0).trace
+        trace = _failed_trace(worker, name)
         assert topic_name in trace and "too large" in trace.lower()
         sent = read_all(bootstrap_servers, topic_name, 1)
     finally:
@@ -800,9 +782,9 @@ def test_a_stopped_sink_closes_its_dlq_producer_at_once(
     before = librdkafka_threads()
     gc.disable()
     try:
-        worker = _worker(catalogue, bootstrap_servers, **{"task.data.path": "worker"})
+        worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": "worker"})
         name = f"dlq-closes-{topic_name}"
-        _start(worker, name, _tolerant_json_sink(topic_name, tmp_path / "out.txt", dlq))
+        start_connector(worker, name, _tolerant_json_sink(topic_name, tmp_path / "out.txt", dlq))
         wait_for(
             lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == len(values),
             60,

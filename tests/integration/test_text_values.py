@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
-from core.worker import Worker
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, produce, read_all, wait_for
+from tests.support.workers import in_process_worker, start_connector
 
 pytestmark = pytest.mark.integration
 
@@ -24,37 +23,15 @@ def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
     return PluginCatalogue.scan([bundled_plugin_path])
 
 
-def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
-    return Worker(
-        "w1",
-        {
-            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-            "offset.flush.interval.ms": "200",
-            "consumer.session.timeout.ms": "6000",
-            "consumer.heartbeat.interval.ms": "1000",
-        },
-        catalogue,
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap},
-    )
-
-
-def _start(worker: Worker, name: str, props: dict[str, str]) -> None:
-    worker.start_connector(name, {"name": name, **props})
-    for task_id, cfg in enumerate(worker.task_configs(name)):
-        assert worker.start_task(name, task_id, cfg).wait_started(60)
-
-
 def test_string_converter_writes_structs_and_timestamps_as_kafka_connect_does(
     catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
 ) -> None:
     # The exploratory user's pipeline, compared byte for byte with Kafka Connect 4.1.1's topic.
     data = tmp_path / "in.txt"
     data.write_text("hello\n")
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"text-{topic_name}"
-    _start(
+    start_connector(
         worker,
         name,
         {
@@ -96,9 +73,9 @@ def test_a_deeply_nested_json_value_is_written_and_the_task_runs_on(
     values = [b'"start"', b"[" * 900 + b"]" * 900, b"[" * 1100 + b"]" * 1100, b'"end"']
     produce(bootstrap_servers, topic_name, values)
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     name = f"deep-{topic_name}"
-    _start(
+    start_connector(
         worker,
         name,
         {
