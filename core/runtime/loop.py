@@ -11,7 +11,7 @@ A driver (the worker's task thread, a Spark executor's task) runs::
 
 and never looks inside: no ``isinstance`` on loop types, no private fields. Offsets are
 committed inside :meth:`TaskLoop.iteration` when due (the loop has the clock), and once more by
-:meth:`TaskLoop.stop` unless the task failed.
+:meth:`TaskLoop.stop`, also after a failure (what a failed task had safely written).
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ class TaskLoop(Protocol):
     def resume(self) -> None: ...
 
     def stop(self, *, failed: bool, timeout_s: float) -> None:
-        """Commit what is durable (not after a failure, except a source's acknowledged
-        records), stop the task in its host and close the clients, within ``timeout_s``."""
+        """Commit what is durable (after a failure too: a source's acknowledged records, a
+        sink's records put before the failing batch, as its pre_commit() agrees), stop the
+        task in its host and close the clients, within ``timeout_s``."""
         ...
 
     def topics(self) -> set[str]:

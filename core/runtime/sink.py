@@ -711,28 +711,59 @@ class SinkTaskLoop:
                 self.name,
             )
 
+    def _settle_after_failure(self) -> None:
+        """Settle the channel of a task that failed with a put() in flight, counting nothing
+        of it; its outcome (another failure, perhaps) does not keep the closing commit from
+        committing the batches put before."""
+        self._inflight = None
+        try:
+            self.host.result()
+        except Exception as exc:  # noqa: BLE001 - the task has failed already
+            log.debug("task %s: the put() in flight when it failed ended with: %s", self.name, exc)
+
+    def _commit_after_failure(self) -> None:
+        """The closing commit of a task that failed: a failure here is logged, not raised (the
+        task's own failure is what its status reports), and commits nothing."""
+        try:
+            self.commit()
+        except Exception as exc:  # noqa: BLE001 - the task has failed already
+            log.warning(
+                "task %s: offset commit failed while closing the failed task; records put "
+                "since the last commit are delivered again on restart: %s",
+                self.name,
+                exc,
+            )
+
     def _raise_if_failed(self) -> None:
         if self._failure is not None:
             failure, self._failure = self._failure, None
             raise failure
 
     def stop(self, *, failed: bool = False, timeout_s: float = 5.0) -> None:
-        """Commit what the task has made durable (unless it failed), close and stop it.
+        """Commit what the task has made durable, close and stop it.
+
+        A task that failed commits too, as Kafka Connect's closing commit does: the offsets of
+        the batches whose put() succeeded, as far as its ``pre_commit()`` agrees, so that a
+        restart does not write them again. Never those of the batch that failed (it is not
+        accounted) nor of a put() still in flight when the task failed (it had not returned);
+        a ``pre_commit()`` or commit that fails now is logged, and nothing is committed.
 
         ``timeout_s`` bounds only the wait for a group join in progress (see
         :meth:`_finish_join`): every host call has its own deadline, and the driver kills the
         host of a task that does not stop in time.
         """
         deadline = time.monotonic() + timeout_s * JOIN_SHARE_OF_STOP_TIMEOUT
-        commit = not failed
         try:
             if self.host.alive and self.host.pending:
-                if commit:
-                    self._drain()
+                if failed:
+                    self._settle_after_failure()
                 else:
-                    self.host.result()  # failed task: settle the channel, count nothing
-            if commit and self.host.alive:
-                self.commit()
+                    self._drain()
+            if self.host.alive:
+                if failed:
+                    self._commit_after_failure()
+                else:
+                    self.commit()
         finally:
             try:
                 if self.host.alive:

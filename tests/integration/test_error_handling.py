@@ -43,6 +43,7 @@ class ScriptedSinkTask(SinkTask):
         self.always_retriable = props.get("always.retriable") == "true"
         self.errant = props.get("errant.value")
         self.slow_flag = props.get("slow.unless.exists")
+        self.flush_each_put = props.get("flush.each.put") == "true"
         self.failures = 0
     def put(self, records):
         if self.always_retriable and records:
@@ -60,6 +61,8 @@ class ScriptedSinkTask(SinkTask):
                 reporter.report(r, ValueError(f"cannot store {value}"))
                 continue
             self.out.write(f"{value}\\n")
+        if self.flush_each_put:
+            self.out.flush()
     def flush(self, offsets):
         self.out.flush()
     def stop(self):
@@ -324,6 +327,61 @@ def test_with_tolerance_none_the_failing_record_is_logged_and_in_the_dlq_before_
         logged
     )
     assert committed(bootstrap_servers, f"connect-{name}", topic_name) <= 2
+
+
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_a_failed_sink_commits_the_records_put_before_the_failing_batch_and_restarts_after_them(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    data_path: str,
+) -> None:
+    """As Kafka's WorkerSinkTask, whose closing commit runs also after a failure: the records
+    put before the failing batch are committed (through pre_commit), the failing batch is not,
+    so a restart fails on the same record again without writing the earlier ones twice."""
+    broker.create_topic(topic_name, 1)
+    out = tmp_path / "out.txt"
+    # No periodic commit during the test: only the closing commit can commit anything.
+    worker = in_process_worker(
+        catalogue,
+        bootstrap_servers,
+        **{"task.data.path": data_path, "offset.flush.interval.ms": "600000"},
+    )
+    name = f"failed-commit-{topic_name}"
+    start_connector(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(out),
+            "flush.each.put": "true",
+            "value.converter": "JsonConverter",
+            "value.converter.schemas.enable": "false",
+        },
+    )
+    group = f"connect-{name}"
+    try:
+        produce(bootstrap_servers, topic_name, [b'{"n": 0}', b'{"n": 1}'])
+        wait_for(lambda: _lines(out) == ["0", "1"], 60, "the good records written")
+        produce(bootstrap_servers, topic_name, [b"not json at all", b'{"n": 3}'])
+        assert f"{topic_name}-0@2" in _failed_trace(worker, name)
+        wait_for(
+            lambda: committed(bootstrap_servers, group, topic_name) == 2,
+            30,
+            "the records put before the failure committed",
+        )
+        worker.stop_task(name, 0)
+        [config] = worker.task_configs(name)
+        assert worker.start_task(name, 0, config).wait_started(60)
+        assert f"{topic_name}-0@2" in _failed_trace(worker, name)
+        time.sleep(1)  # the restarted task's closing commit
+        assert committed(bootstrap_servers, group, topic_name) == 2
+    finally:
+        worker.stop()
+    assert _lines(out) == ["0", "1"]
 
 
 def test_with_tolerance_none_a_failing_source_record_is_logged_and_those_before_it_sent(

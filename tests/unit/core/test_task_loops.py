@@ -5,7 +5,7 @@ StringConverter run in this interpreter (they are importable in the dev environm
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -28,9 +28,13 @@ from plugin_api import (
     ConfigDef,
     ConnectException,
     RecordMetadata,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
     SourceConnector,
     SourceRecord,
     SourceTask,
+    TopicPartition,
 )
 from tests.support.fake_kafka import FakeClients, FakeCluster, FakeProducer
 from tests.support.loops import Clock, InProcessHosts, run_until
@@ -454,14 +458,68 @@ def test_a_paused_sink_keeps_polling_with_its_partitions_paused(
     assert consumer.assignments == 1  # one assignment: no rebalance through the pause
 
 
-def test_sink_loop_stop_after_failure_commits_nothing(
+def test_sink_loop_stop_after_failure_commits_what_was_put(
     tmp_path: Path, services: TaskServices, cluster: FakeCluster
 ) -> None:
+    """As Kafka's closing commit: a failed task commits the records whose put() succeeded
+    (through pre_commit, which flushes them), so a restart does not write them again."""
     out = tmp_path / "out.txt"
     _fill(cluster, 5)
     loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
     loop.start()
     run_until(loop, lambda: loop.records_moved == 5)
     loop.stop(failed=True, timeout_s=1)
+    assert cluster.committed["connect-c"] == {("in", 0): 5}
+    assert out.read_text().splitlines() == [f"v{i}" for i in range(5)]
+    assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
+
+
+class PreCommitFailingSink(SinkTask):
+    """Takes every record; its pre_commit() raises."""
+
+    def start(self, props: Mapping[str, str]) -> None:
+        pass
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        pass
+
+    def pre_commit(self, offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        raise ConnectException("target unreachable")
+
+    def stop(self) -> None:
+        pass
+
+
+class PreCommitFailingSinkConnector(SinkConnector):
+    def start(self, props: Mapping[str, str]) -> None:
+        pass
+
+    def task_class(self) -> type[SinkTask]:
+        return PreCommitFailingSink
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{}]
+
+    def config(self) -> ConfigDef:
+        return ConfigDef()
+
+    def stop(self) -> None:
+        pass
+
+
+def test_sink_loop_stop_after_failure_commits_nothing_when_pre_commit_raises(
+    services: TaskServices, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As Kafka's closing commit: the failure is logged, nothing committed, the task stopped."""
+    _fill(cluster, 5)
+    spec = _spec("sink", {"topics": "in"})
+    spec = dataclasses.replace(
+        spec, plugin=_ref("sink", f"{__name__}:PreCommitFailingSinkConnector")
+    )
+    loop = build_task(spec, services)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 5)
+    loop.stop(failed=True, timeout_s=1)
     assert cluster.committed["connect-c"] == {}
+    assert "target unreachable" in caplog.text
     assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
