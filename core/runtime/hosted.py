@@ -288,9 +288,9 @@ class HostedTaskLoop:
     def resume(self) -> None:
         self._paused = False
 
-    def stop(self, *, failed: bool, timeout_s: float) -> None:
+    def stop(self, *, failed: bool, timeout_s: float, fenced: bool = False) -> None:
         try:
             if self.host.alive:
-                self.call("stop", failed, timeout_s)
+                self.call("stop", failed, timeout_s, fenced)
         finally:
             self._on_stop()

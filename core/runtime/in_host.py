@@ -212,12 +212,13 @@ class HostedTask:
     poll = run
     put = run
 
-    def stop(self, failed: bool, timeout_s: float) -> tuple[Any, ...]:
-        """The loop's stop (its final commit unless failed), then the plugin's host channel."""
+    def stop(self, failed: bool, timeout_s: float, fenced: bool = False) -> tuple[Any, ...]:
+        """The loop's stop (its final commit, none when fenced), then the plugin's host
+        channel."""
         loop = self._running()
         self._deadline = -math.inf  # stopping: waits on the broker end at once, as in the worker
         try:
-            loop.stop(failed=failed, timeout_s=timeout_s)
+            loop.stop(failed=failed, timeout_s=timeout_s, fenced=fenced)
         finally:
             if self._inner is not None:
                 self._inner.close(timeout_s)

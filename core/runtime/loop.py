@@ -44,10 +44,13 @@ class TaskLoop(Protocol):
 
     def resume(self) -> None: ...
 
-    def stop(self, *, failed: bool, timeout_s: float) -> None:
+    def stop(self, *, failed: bool, timeout_s: float, fenced: bool = False) -> None:
         """Commit what is durable (after a failure too: a source's acknowledged records, a
         sink's records put before the failing batch, as its pre_commit() agrees), stop the
-        task in its host and close the clients, within ``timeout_s``."""
+        task in its host and close the clients, within ``timeout_s``. A ``fenced`` task
+        (another attempt of it runs: a replaced Spark attempt) commits nothing: its sink
+        consumer may still be in the group, and its commit could take the new attempt's
+        offsets back."""
         ...
 
     def topics(self) -> set[str]:

@@ -739,8 +739,9 @@ class SinkTaskLoop:
             failure, self._failure = self._failure, None
             raise failure
 
-    def stop(self, *, failed: bool = False, timeout_s: float = 5.0) -> None:
-        """Commit what the task has made durable, close and stop it.
+    def stop(self, *, failed: bool = False, timeout_s: float = 5.0, fenced: bool = False) -> None:
+        """Commit what the task has made durable, close and stop it (``fenced``: commit
+        nothing, see :meth:`core.runtime.loop.TaskLoop.stop`).
 
         A task that failed commits too, as Kafka Connect's closing commit does: the offsets of
         the batches whose put() succeeded, as far as its ``pre_commit()`` agrees, so that a
@@ -755,11 +756,11 @@ class SinkTaskLoop:
         deadline = time.monotonic() + timeout_s * JOIN_SHARE_OF_STOP_TIMEOUT
         try:
             if self.host.alive and self.host.pending:
-                if failed:
+                if failed or fenced:
                     self._settle_after_failure()
                 else:
                     self._drain()
-            if self.host.alive:
+            if self.host.alive and not fenced:
                 if failed:
                     self._commit_after_failure()
                 else:

@@ -707,12 +707,15 @@ class SourceTaskLoop:
             self.host.call(self.handle, "commit")
         return self._outstanding()
 
-    def stop(self, *, failed: bool = False, timeout_s: float = 5.0) -> None:
+    def stop(self, *, failed: bool = False, timeout_s: float = 5.0, fenced: bool = False) -> None:
         """Flush what can be flushed, store its offsets and stop the task in its host.
 
         Even after the task failed, what the broker acknowledged is safe to commit: the final
-        commit waits for outstanding acks (up to ``timeout_s``) and stores them.
+        commit waits for outstanding acks (up to ``timeout_s``) and stores them. A fenced
+        task's offsets are refused where they are stored (the worker's check), so ``fenced``
+        stops it as a failed one.
         """
+        failed = failed or fenced
         try:
             self._final_commit(timeout_s, failed)
         finally:

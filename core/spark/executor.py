@@ -256,9 +256,12 @@ class ExecutorTask:
             log.error("task %s failed: %s", self.spec.name, exc)
         finally:
             try:
-                # A fenced attempt's commit is refused by the worker anyway; skip the try.
+                # A fenced attempt (replaced by a newer one) commits nothing: a source's
+                # commit is refused by the worker anyway, and a sink's could take the new
+                # attempt's group offsets back.
                 loop.stop(
-                    failed=failure is not None or heartbeat.fenced,
+                    failed=failure is not None,
+                    fenced=heartbeat.fenced,
                     timeout_s=self.spec.settings.graceful_timeout_s,
                 )
             except Exception as exc:  # noqa: BLE001

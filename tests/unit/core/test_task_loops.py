@@ -474,6 +474,20 @@ def test_sink_loop_stop_after_failure_commits_what_was_put(
     assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
 
 
+def test_a_fenced_sink_loop_commits_nothing(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster
+) -> None:
+    """A replaced (fenced) attempt's consumer may still be in the group: it commits nothing,
+    failed or not, so it cannot take the new attempt's offsets back."""
+    _fill(cluster, 5)
+    loop = build_task(_spec("sink", {"file": str(tmp_path / "out.txt"), "topics": "in"}), services)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 5)
+    loop.stop(failed=False, fenced=True, timeout_s=1)
+    assert cluster.committed["connect-c"] == {}
+    assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
+
+
 class PreCommitFailingSink(SinkTask):
     """Takes every record; its pre_commit() raises."""
 
