@@ -120,18 +120,22 @@ def _run(
                 dead = read_records(broker.bootstrap_servers, dlq, 1)
                 return _normalised(dead, name), state
             dead = read_records(broker.bootstrap_servers, dlq, POISON)
-            lines = wait_for(
-                lambda: (
-                    output.exists()
-                    and len(output.read_text().splitlines()) >= GOOD
-                    and output.read_text()
-                ),
-                90,
-                f"{peer.name} writing {GOOD} lines",
-            )
+            lines = _written(output, GOOD, peer.name)
         finally:
             delete(client, name)
     return _normalised(dead, name), lines
+
+
+def _written(output: Path, count: int, who: str) -> str:
+    """The sink file's text once it holds at least ``count`` lines."""
+    text: str = wait_for(
+        lambda: (
+            output.exists() and len(output.read_text().splitlines()) >= count and output.read_text()
+        ),
+        90,
+        f"{who} writing {count} lines",
+    )
+    return text
 
 
 def _task_state(client: httpx.Client, name: str) -> str | None:

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.differential.test_dead_letter_queue import _normalised, _reconcile_messages
+from tests.differential.test_dead_letter_queue import _normalised, _reconcile_messages, _written
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import Peer, Record, create, delete, differences, read_records
-from tests.support.kafka import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -48,15 +47,7 @@ def _run(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[
         create(client, name, config)
         try:
             dead = read_records(broker.bootstrap_servers, dlq, 1)
-            lines = wait_for(
-                lambda: (
-                    output.exists()
-                    and len(output.read_text().splitlines()) >= GOOD
-                    and output.read_text()
-                ),
-                90,
-                f"{peer.name} writing {GOOD} lines",
-            )
+            lines = _written(output, GOOD, peer.name)
         finally:
             delete(client, name)
     return _normalised(dead, name), lines
