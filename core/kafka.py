@@ -169,15 +169,18 @@ class RetriableKafkaError(KafkaClientError, RetriableException):
     pass
 
 
-def wrap_kafka_error(error: KafkaError | KafkaException, context: str) -> KafkaClientError:
-    """Turn a confluent-kafka error into ours, once, keeping ``code`` and ``retriable``."""
+def wrap_kafka_error(
+    error: KafkaError | KafkaException, context: str, detail: str = ""
+) -> KafkaClientError:
+    """Turn a confluent-kafka error into ours, once, keeping ``code`` and ``retriable``;
+    ``detail`` follows librdkafka's text."""
     kafka_error = error.args[0] if isinstance(error, KafkaException) and error.args else error
     if isinstance(kafka_error, KafkaError):
         code, retriable, text = kafka_error.code(), kafka_error.retriable(), kafka_error.str()
     else:
         code, retriable, text = None, False, str(kafka_error)
     cls = RetriableKafkaError if retriable else KafkaClientError
-    return cls(f"{context}: {text}", code=code, retriable=retriable)
+    return cls(f"{context}: {text}{detail}", code=code, retriable=retriable)
 
 
 class RateLimitedLog:

@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from core.errors import ErrorReporter
-from core.kafka import wrap_kafka_error
+from core.kafka import JAVA_MAX_REQUEST_SIZE, wrap_kafka_error
 from core.runtime.exactly_once import TRANSACTION_TIMEOUT_S, ExactlyOnceSourceTaskLoop
 from core.runtime.hosted import start_hosted
 from core.runtime.loop import TaskLoop
@@ -196,6 +196,9 @@ def _source(
         "commit_interval_s": spec.settings.commit_interval_s,
         "clock": services.clock,
         "on_stop": offsets.close,
+        "max_request_size": int(
+            spec.clients.producer.get("message.max.bytes", JAVA_MAX_REQUEST_SIZE)
+        ),
     }
     loop: SourceTaskLoop
     if eos is None:

@@ -46,7 +46,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from plugin_api.connector import freeze_partition
 
 from core.errors import ErrorReporter
-from core.kafka import wrap_kafka_error
+from core.kafka import JAVA_MAX_REQUEST_SIZE, wrap_kafka_error
 from core.offsets import OffsetStore
 from core.runtime.spec import ErrorsPolicy
 from core.topics import TopicCreator
@@ -198,8 +198,12 @@ class SourceTaskLoop:
         commit_interval_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
         on_stop: Callable[[], None] = lambda: None,
+        max_request_size: int = JAVA_MAX_REQUEST_SIZE,
     ) -> None:
         self._on_stop = on_stop  # releases what the task alone used (its offsets topic reader)
+        # The producer's message.max.bytes (a connector's max.request.size), named when it
+        # refuses a record as too large.
+        self._max_request_size = max_request_size
         self.connector = connector
         self.task_id = task_id
         self.host = host
@@ -298,15 +302,34 @@ class SourceTaskLoop:
 
     def _delivery_failed(self, err: KafkaError, msg: Message) -> bool:
         """A record's delivery failed: skipped (True) when tolerated, else the task fails."""
+        detail = self._too_large(err, msg.key(), msg.value(), by_producer=False)
         if self._skips(err):
             if err.code() not in PURGED_ERRORS:
-                self._report_refused(msg.topic(), msg.partition(), err)
+                self._report_refused(msg.topic(), msg.partition(), err.str() + detail)
             return True
         if self._failure is None:
             self._failure = wrap_kafka_error(
-                err, f"task {self.name} could not send a record to {msg.topic()}-{msg.partition()}"
+                err,
+                f"task {self.name} could not send a record to {msg.topic()}-{msg.partition()}",
+                detail,
             )
         return False
+
+    def _too_large(self, err: KafkaError, key: object, value: object, *, by_producer: bool) -> str:
+        """What a user needs to act on a record refused as too large: its size and the limit
+        it is over (the Java producer's RecordTooLargeException names both); else nothing."""
+        if not isinstance(err, KafkaError) or err.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+            return ""
+        size = sum(len(part) for part in (key, value) if isinstance(part, bytes | bytearray))
+        limit = (
+            f"the producer's max.request.size, {self._max_request_size} bytes"
+            if by_producer
+            else "the topic's max.message.bytes on the broker"
+        )
+        return (
+            f" (the record's key and value are {size} bytes, before headers and framing;"
+            f" the limit is {limit})"
+        )
 
     def _skips(self, err: object) -> bool:
         """Whether a producer error skips its record: errors.tolerance=all, and the record
@@ -321,28 +344,31 @@ class SourceTaskLoop:
             and (err.code() in REFUSED_RECORD_ERRORS or err.code() in PURGED_ERRORS)
         )
 
-    def _report_refused(self, topic: str | None, partition: int | None, err: KafkaError) -> None:
+    def _report_refused(self, topic: str | None, partition: int | None, why: str) -> None:
         """Log a record skipped because the producer refused it, as Kafka's failed-send
         callback does, and report it to the error reporter (its log and source DLQ)."""
         where = f"a record for topic {topic!r}"
         if partition is not None and partition >= 0:
             where += f" partition {partition}"
-        log.error("task %s failed to send %s: %s", self.name, where, err.str())
+        log.error("task %s failed to send %s: %s", self.name, where, why)
         assert self.errors is not None
         loop_class = f"{type(self).__module__}.{type(self).__qualname__}"
-        self.errors.report_source(
-            [(0, where, KAFKA_PRODUCE, loop_class, "KafkaError", err.str(), "")]
-        )
+        self.errors.report_source([(0, where, KAFKA_PRODUCE, loop_class, "KafkaError", why, "")])
 
-    def _refused(self, topic: str, partition: int | None, exc: Exception) -> None:
+    def _refused(
+        self, topic: str, partition: int | None, exc: Exception, key: object, value: object
+    ) -> None:
         """A produce() call raised: the record is skipped if :meth:`_skips` says so (it then
         counts as sent), else the task fails naming the topic."""
         err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-        if err is not None and self._skips(err) and err.code() not in PURGED_ERRORS:
-            self._report_refused(topic, partition, err)
-            return
+        why = str(exc)
+        if isinstance(err, KafkaError):
+            why = err.str() + self._too_large(err, key, value, by_producer=True)
+            if self._skips(err) and err.code() not in PURGED_ERRORS:
+                self._report_refused(topic, partition, why)
+                return
         raise ConnectException(
-            f"task {self.name} could not send a record to topic {topic!r}: {exc}"
+            f"task {self.name} could not send a record to topic {topic!r}: {why}"
         ) from exc
 
     def _record_delivered(
@@ -551,7 +577,10 @@ class SourceTaskLoop:
                 index = size - length_hint(remaining) - 1
                 batch.size += index - unsent.next
                 unsent.next = index
-                self._refused(topic, None if partition == -1 else partition, exc)
+                key = None if keys is None else keys[index]
+                self._refused(
+                    topic, None if partition == -1 else partition, exc, key, values[index]
+                )
                 index += 1  # skipped (errors.tolerance=all): counts as sent and acknowledged
                 batch.size += 1
                 batch.acked += 1
@@ -596,7 +625,7 @@ class SourceTaskLoop:
                 ):
                     batch.acked += 1
             except Exception as exc:  # KafkaException, TypeError for bad values
-                self._refused(topic, partition, exc)
+                self._refused(topic, partition, exc, key, value)
                 batch.acked += 1  # skipped (errors.tolerance=all): counts as acknowledged
                 if wants_acks:
                     self._pending_acks.append((seq, None, None, None, None))
@@ -640,7 +669,7 @@ class SourceTaskLoop:
             except BufferError:
                 continue
             except Exception as exc:
-                self._refused(topic, partition, exc)
+                self._refused(topic, partition, exc, key, value)
                 return False
 
     def _release_producer(self) -> None:

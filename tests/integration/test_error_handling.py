@@ -788,6 +788,9 @@ def test_with_tolerance_all_a_record_the_producer_refuses_is_skipped_and_logged(
     assert [m.value() for m in sent] == [b"first", b"last"]
     logged = [r.getMessage() for r in caplog.records if r.name == "copycat.errors"]
     assert any("KAFKA_PRODUCE" in m and topic_name in m for m in logged), logged
+    # The size at fault, and whose limit it is over, as Java's RecordTooLargeException says.
+    limit = "max.message.bytes" if refused_by == "broker" else "max.request.size, 1048576 bytes"
+    assert any(f"are {BIG_LINE_BYTES} bytes" in m and limit in m for m in logged), logged
 
 
 def test_with_tolerance_none_a_record_the_producer_refuses_fails_the_task(
@@ -815,6 +818,7 @@ def test_with_tolerance_none_a_record_the_producer_refuses_fails_the_task(
     try:
         trace = _failed_trace(worker, name)
         assert topic_name in trace and "too large" in trace.lower()
+        assert f"are {BIG_LINE_BYTES} bytes" in trace and "max.request.size" in trace, trace
         sent = read_all(bootstrap_servers, topic_name, 1)
     finally:
         worker.stop()
