@@ -32,6 +32,14 @@ from plugin_api.config import (
 )
 from plugin_api.errors import ConfigException
 
+from core.http_headers import (
+    ALLOW_METHODS_KEY,
+    ALLOW_ORIGIN_KEY,
+    RESPONSE_HEADERS_KEY,
+    check_allowed_origins,
+    check_response_headers,
+)
+
 __all__ = [
     "ALLOWED_PREFIXES",
     "CLIENT_KEYS",
@@ -504,28 +512,31 @@ def _build() -> ConfigDef:
         "Largest REST request body accepted; larger ones are answered 413 before being read.",
     )
     d.define(
-        "access.control.allow.origin",
+        ALLOW_ORIGIN_KEY,
         _T.STRING,
         "",
-        None,
+        check_allowed_origins,
         _LOW,
-        "Value of Access-Control-Allow-Origin; empty disables CORS.",
+        "Origins allowed in cross-origin REST requests: comma-separated regular expressions an "
+        "Origin must match whole, or * for any; empty disables CORS.",
     )
     d.define(
-        "access.control.allow.methods",
+        ALLOW_METHODS_KEY,
         _T.STRING,
         "",
         None,
         _LOW,
-        "Methods allowed in CORS requests; empty means GET, POST, HEAD.",
+        "Methods allowed in CORS requests (comma-separated); empty means GET, POST, HEAD.",
     )
     d.define(
-        "response.http.headers.config",
+        RESPONSE_HEADERS_KEY,
         _T.STRING,
         "",
-        None,
+        check_response_headers,
         _LOW,
-        "Rules for HTTP headers added to REST responses.",
+        "Comma-separated header rules '[action] [header name]:[header value]' (action set, "
+        "add, setDate or addDate), a rule in double quotes if it holds a comma, applied to "
+        "every REST response of the main listeners.",
     )
     # --- StandaloneConfig -----------------------------------------------------------------
     d.define(

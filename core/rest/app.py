@@ -30,8 +30,16 @@ from core.herder import (
     TargetState,
     normalized_plugin_name,
 )
+from core.http_headers import (
+    ALLOW_METHODS_KEY,
+    ALLOW_ORIGIN_KEY,
+    RESPONSE_HEADERS_KEY,
+    origin_patterns,
+    parse_rules,
+)
 from core.rest import forwarding, loggers, media, plugins_admin
 from core.rest import models as m
+from core.rest.cors import AnswerOptions, CrossOrigin, ResponseHeaders
 from core.rest.limits import REQUEST_MAX_BYTES_KEY, BodySizeLimit
 from core.rest.trailing_slash import TrailingSlash
 from core.worker_config import WorkerConfig
@@ -557,13 +565,16 @@ def create_app(
         '{"error_code": <status>, "message": "..."}.',
         redirect_slashes=False,  # TrailingSlash serves the path itself; a 307 has no error shape
     )
+    routers: list[APIRouter] = []
     if main:
-        app.include_router(_root_router(herder))
-        app.include_router(_connectors_router(herder))
-        app.include_router(_plugins_router(herder))
+        routers += [_root_router(herder), _connectors_router(herder), _plugins_router(herder)]
     if admin:
-        app.include_router(_loggers_router(herder))
-        app.include_router(plugins_admin.router(herder, worker_config, _SafeRoute))
+        routers += [
+            _loggers_router(herder),
+            plugins_admin.router(herder, worker_config, _SafeRoute),
+        ]
+    for router in routers:
+        app.include_router(router)
     app.openapi = _strip_422(app)  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)
@@ -580,6 +591,8 @@ def create_app(
         log.exception("%s %s failed", request.method, request.url.path)
         return error(500, f"Unexpected error: {type(exc).__name__}")
 
+    # Inside the extensions: authentication applies to OPTIONS too.
+    app.add_middleware(AnswerOptions, routes=[route for r in routers for route in r.routes])
     if extensions is not None:
         extensions.hook.copycat_rest_extension(app=app, worker_config=worker_config)
     app.add_middleware(TrailingSlash)  # outside the extensions: they see the routes' paths
@@ -588,4 +601,15 @@ def create_app(
         BodySizeLimit,
         max_bytes=int(worker_config.get(REQUEST_MAX_BYTES_KEY)),
     )
+    if main:  # Kafka sets both up on the main listeners' context only
+        # Outside the body limit and authentication, as Jetty's handler and filter are
+        # outside Jersey's: a 401 or a 413 carries them too.
+        rules = parse_rules(worker_config.get(RESPONSE_HEADERS_KEY))
+        if rules:
+            app.add_middleware(ResponseHeaders, rules=rules)
+        origins = origin_patterns(worker_config.get(ALLOW_ORIGIN_KEY))
+        if origins is not None:
+            app.add_middleware(
+                CrossOrigin, origins=origins, methods=worker_config.get(ALLOW_METHODS_KEY) or ""
+            )
     return app
