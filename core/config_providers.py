@@ -245,7 +245,7 @@ class ConfigResolver:
                 return found[name]
 
             out[key] = PLACEHOLDER.sub(substitute, value)
-        register_secrets(found_secrets)
+        register_secrets(found_secrets, str(config.get("name", "")))
         return Resolved(out, found_secrets)
 
     def close(self) -> None:

@@ -38,6 +38,7 @@ from core.plugins import PluginCatalogue
 from core.properties import load_connector_file, load_properties
 from core.status import State, StatusBoard
 from core.stores.config import MemoryConfigStore, TargetState
+from core.stores.status import ScrubbingStatusStore
 from core.task_specs import STANDALONE_GROUP_ID, task_transactional_id
 from core.worker import Worker
 from core.worker_config import WorkerConfig
@@ -305,6 +306,8 @@ class StandaloneHerder(WorkerHerder):
     def task_states(self) -> dict[tuple[str, int], State]:
         assert self.worker is not None
         board = self.worker.status
+        if isinstance(board, ScrubbingStatusStore):
+            board = board.inner
         assert isinstance(board, StatusBoard)  # standalone keeps statuses in memory
         return {k: s.state for k, s in board.tasks.items()}
 

@@ -27,7 +27,7 @@ from core.runtime.loop import TaskLoop
 from core.runtime.services import ConfluentClients, KafkaClients, TaskFencing, TaskServices
 from core.runtime.spec import DATA_PATH_WORKER, TaskSpec
 from core.status import State, Status, StatusBoard, failure_trace
-from core.stores.status import StatusStore
+from core.stores.status import ScrubbingStatusStore, StatusStore
 from core.stores.task_offsets import TaskOffsetStore
 from core.task_specs import TaskSpecFactory
 from core.worker_config import WorkerConfig
@@ -349,7 +349,11 @@ class Worker:
         self.catalogue = catalogue
         self.offsets = offsets
         self.client_props = dict(client_props)
-        self.status: StatusStore = status if status is not None else StatusBoard()
+        # Traces are scrubbed before any store sees them (the status topic is read by every
+        # worker of the group, which cannot scrub values it never resolved).
+        self.status: StatusStore = ScrubbingStatusStore(
+            status if status is not None else StatusBoard()
+        )
         self.connectors: dict[str, _Connector] = {}
         self.specs = TaskSpecFactory(config, catalogue, self.client_props)
         if clients is not None:

@@ -215,7 +215,11 @@ class _SecretLeakWatch(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         from core import secrets
 
-        values = [v for v in secrets.registered() if len(v) >= secrets.ANYWHERE_MIN_CHARS]
+        values = [
+            v
+            for v in secrets.registered()
+            if len(v) >= secrets.ANYWHERE_MIN_CHARS and secrets.worth_hiding(v)
+        ]
         if not values:
             return
         try:

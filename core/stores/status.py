@@ -8,11 +8,13 @@ worker answers for all of them. :class:`core.status.StatusBoard` is the in-memor
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
+from core.secrets import scrub_for
 from core.status import Status
 
-__all__ = ["StatusStore"]
+__all__ = ["ScrubbingStatusStore", "StatusStore"]
 
 
 class StatusStore(Protocol):
@@ -35,3 +37,49 @@ class StatusStore(Protocol):
     def task(self, name: str, task: int) -> Status | None: ...
 
     def tasks_of(self, name: str) -> dict[int, Status]: ...
+
+
+class ScrubbingStatusStore:
+    """A :class:`StatusStore` that scrubs every trace before the store beneath sees it.
+
+    The worker writes through this, so a trace never reaches the status topic (read by every
+    worker of the group, and served raw by them) or the in-memory board with a value resolved
+    from a config provider in it: the connector's own values are put back as placeholders
+    (:func:`core.secrets.scrub_for`). Reads pass straight through.
+    """
+
+    def __init__(self, inner: StatusStore) -> None:
+        self.inner = inner
+
+    def set_connector(self, name: str, status: Status) -> None:
+        self.inner.set_connector(name, _scrubbed(name, status))
+
+    def set_task(self, name: str, task: int, status: Status) -> None:
+        self.inner.set_task(name, task, _scrubbed(name, status))
+
+    def update_task(self, name: str, task: int, **changes: object) -> None:
+        trace = changes.get("trace")
+        if isinstance(trace, str):
+            changes["trace"] = scrub_for(name, trace)
+        self.inner.update_task(name, task, **changes)
+
+    def remove_connector(self, name: str) -> None:
+        self.inner.remove_connector(name)
+
+    def remove_task(self, name: str, task: int) -> None:
+        self.inner.remove_task(name, task)
+
+    def connector(self, name: str) -> Status | None:
+        return self.inner.connector(name)
+
+    def task(self, name: str, task: int) -> Status | None:
+        return self.inner.task(name, task)
+
+    def tasks_of(self, name: str) -> dict[int, Status]:
+        return self.inner.tasks_of(name)
+
+
+def _scrubbed(name: str, status: Status) -> Status:
+    if not status.trace:
+        return status
+    return replace(status, trace=scrub_for(name, status.trace))

@@ -15,6 +15,7 @@ import collections
 import random
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -23,6 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
+from confluent_kafka import Consumer
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.distributed import SCHEDULED_DELAY_MS, SESSION_TIMEOUT_MS, DistributedCluster
@@ -79,6 +81,8 @@ def cluster(
         extra={
             "plugin.path": f"{bundled_plugin_path},{faulty}",
             "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
+            "config.providers": "file",
+            "config.providers.file.class": "FileConfigProvider",
         },
     )
     try:
@@ -820,3 +824,64 @@ def test_a_task_on_the_spark_runtime_of_a_worker_without_spark_fails_naming_the_
     status = cluster.wait_running("on-spark", 1, state="FAILED")
     assert "task.runtime=spark needs spark.master" in status["tasks"][0]["trace"]
     assert cluster.request("DELETE", "/connectors/on-spark", 2).status_code == 204
+
+
+def _topic_values(bootstrap: str, topic: str, timeout_s: float = 10) -> list[bytes]:
+    """Every record value of every partition of ``topic`` (read until it is quiet)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    deadline, quiet_since = time.monotonic() + timeout_s, time.monotonic()
+    try:
+        while time.monotonic() < deadline and time.monotonic() - quiet_since < 3:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value() or b"")
+                quiet_since = time.monotonic()
+    finally:
+        consumer.close()
+    return values
+
+
+def test_a_task_trace_quoting_a_resolved_value_is_scrubbed_in_the_status_topic_and_everywhere(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """The worker that resolved the value scrubs the trace before it writes it: the status
+    topic, which every worker reads and serves, never holds it, in any of the forms the trace
+    quotes it (as is, and escaped as Python's repr escapes a backslash and a tab)."""
+    secret_dir = f"SECRETDIR{uuid.uuid4().hex[:8]}"
+    missing = tmp_path / "nonexistent" / secret_dir
+    secrets = tmp_path / "db.properties"
+    # properties escapes: "\\" is one backslash, "\t" a tab
+    secrets.write_text(f"inpath={missing}\\\\Bs\\tTab/in.txt\n")
+    resolved = f"{missing}\\Bs\tTab/in.txt"
+    placeholder = f"${{file:{secrets}:inpath}}"
+    topic = f"{cluster.group}-dt2"
+    broker.create_topic(topic, 1)
+    cluster.create(
+        "dsink2",
+        {"connector.class": "FileStreamSink", "topics": topic, "file": placeholder},
+        via=0,
+    )
+
+    def failed_everywhere() -> list[dict[str, Any]] | None:
+        statuses = [cluster.status("dsink2", via=i) for i in range(WORKERS)]
+        done = all(s.get("tasks") and s["tasks"][0]["state"] == "FAILED" for s in statuses)
+        return statuses if done else None
+
+    statuses = wait_until(failed_everywhere, 60, "dsink2's task FAILED on every worker")
+    for status in statuses:
+        trace = status["tasks"][0]["trace"]
+        assert placeholder in trace
+        assert secret_dir not in trace, trace
+    stored = b"\n".join(_topic_values(broker.bootstrap_servers, f"{cluster.group}-status"))
+    assert b"dsink2" in stored
+    assert secret_dir.encode() not in stored
+    assert resolved.encode() not in stored
