@@ -25,6 +25,7 @@ from confluent_kafka import KafkaError, KafkaException, Message
 
 from core.kafka import wrap_kafka_error
 from core.runtime.spec import ErrorsPolicy
+from core.secrets import scrub_with
 from core.topics import TopicCreator
 from isolation import ErrorInfo, RemotePluginError
 from plugin_api import ConnectException
@@ -60,9 +61,13 @@ class ErrorReporter:
         *,
         producer: Callable[[], Any] | None = None,
         admin: Callable[[], Any] | None = None,
+        secrets: Mapping[str, str] | None = None,
     ) -> None:
-        """``producer`` and ``admin`` make the DLQ's clients, only when there is a DLQ."""
+        """``producer`` and ``admin`` make the DLQ's clients, only when there is a DLQ;
+        ``secrets`` (value -> placeholder) are the connector's resolved config values, put
+        back as placeholders in every message and trace this logs or writes to the DLQ."""
         self.connector = connector
+        self.secrets = dict(secrets or {})
         self.task_id = task_id
         self.policy = policy
         self.tolerate_all = policy.tolerance_all
@@ -94,7 +99,8 @@ class ErrorReporter:
         if not failures:
             return
         by_coordinates = {(r[0], r[1], r[2]): r for r in rows}
-        for topic, partition, offset, *info in failures:
+        for topic, partition, offset, *raw_info in failures:
+            info = self._scrubbed(raw_info)
             row = by_coordinates.get((topic, partition, offset))
             key, value, headers = (row[5], row[6], row[7]) if row else (None, None, None)
             where = (
@@ -110,7 +116,8 @@ class ErrorReporter:
 
     def report_source(self, failures: Sequence[tuple[Any, ...]]) -> None:
         """Failures of polled source records (a DLQ for them goes beyond Kafka Connect)."""
-        for _seq, description, *info in failures:
+        for _seq, description, *raw_info in failures:
+            info = self._scrubbed(raw_info)
             self._log(info, description)
             if self._producer is not None and self.tolerate_all:
                 value = json.dumps({"record": description}).encode()
@@ -120,7 +127,7 @@ class ErrorReporter:
         """The error that fails the task for a record not tolerated (already reported), once
         what it sent to the DLQ is acknowledged. ``where`` names the record; the plugin's
         stack trace becomes the cause, shown in the task's status trace."""
-        stage, class_name, exc_class, message, trace = info
+        stage, class_name, exc_class, message, trace = self._scrubbed(info)
         try:
             self.flush()
         except ConnectException as exc:
@@ -132,6 +139,12 @@ class ErrorReporter:
         plugin_error = ErrorInfo(exc_class, message, "other", trace)
         error.__cause__ = RemotePluginError(class_name, plugin_error)
         return error
+
+    def _scrubbed(self, info: Sequence[str]) -> list[str]:
+        """A failure's ``(stage, class, exception class, message, trace)`` with the
+        connector's resolved values put back as placeholders: an SMT configured through a
+        provider quotes its value in its error (``Unknown field: <the field>``)."""
+        return [scrub_with(part, self.secrets) for part in info]
 
     def _log(self, info: Sequence[str], where: str) -> None:
         stage, class_name, exc_class, message, trace = info

@@ -31,6 +31,7 @@ from core.runtime.spec import (
     TaskSpec,
     TransformSpec,
 )
+from core.secrets import secrets_of
 from core.worker_config import CONVERTER_KEYS, WorkerConfig
 from isolation.environment import PluginDescriptor
 from plugin_api import ConfigDef, ConfigException, ConfigValue
@@ -150,6 +151,7 @@ class TaskSpecFactory:
             version=version,
             exactly_once=eos,
             data_path=self._data_path(f"{connector}-{task_id}", plugin, pipeline, eos is not None),
+            secrets=secrets_of(connector),
         )
 
     def offsets_producer(

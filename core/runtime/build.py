@@ -113,6 +113,7 @@ def _start(
         spec.errors,
         producer=lambda: clients.producer(spec.clients.dlq_producer),
         admin=lambda: clients.admin(spec.clients.admin),
+        secrets=spec.secrets,
     )
     pipeline = spec.pipeline.wire(spec.errors)
     try:

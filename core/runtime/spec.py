@@ -213,6 +213,9 @@ class TaskSpec:
     version: str = ""  # the connector plugin's version(), shown in statuses
     exactly_once: ExactlyOnceSpec | None = None  # a source task run transactionally
     data_path: str = DATA_PATH_WORKER  # DATA_PATH_WORKER or DATA_PATH_HOST
+    # The connector's values resolved by config providers (value -> placeholder), to scrub
+    # from text the task writes where the worker's registry is not (DLQ headers in a host).
+    secrets: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

@@ -351,3 +351,56 @@ def test_secrets_in_plugin_errors_and_output_never_reach_logs_traces_or_rest(
     assert secret not in logged
     for body in bodies:
         assert secret not in body, body
+
+
+def test_dlq_context_headers_carry_placeholders_not_resolved_values(
+    tmp_path: Path,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
+    topic_name: str,
+) -> None:
+    """An SMT configured through a provider quotes its value in its error: the DLQ's
+    exception message and stack trace headers carry the placeholder instead."""
+    from tests.support.kafka import header_text, produce, read_all
+
+    field = f"SecretField{uuid.uuid4().hex[:8]}"
+    secrets = tmp_path / "fields.properties"
+    secrets.write_text(f"fieldname={field}\n")
+    placeholder = f"${{file:{secrets}:fieldname}}"
+    envelope = {
+        "schema": {"type": "struct", "fields": [{"field": "a", "type": "int32"}]},
+        "payload": {"a": 1},
+    }
+    produce(bootstrap_servers, topic_name, [json.dumps(envelope).encode()])
+    dlq = f"{topic_name}-dlq"
+    extra = {
+        "config.providers": "file",
+        "config.providers.file.class": KAFKA_PROVIDERS + "FileConfigProvider",
+    }
+    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, extra) as worker:
+        with worker.client() as http:
+            config = {
+                "connector.class": "FileStreamSink",
+                "topics": topic_name,
+                "file": str(tmp_path / "out.txt"),
+                "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+                "value.converter.schemas.enable": "true",
+                "transforms": "ef",
+                "transforms.ef.type": "org.apache.kafka.connect.transforms.ExtractField$Value",
+                "transforms.ef.field": placeholder,
+                "errors.tolerance": "all",
+                "errors.deadletterqueue.topic.name": dlq,
+                "errors.deadletterqueue.topic.replication.factor": "1",
+                "errors.deadletterqueue.context.headers.enable": "true",
+            }
+            created = http.post("/connectors", json={"name": "efsink", "config": config})
+            assert created.status_code == 201, created.text
+            dead = read_all(bootstrap_servers, dlq, 1, timeout_s=60)
+            http.delete("/connectors/efsink")
+        logged = "\n".join(worker.log_lines)
+    assert len(dead) == 1
+    headers = header_text(dead[0])
+    assert placeholder in headers["__connect.errors.exception.message"]
+    for name, value in headers.items():
+        assert field not in value, (name, value)
+    assert field not in logged
