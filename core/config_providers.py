@@ -91,13 +91,14 @@ class FileConfigProvider:
         self._allowed.configure(configs)
 
     def get(self, path: str, keys: Iterable[str]) -> dict[str, str]:
+        if not path:  # ${file:key}: no file named, nothing found (Kafka's answer)
+            return {}
         file = self._allowed.check(path)
         try:
             props = parse_properties(file.read_text(encoding="utf-8"))
         except OSError as exc:
-            raise ConfigException(
-                f"could not read properties from file {path}: {exc.strerror}"
-            ) from None
+            log.error("Could not read properties from file %s: %s", path, exc.strerror)
+            raise ConfigException(f"Could not read properties from file {path}") from None
         except PropertiesError:  # its message quotes the line, which may hold a secret
             raise ConfigException(f"{path} is not a valid properties file") from None
         return {k: props[k] for k in keys if k in props}
@@ -116,6 +117,8 @@ class DirectoryConfigProvider:
         self._allowed.configure(configs)
 
     def get(self, path: str, keys: Iterable[str]) -> dict[str, str]:
+        if not path:  # ${dir:file}: no directory named, nothing found (Kafka's answer)
+            return {}
         directory = self._allowed.check(path)
         found = {}
         for key in keys:
@@ -228,7 +231,7 @@ class ConfigResolver:
                 out[key] = value
                 continue
 
-            def substitute(match: re.Match[str], key: str = key) -> str:
+            def substitute(match: re.Match[str], key: str = key, raw: str = value) -> str:
                 provider = self.providers.get(match.group(1))
                 if provider is None:
                     return match.group(0)
@@ -236,9 +239,9 @@ class ConfigResolver:
                 try:
                     found = provider.get(path, [name])
                 except ConfigException as exc:
-                    raise ConfigException(
-                        key, None, f"could not resolve {match.group(0)}: {exc}"
-                    ) from None
+                    # Kafka's form; the value named is the raw one (placeholders, no secret):
+                    # "Invalid value ${file:/x:pw} for configuration pw: Could not read ..."
+                    raise ConfigException(key, raw, str(exc)) from None
                 if name not in found:
                     return match.group(0)
                 found_secrets[found[name]] = match.group(0)

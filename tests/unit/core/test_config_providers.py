@@ -61,7 +61,7 @@ def test_allowed_paths_and_unreadable_files(tmp_path: Path) -> None:
     with pytest.raises(ConfigException, match="not allowed"):
         resolver.resolve({"k": "${file:/etc/passwd:root}"})
     (tmp_path / "ok").mkdir()
-    with pytest.raises(ConfigException, match="could not read") as info:
+    with pytest.raises(ConfigException, match="Could not read") as info:
         resolver.resolve({"k": f"${{file:{tmp_path}/ok/missing.properties:x}}"})
     assert info.value.name == "k"
 
@@ -71,3 +71,20 @@ def test_unknown_provider_class_is_a_config_error() -> None:
         ConfigResolver.from_worker_config(
             ["x"], {"x": {"class": "com.example.Nope"}}, BUILTIN_PROVIDERS
         )
+
+
+def test_provider_failures_read_as_kafkas(tmp_path: Path) -> None:
+    """Kafka's ConfigException form, naming the raw value (placeholders) and Kafka's
+    FileConfigProvider message; a placeholder naming no file is left as it is, as Kafka's
+    FileConfigProvider finds nothing under an empty path."""
+    resolver = _resolver(tmp_path, **{"allowed.paths": str(tmp_path)})
+    missing = f"${{file:{tmp_path}/missing.properties:pw}}"
+    with pytest.raises(ConfigException) as info:
+        resolver.resolve({"x.pw": missing})
+    assert str(info.value) == (
+        f"Invalid value {missing} for configuration x.pw: "
+        f"Could not read properties from file {tmp_path}/missing.properties"
+    )
+    no_key = f"${{file:{tmp_path}/db.properties}}"
+    assert resolver.resolve({"x.pw": no_key}).config == {"x.pw": no_key}
+    assert resolver.resolve({"d": "${dir:token}"}).config == {"d": "${dir:token}"}
