@@ -404,3 +404,50 @@ def test_dlq_context_headers_carry_placeholders_not_resolved_values(
     for name, value in headers.items():
         assert field not in value, (name, value)
     assert field not in logged
+
+
+def test_a_short_resolved_value_rewrites_no_other_connectors_output(
+    tmp_path: Path,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
+    topic_name: str,
+) -> None:
+    """``tasks.max`` read through a provider (``2``) and a short word: another connector's
+    log lines and REST answers about its task 2 keep the ``2``, and nothing names the
+    placeholders but the connector that uses them."""
+    secrets = tmp_path / "nums.properties"
+    secrets.write_text("num=2\nword=sink\n")
+    extra = {
+        "config.providers": "file",
+        "config.providers.file.class": KAFKA_PROVIDERS + "FileConfigProvider",
+    }
+    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path, extra) as worker:
+        with worker.client() as http:
+
+            def sink(name: str, tasks_max: str, **more: str) -> None:
+                config = {
+                    "connector.class": "FileStreamSink",
+                    "topics": topic_name,
+                    "file": str(tmp_path / f"{name}.txt"),
+                    "tasks.max": tasks_max,
+                    **more,
+                }
+                created = http.post("/connectors", json={"name": name, "config": config})
+                assert created.status_code == 201, created.text
+
+            sink("numsink", f"${{file:{secrets}:num}}", label=f"${{file:{secrets}:word}}")
+            sink("plainsink", "3")
+            wait_for(
+                lambda: len(http.get("/connectors/plainsink/tasks").json()) == 3,
+                30,
+                "plainsink's 3 tasks",
+            )
+            missing = http.get("/connectors/numsink/tasks/2/status")  # it has tasks 0 and 1
+            assert missing.status_code == 404
+            assert "task numsink-2" in missing.text, missing.text
+            plain = http.get("/connectors/plainsink/tasks/2/status")
+            assert plain.status_code == 200, plain.text
+        logged = "\n".join(worker.log_lines)
+    assert "plainsink-2" in logged
+    assert "plainsink-${file" not in logged
+    assert "File${file" not in logged  # "FileStreamSink" keeps its "Sink" (as a word)
