@@ -10,6 +10,11 @@ from typing import Any
 import pluggy
 
 from core import hookspecs
+from core.client_overrides import (
+    BUILTIN_POLICIES,
+    POLICY_KEY,
+    ConnectorClientConfigOverridePolicy,
+)
 from core.config_providers import BUILTIN_PROVIDERS, ConfigProvider, ConfigResolver
 from core.hookspecs import hookimpl
 from core.worker_config import WorkerConfig
@@ -28,11 +33,17 @@ KAFKA_REST_EXTENSIONS = {
 
 
 class _Builtins:
-    """The config providers every worker has."""
+    """The config providers and client override policies every worker has."""
 
     @hookimpl
     def copycat_config_providers(self) -> Mapping[str, Callable[[], ConfigProvider]]:
         return BUILTIN_PROVIDERS
+
+    @hookimpl
+    def copycat_client_config_override_policies(
+        self,
+    ) -> Mapping[str, Callable[[], ConnectorClientConfigOverridePolicy]]:
+        return BUILTIN_POLICIES
 
 
 def _import(target: str) -> Any:
@@ -78,3 +89,31 @@ def config_resolver(config: WorkerConfig, pm: pluggy.PluginManager) -> ConfigRes
     return ConfigResolver.from_worker_config(
         config.config_providers, config.provider_configs(), factories
     )
+
+
+def override_policy(
+    config: WorkerConfig, pm: pluggy.PluginManager
+) -> ConnectorClientConfigOverridePolicy:
+    """The worker's ``connector.client.config.override.policy``, made and configured.
+
+    Raises:
+        ConfigException: no built-in or extension offers a policy of that name (the worker
+            must not start with a policy it cannot enforce).
+    """
+    factories: dict[str, Callable[[], ConnectorClientConfigOverridePolicy]] = {}
+    # pluggy calls the last registered first, so the built-ins come last and win on clashes.
+    for offered in pm.hook.copycat_client_config_override_policies():
+        factories.update(offered)
+    name = str(config.connector_client_config_override_policy).strip()
+    factory = factories.get(name)
+    if factory is None:
+        known = ", ".join(n for n in factories if "." not in n)
+        raise ConfigException(
+            POLICY_KEY, name, f"unknown client config override policy (known: {known})"
+        )
+    policy = factory()
+    configure = getattr(policy, "configure", None)
+    if callable(configure):
+        configure(config.originals_strings())
+    log.info("connector client config override policy: %s", name)
+    return policy

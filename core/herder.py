@@ -29,6 +29,7 @@ from typing import Any, Protocol
 from plugin_api.config import config_infos
 
 from core import secrets
+from core.client_overrides import AllPolicy, ConnectorClientConfigOverridePolicy, override_errors
 from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
 from core.exactly_once_validation import exactly_once_errors
@@ -190,6 +191,8 @@ class AbstractHerder:
     catalogue: PluginCatalogue
     resolver: ConfigResolver
     topic_creation_enabled: bool = True
+    # connector.client.config.override.policy: which *.override.* keys connectors may set.
+    override_policy: ConnectorClientConfigOverridePolicy = AllPolicy()
     # Deadline of each plugin call made for validation (plugin.call.timeout.ms).
     plugin_call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S
     # Warm hosts for validation and config definitions (core/host_pool.py).
@@ -343,6 +346,14 @@ class AbstractHerder:
                 framework["value"]["errors"] = list(dict.fromkeys(errors))
             infos["groups"] += [g for g in own["groups"] if g not in infos["groups"]]
             self._check_component_classes(infos, resolved.config)
+            for key, message in override_errors(
+                self.override_policy,
+                plugin.kind,
+                plugin.class_name,
+                resolved.config,
+                exactly_once=self.exactly_once_source == "enabled",
+            ):
+                self._add_error(infos, key, message)
             if plugin.kind == "source":
                 for key, message in source_dead_letter_queue_errors(resolved.config):
                     self._add_error(infos, key, message)

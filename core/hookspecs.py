@@ -24,6 +24,7 @@ import pluggy
 if TYPE_CHECKING:
     import ssl
 
+    from core.client_overrides import ConnectorClientConfigOverridePolicy
     from core.config_providers import ConfigProvider
     from core.worker_config import WorkerConfig
 
@@ -42,6 +43,20 @@ def copycat_config_providers() -> Mapping[str, Callable[[], ConfigProvider]]:
     Called once while the worker starts, before any connector config is resolved; the
     results of all plugins are merged (a later plugin does not replace a built-in name).
     ``config.providers.<alias>.class`` may then name any of them.
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def copycat_client_config_override_policies() -> Mapping[
+    str, Callable[[], ConnectorClientConfigOverridePolicy]
+]:
+    """Client config override policies this plugin offers (KIP-458), by name and aliases.
+
+    Called once while the worker starts; the results of all plugins are merged (a later
+    plugin does not replace a built-in name: All, None, Principal and Kafka's class names).
+    ``connector.client.config.override.policy`` may then name any of them; a name nobody
+    offers stops the worker from starting. See :mod:`core.client_overrides`.
     """
     raise NotImplementedError
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from core import secrets
 from core.bundled import install_bundled_in_background
-from core.extensions import config_resolver, plugin_manager
+from core.extensions import config_resolver, override_policy, plugin_manager
 from core.fencing import StandaloneFencing
 from core.host_pool import HostPool
 from core.kafka import kafka_cluster_id
@@ -120,6 +120,7 @@ class StandaloneHerder(WorkerHerder):
         secrets.install_log_scrubber()  # before any config is resolved or plugin speaks
         self.extensions = plugin_manager(self.config)
         self.resolver = config_resolver(self.config, self.extensions)
+        self.override_policy = override_policy(self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
         # Exactly-once sources (KIP-618) run here too when a connector keeps its offsets in a
         # Kafka topic of its own (offsets.storage.topic); Kafka's standalone mode has none.

@@ -43,7 +43,7 @@ from core.distributed.membership import GroupSettings, WorkerGroupMember, kafka_
 from core.distributed.offset_store import KafkaOffsetBackingStore
 from core.distributed.rebalancing import Rebalancing
 from core.distributed.status_store import KafkaStatusStore
-from core.extensions import config_resolver, plugin_manager
+from core.extensions import config_resolver, override_policy, plugin_manager
 from core.host_pool import HostPool
 from core.kafka import admin_client, kafka_cluster_id
 from core.offset_topics import ConnectorOffsetStores
@@ -90,6 +90,7 @@ class DistributedHerder(Rebalancing, HerderApi):
         secrets.install_log_scrubber()
         self.extensions = plugin_manager(self.config)
         self.resolver = config_resolver(self.config, self.extensions)
+        self.override_policy = override_policy(self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
         # KIP-618: "enabled" runs source tasks exactly-once (after the leader fenced their
         # older generations); "preparing" only makes this worker able to lead such a cluster
