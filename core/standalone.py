@@ -232,6 +232,7 @@ class StandaloneHerder(WorkerHerder):
             catalogue,
             file_offsets,
             client_props=client,
+            override_policy=self.override_policy,
             task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from core.client_overrides import AllPolicy, ConnectorClientConfigOverridePolicy, override_errors
 from core.connector_config import SINK_CONNECTOR_CONFIG_DEF, ConnectorConfig
 from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS, librdkafka_keys
 from core.plugins import PluginCatalogue
@@ -81,8 +82,11 @@ class TaskSpecFactory:
         config: WorkerConfig,
         catalogue: PluginCatalogue,
         client_props: Mapping[str, Any],
+        *,
+        override_policy: ConnectorClientConfigOverridePolicy | None = None,
     ) -> None:
         self.config = config
+        self.override_policy = override_policy if override_policy is not None else AllPolicy()
         self.catalogue = catalogue
         self.client_props = dict(client_props)
         self.settings = TaskSettings(
@@ -125,6 +129,7 @@ class TaskSpecFactory:
         settings = self.settings
         if own_limit not in (None, ""):
             settings = TaskSettings(**{**settings.__dict__, "memory_limit_bytes": int(own_limit)})
+        self._check_overrides(plugin.kind, plugin.class_name, connector_props, exactly_once)
         eos = self._exactly_once(connector, task_id, config) if exactly_once else None
         clients = self._clients(connector, task_id, config, is_sink)
         if eos is not None:
@@ -154,6 +159,22 @@ class TaskSpecFactory:
             secrets=secrets_of(connector),
         )
 
+    def _check_overrides(
+        self, kind: str, class_name: str, props: Mapping[str, str], exactly_once: bool
+    ) -> None:
+        """Refuse client overrides the worker's policy forbids. Validation refuses them
+        first; this catches configs stored before the policy was tightened (Kafka's Worker
+        checks again the same way), naming the keys only: their values are credentials."""
+        refused = override_errors(
+            self.override_policy, kind, class_name, props, exactly_once=exactly_once
+        )
+        if refused:
+            key, message = refused[0]
+            keys = ", ".join(dict.fromkeys(k for k, _ in refused))
+            exc = ConfigException(f"Client config overrides not allowed: {keys}. {message}")
+            exc.name = key
+            raise exc
+
     def offsets_producer(
         self, connector: str, connector_props: Mapping[str, str]
     ) -> dict[str, Any]:
@@ -165,6 +186,9 @@ class TaskSpecFactory:
         Raises:
             ConfigException: a key of the connector config is invalid; names the key.
         """
+        self._check_overrides(
+            "source", connector_props.get("connector.class", ""), connector_props, True
+        )
         config = ConnectorConfig.from_properties(
             connector_props, False, topic_creation_enabled=self.settings.topic_creation_enabled
         )

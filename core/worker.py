@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.client_overrides import ConnectorClientConfigOverridePolicy
 from core.connector_config import ConnectorConfig
 from core.offsets import OffsetStore
 from core.plugins import LocalHosts, PluginCatalogue
@@ -335,13 +336,16 @@ class Worker:
         status: StatusStore | None = None,
         clients: KafkaClients | None = None,
         task_offsets: Callable[[TaskSpec], TaskOffsetStore] | None = None,
+        override_policy: ConnectorClientConfigOverridePolicy | None = None,
     ) -> None:
         """``config`` is the worker's (properties are parsed and checked); ``client_props``
         the keys every Kafka client gets (``bootstrap.servers`` resolved); ``clients`` makes
         the tasks' Kafka clients (tests, embedding), which runs every task's data path in the
         worker (``task.data.path=worker``): a plugin host makes confluent-kafka clients of its
         own. ``task_offsets`` makes a source task's offset store when it is not simply
-        ``offsets`` (connectors' own offsets topics, see :mod:`core.offset_topics`)."""
+        ``offsets`` (connectors' own offsets topics, see :mod:`core.offset_topics`).
+        ``override_policy`` is checked again when a task's clients are configured (default:
+        All, see :mod:`core.client_overrides`)."""
         if not isinstance(config, WorkerConfig):
             config = WorkerConfig.from_properties(config)
         self.worker_id = worker_id
@@ -355,7 +359,9 @@ class Worker:
             status if status is not None else StatusBoard()
         )
         self.connectors: dict[str, _Connector] = {}
-        self.specs = TaskSpecFactory(config, catalogue, self.client_props)
+        self.specs = TaskSpecFactory(
+            config, catalogue, self.client_props, override_policy=override_policy
+        )
         if clients is not None:
             # Clients of the caller's making exist only in this process: a task whose data
             # path ran in its plugin host would make its own there and never use them.

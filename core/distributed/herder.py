@@ -237,6 +237,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             catalogue,
             worker_offsets,
             client_props=client,
+            override_policy=self.override_policy,
             status=self.statuses,
             task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
         )

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from core.client_overrides import NonePolicy
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.runtime.services import ConfluentClients
@@ -23,6 +24,7 @@ from core.status import State
 from core.task_specs import TaskSpecFactory
 from core.worker import Worker
 from core.worker_config import WorkerConfig
+from plugin_api import ConfigException
 from tests.support.kafka import read_all, wait_for
 
 pytestmark = pytest.mark.integration
@@ -296,3 +298,36 @@ def test_java_client_keys_reach_their_librdkafka_equivalents(
     ignored = [r.getMessage() for r in caplog.records if "ignoring configuration" in r.getMessage()]
     for key in ("max.request.size", "buffer.memory", "fetch.max.wait.ms"):
         assert not any(key in message for message in ignored), ignored
+
+
+def test_a_stored_config_the_policy_refuses_starts_no_task_and_makes_no_client(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """A connector stored before the worker's policy was tightened (validation never saw it)
+    is refused when its task's clients are configured, as Kafka's Worker does, naming the key
+    and not its value."""
+    secret = "wrongwrong-5c1e"
+    clients = RecordingClients()
+    worker = Worker(
+        "w1",
+        {**WORKER, "connector.client.config.override.policy": "None"},
+        catalogue,
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+        clients=clients,
+        override_policy=NonePolicy(),
+    )
+    data = tmp_path / "in.txt"
+    data.write_text("a\n")
+    name = f"refused-{topic_name}"
+    props = file_source(name, data, topic_name, **{"producer.override.sasl.password": secret})
+    try:
+        worker.start_connector(name, props)
+        with pytest.raises(ConfigException) as refused:
+            worker.start_task(name, 0, worker.task_configs(name)[0])
+    finally:
+        worker.stop()
+    assert refused.value.name == "producer.override.sasl.password"
+    assert "The 'None' policy does not allow 'sasl.password'" in str(refused.value)
+    assert secret not in str(refused.value)
+    assert clients.made == []
