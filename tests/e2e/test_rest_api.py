@@ -816,6 +816,10 @@ def test_sink_offsets_and_active_topics(
         json={"offsets": [{"partition": tp, "offset": {"kafka_offset": 1}}]},
     )
     assert altered.status_code == 200, altered.text
+    # FileStreamSink keeps no offsets of its own (its alter_offsets says so), so no caveat
+    assert altered.json() == {
+        "message": "The offsets for this connector have been altered successfully"
+    }
     assert http.get(f"/connectors/{sink}/offsets").json()["offsets"][0]["offset"] == {
         "kafka_offset": 1
     }
@@ -831,7 +835,11 @@ def test_sink_offsets_and_active_topics(
     assert http.get(f"/connectors/{sink}/offsets").json()["offsets"][0]["offset"] == {
         "kafka_offset": 0
     }
-    assert http.delete(f"/connectors/{sink}/offsets").status_code == 200
+    reset = http.delete(f"/connectors/{sink}/offsets")
+    assert reset.status_code == 200, reset.text
+    assert reset.json() == {
+        "message": "The offsets for this connector have been reset successfully"
+    }
     assert http.get(f"/connectors/{sink}/offsets").json() == {"offsets": []}
 
     # the stopped sink keeps its active topics until reset

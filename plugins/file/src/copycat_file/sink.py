@@ -130,6 +130,14 @@ class FileStreamSinkConnector(ConfiguredConnector, SinkConnector):
         """Return ``max_tasks`` identical configs."""
         return [dict(self._props) for _ in range(max_tasks)]
 
+    def alter_offsets(
+        self, connector_config: Mapping[str, str], offsets: Mapping[TopicPartition, int | None]
+    ) -> bool:
+        """Any offsets are fine: the file keeps none of its own, so the consumer group's are
+        all there is (Kafka's connector answers so too, and the REST answer then says the
+        offsets were altered, with no caveat about offsets kept elsewhere)."""
+        return True
+
 
 class FileStreamSinkTask(SinkTask):
     """Appends each value as Kafka's task prints it (Java's ``toString()``, see
