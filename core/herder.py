@@ -180,8 +180,10 @@ def status_entry(status: Status, scrub: Resolved | None = None) -> dict[str, Any
     if status.trace:  # Kafka omits an empty trace (@JsonInclude(NON_EMPTY))
         trace = scrub.scrub(status.trace) if scrub is not None else status.trace
         body["trace"] = secrets.scrub(trace)
-    if status.version:
-        body["version"] = status.version
+    # Kafka leaves the version out only when it is "undefined" (PluginInfo.NoVersionFilter):
+    # one not known yet (a RESTARTING or UNASSIGNED entry) is a null.
+    if status.version != "undefined":
+        body["version"] = status.version or None
     return body
 
 

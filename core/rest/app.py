@@ -271,21 +271,6 @@ def _connectors_router(herder: Herder) -> APIRouter:
     def get_tasks(connector: str) -> Any:
         return JSONResponse(herder.task_configs(connector))
 
-    @r.get(
-        "/connectors/{connector}/tasks-config",
-        response_model=dict[str, dict[str, str]],
-        responses=_errors(404, 409),
-        deprecated=True,
-    )
-    def get_tasks_config(connector: str) -> Any:
-        log.warning(
-            "The GET /connectors/{connector}/tasks-config endpoint is deprecated "
-            "(KIP-970); use GET /connectors/{connector}/tasks"
-        )
-        return JSONResponse(
-            {f"{connector}-{t['id']['task']}": t["config"] for t in herder.task_configs(connector)}
-        )
-
     @r.post("/connectors/{connector}/tasks", status_code=204, include_in_schema=False)
     def put_task_configs(connector: str, configs: list[dict[str, Any]] = Body(...)) -> Response:
         """Kafka's internal endpoint: a connector's worker sends the leader its task configs

@@ -34,7 +34,6 @@ ENDPOINTS = [
     ("PATCH", "/connectors/c/config"),
     ("GET", "/connectors/c/status"),
     ("GET", "/connectors/c/tasks"),
-    ("GET", "/connectors/c/tasks-config"),
     ("GET", "/connectors/c/tasks/0/status"),
     ("POST", "/connectors/c/tasks/0/restart"),
     ("POST", "/connectors/c/restart"),
@@ -242,7 +241,6 @@ def test_config_provider_secrets_never_leave_the_worker(
         assert call("GET", "/connectors/secretive/config").json() == {**config, "name": "secretive"}
         task_config = call("GET", "/connectors/secretive/tasks").json()[0]["config"]
         assert task_config["topic"] == placeholder_topic  # placeholders put back
-        call("GET", "/connectors/secretive/tasks-config")
         call("GET", "/connectors/secretive/status")
         call("GET", "/connectors", params={"expand": ["info", "status"]})
         validated = call(
