@@ -26,6 +26,7 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
+from core.client_security import translate_security_keys
 from plugin_api import ConnectException, RetriableException
 
 log = logging.getLogger("copycat.kafka")
@@ -131,13 +132,17 @@ JAVA_ASSIGNORS = {
 
 def librdkafka_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` with the Java client keys of :data:`JAVA_CLIENT_KEYS` renamed to their
-    librdkafka equivalents, and Java assignor class names in partition.assignment.strategy
-    replaced by librdkafka's names for them.
+    librdkafka equivalents, Java assignor class names in partition.assignment.strategy
+    replaced by librdkafka's names for them, and the Java security keys (``sasl.jaas.config``,
+    truststores, keystores) rewritten by :func:`core.client_security.translate_security_keys`.
+    Idempotent.
 
     Raises:
         ConnectException: a Java key's value is not a number (naming the key).
+        ConfigException: a Java security key librdkafka has no equivalent for (naming it).
     """
     settings = dict(config)
+    translate_security_keys(settings)
     for java_key, (key, convert) in JAVA_CLIENT_KEYS.items():
         if java_key in settings:
             value = settings.pop(java_key)
@@ -270,12 +275,14 @@ def client_logging() -> dict[str, Any]:
 
 
 def client_config(base: Mapping[str, Any], *overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge client settings: log routing, the worker's, then defaults, then overrides."""
+    """Merge client settings: log routing, the worker's, then defaults, then overrides; Java
+    client keys then take their librdkafka names (:func:`librdkafka_keys`), so every client
+    the worker makes (its stores' too, not only tasks') accepts a Kafka Connect config."""
     merged: dict[str, Any] = client_logging()
     merged.update(base)
     for layer in overrides:
         merged.update(layer)
-    return merged
+    return librdkafka_keys(merged)
 
 
 P = ParamSpec("P")

@@ -41,6 +41,7 @@ from core.distributed.protocol import (
     MemberMetadata,
     ProtocolError,
 )
+from core.kafka import librdkafka_keys
 from plugin_api import ConnectException
 
 __all__ = ["GroupSettings", "JoinedGroup", "WorkerGroupMember", "kafka_python_settings"]
@@ -96,7 +97,9 @@ _SETTINGS = {
 
 
 def kafka_python_settings(client_props: Mapping[str, Any]) -> dict[str, Any]:
-    """The connection settings of the worker's librdkafka config that kafka-python takes."""
+    """The connection settings of the worker's librdkafka config that kafka-python takes
+    (Java security keys, such as ``sasl.jaas.config``, first take librdkafka's names)."""
+    client_props = librdkafka_keys(client_props)
     out: dict[str, Any] = {}
     for key, target in _SETTINGS.items():
         if client_props.get(key) is not None:
@@ -104,6 +107,8 @@ def kafka_python_settings(client_props: Mapping[str, Any]) -> dict[str, Any]:
             if target.endswith("_ms"):
                 value = int(value)
             out[target] = value
+    if str(client_props.get("ssl.endpoint.identification.algorithm", "")).lower() == "none":
+        out["ssl_check_hostname"] = False
     if "bootstrap_servers" in out and isinstance(out["bootstrap_servers"], str):
         out["bootstrap_servers"] = [s.strip() for s in out["bootstrap_servers"].split(",")]
     return out
