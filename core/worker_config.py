@@ -16,6 +16,7 @@ as is. Differences from Kafka:
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -48,6 +49,8 @@ __all__ = [
     "WORKER_CONFIG_DEF",
     "WorkerConfig",
 ]
+
+log = logging.getLogger("copycat.worker_config")
 
 _T = ConfigType
 _HIGH, _MEDIUM, _LOW = Importance.HIGH, Importance.MEDIUM, Importance.LOW
@@ -782,6 +785,7 @@ class WorkerConfig(AbstractConfig):
     """
 
     _source: str
+    _raw: dict[str, str] | None
 
     def __init__(self, props: Mapping[str, str], source: str = "<worker config>") -> None:
         """Parse ``props``; prefer :meth:`from_properties`.
@@ -796,6 +800,7 @@ class WorkerConfig(AbstractConfig):
             exc.problems = problems  # type: ignore[attr-defined]
             raise exc
         object.__setattr__(self, "_source", source)
+        object.__setattr__(self, "_raw", None)
         super().__init__(WORKER_CONFIG_DEF, props)
 
     @classmethod
@@ -819,9 +824,43 @@ class WorkerConfig(AbstractConfig):
     def originals_strings(self) -> dict[str, str]:
         return {k: str(v) for k, v in self.originals().items()}
 
+    def raw_originals(self) -> dict[str, str]:
+        """The properties as written, config-provider placeholders and all: what may be shown
+        or logged (:meth:`originals_strings` holds the resolved values once :meth:`resolved`
+        made this config)."""
+        return dict(self._raw) if self._raw is not None else self.originals_strings()
+
+    def resolved(self, resolve: Callable[[Mapping[str, str]], Mapping[str, str]]) -> WorkerConfig:
+        """This config with every ``${provider:[path:]key}`` placeholder substituted by
+        ``resolve`` (the worker's config providers), as Kafka's WorkerConfig resolves its own
+        properties with the providers its ``config.providers`` names: every key, once, when
+        the worker starts. The written values stay available as :meth:`raw_originals`.
+
+        ``plugin.path`` was used to find plugins before the providers existed, so, as in
+        Kafka, its written value is the one that counts; a placeholder there is warned about.
+
+        Raises:
+            ConfigException: a provider failed, or a resolved value is invalid.
+        """
+        raw = self.raw_originals()
+        values = dict(resolve(raw))
+        if values.get("plugin.path") != raw.get("plugin.path"):
+            log.warning(
+                "Variables cannot be used in the 'plugin.path' property: plugins were found "
+                "with its written value, %r",
+                raw.get("plugin.path"),
+            )
+            values["plugin.path"] = raw["plugin.path"]
+        config = WorkerConfig(values, self._source)
+        object.__setattr__(config, "_raw", raw)
+        return config
+
     def with_defaults(self, defaults: Mapping[str, str]) -> WorkerConfig:
         """This config with ``defaults`` added for the keys it does not set."""
-        return WorkerConfig({**defaults, **self.originals_strings()}, self._source)
+        config = WorkerConfig({**defaults, **self.originals_strings()}, self._source)
+        if self._raw is not None:
+            object.__setattr__(config, "_raw", {**defaults, **self._raw})
+        return config
 
     # --- client configs -------------------------------------------------------------------
     def client_config(self) -> dict[str, str]:

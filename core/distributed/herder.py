@@ -90,6 +90,10 @@ class DistributedHerder(Rebalancing, HerderApi):
         secrets.install_log_scrubber()
         self.extensions = plugin_manager(self.config)
         self.resolver = config_resolver(self.config, self.extensions)
+        # Kafka resolves config-provider placeholders in the worker's own properties too
+        # (client credentials, REST keystores); the values are registered with the log
+        # scrubber as they are resolved, and raw_originals() keeps what was written.
+        self.config = self.config.resolved(lambda props: self.resolver.resolve(props).config)
         self.override_policy = override_policy(self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
         # KIP-618: "enabled" runs source tasks exactly-once (after the leader fenced their
