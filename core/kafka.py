@@ -47,6 +47,23 @@ _REMEMBERED_LINES = 1_000
 # freed): nothing else polls an admin client, and librdkafka queues them until someone does.
 ADMIN_LOG_POLL_INTERVAL_S = 1.0
 
+# A start-up check that failed after this fraction of its timeout is reported as timed out
+# (librdkafka gives up a moment before the deadline it was handed).
+TIMED_OUT_FRACTION = 0.9
+# The start-up check asks for metadata in slices this long, looking between them for an error
+# that will not go away by waiting (FAIL_FAST_ERRORS).
+CLUSTER_POLL_S = 1.0
+# librdkafka error codes that retrying does not cure: wrong credentials, a failed TLS
+# handshake (an untrusted certificate), a SASL mechanism the broker does not offer.
+FAIL_FAST_ERRORS = frozenset(
+    {
+        KafkaError._AUTHENTICATION,
+        KafkaError._SSL,
+        KafkaError.SASL_AUTHENTICATION_FAILED,
+        KafkaError.UNSUPPORTED_SASL_MECHANISM,
+    }
+)
+
 # The isolation level of every consumer that reads topics an exactly-once source may write
 # (sinks by default, the offsets and config topics, tests' readers): aborted and still open
 # transactions stay invisible.
@@ -445,14 +462,46 @@ def kafka_cluster_id(config: Mapping[str, Any], timeout_ms: int, timeout_key: st
         timeout_key,
         timeout_ms,
     )
-    try:
-        metadata = admin_client(config).list_topics(timeout=timeout_ms / 1000)
-    except KafkaException as exc:
-        error = exc.args[0] if exc.args else exc
-        reason = error.str() if isinstance(error, KafkaError) else str(error)
-        raise ConnectException(
-            f"Failed to connect to and describe the Kafka cluster at "
-            f"bootstrap.servers={servers} within {timeout_key}={timeout_ms} ms ({reason}). "
-            "Check the worker's bootstrap.servers and security properties."
-        ) from exc
-    return metadata.cluster_id
+    started = time.monotonic()
+    deadline = started + timeout_ms / 1000
+    # Errors the client reports on its own (a broker refusing the credentials, a TLS
+    # handshake failing): librdkafka keeps retrying them until the timeout and then names only
+    # a "transport failure", while Kafka's Java client fails at once naming the cause.
+    reported: list[KafkaError] = []
+
+    def on_error(error: KafkaError) -> None:
+        LIBRDKAFKA_LOG.error_cb(error)
+        reported.append(error)
+
+    reason = ""
+    caught: KafkaException | None = None
+    client = admin_client({**config, "error_cb": on_error})
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            metadata = client.list_topics(timeout=max(0.001, min(remaining, CLUSTER_POLL_S)))
+            return metadata.cluster_id
+        except KafkaException as exc:
+            caught = exc
+            client.poll(0)  # serves on_error
+            error = exc.args[0] if exc.args else exc
+            reason = error.str() if isinstance(error, KafkaError) else str(error)
+            cause = next((e for e in reported if e.code() in FAIL_FAST_ERRORS or e.fatal()), None)
+            if cause is not None:
+                reason = cause.str()
+                break
+            if time.monotonic() >= deadline:
+                break
+    elapsed_ms = (time.monotonic() - started) * 1000
+    # "within the timeout" only when it was waited out: a client that cannot be made, or a
+    # broker refusing the credentials, fails at once and the timeout is beside the point.
+    when = (
+        f"within {timeout_key}={timeout_ms} ms"
+        if elapsed_ms >= timeout_ms * TIMED_OUT_FRACTION
+        else f"(failed after {elapsed_ms / 1000:.1f} s, before {timeout_key}={timeout_ms} ms)"
+    )
+    raise ConnectException(
+        f"Failed to connect to and describe the Kafka cluster at "
+        f"bootstrap.servers={servers} {when}: {reason}. "
+        "Check the worker's bootstrap.servers and security properties."
+    ) from caught
