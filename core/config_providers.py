@@ -2,7 +2,9 @@
 
 A connector config may hold placeholders such as ``${file:/etc/secrets.properties:db.password}``
 or ``${env:DB_PASSWORD}``. The worker resolves them only when it hands a config to the
-connector or its tasks; the stored config, REST responses and logs keep the placeholder.
+connector or its tasks; the stored config, REST responses and logs keep the placeholder. The
+worker's own properties are resolved once, when it starts (as Kafka's WorkerConfig), see
+:meth:`core.worker_config.WorkerConfig.resolved`.
 
 Providers are worker extensions (they run in the worker, not in a plugin host), configured as
 in Kafka::
