@@ -168,6 +168,10 @@ class ApacheKafka:
         workdir: An empty or new directory, kept after stop for post-mortems.
         overrides: Extra broker settings (``server.properties`` keys).
         jvm_flags: JVM flags; benchmarks may want the JIT's defaults.
+        extra_listeners: Security protocols (``SASL_PLAINTEXT``, ``SSL``, ...) to listen
+            with besides PLAINTEXT, each on a port of its own (:meth:`address`) and named after
+            its protocol, so ``listener.name.<protocol lower case>.*`` overrides configure it.
+            PLAINTEXT stays the inter-broker listener and the one readiness is checked on.
     """
 
     def __init__(
@@ -175,10 +179,13 @@ class ApacheKafka:
         workdir: Path,
         overrides: Mapping[str, str] | None = None,
         jvm_flags: Sequence[str] = STARTUP_JVM_FLAGS,
+        extra_listeners: Sequence[str] = (),
     ) -> None:
         self.workdir = workdir
         self.overrides = dict(overrides or {})
         self.jvm_flags = tuple(jvm_flags)
+        self.extra_listeners = tuple(extra_listeners)
+        self.extra_ports: dict[str, int] = {}
         self.port = 0
         self._jvm: JvmProcess | None = None
         self._config: Path | None = None
@@ -186,6 +193,10 @@ class ApacheKafka:
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def address(self, protocol: str) -> str:
+        """``host:port`` of the listener for ``protocol`` (one of ``extra_listeners``)."""
+        return f"127.0.0.1:{self.extra_ports[protocol]}"
 
     @property
     def pid(self) -> int:
@@ -203,6 +214,7 @@ class ApacheKafka:
         deadline = time.monotonic() + timeout_s
         for attempt in range(1, PORT_ATTEMPTS + 1):
             self.port, controller = free_port(), free_port()
+            self.extra_ports = {protocol: free_port() for protocol in self.extra_listeners}
             data = self.workdir / f"data-{attempt}"
             config = self._write_config(data, controller, attempt)
             JvmProcess(
@@ -265,10 +277,19 @@ class ApacheKafka:
         return self
 
     def _write_config(self, data: Path, controller: int, attempt: int) -> Path:
+        extra = "".join(f",{p}://127.0.0.1:{port}" for p, port in self.extra_ports.items())
         settings = {
             **_SINGLE_NODE_SETTINGS,
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "listeners": (
+                f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller}{extra}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}{extra}",
+            "listener.security.protocol.map": ",".join(
+                [
+                    _SINGLE_NODE_SETTINGS["listener.security.protocol.map"],
+                    *(f"{p}:{p}" for p in self.extra_ports),
+                ]
+            ),
             "controller.quorum.voters": f"1@127.0.0.1:{controller}",
             "log.dirs": str(data),
             **self.overrides,
