@@ -64,6 +64,18 @@ _JAVA_ONLY_SSL_KEYS = (
     "ssl.secure.random.implementation",
     "ssl.provider",
 )
+# The Java store keys, dropped when the protocol uses no TLS (Java ignores them then).
+_JAVA_STORE_KEYS = (
+    "ssl.truststore.type",
+    "ssl.truststore.location",
+    "ssl.truststore.password",
+    "ssl.truststore.certificates",
+    "ssl.keystore.type",
+    "ssl.keystore.location",
+    "ssl.keystore.password",
+    "ssl.keystore.certificate.chain",
+    "ssl.keystore.key",
+)
 # The first bytes of a JKS store (Java's KeyStore magic number). Since Java 9 a store typed
 # JKS may also be PKCS12 (DER, starting with a SEQUENCE tag), which Java reads all the same.
 _JKS_MAGIC = b"\xfe\xed\xfe\xed"
@@ -300,17 +312,27 @@ def translate_security_keys(settings: MutableMapping[str, Any]) -> None:
     all its layers) into librdkafka's, in place. Idempotent: librdkafka keys are left alone,
     and a Java key wins over the librdkafka key it maps to.
 
+    As Java's clients, ``sasl.jaas.config`` is read only with a ``SASL_*`` security.protocol
+    and the stores only with ``SSL``/``SASL_SSL``; otherwise the Java keys are dropped unread.
+
     Raises:
         ConfigException: a Java key with no librdkafka equivalent, naming the key and what is
             supported; never quoting a password or JAAS text.
     """
+    protocol = str(settings.get("security.protocol") or "PLAINTEXT").strip().upper()
     jaas = settings.pop(JAAS_CONFIG, None)
-    if jaas:
+    if jaas and protocol.startswith("SASL_"):
         username, password = _jaas_credentials(str(jaas), JAAS_CONFIG)
         settings["sasl.username"] = username
         settings["sasl.password"] = password
-    _translate_truststore(settings)
-    _translate_keystore(settings)
+    if protocol.endswith("SSL"):
+        _translate_truststore(settings)
+        _translate_keystore(settings)
+    else:
+        # Java's clients read no store without TLS; the worker's top-level ssl.* keys may be
+        # the REST https listener's (a JKS keystore, say), which must not stop the clients.
+        for key in _JAVA_STORE_KEYS:
+            settings.pop(key, None)
     algorithm = settings.get("ssl.endpoint.identification.algorithm")
     if algorithm is not None:
         # Java's empty value turns host name verification off; librdkafka calls that "none".

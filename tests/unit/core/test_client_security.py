@@ -83,7 +83,7 @@ def test_jaas_config_becomes_sasl_username_and_password_and_wins() -> None:
 )
 def test_unsupported_jaas_is_refused_naming_the_key_not_the_secret(jaas: str, problem: str) -> None:
     with pytest.raises(ConfigException, match=problem) as raised:
-        client_config({"sasl.jaas.config": jaas})
+        client_config({"security.protocol": "SASL_SSL", "sasl.jaas.config": jaas})
     assert raised.value.name == "sasl.jaas.config"
     assert "sasl.jaas.config" in str(raised.value)
     assert "secret-pw" not in str(raised.value)
@@ -91,6 +91,7 @@ def test_unsupported_jaas_is_refused_naming_the_key_not_the_secret(jaas: str, pr
 
 def test_pem_truststore_and_keystore_files(tmp_path: Path) -> None:
     settings: dict[str, object] = {
+        "security.protocol": "SSL",
         "ssl.truststore.type": "pem",
         "ssl.truststore.location": "/etc/ca.pem",
         "ssl.keystore.type": "PEM",
@@ -101,6 +102,7 @@ def test_pem_truststore_and_keystore_files(tmp_path: Path) -> None:
     }
     translate_security_keys(settings)
     assert settings == {
+        "security.protocol": "SSL",
         "ssl.ca.location": "/etc/ca.pem",
         "ssl.certificate.location": "/etc/client.pem",
         "ssl.key.location": "/etc/client.pem",
@@ -111,6 +113,7 @@ def test_pem_truststore_and_keystore_files(tmp_path: Path) -> None:
 
 def test_inline_pem_certificates_and_key() -> None:
     settings: dict[str, object] = {
+        "security.protocol": "SASL_SSL",
         "ssl.truststore.type": "PEM",
         "ssl.truststore.certificates": "-----BEGIN CERTIFICATE-----ca",
         "ssl.keystore.type": "PEM",
@@ -120,6 +123,7 @@ def test_inline_pem_certificates_and_key() -> None:
     }
     translate_security_keys(settings)
     assert settings == {
+        "security.protocol": "SASL_SSL",
         "ssl.ca.pem": "-----BEGIN CERTIFICATE-----ca",
         "ssl.certificate.pem": "-----BEGIN CERTIFICATE-----me",
         "ssl.key.pem": "-----BEGIN PRIVATE KEY-----k",
@@ -132,12 +136,14 @@ def test_pkcs12_keystore_is_librdkafkas_keystore(tmp_path: Path) -> None:
     store.write_bytes(b"\x30\x82\x01\x00rest")
     for kind in ("PKCS12", None):  # a JKS-typed store holding PKCS12 is read as Java reads it
         settings = {
+            "security.protocol": "SSL",
             "ssl.keystore.location": str(store),
             "ssl.keystore.password": "store-pw",
             **({"ssl.keystore.type": kind} if kind else {}),
         }
         translate_security_keys(settings)
         assert settings == {
+            "security.protocol": "SSL",
             "ssl.keystore.location": str(store),
             "ssl.keystore.password": "store-pw",
         }
@@ -147,13 +153,20 @@ def test_jks_stores_are_refused_naming_the_key(tmp_path: Path) -> None:
     jks = tmp_path / "client.jks"
     jks.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x02")
     with pytest.raises(ConfigException, match="JKS keystore") as raised:
-        client_config({"ssl.keystore.location": str(jks), "ssl.keystore.password": "pw-secret"})
+        client_config(
+            {
+                "security.protocol": "SSL",
+                "ssl.keystore.location": str(jks),
+                "ssl.keystore.password": "pw-secret",
+            }
+        )
     assert raised.value.name == "ssl.keystore.location"
     assert "pw-secret" not in str(raised.value)
     for kind in ("JKS", "PKCS12", None):
         with pytest.raises(ConfigException, match="truststore cannot be read") as raised:
             client_config(
                 {
+                    "security.protocol": "SASL_SSL",
                     "ssl.truststore.location": str(jks),
                     "ssl.truststore.password": "pw-secret",
                     **({"ssl.truststore.type": kind} if kind else {}),
@@ -161,3 +174,24 @@ def test_jks_stores_are_refused_naming_the_key(tmp_path: Path) -> None:
             )
         assert raised.value.name == "ssl.truststore.location"
         assert "pw-secret" not in str(raised.value)
+
+
+def test_without_tls_or_sasl_the_java_keys_are_dropped_unread(tmp_path: Path) -> None:
+    """As Java's clients: the worker's top-level ssl.* keys may be its REST https listener's
+    (a JKS keystore), and must not stop PLAINTEXT clients."""
+    jks = tmp_path / "rest.jks"
+    jks.write_bytes(b"\xfe\xed\xfe\xed\x00\x00\x00\x02")
+    settings = librdkafka_keys(
+        {
+            "bootstrap.servers": "b:9092",
+            "ssl.keystore.location": str(jks),
+            "ssl.keystore.password": "pw",
+            "ssl.truststore.location": str(jks),
+            "sasl.jaas.config": "org.example.Unsupported required;",
+        }
+    )
+    assert settings == {"bootstrap.servers": "b:9092"}
+    ssl_only = librdkafka_keys(
+        {"security.protocol": "ssl", "sasl.jaas.config": "org.example.Unsupported required;"}
+    )
+    assert ssl_only == {"security.protocol": "ssl"}
