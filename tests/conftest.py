@@ -92,6 +92,28 @@ def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> KafkaCluster:
 
 
 @pytest.fixture(scope="session")
+def sasl_kafka(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A second Apache Kafka whose client listener ``sasl`` (SASL_PLAINTEXT, PLAIN) admits
+    only ``SASL_USER`` of tests/support/apache_kafka.py; ``plaintext`` is its unauthenticated
+    listener for test helpers (creating topics, reading what arrived). Started once per run,
+    shared by xdist workers; its log is ``<pytest basetemp>/apache-kafka-sasl/broker.log``."""
+    from tests.support.apache_kafka import SASL_PASSWORD, SASL_USER, ApacheKafka
+    from tests.support.jvm import run_owner_pid, run_root, shared
+
+    def start(workdir: Path) -> dict[str, object]:
+        kafka = ApacheKafka(workdir, sasl_users={SASL_USER: SASL_PASSWORD})
+        kafka.start(watch_pid=run_owner_pid())
+        return {
+            "plaintext": kafka.bootstrap_servers,
+            "sasl": kafka.sasl_bootstrap_servers,
+            "pid": kafka.pid,
+        }
+
+    described = shared(run_root(tmp_path_factory.getbasetemp()), "apache-kafka-sasl", start)
+    return {"plaintext": str(described["plaintext"]), "sasl": str(described["sasl"])}
+
+
+@pytest.fixture(scope="session")
 def broker(request: pytest.FixtureRequest) -> KafkaCluster:
     """The cluster this test runs on (see the module docstring for which and why)."""
     from tests.support.apache_kafka import KafkaCluster

@@ -30,7 +30,10 @@ from confluent_kafka.cimpl import NewTopic
 
 from tests.support.jvm import STARTUP_JVM_FLAGS, JvmProcess, JvmStartError, free_port, wait_until
 
-__all__ = ["ApacheKafka", "KafkaCluster"]
+__all__ = ["SASL_PASSWORD", "SASL_USER", "ApacheKafka", "KafkaCluster"]
+
+# The user the ``sasl_kafka`` fixture's broker admits on its SASL listener, and its password.
+SASL_USER, SASL_PASSWORD = "copycat", "copycat-secret"
 
 # Two JVM starts (StorageTool, then the broker) take ~3.5 s on an idle 2-core machine; a test
 # run starting beside four other suites can take several times that.
@@ -172,6 +175,9 @@ class ApacheKafka:
             with besides PLAINTEXT, each on a port of its own (:meth:`address`) and named after
             its protocol, so ``listener.name.<protocol lower case>.*`` overrides configure it.
             PLAINTEXT stays the inter-broker listener and the one readiness is checked on.
+        sasl_users: With users (name -> password), a SASL_PLAINTEXT listener (one of
+            ``extra_listeners``) with mechanism PLAIN that admits exactly them
+            (:attr:`sasl_bootstrap_servers`); the PLAINTEXT one stays for admin helpers.
     """
 
     def __init__(
@@ -180,11 +186,14 @@ class ApacheKafka:
         overrides: Mapping[str, str] | None = None,
         jvm_flags: Sequence[str] = STARTUP_JVM_FLAGS,
         extra_listeners: Sequence[str] = (),
+        sasl_users: Mapping[str, str] | None = None,
     ) -> None:
         self.workdir = workdir
         self.overrides = dict(overrides or {})
         self.jvm_flags = tuple(jvm_flags)
-        self.extra_listeners = tuple(extra_listeners)
+        self.sasl_users = dict(sasl_users or {})
+        sasl = ("SASL_PLAINTEXT",) if self.sasl_users else ()
+        self.extra_listeners = tuple(dict.fromkeys((*extra_listeners, *sasl)))
         self.extra_ports: dict[str, int] = {}
         self.port = 0
         self._jvm: JvmProcess | None = None
@@ -197,6 +206,12 @@ class ApacheKafka:
     def address(self, protocol: str) -> str:
         """``host:port`` of the listener for ``protocol`` (one of ``extra_listeners``)."""
         return f"127.0.0.1:{self.extra_ports[protocol]}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """The SASL_PLAINTEXT listener's address (only with ``sasl_users``)."""
+        assert self.sasl_users, "no SASL listener: pass sasl_users"
+        return self.address("SASL_PLAINTEXT")
 
     @property
     def pid(self) -> int:
@@ -292,12 +307,26 @@ class ApacheKafka:
             ),
             "controller.quorum.voters": f"1@127.0.0.1:{controller}",
             "log.dirs": str(data),
+            **self._sasl_settings(),
             **self.overrides,
         }
         self.workdir.mkdir(parents=True, exist_ok=True)
         path = self.workdir / f"server-{attempt}.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         return path
+
+    def _sasl_settings(self) -> dict[str, str]:
+        """The SASL_PLAINTEXT listener's PLAIN mechanism, its users in its JAAS line."""
+        if not self.sasl_users:
+            return {}
+        users = " ".join(f'user_{name}="{pw}"' for name, pw in self.sasl_users.items())
+        return {
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            ),
+        }
 
     def _serves(self) -> bool:
         """True once the client listener answers a metadata request naming this broker."""
