@@ -46,23 +46,10 @@ _REMEMBERED_LINES = 1_000
 # How often admin clients are polled so their queued log lines and errors are written (and
 # freed): nothing else polls an admin client, and librdkafka queues them until someone does.
 ADMIN_LOG_POLL_INTERVAL_S = 1.0
-
-# A start-up check that failed after this fraction of its timeout is reported as timed out
-# (librdkafka gives up a moment before the deadline it was handed).
-TIMED_OUT_FRACTION = 0.9
-# The start-up check asks for metadata in slices this long, looking between them for an error
-# that will not go away by waiting (FAIL_FAST_ERRORS).
-CLUSTER_POLL_S = 1.0
-# librdkafka error codes that retrying does not cure: wrong credentials, a failed TLS
-# handshake (an untrusted certificate), a SASL mechanism the broker does not offer.
-FAIL_FAST_ERRORS = frozenset(
-    {
-        KafkaError._AUTHENTICATION,
-        KafkaError._SSL,
-        KafkaError.SASL_AUTHENTICATION_FAILED,
-        KafkaError.UNSUPPORTED_SASL_MECHANISM,
-    }
-)
+# How long one metadata request of the start-up cluster check waits before the check looks at
+# what the client's error callback was told: a refused login is reported there only, and
+# librdkafka retries it until the whole timeout (default.api.timeout.ms) has passed.
+CLUSTER_CHECK_INTERVAL_S = 1.0
 
 # The isolation level of every consumer that reads topics an exactly-once source may write
 # (sinks by default, the offsets and config topics, tests' readers): aborted and still open
@@ -191,6 +178,30 @@ class RetriableKafkaError(KafkaClientError, RetriableException):
     pass
 
 
+class KafkaAuthenticationError(KafkaClientError):
+    """The brokers refused the client's credentials (SASL) or the TLS handshake failed (a
+    certificate not trusted, a wrong CA): Java's SaslAuthenticationException and
+    SslAuthenticationException, which Kafka's clients never retry. Retrying cannot help until
+    the configuration changes, so the task (or the worker, for its own clients) fails."""
+
+
+def is_authentication_failure(error: KafkaError) -> bool:
+    """Whether librdkafka's ``error`` is an authentication failure (librdkafka 2.x, checked
+    against a SASL_PLAINTEXT listener): a wrong SASL password reaches ``error_cb`` as
+    ``_AUTHENTICATION``, a failed TLS handshake (certificate verify failed) as ``_SSL``, or as
+    ``_TRANSPORT`` saying "SSL handshake failed". A handshake cut short by the broker going
+    away ("SSL handshake failed: Disconnected") is an outage, retried like any other."""
+    code = error.code()
+    if code == KafkaError._AUTHENTICATION:
+        return True
+    text = error.str()
+    if "Disconnected" in text or "Connection reset" in text:
+        return False
+    return code == KafkaError._SSL or (
+        code == KafkaError._TRANSPORT and "SSL handshake failed" in text
+    )
+
+
 def wrap_kafka_error(
     error: KafkaError | KafkaException, context: str, detail: str = ""
 ) -> KafkaClientError:
@@ -201,7 +212,9 @@ def wrap_kafka_error(
         code, retriable, text = kafka_error.code(), kafka_error.retriable(), kafka_error.str()
     else:
         code, retriable, text = None, False, str(kafka_error)
-    cls = RetriableKafkaError if retriable else KafkaClientError
+    cls: type[KafkaClientError] = RetriableKafkaError if retriable else KafkaClientError
+    if isinstance(kafka_error, KafkaError) and is_authentication_failure(kafka_error):
+        cls, retriable = KafkaAuthenticationError, False
     return cls(f"{context}: {text}{detail}", code=code, retriable=retriable)
 
 
@@ -376,12 +389,99 @@ def route_client_warnings() -> None:
     warnings.filterwarnings("always", message=_CLOSE_WARNING.pattern, category=RuntimeWarning)
 
 
+class _AuthenticationWatch:
+    """The first authentication failure a client's ``error_cb`` was told of.
+
+    librdkafka reports a refused SASL login or a failed TLS handshake only to ``error_cb``
+    (never as a consumed message or a failed call) and then retries the connection forever:
+    a sink task with a wrong password stayed RUNNING for good, a source task failed only when
+    its records timed out (5 minutes), neither saying why. Java's clients raise the
+    authentication exception from the next poll() or send callback instead, and Kafka Connect
+    fails the task. A holder of its own, not the client, is what the callback closes over:
+    a callback referring to its client would make a cycle that keeps the client (and its
+    connections) alive until a full garbage collection.
+    """
+
+    __slots__ = ("error", "role")
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self.error: KafkaError | None = None
+
+    def error_cb(self, then: Callable[[KafkaError], None] | None) -> Callable[[KafkaError], None]:
+        def error_cb(error: KafkaError) -> None:
+            if self.error is None and is_authentication_failure(error):
+                self.error = error
+            if then is not None:
+                then(error)
+
+        return error_cb
+
+    def raise_if_failed(self) -> None:
+        """Raises: KafkaAuthenticationError naming librdkafka's report (never the secret)."""
+        error = self.error
+        if error is not None:
+            raise KafkaAuthenticationError(
+                f"{self.role}: authentication with the Kafka cluster failed: {error.str()}. "
+                "Check the security properties (sasl.*, ssl.*) of this client",
+                code=error.code(),
+            )
+
+
+# How long one slice of Producer.flush() waits before the client's authentication failures
+# are looked at; a flush of acknowledged records returns sooner, at once when nothing is queued.
+FLUSH_AUTHENTICATION_CHECK_S = 0.5
+
+
+def raising_authentication_failures(method: Callable[P, R]) -> Callable[P, R]:
+    """``method`` (a client call that serves ``error_cb``), raising the client's authentication
+    failure (see :class:`_AuthenticationWatch`) as KafkaAuthenticationError after it returns."""
+
+    @functools.wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        result = method(*args, **kwargs)
+        watch: _AuthenticationWatch | None = getattr(args[0], "_authentication", None)
+        if watch is not None and watch.error is not None:
+            watch.raise_if_failed()
+        return result
+
+    return call
+
+
+def _watched(config: Mapping[str, Any], role: str) -> tuple[dict[str, Any], _AuthenticationWatch]:
+    """``config`` with an ``error_cb`` that tells a new watch (then ``config``'s own callback)."""
+    client_id = config.get("client.id")
+    watch = _AuthenticationWatch(f"{role} {client_id}" if client_id else role)
+    settings = dict(config)
+    settings["error_cb"] = watch.error_cb(settings.get("error_cb"))
+    return settings, watch
+
+
 class Producer(confluent_kafka.Producer):
     """confluent-kafka's producer; the calls that serve callbacks raise fatal errors as
-    KafkaException. ``produce`` serves none and is confluent-kafka's own (the hot path)."""
+    KafkaException and an authentication failure as KafkaAuthenticationError. ``produce``
+    serves none and is confluent-kafka's own (the hot path)."""
 
-    poll = raising_fatal_errors(confluent_kafka.Producer.poll)
-    flush = raising_fatal_errors(confluent_kafka.Producer.flush)
+    def __init__(self, config: Mapping[str, Any], **kwargs: Any) -> None:
+        settings, self._authentication = _watched(config, "producer")
+        super().__init__(settings, **kwargs)
+
+    poll = raising_authentication_failures(raising_fatal_errors(confluent_kafka.Producer.poll))
+    _flush = raising_authentication_failures(raising_fatal_errors(confluent_kafka.Producer.flush))
+
+    def flush(self, timeout: float = -1) -> int:
+        """confluent-kafka's flush(), waiting in slices of FLUSH_AUTHENTICATION_CHECK_S so
+        that a refused login ends the wait (records the brokers never took would otherwise
+        hold it for the whole timeout, e.g. a dead letter queue's flush at each commit)."""
+        deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
+        while True:
+            left = FLUSH_AUTHENTICATION_CHECK_S
+            if deadline is not None:
+                left = max(0.0, min(left, deadline - time.monotonic()))
+            remaining = self._flush(left)
+            if not remaining or (deadline is not None and time.monotonic() >= deadline):
+                return remaining
+
     close = raising_fatal_errors(confluent_kafka.Producer.close)
     init_transactions = raising_fatal_errors(confluent_kafka.Producer.init_transactions)
     begin_transaction = raising_fatal_errors(confluent_kafka.Producer.begin_transaction)
@@ -395,10 +495,16 @@ class Producer(confluent_kafka.Producer):
 class Consumer(confluent_kafka.Consumer):
     """confluent-kafka's consumer; the calls that serve the client's error callback raise
     fatal errors (a static member fenced by another with its ``group.instance.id``) as
-    KafkaException."""
+    KafkaException, and an authentication failure as KafkaAuthenticationError."""
 
-    poll = raising_fatal_errors(confluent_kafka.Consumer.poll)
-    consume = raising_fatal_errors(confluent_kafka.Consumer.consume)
+    def __init__(self, config: Mapping[str, Any], **kwargs: Any) -> None:
+        settings, self._authentication = _watched(config, "consumer")
+        super().__init__(settings, **kwargs)
+
+    poll = raising_authentication_failures(raising_fatal_errors(confluent_kafka.Consumer.poll))
+    consume = raising_authentication_failures(
+        raising_fatal_errors(confluent_kafka.Consumer.consume)
+    )
     close = raising_fatal_errors(confluent_kafka.Consumer.close)
 
 
@@ -453,6 +559,8 @@ def kafka_cluster_id(config: Mapping[str, Any], timeout_ms: int, timeout_key: st
     Called once by the herder's thread while the worker starts.
 
     Raises:
+        KafkaAuthenticationError: the cluster refused the worker's credentials (or the TLS
+            handshake failed), as soon as the client is told so: waiting cannot help.
         ConnectException: one line naming ``bootstrap.servers``, the timeout and its key.
     """
     servers = config.get("bootstrap.servers")
@@ -462,46 +570,31 @@ def kafka_cluster_id(config: Mapping[str, Any], timeout_ms: int, timeout_key: st
         timeout_key,
         timeout_ms,
     )
-    started = time.monotonic()
-    deadline = started + timeout_ms / 1000
-    # Errors the client reports on its own (a broker refusing the credentials, a TLS
-    # handshake failing): librdkafka keeps retrying them until the timeout and then names only
-    # a "transport failure", while Kafka's Java client fails at once naming the cause.
-    reported: list[KafkaError] = []
-
-    def on_error(error: KafkaError) -> None:
-        LIBRDKAFKA_LOG.error_cb(error)
-        reported.append(error)
-
-    reason = ""
-    caught: KafkaException | None = None
-    client = admin_client({**config, "error_cb": on_error})
+    settings, watch = _watched(client_config(config), "the worker's admin client")
+    client = AdminClient(settings)
+    _ADMIN_POLLER.add(client)
+    deadline = time.monotonic() + timeout_ms / 1000
     while True:
-        remaining = deadline - time.monotonic()
         try:
-            metadata = client.list_topics(timeout=max(0.001, min(remaining, CLUSTER_POLL_S)))
+            metadata = client.list_topics(
+                timeout=max(0.001, min(CLUSTER_CHECK_INTERVAL_S, deadline - time.monotonic()))
+            )
             return metadata.cluster_id
         except KafkaException as exc:
-            caught = exc
-            client.poll(0)  # serves on_error
+            client.poll(0)  # serves error_cb: was it the credentials?
+            if watch.error is not None:
+                raise KafkaAuthenticationError(
+                    f"Failed to connect to the Kafka cluster at bootstrap.servers={servers}: "
+                    f"authentication failed: {watch.error.str()}. Check the worker's security "
+                    "properties (sasl.*, ssl.*)",
+                    code=watch.error.code(),
+                ) from exc
+            if time.monotonic() < deadline:
+                continue
             error = exc.args[0] if exc.args else exc
             reason = error.str() if isinstance(error, KafkaError) else str(error)
-            cause = next((e for e in reported if e.code() in FAIL_FAST_ERRORS or e.fatal()), None)
-            if cause is not None:
-                reason = cause.str()
-                break
-            if time.monotonic() >= deadline:
-                break
-    elapsed_ms = (time.monotonic() - started) * 1000
-    # "within the timeout" only when it was waited out: a client that cannot be made, or a
-    # broker refusing the credentials, fails at once and the timeout is beside the point.
-    when = (
-        f"within {timeout_key}={timeout_ms} ms"
-        if elapsed_ms >= timeout_ms * TIMED_OUT_FRACTION
-        else f"(failed after {elapsed_ms / 1000:.1f} s, before {timeout_key}={timeout_ms} ms)"
-    )
-    raise ConnectException(
-        f"Failed to connect to and describe the Kafka cluster at "
-        f"bootstrap.servers={servers} {when}: {reason}. "
-        "Check the worker's bootstrap.servers and security properties."
-    ) from caught
+            raise ConnectException(
+                f"Failed to connect to and describe the Kafka cluster at "
+                f"bootstrap.servers={servers} within {timeout_key}={timeout_ms} ms ({reason}). "
+                "Check the worker's bootstrap.servers and security properties."
+            ) from exc
