@@ -88,6 +88,16 @@ PURGED_ERRORS = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 KAFKA_PRODUCE = "KAFKA_PRODUCE"
 
 
+def _record_for(topic: str | None, partition: int | None) -> str:
+    """ "a record for topic 't' partition 3", the partition left out when the producer never
+    chose one (confluent-kafka reports it as None, or -1: a record that failed before it was
+    partitioned, such as one the brokers never took because the client could not log in)."""
+    where = f"a record for topic {topic!r}"
+    if partition is not None and partition >= 0:
+        where += f" partition {partition}"
+    return where
+
+
 def producer_settings(per_record_acks: bool) -> dict[str, Any]:
     """What the loop needs in its producer's config (see the module docstring); ``build_task``
     adds a default ``on_delivery`` that reports failures to the loop."""
@@ -310,7 +320,7 @@ class SourceTaskLoop:
         if self._failure is None:
             self._failure = wrap_kafka_error(
                 err,
-                f"task {self.name} could not send a record to {msg.topic()}-{msg.partition()}",
+                f"task {self.name} could not send {_record_for(msg.topic(), msg.partition())}",
                 detail,
             )
         return False
@@ -347,9 +357,7 @@ class SourceTaskLoop:
     def _report_refused(self, topic: str | None, partition: int | None, why: str) -> None:
         """Log a record skipped because the producer refused it, as Kafka's failed-send
         callback does, and report it to the error reporter (its log and source DLQ)."""
-        where = f"a record for topic {topic!r}"
-        if partition is not None and partition >= 0:
-            where += f" partition {partition}"
+        where = _record_for(topic, partition)
         log.error("task %s failed to send %s: %s", self.name, where, why)
         assert self.errors is not None
         loop_class = f"{type(self).__module__}.{type(self).__qualname__}"
