@@ -33,6 +33,7 @@ from plugin_api.config import (
 )
 from plugin_api.errors import ConfigException
 
+from core import request_signing
 from core.http_headers import (
     ALLOW_METHODS_KEY,
     ALLOW_ORIGIN_KEY,
@@ -665,41 +666,44 @@ def _build() -> ConfigDef:
         "inter.worker.key.generation.algorithm",
         _T.STRING,
         "HmacSHA256",
-        None,
+        request_signing.validate_key_algorithm,
         _LOW,
-        "Algorithm of the session key for internal requests.",
+        "Algorithm of the session key the leader generates for signing internal requests "
+        "(KIP-507), a JCA name such as HmacSHA256.",
     )
     d.define(
         "inter.worker.key.size",
         _T.INT,
         None,
-        _nullable(Range.at_least(1)),
+        request_signing.validate_key_size,
         _LOW,
-        "Size of the session key in bits; unset = the algorithm's default.",
+        "Size of the session key in bits (at least 40); unset = the algorithm's default "
+        "(256 for HmacSHA256).",
     )
     d.define(
         "inter.worker.key.ttl.ms",
         _T.INT,
         3_600_000,
-        Range.at_least(0),
+        Range.between(0, 2_147_483_647),
         _LOW,
-        "Lifetime of a session key.",
+        "How long a session key is used before the leader generates a new one.",
     )
     d.define(
         "inter.worker.signature.algorithm",
         _T.STRING,
         "HmacSHA256",
-        None,
+        request_signing.validate_mac_algorithm,
         _LOW,
-        "Algorithm that signs internal requests.",
+        "MAC algorithm this worker signs internal requests with; must be in "
+        "inter.worker.verification.algorithms.",
     )
     d.define(
         "inter.worker.verification.algorithms",
         _T.LIST,
         "HmacSHA256",
-        None,
+        request_signing.validate_mac_algorithms,
         _LOW,
-        "Algorithms accepted when verifying internal requests.",
+        "MAC algorithms accepted when verifying internal requests' signatures.",
     )
     # --- Shared internal topics (the KIP in ../shared/seeds/kip-share-internal-topics.txt) ----
     d.define(
