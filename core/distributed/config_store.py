@@ -19,6 +19,9 @@ key                             value
 ``tasks-fencing-<name>``        ``{"task-count": N}``: the older generations of the connector's
                                 tasks (at most N tasks) are fenced out (KIP-618); task configs
                                 committed after it are *pending fencing*
+``session-key``                 ``{"key": "<base64>", "algorithm": "HmacSHA256",
+                                "creation-timestamp": <ms>}``: the key workers sign internal
+                                requests with (KIP-507, :mod:`core.request_signing`)
 ==============================  ================================================================
 
 A commit whose task records are incomplete (compaction removed some, or a leader died halfway)
@@ -26,7 +29,7 @@ leaves the connector **inconsistent**: its previous task configs stay, and the h
 connector generate and write them again (Kafka's behaviour).
 
 **Fencing.** Records only the leader writes (connector configs and deletions, task configs
-and commits, restart requests) go through a transactional producer whose
+and commits, restart requests, session keys) go through a transactional producer whose
 ``transactional.id`` is ``connect-cluster-<group.id>``, created when the worker becomes leader
 (:meth:`claim_write_privileges`). A new leader's producer fences the old one's: a deposed
 leader that still believes it leads gets ``PrivilegedWriteError`` and writes nothing. Readers
@@ -54,6 +57,7 @@ from confluent_kafka import KafkaException
 from core.distributed.kafka_log import KafkaBasedLog, LogRecord
 from core.distributed.keys import ClusterKeys
 from core.kafka import JAVA_MAX_REQUEST_SIZE, Producer, client_config, wrap_kafka_error
+from core.request_signing import SessionKey
 from core.stores.config import ClusterConfigState, ConfigUpdateListener, TargetState
 from plugin_api import ConnectException
 
@@ -154,6 +158,8 @@ class KafkaConfigStore:
         self._listener: ConfigUpdateListener | None = None
         self.on_restart_request: Callable[[RestartRequest], None] = lambda request: None
         self.on_logger_level: Callable[[str, str], None] = lambda namespace, level: None
+        self.on_session_key: Callable[[SessionKey], None] = lambda key: None
+        self._session_key: SessionKey | None = None
         self._started = False
         self._offset = -1
         self._configs: dict[str, Mapping[str, str]] = {}
@@ -214,6 +220,11 @@ class KafkaConfigStore:
                 connector in self._pending_fencing,
                 self._generations.get(connector, 0),
             )
+
+    def session_key(self) -> SessionKey | None:
+        """The last session key read from the topic (KIP-507), or None: none written yet."""
+        with self._lock:
+            return self._session_key
 
     def inconsistent(self) -> set[str]:
         """Connectors whose last task commit was incomplete (their tasks need rewriting)."""
@@ -309,9 +320,21 @@ class KafkaConfigStore:
             self._pending_fencing.discard(name)
             return None
         if key == SESSION_KEY:
-            return None  # KIP-507 session keys: not used here
+            return self._apply_session_key(value)
         log.debug("ignoring config record with unknown key %s", key)
         return None
+
+    def _apply_session_key(self, value: Any) -> Callable[[], None] | None:
+        if value is None:
+            log.error("ignoring session key because it is unexpectedly null")
+            return None
+        try:
+            session_key = SessionKey.from_record(value)
+        except ValueError as exc:  # the message names the field, never the key
+            log.error("ignoring session key record: %s", exc)
+            return None
+        self._session_key = session_key
+        return lambda: self.on_session_key(session_key)
 
     def _apply_target_state(
         self, name: str, value: Any, listener: ConfigUpdateListener | None
@@ -477,6 +500,10 @@ class KafkaConfigStore:
     def put_task_count_record(self, connector: str, count: int) -> None:
         """Leader only: the connector's older task generations are fenced out (KIP-618)."""
         self._write_privileged([(TASK_COUNT_PREFIX + connector, _json({"task-count": count}))])
+
+    def put_session_key(self, session_key: SessionKey) -> None:
+        """Leader only: the cluster's new session key (KIP-507)."""
+        self._write_privileged([(SESSION_KEY, _json(session_key.to_record()))])
 
     def put_restart_request(self, request: RestartRequest) -> None:
         """Leader only (Kafka forwards restarts to the leader)."""
