@@ -85,6 +85,10 @@ class NotFoundError(HerderError):
     status = 404
 
 
+class ServiceUnavailableError(HerderError):
+    status = 503
+
+
 class ConflictError(HerderError):
     status = 409
 

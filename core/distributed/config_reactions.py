@@ -5,14 +5,15 @@ config log's thread, which only queue work: each change becomes an operation on 
 connector's own operation thread (:mod:`core.serial`), so a hung plugin delays only its
 connector. Those operations act on what the group assigned to this worker: start or restart a
 connector's instance (which generates task configs: the leader writes them, a follower sends
-them to the leader's internal ``POST /connectors/<name>/tasks``), start, restart or stop
-tasks whose configs changed, apply target states, remove what a deletion removed, serve
-KIP-745 restart requests. One concern of the herder split (see
-:mod:`core.distributed.herder_base`).
+them to the leader's internal ``POST /connectors/<name>/tasks``, signed as
+:mod:`.herder_signing` says), start, restart or stop tasks whose configs changed, apply target
+states, remove what a deletion removed, serve KIP-745 restart requests. One concern of the
+herder split (see :mod:`core.distributed.herder_base`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Mapping, Sequence
@@ -161,11 +162,18 @@ class ConfigReactions(ExactlyOnceSupport):
                 except (PrivilegedWriteError, ConflictError) as exc:
                     log.warning("writing task configs of %s: %s", name, exc)
             elif self._leader_url:
+                # Signed over these exact bytes (KIP-507): the leader checks the HMAC of the
+                # body it receives.
+                body = json.dumps(configs, separators=(",", ":")).encode()
                 try:
                     response = httpx.post(
                         f"{self._leader_url}/connectors/{quote(name, safe='')}/tasks",
                         params={"forward": "true"},
-                        json=configs,
+                        content=body,
+                        headers={
+                            "Content-Type": "application/json",
+                            **self._signature_headers(body),
+                        },
                         timeout=REST_REQUEST_TIMEOUT_S,
                     )
                     if response.status_code < 300:

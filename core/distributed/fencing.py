@@ -154,9 +154,14 @@ class TaskFencing:
             raise ConnectException(f"task {name} was assigned to another worker while it started")
 
 
-def request_fencing(leader_url: Callable[[], str | None], connector: str) -> None:
+def request_fencing(
+    leader_url: Callable[[], str | None],
+    connector: str,
+    signature_headers: Callable[[bytes], Mapping[str, str]] = lambda body: {},
+) -> None:
     """Ask the leader for a round of fencing (``PUT /connectors/<name>/fence``), retrying
     while no leader is known or it answers 409 (a rebalance), for up to FENCING_TIMEOUT_S.
+    ``signature_headers(body)`` signs each attempt (KIP-507; the body is empty, as Kafka's).
 
     Raises:
         ConnectException: the leader refused (its message), or no answer in time.
@@ -170,6 +175,7 @@ def request_fencing(leader_url: Callable[[], str | None], connector: str) -> Non
                 response = httpx.put(
                     f"{url}/connectors/{quote(connector, safe='')}/fence",
                     params={"forward": "true"},
+                    headers=dict(signature_headers(b"")),
                     timeout=FENCING_TIMEOUT_S,
                 )
             except httpx.HTTPError as exc:
@@ -181,6 +187,10 @@ def request_fencing(leader_url: Callable[[], str | None], connector: str) -> Non
                     last = str(response.json().get("message"))
                 except ValueError:
                     last = response.text[:500]
+                if response.status_code == 403:
+                    # A key rotated while this request was under way: sign with the new one.
+                    time.sleep(FENCE_RETRY_S)
+                    continue
                 if response.status_code != 409:
                     raise ConnectException(
                         f"the leader at {url} answered {response.status_code}: {last}"

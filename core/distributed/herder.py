@@ -15,6 +15,7 @@ modules (why mixins: :mod:`core.distributed.herder_base`):
 * :mod:`.rebalancing` -- the tick thread and the group: each completed rebalance applied
   (revoked work stopped first), the leader's assignor (:mod:`.assignor`) inside the join;
 * :mod:`.herder_fencing` -- exactly-once source tasks' zombie fencing (KIP-618);
+* :mod:`.herder_signing` -- signed internal requests and the session key (KIP-507);
 * :mod:`.herder_base` -- the state they share and the leader checks.
 
 Statuses go to the status topic and every worker answers from its copy of it; source offsets
@@ -85,6 +86,14 @@ class DistributedHerder(Rebalancing, HerderApi):
                 raise ConfigException(
                     key, None, f'Missing required configuration "{key}" which has no default value.'
                 )
+        signature = self.config.get("inter.worker.signature.algorithm")
+        if signature not in self.config.get("inter.worker.verification.algorithms"):
+            # Kafka's DistributedConfig check: a worker must accept what it sends itself.
+            raise ConfigException(
+                "inter.worker.signature.algorithm",
+                signature,
+                "Signature algorithm must be present in inter.worker.verification.algorithms list",
+            )
         self.group_id: str = self.config.get("group.id")
         self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
         secrets.install_log_scrubber()
@@ -110,6 +119,7 @@ class DistributedHerder(Rebalancing, HerderApi):
         sharing = str(self.config.get("connect.management.topic.sharing.support")).lower()
         self.keys = ClusterKeys(self.group_id if sharing == "enabled" else None)
         self._init_herding()
+        self._init_signing()
         self._version = _software_version()
         self._cluster_id: str | None = None
         self._ready = threading.Event()
@@ -252,6 +262,7 @@ class DistributedHerder(Rebalancing, HerderApi):
         configs.set_listener(self)
         configs.on_restart_request = self._on_restart_request
         configs.on_logger_level = self._on_logger_level
+        configs.on_session_key = self._on_session_key
         c = self.config
         self.member = WorkerGroupMember(
             GroupSettings(

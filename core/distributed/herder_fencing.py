@@ -32,7 +32,7 @@ from functools import partial
 from typing import Any
 
 from core.distributed.fencing import TaskFencing, request_fencing
-from core.distributed.herder_base import DistributedHerderBase
+from core.distributed.herder_signing import RequestSigning
 from core.herder import BadRequestError
 from core.offset_topics import write_offsets_in_transaction
 from core.stores.task_offsets import TaskOffsetStore
@@ -44,7 +44,7 @@ __all__ = ["ExactlyOnceSupport"]
 log = logging.getLogger("copycat.distributed")
 
 
-class ExactlyOnceSupport(DistributedHerderBase):
+class ExactlyOnceSupport(RequestSigning):
     """Exactly-once source tasks' fencing, herder side (see the module docstring).
 
     Called by: connector operation threads (task starts), task threads (fencing requests,
@@ -79,7 +79,7 @@ class ExactlyOnceSupport(DistributedHerderBase):
         if self._is_leader:
             self.fence_zombies(name)
         else:
-            request_fencing(lambda: self._leader_url, name)
+            request_fencing(lambda: self._leader_url, name, self._signature_headers)
 
     def fence_zombies(self, name: str) -> None:
         """Internal ``PUT /connectors/<name>/fence`` (leader only, forwarded there): fence out

@@ -13,11 +13,15 @@ packet capture show something a person can read. What they carry is what Kafka C
 IncrementalCooperativeConnectProtocol carries:
 
 * member metadata: the worker's REST URL (the leader's is where requests are forwarded), the
-  config topic offset it has read to, and everything it runs now (cooperative protocols report
-  their current work so the leader revokes only what must move);
+  config topic offset it has read to, everything it runs now (cooperative protocols report
+  their current work so the leader revokes only what must move), and whether it signs
+  internal requests (``connect.protocol=sessioned``, KIP-507);
 * assignment: error (config mismatch: the leader is behind a member), leader id and URL, the
-  config offset the assignment was computed at, connectors and tasks to start, to revoke, and
-  the delay after which to rejoin (a departed worker's work is waiting).
+  config offset the assignment was computed at, connectors and tasks to start, to revoke, the
+  delay after which to rejoin (a departed worker's work is waiting), and whether the group
+  signs and verifies internal requests: only when every member is ``sessioned``, as Kafka's
+  coordinator picks the lowest protocol every member supports (a worker without the field,
+  an older Copycat, does not sign).
 """
 
 from __future__ import annotations
@@ -83,6 +87,7 @@ class MemberMetadata:
     url: str
     config_offset: int
     running: Held
+    sessioned: bool = False
 
     def encode(self) -> bytes:
         return json.dumps(
@@ -91,6 +96,7 @@ class MemberMetadata:
                 "url": self.url,
                 "config_offset": self.config_offset,
                 "running": _held_json(self.running),
+                "sessioned": self.sessioned,
             },
             separators=(",", ":"),
         ).encode()
@@ -102,6 +108,7 @@ class MemberMetadata:
             str(parsed.get("url", "")),
             int(parsed.get("config_offset", -1)),
             _held(parsed.get("running")),
+            parsed.get("sessioned") is True,
         )
 
 
@@ -114,6 +121,7 @@ class Assignment:
     assigned: Held
     revoked: Held
     delay_ms: int
+    sessioned: bool = False
 
     def encode(self) -> bytes:
         return json.dumps(
@@ -126,6 +134,7 @@ class Assignment:
                 "assigned": _held_json(self.assigned),
                 "revoked": _held_json(self.revoked),
                 "delay_ms": self.delay_ms,
+                "sessioned": self.sessioned,
             },
             separators=(",", ":"),
         ).encode()
@@ -141,4 +150,5 @@ class Assignment:
             _held(parsed.get("assigned")),
             _held(parsed.get("revoked")),
             int(parsed.get("delay_ms", 0)),
+            parsed.get("sessioned") is True,
         )

@@ -3,8 +3,9 @@
 * **The tick thread** drives the group membership (:mod:`.membership`): it applies each
   completed rebalance (stops what was revoked and waits for it, then queues starts of what was
   assigned), rejoins after a revocation or when the leader says departed workers' work is
-  waiting (``scheduled.rebalance.max.delay.ms``), and now and then publishes the topics this
-  worker's tasks used (KIP-558).
+  waiting (``scheduled.rebalance.max.delay.ms``), now and then publishes the topics this
+  worker's tasks used (KIP-558), and on the leader writes a new session key when one is due
+  (KIP-507, :mod:`.herder_signing`).
 * **kafka-python's IO thread** asks this worker for its join metadata and, on the leader, for
   the assignment: the assignor runs inside the join (:mod:`.assignor`), and nothing there
   may block.
@@ -74,6 +75,8 @@ class Rebalancing(ConfigReactions):
                     self._rejoin_at = None
                     log.info("scheduled rebalance: departed workers' work may be reassigned")
                     member.request_rejoin()
+                if self._is_leader:
+                    self._rotate_session_key()
                 if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + TOPIC_SWEEP_S
                     self._publish_topics()
@@ -90,6 +93,7 @@ class Rebalancing(ConfigReactions):
         self._generation = joined.generation
         self._leader_url = assignment.leader_url or None
         self._is_leader = joined.is_leader
+        self._set_request_validation(assignment.sessioned)
         if self.statuses is not None:
             self.statuses.generation = joined.generation
         sync_timeout_s = int(self.config.get("worker.sync.timeout.ms")) / 1000
@@ -217,7 +221,9 @@ class Rebalancing(ConfigReactions):
     def _metadata(self) -> MemberMetadata:
         snapshot = self.configs.snapshot()
         configured = _configured(snapshot)
-        return MemberMetadata(self.url, snapshot.offset, self._assigned.within(configured))
+        return MemberMetadata(
+            self.url, snapshot.offset, self._assigned.within(configured), self._sessioned
+        )
 
     def _assign(
         self, leader_id: str, members: dict[str, MemberMetadata], generation: int
@@ -225,11 +231,21 @@ class Rebalancing(ConfigReactions):
         snapshot = self.configs.snapshot()
         leader_url = members[leader_id].url if leader_id in members else self.url
         newest = max((m.config_offset for m in members.values()), default=-1)
+        # KIP-507: requests are signed and verified only if every member can (Kafka's
+        # coordinator settles on the lowest connect.protocol of the group the same way).
+        sessioned = all(m.sessioned for m in members.values())
         if snapshot.offset < newest:
             log.info("leader behind the config topic (%d < %d)", snapshot.offset, newest)
             return {
                 m: Assignment(
-                    ASSIGNMENT_CONFIG_MISMATCH, leader_id, leader_url, newest, Held(), Held(), 0
+                    ASSIGNMENT_CONFIG_MISMATCH,
+                    leader_id,
+                    leader_url,
+                    newest,
+                    Held(),
+                    Held(),
+                    0,
+                    sessioned,
                 )
                 for m in members
             }
@@ -249,6 +265,7 @@ class Rebalancing(ConfigReactions):
                 plan.assigned,
                 plan.revoked,
                 plan.delay_ms,
+                sessioned,
             )
             for m, plan in plans.items()
         }

@@ -1,9 +1,11 @@
 """The Kafka Connect REST API as a FastAPI app: same paths, shapes, status codes and errors.
 
 Handlers are plain ``def`` functions, so FastAPI runs them on its threadpool and a slow herder
-call (starting a connector) never blocks the event loop. Every error, including FastAPI's own
-request validation errors and unknown paths, is ``{"error_code": N, "message": "..."}``; an
-unexpected exception becomes a 500 in that shape and its trace goes to the log only.
+call (starting a connector) never blocks the event loop; the two internal endpoints are
+``async`` to read the raw body their signature covers, and call the herder on the threadpool.
+Every error, including FastAPI's own request validation errors and unknown paths, is
+``{"error_code": N, "message": "..."}``; an unexpected exception becomes a 500 in that shape
+and its trace goes to the log only.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from core import secrets
@@ -60,6 +63,7 @@ _HTTP_REASONS = {
     413: "Content Too Large",
     415: "Unsupported Media Type",
     500: "Internal Server Error",
+    503: "Service Unavailable",
 }
 
 
@@ -172,6 +176,17 @@ def _config_map(raw: Any, *, keep_null: bool = False) -> dict[str, Any]:
     return out
 
 
+async def _verify_internal_request(herder: Herder, request: Request) -> None:
+    """Have the herder check an internal request's signature (KIP-507) over its raw body.
+
+    Raises:
+        HerderError: 400, 403 or 503, as Kafka's DistributedHerder answers.
+    """
+    verify = getattr(herder, "verify_internal_request", None)
+    if verify is not None:
+        verify(await request.body(), request.headers)
+
+
 def _connectors_router(herder: Herder) -> APIRouter:
     r = APIRouter(route_class=_SafeRoute, tags=["connectors"])
 
@@ -272,24 +287,30 @@ def _connectors_router(herder: Herder) -> APIRouter:
         return JSONResponse(herder.task_configs(connector))
 
     @r.post("/connectors/{connector}/tasks", status_code=204, include_in_schema=False)
-    def put_task_configs(connector: str, configs: list[dict[str, Any]] = Body(...)) -> Response:
+    async def put_task_configs(
+        request: Request, connector: str, configs: list[dict[str, Any]] = Body(...)
+    ) -> Response:
         """Kafka's internal endpoint: a connector's worker sends the leader its task configs
-        (distributed mode; the request is forwarded to the leader like any other)."""
+        (distributed mode; the request is forwarded to the leader like any other). Signed by
+        the sending worker (KIP-507): the herder checks the signature over the body's bytes
+        before anything else."""
         receive = getattr(herder, "receive_task_configs", None)
         if receive is None:
             raise NotFoundError("Task configs are only accepted by distributed workers")
-        receive(connector, [_config_map(c) for c in configs])
+        await _verify_internal_request(herder, request)
+        await run_in_threadpool(receive, connector, [_config_map(c) for c in configs])
         return Response(status_code=204)
 
     @r.put("/connectors/{connector}/fence", status_code=204, include_in_schema=False)
-    def fence_zombies(connector: str) -> Response:
+    async def fence_zombies(request: Request, connector: str) -> Response:
         """Kafka's internal endpoint (KIP-618): a worker about to start a connector's
         exactly-once tasks asks the leader to fence out their older generations (distributed
-        mode; forwarded to the leader like any leader request)."""
+        mode; forwarded to the leader like any leader request). Signed as above."""
         fence = getattr(herder, "fence_zombies", None)
         if fence is None:
             raise NotFoundError("Zombie fencing is only done by distributed workers")
-        fence(connector)
+        await _verify_internal_request(herder, request)
+        await run_in_threadpool(fence, connector)
         return Response(status_code=204)
 
     @r.get(

@@ -12,7 +12,11 @@ with Kafka, ``-Djava.security.auth.login.config=...`` in ``KAFKA_OPTS``; its ``K
 entry's ``file="..."`` option names the credentials file.
 
 Every request needs valid credentials except ``GET /health`` (left open on purpose so load
-balancers and orchestrators can probe liveness without a secret; it reveals nothing). A request
+balancers and orchestrators can probe liveness without a secret; it reveals nothing) and, as
+Kafka's ``JaasBasicAuthFilter``, the two requests only workers make,
+``POST /connectors/<name>/tasks`` and ``PUT /connectors/<name>/fence``: a worker has no user's
+credentials to send, and the herder checks those requests' signatures instead (KIP-507,
+:mod:`core.distributed.herder_signing`; 400/403 without a valid one). A request
 without them gets ``401 {"error_code": 401, "message": "User cannot access the resource."}``
 and a ``WWW-Authenticate`` challenge. Passwords are compared in constant time and never logged.
 """
@@ -40,6 +44,11 @@ CREDENTIALS_FILE = "rest.extension.basic.auth.credentials.file"
 JAAS_CONFIG = "rest.extension.basic.auth.jaas.config"
 OPEN_ENDPOINTS = frozenset({("GET", "/health"), ("HEAD", "/health")})
 UNAUTHORIZED = "User cannot access the resource."
+# Kafka's JaasBasicAuthFilter.INTERNAL_REQUEST_MATCHERS (the herder verifies these instead).
+INTERNAL_REQUESTS = (
+    ("POST", re.compile(r"/?connectors/([^/]+)/tasks/?")),
+    ("PUT", re.compile(r"/?connectors/[^/]+/fence/?")),
+)
 _JAAS_FILE = re.compile(r"KafkaConnect\s*\{[^}]*?\bfile\s*=\s*\"([^\"]+)\"", re.S)
 _JAAS_OPTION = re.compile(r"-Djava\.security\.auth\.login\.config=(\S+)")
 
@@ -80,6 +89,10 @@ def load_credentials(path: Path) -> dict[str, str]:
     return users
 
 
+def _internal_request(method: str, path: str) -> bool:
+    return any(method == m and pattern.fullmatch(path) for m, pattern in INTERNAL_REQUESTS)
+
+
 class BasicAuthMiddleware:
     """ASGI middleware: 401 unless the request carries a valid ``Authorization: Basic``."""
 
@@ -105,7 +118,11 @@ class BasicAuthMiddleware:
         )
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or (scope["method"], scope["path"]) in OPEN_ENDPOINTS:
+        if (
+            scope["type"] != "http"
+            or (scope["method"], scope["path"]) in OPEN_ENDPOINTS
+            or _internal_request(scope["method"], scope["path"])
+        ):
             await self.app(scope, receive, send)
             return
         header = dict(scope.get("headers") or []).get(b"authorization")

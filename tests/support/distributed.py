@@ -87,8 +87,10 @@ class DistributedCluster:
         *,
         group: str | None = None,
         extra: Mapping[str, str] | None = None,
+        auth: tuple[str, str] | None = None,
     ) -> None:
         self.tmp = tmp
+        self.auth = auth  # basic auth credentials for the REST helpers (a secured cluster)
         self.group = group or f"copycat-{uuid.uuid4().hex[:8]}"
         self.props = worker_props(bootstrap, self.group, plugin_path, extra)
         self.workers: list[CliWorker] = [self._new(i) for i in range(workers)]
@@ -212,6 +214,7 @@ class DistributedCluster:
         rebalance) as Kafka's own clients do."""
         deadline = time.monotonic() + 60
         while True:
+            kwargs.setdefault("auth", self.auth)
             response = httpx.request(method, self.workers[via].url + path, timeout=90, **kwargs)
             if response.status_code != 409 or time.monotonic() > deadline:
                 return response
@@ -227,7 +230,9 @@ class DistributedCluster:
 
     def placement(self, via: int = 0) -> dict[str, tuple[str, str]]:
         """``{"<connector>-<task>": (state, worker_id)}`` of every task in the cluster."""
-        response = httpx.get(f"{self.workers[via].url}/connectors?expand=status", timeout=30)
+        response = httpx.get(
+            f"{self.workers[via].url}/connectors?expand=status", timeout=30, auth=self.auth
+        )
         response.raise_for_status()
         return {
             f"{name}-{task['id']}": (task["state"], task["worker_id"])
@@ -236,7 +241,9 @@ class DistributedCluster:
         }
 
     def status(self, name: str, via: int = 0) -> dict[str, Any]:
-        response = httpx.get(f"{self.workers[via].url}/connectors/{name}/status", timeout=30)
+        response = httpx.get(
+            f"{self.workers[via].url}/connectors/{name}/status", timeout=30, auth=self.auth
+        )
         return response.json() if response.status_code == 200 else {}
 
     def wait_running(
