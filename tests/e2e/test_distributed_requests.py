@@ -189,3 +189,35 @@ def test_statuses_of_tasks_removed_while_their_worker_was_down_are_deleted(
     assert restarted.status_code == 202, restarted.text
     assert [t["id"] for t in restarted.json()["tasks"]] == [0]
     assert cluster.request("DELETE", f"/connectors/{name}", leader).status_code == 204
+
+
+def test_unsigned_or_wrongly_signed_internal_requests_are_refused_without_basic_auth(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """KIP-507: the internal task config and fencing endpoints answer only requests signed with
+    the cluster's session key, whatever the REST listeners require (before, anyone who could
+    reach a worker's port could replace a connector's task configs)."""
+    topic = f"{cluster.group}-unsigned"
+    broker.create_topic(topic, 1)
+    cluster.create("guarded", _sink(tmp_path / "guarded.txt", topic, 1))
+    cluster.wait_running("guarded", 1)
+    before = cluster.request("GET", "/connectors/guarded/tasks").json()
+    forged = [{**before[0]["config"], "file": str(tmp_path / "forged.txt")}]
+    for index in range(WORKERS):  # the leader refuses, and a follower before forwarding
+        url = f"{cluster.workers[index].url}/connectors/guarded"
+        unsigned = httpx.post(f"{url}/tasks", json=forged, timeout=30)
+        assert unsigned.status_code == 400, unsigned.text
+        assert unsigned.json()["message"] == "Internal request missing required signature"
+        wrong = httpx.post(
+            f"{url}/tasks",
+            json=forged,
+            headers={
+                "X-Connect-Authorization": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+                "X-Connect-Request-Signature-Algorithm": "HmacSHA256",
+            },
+            timeout=30,
+        )
+        assert wrong.status_code == 403, wrong.text
+        fence = httpx.put(f"{url}/fence", timeout=30)
+        assert fence.status_code == 400, fence.text
+    assert cluster.request("GET", "/connectors/guarded/tasks").json() == before

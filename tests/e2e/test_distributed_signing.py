@@ -170,8 +170,10 @@ def test_internal_requests_must_carry_the_session_keys_signature(
     signed = httpx.post(url, content=body, headers={**json_type, **_signed(key, body)}, timeout=30)
     assert signed.status_code == 204, signed.text
     wait_until(
-        lambda: cluster.request("GET", "/connectors/target/tasks").json()[0]["config"]["file"]
-        == forged_file,
+        lambda: (
+            cluster.request("GET", "/connectors/target/tasks").json()[0]["config"]["file"]
+            == forged_file
+        ),
         30,
         "the signed task configs written",
     )
