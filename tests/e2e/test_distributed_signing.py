@@ -39,6 +39,8 @@ WORKERS = 2
 # Connectors created: the assignor spreads connector instances round-robin, so with two workers
 # at least one instance runs on the follower.
 CONNECTORS = 3
+# inter.worker.key.ttl.ms: short, so the test sees the leader rotate the key (Kafka: 1 hour).
+KEY_TTL_MS = 8_000
 SIGNATURE = "X-Connect-Authorization"
 ALGORITHM = "X-Connect-Request-Signature-Algorithm"
 
@@ -60,6 +62,7 @@ def cluster(
         extra={
             "rest.extension.classes": BASIC_AUTH,
             "rest.extension.basic.auth.credentials.file": str(credentials),
+            "inter.worker.key.ttl.ms": str(KEY_TTL_MS),
         },
         auth=USER,
     )
@@ -78,17 +81,22 @@ def _sink(path: Path, topic: str) -> dict[str, str]:
     }
 
 
+def _session_keys(cluster: DistributedCluster, broker: KafkaCluster) -> list[dict[str, Any]]:
+    """Every ``session-key`` record of the config topic, oldest first."""
+    return [
+        json.loads(message.value())
+        for message in read_all(broker.bootstrap_servers, f"{cluster.group}-configs", 1, 5)
+        if message.key() == b"session-key" and message.value() is not None
+    ]
+
+
 def _session_key(cluster: DistributedCluster, broker: KafkaCluster) -> dict[str, Any]:
     """The last ``session-key`` record of the config topic (the leader writes one at once)."""
-
-    def last() -> dict[str, Any] | None:
-        found = None
-        for message in read_all(broker.bootstrap_servers, f"{cluster.group}-configs", 1, 5):
-            if message.key() == b"session-key" and message.value() is not None:
-                found = json.loads(message.value())
-        return found
-
-    return wait_until(last, 60, "a session-key record in the config topic")
+    return wait_until(
+        lambda: (_session_keys(cluster, broker) or [None])[-1],
+        60,
+        "a session-key record in the config topic",
+    )
 
 
 def _signed(key: bytes, body: bytes, algorithm: str = "HmacSHA256") -> dict[str, str]:
@@ -166,9 +174,16 @@ def test_internal_requests_must_carry_the_session_keys_signature(
     assert fence.status_code == 400, fence.text
     assert cluster.request("GET", "/connectors/target/tasks").json() == before
 
-    # Signed with the key from the config topic, as a worker signs: accepted.
-    signed = httpx.post(url, content=body, headers={**json_type, **_signed(key, body)}, timeout=30)
-    assert signed.status_code == 204, signed.text
+    # Signed with the key from the config topic, as a worker signs: accepted (once the leader
+    # rotated the key, 403: read the new one and sign again).
+    def signed() -> bool:
+        key = base64.b64decode(_session_key(cluster, broker)["key"])
+        headers = {**json_type, **_signed(key, body)}
+        answer = httpx.post(url, content=body, headers=headers, timeout=30)
+        assert answer.status_code in (204, 403), answer.text
+        return answer.status_code == 204
+
+    wait_until(signed, 30, "a request signed with the session key accepted")
     wait_until(
         lambda: (
             cluster.request("GET", "/connectors/target/tasks").json()[0]["config"]["file"]
@@ -179,3 +194,30 @@ def test_internal_requests_must_carry_the_session_keys_signature(
     )
     for worker in cluster.workers:
         assert record["key"] not in worker.text()  # the key is never logged
+
+
+def test_the_leader_rotates_the_key_and_followers_sign_with_the_new_one(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    first = _session_key(cluster, broker)
+    rotated = wait_until(
+        lambda: [
+            k
+            for k in _session_keys(cluster, broker)
+            if k["creation-timestamp"] > first["creation-timestamp"]
+        ],
+        KEY_TTL_MS / 1000 * 3,
+        "a new session key after inter.worker.key.ttl.ms",
+    )
+    assert rotated[0]["creation-timestamp"] >= first["creation-timestamp"] + KEY_TTL_MS
+    assert rotated[0]["key"] != first["key"]
+    # Followers sign with the new key: connectors created now still get their tasks.
+    topic = f"{cluster.group}-rotated"
+    broker.create_topic(topic, 1)
+    names = [f"rot{i}" for i in range(CONNECTORS)]
+    for i, name in enumerate(names):
+        cluster.create(name, _sink(tmp_path / f"{name}.txt", topic), via=i % WORKERS)
+    for name in names:
+        cluster.wait_running(name, 1)
+    for worker in cluster.workers:
+        assert all(k["key"] not in worker.text() for k in rotated)
