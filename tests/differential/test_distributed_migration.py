@@ -10,15 +10,21 @@ resumes at Kafka Connect's offset and the sink at its ``connect-<name>`` group's
 offset. Topic and sink file hold every line once, in order: nothing sent twice, nothing
 skipped, including the lines written while no worker ran. Between the two the group is
 deleted, as the broker does with an empty group, so Copycat's generations start below those of
-the statuses Kafka Connect left; every worker must still show the new statuses.
+the statuses Kafka Connect left; every worker must still show the new statuses. Copycat keeps
+the session key Kafka Connect's leader wrote (KIP-507: same record format, still valid) and
+accepts internal requests signed with it.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -47,6 +53,14 @@ CATCH_UP_S = 120.0
 
 def _line(i: int) -> str:
     return f"migrated line {i:06d}\n"
+
+
+def _session_keys(bootstrap: str, group: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(m.value())
+        for m in read_all(bootstrap, f"{group}-configs", 1, 5)
+        if m.key() == b"session-key" and m.value() is not None
+    ]
 
 
 def _count(path: Path) -> int:
@@ -138,6 +152,8 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
     finally:
         connect.stop()  # mid-stream: the writer goes on
     by_kafka_connect = _count(sink_file)
+    kafka_keys = _session_keys(apache_kafka.bootstrap_servers, group)
+    assert kafka_keys, "Kafka Connect's leader wrote no session key"
     # The broker deletes a group left empty with nothing committed (a Connect group commits
     # nothing) at its next cleanup, every offsets.retention.check.interval.ms (10 minutes): a
     # migration started after it finds a new group, whose generations start again at 1, below
@@ -185,6 +201,30 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
         records = read_all(apache_kafka.bootstrap_servers, topic, total)
         payloads = [json.loads(m.value())["payload"] for m in records]
         assert payloads == [_line(i).strip() for i in range(total)]  # the source
+        # KIP-507: Copycat read Kafka Connect's session key (valid for an hour, the algorithm
+        # and size it would generate) and uses it rather than writing its own; a request
+        # signed with it passes the leader's check and reaches the fencing (which refuses:
+        # exactly-once is off), where a bad signature gets 403.
+        assert _session_keys(apache_kafka.bootstrap_servers, group) == kafka_keys
+        mac = hmac.new(base64.b64decode(kafka_keys[-1]["key"]), b"", hashlib.sha256).digest()
+        fence = httpx.put(
+            f"{copycat.urls[copycat.leader()]}/connectors/src/fence",
+            headers={
+                "X-Connect-Authorization": base64.b64encode(mac).decode(),
+                "X-Connect-Request-Signature-Algorithm": "HmacSHA256",
+            },
+            timeout=30,
+        )
+        assert fence.status_code == 400 and "exactly.once" in fence.text, fence.text
+        forged = httpx.put(
+            f"{copycat.urls[copycat.leader()]}/connectors/src/fence",
+            headers={
+                "X-Connect-Authorization": base64.b64encode(bytes(32)).decode(),
+                "X-Connect-Request-Signature-Algorithm": "HmacSHA256",
+            },
+            timeout=30,
+        )
+        assert forged.status_code == 403, forged.text
         status = httpx.get(f"{copycat.urls[0]}/connectors/src/status", timeout=30).json()
         assert status["connector"]["worker_id"] in {copycat.worker_id(i) for i in range(WORKERS)}
         print(
