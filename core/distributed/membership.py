@@ -136,7 +136,8 @@ class _Coordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python has n
                 decoded[member.member_id] = MemberMetadata.decode(member.metadata)
             except ProtocolError as exc:
                 log.error("member %s sent unreadable metadata: %s", member.member_id, exc)
-                decoded[member.member_id] = MemberMetadata("", -1, Held())
+                # Sessioned: a member nobody can read must not turn request signing off.
+                decoded[member.member_id] = MemberMetadata("", -1, Held(), sessioned=True)
         generation = self._generation.generation_id
         assignments = self._member.assign(leader_id, decoded, generation)
         return {member_id: a.encode() for member_id, a in assignments.items()}
