@@ -221,3 +221,35 @@ def test_the_leader_rotates_the_key_and_followers_sign_with_the_new_one(
         cluster.wait_running(name, 1)
     for worker in cluster.workers:
         assert all(k["key"] not in worker.text() for k in rotated)
+
+
+def test_below_sessioned_the_cluster_neither_signs_nor_verifies_as_kafka(
+    broker: KafkaCluster, bundled_plugin_path: Path, tmp_path: Path
+) -> None:
+    """``connect.protocol=compatible`` (Kafka's protocol before KIP-507): no session key is
+    written and unsigned internal requests are accepted, with a warning saying the cluster is
+    insecure."""
+    single = DistributedCluster(
+        tmp_path / "compatible",
+        broker.bootstrap_servers,
+        bundled_plugin_path,
+        1,
+        extra={"connect.protocol": "compatible"},
+    )
+    try:
+        single.start()
+        topic = f"{single.group}-compatible"
+        broker.create_topic(topic, 1)
+        single.create("plain", _sink(tmp_path / "plain.txt", topic))
+        single.wait_running("plain", 1)
+        tasks = single.request("GET", "/connectors/plain/tasks").json()
+        unsigned = httpx.post(
+            f"{single.urls[0]}/connectors/plain/tasks",
+            json=[t["config"] for t in tasks],
+            timeout=30,
+        )
+        assert unsigned.status_code == 204, unsigned.text
+        assert _session_keys(single, broker) == []
+        assert "Internal request verification will be disabled" in single.workers[0].text()
+    finally:
+        single.stop()
