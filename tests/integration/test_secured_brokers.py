@@ -336,5 +336,4 @@ def test_wrong_password_fails_the_start_without_claiming_a_timeout(
     # like Kafka's Java client, the worker gives up at once and says why.
     assert elapsed < 30, (elapsed, message)
     assert "within default.api.timeout.ms" not in message, message
-    assert "before default.api.timeout.ms=60000 ms" in message, message
     assert "Authentication" in message or "authentication" in message, message
