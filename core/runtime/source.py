@@ -84,6 +84,19 @@ REFUSED_RECORD_ERRORS = frozenset(
 )
 # Deliveries a closing producer drops (its queue purged at stop): not a record's failure.
 PURGED_ERRORS = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
+# A record for a topic the cluster does not have waits for it, as in Kafka Connect: its producer
+# blocks send() until the topic's metadata arrives (max.block.ms, which Connect sets to
+# forever), and so the task polls nothing meanwhile. librdkafka would instead queue the
+# record and fail it after topic.metadata.propagation.max.ms (30 s, at most an hour), so the
+# loop asks for the topic's metadata itself before its first record goes out. How often it
+# asks again (Java's metadata retry backoff grows to 1 s):
+MISSING_TOPIC_RECHECK_S = 1.0
+# How long one metadata request may take. One that times out or fails (an unreachable or
+# refusing broker) ends the wait: the records go to the producer, whose own errors then
+# apply, so no broker failure is turned into a silent wait.
+TOPIC_METADATA_TIMEOUT_S = 2.0
+# How often the wait is logged (Kafka's producer logs each metadata answer, about once a s).
+MISSING_TOPIC_LOG_INTERVAL_S = 30.0
 # Kafka's stage name for a send the producer failed (ErrorReporter, DLQ headers).
 KAFKA_PRODUCE = "KAFKA_PRODUCE"
 
@@ -281,7 +294,54 @@ class SourceTaskLoop:
         tells the driver)."""
         if self._topic_creator is not None:
             self._topic_creator.ensure(topic)
+        self._wait_for_topic(topic)
         self.on_new_topic(topic)
+
+    def _wait_for_topic(self, topic: str) -> None:
+        """Return once the cluster has ``topic`` (see :data:`MISSING_TOPIC_RECHECK_S`), serving
+        the producer's callbacks meanwhile; the task stays RUNNING and polls nothing.
+
+        Raises:
+            _Interrupted: ``should_stop`` said so first; the records stay queued, unsent, and
+                their offsets uncommitted.
+        """
+        since: float | None = None
+        logged: float | None = None
+        while self._topic_missing(topic):
+            now = self._clock()
+            if since is None:
+                since = now
+            if logged is None or now - logged >= MISSING_TOPIC_LOG_INTERVAL_S:
+                logged = now
+                log.warning(
+                    "task %s: topic %r does not exist (UNKNOWN_TOPIC_OR_PARTITION) and the "
+                    "cluster does not create it; its records wait until it is created "
+                    "(waiting %.0f s so far)",
+                    self.name,
+                    topic,
+                    now - since,
+                )
+            self.producer.poll(MISSING_TOPIC_RECHECK_S)
+            self._raise_if_failed()
+            if self.should_stop():
+                raise _Interrupted
+        if since is not None:
+            log.info("task %s: topic %r exists now; sending its records", self.name, topic)
+
+    def _topic_missing(self, topic: str) -> bool:
+        """Whether the cluster answers that ``topic`` does not exist. The producer's metadata
+        request may create it (a broker with auto.create.topics.enable, as Java's producer)."""
+        try:
+            found = self.producer.list_topics(topic, timeout=TOPIC_METADATA_TIMEOUT_S)
+        except KafkaException as exc:
+            log.debug("task %s: no metadata for topic %r: %s", self.name, topic, exc)
+            return False
+        metadata = found.topics.get(topic)
+        return (
+            metadata is not None
+            and metadata.error is not None
+            and metadata.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        )
 
     def _batch_dispatched(self, batch: _Batch) -> None:
         """Hook: every record of ``batch`` (one poll) was handed to the producer."""

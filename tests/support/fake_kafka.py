@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
@@ -214,6 +215,12 @@ class FakeProducer:
             raise BufferError("Local: Queue full")
         report = callback or on_delivery or self.config.get("on_delivery")
         self._queued.append((topic, value, key, partition, report, timestamp, headers))
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """Every topic exists, as on a broker that creates topics on first use."""
+        self._check_open()
+        found = {topic: SimpleNamespace(topic=topic, error=None)} if topic else {}
+        return SimpleNamespace(topics=found)
 
     def poll(self, timeout: float = 0) -> int:
         self._check_open()
