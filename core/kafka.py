@@ -61,9 +61,10 @@ READ_COMMITTED = "read_committed"
 JAVA_MAX_REQUEST_SIZE = 1_048_576
 # Kafka Connect's producer settings for source tasks and dead letter queues (Worker.java's
 # baseProducerConfigs, checked in connect-runtime 4.1.1's class file): acks=all, one request
-# in flight, idempotence off; linger.ms is the Java client's default since Kafka 4.0. No
-# record is lost on broker failover and none is reordered by a retry (one request in flight);
-# a retry after a lost response may write a batch twice, which at-least-once allows. With
+# in flight, idempotence off, unbounded delivery retries; linger.ms is the Java client's
+# default since Kafka 4.0. No record is lost on broker failover and none is reordered by a
+# retry (one request in flight); a retry after a lost response may write a batch twice,
+# which at-least-once allows. With
 # librdkafka, idempotence also costs CPU: while a partition has messages in flight its broker
 # thread keeps waking at once to find it may not send (the idempotent in-flight limit of 5 is
 # counted in messages there), 6-8x that thread's CPU per 1 KiB record in
@@ -82,6 +83,13 @@ SOURCE_PRODUCER_DEFAULTS: dict[str, Any] = {
     # Java clients hash keys with murmur2; librdkafka's default is CRC32. Matching Java keeps
     # records with one key in the partition Kafka Connect would have chosen.
     "partitioner": "murmur2_random",
+    # Kafka Connect sets delivery.timeout.ms=Integer.MAX_VALUE: a record is retried for as
+    # long as its error is retriable (a broker down, a leader moving), never given up after
+    # librdkafka's default 5 minutes. 0 is librdkafka's "no limit". A connector's
+    # producer.override.delivery.timeout.ms still bounds it (librdkafka's alias of this key).
+    # A stop does not wait for such records: it waits task.shutdown.graceful.timeout.ms,
+    # then purges them, their offsets uncommitted.
+    "message.timeout.ms": 0,
 }
 # Kafka Connect's consumer defaults for sink tasks: offsets are committed by the framework only
 # after the task has flushed, and a new group starts from the beginning of its topics.
@@ -119,6 +127,9 @@ SINK_CONSUMER_DEFAULTS: dict[str, Any] = {
 # The Java key wins over a librdkafka key set alongside it.
 JAVA_CLIENT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max.request.size": ("message.max.bytes", int),
+    # librdkafka knows delivery.timeout.ms as an alias, but only the last of two aliases set
+    # counts; renamed, the connector's value replaces the default (SOURCE_PRODUCER_DEFAULTS).
+    "delivery.timeout.ms": ("message.timeout.ms", int),
     # Java counts bytes, librdkafka KiB.
     "buffer.memory": ("queue.buffering.max.kbytes", lambda v: max(1, int(v) // 1024)),
     "fetch.max.wait.ms": ("fetch.wait.max.ms", int),

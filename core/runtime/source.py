@@ -72,7 +72,11 @@ DRAIN_AFTER_S = 5.0
 # produce() errors that stand for a record the producer refuses, not a broken producer: the
 # errors Java's producer hands to the send callback (RecordTooLargeException and the like),
 # which Kafka Connect skips under errors.tolerance=all (KIP-779). librdkafka raises the first
-# three from produce() itself.
+# three from produce() itself. Retries being unbounded (message.timeout.ms=0, as Connect's
+# delivery.timeout.ms) and a missing topic being waited for (_wait_for_topic), the last three
+# reach the loop only where the producer gave a record up: a connector that bounds
+# delivery.timeout.ms (Java's callback then gets a TimeoutException, skipped under
+# errors.tolerance=all as well), or a topic deleted while the task writes to it.
 REFUSED_RECORD_ERRORS = frozenset(
     {
         KafkaError.MSG_SIZE_TOO_LARGE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.kafka import librdkafka_keys
+from core.kafka import SOURCE_PRODUCER_DEFAULTS, librdkafka_keys
 from plugin_api import ConnectException
 
 
@@ -48,3 +48,11 @@ def test_java_assignor_class_names_become_librdkafka_assignors() -> None:
 def test_a_value_that_is_no_number_names_its_key() -> None:
     with pytest.raises(ConnectException, match="'2MB'.*'max.request.size'"):
         librdkafka_keys({"max.request.size": "2MB"})
+
+
+def test_source_producers_retry_for_ever_unless_a_connector_bounds_delivery_timeout_ms() -> None:
+    # Kafka Connect's delivery.timeout.ms=Integer.MAX_VALUE; librdkafka's 0 is no limit.
+    assert SOURCE_PRODUCER_DEFAULTS["message.timeout.ms"] == 0
+    overridden = librdkafka_keys({**SOURCE_PRODUCER_DEFAULTS, "delivery.timeout.ms": "120000"})
+    assert overridden["message.timeout.ms"] == 120_000
+    assert "delivery.timeout.ms" not in overridden
