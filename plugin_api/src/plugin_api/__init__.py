@@ -14,6 +14,7 @@ Modules:
     components: Converters, transforms, predicates, config providers.
     testing: Harnesses to test plugins without a broker.
     text: Connect values as Java's toString() prints them.
+    values: Kafka's Values.parseString, a value and its schema inferred from text.
 """
 
 from __future__ import annotations
@@ -133,6 +134,7 @@ from plugin_api.testing import (
     sink_records,
 )
 from plugin_api.text import java_string
+from plugin_api.values import parse_string
 
 __all__ = [
     # errors
@@ -246,4 +248,5 @@ __all__ = [
     "sink_records",
     # text
     "java_string",
+    "parse_string",
 ]

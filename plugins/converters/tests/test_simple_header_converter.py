@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 from copycat_converters import SimpleHeaderConverter, simple_header
-from copycat_converters._values import _Parser, _ValueParser, convert_to_string, parse_string
+from copycat_converters._values import convert_to_string
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from plugin_api.values import _Parser, _ValueParser, parse_string
 
 from plugin_api import (
     BOOLEAN_SCHEMA,
@@ -240,3 +241,25 @@ def test_an_integer_gets_the_narrowest_schema_that_holds_it(
         assert (schema, value, type(value)) == (fitting[0], number, int)
     else:  # beyond a long: a Decimal of scale 0, as Kafka's BigDecimal
         assert (schema, value) == (Decimal.schema(0), decimal.Decimal(number))
+
+
+# Kafka 4.1.1: SimpleHeaderConverter's bytes for the header InsertHeader makes of a literal,
+# Values.parseString then Values.convertToString (None: no value is written).
+@pytest.mark.parametrize(
+    ("literal", "written"),
+    [
+        ('[1, 2.5, "x"]', b'[1,2.5,"x"]'),
+        ('{"a": 1}', b'{"a":1}'),
+        ("[[1, 2], [3]]", b"[[1,2],[3]]"),
+        ('{"a":[1, 2]}', b'{"a":[1,2]}'),
+        ("null", None),
+        ("1e3", b"1000"),
+        ("12:34:56.789", b"12"),
+        ("2024-13-01", b"2025-01-01"),
+    ],
+)
+def test_a_parsed_literal_is_written_as_kafka_writes_it(
+    converter: SimpleHeaderConverter, literal: str, written: bytes | None
+) -> None:
+    schema, value = parse_string(literal)
+    assert converter.from_connect_header("t", "h", schema, value) == written

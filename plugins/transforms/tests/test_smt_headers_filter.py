@@ -6,9 +6,11 @@ import datetime
 
 import pytest
 from copycat_transforms import DropHeaders, Filter, InsertHeader
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from plugin_api.testing import apply_transform
 
-from plugin_api import ConfigException, Header, Schema, SinkRecord, Timestamp
+from plugin_api import ConfigException, Date, Header, Schema, SchemaBuilder, SinkRecord, Timestamp
 
 
 def rec(value="v", headers=None) -> SinkRecord:
@@ -57,3 +59,60 @@ def test_filter_drops_everything() -> None:
     assert apply_transform(Filter, {}, rec()) is None
     assert apply_transform(Filter, {}, rec(None)) is None
     assert len(Filter().config()) == 0
+
+
+# Kafka Connect 4.1.1's InsertHeader (Values.parseString of the trimmed config string), read
+# from the connect-api-4.1.1 jar: a tester saw Copycat keep each of these a string or a float.
+_ARRAY_INT8 = SchemaBuilder.array(Schema.INT8_SCHEMA).build()
+
+
+@pytest.mark.parametrize(
+    ("literal", "schema", "value"),
+    [
+        ("[1, 2]", _ARRAY_INT8, [1, 2]),
+        ("[1,2]", _ARRAY_INT8, [1, 2]),
+        ("[true]", SchemaBuilder.array(Schema.BOOLEAN_SCHEMA).build(), [True]),
+        ('{"a": 1}', SchemaBuilder.map(Schema.STRING_SCHEMA, Schema.INT8_SCHEMA).build(), {"a": 1}),
+        ("[[1, 2], [3]]", SchemaBuilder.array(_ARRAY_INT8).build(), [[1, 2], [3]]),
+        (
+            '{"a":[1, 2]}',
+            SchemaBuilder.map(Schema.STRING_SCHEMA, _ARRAY_INT8).build(),
+            {"a": [1, 2]},
+        ),
+        ('[1, 2.5, "x"]', None, [1, 2.5, "x"]),  # Kafka: an ARRAY with no element schema
+        ("null", None, None),
+        ("1e3", Schema.INT16_SCHEMA, 1000),
+        ("1.0", Schema.INT8_SCHEMA, 1),
+        ("1.", Schema.INT8_SCHEMA, 1),
+        (".5", Schema.STRING_SCHEMA, ".5"),
+        ("TRUE", Schema.STRING_SCHEMA, "TRUE"),
+        (" padded ", Schema.STRING_SCHEMA, "padded"),
+        ("12:34:56", Schema.INT8_SCHEMA, 12),
+        ("12:34:56.789", Schema.INT8_SCHEMA, 12),
+        ("2024-13-01", Date.SCHEMA, datetime.date(2025, 1, 1)),
+    ],
+)
+def test_insert_header_types_literal_as_kafka_values_parse_string(literal, schema, value) -> None:
+    out = apply_transform(InsertHeader, {"header": "h0", "value.literal": literal}, rec())
+    assert list(out.headers) == [Header("h0", value, schema)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(-128, 127), min_size=1, max_size=5),
+    st.sampled_from(["", " ", "  "]),
+)
+def test_an_int8_array_literal_is_an_int8_array_header_however_spaced(items, space) -> None:
+    literal = "[" + f",{space}".join(map(str, items)) + "]"
+    out = apply_transform(InsertHeader, {"header": "h", "value.literal": literal}, rec())
+    assert list(out.headers) == [Header("h", items, _ARRAY_INT8)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(st.characters(codec="utf-8"), max_size=12), st.sampled_from([" ", "\t", "  "]))
+def test_a_literal_is_parsed_as_config_def_reads_it_trimmed(text, pad) -> None:
+    padded = apply_transform(
+        InsertHeader, {"header": "h", "value.literal": pad + text + pad}, rec()
+    )
+    trimmed = apply_transform(InsertHeader, {"header": "h", "value.literal": text.strip()}, rec())
+    assert list(padded.headers) == list(trimmed.headers)

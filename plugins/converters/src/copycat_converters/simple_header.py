@@ -2,9 +2,9 @@
 
 Header values are written as UTF-8 text in the format of Kafka's
 ``Values.convertToString`` (see :mod:`copycat_converters._values`); schemas are not
-written but inferred on read with ``Values.parseString``. Text that cannot be decoded
-into a value is returned as a string; any other parse failure returns the raw bytes with
-``BYTES_SCHEMA``, as Kafka does: reading a header never fails.
+written but inferred on read with ``Values.parseString`` (``plugin_api.parse_string``).
+Text that cannot be decoded into a value is returned as a string; any other parse failure
+returns the raw bytes with ``BYTES_SCHEMA``, as Kafka does: reading a header never fails.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping
 
 from copycat_converters._base import VersionedPlugin
-from copycat_converters._values import convert_to_string, parse_string
+from copycat_converters._values import convert_to_string
 from plugin_api import (
     BYTES_SCHEMA,
     NULL_SCHEMA_AND_VALUE,
@@ -21,6 +21,7 @@ from plugin_api import (
     HeaderConverter,
     Schema,
     SchemaAndValue,
+    parse_string,
 )
 
 __all__ = ["SimpleHeaderConverter"]

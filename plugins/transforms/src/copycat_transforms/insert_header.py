@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from copycat_transforms._util import VersionedPlugin
-from copycat_transforms._values import parse_literal
 from plugin_api import (
     AbstractConfig,
     ConfigDef,
@@ -15,6 +14,7 @@ from plugin_api import (
     NonNullValidator,
     SchemaAndValue,
     Transformation,
+    parse_string,
 )
 
 __all__ = ["InsertHeader"]
@@ -44,8 +44,9 @@ CONFIG_DEF = (
 class InsertHeader(VersionedPlugin, Transformation[ConnectRecord]):
     """Add a header to each record.
 
-    The literal is typed the way Kafka's ``Values.parseString`` types it (so
-    ``42`` becomes an int8 header, ``true`` a boolean).
+    The literal is typed by Kafka's ``Values.parseString`` (``plugin_api.parse_string``):
+    ``42`` becomes an int8 header, ``true`` a boolean, ``[1, 2]`` an array of int8,
+    ``{"a": 1}`` a map, and ``null`` a header with no value.
     """
 
     KAFKA_CLASS_ALIASES = ("org.apache.kafka.connect.transforms.InsertHeader",)
@@ -67,9 +68,8 @@ class InsertHeader(VersionedPlugin, Transformation[ConnectRecord]):
         """
         conf = AbstractConfig(CONFIG_DEF, configs)
         self._header = conf.get_string(HEADER_CONFIG) or ""
-        # Parse the raw text: ConfigDef strips whitespace, a header literal keeps it.
-        raw = conf.originals().get(VALUE_LITERAL_CONFIG)
-        self._literal = parse_literal(raw if isinstance(raw, str) else str(raw))
+        # As Kafka's: the literal as ConfigDef reads a STRING (trimmed), then parseString.
+        self._literal = parse_string(conf.get_string(VALUE_LITERAL_CONFIG))
 
     def apply(self, record: ConnectRecord) -> ConnectRecord | None:
         """Return a copy of ``record`` with the header appended."""
