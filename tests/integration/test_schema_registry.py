@@ -87,6 +87,50 @@ def test_same_schema_in_two_subjects_shares_its_id(http: httpx.Client, subject: 
     } in versions
 
 
+@pytest.mark.parametrize(
+    ("schema", "named"),
+    [
+        # Flatten's dotted field names: Java Avro's Schema.Parser refuses them.
+        (record({"name": "outer.line", "type": "string"}), "'outer.line' of record"),
+        (record({"name": "1st", "type": "string"}), "Illegal initial character: 1st"),
+        (
+            record(
+                {
+                    "name": "inner",
+                    "type": [
+                        "null",
+                        {
+                            "type": "record",
+                            "name": "In",
+                            "fields": [{"name": "a-b", "type": "int"}],
+                        },
+                    ],
+                    "default": None,
+                }
+            ),
+            "'a-b' of record 'com.example.In'",
+        ),
+        (record(name="my-rec"), "my-rec"),
+        (json.dumps({"type": "record", "name": "R", "namespace": "com.1x", "fields": []}), "1x"),
+        (json.dumps({"type": "enum", "name": "E", "symbols": ["a-b"]}), "enum symbol"),
+    ],
+)
+def test_invalid_avro_names_anywhere_are_42201_naming_what_is_at_fault(
+    http: httpx.Client, subject: str, schema: str, named: str
+) -> None:
+    """Confluent's registry parses with Java Avro, which refuses an invalid name of a record,
+    field, namespace part or enum symbol: such a schema is never registered, so no Java
+    consumer meets one it cannot parse."""
+    for response in (
+        register(http, subject, schema),
+        http.post(f"/compatibility/subjects/{subject}/versions/latest", json={"schema": schema}),
+    ):
+        assert response.status_code == 422, response.text
+        assert response.json()["error_code"] == 42201
+        assert named in response.json()["message"], response.json()
+    assert http.get(f"/subjects/{subject}/versions").status_code == 404
+
+
 def test_error_codes(http: httpx.Client, subject: str) -> None:
     def error(response: httpx.Response) -> tuple[int, int]:
         return response.status_code, response.json()["error_code"]

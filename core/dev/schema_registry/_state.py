@@ -205,7 +205,9 @@ class RegistryState:
             RegistryError: 42201 if invalid.
         """
         try:
-            return self._parse(text)
+            parsed = self._parse(text)
+            compat.check_names(text, parsed)
+            return parsed
         except compat.InvalidSchema as exc:
             raise RegistryError(INVALID_SCHEMA, str(exc)) from exc
 

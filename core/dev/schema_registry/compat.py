@@ -32,6 +32,7 @@ __all__ = [
     "InvalidSchema",
     "canonical",
     "check",
+    "check_names",
     "parse",
 ]
 
@@ -62,6 +63,61 @@ def parse(text: str) -> avro.schema.Schema:
         return avro.schema.parse(text)
     except (ValueError, avro.errors.AvroException, TypeError, KeyError, AttributeError) as exc:
         raise InvalidSchema(f"Invalid schema {text}: {exc}") from exc
+
+
+def check_names(text: str, schema: avro.schema.Schema) -> None:
+    """Refuse field names Java Avro refuses (the parser checked every other name).
+
+    Kept apart from :func:`parse` so schemas stored before this check still replay.
+
+    Raises:
+        InvalidSchema: Naming the field and its record.
+    """
+    problem = _field_name_problem(schema, set())
+    if problem is not None:
+        raise InvalidSchema(f"Invalid schema {text}: {problem}")
+
+
+def _name_error(name: str) -> str | None:
+    """Java Avro's ``Schema.validateName`` complaint about ``name`` (None if valid): a letter or
+    ``_``, then letters, digits or ``_`` (Java's ``Character.isLetter[OrDigit]``)."""
+    if not name:
+        return "Empty name"
+    if not (name[0].isalpha() or name[0] == "_"):
+        return f"Illegal initial character: {name}"
+    if not all(c.isalpha() or c.isdecimal() or c == "_" for c in name[1:]):
+        return f"Illegal character in: {name}"
+    return None
+
+
+def _field_name_problem(schema: avro.schema.Schema, seen: set[str]) -> str | None:
+    """Why a field name of ``schema`` is invalid, naming field and record, or None.
+
+    The Python parser checks record, enum and fixed names, namespaces and enum symbols as
+    Java's does, but not field names; Java's (Confluent's registry, every Java consumer)
+    refuses ``outer.line``, so this registry does too.
+    """
+    if isinstance(schema, avro.schema.RecordSchema):
+        if schema.fullname in seen:
+            return None
+        seen.add(schema.fullname)
+        for field in schema.fields:
+            problem = _name_error(field.name)
+            if problem is not None:
+                return f"{problem} (field {field.name!r} of record {schema.fullname!r})"
+            problem = _field_name_problem(field.type, seen)
+            if problem is not None:
+                return problem
+    elif isinstance(schema, avro.schema.ArraySchema):
+        return _field_name_problem(schema.items, seen)
+    elif isinstance(schema, avro.schema.MapSchema):
+        return _field_name_problem(schema.values, seen)
+    elif isinstance(schema, avro.schema.UnionSchema):
+        for branch in schema.schemas:
+            problem = _field_name_problem(branch, seen)
+            if problem is not None:
+                return problem
+    return None
 
 
 def canonical(schema: avro.schema.Schema) -> str:
