@@ -181,3 +181,26 @@ def test_a_batch_reads_as_its_records_do(data: st.DataObject) -> None:
         lambda: [tuple(p) for p in conv.to_connect_data_batch("t", column, [None] * len(column))]
     )
     assert found == expected
+
+
+def test_scrubbed_field_names_are_compiled_and_write_the_exact_bytes() -> None:
+    """scrub.invalid.names=true (Flatten's "outer.line" -> "outer_line") keeps the fast path."""
+    from copycat_avro._avrodata import scrub_name
+
+    schema = (
+        SchemaBuilder.struct()
+        .field("outer.line", SchemaBuilder.string().build())
+        .field("n-1", SchemaBuilder.int64().optional().build())
+        .build()
+    )
+    avro = from_connect_schema(schema, scrub_invalid_names=True)
+    assert [f["name"] for f in avro["fields"]] == ["outer_line", "n_1"]
+    assert compile_writer(physical(avro), schema) is None  # names differ: not compiled ...
+    encode = compile_writer(physical(avro), schema, b"", scrub_name)  # ... unless mapped
+    assert encode is not None
+    conv = AvroConverter(client=VersionedRegistry())
+    conv.configure({"schema.registry.url": "http://unused", "scrub.invalid.names": "true"}, False)
+    value = Struct(schema).put("outer.line", "a line").put("n-1", 12)
+    exact = conv._from_connect_exact("t", schema, value)
+    assert exact is not None and encode(value) == exact[5:]
+    assert conv.from_connect_data("t", schema, value) == exact

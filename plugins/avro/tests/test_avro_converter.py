@@ -488,3 +488,34 @@ def test_kafka_class_alias_and_entry_point() -> None:
 
     assert AvroConverter.KAFKA_CLASS_ALIASES == ("io.confluent.connect.avro.AvroConverter",)
     assert "AvroConverter" in {ep.name for ep in entry_points(group="copycat.converters")}
+
+
+def test_unknown_strategy_and_unsupported_options_fail_validation_not_only_configure() -> None:
+    """config/validate runs CONFIG_DEF.validate: what configure() would refuse at task start
+    must show there, on its key."""
+    errors = {
+        v.name: v.error_messages
+        for v in AvroConverter.CONFIG_DEF.validate(
+            {
+                "schema.registry.url": "http://x",
+                "value.subject.name.strategy": "com.nope.Strategy",
+                "key.subject.name.strategy": "RecordNameStrategy",
+                "enhanced.avro.schema.support": "true",
+                "connect.meta.data": "false",
+                "scrub.invalid.names": "true",
+            }
+        )
+    }
+    (message,) = errors["value.subject.name.strategy"]
+    assert message.startswith(
+        "Invalid value com.nope.Strategy for configuration value.subject.name.strategy: "
+        "Unknown subject name strategy"
+    ), message
+    assert errors["key.subject.name.strategy"] == []
+    (message,) = errors["enhanced.avro.schema.support"]
+    assert "does not support" in message, message
+    assert errors["connect.meta.data"] == errors["scrub.invalid.names"] == []
+    with pytest.raises(ConfigException, match="enhanced.avro.schema.support"):
+        AvroConverter().configure(
+            {"schema.registry.url": "http://x", "enhanced.avro.schema.support": "true"}, False
+        )

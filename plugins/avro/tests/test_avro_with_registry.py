@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import json
 import uuid
 
 import httpx
@@ -156,3 +157,101 @@ def test_unreachable_registry_is_retriable() -> None:
     conv = converter("http://127.0.0.1:9")  # discard port: nothing listens
     with pytest.raises(RetriableException, match="Could not reach the schema registry"):
         conv.from_connect_data("t", STRING_SCHEMA, "x")
+
+
+def flattened() -> SchemaBuilder:
+    """The value schema HoistField(line), HoistField(outer), Flatten(".") make of a line."""
+    return SchemaBuilder.struct().field("outer.line", STRING_SCHEMA)
+
+
+def test_a_name_avro_refuses_fails_the_record_naming_it_and_registers_nothing(
+    schema_registry,  # noqa: ANN001
+    topic_name: str,
+) -> None:
+    """As Confluent's converter, whose fromConnectSchema fails in Java Avro's name check: a
+    schema no Java consumer could parse is never registered."""
+    conv = converter(schema_registry.url)
+    schema = flattened().build()
+    for _ in range(2):  # the schema is converted again (and fails again), never half-cached
+        with pytest.raises(DataException) as caught:
+            conv.from_connect_data(topic_name, schema, Struct(schema).put("outer.line", "a"))
+        message = str(caught.value)
+        assert repr(topic_name) in message and "'outer.line'" in message, message
+        assert "io.confluent.connect.avro.ConnectDefault" in message, message
+        assert "Illegal character in: outer.line" in message and "scrub.invalid.names" in message
+    named = SchemaBuilder.struct().name("com.x.my-rec").field("a", STRING_SCHEMA).build()
+    with pytest.raises(DataException, match="'com.x.my-rec'.*Illegal character in: my-rec"):
+        conv.from_connect_data(topic_name, named, Struct(named).put("a", "x"))
+    subjects = httpx.get(f"{schema_registry.url}/subjects").json()
+    assert f"{topic_name}-value" not in subjects
+
+
+def test_scrub_invalid_names_registers_valid_names_and_reads_back(
+    schema_registry,  # noqa: ANN001
+    topic_name: str,
+) -> None:
+    """scrub.invalid.names=true: Confluent's doScrubName (URL-encode, x before a leading digit,
+    other invalid characters to '_'), in field, record and namespace names and in the data."""
+    conv = converter(schema_registry.url, **{"scrub.invalid.names": "true"})
+    inner = SchemaBuilder.struct().name("com.x.my-rec").field("a b", STRING_SCHEMA).build()
+    schema = (
+        flattened()
+        .field("1st", SchemaBuilder.int32().optional().build())
+        .field("in", inner)
+        .field("ok_name", STRING_SCHEMA)
+        .build()
+    )
+    value = (
+        Struct(schema)
+        .put("outer.line", "a")
+        .put("1st", 7)
+        .put("in", Struct(inner).put("a b", "b"))
+        .put("ok_name", "c")
+    )
+    first = conv.from_connect_data(topic_name, schema, value)
+    again = conv.from_connect_data(topic_name, schema, value)  # the compiled writer
+    assert first == again
+    latest = httpx.get(f"{schema_registry.url}/subjects/{topic_name}-value/versions/latest").json()
+    registered = json.loads(latest["schema"])
+    assert [f["name"] for f in registered["fields"]] == ["outer_line", "x1st", "in", "ok_name"]
+    record = registered["fields"][2]["type"]
+    assert (record["namespace"], record["name"]) == ("com.x", "my_rec")
+    assert [f["name"] for f in record["fields"]] == ["a_b"]  # URL-encoded "a+b", then '_'
+    read = converter(schema_registry.url).to_connect_data(topic_name, first)
+    assert read.value.get("outer_line") == "a" and read.value.get("x1st") == 7
+    assert read.value.get("in").get("a_b") == "b" and read.value.get("ok_name") == "c"
+
+
+def test_connect_meta_data_false_registers_no_connect_properties(
+    schema_registry,  # noqa: ANN001
+    topic_name: str,
+) -> None:
+    conv = converter(schema_registry.url, **{"connect.meta.data": "false"})
+    schema = (
+        SchemaBuilder.struct()
+        .name("com.example.Small")
+        .version(3)
+        .doc("a doc")
+        .field("tiny", SchemaBuilder.int8().build())
+        .field("when", Timestamp.SCHEMA)
+        .build()
+    )
+    value = (
+        Struct(schema)
+        .put("tiny", 5)
+        .put("when", datetime.datetime(2024, 5, 1, tzinfo=datetime.UTC))
+    )
+    data = conv.from_connect_data(topic_name, schema, value)
+    latest = httpx.get(f"{schema_registry.url}/subjects/{topic_name}-value/versions/latest").json()
+    assert "connect." not in latest["schema"], latest["schema"]
+    assert json.loads(latest["schema"]) == {
+        "type": "record",
+        "name": "Small",
+        "namespace": "com.example",
+        "fields": [
+            {"name": "tiny", "type": "int"},
+            {"name": "when", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        ],
+    }
+    read = converter(schema_registry.url).to_connect_data(topic_name, data)
+    assert read.value.get("tiny") == 5  # an int32 now: the int8 marker was not written

@@ -22,7 +22,18 @@ Date / Time / Timestamp         ``int`` date / ``int`` time-millis / ``long`` ti
 ==============================  ===========================================================
 
 Schema metadata travels in properties: ``connect.name``, ``connect.doc``,
-``connect.version``, ``connect.parameters``, ``connect.default``. Avro -> Connect
+``connect.version``, ``connect.parameters``, ``connect.default`` (and ``connect.type``), left
+out with ``connect.meta.data=false`` as Confluent's ``AvroDataConfig`` does.
+
+Names: Avro names (records, fields, each part of a namespace) start with a letter or ``_``
+and go on with letters, digits and ``_`` (Java Avro's ``Schema.validateName``, which Java
+consumers and Confluent's Schema Registry apply). A Connect name that breaks the rule (a
+field ``outer.line`` made by Flatten, a record ``com.x.my-rec``) makes the conversion fail
+with a ``DataException`` naming the record and field, as Java Avro fails Confluent's
+``fromConnectSchema``; with ``scrub.invalid.names=true`` it is scrubbed instead, as Confluent's
+``AvroData.doScrubName``: URL-encoded, an ``x`` put before a leading digit, then every other
+invalid character replaced by ``_`` (``outer.line`` -> ``outer_line``). The checks run when
+a schema is converted, which the converter does once per schema. Avro -> Connect
 (:func:`to_connect_schema`, :func:`to_connect_data`) reverses all of this and also
 reads what other producers write: enums become STRING with ``io.confluent.connect.avro.Enum``
 parameters, fixed becomes BYTES, other unions become a STRUCT named
@@ -36,7 +47,9 @@ applies its own logical conversions: the bytes are those of Confluent's encoder.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from plugin_api import (
@@ -55,10 +68,13 @@ from plugin_api import (
 
 __all__ = [
     "AvroSchemaJson",
+    "avro_name_error",
     "from_connect_data",
     "from_connect_schema",
     "physical",
     "schema_string",
+    "scrub_full_name",
+    "scrub_name",
     "to_connect_data",
     "to_connect_schema",
 ]
@@ -104,6 +120,61 @@ _LOGICAL_AVRO = {
 _NAMED_TYPES = ("record", "enum", "fixed")
 
 
+# A name already valid in Avro, in the form that needs no Unicode look-ups: almost all are.
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# What Confluent's scrubbing keeps: ASCII letters, digits and "_".
+_SCRUB_KEPT = re.compile(r"[A-Za-z0-9_]*\Z")
+_SCRUB_REPLACED = re.compile(r"[^A-Za-z0-9_]")
+# Characters java.net.URLEncoder leaves as they are (besides ASCII letters and digits).
+_URL_SAFE = frozenset(".-*_")
+
+
+def avro_name_error(name: str) -> str | None:
+    """Java Avro's complaint about ``name`` (``Schema.validateName``), ``None`` if valid.
+
+    Java checks ``Character.isLetter`` / ``isLetterOrDigit``, so non-ASCII letters pass.
+    """
+    if _PLAIN_NAME.match(name):
+        return None
+    if not name:
+        return "Empty name"
+    if not (name[0].isalpha() or name[0] == "_"):
+        return f"Illegal initial character: {name}"
+    if all(c.isalpha() or c.isdecimal() or c == "_" for c in name[1:]):
+        return None
+    return f"Illegal character in: {name}"
+
+
+def _url_encode(name: str) -> str:
+    """``java.net.URLEncoder.encode(name, "UTF-8")``."""
+    out = []
+    for char in name:
+        if char.isascii() and (char.isalnum() or char in _URL_SAFE):
+            out.append(char)
+        elif char == " ":
+            out.append("+")
+        else:
+            out.extend(f"%{b:02X}" for b in char.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def scrub_name(name: str) -> str:
+    """``name`` made a valid Avro name as Confluent's ``AvroData.doScrubName`` makes it."""
+    if not name or (_SCRUB_KEPT.match(name) and not name[0].isdigit()):
+        return name
+    encoded = _url_encode(name)
+    if encoded[0].isdigit():
+        encoded = "x" + encoded  # Confluent's arbitrary valid prefix
+    return _SCRUB_REPLACED.sub("_", encoded)
+
+
+@lru_cache(maxsize=1024)
+def scrub_full_name(full_name: str) -> str:
+    """A dotted full name with each part scrubbed (:func:`scrub_name`)."""
+    return ".".join(scrub_name(part) for part in full_name.split("."))
+
+
 def _split_name(full_name: str) -> tuple[str | None, str]:
     namespace, dot, name = full_name.rpartition(".")
     return (namespace if dot else None), name
@@ -118,16 +189,52 @@ def schema_string(avro: AvroSchemaJson) -> str:
 
 
 class _FromConnect:
-    """State of one schema conversion: named types already written (Avro defines a name once)."""
+    """State of one schema conversion: named types already written (Avro defines a name once),
+    and the options (``connect.meta.data``, ``scrub.invalid.names``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, connect_meta_data: bool = True, scrub_invalid_names: bool = False) -> None:
         self.defined: dict[str, Schema] = {}
         self.default_names: dict[Schema, str] = {}
+        self.meta = connect_meta_data
+        self.scrub = scrub_invalid_names
+
+    def avro_name(self, connect_name: str) -> tuple[str | None, str, str]:
+        """(namespace, name, full name) in Avro of a Connect schema name: scrubbed, or checked.
+
+        Raises:
+            DataException: If a part of the name is not valid in Avro and scrubbing is off.
+        """
+        full = scrub_full_name(connect_name) if self.scrub else connect_name
+        if not self.scrub:
+            for part in connect_name.split(".") if connect_name else [""]:
+                problem = avro_name_error(part)
+                if problem is not None:
+                    raise DataException(
+                        f"Cannot convert to Avro: the schema name {connect_name!r} is not a "
+                        f"valid Avro name ({problem}); {_SCRUB_HINT}"
+                    )
+        namespace, name = _split_name(full)
+        return namespace, name, full
+
+    def field_name(self, record: str, name: str) -> str:
+        """The Avro name of field ``name`` of ``record``: scrubbed, or checked.
+
+        Raises:
+            DataException: If the name is not valid in Avro and scrubbing is off.
+        """
+        if self.scrub:
+            return scrub_name(name)
+        problem = avro_name_error(name)
+        if problem is not None:
+            raise DataException(
+                f"Cannot convert to Avro: field {name!r} of record {record!r} is not a valid "
+                f"Avro name ({problem}); {_SCRUB_HINT}"
+            )
+        return name
 
     def record_name(self, schema: Schema) -> tuple[str | None, str, str]:
         if schema.name is not None:
-            namespace, name = _split_name(schema.name)
-            return namespace, name, schema.name
+            return self.avro_name(schema.name)
         full = self.default_names.get(schema)
         if full is None:
             count = len(self.default_names)
@@ -136,13 +243,29 @@ class _FromConnect:
         return NAMESPACE, full.rsplit(".", 1)[1], full
 
 
-def from_connect_schema(schema: Schema) -> AvroSchemaJson:
+_SCRUB_HINT = (
+    "Java Avro and Schema Registry refuse it; rename it (e.g. with ReplaceField) or set "
+    "scrub.invalid.names=true to replace invalid characters with '_'"
+)
+
+
+def from_connect_schema(
+    schema: Schema, *, connect_meta_data: bool = True, scrub_invalid_names: bool = False
+) -> AvroSchemaJson:
     """Return the Avro schema (JSON form) Confluent's AvroData builds for ``schema``.
 
+    Args:
+        schema: The Connect schema.
+        connect_meta_data: Write the ``connect.*`` properties (``connect.meta.data``).
+        scrub_invalid_names: Make invalid names valid instead of failing
+            (``scrub.invalid.names``).
+
     Raises:
-        DataException: If two different structs share a name.
+        DataException: If two different structs share a name, or a name is not valid in
+            Avro and ``scrub_invalid_names`` is off (naming the record and field).
     """
-    return _from_connect(schema, _FromConnect(), ignore_optional=False)
+    ctx = _FromConnect(connect_meta_data, scrub_invalid_names)
+    return _from_connect(schema, ctx, ignore_optional=False)
 
 
 def _required(schema: Schema) -> Schema:
@@ -188,8 +311,9 @@ def _from_connect(schema: Schema, ctx: _FromConnect, ignore_optional: bool) -> A
         else:
             if schema.name is None:
                 entry_ns, entry_name = NAMESPACE, MAP_ENTRY_TYPE_NAME
+                full = f"{entry_ns}.{entry_name}"
             else:
-                entry_ns, entry_name = _split_name(schema.name)  # type: ignore[assignment]
+                entry_ns, entry_name, full = ctx.avro_name(schema.name)  # type: ignore[assignment]
             entry: dict[str, Any] = {"type": "record", "name": entry_name}
             if entry_ns:
                 entry["namespace"] = entry_ns
@@ -199,7 +323,6 @@ def _from_connect(schema: Schema, ctx: _FromConnect, ignore_optional: bool) -> A
             ]
             if schema.name is not None:
                 entry[CONNECT_INTERNAL_TYPE_NAME] = MAP_ENTRY_TYPE_NAME
-            full = f"{entry_ns}.{entry_name}" if entry_ns else entry_name
             base = {"type": "array", "items": _define(full, schema, entry, ctx)}
     elif kind is Type.STRUCT:
         if schema.name == AVRO_TYPE_UNION:
@@ -216,11 +339,30 @@ def _from_connect(schema: Schema, ctx: _FromConnect, ignore_optional: bool) -> A
         if namespace:
             record["namespace"] = namespace
         ctx.defined[full] = _required(schema)
-        record["fields"] = [_field(f.name, f.schema, ctx) for f in schema.fields]
+        record["fields"] = [
+            _field(ctx.field_name(full, f.name), f.schema, ctx) for f in schema.fields
+        ]
         base = record
     else:  # pragma: no cover - every Type is handled above
         raise DataException(f"Unknown schema type: {kind}")
 
+    if ctx.meta:
+        _add_meta_data(schema, connect_type, props, ctx.scrub)
+    if schema.name == Decimal.LOGICAL_NAME:
+        props["logicalType"] = "decimal"
+    elif schema.name in _LOGICAL_AVRO:
+        props["logicalType"] = _LOGICAL_AVRO[schema.name]
+    base.update(props)
+    result: AvroSchemaJson = base if len(base) > 1 else base["type"]
+    if schema.optional and not ignore_optional:
+        return [result, "null"] if schema.default_value is not None else ["null", result]
+    return result
+
+
+def _add_meta_data(
+    schema: Schema, connect_type: str | None, props: dict[str, Any], scrub: bool
+) -> None:
+    """The ``connect.*`` properties (Confluent writes them unless ``connect.meta.data=false``)."""
     if schema.doc is not None:
         props[CONNECT_DOC_PROP] = schema.doc
     if schema.version is not None:
@@ -233,20 +375,11 @@ def _from_connect(schema: Schema, ctx: _FromConnect, ignore_optional: bool) -> A
     if schema.default_value is not None and AVRO_FIELD_DEFAULT_FLAG_PROP not in (
         schema.parameters or {}
     ):
-        props[CONNECT_DEFAULT_VALUE_PROP] = _default_to_avro(schema, schema.default_value)
+        props[CONNECT_DEFAULT_VALUE_PROP] = _default_to_avro(schema, schema.default_value, scrub)
     if schema.name is not None:
         props[CONNECT_NAME_PROP] = schema.name
     if connect_type is not None:
         props[CONNECT_TYPE_PROP] = connect_type
-    if schema.name == Decimal.LOGICAL_NAME:
-        props["logicalType"] = "decimal"
-    elif schema.name in _LOGICAL_AVRO:
-        props["logicalType"] = _LOGICAL_AVRO[schema.name]
-    base.update(props)
-    result: AvroSchemaJson = base if len(base) > 1 else base["type"]
-    if schema.optional and not ignore_optional:
-        return [result, "null"] if schema.default_value is not None else ["null", result]
-    return result
 
 
 def _define(
@@ -267,14 +400,15 @@ def _define(
 def _field(name: str, schema: Schema, ctx: _FromConnect) -> dict[str, Any]:
     field: dict[str, Any] = {"name": name, "type": _from_connect(schema, ctx, False)}
     if schema.default_value is not None:
-        field["default"] = _default_to_avro(schema, schema.default_value)
+        field["default"] = _default_to_avro(schema, schema.default_value, ctx.scrub)
     elif schema.optional:
         field["default"] = None
     return field
 
 
-def _default_to_avro(schema: Schema, value: object) -> Any:  # noqa: C901
-    """A default value in Avro's JSON encoding (bytes as ISO-8859-1 text, maps as objects)."""
+def _default_to_avro(schema: Schema, value: object, scrub: bool = False) -> Any:  # noqa: C901
+    """A default value in Avro's JSON encoding (bytes as ISO-8859-1 text, maps as objects;
+    a struct's keys are its Avro field names, scrubbed with ``scrub``)."""
     value = _to_physical(schema, value)
     kind = schema.type
     if value is None:
@@ -283,19 +417,23 @@ def _default_to_avro(schema: Schema, value: object) -> Any:  # noqa: C901
         return bytes(value).decode("latin-1")  # type: ignore[arg-type]
     if kind is Type.ARRAY:
         assert schema.value_schema is not None
-        return [_default_to_avro(schema.value_schema, v) for v in value]  # type: ignore[attr-defined]
+        return [_default_to_avro(schema.value_schema, v, scrub) for v in value]  # type: ignore[attr-defined]
     if kind is Type.MAP:
         key_schema, value_schema = schema.key_schema, schema.value_schema
         assert key_schema is not None and value_schema is not None
         items = value.items()  # type: ignore[attr-defined]
         if key_schema.type is Type.STRING and not key_schema.optional:
-            return {k: _default_to_avro(value_schema, v) for k, v in items}
+            return {k: _default_to_avro(value_schema, v, scrub) for k, v in items}
         return [
-            [_default_to_avro(key_schema, k), _default_to_avro(value_schema, v)] for k, v in items
+            [_default_to_avro(key_schema, k, scrub), _default_to_avro(value_schema, v, scrub)]
+            for k, v in items
         ]
     if kind is Type.STRUCT:
         assert isinstance(value, Struct)
-        return {f.name: _default_to_avro(f.schema, value.get(f)) for f in schema.fields}
+        return {
+            scrub_name(f.name) if scrub else f.name: _default_to_avro(f.schema, value.get(f), scrub)
+            for f in schema.fields
+        }
     return value
 
 
@@ -314,8 +452,9 @@ def _to_physical(schema: Schema, value: object) -> object:
     return value
 
 
-def from_connect_data(schema: Schema, value: object) -> object:  # noqa: C901
-    """Return the fastavro datum for a Connect value of ``schema``.
+def from_connect_data(schema: Schema, value: object, scrub: bool = False) -> object:  # noqa: C901
+    """Return the fastavro datum for a Connect value of ``schema`` (its records' field and
+    type names scrubbed with ``scrub``, as :func:`from_connect_schema` names them).
 
     Raises:
         DataException: If the value does not fit the schema (naming the field).
@@ -344,18 +483,18 @@ def from_connect_data(schema: Schema, value: object) -> object:  # noqa: C901
         assert schema.value_schema is not None
         if not isinstance(value, (list, tuple)):
             raise DataException(f"Invalid type for ARRAY: {type(value).__name__}")
-        return [from_connect_data(schema.value_schema, v) for v in value]
+        return [from_connect_data(schema.value_schema, v, scrub) for v in value]
     if kind is Type.MAP:
         key_schema, value_schema = schema.key_schema, schema.value_schema
         assert key_schema is not None and value_schema is not None
         if not isinstance(value, Mapping):
             raise DataException(f"Invalid type for MAP: {type(value).__name__}")
         if key_schema.type is Type.STRING and not key_schema.optional:
-            return {k: from_connect_data(value_schema, v) for k, v in value.items()}
+            return {k: from_connect_data(value_schema, v, scrub) for k, v in value.items()}
         return [
             {
-                KEY_FIELD: from_connect_data(key_schema, k),
-                VALUE_FIELD: from_connect_data(value_schema, v),
+                KEY_FIELD: from_connect_data(key_schema, k, scrub),
+                VALUE_FIELD: from_connect_data(value_schema, v, scrub),
             }
             for k, v in value.items()
         ]
@@ -365,11 +504,19 @@ def from_connect_data(schema: Schema, value: object) -> object:  # noqa: C901
         for field in schema.fields:
             member = value.get(field)
             if member is not None:
-                datum = from_connect_data(field.schema, member)
+                datum = from_connect_data(field.schema, member, scrub)
                 if field.schema.type is Type.STRUCT:
-                    return (field.schema.name or DEFAULT_SCHEMA_FULL_NAME, datum)
+                    branch = field.schema.name
+                    if branch is None:
+                        return (DEFAULT_SCHEMA_FULL_NAME, datum)
+                    return (scrub_full_name(branch) if scrub else branch, datum)
                 return datum
         return None
+    if scrub:
+        return {
+            scrub_name(f.name): from_connect_data(f.schema, value.get(f), True)
+            for f in schema.fields
+        }
     return {f.name: from_connect_data(f.schema, value.get(f)) for f in schema.fields}
 
 

@@ -13,6 +13,13 @@ auto-registration off, the subject's latest schema is used instead. A registry r
 (e.g. 409: incompatible with the subject's compatibility level) raises ``DataException``
 naming the subject and quoting the registry.
 
+Names and metadata (``connect.meta.data``, ``scrub.invalid.names``, as Confluent's
+``AvroDataConfig``): see :mod:`copycat_avro._avrodata`. A schema whose names Avro refuses
+fails its records with a ``DataException`` naming the topic, record and field; it is
+converted (and so checked) once per schema, never per record. The other ``AvroDataConfig``
+switches are defined so a setting other than their default is refused at
+``config/validate`` rather than silently ignored.
+
 Reading: the id selects the writer schema (fetched once per id); the Connect schema is
 derived from it, with the registry version as the schema version when the Avro schema
 carries no ``connect.version`` (as Confluent's converter does).
@@ -35,6 +42,7 @@ from copycat_avro._avrodata import (
     from_connect_schema,
     physical,
     schema_string,
+    scrub_name,
     to_connect_data,
     to_connect_schema,
 )
@@ -74,8 +82,56 @@ VALUE_SUBJECT_NAME_STRATEGY_CONFIG = "value.subject.name.strategy"
 BASIC_AUTH_CREDENTIALS_SOURCE_CONFIG = "basic.auth.credentials.source"
 BASIC_AUTH_USER_INFO_CONFIG = "basic.auth.user.info"
 SCHEMAS_CACHE_SIZE_CONFIG = "schemas.cache.config"
+CONNECT_META_DATA_CONFIG = "connect.meta.data"
+SCRUB_INVALID_NAMES_CONFIG = "scrub.invalid.names"
 CONVERTER_TYPE_CONFIG = "converter.type"
 TOPIC_NAME_STRATEGY = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
+# Confluent's other AvroDataConfig switches, with their defaults: Copycat's AvroConverter
+# behaves as the default, so another value is refused rather than ignored.
+UNSUPPORTED_AVRO_DATA_CONFIGS = {
+    "enhanced.avro.schema.support": (
+        False,
+        "Toggle for enabling/disabling enhanced avro schema support: Enum symbol preservation "
+        "and Package Name awareness",
+    ),
+    "generalized.sum.type.support": (
+        False,
+        "Toggle for enabling/disabling generalized sum type support: interoperability of "
+        "enum/union with other schema formats",
+    ),
+    "ignore.default.for.nullables": (
+        False,
+        "Whether to ignore the default for nullable fields when the value is null",
+    ),
+    "allow.optional.map.keys": (
+        False,
+        "Allow optional string map key when converting from Connect Schema to Avro Schema.",
+    ),
+    "discard.type.doc.default": (
+        False,
+        "Only Avro field doc and default will be retained during conversion of Avro "
+        "and Connect schema.",
+    ),
+}
+
+
+def _valid_strategy(name: str, value: Any) -> None:
+    """A subject name strategy must be known when validated, not only when a task starts."""
+    resolve_strategy(name, str(value) if value is not None else TOPIC_NAME_STRATEGY)
+
+
+def _only(default: bool) -> Callable[[str, Any], None]:
+    def check(name: str, value: Any) -> None:
+        if value != default:
+            raise ConfigException(
+                name,
+                str(value).lower(),
+                f"Copycat's AvroConverter does not support this setting; only "
+                f"{str(default).lower()} (Confluent's default) is accepted",
+            )
+
+    return check
+
 
 CONFIG_DEF = (
     ConfigDef()
@@ -108,7 +164,7 @@ CONFIG_DEF = (
         KEY_SUBJECT_NAME_STRATEGY_CONFIG,
         ConfigType.STRING,
         TOPIC_NAME_STRATEGY,
-        None,
+        _valid_strategy,
         Importance.MEDIUM,
         "Determines how to construct the subject name under which the key schema is registered "
         "with the schema registry.",
@@ -117,7 +173,7 @@ CONFIG_DEF = (
         VALUE_SUBJECT_NAME_STRATEGY_CONFIG,
         ConfigType.STRING,
         TOPIC_NAME_STRATEGY,
-        None,
+        _valid_strategy,
         Importance.MEDIUM,
         "Determines how to construct the subject name under which the value schema is registered "
         "with the schema registry.",
@@ -147,7 +203,26 @@ CONFIG_DEF = (
         Importance.LOW,
         "Size of the converted schemas cache",
     )
+    .define(
+        CONNECT_META_DATA_CONFIG,
+        ConfigType.BOOLEAN,
+        True,
+        None,
+        Importance.LOW,
+        "Toggle for enabling/disabling connect converter to add its meta data to the output "
+        "schema or not",
+    )
+    .define(
+        SCRUB_INVALID_NAMES_CONFIG,
+        ConfigType.BOOLEAN,
+        False,
+        None,
+        Importance.MEDIUM,
+        "Whether to scrub invalid names by replacing invalid characters with valid ones",
+    )
 )
+for _key, (_default, _doc) in UNSUPPORTED_AVRO_DATA_CONFIGS.items():
+    CONFIG_DEF.define(_key, ConfigType.BOOLEAN, _default, _only(_default), Importance.LOW, _doc)
 
 
 class _LRU:
@@ -199,6 +274,8 @@ class AvroConverter(Converter):
         self._auto_register = True
         self._use_latest = False
         self._strategy: SubjectNameStrategy | None = None
+        self._connect_meta_data = True
+        self._scrub = False
         self._writers = _LRU(1000)
         self._readers = _LRU(1000)
         self._reset_compiled()
@@ -236,6 +313,8 @@ class AvroConverter(Converter):
         self._is_key = is_key
         self._auto_register = bool(conf.get_boolean(AUTO_REGISTER_SCHEMAS_CONFIG))
         self._use_latest = bool(conf.get_boolean(USE_LATEST_VERSION_CONFIG))
+        self._connect_meta_data = bool(conf.get_boolean(CONNECT_META_DATA_CONFIG))
+        self._scrub = bool(conf.get_boolean(SCRUB_INVALID_NAMES_CONFIG))
         strategy_key = (
             KEY_SUBJECT_NAME_STRATEGY_CONFIG if is_key else VALUE_SUBJECT_NAME_STRATEGY_CONFIG
         )
@@ -277,10 +356,26 @@ class AvroConverter(Converter):
 
     # -- Connect -> bytes ------------------------------------------------------------------
 
-    def _writer(self, schema: Schema) -> _WriterSchema:
+    def _writer(self, topic: str, schema: Schema) -> _WriterSchema:
+        """The schema's Avro form, converted (and its names checked) once per schema.
+
+        Raises:
+            DataException: If Avro cannot represent the schema (naming topic, record, field).
+        """
         cached: _WriterSchema | None = self._writers.get(schema)
         if cached is None:
-            cached = self._writers.put(schema, _WriterSchema(from_connect_schema(schema)))
+            try:
+                avro = from_connect_schema(
+                    schema,
+                    connect_meta_data=self._connect_meta_data,
+                    scrub_invalid_names=self._scrub,
+                )
+            except DataException as exc:
+                raise DataException(
+                    f"Failed to convert the {'key' if self._is_key else 'value'} schema for "
+                    f"topic {topic!r} to Avro: {exc}"
+                ) from exc
+            cached = self._writers.put(schema, _WriterSchema(avro))
         return cached
 
     def from_connect_data(
@@ -326,7 +421,7 @@ class AvroConverter(Converter):
                 f"{type(value).__name__} without one"
             )
         assert self._client is not None and self._strategy is not None, "configure() was not called"
-        writer = self._writer(schema)
+        writer = self._writer(topic, schema)
         subject = self._strategy.subject_name(topic, self._is_key, writer.avro)
         parsed = writer.parsed
         if self._auto_register:
@@ -337,7 +432,7 @@ class AvroConverter(Converter):
             parsed = self._reader(schema_id, latest.schema)[0]
         else:
             schema_id = self._client.lookup_id(subject, writer.text)
-        datum = from_connect_data(schema, value)
+        datum = from_connect_data(schema, value, self._scrub)
         out = io.BytesIO()
         out.write(_HEADER.pack(MAGIC_BYTE, schema_id))
         try:
@@ -355,7 +450,7 @@ class AvroConverter(Converter):
     def _remember_writer(self, topic: str, schema: Schema, header: bytes, avro: Any) -> None:
         if (topic, schema) in self._fast_writers:
             return
-        encode = compile_writer(physical(avro), schema, header)
+        encode = compile_writer(physical(avro), schema, header, scrub_name if self._scrub else None)
         if encode is None:
             return
         if len(self._fast_writers) >= COMPILED_CACHE_SIZE:
