@@ -20,8 +20,8 @@ from tests.support.plugins import catalogue_with
 pytestmark = pytest.mark.integration
 
 SOURCES = '''
-from plugin_api import (ConfigDef, SchemaBuilder, SourceConnector, SourceRecord, SourceTask,
-                        Struct)
+from plugin_api import (STRING_SCHEMA, ConfigDef, SchemaBuilder, SourceConnector, SourceRecord,
+                        SourceTask, Struct)
 
 CUSTOMER = (SchemaBuilder.struct().name("customer")
             .field("id", SchemaBuilder.int32().build())
@@ -80,6 +80,21 @@ class EvolvingTask(SourceTask):
         pass
 
 
+class LinesTask(SourceTask):
+    """Three string lines, as FileStreamSource gives them."""
+    def start(self, props):
+        self.topic = props["topic"]
+        self.sent = False
+    def poll(self):
+        if self.sent:
+            return []
+        self.sent = True
+        return [SourceRecord({"f": "x"}, {"line": i + 1}, self.topic,
+                             value_schema=STRING_SCHEMA, value=f"line {i}") for i in range(3)]
+    def stop(self):
+        pass
+
+
 def _connector(task):
     class _C(SourceConnector):
         def start(self, props):
@@ -101,6 +116,10 @@ class Customers(_connector(CustomersTask)):
 
 class Evolving(_connector(EvolvingTask)):
     pass
+
+
+class Lines(_connector(LinesTask)):
+    pass
 '''
 
 
@@ -113,7 +132,11 @@ def catalogue(
         tmp_path_factory.mktemp("format-plugins"),
         "format-sources",
         {"format_sources.py": SOURCES},
-        {"Customers": "format_sources:Customers", "Evolving": "format_sources:Evolving"},
+        {
+            "Customers": "format_sources:Customers",
+            "Evolving": "format_sources:Evolving",
+            "Lines": "format_sources:Lines",
+        },
     )
 
 
@@ -268,3 +291,57 @@ def test_avro_schema_evolution_compatible_accepted_incompatible_fails_the_task(
     assert len(ids) == 2 and all(m.value()[0] == 0 for m in messages)
     versions = httpx.get(f"{schema_registry.url}/subjects/{topic_name}-value/versions").json()
     assert versions == [1, 2]
+
+
+# HoistField twice then Flatten: the value becomes a struct with the field "outer.line".
+_FLATTENED_LINES = {
+    "connector.class": "Lines",
+    "value.converter": "io.confluent.connect.avro.AvroConverter",
+    "transforms": "hoist,h2,fl",
+    "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+    "transforms.hoist.field": "line",
+    "transforms.h2.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+    "transforms.h2.field": "outer",
+    "transforms.fl.type": "org.apache.kafka.connect.transforms.Flatten$Value",
+    "transforms.fl.delimiter": ".",
+}
+
+
+def test_avro_field_name_java_refuses_fails_the_task_unless_scrubbed(
+    catalogue: PluginCatalogue, bootstrap_servers: str, schema_registry, topic_name: str
+) -> None:
+    """Flatten's "outer.line" is no Avro name: as with Confluent's converter the task fails
+    naming the field and nothing reaches the registry or the topic (a Java consumer could not
+    parse the schema); with scrub.invalid.names=true the field is "outer_line"."""
+    worker = _worker(catalogue, bootstrap_servers)
+    strict, scrubbed = f"strict-{topic_name}", f"scrub-{topic_name}"
+    strict_topic, scrubbed_topic = f"{topic_name}-strict", f"{topic_name}-scrubbed"
+    url = {"value.converter.schema.registry.url": schema_registry.url}
+    _run(worker, strict, {**_FLATTENED_LINES, **url, "topic": strict_topic})
+    _run(
+        worker,
+        scrubbed,
+        {
+            **_FLATTENED_LINES,
+            **url,
+            "topic": scrubbed_topic,
+            "value.converter.scrub.invalid.names": "true",
+        },
+    )
+    try:
+        wait_for(lambda: worker.status.task(strict, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(strict, 0).trace or ""
+        assert "'outer.line'" in trace and "Illegal character in: outer.line" in trace, trace
+        assert "io.confluent.connect.avro.ConnectDefault" in trace, trace
+        assert repr(strict_topic) in trace, trace
+        messages = read_all(bootstrap_servers, scrubbed_topic, 3)
+        assert worker.status.task(scrubbed, 0).state is State.RUNNING
+    finally:
+        worker.stop()
+    subjects = httpx.get(f"{schema_registry.url}/subjects").json()
+    assert f"{strict_topic}-value" not in subjects
+    latest = httpx.get(
+        f"{schema_registry.url}/subjects/{scrubbed_topic}-value/versions/latest"
+    ).json()
+    assert json.loads(latest["schema"])["fields"] == [{"name": "outer_line", "type": "string"}]
+    assert [m.value()[5:] for m in messages] == [b"\x0cline %d" % i for i in range(3)]
