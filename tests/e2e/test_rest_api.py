@@ -1035,6 +1035,48 @@ def test_validate_reports_smt_and_converter_configs_per_key_before_start(
     assert http.put(path, json=fixed).json()["error_count"] == 0
 
 
+def test_avro_converter_strategy_and_unsupported_options_fail_validate_not_the_task(
+    http: httpx.Client, tmp_path: Path
+) -> None:
+    """An unknown subject name strategy used to pass config/validate and fail the task after
+    POST's 201; it is now an error on its key, as a missing schema.registry.url is."""
+    path = "/connector-plugins/FileStreamSourceConnector/config/validate"
+    config = {
+        **_source(tmp_path, "avro-validate"),
+        "name": "avro-validate",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": "http://localhost:1",
+        "value.converter.value.subject.name.strategy": "com.nope.Strategy",
+        "value.converter.enhanced.avro.schema.support": "true",
+        "value.converter.scrub.invalid.names": "true",
+        "value.converter.connect.meta.data": "false",
+    }
+    infos = http.put(path, json=config).json()
+    by_name = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+    (message,) = by_name["value.converter.value.subject.name.strategy"]
+    assert message.startswith(
+        "Invalid value com.nope.Strategy for configuration "
+        "value.converter.value.subject.name.strategy: Unknown subject name strategy"
+    ), message
+    (message,) = by_name["value.converter.enhanced.avro.schema.support"]
+    assert "does not support" in message, message
+    assert by_name["value.converter.scrub.invalid.names"] == []
+    assert by_name["value.converter.connect.meta.data"] == []
+    assert infos["error_count"] == 2
+    _assert_error(
+        http.post("/connectors", json={"name": "avro-validate", "config": config}),
+        400,
+        "com.nope.Strategy",
+    )
+    _assert_error(http.get("/connectors/avro-validate"), 404)
+    fixed = {
+        **config,
+        "value.converter.value.subject.name.strategy": "RecordNameStrategy",
+        "value.converter.enhanced.avro.schema.support": "false",
+    }
+    assert http.put(path, json=fixed).json()["error_count"] == 0
+
+
 def test_empty_component_classes_are_invalid_and_nothing_is_stored(
     http: httpx.Client, tmp_path: Path, topic_name: str
 ) -> None:
