@@ -519,3 +519,18 @@ def test_unknown_strategy_and_unsupported_options_fail_validation_not_only_confi
         AvroConverter().configure(
             {"schema.registry.url": "http://x", "enhanced.avro.schema.support": "true"}, False
         )
+
+
+def test_schema_names_are_checked_by_part_an_empty_namespace_being_none() -> None:
+    """Java Avro: ".Rec" is "Rec" without a namespace; "com.1x.R" has an invalid part."""
+
+    def record(name: str) -> Schema:
+        return SchemaBuilder.struct().name(name).field("a", STRING_SCHEMA).build()
+
+    avro = from_connect_schema(record(".Rec"))
+    assert avro["name"] == "Rec" and "namespace" not in avro
+    with pytest.raises(DataException, match=r"'com.1x.R'.*Illegal initial character: 1x.*SetSch"):
+        from_connect_schema(record("com.1x.R"))
+    assert from_connect_schema(record("com.1x.R"), scrub_invalid_names=True)["namespace"] == (
+        "com.x1x"
+    )

@@ -206,12 +206,15 @@ class _FromConnect:
         """
         full = scrub_full_name(connect_name) if self.scrub else connect_name
         if not self.scrub:
-            for part in connect_name.split(".") if connect_name else [""]:
+            namespace, _, name = connect_name.rpartition(".")
+            # An empty namespace is no namespace (Java Avro): ".Rec" names "Rec".
+            for part in [*(namespace.split(".") if namespace else ()), name]:
                 problem = avro_name_error(part)
                 if problem is not None:
                     raise DataException(
                         f"Cannot convert to Avro: the schema name {connect_name!r} is not a "
-                        f"valid Avro name ({problem}); {_SCRUB_HINT}"
+                        f"valid Avro name ({problem}); "
+                        + _SCRUB_HINT.format(smt="SetSchemaMetadata")
                     )
         namespace, name = _split_name(full)
         return namespace, name, full
@@ -228,7 +231,7 @@ class _FromConnect:
         if problem is not None:
             raise DataException(
                 f"Cannot convert to Avro: field {name!r} of record {record!r} is not a valid "
-                f"Avro name ({problem}); {_SCRUB_HINT}"
+                f"Avro name ({problem}); {_SCRUB_HINT.format(smt='ReplaceField')}"
             )
         return name
 
@@ -244,7 +247,7 @@ class _FromConnect:
 
 
 _SCRUB_HINT = (
-    "Java Avro and Schema Registry refuse it; rename it (e.g. with ReplaceField) or set "
+    "Java Avro and Schema Registry refuse it; rename it (e.g. with {smt}) or set "
     "scrub.invalid.names=true to replace invalid characters with '_'"
 )
 
