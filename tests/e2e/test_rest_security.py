@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import re
 import ssl
@@ -15,6 +13,7 @@ import httpx
 import pytest
 
 from tests.support.rest import RestWorker, wait_for
+from tests.support.tls import certificate, new_key, write_pem
 
 pytestmark = pytest.mark.integration
 
@@ -104,42 +103,10 @@ def test_basic_auth_guards_every_endpoint_but_health(auth_worker: RestWorker) ->
 
 
 def _self_signed(tmp: Path) -> tuple[Path, Path]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    )
-    keystore = tmp / "keystore.pem"
-    keystore.write_bytes(key_pem + cert_pem)
-    ca = tmp / "ca.pem"
-    ca.write_bytes(cert_pem)
-    return keystore, ca
+    """A keystore (key and certificate) for localhost, and the certificate as its own CA."""
+    key = new_key()
+    cert = certificate("localhost", key, ca=True)
+    return write_pem(tmp / "keystore.pem", key, cert), write_pem(tmp / "ca.pem", None, cert)
 
 
 def test_https_listener_with_pem_keystore(

@@ -10,8 +10,6 @@ topic and a file sink out of it through the secured listener.
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import time
 import uuid
@@ -26,14 +24,11 @@ from confluent_kafka.admin import (
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from plugin_api import ConnectException
 from tests.support.apache_kafka import ADMIN_TIMEOUT_S, ApacheKafka
 from tests.support.rest import RestWorker, wait_for
+from tests.support.tls import make_certs
 
 pytestmark = [
     pytest.mark.integration,
@@ -64,67 +59,11 @@ class SecuredKafka:
         return self.broker.address("SSL")
 
 
-def _write_pem(
-    path: Path, key: ec.EllipticCurvePrivateKey | None, *certs: x509.Certificate
-) -> Path:
-    parts = []
-    if key is not None:  # PKCS#8, the form Kafka's PEM keystores read
-        parts.append(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-    parts += [c.public_bytes(serialization.Encoding.PEM) for c in certs]
-    path.write_bytes(b"".join(parts))
-    return path
-
-
-def _make_certs(directory: Path) -> None:
-    """ca.pem; server.pem and client.pem (key and certificate chain) signed by the CA."""
-    directory.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "copycat test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    _write_pem(directory / "ca.pem", None, ca)
-    for name in ("server", "client"):
-        key = ec.generate_private_key(ec.SECP256R1())
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(
-                x509.SubjectAlternativeName(
-                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-                ),
-                critical=False,
-            )
-            .sign(ca_key, hashes.SHA256())
-        )
-        _write_pem(directory / f"{name}.pem", key, cert, ca)
-
-
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredKafka]:
     tmp = tmp_path_factory.mktemp("secured-kafka")
     certs = tmp / "certs"
-    _make_certs(certs)
+    make_certs(certs)
     overrides = {
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
