@@ -99,8 +99,11 @@ MISSING_TOPIC_RECHECK_S = 1.0
 # refusing broker) ends the wait: the records go to the producer, whose own errors then
 # apply, so no broker failure is turned into a silent wait.
 TOPIC_METADATA_TIMEOUT_S = 2.0
-# How often the wait is logged (Kafka's producer logs each metadata answer, about once a s).
+# How often the wait is logged (Kafka's producer logs each metadata answer, about once a s),
+# and after how long the first time: a broker that creates topics on first use answers the
+# first request for a new one UNKNOWN_TOPIC_OR_PARTITION too, and has it a moment later.
 MISSING_TOPIC_LOG_INTERVAL_S = 30.0
+MISSING_TOPIC_FIRST_LOG_S = 5.0
 # Kafka's stage name for a send the producer failed (ErrorReporter, DLQ headers).
 KAFKA_PRODUCE = "KAFKA_PRODUCE"
 
@@ -315,7 +318,10 @@ class SourceTaskLoop:
             now = self._clock()
             if since is None:
                 since = now
-            if logged is None or now - logged >= MISSING_TOPIC_LOG_INTERVAL_S:
+            due = now - since >= MISSING_TOPIC_FIRST_LOG_S and (
+                logged is None or now - logged >= MISSING_TOPIC_LOG_INTERVAL_S
+            )
+            if due:
                 logged = now
                 log.warning(
                     "task %s: topic %r does not exist (UNKNOWN_TOPIC_OR_PARTITION) and the "
@@ -329,7 +335,7 @@ class SourceTaskLoop:
             self._raise_if_failed()
             if self.should_stop():
                 raise _Interrupted
-        if since is not None:
+        if logged is not None:
             log.info("task %s: topic %r exists now; sending its records", self.name, topic)
 
     def _topic_missing(self, topic: str) -> bool:
