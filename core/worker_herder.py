@@ -83,6 +83,10 @@ class _Runtime:
     kind: str
     resolved: Resolved | None = None
     deleted: bool = False
+    # The connector config its current task configs were generated from (Kafka's
+    # appliedConnectorConfig): a new config that leaves the task configs as they were
+    # still restarts the tasks, which take converters, transforms and the rest from it.
+    applied: dict[str, str] | None = None
 
 
 def reverse_transform(
@@ -304,6 +308,14 @@ class WorkerHerder(AbstractHerder):
         resolved = self._resolve_and_start(name, deployed, config)
         if resolved is None:
             return
+        if self._target(name) is not TargetState.STARTED:
+            # PAUSED: the instance starts paused and its tasks are neither generated nor
+            # touched (those it has run on, paused, with the configs they were given), as
+            # Kafka's updateConnectorTasks skips a connector whose target is not STARTED;
+            # a connector created PAUSED, or paused from STOPPED, has no task until resumed.
+            worker.pause(name, True)
+            self._apply_target(name)
+            return
         try:
             task_class = worker.task_class(name)
             task_configs = worker.task_configs(name)
@@ -316,7 +328,35 @@ class WorkerHerder(AbstractHerder):
             if not deployed.deleted:
                 self._fail_connector(name, exc, resolved)
             return
+        if self._tasks_current(name, deployed, task_class, task_configs, resolved):
+            log.info("connector %s: task configs unchanged; tasks keep running", name)
+            self._apply_target(name)
+            return
         self._start_tasks(name, deployed, resolved, task_class, task_configs)
+
+    def _tasks_current(
+        self,
+        name: str,
+        deployed: _Runtime,
+        task_class: str,
+        task_configs: list[dict[str, str]],
+        resolved: Resolved,
+    ) -> bool:
+        """Whether the connector's tasks already run from these generated configs and its
+        current config (Kafka's taskConfigsChanged, negated), so nothing is written or
+        restarted."""
+        raw = self._config(name)
+        stored = [
+            reverse_transform({**tc, "task.class": task_class}, raw, resolved)
+            for tc in task_configs
+        ]
+        connector = self._worker().connectors.get(name)
+        running = set(connector.tasks) if connector is not None else set()
+        return (
+            stored == self._task_configs(name)
+            and deployed.applied == raw
+            and running == set(range(len(stored)))
+        )
 
     def _start_tasks(
         self,
@@ -347,6 +387,7 @@ class WorkerHerder(AbstractHerder):
         self.configs.put_task_configs(
             name, [reverse_transform(tc, config, resolved) for tc in task_configs]
         )
+        deployed.applied = config
         for task_id in worker.status.tasks_of(name):
             if task_id >= len(task_configs):
                 worker.status.remove_task(name, task_id)
@@ -419,9 +460,11 @@ class WorkerHerder(AbstractHerder):
             or worker is None
             or deployed.deleted
             or deployed.resolved is None
-            or self._target(name) is TargetState.STOPPED
+            or self._target(name) is not TargetState.STARTED
             or not worker.instance_running(name)
         ):
+            # Kafka's updateConnectorTasks: only a running connector whose target is STARTED
+            # is asked; a PAUSED one's tasks are reconfigured when it is resumed.
             return
         resolved = deployed.resolved
         generated = self._generate_task_configs(name, resolved)
@@ -429,7 +472,7 @@ class WorkerHerder(AbstractHerder):
             return
         task_class, task_configs, fresh = generated
         current = self._task_configs(name)
-        if fresh == current:
+        if fresh == current and deployed.applied == self._config(name):
             log.info("connector %s: task configs unchanged; tasks keep running", name)
             return
         log.info(
@@ -795,6 +838,10 @@ class WorkerHerder(AbstractHerder):
             self._run(name, "resume", partial(self._start, name))
         elif previous is TargetState.PAUSED:
             self._apply_target(name)
+            # As Kafka, a connector resumed is asked for its task configs (queued, not
+            # waited for): a config changed while it was paused, or one created PAUSED or
+            # paused from STOPPED (no task yet), gets its tasks now.
+            self._reconfiguration_requested(name)
 
     def stop_connector(self, name: str) -> None:
         with self._lock:

@@ -99,7 +99,9 @@ class ConfigReactions(ExactlyOnceSupport):
         worker.stop_connector_instance(name)
 
     def _start_connector(self, name: str) -> None:
-        """Start the instance of a connector assigned here, and publish its task configs."""
+        """Start the instance of a connector assigned here in its target state; a STARTED
+        one then publishes its task configs (a PAUSED one does not: see
+        :meth:`_publish_task_configs`)."""
         worker = self._worker()
         if name not in self._assigned.connectors or worker.instance_running(name):
             return
@@ -122,9 +124,24 @@ class ConfigReactions(ExactlyOnceSupport):
         self._publish_task_configs(name)
 
     def _publish_task_configs(self, name: str) -> None:
-        """Ask the connector for task configs; send them to the leader if they changed."""
+        """Ask the connector for task configs; send them to the leader if they changed.
+
+        Only while its target state is STARTED, as Kafka's ``reconfigureConnector``: a
+        PAUSED connector's stored task configs stay as they are until it is resumed. They
+        may have been written by Kafka Connect (a cluster migrating), whose workers read
+        ``task.class`` from them and do not regenerate them for a paused connector, and a
+        connector paused from STOPPED has none, so it shows no task, as in Kafka.
+        """
         worker, runtime = self._worker(), self._runtime.get(name)
         if runtime is None or runtime.resolved is None or not worker.instance_running(name):
+            return
+        target = self.configs.snapshot().target_state(name)
+        if target is not TargetState.STARTED:
+            log.info(
+                "connector %s: not reconfiguring its tasks, its target state is %s",
+                name,
+                target.value if target is not None else "unknown",
+            )
             return
         generated = self._generate_task_configs(name, runtime.resolved)
         if generated is None:
@@ -289,10 +306,14 @@ class ConfigReactions(ExactlyOnceSupport):
                 )
             return
         if name in self._assigned.connectors and not worker.instance_running(name):
-            self._start_connector(name)  # resumed from STOPPED
+            self._start_connector(name)  # resumed or paused from STOPPED
             return
         if name in worker.connectors:
             self._apply_target(name)
+        if target is TargetState.STARTED:
+            # Resumed: config changes while it was paused take effect now (Kafka requests a
+            # task reconfiguration whenever a connector's new target state is STARTED).
+            self._publish_task_configs(name)
 
     def _remove_here(self, name: str) -> None:
         """The connector was deleted: stop what of it runs here, tombstone its statuses."""

@@ -158,6 +158,83 @@ def test_pause_and_resume_through_different_workers(
     assert _wait_lines(sink, 20) == [_line(i).strip() for i in range(20)]
 
 
+def _paused_without_tasks(cluster: DistributedCluster, name: str) -> bool:
+    return all(
+        cluster.status(name, via=i).get("connector", {}).get("state") == "PAUSED"
+        and cluster.status(name, via=i).get("tasks") == []
+        for i in range(WORKERS)
+    )
+
+
+def test_a_connector_paused_from_stopped_has_no_task_until_resumed(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    # Kafka reconfigures tasks only for a connector whose target state is STARTED: stopping
+    # empties its task configs, and a pause after it starts the connector paused, taskless.
+    source, sink = _file_pipeline(cluster, tmp_path, "stoppause", broker)
+    assert cluster.request("PUT", "/connectors/stoppause-sink/stop").status_code == 204
+    wait_until(
+        lambda: cluster.status("stoppause-sink").get("connector", {}).get("state") == "STOPPED",
+        30,
+        "stoppause-sink STOPPED",
+    )
+    assert cluster.request("PUT", "/connectors/stoppause-sink/pause", via=1).status_code == 202
+    wait_until(lambda: _paused_without_tasks(cluster, "stoppause-sink"), 30, "PAUSED, no task")
+    time.sleep(3)  # nothing generates tasks behind the answer
+    assert _paused_without_tasks(cluster, "stoppause-sink")
+    assert cluster.request("GET", "/connectors/stoppause-sink/tasks", via=2).json() == []
+    assert cluster.request("PUT", "/connectors/stoppause-sink/resume", via=2).status_code == 202
+    cluster.wait_running("stoppause-sink", 1)
+    source.write_text("".join(_line(i) for i in range(10)))
+    assert _wait_lines(sink, 10) == [_line(i).strip() for i in range(10)]
+
+
+def test_a_paused_connectors_stored_task_configs_are_not_rewritten_when_it_starts(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    # Task configs Kafka Connect wrote (its task.class) for a connector it paused: a Copycat
+    # worker starting that connector (a takeover, a restart) must leave them as they are,
+    # or Kafka Connect, taking over again, fails the task on a class it cannot load.
+    source, _sink = _file_pipeline(cluster, tmp_path, "keeptasks", broker)
+    name = "keeptasks-src"
+    assert cluster.request("PUT", f"/connectors/{name}/pause").status_code == 202
+    cluster.wait_running(name, 1, state="PAUSED")
+    kafka_task = {
+        "task.class": "org.apache.kafka.connect.file.FileStreamSourceTask",
+        "file": str(source),
+        "topic": f"{cluster.group}-keeptasks",
+        "batch.size": "2000",
+    }
+    written = cluster.request(
+        "POST", f"/connectors/{name}/tasks", params={"forward": "true"}, json=[kafka_task]
+    )
+    assert written.status_code == 204, written.text
+    wait_until(
+        lambda: (
+            cluster.request("GET", f"/connectors/{name}/tasks").json()[0]["config"] == kafka_task
+        ),
+        30,
+        "Kafka's task config stored",
+    )
+    assert cluster.request("POST", f"/connectors/{name}/restart").status_code == 204
+    time.sleep(3)  # the restarted instance would have published its own by now
+    for i in range(WORKERS):
+        tasks = cluster.request("GET", f"/connectors/{name}/tasks", via=i).json()
+        assert [t["config"] for t in tasks] == [kafka_task]
+    cluster.wait_running(name, 1, state="PAUSED")
+    # Resumed, the connector is asked again, as Kafka does: its own task configs replace them.
+    assert cluster.request("PUT", f"/connectors/{name}/resume").status_code == 202
+    wait_until(
+        lambda: (
+            cluster.request("GET", f"/connectors/{name}/tasks").json()[0]["config"]["task.class"]
+            != kafka_task["task.class"]
+        ),
+        30,
+        "the connector's own task configs after the resume",
+    )
+    cluster.wait_running(name, 1)
+
+
 def test_failed_connectors_and_tasks_are_restarted(
     cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
 ) -> None:
@@ -453,7 +530,8 @@ def test_new_workers_restore_everything_from_the_topics_alone(
         {"connector.class": "FileStreamSource", "file": str(source), "topic": "unused-s"},
         initial_state="STOPPED",
     )
-    cluster.wait_running("restore-paused", 1, state="PAUSED")
+    # Created PAUSED, it has no task configs until resumed (as in Kafka).
+    wait_until(lambda: _paused_without_tasks(cluster, "restore-paused"), 30, "restore-paused")
     wait_until(
         lambda: cluster.status("restore-stopped").get("connector", {}).get("state") == "STOPPED",
         30,
@@ -475,7 +553,7 @@ def test_new_workers_restore_everything_from_the_topics_alone(
         assert cluster.request("GET", f"/connectors/{name}").json() == info
         assert cluster.request("GET", f"/connectors/{name}/tasks").json() == tasks
     assert cluster.request("GET", "/connectors/restore-src/offsets").json() == offsets
-    cluster.wait_running("restore-paused", 1, state="PAUSED")
+    wait_until(lambda: _paused_without_tasks(cluster, "restore-paused"), 30, "restore-paused")
     assert cluster.status("restore-stopped")["connector"]["state"] == "STOPPED"
     cluster.wait_running("restore-src", 1)
     with source.open("a") as fh:  # resumes from its offset: nothing copied twice

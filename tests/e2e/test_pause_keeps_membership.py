@@ -1,13 +1,13 @@
 """Pause means pause: a sink paused through REST keeps its group membership however long, and
-a sink created PAUSED fetches nothing until it is resumed.
+a sink task started PAUSED fetches nothing until it is resumed.
 
 A paused sink used to stop iterating altogether, so its consumer stopped polling; paused for
 longer than ``max.poll.interval.ms`` it left its group, and resuming meant a rebalance (its
 partitions closed and opened again). Now the framework pauses the consumer's partitions and
 the loop keeps polling.
 
-A partition assigned while the task is paused (KIP-980's ``initial_state`` PAUSED, or a
-rebalance during a pause) was paused inside the rebalance callback, before librdkafka took
+A partition assigned while the task is paused (a task restarted, or a rebalance, during a
+pause) was paused inside the rebalance callback, before librdkafka took
 the assignment, and fetched all the same: the paused loop took each fetch back and sought
 again, without end.
 """
@@ -18,6 +18,7 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
@@ -117,26 +118,29 @@ def _assigned_partitions(bootstrap: str, group: str) -> int:
     return sum(len(member.assignment.topic_partitions) for member in description.members)
 
 
-def test_a_sink_created_paused_fetches_nothing_until_it_is_resumed(
+def _task_states(http: Any, name: str) -> list[str]:
+    return [t["state"] for t in http.get(f"/connectors/{name}/status").json()["tasks"]]
+
+
+def test_a_sink_task_started_paused_fetches_nothing_until_it_is_resumed(
     worker: RestWorker, broker: KafkaCluster, topic_name: str, tmp_path: Path
 ) -> None:
     broker.create_topic(topic_name, 1)
-    lines = [b"%05d " % i + b"x" * 1000 for i in range(WAITING_RECORDS)]
-    produce(broker.bootstrap_servers, topic_name, lines)
     out = tmp_path / "out.txt"
     http = worker.client()
-    name = f"created-paused-{topic_name}"
+    name = f"started-paused-{topic_name}"
     config = {"connector.class": "FileStreamSink", "topics": topic_name, "file": str(out)}
-    body = {"name": name, "config": config, "initial_state": "PAUSED"}
-    assert http.post("/connectors", json=body).status_code == 201
-    wait_until(
-        lambda: (
-            [t["state"] for t in http.get(f"/connectors/{name}/status").json()["tasks"]]
-            == ["PAUSED"]
-        ),
-        30,
-        "the task to start PAUSED",
-    )
+    # Created running, then paused (a connector created PAUSED has no task until resumed, as
+    # in Kafka); its task restarted while paused starts PAUSED and is assigned its partition
+    # then, with the records waiting.
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    wait_until(lambda: _task_states(http, name) == ["RUNNING"], 30, "the task to run")
+    assert http.put(f"/connectors/{name}/pause").status_code == 202
+    wait_until(lambda: _task_states(http, name) == ["PAUSED"], 30, "the task to be PAUSED")
+    lines = [b"%05d " % i + b"x" * 1000 for i in range(WAITING_RECORDS)]
+    produce(broker.bootstrap_servers, topic_name, lines)
+    assert http.post(f"/connectors/{name}/tasks/0/restart").status_code == 204
+    wait_until(lambda: _task_states(http, name) == ["PAUSED"], 30, "the task to start PAUSED")
     wait_until(
         lambda: _assigned_partitions(broker.bootstrap_servers, f"connect-{name}") == 1,
         60,
