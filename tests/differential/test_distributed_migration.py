@@ -13,6 +13,11 @@ deleted, as the broker does with an empty group, so Copycat's generations start 
 the statuses Kafka Connect left; every worker must still show the new statuses. Copycat keeps
 the session key Kafka Connect's leader wrote (KIP-507: same record format, still valid) and
 accepts internal requests signed with it.
+
+Then back: the Copycat workers stop and Kafka Connect starts again on the same group and
+topics. The paused connector's task configs are still the ones Kafka Connect wrote (Copycat
+reconfigures tasks only of a STARTED connector, as Kafka does), so its task is PAUSED there,
+not FAILED on a ``task.class`` it cannot load.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import wait_running
 from tests.support.distributed import DistributedCluster
 from tests.support.jvm import run_owner_pid
 from tests.support.kafka import read_all
@@ -90,6 +96,12 @@ class _Writer(threading.Thread):
         return self.written
 
 
+def _states(rest: httpx.Client, name: str) -> list[str]:
+    """The connector's state, then its tasks'."""
+    status = rest.get(f"/connectors/{name}/status").json()
+    return [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
+
+
 def _delete_group(bootstrap: str, group: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for done in admin.delete_consumer_groups([group], request_timeout=30).values():
@@ -131,6 +143,9 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
                 },
             }.items():
                 assert rest.post("/connectors", json={"name": name, "config": config}).is_success
+            # Paused once its task runs: Kafka Connect wrote its task config (its task.class).
+            # Paused at once, it may have none (Kafka reconfigures only a STARTED connector).
+            wait_running(rest, "idle")
             assert rest.put("/connectors/idle/pause").status_code == 202
             writer.start()
             wait_until(
@@ -138,17 +153,15 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
                 CATCH_UP_S,
                 f"Kafka Connect copying {KAFKA_CONNECT_LINES} lines",
             )
-            wait_until(
-                lambda: (
-                    rest.get("/connectors/idle/status").json()["connector"]["state"] == "PAUSED"
-                ),
-                30,
-                "idle PAUSED",
-            )
+            wait_until(lambda: _states(rest, "idle") == ["PAUSED", "PAUSED"], 30, "idle PAUSED")
             configs = {
                 n: rest.get(f"/connectors/{n}/config").json() for n in ("src", "sink", "idle")
             }
             assert all("connector.class" in c for c in configs.values()), configs
+            idle_tasks = rest.get("/connectors/idle/tasks").json()
+            assert [t["config"]["task.class"] for t in idle_tasks] == [
+                "org.apache.kafka.connect.file.FileStreamSourceTask"
+            ]
     finally:
         connect.stop()  # mid-stream: the writer goes on
     by_kafka_connect = _count(sink_file)
@@ -231,6 +244,33 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
             f"\nmigration: {total} lines, {by_kafka_connect} copied by Kafka Connect, the rest "
             "by Copycat; none twice, none skipped"
         )
+        # The paused connector's task configs are Kafka Connect's still (task.class included).
+        for via in range(WORKERS):
+            assert copycat.request("GET", "/connectors/idle/tasks", via).json() == idle_tasks
     finally:
         writer.stop()
         copycat.stop()
+
+    # And back to Kafka Connect: the paused connector's task must not fail there. (The group
+    # is kept: its generations go on above those of the statuses Copycat wrote, which Kafka
+    # Connect's status store would otherwise prefer to its own.)
+    back = KafkaConnect(
+        tmp_path / "kafka-connect-back",
+        apache_kafka.bootstrap_servers,
+        mode="distributed",
+        group_id=group,
+    ).start(run_owner_pid())
+    try:
+        with back.client() as rest:
+
+            def idle_settled() -> dict[str, object] | None:
+                status = rest.get("/connectors/idle/status").json()
+                tasks = status.get("tasks", [])
+                return status if tasks and all(t["state"] != "UNASSIGNED" for t in tasks) else None
+
+            status = wait_until(idle_settled, CATCH_UP_S, "idle's task settled on Kafka Connect")
+            assert status["connector"]["state"] == "PAUSED", status
+            assert [t["state"] for t in status["tasks"]] == ["PAUSED"], status
+            assert rest.get("/connectors/idle/tasks").json() == idle_tasks
+    finally:
+        back.stop()
