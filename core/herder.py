@@ -24,7 +24,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 from plugin_api.config import config_infos
 
@@ -43,6 +44,7 @@ from isolation.environment import PluginDescriptor
 from plugin_api import ConfigException, ConnectException
 
 __all__ = [
+    "HEALTHY",
     "AbstractHerder",
     "AlreadyExistsError",
     "BadRequestError",
@@ -50,6 +52,7 @@ __all__ = [
     "ForbiddenError",
     "Herder",
     "HerderError",
+    "Health",
     "NotFoundError",
     "NotLeaderError",
     "RequestTimeoutError",
@@ -67,6 +70,19 @@ _VALIDATE_HINT = (
     "You can also find the above list of errors at the endpoint "
     "`/connector-plugins/{connectorType}/config/validate`"
 )
+
+
+@dataclass(frozen=True)
+class Health:
+    """What ``GET /health`` says (KIP-1017): ``healthy`` (200), ``starting`` (503) or
+    ``unhealthy`` (500), and why, appended to Kafka's message (Kafka appends the stage its
+    herder thread was stuck in)."""
+
+    status: Literal["healthy", "starting", "unhealthy"]
+    detail: str | None = None
+
+
+HEALTHY = Health("healthy")
 
 
 class HerderError(ConnectException):
@@ -121,8 +137,9 @@ class Herder(Protocol):
     worker_id: str
 
     def ready(self) -> bool: ...
-    def health_check(self, timeout_s: float) -> bool:
-        """Whether the herder answers within ``timeout_s`` (KIP-1017)."""
+    def health(self, timeout_s: float) -> Health:
+        """The worker's health (KIP-1017): starting until it can serve requests, unhealthy
+        if it does not answer within ``timeout_s`` or cannot serve them any more."""
         ...
 
     def server_info(self) -> dict[str, Any]: ...

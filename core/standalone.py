@@ -30,6 +30,7 @@ from core import secrets
 from core.bundled import install_bundled_in_background
 from core.extensions import config_resolver, override_policy, plugin_manager
 from core.fencing import StandaloneFencing
+from core.herder import HEALTHY, Health
 from core.host_pool import HostPool
 from core.kafka import kafka_cluster_id
 from core.offset_topics import ConnectorOffsetStores
@@ -322,11 +323,13 @@ class StandaloneHerder(WorkerHerder):
     def ready(self) -> bool:
         return self._ready.is_set()
 
-    def health_check(self, timeout_s: float) -> bool:
+    def health(self, timeout_s: float) -> Health:
+        if not self.ready():
+            return Health("starting")
         if not self._lock.acquire(timeout=timeout_s):
-            return False
+            return Health("unhealthy")
         self._lock.release()
-        return self.worker is not None
+        return HEALTHY if self.worker is not None else Health("unhealthy")
 
     def server_info(self) -> dict[str, Any]:
         return {

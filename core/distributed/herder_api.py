@@ -24,8 +24,10 @@ from core.distributed.config_store import RestartRequest
 from core.distributed.herder_base import NO_LEADER
 from core.distributed.rebalancing import TICK_S
 from core.herder import (
+    HEALTHY,
     AlreadyExistsError,
     ConflictError,
+    Health,
     NotFoundError,
     NotLeaderError,
 )
@@ -51,13 +53,41 @@ class HerderApi(ConfigReactions):
     def ready(self) -> bool:
         return self._ready.is_set()
 
-    def health_check(self, timeout_s: float) -> bool:
+    def health(self, timeout_s: float) -> Health:
+        """KIP-1017 for a worker whose requests need its group: Kafka runs the check on the
+        herder thread, which blocks while the worker joins, so a worker that cannot join is
+        still starting (503) if it never was in its group, and unhealthy (500) once it has
+        been out of it longer than rebalance.timeout.ms (see :meth:`_out_of_group`)."""
+        if not self.ready():
+            return Health("starting")
         thread = self._tick_thread
-        return (
-            thread is not None
-            and thread.is_alive()
-            and time.monotonic() - self._last_tick < max(timeout_s, 10 * TICK_S)
-        )
+        if (
+            thread is None
+            or not thread.is_alive()
+            or time.monotonic() - self._last_tick >= max(timeout_s, 10 * TICK_S)
+        ):
+            return Health("unhealthy", "The worker's herder tick thread is not running.")
+        member = self.member
+        if member is None:
+            return Health("starting")
+        outside = member.outside_group()
+        if outside is None:
+            return HEALTHY
+        since_s, reason = outside
+        where = f"The worker is not a member of its group {self.group_id}: {reason}"
+        if self._last_completed_generation < 0:
+            return Health("starting", f"{where} (for {since_s:.0f} s; it has never joined it).")
+        if since_s > self._rejoin_bound_s():
+            return Health("unhealthy", f"{where} (for {since_s:.0f} s).")
+        return HEALTHY
+
+    def _rejoin_bound_s(self) -> float:
+        """How long a worker that was in its group may be out of it and still be healthy:
+        rebalance.timeout.ms, the longest the group coordinator waits for its members to
+        rejoin a rebalance. Out longer, the worker is not in a rebalance that will complete
+        (refused by the broker, the coordinator unreachable) and cannot serve requests that
+        need a leader."""
+        return int(self.config.get("rebalance.timeout.ms")) / 1000
 
     def server_info(self) -> dict[str, Any]:
         return {

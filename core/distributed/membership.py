@@ -180,6 +180,9 @@ class WorkerGroupMember:
         self._coordinator: _Coordinator | None = None
         self._retry_after = 0.0
         self._lock = threading.Lock()
+        # Since when (monotonic) and why this worker is not a member of a stable group; None
+        # while it is. One tuple, replaced whole: the tick thread writes it, /health reads it.
+        self._outside: tuple[float, str] | None = (time.monotonic(), "joining")
 
     def start(self) -> None:
         """Connect to the cluster (the join itself happens in :meth:`poll`).
@@ -228,6 +231,12 @@ class WorkerGroupMember:
             coordinator.poll_heartbeat()
         except kafka_errors.KafkaError as exc:
             log.warning("worker group %s: heartbeat failed: %s", self.settings.group_id, exc)
+        try:
+            self._join_if_needed(coordinator, timeout_s)
+        finally:
+            self._note_membership()
+
+    def _join_if_needed(self, coordinator: _Coordinator, timeout_s: float) -> None:
         if not coordinator.need_rejoin():
             return
         if time.monotonic() < self._retry_after:
@@ -236,6 +245,10 @@ class WorkerGroupMember:
             coordinator.ensure_active_group(timeout_ms=int(timeout_s * 1000))
         except kafka_errors.InconsistentGroupProtocolError:
             self._retry_after = time.monotonic() + FATAL_JOIN_BACKOFF_S
+            self._outside_because(
+                "the broker refused the join (INCONSISTENT_GROUP_PROTOCOL): members with "
+                "another protocol are in the group, e.g. Kafka Connect workers"
+            )
             log.error(
                 "worker group %s: the broker refused the join (INCONSISTENT_GROUP_PROTOCOL): "
                 "members with another protocol are in the group, e.g. Kafka Connect workers "
@@ -245,7 +258,27 @@ class WorkerGroupMember:
             )
         except kafka_errors.KafkaError as exc:
             self._retry_after = time.monotonic() + FATAL_JOIN_BACKOFF_S
+            self._outside_because(f"the join failed: {exc}")
             log.error("worker group %s: join failed: %s", self.settings.group_id, exc)
+
+    def _outside_because(self, reason: str) -> None:
+        outside = self._outside
+        self._outside = (outside[0] if outside is not None else time.monotonic(), reason)
+
+    def _note_membership(self) -> None:
+        """Tick thread, after each poll: start or end the current time outside the group."""
+        if not self.rebalancing:
+            self._outside = None
+        elif self._outside is None:
+            self._outside = (time.monotonic(), "rejoining")
+
+    def outside_group(self) -> tuple[float, str] | None:
+        """For how many seconds, and why, this worker has not been a member of a stable
+        group (a join in flight, refused or failing); None while it is one (any thread)."""
+        outside = self._outside
+        if outside is None:
+            return None
+        return time.monotonic() - outside[0], outside[1]
 
     def take_assignment(self) -> JoinedGroup | None:
         """The next completed rebalance, if any (tick thread)."""

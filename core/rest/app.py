@@ -52,6 +52,15 @@ log = logging.getLogger("copycat.rest")
 
 # KIP-1017: how long /health waits for the herder before calling the worker unhealthy.
 HEALTH_CHECK_TIMEOUT_S = 10.0
+# Kafka's WorkerStatus messages, by status (KIP-1017).
+_HEALTH = {
+    "healthy": (200, "Worker has completed startup and is ready to handle requests."),
+    "starting": (503, "Worker is still starting up."),
+    "unhealthy": (
+        500,
+        "Worker was unable to handle this request and may be unable to handle other requests.",
+    ),
+}
 _HTTP_REASONS = {
     400: "Bad Request",
     401: "Unauthorized",
@@ -456,25 +465,11 @@ def _root_router(herder: Herder) -> APIRouter:
         },
     )
     def health() -> Any:
-        if not herder.ready():
-            return JSONResponse(
-                {"status": "starting", "message": "Worker is still starting up."}, status_code=503
-            )
-        if not herder.health_check(HEALTH_CHECK_TIMEOUT_S):
-            return JSONResponse(
-                {
-                    "status": "unhealthy",
-                    "message": "Worker was unable to handle this request and may "
-                    "be unable to handle other requests.",
-                },
-                status_code=500,
-            )
-        return JSONResponse(
-            {
-                "status": "healthy",
-                "message": "Worker has completed startup and is ready to handle requests.",
-            }
-        )
+        health = herder.health(HEALTH_CHECK_TIMEOUT_S)
+        code, message = _HEALTH[health.status]
+        if health.detail:
+            message = f"{message} {health.detail}"  # as Kafka appends its stage
+        return JSONResponse({"status": health.status, "message": message}, status_code=code)
 
     return r
 

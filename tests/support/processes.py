@@ -132,8 +132,13 @@ class CliWorker:
             )
         return self
 
-    def wait_ready(self, timeout_s: float = 60) -> CliWorker:
+    def wait_listening(self, timeout_s: float = 60) -> CliWorker:
+        """Until its REST server is bound (it may not be healthy yet)."""
         self.url = wait_until(self._bound_url, timeout_s, "the worker's REST server")
+        return self
+
+    def wait_ready(self, timeout_s: float = 60) -> CliWorker:
+        self.wait_listening(timeout_s)
         wait_until(
             lambda: httpx.get(self.url + "/health", timeout=5).status_code == 200,
             timeout_s,
