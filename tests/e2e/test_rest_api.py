@@ -527,6 +527,31 @@ def test_pause_resume_stop_and_initial_state(
     http.delete(f"/connectors/{stopped}")
 
 
+def test_a_paused_connector_reconfigured_keeps_its_tasks_until_it_is_resumed(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    # Kafka's standalone herder: a new config restarts the connector's instance, but its
+    # tasks are reconfigured only once its target state is STARTED again.
+    name = _name("paused-update")
+    config = _source(tmp_path, topic_name)
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
+    assert http.put(f"/connectors/{name}/pause").status_code == 202
+    assert _settled(http, name, ("PAUSED", ["PAUSED"])) == ("PAUSED", ["PAUSED"])
+    other = tmp_path / "other.in"
+    other.write_text("x\n")
+    assert http.put(f"/connectors/{name}/config", json={**config, "file": str(other)}).is_success
+    assert _settled(http, name, ("PAUSED", ["PAUSED"])) == ("PAUSED", ["PAUSED"])
+    assert http.get(f"/connectors/{name}/tasks").json()[0]["config"]["file"] == config["file"]
+    assert http.put(f"/connectors/{name}/resume").status_code == 202
+    deadline = time.monotonic() + 30
+    while http.get(f"/connectors/{name}/tasks").json()[0]["config"]["file"] != str(other):
+        assert time.monotonic() < deadline, "the resumed connector's new task configs"
+        time.sleep(0.05)
+    assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
+    http.delete(f"/connectors/{name}")
+
+
 def test_restart_semantics(http: httpx.Client, tmp_path: Path, topic_name: str) -> None:
     name = _name("restart")
     config = {**_source(tmp_path, topic_name), "tasks.max": "1"}
