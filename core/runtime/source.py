@@ -244,6 +244,7 @@ class SourceTaskLoop:
         self._wants_acks = wants_acks
         self.errors = errors
         self._topics_seen: set[str] = set()
+        self._topic_waits: dict[str, list[float | None]] = {}  # see _wait_for_topic
         self._submitted = _Submitted()
         self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
         self._unsent: collections.deque[_Unsent] = collections.deque()
@@ -312,17 +313,17 @@ class SourceTaskLoop:
             _Interrupted: ``should_stop`` said so first; the records stay queued, unsent, and
                 their offsets uncommitted.
         """
-        since: float | None = None
-        logged: float | None = None
+        # When the wait began and when it was last logged: kept across calls, since a driver
+        # that runs the loop in slices (a plugin host's) ends each wait after about a second.
+        waiting = self._topic_waits.setdefault(topic, [None, None])
         while self._topic_missing(topic):
             now = self._clock()
-            if since is None:
-                since = now
-            due = now - since >= MISSING_TOPIC_FIRST_LOG_S and (
+            since = waiting[0] = now if waiting[0] is None else waiting[0]
+            logged = waiting[1]
+            if now - since >= MISSING_TOPIC_FIRST_LOG_S and (
                 logged is None or now - logged >= MISSING_TOPIC_LOG_INTERVAL_S
-            )
-            if due:
-                logged = now
+            ):
+                waiting[1] = now
                 log.warning(
                     "task %s: topic %r does not exist (UNKNOWN_TOPIC_OR_PARTITION) and the "
                     "cluster does not create it; its records wait until it is created "
@@ -335,7 +336,8 @@ class SourceTaskLoop:
             self._raise_if_failed()
             if self.should_stop():
                 raise _Interrupted
-        if logged is not None:
+        del self._topic_waits[topic]
+        if waiting[1] is not None:
             log.info("task %s: topic %r exists now; sending its records", self.name, topic)
 
     def _topic_missing(self, topic: str) -> bool:

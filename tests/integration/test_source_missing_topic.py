@@ -5,6 +5,7 @@ and a stop while it waits is prompt and commits no offset of a record never sent
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -50,8 +51,12 @@ def _state(worker: object, name: str) -> str:
 
 
 def test_a_source_waits_for_its_missing_topic_and_delivers_once_it_is_created(
-    no_auto_create: KafkaCluster, bundled_plugin_path: Path, tmp_path: Path
+    no_auto_create: KafkaCluster,
+    bundled_plugin_path: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    caplog.set_level(logging.INFO, logger="copycat.source")
     catalogue = PluginCatalogue.scan([bundled_plugin_path])
     bootstrap = no_auto_create.bootstrap_servers
     # (b) a default worker, the connector without topic.creation.*: delivered once created.
@@ -71,6 +76,15 @@ def test_a_source_waits_for_its_missing_topic_and_delivers_once_it_is_created(
         time.sleep(PAST_PROPAGATION_S)
         assert _state(waits, "waits") == "RUNNING"
         assert _state(stops, "stops") == "RUNNING"
+        # Logged after 5 s, then every 30 s, counting the wait (the task runs in its plugin
+        # host, whose driver ends each wait after a second: the count goes on across them).
+        warned = [
+            r.getMessage()
+            for r in caplog.records
+            if "'missing-then-created' does not exist" in r.getMessage()
+        ]
+        assert 1 <= len(warned) <= 2, warned
+        assert warned[0].endswith(("(waiting 5 s so far)", "(waiting 6 s so far)")), warned
         assert waits.offsets.connector_offsets("waits") == []
         assert stops.offsets.connector_offsets("stops") == []
 
@@ -85,6 +99,7 @@ def test_a_source_waits_for_its_missing_topic_and_delivers_once_it_is_created(
         no_auto_create.create_topic("missing-then-created", 1)
         values = [m.value() for m in read_all(bootstrap, "missing-then-created", RECORDS)]
         assert values == [f"line {i}".encode() for i in range(RECORDS)]
+        assert any("'missing-then-created' exists now" in r.getMessage() for r in caplog.records)
         assert _state(waits, "waits") == "RUNNING"
         deadline = time.monotonic() + 30
         expected = [({"filename": str(data)}, {"position": data.stat().st_size})]
