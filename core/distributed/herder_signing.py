@@ -104,9 +104,9 @@ class RequestSigning(DistributedHerderBase):
             raise BadRequestError(
                 f"This worker does not support the '{signature.algorithm}' key signing "
                 "algorithm used by other workers. This worker is currently configured to use: "
-                f"{self._verification_algorithms}. Check that all workers' configuration files "
-                "permit the same set of signature algorithms, and correct any misconfigured "
-                "worker and restart it."
+                f"[{', '.join(self._verification_algorithms)}]. Check that all workers' "
+                "configuration files permit the same set of signature algorithms, and correct "
+                "any misconfigured worker and restart it."
             )
         key = self._session_key()
         if key is None:

@@ -169,6 +169,7 @@ def test_internal_requests_must_carry_the_session_keys_signature(
     )
     assert sha1.status_code == 400, sha1.text
     assert "'HmacSHA1' key signing algorithm" in sha1.json()["message"]
+    assert "configured to use: [HmacSHA256]." in sha1.json()["message"]  # a Java list
     # Zombie fencing is internal too.
     fence = httpx.put(f"{leader_url}/connectors/target/fence", timeout=30)
     assert fence.status_code == 400, fence.text
