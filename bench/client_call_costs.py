@@ -14,6 +14,7 @@ wrapper's own cost. Raw and wrapped alternate, best of ``REPEATS`` runs of ``CAL
 
 from __future__ import annotations
 
+import functools
 import timeit
 from collections.abc import Callable
 
@@ -39,9 +40,9 @@ def main() -> None:
     producers = (confluent_kafka.Producer(CONFIG), Producer(CONFIG))
     print("call, ns per call: confluent-kafka / Copycat's wrapper (difference)")
     for _ in range(ROUNDS):
-        raw, ours = (best_ns(lambda c=c: c.consume(1, 0)) for c in consumers)
+        raw, ours = (best_ns(functools.partial(c.consume, 1, 0)) for c in consumers)
         print(f"  Consumer.consume(1, 0): {raw:6.0f} / {ours:6.0f} (+{ours - raw:.0f})")
-        raw, ours = (best_ns(lambda p=p: p.poll(0)) for p in producers)
+        raw, ours = (best_ns(functools.partial(p.poll, 0)) for p in producers)
         print(f"  Producer.poll(0):       {raw:6.0f} / {ours:6.0f} (+{ours - raw:.0f})")
     for consumer in consumers:
         consumer.close()

@@ -359,6 +359,7 @@ class Worker:
             status if status is not None else StatusBoard()
         )
         self.connectors: dict[str, _Connector] = {}
+        self._stopped_topics: dict[str, set[str]] = {}  # see task_topics
         self.specs = TaskSpecFactory(
             config, catalogue, self.client_props, override_policy=override_policy
         )
@@ -738,6 +739,11 @@ class Worker:
                 runner.cancel()
                 runner.kill_host(f"task did not stop within {timeout:g} s")
                 runner.join(SHUTDOWN_GRACE_S)
+        # A stopping task's last flush may send to a topic it had not written yet (a source
+        # waiting for a new topic's metadata): its topics count once it has stopped.
+        stopped = self._stopped_topics.setdefault(name, set())
+        for runner in runners:
+            stopped |= runner.topics()
 
     def pause(self, name: str, paused: bool) -> None:
         connector = self.connectors.get(name)
@@ -844,6 +850,10 @@ class Worker:
         target = connector.instance().task_class(connector.handle)
         return target.replace(":", ".")
 
+    def forget_topics(self, name: str) -> None:
+        """Drop what :meth:`task_topics` kept of ``name``'s stopped tasks (a reset, a delete)."""
+        self._stopped_topics.pop(name, None)
+
     def stop_task(self, name: str, task_id: int, timeout_s: float | None = None) -> None:
         """Stop one task of ``name`` (gracefully, then by killing its host)."""
         connector = self.connectors.get(name)
@@ -853,9 +863,10 @@ class Worker:
         self._forget_if_idle(name)
 
     def task_topics(self, name: str) -> set[str]:
-        """Topics the connector's current tasks produced to or are assigned (KIP-558)."""
+        """Topics the connector's tasks produced to or are assigned (KIP-558): its current
+        ones', and those of its tasks stopped here since :meth:`forget_topics`."""
         connector = self.connectors.get(name)
-        topics: set[str] = set()
+        topics: set[str] = set(self._stopped_topics.get(name, ()))
         for runner in list(connector.tasks.values()) if connector is not None else ():
             topics |= runner.topics()
         return topics

@@ -689,6 +689,7 @@ class WorkerHerder(AbstractHerder):
             if self._runtime.get(name) is deployed:
                 del self._runtime[name]
                 self._topics.pop(name, None)
+                worker.forget_topics(name)
                 self.configs.remove_connector_config(name)
                 worker.status.remove_connector(name)
             else:  # created again since (its start is queued next): only the old tasks go
@@ -1004,3 +1005,4 @@ class WorkerHerder(AbstractHerder):
         with self._lock:
             self._get(name)
             self._topics[name] = set()
+            self._worker().forget_topics(name)

@@ -27,7 +27,12 @@ import pytest
 from confluent_kafka import Consumer
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.distributed import SCHEDULED_DELAY_MS, SESSION_TIMEOUT_MS, DistributedCluster
+from tests.support.distributed import (
+    SCHEDULED_DELAY_MS,
+    SESSION_TIMEOUT_MS,
+    DistributedCluster,
+    post_task_configs,
+)
 from tests.support.faulty import install_faulty
 from tests.support.kafka import read_all
 from tests.support.processes import host_pids, no_hosts_of, wait_until
@@ -205,9 +210,7 @@ def test_a_paused_connectors_stored_task_configs_are_not_rewritten_when_it_start
         "topic": f"{cluster.group}-keeptasks",
         "batch.size": "2000",
     }
-    written = cluster.request(
-        "POST", f"/connectors/{name}/tasks", params={"forward": "true"}, json=[kafka_task]
-    )
+    written = post_task_configs(cluster, broker, name, [kafka_task])
     assert written.status_code == 204, written.text
     wait_until(
         lambda: (
@@ -723,6 +726,8 @@ def _settled_everywhere(cluster: DistributedCluster, name: str, tasks: int) -> s
     task_states = [t["state"] for t in seen[0]["tasks"]]
     if state == "STOPPED":
         return state if not task_states else None
+    if state == "PAUSED" and not task_states:
+        return state  # paused from STOPPED: no task until resumed (Kafka's KIP-980)
     if state in ("RUNNING", "PAUSED") and task_states == [state] * tasks:
         return str(state)
     return None

@@ -13,19 +13,20 @@ accepted. The key never reaches a log.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.distributed import DistributedCluster
-from tests.support.kafka import read_all
+from tests.support.distributed import (
+    DistributedCluster,
+    session_key,
+    session_keys,
+    signed,
+)
 from tests.support.processes import wait_until
 
 pytestmark = [
@@ -41,8 +42,6 @@ WORKERS = 2
 CONNECTORS = 3
 # inter.worker.key.ttl.ms: short, so the test sees the leader rotate the key (Kafka: 1 hour).
 KEY_TTL_MS = 8_000
-SIGNATURE = "X-Connect-Authorization"
-ALGORITHM = "X-Connect-Request-Signature-Algorithm"
 
 
 @pytest.fixture(scope="module")
@@ -81,30 +80,6 @@ def _sink(path: Path, topic: str) -> dict[str, str]:
     }
 
 
-def _session_keys(cluster: DistributedCluster, broker: KafkaCluster) -> list[dict[str, Any]]:
-    """Every ``session-key`` record of the config topic, oldest first."""
-    return [
-        json.loads(message.value())
-        for message in read_all(broker.bootstrap_servers, f"{cluster.group}-configs", 1, 5)
-        if message.key() == b"session-key" and message.value() is not None
-    ]
-
-
-def _session_key(cluster: DistributedCluster, broker: KafkaCluster) -> dict[str, Any]:
-    """The last ``session-key`` record of the config topic (the leader writes one at once)."""
-    return wait_until(
-        lambda: (_session_keys(cluster, broker) or [None])[-1],
-        60,
-        "a session-key record in the config topic",
-    )
-
-
-def _signed(key: bytes, body: bytes, algorithm: str = "HmacSHA256") -> dict[str, str]:
-    digest = {"HmacSHA256": hashlib.sha256, "HmacSHA1": hashlib.sha1}[algorithm]
-    mac = hmac.new(key, body, digest).digest()
-    return {SIGNATURE: base64.b64encode(mac).decode(), ALGORITHM: algorithm}
-
-
 def test_connectors_on_the_follower_get_their_tasks_behind_basic_auth(
     cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
 ) -> None:
@@ -131,7 +106,7 @@ def test_internal_requests_must_carry_the_session_keys_signature(
     cluster.create("target", _sink(tmp_path / "target.txt", topic))
     cluster.wait_running("target", 1)
     before = cluster.request("GET", "/connectors/target/tasks").json()
-    record = _session_key(cluster, broker)
+    record = session_key(cluster, broker)
     # Kafka's record: {"key": base64, "algorithm": ..., "creation-timestamp": ms}
     assert sorted(record) == ["algorithm", "creation-timestamp", "key"], sorted(record)
     assert record["algorithm"] == "HmacSHA256"
@@ -151,7 +126,7 @@ def test_internal_requests_must_carry_the_session_keys_signature(
     assert unsigned.json()["message"] == "Internal request missing required signature"
 
     wrong = httpx.post(
-        url, content=body, headers={**json_type, **_signed(b"not the key", body)}, timeout=30
+        url, content=body, headers={**json_type, **signed(b"not the key", body)}, timeout=30
     )
     assert wrong.status_code == 403, wrong.text
     assert wrong.json() == {
@@ -160,12 +135,12 @@ def test_internal_requests_must_carry_the_session_keys_signature(
     }
     # Signed over other bytes than those sent: refused too.
     other = httpx.post(
-        url, content=body, headers={**json_type, **_signed(key, body + b" ")}, timeout=30
+        url, content=body, headers={**json_type, **signed(key, body + b" ")}, timeout=30
     )
     assert other.status_code == 403, other.text
     # An algorithm outside inter.worker.verification.algorithms (default: HmacSHA256 only).
     sha1 = httpx.post(
-        url, content=body, headers={**json_type, **_signed(key, body, "HmacSHA1")}, timeout=30
+        url, content=body, headers={**json_type, **signed(key, body, "HmacSHA1")}, timeout=30
     )
     assert sha1.status_code == 400, sha1.text
     assert "'HmacSHA1' key signing algorithm" in sha1.json()["message"]
@@ -177,14 +152,14 @@ def test_internal_requests_must_carry_the_session_keys_signature(
 
     # Signed with the key from the config topic, as a worker signs: accepted (once the leader
     # rotated the key, 403: read the new one and sign again).
-    def signed() -> bool:
-        key = base64.b64decode(_session_key(cluster, broker)["key"])
-        headers = {**json_type, **_signed(key, body)}
+    def accepted() -> bool:
+        key = base64.b64decode(session_key(cluster, broker)["key"])
+        headers = {**json_type, **signed(key, body)}
         answer = httpx.post(url, content=body, headers=headers, timeout=30)
         assert answer.status_code in (204, 403), answer.text
         return answer.status_code == 204
 
-    wait_until(signed, 30, "a request signed with the session key accepted")
+    wait_until(accepted, 30, "a request signed with the session key accepted")
     wait_until(
         lambda: (
             cluster.request("GET", "/connectors/target/tasks").json()[0]["config"]["file"]
@@ -200,11 +175,11 @@ def test_internal_requests_must_carry_the_session_keys_signature(
 def test_the_leader_rotates_the_key_and_followers_sign_with_the_new_one(
     cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
 ) -> None:
-    first = _session_key(cluster, broker)
+    first = session_key(cluster, broker)
     rotated = wait_until(
         lambda: [
             k
-            for k in _session_keys(cluster, broker)
+            for k in session_keys(cluster, broker)
             if k["creation-timestamp"] > first["creation-timestamp"]
         ],
         KEY_TTL_MS / 1000 * 3,
@@ -250,7 +225,7 @@ def test_below_sessioned_the_cluster_neither_signs_nor_verifies_as_kafka(
             timeout=30,
         )
         assert unsigned.status_code == 204, unsigned.text
-        assert _session_keys(single, broker) == []
+        assert session_keys(single, broker) == []
         assert "Internal request verification will be disabled" in single.workers[0].text()
     finally:
         single.stop()

@@ -252,10 +252,13 @@ def test_a_killed_connector_host_fails_the_connector(
 
 def _settled(http: httpx.Client, name: str, tasks: int) -> str | None:
     """The connector's state when it and its tasks agree (RUNNING or PAUSED with ``tasks``
-    tasks in that state, STOPPED with none), else None."""
+    tasks in that state, STOPPED with none, PAUSED with none when paused from STOPPED), else
+    None."""
     state, task_states = _states(http, name)
     if state == "STOPPED":
         return state if not task_states else None
+    if state == "PAUSED" and not task_states:
+        return state  # paused from STOPPED: no task until resumed (Kafka's KIP-980)
     if state in ("RUNNING", "PAUSED") and task_states == [state] * tasks:
         return state
     return None

@@ -9,6 +9,10 @@ test's main thread.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
 import re
 import signal
 import subprocess
@@ -21,6 +25,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.kafka import read_all
 from tests.support.processes import CliWorker, wait_until
 
 __all__ = ["DistributedCluster", "worker_props"]
@@ -286,3 +292,54 @@ class DistributedCluster:
                     kept.append(line)
             out.append(f"worker {index} warnings:\n" + "\n".join(kept[-per_worker:]))
         return "\n".join(out)
+
+
+# KIP-507: the headers a worker signs its internal requests with.
+SIGNATURE = "X-Connect-Authorization"
+ALGORITHM = "X-Connect-Request-Signature-Algorithm"
+
+
+def session_keys(cluster: DistributedCluster, broker: KafkaCluster) -> list[dict[str, Any]]:
+    """Every ``session-key`` record of the cluster's config topic, oldest first."""
+    return [
+        json.loads(message.value())
+        for message in read_all(broker.bootstrap_servers, f"{cluster.group}-configs", 1, 5)
+        if message.key() == b"session-key" and message.value() is not None
+    ]
+
+
+def session_key(cluster: DistributedCluster, broker: KafkaCluster) -> dict[str, Any]:
+    """The last ``session-key`` record of the config topic (the leader writes one at once)."""
+    found: dict[str, Any] = wait_until(
+        lambda: (session_keys(cluster, broker) or [None])[-1],
+        60,
+        "a session-key record in the config topic",
+    )
+    return found
+
+
+def signed(key: bytes, body: bytes, algorithm: str = "HmacSHA256") -> dict[str, str]:
+    """The signature headers of ``body`` under ``key``, as a worker sends them."""
+    digest = {"HmacSHA256": hashlib.sha256, "HmacSHA1": hashlib.sha1}[algorithm]
+    mac = hmac.new(key, body, digest).digest()
+    return {SIGNATURE: base64.b64encode(mac).decode(), ALGORITHM: algorithm}
+
+
+def post_task_configs(
+    cluster: DistributedCluster,
+    broker: KafkaCluster,
+    connector: str,
+    configs: list[dict[str, str]],
+) -> httpx.Response:
+    """``POST /connectors/<connector>/tasks`` to the leader, signed with the current session
+    key, as the worker running the connector sends it (what a Kafka Connect worker wrote
+    looks the same)."""
+    body = json.dumps(configs).encode()
+    key = base64.b64decode(session_key(cluster, broker)["key"])
+    return cluster.request(
+        "POST",
+        f"/connectors/{connector}/tasks",
+        via=cluster.leader(),
+        content=body,
+        headers={"Content-Type": "application/json", **signed(key, body)},
+    )
