@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -856,10 +856,22 @@ class Worker:
 
     def stop_task(self, name: str, task_id: int, timeout_s: float | None = None) -> None:
         """Stop one task of ``name`` (gracefully, then by killing its host)."""
+        self.stop_tasks_of(name, [task_id], timeout_s)
+
+    def stop_tasks_of(
+        self, name: str, task_ids: Iterable[int], timeout_s: float | None = None
+    ) -> None:
+        """Stop these tasks of ``name`` together, as Kafka's stopAndAwaitTasks: signal all,
+        then wait, the graceful timeout shared (one after another, two tasks that overran
+        took twice the timeout, longer than a rebalance waits for revoked work)."""
         connector = self.connectors.get(name)
-        runner = connector.tasks.pop(task_id, None) if connector is not None else None
-        if runner is not None:
-            self._stop_runners(name, [runner], timeout_s)
+        runners = [
+            runner
+            for task_id in task_ids
+            if connector is not None and (runner := connector.tasks.pop(task_id, None))
+        ]
+        if runners:
+            self._stop_runners(name, runners, timeout_s)
         self._forget_if_idle(name)
 
     def task_topics(self, name: str) -> set[str]:

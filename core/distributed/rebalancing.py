@@ -208,10 +208,9 @@ class Rebalancing(ConfigReactions):
 
     def _revoke(self, name: str, tasks: Sequence[int], instance: bool) -> None:
         worker = self._worker()
-        for task in tasks:
-            if self._task_runs_here(name, task):
-                worker.stop_task(name, task)
-                self.task_stops += 1
+        here = [task for task in tasks if self._task_runs_here(name, task)]
+        worker.stop_tasks_of(name, here)  # together: one graceful timeout for all of them
+        self.task_stops += len(here)
         if instance and worker.instance_running(name):
             self._stop_instance(name)
             worker.status.set_connector(name, Status(State.UNASSIGNED, worker.worker_id))

@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -191,3 +192,26 @@ def test_a_failed_task_reports_its_failure_once(
         ("ERROR", f"task {name}-0 failed")
     ]
     assert failures[0].exc_info is not None  # the trace, once
+
+
+@hung_in_both_data_paths(graceful_ms=2000)
+def test_tasks_stopped_together_share_one_graceful_timeout(
+    hung: tuple[Worker, _Writes, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A rebalance stops a connector's revoked tasks together, as Kafka's stopAndAwaitTasks:
+    two that hang are given up after one graceful timeout. One after the other they took two,
+    longer than a rebalance waits for revoked work ("rejoining regardless")."""
+    worker, _status, name = hung
+    caplog.set_level(logging.INFO, logger=f"copycat.plugin.{name}-1")
+    worker.start_task(name, 1, worker.task_configs(name)[0])
+    wait_until(  # task 0 hangs already (the fixture waited for it)
+        lambda: any(HANGING in r.getMessage() and f"{name}-1" in r.name for r in caplog.records),
+        60,
+        "the second task to hang in poll()",
+    )
+    runners = list(worker.connectors[name].tasks.values())
+    started = time.monotonic()
+    worker.stop_tasks_of(name, [0, 1])
+    took = time.monotonic() - started
+    assert not any(runner.is_alive() for runner in runners)
+    assert took < 3.5, f"two hung tasks took {took:.1f} s to stop (graceful timeout: 2 s)"
