@@ -114,7 +114,6 @@ class WorkerHerder(AbstractHerder):
         # Operations on one connector run in order on that connector's thread (core/serial.py).
         self._ops = KeyedSerialExecutor("connector")
         self._runtime: dict[str, _Runtime] = {}
-        self._topics: dict[str, set[str]] = {}
         self.worker = None
         self.client_props = {}
         # Source connectors' own offsets topics (KIP-618), set when the worker starts.
@@ -198,7 +197,6 @@ class WorkerHerder(AbstractHerder):
         """Store a new connector (caller holds the lock); its start is queued separately."""
         runtime = _Runtime(self._kind(config))
         self._runtime[name] = runtime
-        self._topics.setdefault(name, set())
         self.configs.put_connector_config(name, config, target)
         worker = self._worker()
         if worker.status.connector(name) is None:
@@ -369,7 +367,6 @@ class WorkerHerder(AbstractHerder):
         """Record the connector's task configs (placeholders put back) and start its tasks,
         in place of any it runs (a reconfigured connector's)."""
         worker = self._worker()
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_tasks(name)
         task_configs = [{**tc, "task.class": task_class} for tc in task_configs]
         try:
@@ -481,7 +478,6 @@ class WorkerHerder(AbstractHerder):
             len(current),
             len(fresh),
         )
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_tasks(name)
         self._start_tasks(name, deployed, resolved, task_class, task_configs)
 
@@ -508,7 +504,6 @@ class WorkerHerder(AbstractHerder):
 
     def _stop(self, name: str) -> None:
         worker = self._worker()
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_connector(name)
 
     def _apply_target(self, name: str) -> None:
@@ -528,7 +523,6 @@ class WorkerHerder(AbstractHerder):
         if deployed is None or deployed.deleted:
             return
         worker = self._worker()
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
         worker.stop_task(name, task)
         self._start_stored_task(name, task)
 
@@ -688,7 +682,6 @@ class WorkerHerder(AbstractHerder):
         with self._lock:
             if self._runtime.get(name) is deployed:
                 del self._runtime[name]
-                self._topics.pop(name, None)
                 worker.forget_topics(name)
                 self.configs.remove_connector_config(name)
                 worker.status.remove_connector(name)
@@ -767,7 +760,6 @@ class WorkerHerder(AbstractHerder):
         if restart_connector:
             worker.stop_connector_instance(name)
             worker.status.set_connector(name, Status(State.RESTARTING, worker.worker_id))
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
         for task in tasks:
             worker.stop_task(name, task)
             worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
@@ -995,7 +987,7 @@ class WorkerHerder(AbstractHerder):
             raise ForbiddenError("Topic tracking is disabled.")
         self._get(name)
         worker = self._worker()
-        return sorted(self._topics.get(name, set()) | worker.task_topics(name))
+        return sorted(worker.task_topics(name))  # its tasks' here, stopped ones' included
 
     def reset_active_topics(self, name: str) -> None:
         if not self.config.get("topic.tracking.enable"):
@@ -1004,5 +996,4 @@ class WorkerHerder(AbstractHerder):
             raise ForbiddenError("Topic tracking reset is disabled.")
         with self._lock:
             self._get(name)
-            self._topics[name] = set()
             self._worker().forget_topics(name)

@@ -62,7 +62,6 @@ class ConfigReactions(ExactlyOnceSupport):
     def on_connector_config_removed(self, connector: str) -> None:
         with self._lock:
             runtime = self._runtime.pop(connector, None)
-            self._topics.pop(connector, None)
         if runtime is not None:
             runtime.deleted = True
         self._reclaim_if_stuck(connector)
@@ -94,9 +93,7 @@ class ConfigReactions(ExactlyOnceSupport):
     # -- what runs here (connector operation threads) ----------------------------------------------
 
     def _stop_instance(self, name: str) -> None:
-        worker = self._worker()
-        self._topics.setdefault(name, set()).update(worker.task_topics(name))
-        worker.stop_connector_instance(name)
+        self._worker().stop_connector_instance(name)
 
     def _start_connector(self, name: str) -> None:
         """Start the instance of a connector assigned here in its target state; a STARTED
@@ -324,6 +321,7 @@ class ConfigReactions(ExactlyOnceSupport):
         if connector is not None:
             self.task_stops += len(tasks)
             worker.stop_connector(name)
+        worker.forget_topics(name)  # a deleted connector's active topics go with it
         self._assigned = Held.of(
             (c for c in self._assigned.connectors if c != name),
             (t for t in self._assigned.tasks if t[0] != name),
