@@ -508,11 +508,14 @@ class WorkerHerder(AbstractHerder):
 
     def _apply_target(self, name: str) -> None:
         """Bring running tasks in line with the target state (no plugin call: flags only)."""
-        worker = self.worker
-        target = self._target(name)
-        if name not in self._runtime or worker is None or target is TargetState.STOPPED:
-            return
-        worker.pause(name, target is TargetState.PAUSED)
+        with self._lock:
+            # Read and applied under the lock the target is written under: a pause reading
+            # PAUSED could otherwise apply it after a resume that came later had applied
+            # STARTED, leaving the tasks paused for good under a STARTED target.
+            worker, target = self.worker, self._target(name)
+            if name not in self._runtime or worker is None or target is TargetState.STOPPED:
+                return
+            worker.pause(name, target is TargetState.PAUSED)
         connector = worker.connectors.get(name)
         for task_id, runner in list(connector.tasks.items()) if connector else ():
             if runner.failed:  # a failed task stays FAILED through pause/resume
@@ -686,9 +689,7 @@ class WorkerHerder(AbstractHerder):
                 self.configs.remove_connector_config(name)
                 worker.status.remove_connector(name)
             else:  # created again since (its start is queued next): only the old tasks go
-                self.configs.put_task_configs(name, [])
-                for task in worker.status.tasks_of(name):
-                    worker.status.remove_task(name, task)
+                self._forget_tasks(name)
 
     def connector_status(self, name: str) -> dict[str, Any]:
         deployed = self._deployed_for_status(name, f"No status found for connector {name}")
@@ -845,7 +846,18 @@ class WorkerHerder(AbstractHerder):
 
     def _stop_and_record(self, name: str) -> None:
         self._stop(name)
-        self._start(name)  # records STOPPED with no tasks (KIP-875)
+        # A stop leaves no task configs, as Kafka writes them empty with the STOPPED target,
+        # even when a pause or resume queued behind it has changed the target since: then
+        # paused from STOPPED, the connector has no task until resumed (KIP-980).
+        self._forget_tasks(name)
+        self._start(name)  # records STOPPED with no tasks (KIP-875), or the newer target
+
+    def _forget_tasks(self, name: str) -> None:
+        """No task configs and no task statuses left for ``name`` (its tasks have stopped)."""
+        worker = self._worker()
+        self.configs.put_task_configs(name, [])
+        for task in worker.status.tasks_of(name):
+            worker.status.remove_task(name, task)
 
     # -- Herder: offsets (KIP-875) -------------------------------------------------------------
 

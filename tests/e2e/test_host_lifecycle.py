@@ -16,7 +16,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -100,8 +100,14 @@ def _running(http: httpx.Client, name: str, tasks: int) -> bool:
 
 def _wait_running(http: httpx.Client, name: str, tasks: int, timeout_s: float) -> None:
     """Wait for ``name`` and its tasks to be RUNNING; a timeout shows its whole status."""
+    _wait_showing_status(http, name, partial(_running, http, name, tasks), timeout_s)
+
+
+def _wait_showing_status(
+    http: httpx.Client, name: str, predicate: Callable[[], object], timeout_s: float
+) -> None:
     try:
-        wait_until(partial(_running, http, name, tasks), timeout_s, f"{name}'s tasks")
+        wait_until(predicate, timeout_s, f"{name}'s tasks")
     except AssertionError as timed_out:
         status = http.get(f"/connectors/{name}/status").json()
         raise AssertionError(f"{timed_out}; its status: {status}") from None
@@ -279,7 +285,7 @@ def test_a_storm_of_every_lifecycle_call_leaves_each_connector_settled_and_contr
     http = worker.client()
     listed = [n for n in http.get("/connectors").json() if n.startswith("mix")]
     for name in listed:
-        wait_until(partial(_settled, http, name, 2), 60, f"{name} settled")
+        _wait_showing_status(http, name, partial(_settled, http, name, 2), 60)
         assert http.put(f"/connectors/{name}/resume").status_code == 202
         _wait_running(http, name, 2, 60)
     for name in set(names) - set(listed):

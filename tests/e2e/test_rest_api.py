@@ -12,6 +12,7 @@ import socket
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import copycat_file
@@ -525,6 +526,42 @@ def test_pause_resume_stop_and_initial_state(
     )
     assert _settled(http, stopped, ("STOPPED", [])) == ("STOPPED", [])
     http.delete(f"/connectors/{stopped}")
+
+
+def test_a_pause_queued_behind_a_stop_leaves_the_connector_paused_without_tasks(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """A stop, then a pause queued behind it while the connector is busy: the stop's own
+    record of STOPPED found the target PAUSED already and started the instance paused, but
+    kept the stopped tasks' configs and their UNASSIGNED statuses, so the connector said
+    PAUSED with tasks that would never run, for good (found by the lifecycle storm). Kafka
+    writes a stop's empty task configs with its target state: paused from STOPPED, the
+    connector has no task until resumed (KIP-980)."""
+    name = _name("stop-pause")
+    config = {
+        "connector.class": "FaultySource",
+        "topic": topic_name,
+        "records.per.poll": "1",
+        "tasks.max": "2",
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    running = ("RUNNING", ["RUNNING", "RUNNING"])
+    assert _settled(http, name, running) == running
+    # A new config whose instance takes 2 s to start keeps the connector's queue busy.
+    slow = {**config, "connector.start.ms": "2000"}
+    with ThreadPoolExecutor(2) as pool:
+        reconfigured = pool.submit(http.put, f"/connectors/{name}/config", json=slow)
+        time.sleep(0.5)
+        stopped = pool.submit(http.put, f"/connectors/{name}/stop")
+        time.sleep(0.5)
+        assert http.put(f"/connectors/{name}/pause").status_code == 202
+        assert reconfigured.result().status_code == 200
+        assert stopped.result().status_code == 204
+    assert _settled(http, name, ("PAUSED", [])) == ("PAUSED", [])
+    assert http.get(f"/connectors/{name}/tasks").json() == []
+    assert http.put(f"/connectors/{name}/resume").status_code == 202
+    assert _settled(http, name, running) == running
+    http.delete(f"/connectors/{name}")
 
 
 def test_a_paused_connector_reconfigured_keeps_its_tasks_until_it_is_resumed(
