@@ -95,6 +95,7 @@ class TaskSpecFactory:
             memory_limit_bytes=config.get("plugin.host.memory.max.bytes"),
             commit_interval_s=config.get("offset.flush.interval.ms") / 1000,
             topic_creation_enabled=bool(config.get("topic.creation.enable")),
+            finish_join_before_close=bool(config.get("sink.group.join.finish.before.close")),
         )
         self.data_path_choice = str(config.get("task.data.path")).lower()
         # (environment locations and content hashes) -> why not in the host (None: it can).

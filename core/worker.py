@@ -729,9 +729,13 @@ class Worker:
         for runner in runners:
             runner.join(max(0.0, deadline - time.monotonic()))
             if runner.is_alive():
+                # Kafka's Worker.awaitStopTask: "Graceful stop of task ... failed", then
+                # cancel() (no status of it is written any more). A task loop leaves a slow
+                # Kafka client close to its own thread before the timeout (SinkTaskLoop.stop):
+                # what is still running here is plugin code, so its host is killed.
                 log.error(
-                    "task %s-%d did not stop within the graceful timeout (%g s); killing its "
-                    "plugin host",
+                    "Graceful stop of task %s-%d failed: it did not stop within the graceful "
+                    "timeout (%g s); cancelled it and killing its plugin host",
                     name,
                     runner.task_id,
                     timeout,

@@ -727,6 +727,19 @@ def _build() -> ConfigDef:
         "Connect does). Only for brokers that cannot compact or describe topic configs (the "
         "dev broker): turn it off there.",
     )
+    # --- Copycat: the dev broker keeps a member that left mid-join ---------------------------
+    d.define(
+        "sink.group.join.finish.before.close",
+        _T.BOOLEAN,
+        False,
+        None,
+        _LOW,
+        "Whether a stopping sink task lets a group join in progress complete (for at most 0.8 "
+        "of task.shutdown.graceful.timeout.ms) before it closes its consumer. Only for the dev "
+        "broker (Tansu), which keeps a member that leaves while its join is held and so blocks "
+        "the connector's group for good; the embedded dev broker turns it on. Apache Kafka "
+        "removes such a member: there the wait only delays the stop.",
+    )
     return d
 
 

@@ -63,6 +63,7 @@ LOOPBACK_HOST = "127.0.0.1"
 WORKER_DEFAULTS: dict[str, str] = {
     "consumer.session.timeout.ms": "6000",
     "consumer.heartbeat.interval.ms": "1000",
+    "sink.group.join.finish.before.close": "true",
 }
 
 # Tansu reports "ready in 0ms" and answers metadata well under a second after spawn; 30 s

@@ -285,6 +285,7 @@ def _sink(
         clock=services.clock,
         errors=errors,
         cooperative=cooperative_protocol(spec.clients.consumer),
+        finish_join=spec.settings.finish_join_before_close,
     )
     holder.append(loop)
     return loop

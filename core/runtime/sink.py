@@ -18,7 +18,9 @@ from __future__ import annotations
 import collections
 import itertools
 import logging
+import math
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -57,6 +59,13 @@ BUSY_CONSUME_TIMEOUT_S = 0.01
 # before the driver kills the plugin host.
 JOIN_POLL_S = 0.1
 JOIN_SHARE_OF_STOP_TIMEOUT = 0.8
+# The share of the stop's graceful timeout the loop waits for the broker in all (the final
+# synchronous commit, the consumer's close) before it leaves what is still running to its own
+# thread and returns: the rest is for the plugin host's exit. A close whose LeaveGroup is
+# held behind a JoinGroup (Apache Kafka holds one until a member that died ends its session,
+# 45 s by default) takes librdkafka's whole 5 s request timeout, the default graceful timeout;
+# a synchronous commit to an unreachable broker blocked 45.8 s.
+STOP_SHARE_OF_TIMEOUT = 0.9
 # A task whose consumer has been joining its group this long, with no assignment, says so
 # (and again each time as long again passes): it reads nothing meanwhile, and on the dev broker
 # such a join may never complete (see _finish_join).
@@ -109,9 +118,13 @@ class SinkTaskLoop:
         clock: Callable[[], float] = time.monotonic,
         errors: ErrorReporter | None = None,
         cooperative: bool = False,
+        finish_join: bool = False,
     ) -> None:
         """``cooperative``: the consumer rebalances with the COOPERATIVE protocol (see
-        :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets."""
+        :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets.
+        ``finish_join``: a stop lets a group join in progress complete before the consumer
+        closes (``sink.group.join.finish.before.close``, the dev broker's, see
+        :meth:`_finish_join`)."""
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
         self.connector = connector
@@ -157,6 +170,9 @@ class SinkTaskLoop:
         # :meth:`_finish_join`); once stopping, rebalance callbacks no longer reach the task.
         self._joining = False
         self._closing = False
+        self._finish_join_enabled = finish_join
+        # Set by stop(): the synchronous commit and the close wait for the broker until then.
+        self._stop_deadline: float | None = None
         self._join_since = 0.0
         self._join_warned_at: float | None = None
 
@@ -658,7 +674,18 @@ class SinkTaskLoop:
                 log.warning("task %s: could not start an offset commit: %s", self.name, exc)
             return
         try:
-            self.consumer.commit(offsets=offsets, asynchronous=False)
+            if self._stop_deadline is None:
+                self.consumer.commit(offsets=offsets, asynchronous=False)
+            elif not _bounded(
+                lambda: self.consumer.commit(offsets=offsets, asynchronous=False),
+                self._stop_deadline,
+                f"copycat-sink-commit-{self.name}",
+            ):
+                raise ConnectException(
+                    f"sink task {self.name}: the final offset commit did not complete within "
+                    "the graceful timeout (task.shutdown.graceful.timeout.ms); it goes on in "
+                    "the background until the consumer closes"
+                )
         except KafkaException as exc:
             raise wrap_kafka_error(exc, f"sink task {self.name} could not commit offsets") from exc
         for committed in offsets:
@@ -690,12 +717,15 @@ class SinkTaskLoop:
         assignment in SyncGroup, gets "rebalance in progress", joins again, and so on without
         end: a sink restarted twice within a few seconds never consumed again, also after
         stop/resume (the group is the connector's). Closing after the join costs nothing
-        there: the LeaveGroup waited for the held JoinGroup's answer anyway. On Apache Kafka a
-        join is quick. Records the poll returns now are dropped: the task has stopped, and the
+        there: the LeaveGroup waited for the held JoinGroup's answer anyway. Apache Kafka
+        removes such a member, and holds a join as long as a member that died keeps its session
+        (45 s by default): there this wait would only spend the stop's graceful timeout, so it
+        is done only with ``sink.group.join.finish.before.close`` (the embedded dev broker's).
+        Records the poll returns now are dropped: the task has stopped, and the
         offsets committed are those it made durable.
         """
         self._closing = True
-        if not self._joining:
+        if not self._joining or not self._finish_join_enabled:
             return
         try:
             while self._joining and time.monotonic() < deadline:
@@ -708,6 +738,24 @@ class SinkTaskLoop:
                 "task %s: closing its consumer while its group join is still in progress; on "
                 "the dev broker this leaves a member behind that keeps the connector's consumer "
                 "group from ever assigning again (until the broker restarts)",
+                self.name,
+            )
+
+    def _close_consumer(self, join_deadline: float) -> None:
+        """Finish a group join where the broker needs it, then close the consumer, waiting
+        until the stop's deadline; a close still running then goes on in the background."""
+        deadline = self._stop_deadline if self._stop_deadline is not None else math.inf
+
+        def close() -> None:
+            self._finish_join(min(join_deadline, deadline))
+            self.consumer.close()
+
+        if not _bounded(close, deadline, f"copycat-sink-close-{self.name}"):
+            log.warning(
+                "task %s: its consumer did not close within the graceful timeout "
+                "(task.shutdown.graceful.timeout.ms); the close goes on in the background (its "
+                "LeaveGroup may be held behind a group join the broker holds until a departed "
+                "member's session ends)",
                 self.name,
             )
 
@@ -749,11 +797,15 @@ class SinkTaskLoop:
         accounted) nor of a put() still in flight when the task failed (it had not returned);
         a ``pre_commit()`` or commit that fails now is logged, and nothing is committed.
 
-        ``timeout_s`` bounds only the wait for a group join in progress (see
-        :meth:`_finish_join`): every host call has its own deadline, and the driver kills the
-        host of a task that does not stop in time.
+        ``timeout_s`` bounds what waits for the broker: the final commit, the wait for a group
+        join in progress (:meth:`_finish_join`) and the consumer's close each end at
+        :data:`STOP_SHARE_OF_TIMEOUT` of it. A commit or close still running then is left to
+        finish on its own thread (the close is librdkafka's, bounded by its request timeouts),
+        as Kafka's worker leaves a task it cancelled to its own thread; the plugin's own calls
+        have their deadlines, and the driver kills the host of a plugin that does not stop.
         """
-        deadline = time.monotonic() + timeout_s * JOIN_SHARE_OF_STOP_TIMEOUT
+        began = time.monotonic()
+        self._stop_deadline = began + timeout_s * STOP_SHARE_OF_TIMEOUT
         try:
             if self.host.alive and self.host.pending:
                 if failed or fenced:
@@ -772,8 +824,31 @@ class SinkTaskLoop:
                     self.host.stop_task(self.handle)
             finally:
                 try:
-                    self._finish_join(deadline)
-                    self.consumer.close()
+                    self._close_consumer(began + timeout_s * JOIN_SHARE_OF_STOP_TIMEOUT)
                 finally:
                     if self.errors is not None:
                         self.errors.close()
+
+
+def _bounded(work: Callable[[], object], deadline: float, thread_name: str) -> bool:
+    """Run ``work`` on a daemon thread and wait for it until ``deadline`` (monotonic): whether
+    it ended; its exception, if it ended with one, is raised here. Work still running is left
+    to finish on its own (a Kafka client call, bounded by the client's request timeouts)."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=run, name=thread_name, daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline - time.monotonic()))
+    if not outcome:
+        return False
+    if outcome[0] is not None:
+        raise outcome[0]
+    return True

@@ -174,6 +174,8 @@ class TaskSettings:
     memory_limit_bytes: int = 0
     commit_interval_s: float = 60.0
     topic_creation_enabled: bool = True
+    # sink.group.join.finish.before.close (the dev broker's quirk, see SinkTaskLoop._finish_join)
+    finish_join_before_close: bool = False
 
 
 @dataclass(frozen=True)

@@ -28,11 +28,14 @@ RESTART_GAP_S = 0.3
 
 @pytest.fixture(scope="module")
 def worker(
-    tmp_path_factory: pytest.TempPathFactory, bootstrap_servers: str, bundled_plugin_path: Path
+    tmp_path_factory: pytest.TempPathFactory, broker: KafkaCluster, bundled_plugin_path: Path
 ) -> Iterator[RestWorker]:
+    bootstrap_servers = broker.bootstrap_servers
     tmp = tmp_path_factory.mktemp("restarts")
     # The worker's default graceful timeout (5 s), as a user's standalone worker has it.
     extra = {"task.shutdown.graceful.timeout.ms": "5000"}
+    if broker.kind == "dev-broker":  # as the embedded dev broker's WORKER_DEFAULTS set it
+        extra["sink.group.join.finish.before.close"] = "true"
     with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
         yield w
 
