@@ -173,6 +173,8 @@ class SinkTaskLoop:
         self._finish_join_enabled = finish_join
         # Set by stop(): the synchronous commit and the close wait for the broker until then.
         self._stop_deadline: float | None = None
+        # A final commit still running past that deadline, which the close waits for.
+        self._unfinished_commit: threading.Thread | None = None
         self._join_since = 0.0
         self._join_warned_at: float | None = None
 
@@ -676,11 +678,12 @@ class SinkTaskLoop:
         try:
             if self._stop_deadline is None:
                 self.consumer.commit(offsets=offsets, asynchronous=False)
-            elif not _bounded(
+            elif unfinished := _bounded(
                 lambda: self.consumer.commit(offsets=offsets, asynchronous=False),
                 self._stop_deadline,
                 f"copycat-sink-commit-{self.name}",
             ):
+                self._unfinished_commit = unfinished
                 raise ConnectException(
                     f"sink task {self.name}: the final offset commit did not complete within "
                     "the graceful timeout (task.shutdown.graceful.timeout.ms); it goes on in "
@@ -747,10 +750,13 @@ class SinkTaskLoop:
         deadline = self._stop_deadline if self._stop_deadline is not None else math.inf
 
         def close() -> None:
+            # librdkafka's handle must not be destroyed under a commit still in flight.
+            if self._unfinished_commit is not None:
+                self._unfinished_commit.join()
             self._finish_join(min(join_deadline, deadline))
             self.consumer.close()
 
-        if not _bounded(close, deadline, f"copycat-sink-close-{self.name}"):
+        if _bounded(close, deadline, f"copycat-sink-close-{self.name}"):
             log.warning(
                 "task %s: its consumer did not close within the graceful timeout "
                 "(task.shutdown.graceful.timeout.ms); the close goes on in the background (its "
@@ -830,10 +836,12 @@ class SinkTaskLoop:
                         self.errors.close()
 
 
-def _bounded(work: Callable[[], object], deadline: float, thread_name: str) -> bool:
-    """Run ``work`` on a daemon thread and wait for it until ``deadline`` (monotonic): whether
-    it ended; its exception, if it ended with one, is raised here. Work still running is left
-    to finish on its own (a Kafka client call, bounded by the client's request timeouts)."""
+def _bounded(
+    work: Callable[[], object], deadline: float, thread_name: str
+) -> threading.Thread | None:
+    """Run ``work`` on a daemon thread and wait for it until ``deadline`` (monotonic): None if
+    it ended (its exception, if it ended with one, is raised here), else the thread, left to
+    finish on its own (a Kafka client call, bounded by the client's request timeouts)."""
     outcome: list[BaseException | None] = []
 
     def run() -> None:
@@ -848,7 +856,7 @@ def _bounded(work: Callable[[], object], deadline: float, thread_name: str) -> b
     thread.start()
     thread.join(max(0.0, deadline - time.monotonic()))
     if not outcome:
-        return False
+        return thread
     if outcome[0] is not None:
         raise outcome[0]
-    return True
+    return None

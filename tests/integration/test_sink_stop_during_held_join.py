@@ -64,6 +64,7 @@ def _member(bootstrap: str, group: str, topic: str) -> subprocess.Popen[str]:
     return member
 
 
+@pytest.mark.apache_kafka_only(reason="the dev broker holds every join (test_sink_task_restarts)")
 @pytest.mark.parametrize("data_path", ["host", "worker"])
 def test_a_sink_stopped_while_its_join_is_held_stops_in_time_and_loses_nothing(
     catalogue: PluginCatalogue,
@@ -73,8 +74,6 @@ def test_a_sink_stopped_while_its_join_is_held_stops_in_time_and_loses_nothing(
     caplog: pytest.LogCaptureFixture,
     data_path: str,
 ) -> None:
-    if broker.kind == "dev-broker":
-        pytest.skip("the dev broker holds every join; see test_sink_task_restarts.py")
     caplog.set_level(logging.INFO, "copycat")
     broker.create_topic(topic_name, 3)
     bootstrap = broker.bootstrap_servers
