@@ -89,9 +89,12 @@ class CliWorker:
         props: Mapping[str, str],
         connectors: Sequence[Mapping[str, str]] = (),
         mode: str = "standalone",
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.tmp = tmp
         self.mode = mode
+        # Environment variables set for the process on top of the test's own.
+        self.env = dict(env or {})
         self.log = tmp / "worker.log"
         self.config = tmp / "worker.properties"
         self.config.write_text(_properties(props))
@@ -129,6 +132,7 @@ class CliWorker:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env={**os.environ, **self.env} if self.env else None,
             )
         return self
 
