@@ -4,13 +4,16 @@ They are separate distributions under ``plugins/`` and are installed exactly lik
 plugins (their own venv each, from wheels, with a lock), so that what ships with Copycat proves
 the plugin API and the install path suffice.
 
-Start-up must not wait for them: building four wheels and four envs took ~9 s. So
+REST must not wait for them to answer: building four wheels and four envs took ~9 s. So
 
 * their wheels are built once into a *prebuilt wheelhouse* (``$COPYCAT_BUNDLED_WHEELHOUSE``,
   else a cache directory keyed by a hash of their sources, so an edited plugin is rebuilt);
 * a worker whose plugin.path lacks them installs them on a background thread
   (:func:`install_bundled_in_background`), in parallel, while REST already answers; the live
-  plugin catalogue lists each as soon as its env is renamed into place.
+  plugin catalogue lists each as soon as its env is renamed into place. REST calls that need
+  plugins wait for the install, and the worker takes no work before it ends (a distributed
+  worker joins its group after it, as Kafka Connect scans its plugins before joining):
+  ``/health`` says starting meanwhile.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import re
 import shutil
 import threading
+import time
 import tomllib
 import uuid
 from collections.abc import Sequence
@@ -179,8 +183,14 @@ def install_bundled_in_background(plugin_path: Path | Sequence[Path]) -> threadi
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICENESS)
         except (AttributeError, OSError):
             pass
+        started = time.monotonic()
         try:
-            ensure_bundled_plugins(plugin_path)
+            installed = ensure_bundled_plugins(plugin_path)
+            log.info(
+                "installed the bundled plugins (%d) in %.1f s",
+                len(installed),
+                time.monotonic() - started,
+            )
         except Exception as exc:  # noqa: BLE001 - the worker runs on without them
             log.error("installing the bundled plugins into %s failed: %s", plugin_path, exc)
 

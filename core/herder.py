@@ -229,11 +229,56 @@ class AbstractHerder:
     # that resolve plugins wait for it rather than answer "not installed" meanwhile.
     bundled_install: threading.Thread | None = None
 
-    def _plugins_settled(self) -> None:
+    # Whether plugin.path was rescanned after that install ended.
+    _bundled_scanned: bool = False
+
+    def _plugins_settled(
+        self, waiting: str = "waiting for the bundled plugins' first-time install to finish"
+    ) -> None:
+        """Wait (up to :data:`BUNDLED_INSTALL_WAIT_S`) for the bundled plugins' first-time
+        install, and make sure the catalogue has scanned what it installed."""
+        install = self.bundled_install
+        if install is None:
+            return
+        if install.is_alive():
+            log.info("%s", waiting)
+            install.join(BUNDLED_INSTALL_WAIT_S)
+        if not install.is_alive() and not self._bundled_scanned:
+            # The live catalogue looks at plugin.path at most every RESCAN_INTERVAL_S, and a
+            # lookup made while another thread rescans gets the older snapshot: a create
+            # that waited for the install was refused "available: none". Rescan now; a
+            # concurrent caller waits on the catalogue's lock and sees the new snapshot.
+            self.catalogue.refresh(force=True)
+            self._bundled_scanned = True
+
+    def _installing_bundled(self) -> str | None:
+        """Why the worker is still starting while the bundled plugins' first-time install
+        runs (for ``/health``), or None when none runs."""
+        install = self.bundled_install
+        if install is None or not install.is_alive():
+            return None
+        return "It is installing the bundled plugins (first start with this plugin.path)."
+
+    def _await_bundled_plugins(self) -> None:
+        """Wait for the bundled plugins' first-time install, then rescan plugin.path, before
+        this worker takes any work: Kafka Connect scans its plugins before its herder starts
+        (before a distributed worker joins its group), so no connector or task lands on a
+        worker that has not got its plugin yet. A task that did failed for good ("no
+        connector plugin named ... is installed") and nothing retried it.
+
+        Bounded by :data:`BUNDLED_INSTALL_WAIT_S`: an install still running after that is
+        logged and the worker starts with what is installed (its progress shows in the log).
+        """
+        self._plugins_settled(
+            "waiting for the bundled plugins' first-time install before taking work"
+        )
         install = self.bundled_install
         if install is not None and install.is_alive():
-            log.info("waiting for the bundled plugins' first-time install to finish")
-            install.join(BUNDLED_INSTALL_WAIT_S)
+            log.error(
+                "the bundled plugins' first-time install is still running after %.0f s; "
+                "starting without them (work naming them fails until they are installed)",
+                BUNDLED_INSTALL_WAIT_S,
+            )
 
     # -- plugins -------------------------------------------------------------------------------
 

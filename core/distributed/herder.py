@@ -189,10 +189,11 @@ class DistributedHerder(Rebalancing, HerderApi):
         ]
 
     def start(self, bootstrap_servers: str | None = None) -> None:
-        """Create or check the internal topics, read them, then join the group.
+        """Create or check the internal topics, read them, wait for the bundled plugins'
+        first-time install if one runs, then join the group.
 
-        Returns once the three topics are read (REST answers from then on); the first
-        rebalance completes on the tick thread.
+        Returns once the three topics are read and the plugins are there (REST answers from
+        then on); the first rebalance completes on the tick thread.
 
         Raises:
             ConfigException: an internal topic is not compacted or has the wrong shape.
@@ -263,6 +264,10 @@ class DistributedHerder(Rebalancing, HerderApi):
         configs.on_restart_request = self._on_restart_request
         configs.on_logger_level = self._on_logger_level
         configs.on_session_key = self._on_session_key
+        # Kafka scans its plugins before it joins the group: an assignment taken before the
+        # bundled plugins are there fails their tasks for good. The internal topics were read
+        # meanwhile, so REST reads answer while this waits.
+        self._await_bundled_plugins()
         c = self.config
         self.member = WorkerGroupMember(
             GroupSettings(

@@ -57,9 +57,11 @@ class HerderApi(ConfigReactions):
         """KIP-1017 for a worker whose requests need its group: Kafka runs the check on the
         herder thread, which blocks while the worker joins, so a worker that cannot join is
         still starting (503) if it never was in its group, and unhealthy (500) once it has
-        been out of it longer than rebalance.timeout.ms (see :meth:`_out_of_group`)."""
+        been out of it longer than rebalance.timeout.ms (see :meth:`_out_of_group`). It joins
+        only once its plugins are installed (the bundled ones' first-time install): starting
+        until then."""
         if not self.ready():
-            return Health("starting")
+            return Health("starting", self._installing_bundled())
         thread = self._tick_thread
         if (
             thread is None
