@@ -241,6 +241,10 @@ class StandaloneHerder(WorkerHerder):
             task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested
+        # No work before the plugins are there, as Kafka scans them before its herder starts
+        # (connector files already waited in prepare()); REST calls that need plugins wait
+        # for them, and /health says starting until then.
+        self._await_bundled_plugins()
         for cf in self.connector_files:  # in command-line order, as Kafka's standalone mode
             with self._lock:
                 self._add(cf.name, cf.props, TargetState.STARTED)
@@ -325,7 +329,7 @@ class StandaloneHerder(WorkerHerder):
 
     def health(self, timeout_s: float) -> Health:
         if not self.ready():
-            return Health("starting")
+            return Health("starting", self._installing_bundled())
         if not self._lock.acquire(timeout=timeout_s):
             return Health("unhealthy")
         self._lock.release()

@@ -391,3 +391,57 @@ def test_a_sink_restarted_as_soon_as_it_started_on_the_embedded_broker_still_rea
         )
         assert "killing its plugin host" not in worker.text()
         assert "consumer.session.timeout.ms=6000 (the dev broker's default" in worker.text()
+
+
+def test_a_worker_installing_the_bundled_plugins_is_starting_and_runs_what_rest_created(
+    tmp_path: Path, bootstrap_servers: str
+) -> None:
+    """A standalone worker whose plugin.path lacks the bundled plugins installs them in the
+    background with REST up: /health said healthy before it could run their connectors. As
+    Kafka's worker, which scans its plugins before its herder starts, it is starting (503,
+    saying why) until they are there, and a connector created meanwhile waits for them and
+    runs (never "no connector plugin named ... is installed"). The install is made slow for
+    real: a cold bundled wheelhouse, so the wheels are built first."""
+    from core.bundled import WHEELHOUSE_ENV, missing_bundled
+
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    cold = tmp_path / "cold-wheelhouse"
+    cold.mkdir()
+    (tmp_path / "input.txt").write_text("one\ntwo\nthree\n")
+    props = {
+        "bootstrap.servers": bootstrap_servers,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+        "plugin.path": str(plugins),
+        "listeners": "http://127.0.0.1:0",
+    }
+    worker = CliWorker(tmp_path, props, env={WHEELHOUSE_ENV: str(cold)})
+    try:
+        worker.spawn().wait_listening(60)
+        with worker.client() as rest:
+            health = rest.get("/health")
+            assert missing_bundled(plugins), "the install ended before the test could look"
+            assert health.status_code == 503, health.text
+            assert health.json()["status"] == "starting"
+            assert "installing the bundled plugins" in health.json()["message"]
+            config = {
+                "connector.class": "FileStreamSource",
+                "file": str(tmp_path / "input.txt"),
+                "topic": f"bundled-{tmp_path.name}"[:200],
+            }
+            created = rest.post("/connectors", json={"name": "src", "config": config})
+            assert created.status_code == 201, created.text
+            assert not missing_bundled(plugins)
+
+            def running() -> dict[str, object] | None:
+                status = rest.get("/connectors/src/status").json()
+                tasks = status.get("tasks", [])
+                assert all(t["state"] != "FAILED" for t in tasks), status
+                return status if [t["state"] for t in tasks] == ["RUNNING"] else None
+
+            wait_until(running, 60, "the connector created during the install to run")
+            wait_until(lambda: rest.get("/health").status_code == 200, 60, "a healthy worker")
+    finally:
+        worker.close()
