@@ -264,9 +264,13 @@ def test_copycat_workers_take_over_a_kafka_connect_cluster(
         with back.client() as rest:
 
             def idle_settled() -> dict[str, object] | None:
+                # Kafka Connect starts a worker's connectors and tasks side by side
+                # (DistributedHerder.startWork): the task's status may come first, the
+                # connector's UNASSIGNED (Copycat's, from its shutdown) still showing.
                 status = rest.get("/connectors/idle/status").json()
-                tasks = status.get("tasks", [])
-                return status if tasks and all(t["state"] != "UNASSIGNED" for t in tasks) else None
+                states = [t["state"] for t in status.get("tasks", [])]
+                states.append(status.get("connector", {}).get("state", "UNASSIGNED"))
+                return status if len(states) > 1 and "UNASSIGNED" not in states else None
 
             status = wait_until(idle_settled, CATCH_UP_S, "idle's task settled on Kafka Connect")
             assert status["connector"]["state"] == "PAUSED", status
