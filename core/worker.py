@@ -101,7 +101,14 @@ def _wrong_task_configs(configs: object) -> str | None:
 @dataclass
 class _Connector:
     """A connector as this worker knows it: its instance (``host``; None when the instance
-    runs on another worker, distributed mode) and the tasks of it that run here."""
+    runs on another worker, distributed mode) and the tasks of it that run here.
+
+    ``props``, ``plugin`` and ``version`` are the instance's (or, with no instance here, the
+    config the last task started here was given). A task never takes its config from them
+    when it is started with a config of its own: each task runs the connector config it was
+    started with (its spec), as Kafka's Worker builds every task from the connector config
+    it is handed, so tasks started before a config change run on with theirs until restarted.
+    """
 
     name: str
     props: dict[str, str]
@@ -111,7 +118,6 @@ class _Connector:
     version: str
     tasks: dict[int, _TaskRunner] = field(default_factory=dict)
     stopping: bool = False
-    restart_policy: RestartPolicy | None = None
 
     def instance(self) -> HostClient:
         if self.host is None:
@@ -134,11 +140,14 @@ class _TaskRunner(threading.Thread):
         spec: TaskSpec,
         paused: bool,
         fencing: TaskFencing | None = None,
+        restart_policy: RestartPolicy | None = None,
     ) -> None:
         super().__init__(name=f"task-{spec.name}", daemon=True)
         self.worker = worker
         self.spec = spec
         self.fencing = fencing
+        # task.restart.* of the connector config this task was started with (its spec's).
+        self.restart_policy = restart_policy
         self.connector = spec.connector
         self.task_id = spec.task_id
         self.task_props: dict[str, str] = dict(spec.task_config)
@@ -435,13 +444,8 @@ class Worker:
     def start_connector(self, name: str, props: Mapping[str, str]) -> str:
         """Start the connector instance in a host of its own; blocks (deadlines apply)."""
         plugin = self.resolve_connector(props)
-        policy = RestartPolicy.of(
-            ConnectorConfig.from_properties(
-                props,
-                plugin.kind == "sink",
-                topic_creation_enabled=self.specs.settings.topic_creation_enabled,
-            )
-        )
+        # Parsed before any host starts: a bad key fails the connector's start, not its tasks'.
+        self._restart_policy(props, plugin)
         host = self._spawn_connector_host(name, plugin, props)
         try:
             handle = host.new(plugin.target)
@@ -461,11 +465,8 @@ class Worker:
                 # Tasks of it already run here (distributed mode): the instance joins them.
                 existing.props, existing.plugin, existing.version = dict(props), plugin, version
                 existing.host, existing.handle, existing.stopping = host, handle, False
-                existing.restart_policy = policy
             else:
-                self.connectors[name] = _Connector(
-                    name, dict(props), plugin, host, handle, version, restart_policy=policy
-                )
+                self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
         self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
         log.info("connector %s started (%s %s)", name, plugin.class_name, version)
         return version
@@ -616,47 +617,73 @@ class Worker:
             ConfigException: the task's pipeline names a plugin that is not installed, or a
                 connector key is invalid (the spec could not be made).
         """
-        connector = self.connectors.get(name)
-        if connector is None:
-            if connector_props is None:
+        if connector_props is None:
+            known = self.connectors.get(name)
+            if known is None:
                 raise KeyError(name)
-            connector = self._task_group(name, connector_props)
+            props, plugin, version = dict(known.props), known.plugin, known.version
+        else:
+            # The config this start was given, never the entry's: with other tasks of the
+            # connector still running here on an older config, the entry's is stale.
+            props = dict(connector_props)
+            plugin = self.resolve_connector(props)
+            version = self._task_version(name, plugin)
         if paused is None:
             connector_status = self.status.connector(name)
             paused = connector_status is not None and connector_status.state is State.PAUSED
-        previous = connector.tasks.get(task_id)
+        known = self.connectors.get(name)
+        previous = known.tasks.get(task_id) if known is not None else None
         if previous is not None and previous.is_alive():
             raise ConnectException(f"task {name}-{task_id} is already running")
         spec = self.specs.make(
             name,
             task_id,
-            connector.plugin,
-            connector.props,
+            plugin,
+            props,
             task_props,
-            connector.version,
-            exactly_once=exactly_once and connector.plugin.kind == "source",
+            version,
+            exactly_once=exactly_once and plugin.kind == "source",
         )
-        runner = self._runner(spec, connector.props, paused, fencing)
+        runner = self._runner(spec, props, paused, fencing, self._restart_policy(props, plugin))
+        connector = self._task_group(name, props, plugin)
         connector.tasks[task_id] = runner
         self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
         runner.start()
         return runner
 
-    def _task_group(self, name: str, props: Mapping[str, str]) -> _Connector:
-        """The entry of a connector whose instance runs elsewhere, for its tasks here."""
-        plugin = self.resolve_connector(props)
-        policy = RestartPolicy.of(
+    def _task_version(self, name: str, plugin: PluginDescriptor) -> str:
+        """The version a task of ``plugin`` reports: its running instance's ``version()`` when
+        that instance runs here on the same plugin, else the installed plugin's."""
+        connector = self.connectors.get(name)
+        if connector is not None and connector.host is not None and connector.plugin == plugin:
+            return connector.version
+        return plugin.version
+
+    def _restart_policy(
+        self, props: Mapping[str, str], plugin: PluginDescriptor
+    ) -> RestartPolicy | None:
+        return RestartPolicy.of(
             ConnectorConfig.from_properties(
                 props,
                 plugin.kind == "sink",
                 topic_creation_enabled=self.specs.settings.topic_creation_enabled,
             )
         )
-        entry = _Connector(
-            name, dict(props), plugin, None, 0, plugin.version, restart_policy=policy
-        )
+
+    def _task_group(
+        self, name: str, props: Mapping[str, str], plugin: PluginDescriptor
+    ) -> _Connector:
+        """The entry holding the connector's tasks here, made if there is none. With no
+        instance here, it takes the config its newest task started with (what
+        :meth:`reserve_task_slots` and the plugins in use read)."""
         with self._lock:
-            return self.connectors.setdefault(name, entry)
+            entry = self.connectors.get(name)
+            if entry is None:
+                entry = _Connector(name, dict(props), plugin, None, 0, plugin.version)
+                self.connectors[name] = entry
+            elif entry.host is None:
+                entry.props, entry.plugin, entry.version = dict(props), plugin, plugin.version
+            return entry
 
     def stop_tasks(self, name: str, timeout_s: float | None = None) -> None:
         """Stop every task of ``name``: signal all, then wait (the timeout is shared)."""
@@ -707,6 +734,7 @@ class Worker:
         props: Mapping[str, str],
         paused: bool,
         fencing: TaskFencing | None = None,
+        restart_policy: RestartPolicy | None = None,
     ) -> _TaskRunner:
         if self.runtime_of(props) == "spark":
             if spec.exactly_once is not None:
@@ -718,8 +746,8 @@ class Worker:
                 )
             from core.spark.runner import SparkTaskRunner
 
-            return SparkTaskRunner(self, spec, paused, self.spark())
-        return _TaskRunner(self, spec, paused, fencing)
+            return SparkTaskRunner(self, spec, paused, self.spark(), restart_policy)
+        return _TaskRunner(self, spec, paused, fencing, restart_policy)
 
     def _stop_runners(self, name: str, runners: list[_TaskRunner], timeout_s: float | None) -> None:
         for runner in runners:
@@ -788,7 +816,7 @@ class Worker:
         connector = self.connectors.get(name)
         if connector is None or connector.tasks.get(task_id) is not runner:
             return
-        policy = connector.restart_policy
+        policy = runner.restart_policy
         if policy is None:
             return
         key = (name, task_id)
@@ -838,6 +866,7 @@ class Worker:
                 name,
                 task_id,
                 runner.task_props,
+                connector_props=runner.spec.connector_config,  # the same task again
                 exactly_once=runner.spec.exactly_once is not None,
                 fencing=runner.fencing,
             )

@@ -137,11 +137,14 @@ class WorkerHerder(AbstractHerder):
         if worker is None:
             return {}
         used: dict[str, set[str]] = {}
+        worker_props = worker.config.originals_strings()
         for name, connector in list(worker.connectors.items()):
             locations = {connector.plugin.location}
-            locations |= component_locations(
-                self.catalogue, connector.props, worker.config.originals_strings()
-            )
+            locations |= component_locations(self.catalogue, connector.props, worker_props)
+            # Each task runs the config it was started with, maybe older than the entry's.
+            for runner in list(connector.tasks.values()):
+                locations.add(runner.spec.plugin.location)
+                locations |= {ref.location for _, ref in runner.spec.pipeline.attachments()}
             for location in locations:
                 used.setdefault(location, set()).add(name)
         return {location: sorted(names) for location, names in used.items()}
@@ -393,7 +396,13 @@ class WorkerHerder(AbstractHerder):
         self._new_task_generation(name, len(task_configs))
         for task_id, task_config in enumerate(task_configs):
             try:
-                worker.start_task(name, task_id, task_config, **self._task_options(name, task_id))
+                worker.start_task(
+                    name,
+                    task_id,
+                    task_config,
+                    connector_props=resolved.config,
+                    **self._task_options(name, task_id),
+                )
             except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
                 # Raised out of here, a task whose spec could not be made turned the request
                 # that stored the config into an error, leaving the connector RUNNING with no

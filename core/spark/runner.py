@@ -42,7 +42,7 @@ from core.worker import _TaskRunner
 from plugin_api import ConfigException
 
 if TYPE_CHECKING:
-    from core.worker import Worker
+    from core.worker import RestartPolicy, Worker
 
 __all__ = ["SparkTaskRunner"]
 
@@ -60,8 +60,15 @@ JOB_FAILURE_CHARS = 2_000
 class SparkTaskRunner(_TaskRunner):
     """One task on Spark (see the module docstring)."""
 
-    def __init__(self, worker: Worker, spec: TaskSpec, paused: bool, driver: SparkDriver) -> None:
-        super().__init__(worker, spec, paused)
+    def __init__(
+        self,
+        worker: Worker,
+        spec: TaskSpec,
+        paused: bool,
+        driver: SparkDriver,
+        restart_policy: RestartPolicy | None = None,
+    ) -> None:
+        super().__init__(worker, spec, paused, restart_policy=restart_policy)
         self.name = f"spark-task-{spec.name}"
         self.driver = driver
         self.group = driver.job_group(spec)
