@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import produce
@@ -65,3 +66,55 @@ def test_a_sink_task_restarted_quickly_several_times_goes_on_consuming(
     assert out.read_text().splitlines()[-10:] == [f"after {i}" for i in range(10)]
     assert not [line for line in worker.log_lines if "group join is still in progress" in line]
     http.delete(f"/connectors/{name}")
+
+
+def test_restarted_tasks_run_the_connector_config_as_resolved_at_their_restart(
+    broker: KafkaCluster, bundled_plugin_path: Path, topic_name: str, tmp_path: Path
+) -> None:
+    """Standalone: each task restarted on its own (POST .../tasks/<n>/restart) starts from
+    the connector config resolved now, as Kafka's standalone herder starts it from the
+    current config: a transform's field taken from a config provider follows the file. Before,
+    the worker started both tasks from the config its connector instance had resolved at its
+    start (the tasks' own configs, resolved afresh, were mixed with it)."""
+    broker.create_topic(topic_name, 2)
+    secret = tmp_path / "hoist.properties"
+    secret.write_text("field=first\n")
+    out = tmp_path / "out.txt"
+    name = f"resolved-{topic_name}"
+    config = {
+        "connector.class": "FileStreamSink",
+        "topics": topic_name,
+        "file": str(out),
+        "tasks.max": "2",
+        "transforms": "h",
+        "transforms.h.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+        "transforms.h.field": f"${{file:{secret}:field}}",
+    }
+    extra = {"config.providers": "file", "config.providers.file.class": "FileConfigProvider"}
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+
+    def produce_to_both(prefix: str) -> None:
+        for partition in (0, 1):
+            for i in range(20):
+                producer.produce(
+                    topic_name, f"{prefix}-{partition}-{i}".encode(), partition=partition
+                )
+        assert producer.flush(30) == 0
+
+    def lines(prefix: str) -> list[str]:
+        text = out.read_text() if out.exists() else ""
+        return [line for line in text.splitlines() if f"={prefix}-" in line]
+
+    with RestWorker(tmp_path / "worker", broker.bootstrap_servers, bundled_plugin_path, extra) as w:
+        http = w.client()
+        assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+        produce_to_both("before")
+        wait_until(lambda: len(lines("before")) == 40, 60, "40 lines before the restarts")
+        secret.write_text("field=second\n")
+        for task in (0, 1):
+            assert http.post(f"/connectors/{name}/tasks/{task}/restart").status_code == 204
+        produce_to_both("after")
+        wait_until(lambda: len(lines("after")) == 40, 60, "40 lines after the restarts")
+        http.delete(f"/connectors/{name}")
+    assert {line.partition("=")[0] for line in lines("before")} == {"Struct{first"}
+    assert {line.partition("=")[0] for line in lines("after")} == {"Struct{second"}
