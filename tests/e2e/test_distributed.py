@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, Producer
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.distributed import (
@@ -803,6 +803,59 @@ def test_tasks_max_changes_flow_through_the_leader_and_spread_the_tasks(
     assert len(per_worker) >= 2  # spread by the leader, not all on the connector's worker
     tasks = cluster.request("GET", f"/connectors/{name}/tasks", 0).json()
     assert [t["config"]["tasks.max"] for t in tasks] == ["6"] * 6
+    assert cluster.request("DELETE", f"/connectors/{name}", 0).status_code == 204
+
+
+def test_a_transform_patched_in_reaches_every_task_also_on_workers_without_the_instance(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """The tester's case: a worker holding two or more tasks of a connector whose instance
+    runs elsewhere restarted them on the config it had first seen (its tasks restart one at
+    a time, so its entry of the connector never went idle): their lines stayed plain."""
+    name, tasks = "hoisted", 6
+    topic = f"{cluster.group}-{name}"
+    broker.create_topic(topic, tasks)
+    out = tmp_path / "hoisted.out"
+    config = {
+        "connector.class": "FileStreamSink",
+        "file": str(out),
+        "topics": topic,
+        "tasks.max": str(tasks),
+    }
+    cluster.create(name, config, via=1)
+    status = cluster.wait_running(name, tasks)
+    held = collections.Counter(t["worker_id"] for t in status["tasks"])
+    assert any(
+        count >= 2 and worker != status["connector"]["worker_id"] for worker, count in held.items()
+    ), f"no worker holds two tasks without the instance: {held}"
+    marks = {i: cluster.log_mark(i) for i in range(WORKERS)}
+    hoist = {
+        "transforms": "h",
+        "transforms.h.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+        "transforms.h.field": "line",
+    }
+    response = cluster.request("PATCH", f"/connectors/{name}/config", 2, json=hoist)
+    assert response.status_code == 200, response.text
+
+    def restarted() -> bool:
+        started = {
+            task
+            for i in range(WORKERS)
+            for task, event in cluster.task_events(i, marks[i])
+            if event == "starting" and task.startswith(f"{name}-")
+        }
+        return len(started) == tasks
+
+    wait_until(restarted, 60, f"every task of {name} restarted")
+    cluster.wait_running(name, tasks)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for partition in range(tasks):
+        for i in range(20):
+            producer.produce(topic, f"after-{partition}-{i}".encode(), partition=partition)
+    assert producer.flush(30) == 0
+    lines = _wait_lines(out, tasks * 20, 60)
+    plain = [line for line in lines if not line.startswith("Struct{line=after-")]
+    assert plain == [], f"{len(plain)} lines written without the transform: {plain[:3]}"
     assert cluster.request("DELETE", f"/connectors/{name}", 0).status_code == 204
 
 
