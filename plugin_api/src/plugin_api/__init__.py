@@ -67,6 +67,7 @@ from plugin_api.connector import (
     Task,
     TransactionContext,
     freeze_partition,
+    validate_offset_format,
 )
 from plugin_api.data import (
     BOOLEAN_SCHEMA,
@@ -232,6 +233,7 @@ __all__ = [
     "Task",
     "TransactionContext",
     "freeze_partition",
+    "validate_offset_format",
     # testing
     "InMemoryErrantRecordReporter",
     "InMemoryOffsetStorageReader",

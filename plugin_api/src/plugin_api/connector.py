@@ -15,6 +15,7 @@ so connectors must tolerate being restarted without a clean shutdown.
 from __future__ import annotations
 
 import enum
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import Future
@@ -22,6 +23,7 @@ from typing import Any, NamedTuple
 
 from plugin_api.components import Versioned
 from plugin_api.config import ConfigDef, ConfigValue
+from plugin_api.errors import DataException
 from plugin_api.records import SinkRecord, SourceRecord, TopicPartition
 
 __all__ = [
@@ -41,6 +43,7 @@ __all__ = [
     "Task",
     "TransactionContext",
     "freeze_partition",
+    "validate_offset_format",
 ]
 
 FrozenPartition = tuple[tuple[str, Any], ...]
@@ -62,6 +65,92 @@ def _freeze(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_freeze(v) for v in value)
     return value
+
+
+# The range of a Java long. Kafka reads a larger JSON integer as a BigInteger, which no
+# Connect type holds, so an offset holding one could not be read back by Kafka Connect.
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def validate_offset_format(data: object) -> None:
+    """Refuse a source partition or offset that cannot be stored, as Kafka's
+    ``OffsetUtils.validateFormat`` does (with its messages), naming the field at fault.
+
+    ``None`` passes; anything else must be a mapping whose keys are strings and whose values
+    are ``None`` or primitive (bool, int within 64 bits, float, str). Kafka refuses maps,
+    arrays and other classes. Two more are refused here: a float that is not finite (``nan``,
+    ``inf``: JSON has no such number, and an offsets topic holding one is read by no other
+    reader), and bytes, which Kafka takes and writes as a base64 string that reads back as a
+    str, not the bytes the task stored. The runtime calls this for every source partition
+    and offset before it stores them, and for offsets written over REST.
+
+    Raises:
+        DataException: ``data`` cannot be stored; the message names the key at fault.
+    """
+    if data is None:
+        return
+    if type(data) is dict:
+        # The usual offset, at the cost of a few type comparisons per field (it is checked
+        # once per source partition per poll, ~0.2 us for one field); anything else, or
+        # anything refused, is looked at closely by _check_field.
+        for key, value in data.items():
+            cls = type(value)
+            if type(key) is str and (
+                cls is str
+                or (cls is int and INT64_MIN <= value <= INT64_MAX)
+                or (cls is float and value - value == 0.0)  # finite: not nan, not inf
+                or value is None
+                or cls is bool
+            ):
+                continue
+            _check_field(key, value)
+        return
+    if not isinstance(data, Mapping):
+        raise DataException(f"Offsets must be specified as a Map, not {_type_name(data)}")
+    for key, value in data.items():
+        _check_field(key, value)
+
+
+def _check_field(key: object, value: object) -> None:
+    """One field of :func:`validate_offset_format`: passes, or raises naming it."""
+    if not isinstance(key, str):
+        raise DataException(
+            f"Offsets may only use String keys, but key {key!r} is {_type_name(key)}"
+        )
+    if value is None or isinstance(value, (bool, str)):
+        return
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise DataException(_not_primitive(key, "class java.math.BigInteger"))
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise DataException(
+                f"Offsets may only contain primitive types as values, but field {key} "
+                f"contains {value}, which is not a finite number"
+            )
+    elif isinstance(value, (bytes, bytearray)):
+        raise DataException(
+            _not_primitive(key, "BYTES")
+            + ", which the offsets store (JSON) cannot hold: encode them as a str"
+        )
+    elif isinstance(value, Mapping):
+        raise DataException(_not_primitive(key, "MAP"))
+    elif isinstance(value, (list, tuple)):
+        raise DataException(_not_primitive(key, "ARRAY"))
+    else:
+        raise DataException(_not_primitive(key, f"class {_type_name(value)}"))
+
+
+def _not_primitive(key: str, what: str) -> str:
+    return f"Offsets may only contain primitive types as values, but field {key} contains {what}"
+
+
+def _type_name(value: object) -> str:
+    cls = type(value)
+    return (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
 
 
 class ExactlyOnceSupport(enum.Enum):
