@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from plugin_api.connector import freeze_partition
 
-from plugin_api import ConnectException
+from plugin_api import ConnectException, DataException, validate_offset_format
 
 __all__ = [
     "FILE_FORMAT_VERSION",
@@ -30,6 +30,7 @@ __all__ = [
     "MemoryOffsetBackingStore",
     "OffsetBackingStore",
     "OffsetStorage",
+    "check_storable",
     "offset_key",
     "parse_offset_key",
 ]
@@ -40,6 +41,25 @@ FILE_FORMAT_VERSION = 1
 def offset_key(connector: str, partition: Mapping[str, Any]) -> bytes:
     """The ``connect-offsets`` key for one source partition (keys sorted, so lookups match)."""
     return json.dumps([connector, dict(partition)], separators=(",", ":"), sort_keys=True).encode()
+
+
+def check_storable(connector: str, partition: Any, offset: Any) -> None:
+    """The last line of defence, as Kafka's OffsetStorageWriter.doFlush: a partition or
+    offset that is not a map of str to primitives is never written. Tasks' offsets were
+    checked in their plugin host, before their records were sent (naming the record); REST
+    checks what it is given. Once per partition per commit.
+
+    Raises:
+        ConnectException: naming the connector and the partition.
+    """
+    try:
+        validate_offset_format(partition)
+        validate_offset_format(offset)
+    except DataException as exc:
+        raise ConnectException(
+            f"connector {connector}: the offset {offset!r} of source partition {partition!r} "
+            f"cannot be stored: {exc}"
+        ) from exc
 
 
 def parse_offset_key(key: bytes) -> tuple[str, dict[str, Any]]:
@@ -177,6 +197,7 @@ class OffsetStorage:
         """Record ``(source partition, offset)`` pairs (None offset = tombstone); see flush()."""
         values: dict[bytes, bytes | None] = {}
         for partition, offset in entries:
+            check_storable(connector, partition, offset)
             values[offset_key(connector, partition)] = (
                 None if offset is None else json.dumps(offset, separators=(",", ":")).encode()
             )

@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from core.offsets import OffsetStore
-from core.stores.offsets import offset_key
+from core.stores.offsets import check_storable, offset_key
 
 __all__ = ["KeyForms", "TaskOffsetStore"]
 
@@ -125,6 +125,9 @@ class TaskOffsetStore:
     ) -> list[tuple[bytes, bytes | None]]:
         """``(key, value)`` records of ``entries`` in :attr:`topic`'s format (value None: a
         tombstone, one per form of the key in the topic), for a transaction to produce."""
+        entries = list(entries)
+        for partition, offset in entries:
+            check_storable(connector, partition, offset)
         keyed = [(offset_key(connector, partition), offset) for partition, offset in entries]
         tombstones = [key for key, offset in keyed if offset is None]
         forms = self._key_forms(tombstones) if tombstones else {}

@@ -39,6 +39,7 @@ from plugin_api.connector import freeze_partition
 from plugin_api import (
     ConnectException,
     Converter,
+    DataException,
     ErrantRecordReporter,
     HeaderConverter,
     Headers,
@@ -57,7 +58,11 @@ from plugin_api import (
     TimestampType,
     TopicPartition,
     Transformation,
+    validate_offset_format,
 )
+
+# ``(source partition, source offset)`` pairs, the last of each partition in a poll.
+OffsetPairs = Sequence[tuple[Any, Any]]
 
 # A callback into the worker, answered before the current request completes.
 Callback = Callable[[str, tuple[Any, ...]], Any]
@@ -262,10 +267,16 @@ class SourceRunner:
                 # Kafka's sendRecords() has sent them), the failure is reported, and the
                 # worker fails the task.
                 batch, records = stop.batch, list(itertools.islice(records, stop.index))
-        offsets = _last_offsets(records) if records else []
+        offsets = _last_offsets(self.task, records) if records else []
+        # Once per source partition per poll, before any of its records is produced: what the
+        # worker would store. (A record's offset that a later one of its partition replaces
+        # is never stored, as in Kafka, which validates at each flush.)
+        _check_offsets(self.task, records, offsets)
         if transactions is None:
             return batch.wire(), failures, offsets
-        boundaries = _record_boundaries(transactions, records)
+        boundaries = _record_boundaries(self.task, transactions, records)
+        for _index, _action, ends in boundaries:
+            _check_offsets(self.task, records, ends)
         return batch.wire(), failures, offsets, boundaries + batch_boundary(transactions, offsets)
 
     def _convert_batch(self, seq: int, records: SourceRecordBatch) -> ProducedBatch | None:
@@ -466,7 +477,7 @@ def _empty_poll(transactions: HostTransactionContext | None) -> tuple[Any, ...]:
 
 
 def _record_boundaries(
-    transactions: HostTransactionContext, records: Sequence[SourceRecord]
+    task: SourceTask, transactions: HostTransactionContext, records: Sequence[SourceRecord]
 ) -> list[tuple[int, str, list[tuple[Any, Any]]]]:
     """The boundaries the task asked for after some of ``records``: ``(index, action, offsets
     of the records up to it, the last per source partition)``, in record order (a
@@ -478,6 +489,8 @@ def _record_boundaries(
     for index, record in enumerate(records):
         partition = record.source_partition
         if partition is not None:
+            if not isinstance(partition, Mapping):
+                _check_offsets(task, records, [(partition, None)])
             ends[freeze_partition(partition)] = (partition, record.source_offset)
         action = transactions.boundary_of(record)
         if action is not None:
@@ -497,11 +510,15 @@ def _wrong_poll_result(records: object) -> str | None:
     return None
 
 
-def _last_offsets(records: Sequence[SourceRecord]) -> list[tuple[Any, Any]]:
+def _last_offsets(task: SourceTask, records: Sequence[SourceRecord]) -> list[tuple[Any, Any]]:
     """``(source partition, source offset)`` of the last record of each source partition.
     Usually the whole batch has one partition object (checked at C speed); else record by
     record, partitions compared by value. A SourceRecordBatch has one, and its last offset
-    is read without building its records."""
+    is read without building its records.
+
+    Raises:
+        ConnectException: a partition is not a mapping (so it cannot be compared by value).
+    """
     if type(records) is SourceRecordBatch:
         partition = records.source_partition
         return [] if partition is None else [(partition, records.last_source_offset)]
@@ -516,9 +533,46 @@ def _last_offsets(records: Sequence[SourceRecord]) -> list[tuple[Any, Any]]:
         partition = record.source_partition
         if partition is not None:
             if partition is not last:  # usually one object for a run of records
+                if not isinstance(partition, Mapping):
+                    _check_offsets(task, records, [(partition, None)])
                 last, frozen = partition, freeze_partition(partition)
             ends[frozen] = (partition, record.source_offset)
     return list(ends.values())
+
+
+def _check_offsets(task: SourceTask, records: Sequence[SourceRecord], offsets: OffsetPairs) -> None:
+    """Refuse a poll holding a source partition or offset that cannot be stored
+    (:func:`plugin_api.validate_offset_format`), naming the task, the record and the field.
+
+    Raises:
+        ConnectException: one of ``offsets`` cannot be stored; caused by the DataException.
+    """
+    for partition, offset in offsets:
+        what = "source partition"
+        try:
+            validate_offset_format(partition)
+            what = "source offset"
+            validate_offset_format(offset)
+        except DataException as exc:
+            raise _unstorable(task, records, partition, what, exc) from exc
+
+
+def _unstorable(
+    task: SourceTask,
+    records: Sequence[SourceRecord],
+    partition: Any,
+    what: str,
+    exc: DataException,
+) -> ConnectException:
+    """The error for a poll whose last record of ``partition`` carries what cannot be stored
+    (searched for only now: a good poll pays nothing for it)."""
+    found = [i for i, r in enumerate(records) if r.source_partition is partition]
+    index = found[-1] if found else len(records) - 1
+    return ConnectException(
+        f"{type(task).__qualname__}.poll() returned a {_describe_source(records[index])}, "
+        f"record {index} of the batch, whose {what} cannot be stored: {exc}. Source "
+        "partitions and offsets are maps of str to None, bool, int, finite float or str."
+    )
 
 
 def _describe_source(record: SourceRecord) -> str:

@@ -14,7 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.apache_kafka import KafkaCluster
 from tests.support.faulty import install_faulty
+from tests.support.kafka import read_all
 from tests.support.rest import RestWorker, wait_for
 
 pytestmark = pytest.mark.integration
@@ -202,3 +204,56 @@ def test_a_plugin_host_crash_answers_500_without_its_trace(
     assert response.status_code == 500, response.text
     _no_trace(response)
     assert "exited with code 1" in response.json()["message"], response.text
+
+
+# What poll() puts in each record's source partition or offset (tests/support/faulty.py
+# ``bad.offset``), and what the task's failure then says of it.
+UNSTORABLE = {
+    "int": ("source offset", "Offsets must be specified as a Map, not int"),
+    "array": (
+        "source offset",
+        "Offsets may only contain primitive types as values, but field n contains ARRAY",
+    ),
+    "nan": ("source offset", "but field n contains nan, which is not a finite number"),
+    "datetime": ("source offset", "but field ts contains class datetime.datetime"),
+    "int-key": ("source offset", "Offsets may only use String keys, but key 1 is int"),
+    "partition-list": ("source partition", "Offsets must be specified as a Map, not list"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(UNSTORABLE))
+def test_a_source_offset_that_cannot_be_stored_fails_the_task_before_its_records_are_sent(
+    worker: RestWorker,
+    broker: KafkaCluster,
+    bootstrap_servers: str,
+    topic_name: str,
+    shape: str,
+) -> None:
+    """The first poll's offsets are good, the second's are not: the task fails naming the
+    record and the field, none of the second poll's records reaches the topic, and the
+    offsets store keeps the first poll's offset (GET /offsets still answers)."""
+    broker.create_topic(topic_name, 1)
+    name = f"unstorable-{shape}"
+    config = _source(
+        topic_name, **{"records.per.poll": "3", "bad.offset": shape, "bad.offset.after": "3"}
+    )
+    what, expected = UNSTORABLE[shape]
+    with worker.client() as http:
+        _create(http, name, config)
+        status = _failed(http, name, task=True)
+        first = status["trace"].splitlines()[0]
+        assert (
+            f"FaultySourceTask.poll() returned a source record for topic {topic_name!r}" in first
+        ), first
+        assert first.startswith(f"isolation.errors.RemotePluginError: {name}-0: "), first
+        assert f"record 2 of the batch, whose {what} cannot be stored" in first, first
+        assert expected in first, first
+        response = http.get(f"/connectors/{name}/offsets")
+        assert response.status_code == 200, response.text
+        assert response.json() == {
+            "offsets": [{"partition": {"faulty": "source"}, "offset": {"n": 3}}]
+        }
+        http.delete(f"/connectors/{name}")
+    values = [m.value() for m in read_all(bootstrap_servers, topic_name, 3)]
+    assert values == [b"record-0", b"record-1", b"record-2"], values
+    _no_host_crashed(worker, name)

@@ -29,6 +29,12 @@
   ``task.poll``, ``task.put``) an exception whose ``str()`` itself raises (``how`` is
   ``unprintable``) or ``SystemExit(2)`` (``exit``), or print a stack trace and end the plugin
   host with exit code 1 (``crash``).
+* ``bad.offset``: the source partition or offset each record of a source's poll carries
+  instead of ``{"faulty": "source"}`` / ``{"n": <count>}``: ``int`` (offset ``5``), ``array``
+  (``{"n": [1, 2]}``), ``nan`` (``{"n": nan}``), ``datetime`` (``{"ts": <a datetime>}``),
+  ``int-key`` (``{1: 1}``) or ``partition-list`` (partition ``[1]``).
+* ``bad.offset.after``: how many records are sent with good offsets before ``bad.offset``
+  applies (default 0), so a test can see what was committed before it.
 * ``wrong.return``: ``where:what`` pairs, comma-separated: return a wrong type from ``where``
   (``task.poll``, ``task.pre_commit``, ``connector.task_configs``): ``str`` (``"wrong"``),
   ``ints`` (``[1, 2, 3]``) or ``strs`` (``["a", "b"]``).
@@ -44,9 +50,9 @@ from registry import install
 from tests.support.wheels import build_wheel
 
 FAULTY_SOURCE = r"""
-import os, sys, threading, time, traceback
-from plugin_api import (ConfigDef, ConnectException, SinkConnector, SinkTask, SourceConnector,
-                        SourceRecord, SourceTask)
+import datetime, os, sys, threading, time, traceback
+from plugin_api import (ConfigDef, ConnectException, SinkConnector, SinkTask,
+                        SourceConnector, SourceRecord, SourceTask)
 
 _FOREVER = threading.Event()
 
@@ -132,12 +138,28 @@ class FaultySourceTask(_Misbehaving, SourceTask):
         time.sleep(0.02)
         n = int(self.props.get("records.per.poll", "0"))
         records = [
-            SourceRecord({"faulty": "source"}, {"n": self.sent + i + 1}, self.props["topic"],
+            SourceRecord(*self._where(self.sent + i + 1), self.props["topic"],
                          value=f"record-{self.sent + i}")
             for i in range(n)
         ]
         self.sent += n
         return records
+
+    def _where(self, n):
+        # (source partition, source offset) of the n-th record
+        bad = self.props.get("bad.offset")
+        if not bad or n <= int(self.props.get("bad.offset.after", "0")):
+            return {"faulty": "source"}, {"n": n}
+        if bad == "partition-list":
+            return [1], {"n": n}
+        offset = {
+            "int": 5,
+            "array": {"n": [1, 2]},
+            "nan": {"n": float("nan")},
+            "datetime": {"ts": datetime.datetime(2026, 1, 1)},
+            "int-key": {1: 1},
+        }[bad]
+        return {"faulty": "source"}, offset
 
     def stop(self):
         self._stopped()
@@ -247,7 +269,7 @@ def install_faulty(plugin_path: Path) -> Path:
             "copycat.connectors": {
                 "FaultySource": "faulty_plugin:FaultySource",
                 "FaultySink": "faulty_plugin:FaultySink",
-            }
+            },
         },
     )
     install(str(wheel), plugin_path, offline=True)

@@ -30,8 +30,9 @@ from plugin_api.connector import (
     SourceTask,
     SourceTaskContext,
     freeze_partition,
+    validate_offset_format,
 )
-from plugin_api.errors import ConnectException, RetriableException
+from plugin_api.errors import ConnectException, DataException, RetriableException
 from plugin_api.records import ConnectRecord, Headers, SinkRecord, SourceRecord, TopicPartition
 
 __all__ = [
@@ -253,6 +254,11 @@ def run_source_task(
         max_records: Stop once this many records arrived (the last batch is cut).
         offsets: Previously committed offsets the task should resume from.
         stop_when_idle: Stop at the first poll returning ``None`` or ``[]``.
+
+    Raises:
+        ConnectException: A poll's last record of a source partition carries a partition
+            or offset the worker could not store (:func:`validate_offset_format`); the
+            worker fails the task on it, before any record of that poll is sent.
     """
     task = task_cls()
     context = MockSourceTaskContext(config, offsets)
@@ -270,6 +276,7 @@ def run_source_task(
                 continue
             if max_records is not None:
                 batch = batch[: max_records - len(run.records)]
+            _check_offsets(task, batch)
             for record in batch:
                 partition = record.kafka_partition or 0
                 position = log_end.get((record.topic, partition), 0)
@@ -288,6 +295,38 @@ def run_source_task(
     finally:
         task.stop()
     return run
+
+
+def _check_offsets(task: SourceTask, batch: Iterable[SourceRecord]) -> None:
+    """Refuse a poll whose last offset of a source partition cannot be stored, as the
+    worker does (once per partition per poll, before the poll's records are sent)."""
+    last: dict[Any, tuple[int, SourceRecord]] = {}
+    for index, record in enumerate(batch):
+        partition = record.source_partition
+        if partition is None:
+            continue
+        try:
+            validate_offset_format(partition)
+        except DataException as exc:
+            raise _unstorable(task, index, record, "source partition", exc) from exc
+        last[freeze_partition(partition)] = (index, record)
+    for index, record in last.values():
+        try:
+            validate_offset_format(record.source_offset)
+        except DataException as exc:
+            raise _unstorable(task, index, record, "source offset", exc) from exc
+
+
+def _unstorable(
+    task: SourceTask, index: int, record: SourceRecord, what: str, exc: DataException
+) -> ConnectException:
+    return ConnectException(
+        f"{type(task).__qualname__}.poll() returned a source record for topic "
+        f"{record.topic!r} (source partition {record.source_partition}, offset "
+        f"{record.source_offset}), record {index} of the batch, whose {what} cannot be "
+        f"stored: {exc}. Source partitions and offsets are maps of str to None, bool, int, "
+        "finite float or str."
+    )
 
 
 class SinkTaskRun(Generic[SinkT]):

@@ -331,3 +331,34 @@ def test_converter_round_trip() -> None:
         JsonConverter, {}, "t", schema, Struct(schema).put("id", 5), is_key=True
     )
     assert back.value == {"id": 5}
+
+
+class _UnstorableOffsetTask(SourceTask):
+    """One poll of two records; the second's offset cannot be stored."""
+
+    def version(self) -> str:
+        return "1"
+
+    def start(self, props: Mapping[str, str]) -> None:
+        self.polled = False
+
+    def poll(self) -> list[SourceRecord]:
+        if self.polled:
+            return []
+        self.polled = True
+        return [
+            SourceRecord({"p": 0}, {"n": 1}, "t", value="a"),
+            SourceRecord({"p": 0}, {"n": float("nan")}, "t", value="b"),
+        ]
+
+    def stop(self) -> None:
+        pass
+
+
+def test_run_source_task_refuses_what_the_worker_cannot_store() -> None:
+    with pytest.raises(ConnectException) as refused:
+        run_source_task(_UnstorableOffsetTask, {})
+    message = str(refused.value)
+    assert "_UnstorableOffsetTask.poll() returned a source record for topic 't'" in message
+    assert "record 1 of the batch, whose source offset cannot be stored" in message
+    assert "field n contains nan, which is not a finite number" in message

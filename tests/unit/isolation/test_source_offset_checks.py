@@ -1,0 +1,102 @@
+"""The source runner refuses a poll whose offsets cannot be stored, naming the record and
+the field.
+
+Runs the host-side runner (isolation/_hostside/copycat_pipeline.py) in this process.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from copycat_converters.simple import StringConverter
+
+from isolation.host import HOSTSIDE_DIR
+from plugin_api import ConnectException, SourceRecord, SourceRecordBatch, SourceTask
+
+sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host imports them
+from copycat_pipeline import Pipeline, SourceRunner, TransformStage  # noqa: E402
+
+
+class ListSource(SourceTask):
+    """Returns the records it was given, once."""
+
+    def __init__(self, records: Any) -> None:
+        self.records = records
+
+    def version(self) -> str:
+        return "1"
+
+    def start(self, props: Mapping[str, str]) -> None:
+        pass
+
+    def poll(self) -> Any:
+        records, self.records = self.records, []
+        return records
+
+    def stop(self) -> None:
+        pass
+
+
+def _pipeline(*stages: TransformStage) -> Pipeline:
+    converter = StringConverter()
+    converter.configure({}, is_key=False)
+    return Pipeline(None, converter, None, stages)
+
+
+def _refusal(records: Any, *stages: TransformStage) -> str:
+    with pytest.raises(ConnectException) as refused:
+        SourceRunner(ListSource(records), _pipeline(*stages)).poll()
+    return str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("partition", "offset", "what", "message"),
+    [
+        ({"p": 0}, 5, "source offset", "Offsets must be specified as a Map, not int"),
+        ({"p": 0}, {"n": [1, 2]}, "source offset", "field n contains ARRAY"),
+        ({"p": 0}, {"n": float("nan")}, "source offset", "field n contains nan"),
+        ([1], {"n": 1}, "source partition", "Offsets must be specified as a Map, not list"),
+        ({"p": [1]}, {"n": 1}, "source partition", "field p contains ARRAY"),
+    ],
+)
+def test_the_last_offset_of_a_partition_that_cannot_be_stored_refuses_the_poll(
+    partition: Any, offset: Any, what: str, message: str
+) -> None:
+    good = SourceRecord({"p": 0}, {"n": 0}, "t", value="good")
+    bad = SourceRecord(partition, offset, "t", value="bad")
+    for records, index in (([good, bad], 1), ([bad], 0)):
+        refused = _refusal(records)
+        assert "ListSource.poll() returned a source record for topic 't'" in refused
+        assert f"record {index} of the batch, whose {what} cannot be stored: " in refused
+        assert message in refused
+
+
+def test_a_list_partition_among_others_is_named_not_an_attribute_error() -> None:
+    records = [
+        SourceRecord({"p": 0}, {"n": 0}, "t", value="a"),
+        SourceRecord([1], {"n": 1}, "t", value="b"),  # type: ignore[arg-type]
+        SourceRecord({"p": 0}, {"n": 2}, "t", value="c"),
+    ]
+    refused = _refusal(records)
+    assert "record 1 of the batch, whose source partition cannot be stored" in refused
+
+
+def test_an_offset_a_later_record_replaces_is_not_checked() -> None:
+    """As Kafka, which validates at each flush what it would store: only the last offset of
+    each partition in a poll is stored."""
+    records = [
+        SourceRecord({"p": 0}, {"n": float("nan")}, "t", value="a"),
+        SourceRecord({"p": 0}, {"n": 1}, "t", value="b"),
+    ]
+    _batch, failures, offsets = SourceRunner(ListSource(records), _pipeline()).poll()
+    assert (failures, offsets) == ([], [({"p": 0}, {"n": 1})])
+
+
+def test_a_source_record_batch_is_checked_too() -> None:
+    batch = SourceRecordBatch({"p": 0}, [{"n": 1}, {"n": float("inf")}], "t", values=["a", "b"])
+    refused = _refusal(batch)
+    assert "record 1 of the batch, whose source offset cannot be stored" in refused
+    assert "field n contains inf, which is not a finite number" in refused
