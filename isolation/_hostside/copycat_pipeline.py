@@ -81,9 +81,13 @@ class RetriablePut(RetriableException):
 _TIMESTAMP_TYPES = list(TimestampType)
 
 
-def _make_chain(stages: Iterable[TransformStage]) -> Callable[[Any], Any] | None:
+def _make_chain(
+    stages: Iterable[TransformStage], record_type: type[SourceRecord] | type[SinkRecord]
+) -> Callable[[Any], Any] | None:
     """The SMT chain as one function, None without transforms: a failing stage raises
-    StageFailure, a stage that drops the record makes it return None."""
+    StageFailure, a stage that drops the record makes it return None. A stage that returns
+    anything but a ``record_type`` (or None) fails as one that raised, naming its alias: the
+    next stage or the converters would otherwise fail on it naming neither."""
     chain = tuple(stages)
     if not chain:
         return None
@@ -96,9 +100,23 @@ def _make_chain(stages: Iterable[TransformStage]) -> Callable[[Any], Any] | None
                 raise StageFailure(TRANSFORMATION, stage.transform, exc) from exc
             if record is None:
                 return None
+            # The exact type first: ~15 ns against isinstance()'s ~25 ns for the usual record.
+            if type(record) is not record_type and not isinstance(record, record_type):
+                error = ConnectException(
+                    f"transform {stage.alias!r} ({_qualified(stage.transform)}) returned "
+                    f"{_qualified(record)}, not a {record_type.__name__} or None"
+                )
+                raise StageFailure(TRANSFORMATION, stage.transform, error)
         return record
 
     return transform
+
+
+def _qualified(value: object) -> str:
+    cls = type(value)
+    return (
+        cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+    )
 
 
 class TransformStage:
@@ -374,7 +392,7 @@ class SourceRunner:
     def _make_converter(self) -> Callable[[SourceRecord], tuple[Any, ...] | None]:
         """Build the per-record function once, with the pipeline's parts bound as locals."""
         pipeline = self.pipeline
-        transform = _make_chain(pipeline.stages)
+        transform = _make_chain(pipeline.stages, SourceRecord)
         kc, vc, hc = pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
 
         def convert(original: SourceRecord) -> tuple[Any, ...] | None:
@@ -686,7 +704,7 @@ class SinkRunner:
         self.pipeline = pipeline
         self.context = context
         self.errors = errors or ErrorPolicy()
-        self._transform = _make_chain(pipeline.stages)
+        self._transform = _make_chain(pipeline.stages, SinkRecord)
         self._convert = self._make_converter()
         self._headers_later = sink_columns.headers_later(
             pipeline.key_converter, pipeline.value_converter, pipeline.header_converter

@@ -257,3 +257,27 @@ def test_a_source_offset_that_cannot_be_stored_fails_the_task_before_its_records
     values = [m.value() for m in read_all(bootstrap_servers, topic_name, 3)]
     assert values == [b"record-0", b"record-1", b"record-2"], values
     _no_host_crashed(worker, name)
+
+
+def test_a_transform_returning_no_record_fails_the_task_naming_its_alias(
+    worker: RestWorker, topic_name: str
+) -> None:
+    config = _source(
+        topic_name,
+        **{
+            "records.per.poll": "1",
+            "transforms": "shape",
+            "transforms.shape.type": "FaultyTransform",
+            "transforms.shape.return": "dict",
+        },
+    )
+    with worker.client() as http:
+        _create(http, "transform-returns-dict", config)
+        status = _failed(http, "transform-returns-dict", task=True)
+        http.delete("/connectors/transform-returns-dict")
+    trace = status["trace"]
+    assert "TRANSFORMATION (faulty_plugin.FaultyTransform) failed on source record" in trace
+    assert (
+        "transform 'shape' (faulty_plugin.FaultyTransform) returned dict, not a SourceRecord "
+        "or None" in trace
+    ), trace

@@ -39,6 +39,9 @@
   (``task.poll``, ``task.pre_commit``, ``connector.task_configs``): ``str`` (``"wrong"``),
   ``ints`` (``[1, 2, 3]``) or ``strs`` (``["a", "b"]``).
 
+``FaultyTransform`` (an SMT) returns ``{"not": "a record"}`` when ``return`` is ``dict``,
+else its record unchanged.
+
 Tests install it with :func:`install_faulty` into a plugin path of their own.
 """
 
@@ -51,8 +54,8 @@ from tests.support.wheels import build_wheel
 
 FAULTY_SOURCE = r"""
 import datetime, os, sys, threading, time, traceback
-from plugin_api import (ConfigDef, ConnectException, SinkConnector, SinkTask,
-                        SourceConnector, SourceRecord, SourceTask)
+from plugin_api import (ConfigDef, ConfigType, ConnectException, SinkConnector, SinkTask,
+                        SourceConnector, SourceRecord, SourceTask, Transformation)
 
 _FOREVER = threading.Event()
 
@@ -247,6 +250,18 @@ class _FaultyConnector:
         return super().alter_offsets(connector_config, offsets)
 
 
+class FaultyTransform(Transformation):
+    def configure(self, configs):
+        self.returns = configs.get("return")
+
+    def apply(self, record):
+        return {"not": "a record"} if self.returns == "dict" else record
+
+    def config(self):
+        return ConfigDef().define("return", ConfigType.STRING, None,
+                                  documentation="what apply() returns: dict, or the record")
+
+
 class FaultySource(_FaultyConnector, SourceConnector):
     def task_class(self):
         return FaultySourceTask
@@ -270,6 +285,7 @@ def install_faulty(plugin_path: Path) -> Path:
                 "FaultySource": "faulty_plugin:FaultySource",
                 "FaultySink": "faulty_plugin:FaultySink",
             },
+            "copycat.transforms": {"FaultyTransform": "faulty_plugin:FaultyTransform"},
         },
     )
     install(str(wheel), plugin_path, offline=True)

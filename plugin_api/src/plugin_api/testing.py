@@ -444,6 +444,8 @@ def apply_transform(
 
     Raises:
         AssertionError: If the transformation mutated its input record.
+        ConnectException: If it returned neither None nor a record of its input's kind
+            (the runtime fails such a record as if the transform raised).
     """
     transform = (
         transform_cls_or_instance()
@@ -458,6 +460,13 @@ def apply_transform(
         transform.close()
     if repr(record) != before:
         raise AssertionError(f"{type(transform).__name__} mutated its input record")
+    expected = next((t for t in (SourceRecord, SinkRecord) if isinstance(record, t)), ConnectRecord)
+    if result is not None and not isinstance(result, expected):
+        # What the runtime refuses too, failing the record as a transform that raised.
+        raise ConnectException(
+            f"transform {type(transform).__qualname__} returned {type(result).__qualname__}, "
+            f"not a {expected.__name__} or None"
+        )
     return result
 
 

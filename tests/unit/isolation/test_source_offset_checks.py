@@ -1,5 +1,5 @@
-"""The source runner refuses a poll whose offsets cannot be stored, naming the record and
-the field.
+"""The source runner refuses a poll whose offsets cannot be stored, and a transform whose
+result is no record, naming the record, the field and the transform's alias.
 
 Runs the host-side runner (isolation/_hostside/copycat_pipeline.py) in this process.
 """
@@ -14,10 +14,11 @@ import pytest
 from copycat_converters.simple import StringConverter
 
 from isolation.host import HOSTSIDE_DIR
-from plugin_api import ConnectException, SourceRecord, SourceRecordBatch, SourceTask
+from plugin_api import ConnectException, SourceRecord, SourceRecordBatch, SourceTask, Transformation
 
 sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host imports them
-from copycat_pipeline import Pipeline, SourceRunner, TransformStage  # noqa: E402
+from copycat_errors import ErrorPolicy, StageFailure  # noqa: E402
+from copycat_pipeline import Pipeline, SourceRunner, TransformStage, _make_chain  # noqa: E402
 
 
 class ListSource(SourceTask):
@@ -100,3 +101,41 @@ def test_a_source_record_batch_is_checked_too() -> None:
     refused = _refusal(batch)
     assert "record 1 of the batch, whose source offset cannot be stored" in refused
     assert "field n contains inf, which is not a finite number" in refused
+
+
+class _ReturnsDict(Transformation[SourceRecord]):
+    def apply(self, record: SourceRecord) -> Any:
+        return {"not": "a record"}
+
+
+class _Identity(Transformation[SourceRecord]):
+    def apply(self, record: SourceRecord) -> SourceRecord:
+        return record
+
+
+def test_a_transform_returning_no_record_fails_naming_its_alias() -> None:
+    chain = _make_chain(
+        [TransformStage("keep", _Identity()), TransformStage("shape", _ReturnsDict())],
+        SourceRecord,
+    )
+    assert chain is not None
+    with pytest.raises(StageFailure) as failed:
+        chain(SourceRecord(None, None, "t", value="v"))
+    stage, component, _cls, message, _trace = failed.value.info()
+    assert (stage, component) == ("TRANSFORMATION", f"{__name__}._ReturnsDict")
+    assert message == (
+        f"transform 'shape' ({__name__}._ReturnsDict) returned dict, not a SourceRecord or None"
+    )
+
+
+def test_a_transform_returning_no_record_is_tolerated_as_one_that_raised() -> None:
+    records = [SourceRecord({"p": 0}, {"n": i}, "t", value="v") for i in range(2)]
+    runner = SourceRunner(
+        ListSource(records),
+        _pipeline(TransformStage("shape", _ReturnsDict())),
+        ErrorPolicy({"errors.tolerance": "all"}),
+    )
+    _batch, failures, offsets = runner.poll()
+    assert [f[0] for f in failures] == [0, 1]
+    assert "returned dict, not a SourceRecord or None" in failures[0][5]
+    assert offsets == [({"p": 0}, {"n": 1})]

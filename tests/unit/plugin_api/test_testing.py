@@ -362,3 +362,13 @@ def test_run_source_task_refuses_what_the_worker_cannot_store() -> None:
     assert "_UnstorableOffsetTask.poll() returned a source record for topic 't'" in message
     assert "record 1 of the batch, whose source offset cannot be stored" in message
     assert "field n contains nan, which is not a finite number" in message
+
+
+class _ReturnsDict(Transformation[SourceRecord]):
+    def apply(self, record: SourceRecord) -> Any:
+        return {"not": "a record"}
+
+
+def test_apply_transform_refuses_a_result_that_is_no_record() -> None:
+    with pytest.raises(ConnectException, match="returned dict, not a SourceRecord or None"):
+        apply_transform(_ReturnsDict, {}, SourceRecord(None, None, "t", value="v"))
