@@ -31,6 +31,13 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.runtime.spec import ErrorsPolicy
+from core.topic_names import (
+    JavaRegexError,
+    compile_topics_regex,
+    distinct_topics,
+    matching_topics,
+    topic_name_error,
+)
 from isolation import (
     ConsumedBatch,
     Frame,
@@ -68,8 +75,19 @@ JOIN_SHARE_OF_STOP_TIMEOUT = 0.8
 STOP_SHARE_OF_TIMEOUT = 0.9
 # A task whose consumer has been joining its group this long, with no assignment, says so
 # (and again each time as long again passes): it reads nothing meanwhile, and on the dev broker
-# such a join may never complete (see _finish_join).
+# such a join may never complete (see _finish_join). Only while a subscribed topic exists:
+# librdkafka does not join at all before one does, and the sink is then waiting, not stuck.
 JOIN_WARN_S = 60.0
+# A topics.regex sink matches topic names itself (whole names, Java's syntax, no internal
+# topics: see core.topic_names) and subscribes to the list; it lists the cluster's topics this
+# often to follow topics created and deleted. Kafka Connect's consumer sees new topics at each
+# metadata.max.age.ms (5 minutes); 10 s is librdkafka's refresh the sink consumer uses for
+# partitions added to its topics (topic.metadata.refresh.interval.ms, SINK_CONSUMER_DEFAULTS).
+TOPICS_REGEX_REFRESH_S = 10.0
+# How long one listing of the cluster's topics may hold the loop (it polls nothing meanwhile),
+# and how soon a listing that failed, or a matched topic reported missing, is tried again.
+METADATA_TIMEOUT_S = 2.0
+TOPICS_REGEX_RETRY_S = 1.0
 # Backoff before a put() that raised RetriableException is retried with the same batch, when
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
@@ -132,8 +150,14 @@ class SinkTaskLoop:
         self.host = host
         self.handle = handle
         self.consumer = consumer
-        self.subscribed_topics = list(topics)
+        # Kafka's consumer subscribes to a set: topics=v1,v1 consumes v1 once (librdkafka
+        # refuses a list with a repeat, naming no topic).
+        self.subscribed_topics = distinct_topics(topics)
         self.topics_regex = topics_regex
+        self._pattern: re.Pattern[str] | None = None
+        self._matched: list[str] = []  # what a topics.regex subscription consumes now
+        self._next_match_at = 0.0
+        self._regex_waiting_logged = False
         self.commit_interval_s = commit_interval_ms / 1000
         self._clock = clock
         self._next_commit = clock() + self.commit_interval_s
@@ -218,22 +242,89 @@ class SinkTaskLoop:
     # -- subscription -------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Subscribe: to ``topics``, or to the topics ``topics.regex`` matches now (and from
+        then on, see :meth:`_match_topics`).
+
+        Raises:
+            ConnectException: an illegal topic name in ``topics`` (Kafka's task fails with
+                ``InvalidTopicException: Invalid topics: [...]``), or a ``topics.regex`` Java
+                would refuse; both name what is at fault.
+        """
         if self.topics_regex:
-            # librdkafka treats a subscription starting with ^ as a regex.
-            pattern = (
-                self.topics_regex if self.topics_regex.startswith("^") else "^" + self.topics_regex
+            try:
+                self._pattern = compile_topics_regex(self.topics_regex)
+            except JavaRegexError as exc:
+                raise ConnectException(
+                    f"sink task {self.name}: topics.regex={self.topics_regex} is not a valid "
+                    f"regular expression: {exc}"
+                ) from None
+            self._match_topics()
+            return
+        invalid = [t for t in self.subscribed_topics if topic_name_error(t)]
+        if invalid:
+            raise ConnectException(
+                f"sink task {self.name}: Invalid topics: [{', '.join(invalid)}] "
+                f"({topic_name_error(invalid[0])})"
             )
-            re.compile(pattern)
-            subscription = [pattern]
-        else:
-            subscription = self.subscribed_topics
+        self._subscribe(self.subscribed_topics)
+
+    def _subscribe(self, topics: list[str]) -> None:
         self.consumer.subscribe(
-            subscription,
+            topics,
             on_assign=self._on_assign,
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
         )
         self._joined_again()
+
+    def _match_topics(self) -> None:
+        """Subscribe a ``topics.regex`` sink to the topics its pattern matches now, when that
+        changed: Java's whole-name ``matches()`` with internal topics excluded, as Kafka
+        Connect's pattern subscription (librdkafka's own regex subscription searches, in
+        POSIX syntax, and takes internal topics too). Called at start and then every
+        :data:`TOPICS_REGEX_REFRESH_S` from the loop, outside the per-record path; the
+        subscription then follows partitions added to those topics by itself."""
+        assert self._pattern is not None
+        now = self._clock()
+        try:
+            metadata = self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+        except KafkaException as exc:
+            self._next_match_at = now + TOPICS_REGEX_RETRY_S
+            log.debug("task %s: could not list topics to match topics.regex: %s", self.name, exc)
+            return
+        self._next_match_at = now + TOPICS_REGEX_REFRESH_S
+        listed = [
+            name
+            for name, topic in metadata.topics.items()
+            if topic.error is None or topic.error.code() not in MISSING_TOPIC_ERRORS
+        ]
+        matched = matching_topics(self._pattern, listed)
+        if matched != self._matched:
+            log.info(
+                "task %s: topics.regex=%s matches %s",
+                self.name,
+                self.topics_regex,
+                ", ".join(matched) or "no topic",
+            )
+            if matched:
+                self._subscribe(matched)
+            else:
+                self.consumer.unsubscribe()
+            self._matched = matched
+        if matched:
+            self._regex_waiting_logged = False
+        elif not self._regex_waiting_logged:
+            self._regex_waiting_logged = True
+            log.warning(
+                "task %s is waiting for a topic matching topics.regex=%s to be created; it "
+                "consumes matching topics as soon as they exist",
+                self.name,
+                self.topics_regex,
+            )
+
+    def _subscription(self) -> list[str]:
+        """The topics the consumer is subscribed to now."""
+        return self._matched if self._pattern is not None else self.subscribed_topics
 
     def _on_assign(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         """Open the new partitions in the task; where it rewound them (``context.offset()``
@@ -342,6 +433,11 @@ class SinkTaskLoop:
         last = self._join_since if self._join_warned_at is None else self._join_warned_at
         if now - last < JOIN_WARN_S:
             return
+        if not self._subscribed_topic_exists():
+            # Not joining: librdkafka joins once a subscribed topic exists. The sink is
+            # waiting for its topics (said once already); look again in JOIN_WARN_S.
+            self._join_since, self._join_warned_at = now, None
+            return
         self._join_warned_at = now
         log.warning(
             "task %s: its consumer has been joining its group for %.0f s and has no assignment "
@@ -350,6 +446,22 @@ class SinkTaskLoop:
             "use another group.id",
             self.name,
             now - self._join_since,
+        )
+
+    def _subscribed_topic_exists(self) -> bool:
+        """Whether the cluster has one of the subscribed topics (False if it cannot tell)."""
+        subscription = self._subscription()
+        if not subscription:
+            return False
+        try:
+            metadata = self.consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+        except KafkaException as exc:
+            log.debug("task %s: could not list topics: %s", self.name, exc)
+            return False
+        return any(
+            (topic := metadata.topics.get(name)) is not None
+            and (topic.error is None or topic.error.code() not in MISSING_TOPIC_ERRORS)
+            for name in subscription
         )
 
     def _forget(self, tps: list[tuple[str, int]]) -> None:
@@ -417,6 +529,8 @@ class SinkTaskLoop:
         return 0
 
     def _consume(self) -> Batch:
+        if self._pattern is not None and self._clock() >= self._next_match_at:
+            self._match_topics()
         if self._pending_seeks:
             self._apply_seeks()
         consumer = self.consumer
@@ -450,7 +564,13 @@ class SinkTaskLoop:
                 if err is None:
                     clean.append(msg)
                 elif err.code() in MISSING_TOPIC_ERRORS:
-                    self._waiting_for_topic(err)
+                    if self._pattern is None:
+                        self._waiting_for_topic(err)
+                    else:  # a matched topic was deleted: match again soon, nothing to wait for
+                        log.debug("task %s: %s", self.name, err.str())
+                        self._next_match_at = min(
+                            self._next_match_at, self._clock() + TOPICS_REGEX_RETRY_S
+                        )
                 elif err.code() != KafkaError._PARTITION_EOF:
                     raise wrap_kafka_error(err, f"sink task {self.name} consumer")
             messages = clean
@@ -728,7 +848,7 @@ class SinkTaskLoop:
         offsets committed are those it made durable.
         """
         self._closing = True
-        if not self._joining or not self._finish_join_enabled:
+        if not self._joining or not self._finish_join_enabled or not self._subscription():
             return
         try:
             while self._joining and time.monotonic() < deadline:
