@@ -225,6 +225,30 @@ def test_invalid_topics_regex() -> None:
     assert "Invalid value ([ for configuration topics.regex" in errors["topics.regex"][0]
 
 
+def test_topics_regex_has_javas_syntax_and_matches_whole_names() -> None:
+    def errors(regex: str, dlq: str = "") -> dict[str, list[str]]:
+        props = {"name": "s", "connector.class": "X", "topics.regex": regex}
+        if dlq:
+            props |= {"errors.deadletterqueue.topic.name": dlq}
+        return _errors(validate_connector_config(props, True))
+
+    assert errors("v(?i)1") == {}  # Java takes a flag anywhere; Python's re refused it
+    assert "Not a valid regular expression" in errors("(?P<n>v1)")["topics.regex"][0]
+    assert errors("lp", "lp-dlq") == {}  # matched as the runtime matches: the whole name
+    assert errors("lp.*", "lp-dlq") != {}
+
+
+def test_illegal_topic_names_are_refused_naming_them() -> None:
+    errors = _errors(validate_connector_config({**SINK, "topics": "v1,bad topic!"}, True))
+    assert errors == {
+        "topics": [
+            'Invalid value v1,bad topic! for configuration topics: Topic name "bad topic!" is '
+            "illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+        ]
+    }
+    assert _errors(validate_connector_config({**SINK, "topics": "v1,v1"}, True)) == {}
+
+
 def test_dlq_topic_may_not_be_consumed() -> None:
     # Kafka's SinkConnectorConfig.validate reports the clash under topics / topics.regex.
     errors = _errors(
