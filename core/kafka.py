@@ -137,6 +137,13 @@ JAVA_CLIENT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "receive.buffer.bytes": ("socket.receive.buffer.bytes", lambda v: max(0, int(v))),
     "send.buffer.bytes": ("socket.send.buffer.bytes", lambda v: max(0, int(v))),
 }
+# Java client values librdkafka spells otherwise, per key. auto.offset.reset=none (Kafka: fail
+# the consumer for a partition without a committed offset, NoOffsetForPartitionException) is
+# librdkafka's "error", which reports such a partition as a consumer error instead
+# (_AUTO_OFFSET_RESET; the sink loop fails its task naming the partition).
+JAVA_CLIENT_VALUES: dict[str, dict[str, str]] = {
+    "auto.offset.reset": {"none": "error"},
+}
 # The Java consumer's assignor classes librdkafka implements, by its names for them.
 JAVA_ASSIGNORS = {
     "org.apache.kafka.clients.consumer.RangeAssignor": "range",
@@ -147,7 +154,8 @@ JAVA_ASSIGNORS = {
 
 def librdkafka_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` with the Java client keys of :data:`JAVA_CLIENT_KEYS` renamed to their
-    librdkafka equivalents, Java assignor class names in partition.assignment.strategy
+    librdkafka equivalents, Java values librdkafka spells otherwise replaced
+    (:data:`JAVA_CLIENT_VALUES`), Java assignor class names in partition.assignment.strategy
     replaced by librdkafka's names for them, and the Java security keys (``sasl.jaas.config``,
     truststores, keystores) rewritten by :func:`core.client_security.translate_security_keys`.
     Idempotent.
@@ -168,11 +176,59 @@ def librdkafka_keys(config: Mapping[str, Any]) -> dict[str, Any]:
                     f"invalid value {value!r} for client configuration {java_key!r} "
                     f"(librdkafka's {key!r}): not a number"
                 ) from exc
+    for key, values in JAVA_CLIENT_VALUES.items():
+        value = settings.get(key)
+        if isinstance(value, str) and value.strip().lower() in values:
+            settings[key] = values[value.strip().lower()]
     strategy = settings.get("partition.assignment.strategy")
     if isinstance(strategy, str) and "." in strategy:
         settings["partition.assignment.strategy"] = ",".join(
             JAVA_ASSIGNORS.get(name.strip(), name.strip()) for name in strategy.split(",")
         )
+    return settings
+
+
+# librdkafka's bounds on a consumer's fetch.max.bytes, which the Java consumer does not have:
+# it must be at least message.max.bytes, whose minimum is 1,000, and at most this.
+LIBRDKAFKA_MIN_MESSAGE_MAX_BYTES = 1_000
+LIBRDKAFKA_MAX_FETCH_MAX_BYTES = 2_147_483_135
+
+
+def consumer_keys(config: Mapping[str, Any]) -> dict[str, Any]:
+    """A consumer's ``config`` (after :func:`librdkafka_keys`) with fetch.max.bytes made
+    acceptable to librdkafka, as the Java consumer accepts any value from 0.
+
+    librdkafka refuses a consumer whose fetch.max.bytes is below message.max.bytes (its
+    default 1,000,000, a producer's request limit that a consumer's small requests never
+    reach): "``fetch.max.bytes`` must be >= ``message.max.bytes``", naming a key the user
+    never set. So message.max.bytes comes down to fetch.max.bytes, and a fetch.max.bytes
+    below librdkafka's smallest message.max.bytes (1,000) or above its own maximum is raised
+    or lowered to it. Like Java's, the broker still returns a record larger than
+    fetch.max.bytes (the first batch of a fetch, KIP-74); receive.message.max.bytes, which
+    bounds a response, stays at least fetch.max.bytes + 512 (librdkafka raises it when the
+    user has not set it) and at librdkafka's default of 100 MB otherwise.
+
+    Raises:
+        ConnectException: fetch.max.bytes is not a non-negative integer (naming it).
+    """
+    settings = dict(config)
+    value = settings.get("fetch.max.bytes")
+    if value is None:
+        return settings
+    try:
+        fetch = int(value)
+    except (TypeError, ValueError):
+        fetch = -1
+    if fetch < 0:
+        raise ConnectException(
+            f"Invalid value {value} for configuration fetch.max.bytes: "
+            "Value must be at least 0 (an integer)"
+        )
+    fetch = min(max(fetch, LIBRDKAFKA_MIN_MESSAGE_MAX_BYTES), LIBRDKAFKA_MAX_FETCH_MAX_BYTES)
+    settings["fetch.max.bytes"] = fetch
+    message_max = int(settings.get("message.max.bytes", 1_000_000))
+    if message_max > fetch:
+        settings["message.max.bytes"] = fetch
     return settings
 
 

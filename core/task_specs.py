@@ -16,7 +16,12 @@ from typing import Any
 
 from core.client_overrides import AllPolicy, ConnectorClientConfigOverridePolicy, override_errors
 from core.connector_config import SINK_CONNECTOR_CONFIG_DEF, ConnectorConfig
-from core.kafka import SINK_CONSUMER_DEFAULTS, SOURCE_PRODUCER_DEFAULTS, librdkafka_keys
+from core.kafka import (
+    SINK_CONSUMER_DEFAULTS,
+    SOURCE_PRODUCER_DEFAULTS,
+    consumer_keys,
+    librdkafka_keys,
+)
 from core.plugins import PluginCatalogue
 from core.runtime.hosted import cannot_share
 from core.runtime.spec import (
@@ -342,15 +347,17 @@ class TaskSpecFactory:
             }
         )
         if is_sink:
-            consumer = librdkafka_keys(
-                {
-                    **base,
-                    **SINK_CONSUMER_DEFAULTS,
-                    "group.id": f"connect-{connector}",
-                    "client.id": f"connector-consumer-{connector}-{task_id}",
-                    **worker.consumer_overrides(),
-                    **config.consumer_overrides(),
-                }
+            consumer = consumer_keys(
+                librdkafka_keys(
+                    {
+                        **base,
+                        **SINK_CONSUMER_DEFAULTS,
+                        "group.id": f"connect-{connector}",
+                        "client.id": f"connector-consumer-{connector}-{task_id}",
+                        **worker.consumer_overrides(),
+                        **config.consumer_overrides(),
+                    }
+                )
             )
             return ClientConfigs(consumer=consumer, admin=admin, dlq_producer=dlq)
         producer = librdkafka_keys(

@@ -21,7 +21,7 @@ from core.runtime.exactly_once import TRANSACTION_TIMEOUT_S, ExactlyOnceSourceTa
 from core.runtime.hosted import start_hosted
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskFencing, TaskServices
-from core.runtime.sink import SinkTaskLoop, cooperative_protocol
+from core.runtime.sink import SinkTaskLoop, cooperative_protocol, max_records_per_put
 from core.runtime.source import SourceTaskLoop, producer_settings
 from core.runtime.spec import DATA_PATH_HOST, TaskSpec
 from core.runtime.transactions import boundary_for
@@ -286,6 +286,7 @@ def _sink(
         errors=errors,
         cooperative=cooperative_protocol(spec.clients.consumer),
         finish_join=spec.settings.finish_join_before_close,
+        max_records=max_records_per_put(spec.clients.consumer),
     )
     holder.append(loop)
     return loop

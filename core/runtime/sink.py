@@ -51,9 +51,17 @@ from plugin_api import ConnectException, RetriableException
 
 log = logging.getLogger("copycat.sink")
 
-# Records handed to one put(): large enough that the host round trip (~7 us) is noise,
-# small enough that a put() of 1 KiB records stays a few MB.
+# Records handed to one put() unless the consumer's max.poll.records says otherwise (Kafka's
+# default there is 500): large enough that the host round trip (~7 us) is noise, small enough
+# that a put() of 1 KiB records stays a few MB. Kept above Kafka's default, a documented
+# deviation (docs/operator-guide.md); an explicit max.poll.records is honoured.
 MAX_RECORDS_PER_PUT = 2_000
+# The consumer setting that bounds the records of one put(), as in Kafka Connect, where each
+# put() gets what one poll() returned.
+MAX_POLL_RECORDS = "max.poll.records"
+# The most messages confluent-kafka's consume() returns in one call (it refuses a larger
+# count); a larger max.poll.records (Kafka allows any int) gets this many per put().
+CONSUME_MAX_MESSAGES = 1_000_000
 # How long the loop waits for a first record, while the host is idle, before it checks
 # commits and stop requests.
 CONSUME_TIMEOUT_S = 0.2
@@ -112,6 +120,29 @@ COOPERATIVE_ASSIGNOR = "cooperative-sticky"
 Batch = ConsumedBatch | MessageBatch
 
 
+def max_records_per_put(consumer_config: Mapping[str, Any]) -> int:
+    """The records one put() may get: the consumer's max.poll.records (a worker's
+    ``consumer.max.poll.records`` or a connector's ``consumer.override.max.poll.records``),
+    else :data:`MAX_RECORDS_PER_PUT`.
+
+    Raises:
+        ConnectException: max.poll.records is not a positive integer (naming it).
+    """
+    value = consumer_config.get(MAX_POLL_RECORDS)
+    if value is None:
+        return MAX_RECORDS_PER_PUT
+    try:
+        records = int(value)
+    except (TypeError, ValueError):
+        records = 0
+    if records < 1 or str(records) != str(value).strip():
+        raise ConnectException(
+            f"Invalid value {value} for configuration {MAX_POLL_RECORDS}: "
+            "Value must be at least 1 (an integer)"
+        )
+    return min(records, CONSUME_MAX_MESSAGES)
+
+
 def cooperative_protocol(consumer_config: Mapping[str, Any]) -> bool:
     """Whether a consumer made from ``consumer_config`` rebalances cooperatively."""
     strategies = str(consumer_config.get("partition.assignment.strategy", "range,roundrobin"))
@@ -137,12 +168,14 @@ class SinkTaskLoop:
         errors: ErrorReporter | None = None,
         cooperative: bool = False,
         finish_join: bool = False,
+        max_records: int = MAX_RECORDS_PER_PUT,
     ) -> None:
         """``cooperative``: the consumer rebalances with the COOPERATIVE protocol (see
         :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets.
         ``finish_join``: a stop lets a group join in progress complete before the consumer
         closes (``sink.group.join.finish.before.close``, the dev broker's, see
-        :meth:`_finish_join`)."""
+        :meth:`_finish_join`). ``max_records``: the most records one put() gets (see
+        :func:`max_records_per_put`)."""
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
         self.connector = connector
@@ -150,6 +183,7 @@ class SinkTaskLoop:
         self.host = host
         self.handle = handle
         self.consumer = consumer
+        self.max_records = max_records
         # Kafka's consumer subscribes to a set: topics=v1,v1 consumes v1 once (librdkafka
         # refuses a list with a repeat, naming no topic).
         self.subscribed_topics = distinct_topics(topics)
@@ -537,19 +571,21 @@ class SinkTaskLoop:
         rebalances = self._rebalances
         if self.host.pending and self.host.overlaps:
             # The host is busy with the previous batch: gather the next one meanwhile.
-            messages = consumer.consume(MAX_RECORDS_PER_PUT, BUSY_CONSUME_TIMEOUT_S)
+            messages = consumer.consume(self.max_records, BUSY_CONSUME_TIMEOUT_S)
         elif self.host.pending:
             # A put() submitted on a channel that runs it only when collected (the data path
             # in the host): take what has arrived, and let the put() run.
-            messages = consumer.consume(MAX_RECORDS_PER_PUT, 0)
+            messages = consumer.consume(self.max_records, 0)
         else:
             # The host is idle: as the Java consumer's poll() does, hand over whatever has
             # arrived as soon as there is anything, rather than waiting for a full batch.
-            messages = consumer.consume(MAX_RECORDS_PER_PUT, 0)
+            messages = consumer.consume(self.max_records, 0)
             if not messages:
                 first = consumer.poll(CONSUME_TIMEOUT_S)
                 if first is not None:
-                    messages = [first, *consumer.consume(MAX_RECORDS_PER_PUT - 1, 0)]
+                    messages = [first]
+                    if self.max_records > 1:
+                        messages.extend(consumer.consume(self.max_records - 1, 0))
         self._raise_if_failed()
         if self._joining:
             self._warn_if_join_stuck()
@@ -571,6 +607,8 @@ class SinkTaskLoop:
                         self._next_match_at = min(
                             self._next_match_at, self._clock() + TOPICS_REGEX_RETRY_S
                         )
+                elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+                    raise self._no_offset(msg, err)
                 elif err.code() != KafkaError._PARTITION_EOF:
                     raise wrap_kafka_error(err, f"sink task {self.name} consumer")
             messages = clean
@@ -582,6 +620,18 @@ class SinkTaskLoop:
         # Serialized now, while the host is busy with the previous batch.
         self._next_frame = self.host.encode_put(self.handle, batch.wire()) if batch else None
         return batch
+
+    def _no_offset(self, msg: Any, error: KafkaError) -> ConnectException:
+        """The task's failure for a partition with no valid committed offset under
+        auto.offset.reset=none (librdkafka's ``error``), as Kafka's consumer throws
+        NoOffsetForPartitionException (or OffsetOutOfRangeException) from poll()."""
+        partition = f"{msg.topic()}-{msg.partition()}"
+        return wrap_kafka_error(
+            error,
+            f"sink task {self.name}: Undefined offset with no reset policy for partitions: "
+            f"[{partition}] (auto.offset.reset=none and the consumer group has no valid "
+            f"committed offset for {partition})",
+        )
 
     def _message_batch(self, messages: list[Any], settled: bool) -> MessageBatch:
         """The messages as they are, with their topic and partition when the subscription and

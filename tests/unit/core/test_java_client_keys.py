@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import confluent_kafka
 import pytest
 
-from core.kafka import SOURCE_PRODUCER_DEFAULTS, librdkafka_keys
+from core.kafka import SOURCE_PRODUCER_DEFAULTS, consumer_keys, librdkafka_keys
+from core.runtime.sink import MAX_RECORDS_PER_PUT, max_records_per_put
 from plugin_api import ConnectException
 
 
@@ -56,3 +58,28 @@ def test_source_producers_retry_for_ever_unless_a_connector_bounds_delivery_time
     overridden = librdkafka_keys({**SOURCE_PRODUCER_DEFAULTS, "delivery.timeout.ms": "120000"})
     assert overridden["message.timeout.ms"] == 120_000
     assert "delivery.timeout.ms" not in overridden
+
+
+def test_auto_offset_reset_none_is_librdkafkas_error() -> None:
+    assert librdkafka_keys({"auto.offset.reset": "none"}) == {"auto.offset.reset": "error"}
+    assert librdkafka_keys({"auto.offset.reset": "latest"}) == {"auto.offset.reset": "latest"}
+
+
+@pytest.mark.parametrize("fetch_max_bytes", ["0", "500", "65536", "2147483647"])
+def test_any_fetch_max_bytes_makes_a_consumer_librdkafka_accepts(fetch_max_bytes: str) -> None:
+    settings = consumer_keys({"group.id": "g", "fetch.max.bytes": fetch_max_bytes})
+    confluent_kafka.Consumer(settings).close()
+    assert settings.get("message.max.bytes", 1_000_000) <= settings["fetch.max.bytes"]
+
+
+def test_a_negative_fetch_max_bytes_names_its_key() -> None:
+    with pytest.raises(ConnectException, match="-1 for configuration fetch.max.bytes"):
+        consumer_keys({"fetch.max.bytes": "-1"})
+
+
+def test_max_poll_records_bounds_a_put() -> None:
+    assert max_records_per_put({}) == MAX_RECORDS_PER_PUT
+    assert max_records_per_put({"max.poll.records": "10"}) == 10
+    for bad in ("0", "ten", "1.5"):
+        with pytest.raises(ConnectException, match=f"{bad} for configuration max.poll.records"):
+            max_records_per_put({"max.poll.records": bad})
