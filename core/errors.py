@@ -79,6 +79,10 @@ class ErrorReporter:
         self.context_headers = policy.dlq_context_headers
         self._producer: Any = None
         self._failure: ConnectException | None = None
+        # Per consumed partition, the first offset of a failed record that the DLQ did not
+        # take (refused, or never sent after an earlier one was refused): a failed sink's
+        # closing commit stops there, committing the records put before it.
+        self.unwritten: dict[tuple[str, int], int] = {}
         self.dlq_records = 0
         if self.dlq_topic and producer is not None:
             self._producer = producer()
@@ -99,10 +103,13 @@ class ErrorReporter:
         if not failures:
             return
         by_coordinates = {(r[0], r[1], r[2]): r for r in rows}
-        for topic, partition, offset, *raw_info in failures:
+        for index, (topic, partition, offset, *raw_info) in enumerate(failures):
             info = self._scrubbed(raw_info)
             row = by_coordinates.get((topic, partition, offset))
             key, value, headers = (row[5], row[6], row[7]) if row else (None, None, None)
+            # The original record's timestamp, as Kafka's DeadLetterQueueReporter passes it
+            # (none when the record had none: the producer stamps it then).
+            timestamp = row[3] if row is not None and row[3] is not None and row[3] >= 0 else 0
             where = (
                 f"consumed record is {{topic='{topic}', partition={partition}, offset={offset}}}"
             )
@@ -112,7 +119,26 @@ class ErrorReporter:
             if self._producer is not None:
                 context = {"topic": topic, "partition": str(partition), "offset": str(offset)}
                 record = f"record {topic}-{partition}@{offset}"
-                self._send(key, value, list(headers or ()), context, info, record)
+                try:
+                    self._send(
+                        key,
+                        value,
+                        list(headers or ()),
+                        context,
+                        info,
+                        record,
+                        timestamp,
+                        (topic, partition, offset),
+                    )
+                except BaseException:
+                    for unsent in failures[index:]:
+                        self._unwritten(unsent[0], unsent[1], unsent[2])
+                    raise
+
+    def _unwritten(self, topic: str, partition: int, offset: int) -> None:
+        first = self.unwritten.get((topic, partition))
+        if first is None or offset < first:
+            self.unwritten[(topic, partition)] = offset
 
     def report_source(self, failures: Sequence[tuple[Any, ...]]) -> None:
         """Failures of polled source records (a DLQ for them goes beyond Kafka Connect)."""
@@ -170,9 +196,13 @@ class ErrorReporter:
         context: Mapping[str, str],
         info: Sequence[str],
         record: str,
+        timestamp: int = 0,
+        consumed: tuple[str, int, int] | None = None,
     ) -> None:
         """Produce one record to the DLQ; ``record`` names the failed record it stands for,
-        in the task's error should the DLQ refuse it.
+        in the task's error should the DLQ refuse it. ``timestamp`` (ms), 0 for none: the
+        producer's clock. ``consumed``: the failed record's coordinates, a sink's, noted in
+        :attr:`unwritten` should the DLQ refuse it after it was queued.
 
         Raises:
             ConnectException: the producer refused it (too large for the DLQ producer's
@@ -203,7 +233,8 @@ class ErrorReporter:
                     value,
                     key,
                     headers=headers or None,
-                    on_delivery=functools.partial(self._delivered, record),
+                    timestamp=timestamp,
+                    on_delivery=functools.partial(self._delivered, record, consumed),
                 )
                 break
             except BufferError:
@@ -218,8 +249,18 @@ class ErrorReporter:
             f"letter queue {self.dlq_topic}"
         )
 
-    def _delivered(self, record: str, err: KafkaError | None, msg: Message) -> None:
-        if err is not None and self._failure is None:
+    def _delivered(
+        self,
+        record: str,
+        consumed: tuple[str, int, int] | None,
+        err: KafkaError | None,
+        msg: Message,
+    ) -> None:
+        if err is None:
+            return
+        if consumed is not None:
+            self._unwritten(*consumed)
+        if self._failure is None:
             self._failure = wrap_kafka_error(err, self._dlq_failure(record))
 
     def flush(self) -> None:

@@ -685,7 +685,17 @@ class SinkTaskLoop:
         self._retry_attempt = 0
         failed, reported = actions.failed, actions.reported
         if failed or reported:
-            self._report(batch, failed, reported)
+            try:
+                self._report(batch, failed, reported)
+            except BaseException:
+                if self.errors is not None and self.errors.tolerate_all:
+                    # put() took the batch, but the DLQ refused one of its failed records:
+                    # the records put before that one are committable at the closing commit
+                    # (ErrorReporter.unwritten bounds it), as a failed task commits what it
+                    # put. Under tolerance none the batch stopped at its failure: not put.
+                    self._account()
+                    self._unaccounted = batch
+                raise
         self._account()  # normally done already; never lose a batch's positions
         self._unaccounted = batch
         self._apply(actions)
@@ -809,13 +819,20 @@ class SinkTaskLoop:
             self._current[(topic, partition)] = offset
 
     def commit(
-        self, only: set[tuple[str, int]] | None = None, *, asynchronous: bool = False
+        self,
+        only: set[tuple[str, int]] | None = None,
+        *,
+        asynchronous: bool = False,
+        after_failure: bool = False,
     ) -> None:
         """Ask the task what is safe (pre_commit) and commit exactly that to Kafka.
 
         Periodic commits are asynchronous, as Kafka Connect's are (the loop goes on
         consuming while the coordinator answers; :meth:`on_commit` records the outcome).
         Commits on revocation and stop are synchronous: the partitions change hands next.
+        Nothing is committed past a failed record that the dead letter queue did not take;
+        the DLQ's failure fails the commit, except ``after_failure`` (the closing commit of a
+        failed task), which commits the records before it.
         """
         self._drain()
         self._commit_requested = False
@@ -826,19 +843,27 @@ class SinkTaskLoop:
         actions = self.host.pre_commit(self.handle, current)
         committable = actions.commit
         self._apply(actions)
-        offsets = []
+        wanted: dict[tuple[str, int], int] = {}
         for tp, offset in committable.items():
             tp = (tp[0], tp[1])
             if tp not in current or offset is None:
                 continue  # never commit a partition we no longer own or have not consumed
-            offset = min(offset, current[tp])
-            if self._committed.get(tp) == offset:
-                continue
-            offsets.append(KafkaTopicPartition(tp[0], tp[1], offset))
-        if not offsets:
+            wanted[tp] = min(offset, current[tp])
+        if not any(self._committed.get(tp) != offset for tp, offset in wanted.items()):
             return
         if self.errors is not None:
-            self.errors.flush()  # reported records are in the DLQ before their offsets commit
+            self._flush_dead_letters(after_failure)
+            # Never past a failed record the dead letter queue did not take.
+            for tp, first in self.errors.unwritten.items():
+                if tp in wanted:
+                    wanted[tp] = min(wanted[tp], first)
+        offsets = [
+            KafkaTopicPartition(tp[0], tp[1], offset)
+            for tp, offset in wanted.items()
+            if self._committed.get(tp) != offset
+        ]
+        if not offsets:
+            return
         if asynchronous:
             try:
                 self.consumer.commit(offsets=offsets, asynchronous=True)
@@ -863,6 +888,21 @@ class SinkTaskLoop:
             raise wrap_kafka_error(exc, f"sink task {self.name} could not commit offsets") from exc
         for committed in offsets:
             self._committed[(committed.topic, committed.partition)] = committed.offset
+
+    def _flush_dead_letters(self, after_failure: bool) -> None:
+        """Wait until the reported records are in the DLQ, before their offsets commit."""
+        assert self.errors is not None
+        try:
+            self.errors.flush()
+        except ConnectException as exc:
+            if not after_failure:
+                raise
+            log.warning(
+                "task %s: the dead letter queue did not take every failed record; the closing "
+                "commit stops at the first of them: %s",
+                self.name,
+                exc,
+            )
 
     def on_commit(self, error: KafkaError | None, partitions: list[KafkaTopicPartition]) -> None:
         """The consumer's commit callback (served from consume()): remember what is committed.
@@ -949,7 +989,7 @@ class SinkTaskLoop:
         """The closing commit of a task that failed: a failure here is logged, not raised (the
         task's own failure is what its status reports), and commits nothing."""
         try:
-            self.commit()
+            self.commit(after_failure=True)
         except Exception as exc:  # noqa: BLE001 - the task has failed already
             log.warning(
                 "task %s: offset commit failed while closing the failed task; records put "

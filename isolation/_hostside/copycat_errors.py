@@ -21,7 +21,15 @@ import traceback
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from plugin_api import RetriableException
+from plugin_api import (
+    ConfigException,
+    ConnectException,
+    DataException,
+    IllegalWorkerStateException,
+    NotFoundException,
+    RetriableException,
+    SchemaBuilderException,
+)
 
 # Kafka's RetryWithToleranceOperator starts at 300 ms and doubles up to errors.retry.delay.max.ms.
 INITIAL_RETRY_DELAY_MS = 300
@@ -33,6 +41,39 @@ VALUE_CONVERTER = "VALUE_CONVERTER"
 TRANSFORMATION = "TRANSFORMATION"
 TASK_POLL = "TASK_POLL"
 TASK_PUT = "TASK_PUT"
+
+
+# Kafka's classes for the plugin_api exceptions that mirror them: the dead letter queue's
+# __connect.errors.exception.class.name header and the first line of its stack trace carry
+# these, as Kafka Connect's do, so DLQ tooling that filters on them works unchanged.
+KAFKA_EXCEPTION_CLASSES: dict[type[BaseException], str] = {
+    ConnectException: "org.apache.kafka.connect.errors.ConnectException",
+    RetriableException: "org.apache.kafka.connect.errors.RetriableException",
+    DataException: "org.apache.kafka.connect.errors.DataException",
+    SchemaBuilderException: "org.apache.kafka.connect.errors.SchemaBuilderException",
+    ConfigException: "org.apache.kafka.common.config.ConfigException",
+    NotFoundException: "org.apache.kafka.connect.errors.NotFoundException",
+    IllegalWorkerStateException: "org.apache.kafka.connect.errors.IllegalWorkerStateException",
+}
+
+
+def python_class_name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def kafka_class_name(cls: type) -> str:
+    """The name Kafka Connect would write for ``cls`` in error context (DLQ headers, logs):
+    Kafka's class for a plugin_api exception (:data:`KAFKA_EXCEPTION_CLASSES`), the first
+    Kafka class a component is aliased to (``KAFKA_CLASS_ALIASES``, e.g.
+    ``org.apache.kafka.connect.transforms.MaskField$Value``), else the Python class's
+    ``module.qualname`` (pure-Python components and exceptions have no Kafka name)."""
+    kafka = KAFKA_EXCEPTION_CLASSES.get(cls)
+    if kafka is not None:
+        return kafka
+    aliases = cls.__dict__.get("KAFKA_CLASS_ALIASES")
+    if aliases and isinstance(aliases[0], str):
+        return str(aliases[0])
+    return python_class_name(cls)
 
 
 def retry_backoff_s(attempt: int, max_delay_ms: int) -> float:
@@ -60,10 +101,17 @@ def describe(exc: BaseException) -> str:
 
 
 def _exception_line(exc: BaseException) -> str:
+    """The exception's first trace line, led by its Kafka name where it has one (so the
+    trace starts with the DLQ's exception.class.name header, as in Kafka)."""
+    cls = type(exc)
     try:
-        return "".join(traceback.format_exception_only(type(exc), exc))
+        line = "".join(traceback.format_exception_only(cls, exc))
     except BaseException:  # noqa: BLE001 - see describe()
-        return f"{type(exc).__module__}.{type(exc).__qualname__}: {describe(exc)}\n"
+        line = f"{python_class_name(cls)}: {describe(exc)}\n"
+    kafka, python = kafka_class_name(cls), python_class_name(cls)
+    if kafka != python and line.startswith(python):
+        line = kafka + line[len(python) :]
+    return line
 
 
 def exception_trace(exc: BaseException) -> str:
@@ -99,16 +147,18 @@ class StageFailure(Exception):
     def __init__(self, stage: str, component: object, error: BaseException) -> None:
         super().__init__(f"{stage} failed: {describe(error)}")
         self.stage = stage
-        self.component = f"{type(component).__module__}.{type(component).__qualname__}"
+        self.component = kafka_class_name(type(component))
         self.error = error
 
     def info(self) -> tuple[str, str, str, str, str]:
-        """``(stage, class name, exception class, exception message, stack trace)``."""
+        """``(stage, class name, exception class, exception message, stack trace)``, the
+        classes named as Kafka Connect names them where they have a Kafka name (see
+        :func:`kafka_class_name`)."""
         error = self.error
         return (
             self.stage,
             self.component,
-            f"{type(error).__module__}.{type(error).__qualname__}",
+            kafka_class_name(type(error)),
             describe(error),
             exception_trace(error),
         )

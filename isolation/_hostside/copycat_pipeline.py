@@ -31,6 +31,7 @@ from copycat_errors import (
     NotTolerated,
     StageFailure,
     describe,
+    kafka_class_name,
 )
 from copycat_protocol import SinkActions
 from copycat_transactions import HostTransactionContext, batch_boundary
@@ -710,7 +711,7 @@ class SinkRunner:
             pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
         )
         if context._reporter is not None:
-            context._reporter.task_class = f"{type(task).__module__}.{type(task).__qualname__}"
+            context._reporter.task_class = kafka_class_name(type(task))
 
     def put(self, wire: Sequence[Any]) -> tuple[Any, ...]:
         """``wire`` is a :class:`ConsumedBatch`'s or :class:`MessageBatch`'s ``wire()``.

@@ -19,9 +19,13 @@ def test_the_exception_comes_first_then_its_frames_then_its_causes() -> None:
     except ConnectException as exc:
         trace = exception_trace(exc)
     lines = trace.splitlines()
-    assert lines[0] == "plugin_api.errors.ConnectException: Tolerance exceeded in error handler"
+    assert lines[0] == (
+        "org.apache.kafka.connect.errors.ConnectException: Tolerance exceeded in error handler"
+    )
     assert lines[1] == "Traceback (most recent call last):"
-    cause = lines.index("Caused by: plugin_api.errors.DataException: bad record at t-0@5")
+    cause = lines.index(
+        "Caused by: org.apache.kafka.connect.errors.DataException: bad record at t-0@5"
+    )
     assert any("_raise_chained" in line for line in lines[1:cause])
     assert lines[cause + 1] == "Traceback (most recent call last):"
     assert trace.count("ConnectException: Tolerance exceeded") == 1  # each message once
