@@ -765,12 +765,14 @@ def test_dlq_records_keep_their_timestamp_and_name_kafkas_classes(
         assert headers["__connect.errors.exception.stacktrace"].startswith(exception + ": ")
 
 
+@pytest.mark.parametrize("data_path", ["host", "worker"])
 def test_a_failed_sink_whose_dlq_refuses_a_record_commits_the_records_put_before_it(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
     broker: KafkaCluster,
+    data_path: str,
 ) -> None:
     """A record the DLQ refuses (too large) fails the task, a documented deviation; the
     records put before it are committed all the same, as a failed task commits what it put,
@@ -782,7 +784,7 @@ def test_a_failed_sink_whose_dlq_refuses_a_record_commits_the_records_put_before
         producer.produce(topic_name, value, key=b"k")
     assert producer.flush(30) == 0
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
-    worker = in_process_worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
     name = f"dlq-refuses-commit-{topic_name}"
     config = _tolerant_json_sink(
         topic_name, out, dlq, **{"errors.deadletterqueue.context.headers.enable": "true"}

@@ -82,18 +82,20 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+@pytest.mark.parametrize("data_path", ["host", "worker"])
 def test_max_poll_records_bounds_every_put(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
     topic_name: str,
     tmp_path: Path,
     broker: KafkaCluster,
+    data_path: str,
 ) -> None:
     """As Kafka Connect, whose put() gets what one poll() returned: at most 10 records each
     with consumer.override.max.poll.records=10 (it was ignored: puts of 2,000 and 1,000)."""
     broker.create_topic(topic_name, 1)
     produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(3_000)])
-    worker = in_process_worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
     name = f"poll-records-{topic_name}"
     start_connector(
         worker, name, _sink(topic_name, tmp_path, **{"consumer.override.max.poll.records": "10"})
