@@ -253,8 +253,9 @@ def add_commands(sub: Any) -> None:
         help="install plugins from an index, wheels or directories",
         description="Install each SOURCE (NAME, NAME==VERSION, a spec such as 'copycat-jdbc>=1.2', "
         "a direct reference 'NAME @ URL', a .whl file or a project directory) into a new venv, "
-        "resolved with uv into a lock "
-        "(pylock.toml) kept in the env.",
+        "resolved with uv into a lock (pylock.toml) kept in the env. As with pip, a SOURCE is a "
+        "path only if it contains a path separator, starts with '.' or ends in .whl: give a "
+        "directory as ./NAME; a bare NAME always comes from the index.",
     )
     inst.add_argument("sources", nargs="+", metavar="SOURCE")
     _index_options(inst)

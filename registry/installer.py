@@ -155,15 +155,32 @@ def plain_requirement(text: str) -> str:
     )
 
 
-def _describe_source(source: str) -> str:
+def looks_like_path(source: str) -> bool:
+    """Whether ``source`` names a local file or directory rather than a requirement, as pip
+    decides (``pip._internal.req.constructors._looks_like_path``): it contains a path
+    separator or starts with ``.``; or it is a wheel file name. A bare name is always a
+    requirement, even where a directory of that name exists: ``copycat plugin new NAME``
+    creates ./NAME, and installing NAME from its parent directory must take the published
+    package, not the working copy (``./NAME`` installs the directory)."""
     if _is_direct_reference(source):
+        return False
+    return (
+        os.sep in source
+        or (os.altsep is not None and os.altsep in source)
+        or source.startswith(".")
+        or source.endswith(".whl")
+    )
+
+
+def _describe_source(source: str) -> str:
+    if not looks_like_path(source):
         return f"requirement {source!r}"
     path = Path(source)
     if path.suffix == ".whl":
         return f"wheel {path}"
     if path.is_dir():
         return f"directory {path}"
-    return f"requirement {source!r}"
+    return f"path {path}"
 
 
 def _index_args(
@@ -193,7 +210,7 @@ def _as_requirement(source: str, staging: Path, index_args: list[str]) -> str:
     later); a project directory is first built into a wheel there with ``uv build``."""
     path = Path(source)
     store = staging / WHEEL_STORE
-    if path.is_dir():
+    if looks_like_path(source) and path.is_dir():
         store.mkdir(parents=True, exist_ok=True)
         out = store / f".build-{uuid.uuid4().hex[:12]}"
         try:
@@ -208,7 +225,7 @@ def _as_requirement(source: str, staging: Path, index_args: list[str]) -> str:
             built[0].replace(path)
         finally:
             shutil.rmtree(out, ignore_errors=True)
-    if path.suffix == ".whl":
+    if looks_like_path(source) and path.suffix == ".whl":
         try:
             name, _version, _build, _tags = parse_wheel_filename(path.name)
         except InvalidWheelFilename as exc:
@@ -254,11 +271,11 @@ def install(
             no Copycat entry points, needs another plugin_api, an entry point is broken, or a
             component's config definition is invalid.
     """
-    from_path = not requirement_only and not _is_direct_reference(source)
+    from_path = not requirement_only and looks_like_path(source)
     if requirement_only:
         source = plain_requirement(source)
     path = Path(source)
-    if from_path and (path.suffix == ".whl" or os.sep in source) and not path.exists():
+    if from_path and not path.exists():
         raise PluginInstallError(
             f"cannot install plugin: {_describe_source(source)} does not exist"
         )
@@ -470,10 +487,8 @@ def _primary_distribution(env: PluginEnvironment, source: str) -> str:
 
 def _requested_name(source: str) -> str | None:
     path = Path(source)
-    if path.suffix == ".whl":
-        return path.name.split("-", 1)[0]
-    if path.exists():
-        return None
+    if looks_like_path(source):
+        return path.name.split("-", 1)[0] if path.suffix == ".whl" else None
     try:
         return Requirement(source).name
     except InvalidRequirement:

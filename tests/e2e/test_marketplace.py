@@ -7,6 +7,7 @@ publishes plugins under names of its own.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
@@ -613,3 +614,39 @@ def test_the_cli_keeps_versions_live_plugin_hosts_run_from(
 
         assert cli_main([*base, "remove", f"{name}==1.0", "--force"]) == 0
         assert not old.exists()
+
+
+def test_a_bare_name_installs_the_published_package_not_a_directory_of_that_name(
+    plugin_index: RegistryServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """As pip: ``install NAME`` is a requirement even where ./NAME exists (``copycat plugin
+    new NAME`` makes one); ``./NAME`` is the directory."""
+    name = f"samename-{_uid()}"
+    _published_versions(plugin_index, tmp_path, name, "1.0")
+    work = tmp_path / "work"
+    (work / name).mkdir(parents=True)
+    (work / name / "README.md").write_text("an unpublished working copy, not a project\n")
+    monkeypatch.chdir(work)
+    base = ["plugins", "--plugin-path", str(tmp_path / "plugins")]
+    capsys.readouterr()
+
+    assert cli_main([*base, "install", name, "--index-url", plugin_index.index_url]) == 0, (
+        capsys.readouterr().err
+    )
+    assert f"installed {name}-1.0" in capsys.readouterr().out
+    [row] = json.loads(_cli_json([*base, "info", name], capsys))
+    assert row["source"] == name, row
+
+    assert cli_main([*base, "install", f"./{name}", "--index-url", plugin_index.index_url]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"directory {name}" in err or f"directory {work / name}" in err, err
+
+
+def _cli_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert cli_main([*argv, "--json"]) == 0, capsys.readouterr().err
+    return capsys.readouterr().out
+
