@@ -10,6 +10,11 @@ is kept for the next short call on the same plugin environment, then closed afte
 Each lease gets a new plugin object (``new``) and drops it afterwards; what a plugin keeps at
 module level survives between leases, as it does in Kafka Connect's one JVM. A host that
 failed (timed out, crashed) is never returned to the pool.
+
+An idle host is marked as such beside its env (:mod:`registry.idle_hosts`), so that
+``plugins remove``/``upgrade`` retire it instead of counting it as a user of the plugin; the
+pool takes the mark back before it leases the host again, and starts a new host when the
+mark is gone (a remover took it).
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from isolation import HostClient, PluginEnvironment, PluginHostError
+from registry.idle_hosts import claim, mark_idle
 
 __all__ = ["IDLE_HOST_S", "HostPool"]
 
@@ -39,7 +46,8 @@ class HostPool:
     def __init__(self, call_timeout_s: float, idle_s: float = IDLE_HOST_S) -> None:
         self.call_timeout_s = call_timeout_s
         self.idle_s = idle_s
-        self._idle: dict[tuple[str, str], tuple[HostClient, float]] = {}
+        # (location, content hash) -> (host, idle since, its idle marker)
+        self._idle: dict[tuple[str, str], tuple[HostClient, float, Path | None]] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._reaper: threading.Thread | None = None
@@ -50,10 +58,15 @@ class HostPool:
         key = (str(env.location), env.content_hash())
         with self._lock:
             idle = self._idle.pop(key, None)
-        host = idle[0] if idle is not None and idle[0].alive else None
-        if host is None:
-            if idle is not None:
+        host = None
+        if idle is not None:
+            # Unmarked first: a remover that took the mark first has retired the host.
+            unmarked = idle[2] is None or claim(idle[2])
+            if unmarked and idle[0].alive:
+                host = idle[0]
+            else:
                 idle[0].close()
+        if host is None:
             host = env.start_host(name, call_timeout_s=self.call_timeout_s)
         healthy = False
         try:
@@ -65,15 +78,23 @@ class HostPool:
             healthy = True  # the plugin raised; its host answered and is fine
             raise
         finally:
-            self._give_back(key, host, healthy and host.alive)
+            self._give_back(env, key, host, healthy and host.alive)
 
-    def _give_back(self, key: tuple[str, str], host: HostClient, reusable: bool) -> None:
+    def _give_back(
+        self, env: PluginEnvironment, key: tuple[str, str], host: HostClient, reusable: bool
+    ) -> None:
         with self._lock:
             if reusable and not self._closed and key not in self._idle:
-                self._idle[key] = (host, time.monotonic())
+                mark = mark_idle(env.location, host.pid) if not env.attached else None
+                self._idle[key] = (host, time.monotonic(), mark)
                 self._start_reaper()
                 return
         host.close()  # failed, or another host of this environment is idle already
+
+    @staticmethod
+    def _retire(host: HostClient, mark: Path | None) -> None:
+        claim(mark)
+        host.close()
 
     def _start_reaper(self) -> None:
         if self._reaper is None:
@@ -85,15 +106,15 @@ class HostPool:
             time.sleep(REAP_INTERVAL_S)
             now = time.monotonic()
             with self._lock:
-                stale = [k for k, (_, since) in self._idle.items() if now - since > self.idle_s]
-                hosts = [self._idle.pop(k)[0] for k in stale]
-            for host in hosts:
-                host.close()
+                stale = [k for k, (_, since, _) in self._idle.items() if now - since > self.idle_s]
+                hosts = [self._idle.pop(k) for k in stale]
+            for host, _, mark in hosts:
+                self._retire(host, mark)
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            hosts = [host for host, _ in self._idle.values()]
+            hosts = list(self._idle.values())
             self._idle.clear()
-        for host in hosts:
-            host.close()
+        for host, _, mark in hosts:
+            self._retire(host, mark)

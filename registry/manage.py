@@ -9,6 +9,7 @@ on another machine sharing plugin.path.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 
 from isolation.environment import PluginEnvironment, PluginEnvironmentError
 from plugin_api import ConnectException
+from registry.idle_hosts import retire
 from registry.installer import (
     PluginInstallError,
     PluginNotFoundError,
@@ -32,6 +34,8 @@ from registry.installer import (
     scan,
 )
 from registry.locks import LOCK_NAME, Lock, LockError
+
+log = logging.getLogger("copycat.registry")
 
 # Where Linux lists processes. Where there is none, no env is seen in use: removals go ahead.
 PROC = Path("/proc")
@@ -55,10 +59,14 @@ class HostProcess:
         return f"pid {self.pid} ({self.runs})" if self.runs else f"pid {self.pid}"
 
 
-def processes_using(env: PluginEnvironment) -> list[HostProcess]:
+def processes_using(env: PluginEnvironment, *, retire_idle: bool = False) -> list[HostProcess]:
     """Live processes whose executable or argv[0] lies under ``env``: a venv's plugin hosts run
     as ``<env>/bin/python``. Read from /proc, so only on Linux (elsewhere: none), and only
-    venvs: the hosts of a pip --target dir or a zipapp run on the runtime's interpreter."""
+    venvs: the hosts of a pip --target dir or a zipapp run on the runtime's interpreter.
+
+    With ``retire_idle`` (removing ``env``), a worker's idle warm host (kept after a
+    validation, :mod:`registry.idle_hosts`) is taken from its pool and stopped instead of
+    counted: no connector uses it."""
     if env.attached or not PROC.is_dir():
         return []
     found = []
@@ -78,6 +86,9 @@ def processes_using(env: PluginEnvironment) -> list[HostProcess]:
         if not any(
             p and Path(os.path.normpath(p)).is_relative_to(env.location) for p in (argv0, exe)
         ):
+            continue
+        if retire_idle and retire(env.location, int(entry.name)):
+            log.info("stopped idle plugin host pid %s of %s", entry.name, env.location)
             continue
         runs = None
         try:
@@ -101,7 +112,7 @@ def remove_unused(
             nothing is removed.
     """
     if not force:
-        busy = {env: processes_using(env) for env in find(plugin_paths, spec)}
+        busy = {env: processes_using(env, retire_idle=True) for env in find(plugin_paths, spec)}
         in_use = "; ".join(
             f"{env.location} by {', '.join(map(str, procs))}"
             for env, procs in busy.items()
@@ -323,7 +334,7 @@ def upgrade(
     in_use: dict[PluginEnvironment, list[HostProcess]] = {}
     if not keep:
         for old, row in zip(envs, installed, strict=True):
-            procs = processes_using(old)
+            procs = processes_using(old, retire_idle=True)
             if procs:
                 in_use[old] = procs
             else:

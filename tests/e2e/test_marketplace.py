@@ -19,9 +19,11 @@ import httpx
 import pytest
 
 from core.cli import main as cli_main
+from isolation import PluginEnvironment
 from registry import install
 from registry.installer import WHEEL_STORE
 from registry.locks import LOCK_NAME, Lock
+from registry.manage import processes_using
 from registry.server import RegistryServer, add_libraries
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import read_all
@@ -650,3 +652,43 @@ def _cli_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     assert cli_main([*argv, "--json"]) == 0, capsys.readouterr().err
     return capsys.readouterr().out
 
+
+def test_an_idle_validation_host_does_not_block_remove_or_upgrade(
+    worker: RestWorker,
+    plugin_index: RegistryServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A host kept warm after config/validate is no user of its plugin: ``plugins remove``
+    and ``upgrade`` retire it at once, and the next validation starts a new host."""
+    name = f"idle-{_uid()}"
+    _published_versions(plugin_index, tmp_path, name, "1.0", "2.0")
+    own = _own_path(worker)
+    base = ["plugins", "--plugin-path", str(own)]
+    index = ["--index-url", plugin_index.index_url]
+    class_name = f"{name.replace('-', '_')}.Source"
+    config = {"name": f"v-{name}", "connector.class": class_name, "topic": "t"}
+
+    def validate() -> None:
+        with worker.client() as http:
+            wait_for(lambda: len(_listed(http, class_name)) == 1, what=f"{class_name} listed")
+            r = http.put(f"/connector-plugins/{class_name}/config/validate", json=config)
+            assert r.status_code == 200 and r.json()["error_count"] == 0, r.text
+
+    assert cli_main([*base, "install", f"{name}==1.0", *index]) == 0
+    validate()
+    warm = [p.pid for p in processes_using(PluginEnvironment(own / f"{name}-1.0"))]
+    assert warm, "no warm validation host"
+    capsys.readouterr()
+    assert cli_main([*base, "remove", name]) == 0, capsys.readouterr().err
+    assert not (own / f"{name}-1.0").exists()
+    wait_for(lambda: not set(warm) & set(host_pids("validate:")), what="idle host retired")
+
+    # The same env again: the pool must not hand out the host a remover retired.
+    assert cli_main([*base, "install", f"{name}==1.0", *index]) == 0
+    validate()
+    capsys.readouterr()
+    assert cli_main([*base, "upgrade", name]) == 0
+    out = capsys.readouterr().out
+    assert f"installed {name}-2.0" in out and f"removed {own / f'{name}-1.0'}" in out, out
+    assert "kept" not in out, out
