@@ -109,13 +109,19 @@ class _Snapshot:
     def __init__(self, environments: Iterable[PluginEnvironment]) -> None:
         self.environments: dict[str, PluginEnvironment] = {}
         self.plugins: list[PluginDescriptor] = []
+        # Names the entry points of unusable locations declare (read from their metadata,
+        # never imported) -> (location, why it is unusable): a config naming one hears that
+        # the plugin is installed but does not load, and why, not that it is not installed.
+        self.unusable: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for env in environments:
             try:
                 found = env.catalogue()
             except Exception as exc:  # noqa: BLE001 - one bad location never fails the worker
                 # A half-installed env (pip still running) or a broken one: skipped until
                 # plugin.path changes again; never a reason to fail the whole worker.
-                log.warning("plugin location %s is not usable: %s", env.location, exc)
+                traces = "".join(f"\n{t}" for t in getattr(exc, "traces", ()))
+                log.warning("plugin location %s is not usable: %s%s", env.location, exc, traces)
+                self._note_unusable(env, str(exc))
                 continue
             self.environments[str(env.location)] = env
             self.plugins.extend(found)
@@ -143,6 +149,21 @@ class _Snapshot:
         self.ambiguous = {
             name: sorted(classes) for name, classes in claims.items() if len(classes) > 1
         }
+
+    def _note_unusable(self, env: PluginEnvironment, why: str) -> None:
+        try:
+            eps = env.entry_points()
+        except Exception:  # noqa: BLE001 - unreadable metadata: nothing to name
+            return
+        for ep in eps:
+            module, _, attr = ep.value.partition(":")
+            full = f"{module}.{attr}" if attr else module
+            simple = full.rsplit(".", 1)[-1]
+            names = {ep.name, ep.value, full, simple}
+            if simple.endswith("Connector") and simple != "Connector":
+                names.add(simple[: -len("Connector")])
+            for name in names:
+                self.unusable[name].append((str(env.location), why))
 
     def preference(self, plugin: PluginDescriptor) -> tuple[tuple[int, Version | str], bool]:
         """Sort key among the candidates for one name: the newest version, then a locked env
@@ -317,6 +338,16 @@ class PluginCatalogue:
                     name,
                     f"Not a {_KIND_NAMES[kind]} (it is installed as a "
                     f"{' and as a '.join(other_kinds)})",
+                )
+            broken = snapshot.unusable.get(name.strip())
+            if broken:
+                raise ConfigException(
+                    key,
+                    name,
+                    f"plugin {name!r} is installed but failed to load: "
+                    + "; ".join(
+                        f"{why} (at {where})" if where not in why else why for where, why in broken
+                    ),
                 )
             available = sorted({p.class_name for p in self.of_kind(*kinds)})
             raise ConfigException(

@@ -28,6 +28,7 @@ import hashlib
 import importlib.metadata
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -82,7 +83,14 @@ class EntryPointInfo:
 
 
 class PluginEnvironmentError(ConnectException):
-    """A plugin location is unusable (broken venv, unreadable manifest, failing probe)."""
+    """A plugin location is unusable (broken venv, unreadable manifest, failing probe).
+
+    ``traces``: the stack traces of the plugin code that failed (a probe's entry points that
+    did not load), for the worker's log; the message names each one's step and file:line."""
+
+    def __init__(self, message: str, traces: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.traces = list(traces)
 
 
 def is_target_dir(path: Path) -> bool:
@@ -328,9 +336,12 @@ class PluginEnvironment:
             host.close()
         plugins = []
         errors = []
+        traces = []
         for ep, info in zip(eps, described, strict=True):
             if "error" in info:
                 errors.append(f"{ep.group}:{ep.name} = {ep.value}: {info['error']}")
+                if info.get("trace"):
+                    traces.append(f"{ep.group}:{ep.name} = {ep.value}: {info['trace']}")
                 continue
             expected = ENTRY_POINT_GROUPS[ep.group]
             kinds = info["kinds"]
@@ -370,7 +381,8 @@ class PluginEnvironment:
             )
         if errors:
             raise PluginEnvironmentError(
-                f"plugin location {self.location} has broken entry points: " + "; ".join(errors)
+                f"plugin location {self.location} has broken entry points: " + "; ".join(errors),
+                traces,
             )
         return {
             "location": str(self.location),

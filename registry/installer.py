@@ -255,9 +255,11 @@ def install(
     replace: bool = False,
     extra_index_urls: Sequence[str] = (),
     requirement_only: bool = False,
+    replace_hint: str = "install with --replace",
 ) -> PluginEnvironment:
     """Install ``source`` (a wheel file, a project directory or a requirement) as a plugin.
 
+    ``replace_hint`` says how the caller asks for ``replace`` (the CLI's flag, REST's field).
     With ``requirement_only`` (REST installs), ``source`` must be a :func:`plain_requirement`
     and is never taken for a path, even where a file or directory of that name exists.
 
@@ -354,7 +356,7 @@ def install(
             if not replace:
                 raise PluginInstallError(
                     f"{primary} {version} is already installed at {final}; remove it first "
-                    "or install with --replace"
+                    f"or replace it ({replace_hint})"
                 )
             _remove_tree(final)
         manifest["location"] = str(final.resolve())
@@ -370,10 +372,22 @@ def install(
         staging.rename(final)
         return PluginEnvironment(final)
     except (PluginEnvironmentError, LockError) as exc:
-        raise PluginInstallError(f"cannot install {_describe_source(source)}: {exc}") from exc
+        raise PluginInstallError(
+            f"cannot install {_describe_source(source)}: {_without_staging(str(exc), staging)}"
+        ) from exc
     finally:
         if staging.exists():
             _remove_tree(staging)
+
+
+def _without_staging(message: str, staging: Path) -> str:
+    """``message`` without the staging directory an install was built in: it is gone once
+    the install fails, and names nothing the user knows ("plugin location
+    <plugin.path>/.staging-... has broken entry points" reads "it has broken entry points")."""
+    for path in {str(staging.resolve()), str(staging)}:
+        message = message.replace(f"plugin location {path} ", "it ")
+        message = message.replace(path, "the new env")
+    return message
 
 
 def rebuild_from_lock(env: PluginEnvironment) -> PluginEnvironment:

@@ -115,6 +115,7 @@ def router(herder: Herder, config: WorkerConfig, route_class: Any) -> APIRouter:
                 index_url=index_url,
                 replace=body.replace,
                 requirement_only=True,
+                replace_hint='"replace": true in the request body',
             )
         except PluginInstallError as exc:
             raise BadRequestError(str(exc)) from exc

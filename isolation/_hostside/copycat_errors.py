@@ -100,6 +100,24 @@ def describe(exc: BaseException) -> str:
         return f"<{type(exc).__name__}: str() raised {why}>"
 
 
+def raised_at(exc: BaseException) -> str | None:
+    """Where ``exc`` was raised, as ``file:line`` (the innermost frame; for a SyntaxError the
+    line it points at), the file shown from its package on (``.../site-packages/`` cut off):
+    what an author needs first when a plugin fails to load, as Kafka's plugin scan logs the
+    stack trace."""
+    if isinstance(exc, SyntaxError) and exc.filename:
+        file, line = exc.filename, exc.lineno
+    else:
+        tb = exc.__traceback__
+        if tb is None:
+            return None
+        while tb.tb_next is not None:
+            tb = tb.tb_next
+        file, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+    _, cut, rest = file.rpartition("site-packages/")
+    return f"{rest if cut else file}:{line}"
+
+
 def _exception_line(exc: BaseException) -> str:
     """The exception's first trace line, led by its Kafka name where it has one (so the
     trace starts with the DLQ's exception.class.name header, as in Kafka)."""

@@ -31,7 +31,7 @@ from typing import Any
 
 import copycat_protocol as protocol
 import copycat_wire as wire
-from copycat_errors import ErrorPolicy, describe, exception_trace
+from copycat_errors import ErrorPolicy, describe, exception_trace, raised_at
 from copycat_loader import LocationRegistry, ModuleConflictError, resolve
 from copycat_pipeline import (
     HostSinkTaskContext,
@@ -263,18 +263,29 @@ class Host:
         return fn(*args)
 
     def op_describe(self, targets: list[str]) -> list[dict[str, Any]]:
-        """Kind, dotted class name and version() of each entry point value (install probe)."""
+        """Kind, dotted class name and version() of each entry point value (install probe).
+
+        An entry point that fails says at which step (importing its module, constructing the
+        class, its ``version()`` or ``config()``), where the error was raised and its trace."""
         described: list[dict[str, Any]] = []
         for target in targets:
+            step = f"importing {target}"
             try:
                 cls = resolve(target)
                 if not isinstance(cls, type):
-                    raise TypeError(f"{target} is not a class")
+                    described.append({"error": f"{target} is not a class"})
+                    continue
                 kinds = _plugin_kinds(cls)
                 if not kinds:
-                    raise TypeError(f"{cls.__qualname__} implements no Copycat plugin interface")
+                    described.append(
+                        {"error": f"{cls.__qualname__} implements no Copycat plugin interface"}
+                    )
+                    continue
+                step = f"{cls.__qualname__}()"
                 instance = cls()
+                step = f"{cls.__qualname__}.version()"
                 version = instance.version() if hasattr(instance, "version") else "undefined"
+                step = f"{cls.__qualname__}.config()"
                 definitions, config_errors = _config_definitions(instance)
                 described.append(
                     {
@@ -289,7 +300,14 @@ class Host:
                     }
                 )
             except Exception as exc:  # noqa: BLE001 - reported per entry point
-                described.append({"error": f"{type(exc).__name__}: {describe(exc)}"})
+                at = raised_at(exc)
+                described.append(
+                    {
+                        "error": f"{step} raised {type(exc).__name__}: {describe(exc)}"
+                        + (f" (at {at})" if at else ""),
+                        "trace": exception_trace(exc),
+                    }
+                )
         return described
 
     def op_drop(self, obj_id: int) -> None:

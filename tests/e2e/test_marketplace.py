@@ -692,3 +692,92 @@ def test_an_idle_validation_host_does_not_block_remove_or_upgrade(
     out = capsys.readouterr().out
     assert f"installed {name}-2.0" in out and f"removed {own / f'{name}-1.0'}" in out, out
     assert "kept" not in out, out
+
+
+def _version_raises_wheel(out: Path, name: str) -> Path:
+    module = name.replace("-", "_")
+    code = (
+        "from plugin_api import ConfigDef, SourceConnector\n"
+        "class Source(SourceConnector):\n"
+        "    def start(self, props): pass\n"
+        "    def task_class(self): return None\n"
+        "    def task_configs(self, n): return []\n"
+        "    def stop(self): pass\n"
+        "    def config(self): return ConfigDef()\n"
+        "    def version(self):\n"
+        "        raise RuntimeError('version exploded')\n"
+    )
+    return build_wheel(
+        out,
+        name,
+        "1.0",
+        {f"{module}.py": code},
+        requires=["copycat-plugin-api>=0.1,<0.2"],
+        entry_points={"copycat.connectors": {"Source": f"{module}:Source"}},
+        metadata={"Summary": "s", "License": "MIT"},
+    )
+
+
+def test_a_plugin_that_does_not_load_says_where_and_why(
+    worker: RestWorker,
+    plugin_index: RegistryServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """What fails to load is reported with its step (import, version(), ...) and file:line,
+    never the install's staging directory; a connector naming a plain-pip plugin that does
+    not load hears that it is installed and why it failed, not that it is not installed."""
+    uid = _uid()
+    importing, versioned = f"nameerror-{uid}", f"badversion-{uid}"
+    import_module, version_module = importing.replace("-", "_"), versioned.replace("-", "_")
+    wheels = tmp_path / "wheels"
+    broken_import = source_plugin_wheel(wheels, importing, "1.0", body="compute_helper()\n")
+    base = ["plugins", "--plugin-path", str(tmp_path / "cli")]
+    capsys.readouterr()
+
+    assert cli_main([*base, "install", str(broken_import)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert (
+        f"importing {import_module}:Source raised NameError: name 'compute_helper' is not "
+        f"defined (at {import_module}.py:" in err
+    ), err
+    assert ".staging-" not in err, err
+
+    assert cli_main([*base, "install", str(_version_raises_wheel(wheels, versioned))]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert (
+        f"Source.version() raised RuntimeError: version exploded (at {version_module}.py:9)" in err
+    ), err
+    assert ".staging-" not in err, err
+
+    # Plain pip installs what the CLI refuses; the worker cannot load it.
+    own = _own_path(worker)
+    venv = own / importing
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "--index-url", plugin_index.index_url, str(broken_import)], check=True)
+    config = {"connector.class": f"{import_module}.Source", "topic": "t"}
+    with worker.client() as http:
+
+        def refused() -> str | None:
+            r = http.post("/connectors", json={"name": f"c-{importing}", "config": config})
+            assert r.status_code == 400, r.text
+            message = str(r.json()["message"])
+            return message if "failed to load" in message else None
+
+        message = " ".join(wait_for(refused, what="the failure to load reported").split())
+        assert "is installed but failed to load" in message, message
+        assert str(venv) in message and f"{import_module}.py:" in message, message
+        assert "NameError: name 'compute_helper' is not defined" in message, message
+
+        # The REST install names its own body field, not the CLI's flag.
+        name = f"twice-{uid}"
+        _published_versions(plugin_index, tmp_path, name, "1.0")
+        r = http.post("/admin/plugins", json={"requirement": f"{name}==1.0"})
+        assert r.status_code == 201, r.text
+        r = http.post("/admin/plugins", json={"requirement": f"{name}==1.0"})
+        assert r.status_code == 400, r.text
+        message = r.json()["message"]
+        assert '"replace": true' in message and "--replace" not in message, message
+        r = http.post("/admin/plugins", json={"requirement": f"{name}==1.0", "replace": True})
+        assert r.status_code == 201, r.text

@@ -118,7 +118,9 @@ def test_a_venv_whose_interpreter_is_gone_is_not_offered_and_is_reported(
     # The running worker notices (no restart, no forced rescan)...
     time.sleep(RESCAN_INTERVAL_S * 2)
     assert [p.location for p in catalogue.plugins] == [str(healthy.location)] * 2
-    with pytest.raises(ConfigException, match="no connector plugin named 'broken_tick.Source'"):
+    with pytest.raises(
+        ConfigException, match="'broken_tick.Source' is installed but failed to load: .*interpreter"
+    ):
         catalogue.resolve("connector", "broken_tick.Source")
     [warning] = [w for w in _warnings(caplog) if str(broken.resolve()) in w]
     assert "interpreter" in warning, warning
@@ -150,7 +152,7 @@ def test_a_venv_whose_plugin_code_is_gone_is_not_offered_and_is_reported(
     shutil.rmtree(next(packages_gone.glob("lib/python3*/site-packages")))
     time.sleep(RESCAN_INTERVAL_S * 2)
     assert catalogue.plugins == []
-    with pytest.raises(ConfigException, match="no connector plugin named 'code_gone.Source'"):
+    with pytest.raises(ConfigException, match="'code_gone.Source' is installed but failed to load"):
         catalogue.resolve("connector", "code_gone.Source")
     [warning] = [w for w in _warnings(caplog) if str(code_gone.resolve()) in w]
     assert str(module.resolve()) in warning, warning
