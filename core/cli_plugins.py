@@ -11,8 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from isolation import PluginEnvironment
 
 PLUGIN_PATH_ENV = "COPYCAT_PLUGIN_PATH"
 DEFAULT_PLUGIN_PATH = "plugins.d"
@@ -59,7 +63,32 @@ def _cmd_install(args: argparse.Namespace) -> int:
         )
         names = ", ".join(f"{d.name} ({d.kind} {d.version})" for d in env.catalogue())
         print(f"installed {env.location.name} into {target}: {names}")
+        _warn_indistinct(plugin_paths(args), env)
     return 0
+
+
+def _warn_indistinct(paths: list[Path], env: PluginEnvironment) -> None:
+    """Say loudly when ``env`` reports the same component versions as another installed
+    version of its plugin: its author did not bump ``version()``, and workers cannot tell the
+    two apart. Not refused: the install itself is fine, and removing the old one fixes it."""
+    from registry.manage import describe, indistinct
+
+    same = indistinct(paths, env)
+    if not same:
+        return
+    row = describe(env)
+    for other, components in same.items():
+        print(
+            f"WARNING: {row['name']} {row['version']} ({env.location}) reports the same "
+            f"component versions as {other.location}: {', '.join(components)}. Its version() "
+            "did not change with the package version, so workers cannot tell the two apart: "
+            "connector.plugin.version cannot choose between them, statuses show the same "
+            "version for both, and workers use the newest package. Remove the other one "
+            f"(`copycat plugins remove {row['name']}=={describe(other)['version']}`), and "
+            "have version() return the package version, e.g. "
+            f'importlib.metadata.version("{row["name"]}").',
+            file=sys.stderr,
+        )
 
 
 def _cmd_upgrade(args: argparse.Namespace) -> int:
@@ -82,6 +111,7 @@ def _cmd_upgrade(args: argparse.Namespace) -> int:
                 print(f"removed {old.location}")
         for old, procs in in_use.items():
             print(f"kept {old.location}: in use by {', '.join(map(str, procs))}")
+        _warn_indistinct(plugin_paths(args), env)
     return 0
 
 

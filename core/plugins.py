@@ -7,8 +7,9 @@ different plugins claim is dropped, as Kafka does (with a warning, and an error 
 claimants when a config uses it). Several versions may be installed side by
 side; the newest is used unless the config pins one (``connector.plugin.version``, KIP-891,
 read by :mod:`core.plugin_versions`). The same class in the same version in two locations (a
-plain pip venv beside a Copycat install) resolves to a locked env first, then to the first in
-plugin.path order, and is logged once as a warning.
+plain pip venv beside a Copycat install, or a release whose version() was not bumped) resolves
+to a locked env first, then to the newest package, then to the first in plugin.path order, and
+is logged once as a warning.
 
 The catalogue of a worker is *live*: it notices changes to plugin.path and rescans, so plugins
 installed or removed while the worker runs are seen without a restart (see
@@ -165,21 +166,32 @@ class _Snapshot:
             for name in names:
                 self.unusable[name].append((str(env.location), why))
 
-    def preference(self, plugin: PluginDescriptor) -> tuple[tuple[int, Version | str], bool]:
+    def preference(
+        self, plugin: PluginDescriptor
+    ) -> tuple[tuple[int, Version | str], bool, tuple[int, Version | str]]:
         """Sort key among the candidates for one name: the newest version, then a locked env
         over a plain pip one (the same version in both is most likely one installed twice, and
-        only the locked one can be rebuilt); ``max()`` keeps plugin.path order among equals."""
-        return _version_key(plugin.version), plugin.location in self.locked
+        only the locked one can be rebuilt), then the newest package (a release whose
+        ``version()`` was not bumped still replaces the one before it, as its upgrade meant);
+        ``max()`` keeps plugin.path order among equals."""
+        package = plugin.distribution.partition("==")[2]
+        return _version_key(plugin.version), plugin.location in self.locked, _version_key(package)
 
     def warnings(self) -> dict[tuple[str, ...], str]:
         """What an operator should hear about this plugin.path, keyed by what it is about."""
         out = {}
         for locations, plugins in self.duplicates.items():
-            used = next((loc for loc in locations if loc in self.locked), locations[0])
+            by_location = {
+                p.location: p
+                for p in self.plugins
+                if p.location in locations and f"{p.class_name} {p.version}" == plugins[0]
+            }
+            used = max(locations, key=lambda loc: self.preference(by_location[loc]))
             out[("duplicate", *locations, *plugins)] = (
                 f"the same plugins ({', '.join(plugins)}) are installed in {len(locations)} "
                 f"locations: {', '.join(locations)}; {used} is used (a locked env first, then "
-                "the first in plugin.path order); remove the others"
+                "the newest package, then the first in plugin.path order); remove the others, "
+                "and have version() change with every release so they can be told apart"
             )
         aliases: dict[tuple[str, ...], list[str]] = defaultdict(list)
         for name, classes in sorted(self.ambiguous.items()):

@@ -58,6 +58,8 @@ _SOURCE = '''"""{title}: a source connector emitting numbered greetings (replace
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 
 from plugin_api import (
     STRING_SCHEMA,
@@ -69,7 +71,13 @@ from plugin_api import (
     SourceTask,
 )
 
-__version__ = "0.1.0"
+try:
+    # version() reports the package's version (pyproject.toml), so each release reports its
+    # own: workers tell installed versions apart by version() (connector.plugin.version,
+    # statuses), and a release that kept the old one could not be told from it.
+    __version__ = package_version("{name}")
+except PackageNotFoundError:  # imported from a source tree that is not installed
+    __version__ = "0.0.0"
 
 CONFIG = (
     ConfigDef()
@@ -136,10 +144,18 @@ _SINK = '''"""{title}: a sink connector appending values to a file (replace: you
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 
 from plugin_api import ConfigDef, ConfigType, Importance, SinkConnector, SinkRecord, SinkTask
 
-__version__ = "0.1.0"
+try:
+    # version() reports the package's version (pyproject.toml), so each release reports its
+    # own: workers tell installed versions apart by version() (connector.plugin.version,
+    # statuses), and a release that kept the old one could not be told from it.
+    __version__ = package_version("{name}")
+except PackageNotFoundError:  # imported from a source tree that is not installed
+    __version__ = "0.0.0"
 
 CONFIG = ConfigDef().define(
     "file", ConfigType.STRING, importance=Importance.HIGH,
@@ -187,6 +203,8 @@ _CONVERTER = '''"""{title}: a converter storing text upper-cased (replace: your 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 
 from plugin_api import (
     STRING_SCHEMA,
@@ -199,7 +217,13 @@ from plugin_api import (
     SchemaAndValue,
 )
 
-__version__ = "0.1.0"
+try:
+    # version() reports the package's version (pyproject.toml), so each release reports its
+    # own: workers tell installed versions apart by version() (connector.plugin.version,
+    # statuses), and a release that kept the old one could not be told from it.
+    __version__ = package_version("{name}")
+except PackageNotFoundError:  # imported from a source tree that is not installed
+    __version__ = "0.0.0"
 
 CONFIG = ConfigDef().define(
     "encoding", ConfigType.STRING, "utf-8", importance=Importance.LOW,
@@ -235,10 +259,18 @@ _TRANSFORM = '''"""{title}: a transformation upper-casing values (replace: your 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as package_version
 
 from plugin_api import ConfigDef, ConfigType, ConnectRecord, Importance, Transformation
 
-__version__ = "0.1.0"
+try:
+    # version() reports the package's version (pyproject.toml), so each release reports its
+    # own: workers tell installed versions apart by version() (connector.plugin.version,
+    # statuses), and a release that kept the old one could not be told from it.
+    __version__ = package_version("{name}")
+except PackageNotFoundError:  # imported from a source tree that is not installed
+    __version__ = "0.0.0"
 
 CONFIG = ConfigDef().define(
     "suffix", ConfigType.STRING, "", importance=Importance.LOW,

@@ -126,6 +126,26 @@ def remove_unused(
     return remove(plugin_paths, spec)
 
 
+def indistinct(
+    plugin_paths: Sequence[Path], env: PluginEnvironment
+) -> dict[PluginEnvironment, list[str]]:
+    """The other installed versions of ``env``'s plugin whose components report the same
+    versions as ``env``'s (``"<class> <version>"`` each): a release whose ``version()`` was
+    not bumped. A worker cannot tell them apart (``connector.plugin.version`` cannot choose
+    one, statuses show one version for both) and uses the newest package (core/plugins.py)."""
+    row = describe(env)
+    mine = {(p["class"], p["version"]) for p in row["plugins"]}
+    out = {}
+    for other in find(plugin_paths, row["name"]):
+        if other.location.resolve() == env.location.resolve():
+            continue
+        theirs = {(p["class"], p["version"]) for p in describe(other)["plugins"]}
+        same = sorted(f"{c} {v}" for c, v in mine & theirs)
+        if same:
+            out[other] = same
+    return out
+
+
 def made_by(env: PluginEnvironment, manifest: dict[str, Any]) -> str:
     """How a location was made, as ``plugins list`` shows it: ``copycat``, ``pip venv``,
     ``uv venv``, ``pip --target``, ``zipapp``, ..."""

@@ -278,6 +278,24 @@ def test_scaffold_publish_install_and_run_without_restart(
         topic = _run_source(http, broker, f"c-{name}", class_name, {"count": "30"})
         assert _values(bootstrap_servers, topic, 30) == [f"hello {n}" for n in range(30)]
 
+        # A release bumps pyproject.toml's version only: the scaffold's version() follows it,
+        # so workers tell the two apart (the running connector keeps 0.1.0 installed).
+        pyproject = project / "pyproject.toml"
+        pyproject.write_text(
+            pyproject.read_text().replace('version = "0.1.0"', 'version = "0.1.1"', 1)
+        )
+        publish = ["plugin", "publish", str(project), "--index", plugin_index.url]
+        assert cli_main([*publish, "--token", UPLOAD_TOKEN]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        assert cli_main(["plugins", "--plugin-path", str(own), "upgrade", name]) == 0
+        captured = capsys.readouterr()
+        assert f"installed {name}-0.1.1" in captured.out, captured.out
+        assert "WARNING" not in captured.err, captured.err
+        wait_for(
+            lambda: sorted(p["version"] for p in _listed(http, class_name)) == ["0.1.0", "0.1.1"],
+            what="both versions listed, each with its own version",
+        )
+
 
 def _versioned_plugin(tmp: Path, index: RegistryServer, name: str, dep: str) -> tuple[Path, Path]:
     """Versions 1.0 and 2.0 of plugin ``name``, pinning ``dep`` 1.0 and 2.0 respectively;
@@ -781,3 +799,30 @@ def test_a_plugin_that_does_not_load_says_where_and_why(
         assert '"replace": true' in message and "--replace" not in message, message
         r = http.post("/admin/plugins", json={"requirement": f"{name}==1.0", "replace": True})
         assert r.status_code == 201, r.text
+
+
+def test_upgrading_to_a_release_whose_version_was_not_bumped_warns(
+    plugin_index: RegistryServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The guide's walkthrough: 1.0.1 published with version() still "1.0.0". `upgrade`
+    installs it and says loudly that workers cannot tell it from the 1.0.0 kept beside it."""
+    name = f"nobump-{_uid()}"
+    module = name.replace("-", "_")
+    for version in ("1.0.0", "1.0.1"):
+        wheel = source_plugin_wheel(
+            tmp_path / "w" / version, name, version, component_version="1.0.0"
+        )
+        done = twine_upload(plugin_index.url, wheel)
+        assert done.returncode == 0, done.stdout + done.stderr
+    own = tmp_path / "plugins"
+    base = ["plugins", "--plugin-path", str(own)]
+    assert (
+        cli_main([*base, "install", f"{name}==1.0.0", "--index-url", plugin_index.index_url]) == 0
+    )
+    capsys.readouterr()
+    assert cli_main([*base, "upgrade", name, "--keep"]) == 0
+    captured = capsys.readouterr()
+    assert f"installed {name}-1.0.1" in captured.out, captured.out
+    err = " ".join(captured.err.split())
+    assert err.startswith(f"WARNING: {name} 1.0.1"), err
+    assert f"{own / f'{name}-1.0.0'}: {module}.Source 1.0.0" in err, err

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from core.cli import main as cli_main
 from core.plugins import RESCAN_INTERVAL_S, PluginCatalogue
 from isolation import PluginEnvironment
 from plugin_api import ConfigException
@@ -232,3 +233,31 @@ def test_a_class_of_another_kind_or_an_empty_name_is_refused_as_kafka_refuses_it
         str(info.value)
         == "Invalid value  for configuration key.converter: Class  could not be found."
     )
+
+
+def test_a_release_whose_version_was_not_bumped_is_used_over_the_one_before_with_warnings(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """same-ver 1.0.1 still reports version() 1.0.0: `plugins install` warns on stderr that
+    workers cannot tell it from 1.0.0, and the worker uses the newer package, not the first
+    in plugin.path order."""
+    plugins = tmp_path / "plugins.d"
+    old = source_plugin_wheel(tmp_path / "w" / "old", "same-ver", "1.0.0")
+    new = source_plugin_wheel(
+        tmp_path / "w" / "new", "same-ver", "1.0.1", component_version="1.0.0"
+    )
+    base = ["plugins", "--plugin-path", str(plugins), "install", "--offline"]
+    assert cli_main([*base, str(old)]) == 0
+    assert capsys.readouterr().err == ""
+    assert cli_main([*base, str(new)]) == 0
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.startswith("WARNING: same-ver 1.0.1"), err
+    assert f"component versions as {plugins / 'same-ver-1.0.0'}: same_ver.Source 1.0.0" in err
+    assert "copycat plugins remove same-ver==1.0.0" in err, err
+
+    caplog.set_level(logging.WARNING, logger="copycat.plugins")
+    catalogue = PluginCatalogue.scan([plugins])
+    used = str(plugins / "same-ver-1.0.1")
+    assert catalogue.resolve("connector", "same_ver.Source").location == used
+    [warning] = _warnings(caplog)
+    assert f"{used} is used" in warning and "newest package" in warning, warning

@@ -58,10 +58,12 @@ def source_plugin_wheel(
     body: str = "",
     entry_points: Mapping[str, Mapping[str, str]] | None = None,
     metadata: Mapping[str, str] | None = None,
+    component_version: str | None = None,
 ) -> Path:
     """A plugin wheel with one source connector ``<Module>Source`` emitting ``COUNT`` records
     whose values are ``<prefix><n>``; ``body`` is extra module code (e.g. ``import dep``) and
-    ``PREFIX`` may be set there (default: the plugin name)."""
+    ``PREFIX`` may be set there (default: the plugin name). Its ``version()`` returns
+    ``component_version``, by default the package ``version``."""
     module = name.replace("-", "_")
     code = f'''
 from plugin_api import (
@@ -91,7 +93,7 @@ class Task(SourceTask):
         pass
 
     def version(self):
-        return "{version}"
+        return "{component_version or version}"
 
 
 class Source(SourceConnector):
@@ -111,7 +113,7 @@ class Source(SourceConnector):
         return CONFIG
 
     def version(self):
-        return "{version}"
+        return "{component_version or version}"
 '''
     return build_wheel(
         out,
