@@ -11,8 +11,8 @@ its plugin catalogue is live, and is refreshed right after each change here.
 * ``POST /admin/plugins`` ``{"requirement": "NAME[==V]", "index_url": ...}``: install (201),
   only from one of the worker's ``plugin.index.urls`` (none configured: refused), and only a
   plain requirement: a path or a URL would let a REST caller bring code from elsewhere (400).
-* ``DELETE /admin/plugins/{name}[?version=V]``: remove; refused with 409 naming the running
-  connectors that use it.
+* ``DELETE /admin/plugins/{name}[?version=V]``: remove; refused with 409 naming the
+  connectors on this worker that use it, with their states.
 """
 
 from __future__ import annotations
@@ -122,6 +122,20 @@ def router(herder: Herder, config: WorkerConfig, route_class: Any) -> APIRouter:
         _refresh(herder)
         return JSONResponse(describe(env), status_code=201)
 
+    def _state(connector: str) -> str:
+        """``name (STATE)``, with the states of tasks not running: what an operator checks
+        before deleting a connector."""
+        try:
+            status = herder.connector_status(connector)
+        except Exception:  # noqa: BLE001 - deleted meanwhile: named without a state
+            return connector
+        tasks = [
+            f"task {t['id']} {t['state']}"
+            for t in status.get("tasks", [])
+            if t["state"] != "RUNNING"
+        ]
+        return f"{connector} ({', '.join([status['connector']['state'], *tasks])})"
+
     @r.delete("/admin/plugins/{name}", response_model=Removed, responses=_errors(404, 409))
     def remove_plugin(name: str, version: str | None = Query(default=None)) -> Any:
         from registry import find, remove
@@ -135,8 +149,9 @@ def router(herder: Herder, config: WorkerConfig, route_class: Any) -> APIRouter:
         users = sorted({c for env in hits for c in used.get(str(env.location), [])})
         if users:
             raise ConflictError(
-                f"cannot remove {spec}: used by running connectors {', '.join(users)}; "
-                "delete or stop them, or move them to another version first"
+                f"cannot remove {spec}: used by connectors {', '.join(map(_state, users))} "
+                "(their plugin hosts run from it, or start from it when restarted, FAILED ones "
+                "too); delete them, or move them to another version first"
             )
         removed = remove(paths, spec)
         _refresh(herder)

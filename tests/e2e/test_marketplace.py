@@ -359,7 +359,7 @@ def test_two_versions_run_side_by_side_and_upgrade_one_connector(
 
         # Removing a version running connectors use is refused, naming them.
         r = http.delete(f"/admin/plugins/{name}", params={"version": "1.0"})
-        assert r.status_code == 409 and f"old-{uid}" in r.json()["message"], r.text
+        assert r.status_code == 409 and f"old-{uid} (RUNNING)" in r.json()["message"], r.text
 
         # Move the old connector to 2.0: the other connector's task is not touched.
         runner = worker.herder._worker().connectors[f"new-{uid}"].tasks[0]
