@@ -383,10 +383,11 @@ def install(
 def _without_staging(message: str, staging: Path) -> str:
     """``message`` without the staging directory an install was built in: it is gone once
     the install fails, and names nothing the user knows ("plugin location
-    <plugin.path>/.staging-... has broken entry points" reads "it has broken entry points")."""
+    <plugin.path>/.staging-... has broken entry points" reads "the plugin has broken entry
+    points", as the index's validation says it, registry/validation.py)."""
     for path in {str(staging.resolve()), str(staging)}:
-        message = message.replace(f"plugin location {path} ", "it ")
-        message = message.replace(path, "the new env")
+        message = message.replace(f"plugin location {path} ", "the plugin ")
+        message = message.replace(path, "the plugin's env")
     return message
 
 

@@ -15,7 +15,9 @@ entered once something has failed.
 
 from __future__ import annotations
 
+import os
 import random
+import sysconfig
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -101,21 +103,37 @@ def describe(exc: BaseException) -> str:
 
 
 def raised_at(exc: BaseException) -> str | None:
-    """Where ``exc`` was raised, as ``file:line`` (the innermost frame; for a SyntaxError the
-    line it points at), the file shown from its package on (``.../site-packages/`` cut off):
-    what an author needs first when a plugin fails to load, as Kafka's plugin scan logs the
-    stack trace."""
+    """Where in plugin code ``exc`` was raised, as ``file:line`` (the innermost frame outside
+    the host's own modules; for a SyntaxError the line it points at), the file shown from its
+    package on (``.../site-packages/`` cut off): what an author needs first when a plugin
+    fails to load, as Kafka's plugin scan logs the stack trace. None when only the host's
+    own code is on the stack (an entry point naming an attribute the module lacks)."""
     if isinstance(exc, SyntaxError) and exc.filename:
         file, line = exc.filename, exc.lineno
     else:
+        found = library = None
         tb = exc.__traceback__
-        if tb is None:
-            return None
-        while tb.tb_next is not None:
+        while tb is not None:
+            where = tb.tb_frame.f_code.co_filename
+            # Not the host's own code, nor importlib's frozen frames.
+            if not where.startswith("<") and os.path.dirname(os.path.abspath(where)) != _HOST_DIR:
+                if os.path.abspath(where).startswith(_STDLIB):
+                    library = (where, tb.tb_lineno)
+                else:
+                    found = (where, tb.tb_lineno)  # the plugin's (or its dependencies') code
             tb = tb.tb_next
-        file, line = tb.tb_frame.f_code.co_filename, tb.tb_lineno
+        found = found or library
+        if found is None:
+            return None
+        file, line = found
     _, cut, rest = file.rpartition("site-packages/")
     return f"{rest if cut else file}:{line}"
+
+
+# The host's own modules (this directory): never "where" a plugin failed.
+_HOST_DIR = os.path.dirname(os.path.abspath(__file__))
+# The standard library: a plugin that called json.loads() wants its own line, not json's.
+_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
 
 
 def _exception_line(exc: BaseException) -> str:
