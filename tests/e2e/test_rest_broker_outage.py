@@ -9,6 +9,7 @@ second later resets its connection, so the admin request in flight fails with li
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,12 +19,15 @@ import pytest
 
 from core.dev.broker import DevBroker
 from tests.support.flaky_proxy import DELETE_GROUPS, OFFSET_COMMIT, OFFSET_FETCH, FlakyProxy
-from tests.support.rest import RestWorker
+from tests.support.kafka import produce
+from tests.support.rest import RestWorker, wait_for
 
 pytestmark = pytest.mark.integration
 
 # How long the swallowed request hangs before its connection is reset.
 STALL_S = 1.0
+# How long a swallowed final offset commit hangs: well past the graceful timeout.
+STALLED_COMMIT_S = 20.0
 
 
 @pytest.fixture
@@ -81,3 +85,47 @@ def test_sink_offsets_calls_survive_dropped_broker_connections(
         assert http.get(f"/connectors/{name}/offsets").json() == {"offsets": []}
     retried = [line for line in worker.log_lines if "Broker transport failure); retrying" in line]
     assert len(retried) == 3, worker.log_lines
+
+
+def test_a_sink_stopped_while_its_final_commit_hangs_stops_in_time_and_loses_nothing(
+    tmp_path: Path, faulty_plugin_dirs: list[Path]
+) -> None:
+    """The broker swallows the final offset commit of a sink being stopped (an outage at the
+    wrong moment): the commit blocked the stop until the connection reset, past the graceful
+    timeout, and the task's plugin host was killed. Now the stop waits for the commit until
+    just before the timeout and leaves it to finish behind the consumer's close; nothing is
+    lost, what was not committed is delivered again."""
+    put = tmp_path / "put.txt"
+    props = {
+        "plugin.path": ",".join(str(d) for d in faulty_plugin_dirs),
+        "offset.flush.interval.ms": "600000",  # the stop's commit is the first
+        # As the embedded dev broker's defaults: a quick restart of a sink on it needs this.
+        "sink.group.join.finish.before.close": "true",
+    }
+    with FlakyProxy() as proxy, DevBroker(advertised=proxy.address) as broker:
+        proxy.target = broker.port
+        topic = f"commit-stall-{uuid.uuid4().hex[:8]}"
+        broker.create_topic(topic, 1)
+        with RestWorker(tmp_path, proxy.address, faulty_plugin_dirs[0], props) as worker:
+            name = f"sink-{topic}"
+            config = {"connector.class": "FaultySink", "topics": topic, "put.values.log": str(put)}
+            with worker.client() as http:
+                assert http.post("/connectors", json={"name": name, "config": config}).is_success
+                produce(proxy.address, topic, [f"before {i}".encode() for i in range(3)])
+                before = {f"before {i}" for i in range(3)}
+                wait_for(lambda: set(_lines(put)) == before, 60, "the first records put")
+                proxy.drop_next({OFFSET_COMMIT}, STALLED_COMMIT_S)
+                began = time.monotonic()
+                assert http.put(f"/connectors/{name}/stop").status_code == 204
+                took = time.monotonic() - began
+                assert proxy.dropped == 1  # the final commit really hung
+                assert took < 4.5, f"the stop took {took:.1f} s"
+                assert not [line for line in worker.log_lines if "killing" in line]
+                produce(proxy.address, topic, [f"after {i}".encode() for i in range(3)])
+                assert http.put(f"/connectors/{name}/resume").status_code == 202
+                after = {f"after {i}" for i in range(3)}
+                wait_for(lambda: after <= set(_lines(put)), 90, "the records after the stop")
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []

@@ -181,6 +181,9 @@ class FaultySinkTask(_Misbehaving, SinkTask):
         if records and self.props.get("put.log"):
             with open(self.props["put.log"], "a") as log:
                 log.write(f"{len(records)}\n")
+        if records and self.props.get("put.values.log"):  # each value as it is put
+            with open(self.props["put.values.log"], "a") as log:
+                log.writelines(f"{record.value}\n" for record in records)
 
     def pre_commit(self, offsets):
         wrong, value = _wrong(self.props, "task.pre_commit")
