@@ -272,7 +272,10 @@ def _sink(
     def on_commit(error: Any, partitions: Any) -> None:
         holder[0].on_commit(error, partitions)  # set below, before any consume()
 
-    consumer = services.clients.consumer({**spec.clients.consumer, "on_commit": on_commit})
+    def new_consumer() -> Any:
+        return services.clients.consumer({**spec.clients.consumer, "on_commit": on_commit})
+
+    consumer = new_consumer()
     loop = SinkTaskLoop(
         spec.connector,
         spec.task_id,
@@ -287,6 +290,7 @@ def _sink(
         cooperative=cooperative_protocol(spec.clients.consumer),
         finish_join=spec.settings.finish_join_before_close,
         max_records=max_records_per_put(spec.clients.consumer),
+        new_consumer=new_consumer,
     )
     holder.append(loop)
     return loop

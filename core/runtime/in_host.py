@@ -32,6 +32,7 @@ from core.runtime.build import build_task
 from core.runtime.hosted import OFFSETS_GET, OFFSETS_PUT, TOPIC_SEEN
 from core.runtime.loop import TaskLoop
 from core.runtime.services import ConfluentClients, TaskServices
+from core.runtime.sink import SinkTaskLoop
 from core.runtime.source import SourceTaskLoop
 from core.runtime.spec import DATA_PATH_WORKER, PluginRef, TaskSpec
 from isolation import HostClient
@@ -45,6 +46,8 @@ MAX_KEPT_LOG_RECORDS = 1_000
 # The runtime's loggers, whose records go to the worker (plugins' own go to stderr, relayed as
 # plugin output, exactly as when the data path runs in the worker).
 RUNTIME_LOGGER = "copycat"
+# librdkafka's session.timeout.ms when the consumer's config does not set it.
+DEFAULT_SESSION_TIMEOUT_MS = 45_000
 
 Callback = Callable[[str, tuple[Any, ...]], Any]
 
@@ -146,6 +149,11 @@ class HostedTask:
         self._paused = False
         self._deadline = math.inf
         self._logs = _KeptLogs()
+        # How long the worker may make no request while the loop runs before a sink task
+        # leaves its consumer group (None: never, a source task; see _copycat_on_quiet).
+        self._quiet_after_s: float | None = None
+        self._looping = False  # between start_loop() and stop()
+        self._quiet = False  # gone quiet, not heard of since
 
     def _copycat_bind_host(self, callback: Callback) -> None:
         """Called by the host right after ``new``: how this object reaches the worker."""
@@ -181,11 +189,36 @@ class HostedTask:
         if isinstance(self._loop, SourceTaskLoop):
             callback = self._callback
             self._loop.on_new_topic = lambda topic: callback(TOPIC_SEEN, (topic,))
+        if isinstance(self._loop, SinkTaskLoop):
+            session_ms = spec.clients.consumer.get("session.timeout.ms")
+            self._quiet_after_s = int(session_ms or DEFAULT_SESSION_TIMEOUT_MS) / 1000
 
     def start_loop(self) -> tuple[Any, ...]:
         loop = self._running()
         loop.start()
+        self._looping = True
         return self._answer(loop, 0)
+
+    def _copycat_quiet_after(self) -> float | None:
+        """Called by the host before it waits for the next request (see ``copycat_host``)."""
+        if not self._looping or self._quiet:
+            return None
+        return self._quiet_after_s
+
+    def _copycat_on_quiet(self, silent_s: float) -> None:
+        """The worker has made no request for the consumer's session timeout while the sink
+        runs: it is frozen (SIGSTOP, a paused VM) or stuck. Its consumer lives here, where
+        librdkafka's thread would go on heartbeating and keep the partitions from the group's
+        other members until max.poll.interval.ms; a frozen Kafka Connect worker's consumer is
+        dropped after its session timeout. So leave the group now, committing nothing and
+        calling no plugin code; the next request rejoins (see SinkTaskLoop.relinquish)."""
+        self._quiet = True
+        loop = self._loop
+        if isinstance(loop, SinkTaskLoop):
+            loop.relinquish(silent_s)
+
+    def _heard_again(self) -> None:
+        self._quiet = False  # the loop itself rejoins (or, stopping, closes what it lost)
 
     def run(self, paused: bool, slice_s: float) -> tuple[Any, ...]:
         """Iterate for up to ``slice_s`` (at least once); stop early on an iteration that
@@ -194,6 +227,7 @@ class HostedTask:
         ``put`` (a sink task): the host's crash and deadline messages name the call
         ("... during poll"), as they do when the data path runs in the worker."""
         loop = self._running()
+        self._heard_again()
         if paused != self._paused:
             (loop.pause if paused else loop.resume)()
             self._paused = paused
@@ -216,6 +250,8 @@ class HostedTask:
         """The loop's stop (its final commit, none when fenced), then the plugin's host
         channel."""
         loop = self._running()
+        self._looping = False
+        self._heard_again()
         self._deadline = -math.inf  # stopping: waits on the broker end at once, as in the worker
         try:
             loop.stop(failed=failed, timeout_s=timeout_s, fenced=fenced)

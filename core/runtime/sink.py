@@ -96,6 +96,9 @@ TOPICS_REGEX_REFRESH_S = 10.0
 # and how soon a listing that failed, or a matched topic reported missing, is tried again.
 METADATA_TIMEOUT_S = 2.0
 TOPICS_REGEX_RETRY_S = 1.0
+# How long a sink whose worker went quiet waits for its consumer's close (its LeaveGroup)
+# before it leaves the close to finish on its own thread (see SinkTaskLoop.relinquish).
+RELINQUISH_WAIT_S = 5.0
 # Backoff before a put() that raised RetriableException is retried with the same batch, when
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
@@ -169,13 +172,15 @@ class SinkTaskLoop:
         cooperative: bool = False,
         finish_join: bool = False,
         max_records: int = MAX_RECORDS_PER_PUT,
+        new_consumer: Callable[[], Consumer] | None = None,
     ) -> None:
         """``cooperative``: the consumer rebalances with the COOPERATIVE protocol (see
         :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets.
         ``finish_join``: a stop lets a group join in progress complete before the consumer
         closes (``sink.group.join.finish.before.close``, the dev broker's, see
         :meth:`_finish_join`). ``max_records``: the most records one put() gets (see
-        :func:`max_records_per_put`)."""
+        :func:`max_records_per_put`). ``new_consumer``: makes a consumer like ``consumer``,
+        to rejoin the group after :meth:`relinquish` closed the first."""
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
         self.connector = connector
@@ -235,6 +240,10 @@ class SinkTaskLoop:
         self._unfinished_commit: threading.Thread | None = None
         self._join_since = 0.0
         self._join_warned_at: float | None = None
+        self._new_consumer = new_consumer
+        # Left the group because the worker went quiet (see relinquish): the partitions still
+        # open in the task are lost, and the next iteration rejoins with a new consumer.
+        self._relinquished = False
 
     @property
     def name(self) -> str:
@@ -376,7 +385,7 @@ class SinkTaskLoop:
         sink created PAUSED kept its host at ~0.6 of a core and the broker at ~1 core).
         """
         self._joining = False
-        if self._closing:
+        if self._closing or self._relinquished:
             return  # only finishing the join (see _finish_join): confluent-kafka assigns
         self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
@@ -421,8 +430,8 @@ class SinkTaskLoop:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._joined_again()  # a rebalance: the group assigns again
-        if self._closing:
-            return
+        if self._closing or self._relinquished:
+            return  # confluent-kafka unassigns; relinquished: the task learns it on rejoin
         self._rebalances += 1
         tps = [(p.topic, p.partition) for p in partitions]
         try:
@@ -439,18 +448,76 @@ class SinkTaskLoop:
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         """The partitions may already belong to another member: close them, commit nothing."""
         self._joined_again()
-        if self._closing:
+        if self._closing or self._relinquished:
             return
         self._rebalances += 1
-        tps = [(p.topic, p.partition) for p in partitions]
+        try:
+            self._lose([(p.topic, p.partition) for p in partitions])
+        except BaseException as exc:
+            self._failure = exc
+
+    def _lose(self, tps: list[tuple[str, int]]) -> None:
+        """Close ``tps`` in the task and forget them, committing nothing of them."""
         try:
             self._drain()
             self._unfetch(set(tps), rewind=False)
             self.host.close_partitions(self.handle, tps)
-        except BaseException as exc:
-            self._failure = exc
         finally:
             self._forget(tps)
+
+    def relinquish(self, silent_s: float) -> None:
+        """Leave the consumer group now, committing nothing and calling no plugin code: the
+        worker driving this loop has made no request for ``silent_s``, its session timeout.
+
+        Only for a loop in its plugin host (``task.data.path=host``, see
+        core/runtime/in_host.py), whose consumer would otherwise go on heartbeating from
+        librdkafka's thread while its worker is frozen, holding its partitions until
+        ``max.poll.interval.ms``. A frozen Kafka Connect worker's consumer is frozen too and
+        dropped after ``session.timeout.ms``: leaving now gives the group the same. The
+        consumer is closed (its LeaveGroup goes out once any join in progress ends: an
+        unsubscribe left a member mid-join in the group, nobody serving its assignment); the
+        rebalance callbacks do nothing meanwhile. Nothing is lost: what is committed is what
+        the task made durable (``pre_commit``), and the next owner starts there; records put
+        since are delivered again (at-least-once). The task learns of it when the worker
+        drives the loop again, as a Kafka task learns of partitions lost when its thread
+        runs again (:meth:`_rejoin`)."""
+        if self._relinquished or self._closing or self._new_consumer is None:
+            return
+        self._relinquished = True
+        log.warning(
+            "task %s: its worker has made no request for %.1f s (the consumer's "
+            "session.timeout.ms): the worker is frozen or stuck, so the task gave up its "
+            "consumer group membership and its partitions %s; it rejoins its consumer group "
+            "from the committed offsets when the worker drives it again",
+            self.name,
+            silent_s,
+            sorted(self._assigned),
+        )
+        consumer = self.consumer
+        deadline = time.monotonic() + RELINQUISH_WAIT_S
+        try:
+            if _bounded(consumer.close, deadline, f"copycat-sink-relinquish-{self.name}"):
+                log.warning("task %s: its consumer's close goes on in the background", self.name)
+        except Exception as exc:  # noqa: BLE001 - nobody to report to; the rejoin tells
+            log.warning("task %s: closing its consumer failed: %s", self.name, exc)
+
+    def _rejoin(self, subscribe: bool) -> None:
+        """The worker drives the loop again after :meth:`relinquish`: close the partitions
+        the task still has open (lost: nothing of them is committed) and, with ``subscribe``
+        (not when stopping), join the group again, from the committed offsets."""
+        assert self._new_consumer is not None
+        self.consumer = self._new_consumer()  # before the task's calls: they may pause, seek
+        self._relinquished = False
+        self._retry_batch = None  # its partitions are lost; their next owner reads them
+        self._lose(sorted(self._assigned))
+        self._next, self._next_frame = None, None
+        if subscribe:
+            self._joining = False  # a new join, timed from now (_warn_if_join_stuck)
+            log.info(
+                "task %s: its worker drives it again; it rejoins its consumer group", self.name
+            )
+            self._matched = []  # the new consumer subscribes to what topics.regex matches now
+            self.start()
 
     def _joined_again(self) -> None:
         if not self._joining:
@@ -521,6 +588,8 @@ class SinkTaskLoop:
         finished one, so the host waits as little as possible.
         """
         self._raise_if_failed()
+        if self._relinquished:
+            self._rejoin(subscribe=True)
         if self._paused:
             return self._paused_iteration()
         if self._next is None and self._retry_batch is None:
@@ -1023,6 +1092,8 @@ class SinkTaskLoop:
         began = time.monotonic()
         self._stop_deadline = began + timeout_s * STOP_SHARE_OF_TIMEOUT
         try:
+            if self._relinquished and self.host.alive:
+                self._rejoin(subscribe=False)  # what it had is lost: nothing of it committed
             if self.host.alive and self.host.pending:
                 if failed or fenced:
                     self._settle_after_failure()

@@ -23,9 +23,12 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import math
 import os
+import select
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -61,6 +64,14 @@ from plugin_api import (
 # something while a request is served): how the runtime's own objects that run in a host (a
 # task's data path, core/runtime/in_host.py) reach the worker. Plugin classes never need it.
 BIND_HOST = "_copycat_bind_host"
+# An object made by ``new`` that has these methods is told when the worker has gone quiet:
+# ``_copycat_quiet_after()`` says after how many seconds without a request it wants to know
+# (None: not now), and ``_copycat_on_quiet(silent_s)`` is then called on the serving thread,
+# outside any request (so it must not call back into the worker). A task whose Kafka client
+# runs here uses it to leave its consumer group when its worker is frozen
+# (core/runtime/in_host.py), as a frozen Kafka Connect worker's consumer would be dropped.
+QUIET_AFTER = "_copycat_quiet_after"
+ON_QUIET = "_copycat_on_quiet"
 
 # The young-generation threshold of the cyclic collector: the worker's value, see
 # isolation/allocator.py (this module may import only the standard library and plugin_api).
@@ -189,6 +200,8 @@ class Host:
         self._callback = callback
         self._emit = emit
         self.objects: dict[int, Any] = {}
+        # Objects that want to know when the worker goes quiet (QUIET_AFTER, ON_QUIET).
+        self.quiet_watchers: dict[int, Any] = {}
         self.runners: dict[int, Any] = {}
         self.locations = LocationRegistry()
         self.serving_thread = threading.get_ident()
@@ -243,6 +256,8 @@ class Host:
         bind = getattr(obj, BIND_HOST, None)
         if bind is not None:
             bind(self.callback)
+        if callable(getattr(obj, QUIET_AFTER, None)) and callable(getattr(obj, ON_QUIET, None)):
+            self.quiet_watchers[obj_id] = obj
         self.objects[obj_id] = obj
         return f"{cls.__module__}.{cls.__qualname__}"
 
@@ -310,7 +325,23 @@ class Host:
                 )
         return described
 
+    def quiet_wait(self) -> float | None:
+        """The shortest silence of the worker any object wants to hear of (None: none)."""
+        waits = [w for obj in self.quiet_watchers.values() if (w := obj._copycat_quiet_after())]
+        return min(waits) if waits else None
+
+    def on_quiet(self, silent_s: float) -> None:
+        """The worker has made no request for ``silent_s``: tell who asked to know by then."""
+        for obj in list(self.quiet_watchers.values()):
+            try:
+                wait = obj._copycat_quiet_after()
+                if wait is not None and wait <= silent_s:
+                    obj._copycat_on_quiet(silent_s)
+            except Exception:  # noqa: BLE001 - nobody to answer; the next request finds out
+                logging.getLogger("copycat.host").exception("handling a quiet worker failed")
+
     def op_drop(self, obj_id: int) -> None:
+        self.quiet_watchers.pop(obj_id, None)
         self.objects.pop(obj_id, None)
         runner = self.runners.pop(obj_id, None)
         if runner is not None:
@@ -543,7 +574,12 @@ class _PipeTransport:
                 pass  # the worker went away
 
     def serve(self, host: Host) -> None:
+        answered = time.monotonic()  # the worker's silence is counted from the last answer
         while host.running:
+            wait = host.quiet_wait()
+            if wait is not None and not self._request_within(answered + wait - time.monotonic()):
+                host.on_quiet(time.monotonic() - answered)
+                continue
             try:
                 message = wire.read_message(self.in_fd, self.in_region)
             except wire.ChannelClosed:
@@ -555,6 +591,13 @@ class _PipeTransport:
             except Exception as exc:  # e.g. a plugin returned something unpicklable
                 error = ("err", tuple(_error_info(exc)))
                 wire.write_message(self.out_fd, error, self.out_region)
+            answered = time.monotonic()
+
+    def _request_within(self, timeout_s: float) -> bool:
+        """Whether the worker's next request starts arriving within ``timeout_s``."""
+        poller = select.poll()
+        poller.register(self.in_fd, select.POLLIN)
+        return bool(poller.poll(max(0, math.ceil(timeout_s * 1000))))
 
 
 def main(argv: list[str]) -> None:

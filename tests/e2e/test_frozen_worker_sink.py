@@ -1,0 +1,168 @@
+"""A sink task whose worker is frozen gives its partitions up within about the session timeout.
+
+With the data path in the plugin host (``task.data.path=host``) the task's consumer lives in
+the host, which is not frozen with its worker (hosts run in a session of their own). The host
+sat idle waiting for the worker's next request while librdkafka's background thread went on
+heartbeating, so the member kept its partitions until ``max.poll.interval.ms`` (300 s by
+default): the group's other members waited in PREPARING_REBALANCE, or kept only their own
+partitions, and nothing of the frozen task's partitions was written anywhere. In Kafka Connect a
+frozen JVM freezes its consumer too, and the coordinator drops it after ``session.timeout.ms``.
+Now the host leaves the group once its worker has made no request for that long, and rejoins
+(from the committed offsets: at-least-once) when the worker drives it again.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.processes import CliWorker, host_pids, wait_until
+from tests.support.rest import RestWorker
+
+pytestmark = pytest.mark.integration
+
+SESSION_TIMEOUT_MS = 6_000
+# How long after the freeze the frozen task's partitions must be consumed by the other member:
+# the session timeout (the host's patience, as the coordinator's for a frozen Java consumer),
+# then a rebalance of the group (its other member rejoins at its next poll), a first fetch and
+# a commit that writes the file out; took 7-10 s here, with room for a loaded machine. Before,
+# the frozen task kept its partitions until max.poll.interval.ms (300 s).
+MOVE_BOUND_S = SESSION_TIMEOUT_MS / 1000 + 24
+PARTITIONS = 2
+RECORDS_PER_PHASE = 5
+
+
+def _worker_props(tmp: Path, bootstrap: str, plugin_path: Path) -> dict[str, str]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp / "connect.offsets"),
+        "offset.flush.interval.ms": "500",  # the file sink writes its lines out on commit
+        "plugin.path": str(plugin_path),
+        "listeners": "http://127.0.0.1:0",
+        "consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+        "consumer.heartbeat.interval.ms": "1000",
+        "task.shutdown.graceful.timeout.ms": "5000",
+        "task.data.path": "host",
+    }
+
+
+def _produce(bootstrap: str, topic: str, phase: str) -> set[str]:
+    """RECORDS_PER_PHASE records to each partition; returns their values."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    values = set()
+    for partition in range(PARTITIONS):
+        for i in range(RECORDS_PER_PHASE):
+            value = f"{phase} p{partition} {i}"
+            producer.produce(topic, value.encode(), partition=partition)
+            values.add(value)
+    assert producer.flush(30) == 0
+    return values
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@pytest.fixture
+def frozen_side(
+    tmp_path: Path, broker: KafkaCluster, bundled_plugin_path: Path, topic_name: str
+) -> Iterator[tuple[CliWorker, Path]]:
+    """A worker process running sink ``snk-<topic>`` (data path in its host), writing a.txt."""
+    broker.create_topic(topic_name, PARTITIONS)
+    tmp = tmp_path / "a"
+    tmp.mkdir()
+    out = tmp / "a.txt"
+    connector = {
+        "name": f"snk-{topic_name}",
+        "connector.class": "FileStreamSink",
+        "topics": topic_name,
+        "file": str(out),
+    }
+    props = _worker_props(tmp, broker.bootstrap_servers, bundled_plugin_path)
+    worker = CliWorker(tmp, props, [connector])
+    try:
+        worker.start()
+        yield worker, out
+    finally:
+        if worker.proc is not None and worker.proc.poll() is None:
+            os.kill(worker.proc.pid, signal.SIGCONT)
+        worker.close()
+        print(worker.text()[-20_000:])  # shown when the test failed
+
+
+@pytest.mark.apache_kafka_only(reason="the dev broker's joins are held (docs/architecture.md)")
+def test_a_frozen_workers_sink_gives_its_partitions_up_and_loses_nothing(
+    frozen_side: tuple[CliWorker, Path],
+    broker: KafkaCluster,
+    bundled_plugin_path: Path,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    frozen, a_out = frozen_side
+    bootstrap = broker.bootstrap_servers
+    name = f"snk-{topic_name}"
+    expected = _produce(bootstrap, topic_name, "first")
+    wait_until(lambda: len(_lines(a_out)) >= len(expected), 60, "the first records in a.txt")
+    assert host_pids(f"{name}-0"), "the task's plugin host"
+
+    # The other member: a second worker running the same sink (group connect-<name>).
+    b_tmp = tmp_path / "b"
+    b_tmp.mkdir()
+    b_out = b_tmp / "b.txt"
+    props = _worker_props(b_tmp, bootstrap, bundled_plugin_path)
+    with RestWorker(b_tmp, bootstrap, bundled_plugin_path, props) as other:
+        config = {"connector.class": "FileStreamSink", "topics": topic_name, "file": str(b_out)}
+        http = other.client()
+        assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+        # Once the group gave the second worker a partition, records of it land in b.txt.
+        rounds = iter(range(1_000))
+
+        def second_worker_writes() -> bool:
+            expected.update(_produce(bootstrap, topic_name, f"second {next(rounds)}"))
+            time.sleep(0.5)
+            return bool(_lines(b_out))
+
+        wait_until(second_worker_writes, 60, "the second worker's first records")
+        wait_until(lambda: set(_lines(a_out) + _lines(b_out)) >= expected, 60, "second phase")
+        b_partitions = {line.split()[-2] for line in _lines(b_out)}
+        assert len(b_partitions) == 1, b_partitions  # one partition each
+
+        assert frozen.proc is not None
+        os.kill(frozen.proc.pid, signal.SIGSTOP)  # the worker only: its hosts run on
+        frozen_at = time.monotonic()
+        try:
+            third = _produce(bootstrap, topic_name, "third")
+            expected |= third
+            wait_until(
+                lambda: set(_lines(b_out)) >= third,
+                MOVE_BOUND_S,
+                "the frozen task's partition to be consumed by the other worker",
+            )
+            moved_after = time.monotonic() - frozen_at
+            assert not set(_lines(a_out)) & third
+        finally:
+            os.kill(frozen.proc.pid, signal.SIGCONT)
+        print(f"the frozen task's partition moved {moved_after:.1f} s after the freeze")
+        assert moved_after >= SESSION_TIMEOUT_MS / 1000 * 0.8, moved_after  # not before
+
+        # Thawed: the frozen task rejoins its group, and nothing produced is missing.
+        wait_until(
+            lambda: "its worker drives it again" in frozen.text(), 60, "the thawed task's rejoin"
+        )
+        fourth = _produce(bootstrap, topic_name, "fourth")
+        expected |= fourth
+        wait_until(
+            lambda: set(_lines(a_out) + _lines(b_out)) >= expected, 60, "every record, once thawed"
+        )
+        assert frozen.proc.poll() is None
+        assert "gave up its consumer group membership" in frozen.text()
+        http.delete(f"/connectors/{name}")
