@@ -32,7 +32,7 @@ SESSION_TIMEOUT_MS = 6_000
 # How long after the freeze the frozen task's partitions must be consumed by the other member:
 # the session timeout (the host's patience, as the coordinator's for a frozen Java consumer),
 # then a rebalance of the group (its other member rejoins at its next poll), a first fetch and
-# a commit that writes the file out; took 7-10 s here, with room for a loaded machine. Before,
+# a commit that writes the file out; took 6.8-7.8 s here, with room for a loaded machine. Before,
 # the frozen task kept its partitions until max.poll.interval.ms (300 s).
 MOVE_BOUND_S = SESSION_TIMEOUT_MS / 1000 + 24
 PARTITIONS = 2
