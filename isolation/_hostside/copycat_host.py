@@ -326,9 +326,14 @@ class Host:
         return described
 
     def quiet_wait(self) -> float | None:
-        """The shortest silence of the worker any object wants to hear of (None: none)."""
-        waits = [w for obj in self.quiet_watchers.values() if (w := obj._copycat_quiet_after())]
-        return min(waits) if waits else None
+        """The shortest silence of the worker any object wants to hear of (None: none).
+        Asked before every request of a host with watchers: no list built, no min()."""
+        shortest = None
+        for obj in self.quiet_watchers.values():
+            wait = obj._copycat_quiet_after()
+            if wait and (shortest is None or wait < shortest):
+                shortest = wait
+        return shortest
 
     def on_quiet(self, silent_s: float) -> None:
         """The worker has made no request for ``silent_s``: tell who asked to know by then."""
@@ -574,12 +579,22 @@ class _PipeTransport:
                 pass  # the worker went away
 
     def serve(self, host: Host) -> None:
+        # Hosts none of whose objects watches for a quiet worker (connector hosts, sources,
+        # sinks with the data path in the worker) pay one dict test per request; those with a
+        # watcher a method call, a clock read and a poll() on one poll object made once
+        # (bench/host_serve_costs.py, docs/benchmarks.md).
+        watchers = host.quiet_watchers
+        poller: Any = None
         answered = time.monotonic()  # the worker's silence is counted from the last answer
         while host.running:
-            wait = host.quiet_wait()
-            if wait is not None and not self._request_within(answered + wait - time.monotonic()):
-                host.on_quiet(time.monotonic() - answered)
-                continue
+            if watchers and (wait := host.quiet_wait()) is not None:
+                if poller is None:
+                    poller = select.poll()
+                    poller.register(self.in_fd, select.POLLIN)
+                timeout_ms = math.ceil((answered + wait - time.monotonic()) * 1000)
+                if not poller.poll(max(0, timeout_ms)):
+                    host.on_quiet(time.monotonic() - answered)
+                    continue
             try:
                 message = wire.read_message(self.in_fd, self.in_region)
             except wire.ChannelClosed:
@@ -591,13 +606,8 @@ class _PipeTransport:
             except Exception as exc:  # e.g. a plugin returned something unpicklable
                 error = ("err", tuple(_error_info(exc)))
                 wire.write_message(self.out_fd, error, self.out_region)
-            answered = time.monotonic()
-
-    def _request_within(self, timeout_s: float) -> bool:
-        """Whether the worker's next request starts arriving within ``timeout_s``."""
-        poller = select.poll()
-        poller.register(self.in_fd, select.POLLIN)
-        return bool(poller.poll(max(0, math.ceil(timeout_s * 1000))))
+            if watchers:  # the request that made the first watcher counts, too
+                answered = time.monotonic()
 
 
 def main(argv: list[str]) -> None:
