@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+from confluent_kafka.admin import AdminClient
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.processes import CliWorker, host_pids, wait_until
@@ -35,6 +36,17 @@ SESSION_TIMEOUT_MS = 6_000
 # a commit that writes the file out; took 6.8-7.8 s here, with room for a loaded machine. Before,
 # the frozen task kept its partitions until max.poll.interval.ms (300 s).
 MOVE_BOUND_S = SESSION_TIMEOUT_MS / 1000 + 24
+# How long after the freeze the records that must move are produced. The request the frozen
+# worker had in flight still completes in the host: one iteration of the sink's loop, whose
+# consume() waits up to CONSUME_TIMEOUT_S (0.2 s) for records, then a put() and a commit when
+# due. A frozen worker's driver is idle most of the time in that wait, so records produced at
+# once after SIGSTOP were often consumed, written and committed by the frozen task itself, and
+# its partition then moved with nothing left for the other worker to write (2 failures in 20
+# runs; the group was STABLE with the other member owning both partitions, committed offsets
+# at the end). In Kafka the JVM stops at once; here the host finishes what it was asked, well
+# within this, and a Kafka consumer's last poll before the freeze could equally have returned
+# them.
+IN_FLIGHT_S = 2.0
 PARTITIONS = 2
 RECORDS_PER_PHASE = 5
 
@@ -66,6 +78,23 @@ def _produce(bootstrap: str, topic: str, phase: str) -> set[str]:
             values.add(value)
     assert producer.flush(30) == 0
     return values
+
+
+def _describe_group(bootstrap: str, group: str) -> str:
+    """The group's state, members' assignments and committed offsets (for a failure's report)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        desc = admin.describe_consumer_groups([group], request_timeout=5)[group].result(6)
+        members = [
+            (m.member_id, sorted(tp.partition for tp in m.assignment.topic_partitions))
+            for m in desc.members
+        ]
+        request = [ConsumerGroupTopicPartitions(group)]
+        offsets = admin.list_consumer_group_offsets(request, request_timeout=5)[group].result(6)
+        committed = [(tp.partition, tp.offset) for tp in offsets.topic_partitions]
+        return f"group {group}: {desc.state}, members {members}, committed {committed}"
+    except Exception as exc:  # noqa: BLE001 - only a report
+        return f"group {group}: not described ({exc!r})"
 
 
 def _lines(path: Path) -> list[str]:
@@ -140,13 +169,19 @@ def test_a_frozen_workers_sink_gives_its_partitions_up_and_loses_nothing(
         os.kill(frozen.proc.pid, signal.SIGSTOP)  # the worker only: its hosts run on
         frozen_at = time.monotonic()
         try:
+            time.sleep(IN_FLIGHT_S)  # the request in flight at the freeze ends meanwhile
             third = _produce(bootstrap, topic_name, "third")
             expected |= third
-            wait_until(
-                lambda: set(_lines(b_out)) >= third,
-                MOVE_BOUND_S,
-                "the frozen task's partition to be consumed by the other worker",
-            )
+            try:
+                wait_until(
+                    lambda: set(_lines(b_out)) >= third,
+                    MOVE_BOUND_S - (time.monotonic() - frozen_at),
+                    "the frozen task's partition to be consumed by the other worker",
+                )
+            except AssertionError as exc:
+                where = {"a.txt": _lines(a_out), "b.txt": _lines(b_out)}
+                group = _describe_group(bootstrap, f"connect-{name}")
+                raise AssertionError(f"{exc}; {group}; {where}") from None
             moved_after = time.monotonic() - frozen_at
             assert not set(_lines(a_out)) & third
         finally:
