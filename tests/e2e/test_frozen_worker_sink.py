@@ -14,6 +14,7 @@ Now the host leaves the group once its worker has made no request for that long,
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -101,19 +102,25 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-@pytest.fixture
+@pytest.fixture(params=["topics", "topics.regex"])
 def frozen_side(
-    tmp_path: Path, broker: KafkaCluster, bundled_plugin_path: Path, topic_name: str
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    bundled_plugin_path: Path,
+    topic_name: str,
 ) -> Iterator[tuple[CliWorker, Path]]:
-    """A worker process running sink ``snk-<topic>`` (data path in its host), writing a.txt."""
+    """A worker process running sink ``snk-<topic>`` (data path in its host), writing a.txt,
+    subscribed by ``topics`` or by ``topics.regex`` (the rejoin subscribes a new consumer)."""
     broker.create_topic(topic_name, PARTITIONS)
     tmp = tmp_path / "a"
     tmp.mkdir()
     out = tmp / "a.txt"
+    subscription = topic_name if request.param == "topics" else re.escape(topic_name)
     connector = {
         "name": f"snk-{topic_name}",
         "connector.class": "FileStreamSink",
-        "topics": topic_name,
+        request.param: subscription,
         "file": str(out),
     }
     props = _worker_props(tmp, broker.bootstrap_servers, bundled_plugin_path)
@@ -193,8 +200,15 @@ def test_a_frozen_workers_sink_gives_its_partitions_up_and_loses_nothing(
         wait_until(
             lambda: "its worker drives it again" in frozen.text(), 60, "the thawed task's rejoin"
         )
-        fourth = _produce(bootstrap, topic_name, "fourth")
-        expected |= fourth
+        later = iter(range(1_000))
+
+        def thawed_task_writes() -> bool:
+            expected.update(_produce(bootstrap, topic_name, f"fourth {next(later)}"))
+            time.sleep(0.5)
+            return any(line.startswith("fourth") for line in _lines(a_out))
+
+        # Rejoined, it gets a partition back and consumes it again.
+        wait_until(thawed_task_writes, 60, "the thawed task's records")
         wait_until(
             lambda: set(_lines(a_out) + _lines(b_out)) >= expected, 60, "every record, once thawed"
         )
