@@ -155,6 +155,16 @@ def _translate(p: str) -> str:
                 raise JavaRegexError(f"Unmatched closing ')' near index {i - 1}")
             out.append(")" * len(scoped.pop()) + ")")
             i += 1
+        elif c == "{":
+            # Java reads every { outside a class as a bounded quantifier: {n}, {n,} or {n,m}
+            # (Python takes a malformed one, or {,m}, literally or as {0,m}).
+            bound = re.match(r"\{\d+(?:,\d*)?\}", p[i:])
+            if bound is None:
+                if re.match(r"\{\d+(?:,\d*)?$", p[i:]):
+                    raise JavaRegexError(f"Unclosed counted closure near index {n}")
+                raise JavaRegexError(f"Illegal repetition near index {i}")
+            out.append(bound.group())
+            i += bound.end()
         elif c == "|" and scoped[-1]:
             specs = scoped[-1]
             out.append(")" * len(specs) + "|" + "".join(f"(?{s}:" for s in specs))

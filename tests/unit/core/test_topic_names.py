@@ -28,6 +28,8 @@ NAMES = ["v1", "v1x", "v2", "V1", "a.b", "axb", "__consumer_offsets", "__transac
         (r"\p{Alpha}\p{Digit}", ["V1", "v1", "v2"]),
         ("[v[V]]1", ["V1", "v1"]),
         (".*", ["V1", "a.b", "axb", "v1", "v1x", "v2"]),  # never the internal topics
+        ("v1{1}x?", ["v1", "v1x"]),
+        (r"[v{]1", ["v1"]),  # a { in a class is a character
         ("__.*", []),
     ],
 )
@@ -35,7 +37,14 @@ def test_matching_is_javas(java: str, matched: list[str]) -> None:
     assert matching_topics(compile_topics_regex(java), NAMES) == matched
 
 
-@pytest.mark.parametrize("java", ["(?P<n>v)", "(?#c)v", "[a&&b]", "(", "v)", "[v", "(?y)v", "\\"])
+@pytest.mark.parametrize(
+    "java",
+    [
+        *("(?P<n>v)", "(?#c)v", "[a&&b]", "(", "v)", "[v", "(?y)v", "\\"),
+        # A { Java cannot read as {n}, {n,} or {n,m}: Python took these literally or as {0,m}.
+        *("a{,3}", "x{", "${env}-orders", "a{1"),
+    ],
+)
 def test_what_java_refuses_or_cannot_be_translated_is_refused(java: str) -> None:
     with pytest.raises(JavaRegexError):
         compile_topics_regex(java)
