@@ -47,11 +47,15 @@ def check_storable(connector: str, partition: Any, offset: Any) -> None:
     """The last line of defence, as Kafka's OffsetStorageWriter.doFlush: a partition or
     offset that is not a map of str to primitives is never written. Tasks' offsets were
     checked in their plugin host, before their records were sent (naming the record); REST
-    checks what it is given. Once per partition per commit.
+    checks what it is given. Once per partition per commit; a tombstone always passes.
 
     Raises:
         ConnectException: naming the connector and the partition.
     """
+    if offset is None:
+        # A tombstone removes what is stored, whatever its shape: a partition an older
+        # version stored that Kafka's format refuses could otherwise never be reset.
+        return
     try:
         validate_offset_format(partition)
         validate_offset_format(offset)
