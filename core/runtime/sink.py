@@ -134,11 +134,10 @@ def max_records_per_put(consumer_config: Mapping[str, Any]) -> int:
     value = consumer_config.get(MAX_POLL_RECORDS)
     if value is None:
         return MAX_RECORDS_PER_PUT
-    try:
-        records = int(value)
-    except (TypeError, ValueError):
-        records = 0
-    if records < 1 or str(records) != str(value).strip():
+    # As Java's ConfigDef reads an INT: trimmed, an optional sign, decimal digits ("05" is 5).
+    text = str(value).strip()
+    records = int(text) if re.fullmatch(r"[+-]?\d+", text) else 0
+    if records < 1:
         raise ConnectException(
             f"Invalid value {value} for configuration {MAX_POLL_RECORDS}: "
             "Value must be at least 1 (an integer)"

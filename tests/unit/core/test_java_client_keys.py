@@ -80,6 +80,9 @@ def test_a_negative_fetch_max_bytes_names_its_key() -> None:
 def test_max_poll_records_bounds_a_put() -> None:
     assert max_records_per_put({}) == MAX_RECORDS_PER_PUT
     assert max_records_per_put({"max.poll.records": "10"}) == 10
-    for bad in ("0", "ten", "1.5"):
+    # As Java's ConfigDef reads an INT: leading zeros and a sign are fine.
+    assert max_records_per_put({"max.poll.records": " 05 "}) == 5
+    assert max_records_per_put({"max.poll.records": "+7"}) == 7
+    for bad in ("0", "ten", "1.5", "1_000"):
         with pytest.raises(ConnectException, match=f"{bad} for configuration max.poll.records"):
             max_records_per_put({"max.poll.records": bad})
