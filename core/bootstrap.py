@@ -38,6 +38,7 @@ def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
     except (OSError, ConnectException) as exc:
         raise ConnectException(str(exc)) from exc
     stopped = threading.Event()
+    herder.stop_requested = stopped  # a start-up wait for the bundled plugins ends on it
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopped.set())
     from core.rest.server import RestServer  # after the config parsed: a bad file fails fast
@@ -91,6 +92,7 @@ def run_distributed(worker_file: str) -> int:
     except (OSError, ConnectException) as exc:
         raise ConnectException(str(exc)) from exc
     stopped = threading.Event()
+    herder.stop_requested = stopped  # a start-up wait for the bundled plugins ends on it
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stopped.set())
     from core.rest.server import RestServer

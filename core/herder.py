@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -64,6 +65,8 @@ log = logging.getLogger("copycat.herder")
 # How long a call that needs the plugin catalogue waits for the bundled plugins' first-time
 # install (measured at 3-12 s on a busy 2-core machine, see docs/benchmarks.md).
 BUNDLED_INSTALL_WAIT_S = 120.0
+# How often a start-up wait for that install looks whether a stop was requested.
+STOP_CHECK_S = 0.2
 PLUGIN_TYPES = ("source", "sink", "converter", "header_converter", "transformation", "predicate")
 _INVALID_CONFIG = "Connector configuration is invalid and contains the following {n} error(s):"
 _VALIDATE_HINT = (
@@ -231,6 +234,13 @@ class AbstractHerder:
 
     # Whether plugin.path was rescanned after that install ended.
     _bundled_scanned: bool = False
+    # Set by the process's SIGTERM/SIGINT handler (core/bootstrap.py): a start-up wait for
+    # that install ends at once, and the worker takes no work (Kafka exits on a signal during
+    # its plugin scan).
+    stop_requested: threading.Event | None = None
+
+    def _stop_requested(self) -> bool:
+        return self.stop_requested is not None and self.stop_requested.is_set()
 
     def _plugins_settled(
         self, waiting: str = "waiting for the bundled plugins' first-time install to finish"
@@ -242,7 +252,11 @@ class AbstractHerder:
             return
         if install.is_alive():
             log.info("%s", waiting)
-            install.join(BUNDLED_INSTALL_WAIT_S)
+            deadline = time.monotonic() + BUNDLED_INSTALL_WAIT_S
+            while install.is_alive() and not self._stop_requested():
+                if (left := deadline - time.monotonic()) <= 0:
+                    break
+                install.join(min(left, STOP_CHECK_S))
         if not install.is_alive() and not self._bundled_scanned:
             # The live catalogue looks at plugin.path at most every RESCAN_INTERVAL_S, and a
             # lookup made while another thread rescans gets the older snapshot: a create
@@ -273,7 +287,9 @@ class AbstractHerder:
             "waiting for the bundled plugins' first-time install before taking work"
         )
         install = self.bundled_install
-        if install is not None and install.is_alive():
+        if self._stop_requested():
+            log.info("stopping: the worker takes no work (the bundled plugins' install ends)")
+        elif install is not None and install.is_alive():
             log.error(
                 "the bundled plugins' first-time install is still running after %.0f s; "
                 "starting without them (work naming them fails until they are installed)",

@@ -245,6 +245,8 @@ class StandaloneHerder(WorkerHerder):
         # (connector files already waited in prepare()); REST calls that need plugins wait
         # for them, and /health says starting until then.
         self._await_bundled_plugins()
+        if self._stop_requested():
+            return
         for cf in self.connector_files:  # in command-line order, as Kafka's standalone mode
             with self._lock:
                 self._add(cf.name, cf.props, TargetState.STARTED)

@@ -268,6 +268,8 @@ class DistributedHerder(Rebalancing, HerderApi):
         # bundled plugins are there fails their tasks for good. The internal topics were read
         # meanwhile, so REST reads answer while this waits.
         self._await_bundled_plugins()
+        if self._stop_requested():
+            return  # never joined: shutdown() has no group to leave
         c = self.config
         self.member = WorkerGroupMember(
             GroupSettings(

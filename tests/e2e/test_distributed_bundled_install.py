@@ -14,6 +14,7 @@ bundled wheels before it installs them, as on a first start after an upgrade.
 from __future__ import annotations
 
 import re
+import signal
 import threading
 import uuid
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ import pytest
 
 from core.bundled import WHEELHOUSE_ENV, missing_bundled
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.distributed import DistributedCluster
+from tests.support.distributed import DistributedCluster, worker_props
 from tests.support.processes import CliWorker, wait_until
 
 pytestmark = [
@@ -138,3 +139,36 @@ def test_a_worker_installing_the_bundled_plugins_takes_no_task_before_they_are_t
     assert joined is not None, log
     installed = log.rfind("installed the bundled plugins")
     assert 0 <= installed < joined.start(), log
+
+
+@pytest.mark.parametrize("mode", ["distributed", "standalone"])
+def test_a_worker_stopped_while_it_installs_the_bundled_plugins_stops_at_once(
+    broker: KafkaCluster, tmp_path: Path, mode: str
+) -> None:
+    """SIGTERM while a first start waits for the bundled plugins' install: the worker went on
+    waiting until the install ended (up to 120 s with a slow index), then stopped; Kafka
+    Connect exits at once on a signal during its plugin scan. It now stops without waiting
+    (the install is left unfinished) and never joins its group."""
+    empty = tmp_path / "fresh-plugins"
+    empty.mkdir()
+    cold = tmp_path / "cold-wheelhouse"
+    cold.mkdir()
+    group = f"stop-install-{uuid.uuid4().hex[:8]}"
+    props = worker_props(broker.bootstrap_servers, group, empty)
+    if mode == "standalone":
+        props["offset.storage.file.filename"] = str(tmp_path / "connect.offsets")
+    worker = CliWorker(tmp_path, props, mode=mode, env={WHEELHOUSE_ENV: str(cold)})
+    try:
+        worker.spawn().wait_listening(60)
+        wait_until(
+            lambda: "installing the bundled plugins" in httpx.get(worker.url + "/health").text,
+            60,
+            "/health to say the worker is installing the bundled plugins",
+        )
+        assert worker.proc is not None
+        worker.proc.send_signal(signal.SIGTERM)
+        assert worker.wait(30) == 0, worker.text()
+        assert missing_bundled(empty), "the worker waited for the install to end"
+        assert "rebalance" not in worker.text()
+    finally:
+        worker.close()
