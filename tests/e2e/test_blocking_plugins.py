@@ -97,6 +97,9 @@ def _other_connector_round_trip(http: httpx.Client, topic: str) -> dict[str, flo
 
     config = _config("FaultySource", topic)
     timed("create", lambda: http.post("/connectors", json={"name": name, "config": config}), 201)
+    # Its task's start (a plugin host spawned: seconds at CI's load) is not what is measured:
+    # a delete during it waits for it, hung plugin or not.
+    wait_until(lambda: _status(http, name)["tasks"][0]["state"] == "RUNNING", 30, "its task")
     timed("list", lambda: http.get("/connectors"), 200)
     timed("status", lambda: http.get(f"/connectors/{name}/status"), 200)
     timed("pause", lambda: http.put(f"/connectors/{name}/pause"), 202)

@@ -28,6 +28,7 @@ pytestmark = pytest.mark.integration
 STALL_S = 1.0
 # How long a swallowed final offset commit hangs: well past the graceful timeout.
 STALLED_COMMIT_S = 20.0
+GRACEFUL_MS = 10_000
 
 
 @pytest.fixture
@@ -97,6 +98,9 @@ def test_a_sink_stopped_while_its_final_commit_hangs_stops_in_time_and_loses_not
     lost, what was not committed is delivered again."""
     put = tmp_path / "put.txt"
     props = {
+        # The stop waits for the commit until 0.9 of it: the rest is the host's exit, which
+        # a 3 s timeout left 0.3 s for, too little under CI's load.
+        "task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS),
         "plugin.path": ",".join(str(d) for d in faulty_plugin_dirs),
         "offset.flush.interval.ms": "600000",  # the stop's commit is the first
         # As the embedded dev broker's defaults: a quick restart of a sink on it needs this.
@@ -119,7 +123,7 @@ def test_a_sink_stopped_while_its_final_commit_hangs_stops_in_time_and_loses_not
                 assert http.put(f"/connectors/{name}/stop").status_code == 204
                 took = time.monotonic() - began
                 assert proxy.dropped == 1  # the final commit really hung
-                assert took < 4.5, f"the stop took {took:.1f} s"
+                assert took < GRACEFUL_MS / 1000 + 1.5, f"the stop took {took:.1f} s"
                 assert not [line for line in worker.log_lines if "killing" in line]
                 produce(proxy.address, topic, [f"after {i}".encode() for i in range(3)])
                 assert http.put(f"/connectors/{name}/resume").status_code == 202

@@ -9,7 +9,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from core.kafka import READ_COMMITTED
 
@@ -71,6 +78,13 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -
 # How long committed() retries retriable errors: on a fresh broker the group coordinator
 # answers NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS until __consumer_offsets exists.
 COMMITTED_RETRY_S = 30.0
+# A group's coordinator moving or loading: the committed offsets are asked again (librdkafka
+# does not flag NOT_COORDINATOR retriable on this call; CI met it under load).
+COORDINATOR_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+}
 
 
 def read_topic(
@@ -128,7 +142,9 @@ def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int
                 [tp] = consumer.committed([TopicPartition(topic, partition)], timeout=10)
                 return int(tp.offset)
             except KafkaException as exc:
-                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                error = exc.args[0]
+                moving = error.code() in COORDINATOR_MOVING  # not flagged retriable here
+                if not (error.retriable() or moving) or time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
     finally:
