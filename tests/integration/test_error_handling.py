@@ -25,7 +25,7 @@ from tests.support.kafka import (
     wait_for,
     wait_for_librdkafka_threads,
 )
-from tests.support.plugins import catalogue_with
+from tests.support.plugins import catalogue_with, one_task_sink
 from tests.support.workers import in_process_worker, start_connector
 
 pytestmark = pytest.mark.integration
@@ -99,19 +99,7 @@ class MixedSource(SourceConnector):
         pass
     def config(self):
         return ConfigDef()
-
-class ScriptedSink(SinkConnector):
-    def start(self, props):
-        self.props = dict(props)
-    def task_class(self):
-        return ScriptedSinkTask
-    def task_configs(self, n):
-        return [self.props]
-    def stop(self):
-        pass
-    def config(self):
-        return ConfigDef()
-'''
+''' + one_task_sink("ScriptedSink", "ScriptedSinkTask")
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from core.plugins import PluginCatalogue
 from core.status import State
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import produce, wait_for
-from tests.support.plugins import catalogue_with
+from tests.support.plugins import catalogue_with, one_task_sink
 from tests.support.workers import in_process_worker, start_connector
 
 pytestmark = pytest.mark.integration
@@ -40,19 +40,7 @@ class CountingSinkTask(SinkTask):
     def stop(self):
         self.out.close()
         self.sizes.close()
-
-class CountingSink(SinkConnector):
-    def start(self, props):
-        self.props = dict(props)
-    def task_class(self):
-        return CountingSinkTask
-    def task_configs(self, n):
-        return [self.props]
-    def stop(self):
-        pass
-    def config(self):
-        return ConfigDef()
-'''
+''' + one_task_sink("CountingSink", "CountingSinkTask")
 
 
 @pytest.fixture(scope="module")

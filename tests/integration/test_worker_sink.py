@@ -14,7 +14,7 @@ from core.status import State
 from core.worker import Worker
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, wait_for
-from tests.support.plugins import catalogue_with
+from tests.support.plugins import catalogue_with, one_task_sink
 
 pytestmark = pytest.mark.integration
 
@@ -34,19 +34,7 @@ class RecordingSinkTask(SinkTask):
         self.out.flush()
     def stop(self):
         self.out.close()
-
-class RecordingSink(SinkConnector):
-    def start(self, props):
-        self.props = dict(props)
-    def task_class(self):
-        return RecordingSinkTask
-    def task_configs(self, n):
-        return [self.props]
-    def stop(self):
-        pass
-    def config(self):
-        return ConfigDef()
-"""
+""" + one_task_sink("RecordingSink", "RecordingSinkTask")
 
 
 @pytest.fixture(scope="module")

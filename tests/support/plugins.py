@@ -26,3 +26,22 @@ def catalogue_with(
     )
     install(str(wheel), work / "pp", offline=True)
     return PluginCatalogue.scan([bundled, work / "pp"])
+
+
+def one_task_sink(name: str, task_class: str) -> str:
+    """Source of sink connector class ``name`` whose one task runs ``task_class`` with the
+    connector's own config: a test plugin's boilerplate, appended to the plugin module that
+    defines the task (which imports ``SinkConnector`` and ``ConfigDef``)."""
+    return f"""
+class {name}(SinkConnector):
+    def start(self, props):
+        self.props = dict(props)
+    def task_class(self):
+        return {task_class}
+    def task_configs(self, n):
+        return [self.props]
+    def stop(self):
+        pass
+    def config(self):
+        return ConfigDef()
+"""
