@@ -125,6 +125,26 @@ def _failed_trace(worker: Worker, name: str) -> str:
     return trace
 
 
+def _commits_through_a_restart(
+    worker: Worker, name: str, bootstrap: str, topic: str, offset: int
+) -> None:
+    """The sink that failed at offset ``offset`` of partition 0 committed exactly the records
+    before it, and a restarted task failing there again keeps that commit."""
+    group = f"connect-{name}"
+    assert f"{topic}-0@{offset}" in _failed_trace(worker, name)
+    wait_for(
+        lambda: committed(bootstrap, group, topic) == offset,
+        30,
+        "the records put before the failure committed",
+    )
+    worker.stop_task(name, 0)
+    [config] = worker.task_configs(name)
+    assert worker.start_task(name, 0, config).wait_started(60)
+    assert f"{topic}-0@{offset}" in _failed_trace(worker, name)
+    time.sleep(1)  # the restarted task's closing commit
+    assert committed(bootstrap, group, topic) == offset
+
+
 def _tolerant_json_sink(topic: str, out: Path, dlq: str, **extra: str) -> dict[str, str]:
     """ScriptedSink writing ``topic``'s schemaless JSON values to ``out``, with records that
     fail conversion tolerated and sent to ``dlq``; ``extra`` is added to the config."""
@@ -350,23 +370,11 @@ def test_a_failed_sink_commits_the_records_put_before_the_failing_batch_and_rest
             "value.converter.schemas.enable": "false",
         },
     )
-    group = f"connect-{name}"
     try:
         produce(bootstrap_servers, topic_name, [b'{"n": 0}', b'{"n": 1}'])
         wait_for(lambda: _lines(out) == ["0", "1"], 60, "the good records written")
         produce(bootstrap_servers, topic_name, [b"not json at all", b'{"n": 3}'])
-        assert f"{topic_name}-0@2" in _failed_trace(worker, name)
-        wait_for(
-            lambda: committed(bootstrap_servers, group, topic_name) == 2,
-            30,
-            "the records put before the failure committed",
-        )
-        worker.stop_task(name, 0)
-        [config] = worker.task_configs(name)
-        assert worker.start_task(name, 0, config).wait_started(60)
-        assert f"{topic_name}-0@2" in _failed_trace(worker, name)
-        time.sleep(1)  # the restarted task's closing commit
-        assert committed(bootstrap_servers, group, topic_name) == 2
+        _commits_through_a_restart(worker, name, bootstrap_servers, topic_name, 2)
     finally:
         worker.stop()
     assert _lines(out) == ["0", "1"]
@@ -778,20 +786,9 @@ def test_a_failed_sink_whose_dlq_refuses_a_record_commits_the_records_put_before
         topic_name, out, dlq, **{"errors.deadletterqueue.context.headers.enable": "true"}
     )
     start_connector(worker, name, config)
-    group = f"connect-{name}"
     try:
         assert f"record {topic_name}-0@1" in _failed_trace(worker, name)
-        wait_for(
-            lambda: committed(bootstrap_servers, group, topic_name) == 1,
-            30,
-            "k0 committed, the refused record not",
-        )
-        worker.stop_task(name, 0)
-        [task_config] = worker.task_configs(name)
-        assert worker.start_task(name, 0, task_config).wait_started(60)
-        assert f"record {topic_name}-0@1" in _failed_trace(worker, name)
-        time.sleep(1)  # the restarted task's closing commit
-        assert committed(bootstrap_servers, group, topic_name) == 1
+        _commits_through_a_restart(worker, name, bootstrap_servers, topic_name, 1)
     finally:
         worker.stop()
     assert _lines(out) == ["0"]
