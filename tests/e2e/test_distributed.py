@@ -611,6 +611,12 @@ def test_a_hung_plugin_delays_nothing_else_on_any_worker(
             response = cluster.request(method, path, via, json=body)
             timings[what] = time.monotonic() - started
             assert response.status_code < 300, (what, response.text)
+            if what == "create":  # this worker reads the new config from the config topic
+                wait_until(
+                    lambda: other in cluster.request("GET", "/connectors", via).json(),  # noqa: B023
+                    30,
+                    f"worker {via} to know {other}",
+                )
         slow = {w: round(t, 2) for w, t in timings.items() if t >= UNAFFECTED_S}
         assert not slow, f"worker {via} waited for the hung plugin: {slow}"
     thread.join(CALL_TIMEOUT_MS / 1000 * 3 + 30)

@@ -168,7 +168,8 @@ def test_a_worker_stopped_while_it_installs_the_bundled_plugins_stops_at_once(
         assert worker.proc is not None
         worker.proc.send_signal(signal.SIGTERM)
         assert worker.wait(30) == 0, worker.text()
-        assert missing_bundled(empty), "the worker waited for the install to end"
+        # It stopped waiting (the install may still end during the shutdown that follows).
+        assert "stopping: the worker takes no work" in worker.text(), worker.text()
         assert "rebalance" not in worker.text()
     finally:
         worker.close()
