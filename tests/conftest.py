@@ -28,6 +28,7 @@ import pytest
 
 if TYPE_CHECKING:
     from core.dev.broker import DevBroker
+    from core.plugins import PluginCatalogue
     from registry.server import RegistryServer
     from tests.support.apache_kafka import KafkaCluster
 
@@ -197,6 +198,15 @@ def bundled_plugin_path(
             )
         )
     return path
+
+
+@pytest.fixture(scope="module")
+def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
+    """The bundled plugins' catalogue, scanned once per module. A module whose tests need a
+    plugin of their own beside them overrides it (:func:`tests.support.plugins.catalogue_with`)."""
+    from core.plugins import PluginCatalogue
+
+    return PluginCatalogue.scan([bundled_plugin_path])
 
 
 @pytest.fixture(scope="session")

@@ -49,11 +49,6 @@ def sasl_client(servers: str, password: str = SASL_PASSWORD) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
-    return PluginCatalogue.scan([bundled_plugin_path])
-
-
 @pytest.fixture
 def worker(sasl_kafka: dict[str, str], catalogue: PluginCatalogue) -> Iterator[Worker]:
     worker = Worker(

@@ -63,11 +63,6 @@ WORKER = {
 }
 
 
-@pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
-    return PluginCatalogue.scan([bundled_plugin_path])
-
-
 def recording_worker(
     catalogue: PluginCatalogue, bootstrap_servers: str
 ) -> tuple[Worker, RecordingClients]:

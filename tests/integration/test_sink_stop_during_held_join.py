@@ -50,11 +50,6 @@ while True:
 """
 
 
-@pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
-    return PluginCatalogue.scan([bundled_plugin_path])
-
-
 def _member(bootstrap: str, group: str, topic: str) -> subprocess.Popen[str]:
     member = subprocess.Popen(
         [sys.executable, "-c", MEMBER, bootstrap, group, topic, str(DEAD_MEMBER_SESSION_MS)],

@@ -41,11 +41,6 @@ JOIN_WARN_MARGIN_S = 8.0
 QUIET_S = 12.0
 
 
-@pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
-    return PluginCatalogue.scan([bundled_plugin_path])
-
-
 @pytest.fixture
 def worker(catalogue: PluginCatalogue, bootstrap_servers: str) -> Iterator[Worker]:
     w = Worker(

@@ -28,11 +28,6 @@ WAIT_BEFORE_TOPIC_S = 8.0
 RECORDS = 500
 
 
-@pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
-    return PluginCatalogue.scan([bundled_plugin_path])
-
-
 def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
     return Worker(
         "w1",

@@ -18,11 +18,6 @@ from tests.support.workers import in_process_worker, start_connector
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def catalogue(bundled_plugin_path: Path) -> PluginCatalogue:
-    return PluginCatalogue.scan([bundled_plugin_path])
-
-
 def test_string_converter_writes_structs_and_timestamps_as_kafka_connect_does(
     catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
 ) -> None:
