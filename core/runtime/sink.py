@@ -96,6 +96,9 @@ TOPICS_REGEX_REFRESH_S = 10.0
 # and how soon a listing that failed, or a matched topic reported missing, is tried again.
 METADATA_TIMEOUT_S = 2.0
 TOPICS_REGEX_RETRY_S = 1.0
+# How long a task failing under auto.offset.reset=none asks the coordinator which other
+# partitions lack a committed offset, to name them all.
+NO_OFFSET_LOOKUP_TIMEOUT_S = 5.0
 # How long a sink whose worker went quiet waits for its consumer's close (its LeaveGroup)
 # before it leaves the close to finish on its own thread (see SinkTaskLoop.relinquish).
 RELINQUISH_WAIT_S = 5.0
@@ -693,13 +696,25 @@ class SinkTaskLoop:
         """The task's failure for a partition with no valid committed offset under
         auto.offset.reset=none (librdkafka's ``error``), as Kafka's consumer throws
         NoOffsetForPartitionException (or OffsetOutOfRangeException) from poll()."""
-        partition = f"{msg.topic()}-{msg.partition()}"
+        at_fault = {(msg.topic(), msg.partition())} | self._assigned_without_offset()
+        partitions = ", ".join(f"{topic}-{partition}" for topic, partition in sorted(at_fault))
         return wrap_kafka_error(
             error,
             f"sink task {self.name}: Undefined offset with no reset policy for partitions: "
-            f"[{partition}] (auto.offset.reset=none and the consumer group has no valid "
-            f"committed offset for {partition})",
+            f"[{partitions}] (auto.offset.reset=none and the consumer group has no valid "
+            f"committed offset for {partitions})",
         )
+
+    def _assigned_without_offset(self) -> set[tuple[str, int]]:
+        """The assigned partitions the group has no committed offset for, which librdkafka
+        reports one by one, so that the failure names all of them as Kafka's does (none if
+        the coordinator cannot say: the message's own partition is named anyway)."""
+        assigned = [KafkaTopicPartition(t, p) for t, p in sorted(self._assigned)]
+        try:
+            committed = self.consumer.committed(assigned, timeout=NO_OFFSET_LOOKUP_TIMEOUT_S)
+        except KafkaException:
+            return set()
+        return {(tp.topic, tp.partition) for tp in committed if tp.offset < 0}
 
     def _message_batch(self, messages: list[Any], settled: bool) -> MessageBatch:
         """The messages as they are, with their topic and partition when the subscription and

@@ -99,10 +99,12 @@ def test_max_poll_records_bounds_every_put(
     assert max(sizes) <= 10, sorted(set(sizes))
 
 
-def _commit(bootstrap: str, group: str, topic: str, offset: int) -> None:
+def _commit(bootstrap: str, group: str, topic: str, offsets: list[int]) -> None:
+    """Commits ``offsets[p]`` for each partition ``p`` of ``topic`` as ``group``."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+        tps = [TopicPartition(topic, p, offset) for p, offset in enumerate(offsets)]
+        consumer.commit(offsets=tps, asynchronous=False)
     finally:
         consumer.close()
 
@@ -115,12 +117,16 @@ def test_auto_offset_reset_none_fails_only_a_partition_without_a_committed_offse
     broker: KafkaCluster,
 ) -> None:
     """Kafka's ``none`` (librdkafka's ``error``): a group with committed offsets consumes from
-    them; one without fails its task naming the partition (NoOffsetForPartitionException).
-    It failed every task: "Invalid value "none" for configuration property"."""
-    broker.create_topic(topic_name, 1)
-    produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(5)])
+    them; one without fails its task naming every partition it lacks an offset for, as
+    NoOffsetForPartitionException does (librdkafka reports them one by one: the failure named
+    only the first). It failed every task: "Invalid value "none" for configuration property"."""
+    broker.create_topic(topic_name, 3)
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    for i in range(5):
+        producer.produce(topic_name, str(i).encode(), partition=0)
+    assert producer.flush(30) == 0
     committed_name, fresh_name = f"reset-none-{topic_name}", f"reset-none-fresh-{topic_name}"
-    _commit(bootstrap_servers, f"connect-{committed_name}", topic_name, 2)
+    _commit(bootstrap_servers, f"connect-{committed_name}", topic_name, [2, 0, 0])
     worker = in_process_worker(catalogue, bootstrap_servers)
     none = {"consumer.override.auto.offset.reset": "none"}
     (tmp_path / "a").mkdir()
@@ -135,7 +141,8 @@ def test_auto_offset_reset_none_fails_only_a_partition_without_a_committed_offse
     finally:
         worker.stop()
     assert _lines(tmp_path / "a" / "out.txt") == ["2", "3", "4"]
-    assert f"Undefined offset with no reset policy for partitions: [{topic_name}-0]" in trace
+    partitions = ", ".join(f"{topic_name}-{p}" for p in range(3))
+    assert f"Undefined offset with no reset policy for partitions: [{partitions}]" in trace
     assert "auto.offset.reset=none" in trace
     assert _lines(tmp_path / "b" / "out.txt") == []
 
