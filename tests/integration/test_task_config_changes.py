@@ -151,6 +151,20 @@ def _lines(files: list[Path], prefix: str) -> list[list[str]]:
     ]
 
 
+def _both_write_what_follows(
+    broker: KafkaCluster, name: str, topic: str, files: list[Path]
+) -> None:
+    """Once both tasks are members of the connector's group, 50 records produced to each
+    partition reach each task's file."""
+    _wait_for_two_members(broker, f"connect-{name}")
+    _produce(broker.bootstrap_servers, topic, "after", 50)
+    wait_for(
+        lambda: [len(lines) for lines in _lines(files, "after")] == [50, 50],
+        60,
+        "50 records written by each task",
+    )
+
+
 def test_two_tasks_on_one_worker_both_run_a_transform_added_to_the_config(
     bundled_plugin_path: Path, broker: KafkaCluster, topic_name: str, tmp_path: Path
 ) -> None:
@@ -168,13 +182,7 @@ def test_two_tasks_on_one_worker_both_run_a_transform_added_to_the_config(
     try:
         _start_both(worker, name, old, files)
         _restart_one_at_a_time(worker, name, {**old, **HOIST}, files)
-        _wait_for_two_members(broker, f"connect-{name}")
-        _produce(bootstrap, topic_name, "after", 50)
-        wait_for(
-            lambda: [len(lines) for lines in _lines(files, "after")] == [50, 50],
-            60,
-            "50 records written by each task",
-        )
+        _both_write_what_follows(broker, name, topic_name, files)
     finally:
         worker.stop()
     for lines in _lines(files, "after"):
@@ -213,13 +221,7 @@ def test_two_tasks_on_one_worker_both_run_a_newly_pinned_plugin_version(
         assert [worker.status.task(name, t).version for t in (0, 1)] == ["1.0", "1.0"]
         _restart_one_at_a_time(worker, name, {**old, "connector.plugin.version": "2.0"}, files)
         assert [worker.status.task(name, t).version for t in (0, 1)] == ["2.0", "2.0"]
-        _wait_for_two_members(broker, f"connect-{name}")
-        _produce(bootstrap, topic_name, "after", 50)
-        wait_for(
-            lambda: [len(lines) for lines in _lines(files, "after")] == [50, 50],
-            60,
-            "50 records written by each task",
-        )
+        _both_write_what_follows(broker, name, topic_name, files)
     finally:
         worker.stop()
     for lines in _lines(files, "after"):
