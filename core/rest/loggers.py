@@ -78,20 +78,26 @@ def parse_level(text: str) -> int | None:
 
 
 def set_level(name: str, value: int) -> list[str]:
-    """Set ``name`` and its existing descendants to ``value``; returns the names changed."""
+    """Set ``name`` and its existing descendants to ``value``; returns the names changed.
+
+    A logger already at ``value`` (its own level, else its effective one) is left as it is,
+    its ``last_modified`` included, and is not among the names returned, as Kafka's."""
     with _lock:
         now = int(time.time() * 1000)
-        target = logging.getLogger() if name == ROOT else logging.getLogger(name)
-        affected = [name]
+        candidates = [logging.getLogger() if name == ROOT else logging.getLogger(name)]
         prefix = "" if name == ROOT else name + "."
         for other, logger in list(logging.root.manager.loggerDict.items()):
             if isinstance(logger, logging.Logger) and other.startswith(prefix) and other != name:
-                affected.append(other)
-        target.setLevel(value)
-        for other in affected[1:]:
-            logging.getLogger(other).setLevel(value)
-        for other in affected:
-            _last_modified[other] = now
+                candidates.append(logger)
+        # Each logger's level before any changes: a descendant that only inherits is set too.
+        current = [logger.level or logger.getEffectiveLevel() for logger in candidates]
+        affected = []
+        for logger, before in zip(candidates, current, strict=True):
+            if before == value:
+                continue
+            logger.setLevel(value)
+            _last_modified[logger.name] = now  # the root logger's name is ROOT
+            affected.append(logger.name)
         # Under the lock: hosts apply changes in the order the worker made them.
         host_levels.changed(name, value)  # ROOT is the same name there
         return sorted(affected)

@@ -1226,6 +1226,15 @@ def test_admin_loggers(http: httpx.Client) -> None:
     entry = http.get(f"/admin/loggers/{name}.child").json()
     assert entry["level"] == "DEBUG" and isinstance(entry["last_modified"], int)
     assert http.get("/admin/loggers").json()[name]["level"] == "DEBUG"
+    # The same level again changes nothing, last_modified included (Kafka's
+    # test_dynamic_logging); it was stamped again and both names returned.
+    time.sleep(0.05)
+    assert http.put(f"/admin/loggers/{name}", json={"level": "DEBUG"}).json() == []
+    assert http.get(f"/admin/loggers/{name}.child").json() == entry
+    unset = f"copycat.test.{uuid.uuid4().hex[:6]}"
+    logging.getLogger(unset)
+    assert http.put(f"/admin/loggers/{unset}", json={"level": "INFO"}).json() == []
+    assert http.get(f"/admin/loggers/{unset}").json() == {"level": "INFO", "last_modified": None}
     assert http.put(f"/admin/loggers/{name}", json={"level": "WARN"}).status_code == 200
     assert logging.getLogger(name).level == logging.WARNING
     assert (
