@@ -98,6 +98,46 @@ def _wrong_task_configs(configs: object) -> str | None:
     return None
 
 
+class TooManyTasksException(ConnectException):
+    """A connector generated more task configs than its ``tasks.max`` (KIP-1004), with
+    ``tasks.max.enforce`` true: the connector is FAILED, and so is each of its tasks started
+    while more task configs than that are stored (Kafka's TooManyTasksException)."""
+
+    def __init__(self, connector: str, num_tasks: int, max_tasks: int) -> None:
+        super().__init__(
+            f"The connector {connector} has generated {num_tasks} tasks, which is greater "
+            f"than {max_tasks}, the maximum number of tasks it is configured to create. This "
+            "behaviour should be considered a bug and is disallowed. If necessary, it can be "
+            "permitted by reconfiguring the connector with 'tasks.max.enforce' set to false; "
+            "however, this option will be removed in a future release of Kafka Connect."
+        )
+
+
+def check_tasks_max(connector: str, num_tasks: int, props: Mapping[str, str]) -> None:
+    """Kafka's Worker.checkTasksMax: ``num_tasks`` task configs of ``connector`` (generated,
+    or stored when one of its tasks starts) against the ``tasks.max`` of its config ``props``.
+
+    Raises:
+        TooManyTasksException: more than ``tasks.max``, and ``tasks.max.enforce`` is true
+            (without it, a warning is logged, as Kafka does).
+    """
+    max_tasks = int(props.get("tasks.max", "1"))
+    if num_tasks <= max_tasks:
+        return
+    if props.get("tasks.max.enforce", "true").strip().lower() != "false":
+        raise TooManyTasksException(connector, num_tasks, max_tasks)
+    log.warning(
+        "The connector %s has generated %d tasks, which is greater than %d, the maximum "
+        "number of tasks it is configured to create. This behavior should be considered a bug "
+        "and will be disallowed in future releases of Kafka Connect. Please report this to "
+        "the maintainers of the connector and request that they adjust their connector's "
+        "taskConfigs() method to respect the maxTasks parameter.",
+        connector,
+        num_tasks,
+        max_tasks,
+    )
+
+
 @dataclass
 class _Connector:
     """A connector as this worker knows it: its instance (``host``; None when the instance
@@ -527,12 +567,7 @@ class Worker:
                 f"connector {name}: task_configs() must return a list of dicts (one config per "
                 f"task), got {wrong}"
             )
-        enforce = connector.props.get("tasks.max.enforce", "true").lower() != "false"
-        if enforce and len(configs) > max_tasks:
-            raise ConnectException(
-                f"connector {name} generated {len(configs)} task configs, "
-                f"more than tasks.max={max_tasks}"
-            )
+        check_tasks_max(name, len(configs), connector.props)
         return [{str(k): str(v) for k, v in c.items()} for c in configs]
 
     def stop_connector(self, name: str) -> None:
@@ -604,6 +639,7 @@ class Worker:
         paused: bool | None = None,
         exactly_once: bool = False,
         fencing: TaskFencing | None = None,
+        task_count: int | None = None,
     ) -> _TaskRunner:
         """Start a task on its own thread and return at once; its status becomes RUNNING (or
         PAUSED) when its ``start()`` returns, FAILED if that fails.
@@ -611,11 +647,15 @@ class Worker:
         ``connector_props`` (resolved) lets a task start where its connector's instance does
         not run (distributed mode); ``paused`` overrides the connector status's say;
         ``exactly_once`` runs a source task transactionally, ``fencing`` around its
-        producer's initialisation (KIP-618; the herder decides both).
+        producer's initialisation (KIP-618; the herder decides both). ``task_count`` is how
+        many task configs of the connector are stored (checked against its ``tasks.max`` on
+        every start, as Kafka's Worker.startTask does: configs stored before
+        ``tasks.max.enforce`` was set, or by another worker, start no task beyond it).
 
         Raises:
             ConfigException: the task's pipeline names a plugin that is not installed, or a
                 connector key is invalid (the spec could not be made).
+            TooManyTasksException: more than ``tasks.max`` task configs are stored.
         """
         if connector_props is None:
             known = self.connectors.get(name)
@@ -628,6 +668,8 @@ class Worker:
             props = dict(connector_props)
             plugin = self.resolve_connector(props)
             version = self._task_version(name, plugin)
+        if task_count is not None:
+            check_tasks_max(name, task_count, props)
         if paused is None:
             connector_status = self.status.connector(name)
             paused = connector_status is not None and connector_status.state is State.PAUSED

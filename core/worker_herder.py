@@ -401,6 +401,7 @@ class WorkerHerder(AbstractHerder):
                     task_id,
                     task_config,
                     connector_props=resolved.config,
+                    task_count=len(task_configs),
                     **self._task_options(name, task_id),
                 )
             except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
@@ -558,6 +559,7 @@ class WorkerHerder(AbstractHerder):
                 self.resolver.resolve(tasks[task]).config,
                 connector_props=resolved.config,
                 paused=snapshot.target_state(name) is TargetState.PAUSED,
+                task_count=len(tasks),
                 **self._task_options(name, task),
             )
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka

@@ -222,6 +222,7 @@ class ConfigReactions(ExactlyOnceSupport):
                 task_props,
                 connector_props=connector_props,
                 paused=snapshot.target_state(name) is TargetState.PAUSED,
+                task_count=len(tasks),
                 **self._exactly_once_options(name, task, config),
             )
             self.task_starts += 1
