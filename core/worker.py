@@ -98,6 +98,11 @@ def _wrong_task_configs(configs: object) -> str | None:
     return None
 
 
+class TaskConfigsReturnError(ConnectException):
+    """A connector's ``task_configs()`` returned something other than a list of dicts: a bug
+    in the connector, which fails it (asked again, it would answer the same)."""
+
+
 class TooManyTasksException(ConnectException):
     """A connector generated more task configs than its ``tasks.max`` (KIP-1004), with
     ``tasks.max.enforce`` true: the connector is FAILED, and so is each of its tasks started
@@ -563,7 +568,7 @@ class Worker:
         configs = connector.instance().call(connector.handle, "task_configs", max_tasks)
         wrong = _wrong_task_configs(configs)
         if wrong is not None:
-            raise ConnectException(
+            raise TaskConfigsReturnError(
                 f"connector {name}: task_configs() must return a list of dicts (one config per "
                 f"task), got {wrong}"
             )

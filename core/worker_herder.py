@@ -44,9 +44,9 @@ from core.source_offsets import check_offset_format
 from core.status import State, Status, failure_trace
 from core.stores.config import ConfigStore, TargetState
 from core.stores.task_offsets import TaskOffsetStore
-from core.worker import Worker
+from core.worker import TaskConfigsReturnError, TooManyTasksException, Worker
 from core.worker_config import WorkerConfig
-from isolation import RemotePluginError
+from isolation import PluginHostError, RemotePluginError
 from plugin_api import ConfigException, ConnectException, TopicPartition
 
 __all__ = ["REST_REQUEST_TIMEOUT_S", "WorkerHerder", "reverse_transform"]
@@ -61,6 +61,16 @@ REST_REQUEST_TIMEOUT_S = 90.0
 # Extra time a delete or stop gives a connector operation already running (e.g. a start that
 # hangs) beyond the graceful timeout, before that operation's plugin host is killed.
 RECLAIM_MARGIN_S = 1.0
+# A connector whose task_configs() raised is asked again after this, doubling up to the
+# maximum, until it answers (Kafka's DistributedHerder RECONFIGURE_CONNECTOR_TASKS_BACKOFF_*
+# _INITIAL_MS and _MAX_MS): a cause that goes away (a database back up) heals the connector
+# without a restart, and one that stays costs one call a minute, not a spinning thread.
+TASK_CONFIGS_RETRY_INITIAL_S = 0.25
+TASK_CONFIGS_RETRY_MAX_S = 60.0
+# Failures of task_configs() that fail the connector instead: too many task configs (Kafka's
+# TooManyTasksException, not retried either), a malformed answer (a bug that a retry would
+# only repeat) and a host that died or was killed for hanging (the instance is gone).
+_FAILS_CONNECTOR = (TooManyTasksException, TaskConfigsReturnError, PluginHostError)
 _NOT_STOPPED = (
     "Connectors must be in the STOPPED state before their offsets can be modified. "
     "This can be done for the specified connector by issuing a 'PUT' request to the "
@@ -87,6 +97,17 @@ class _Runtime:
     # appliedConnectorConfig): a new config that leaves the task configs as they were
     # still restarts the tasks, which take converters, transforms and the rest from it.
     applied: dict[str, str] | None = None
+    # The pending retry of the connector's task_configs() after it raised (None: none).
+    task_retry: _TaskRetry | None = None
+
+
+@dataclass
+class _TaskRetry:
+    """A scheduled retry of a connector's task_configs(): for the connector config it failed
+    on, its ``attempt``-th in a row (which sets its backoff)."""
+
+    config: dict[str, str]
+    attempt: int
 
 
 def reverse_transform(
@@ -320,7 +341,10 @@ class WorkerHerder(AbstractHerder):
         try:
             task_class = worker.task_class(name)
             task_configs = worker.task_configs(name)
-        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
+        except Exception as exc:  # noqa: BLE001 - retried, or FAILED in the status, like Kafka
+            if self._retry_task_configs_later(name, exc, resolved):
+                self._apply_target(name)  # a reconfigured one's tasks run on meanwhile
+                return
             running = worker.connectors.get(name)
             if running is not None and running.tasks:  # a reconfigured one's tasks run on
                 worker.stop_connector_instance(name)
@@ -329,6 +353,7 @@ class WorkerHerder(AbstractHerder):
             if not deployed.deleted:
                 self._fail_connector(name, exc, resolved)
             return
+        deployed.task_retry = None
         if self._tasks_current(name, deployed, task_class, task_configs, resolved):
             log.info("connector %s: task configs unchanged; tasks keep running", name)
             self._apply_target(name)
@@ -496,21 +521,79 @@ class WorkerHerder(AbstractHerder):
     ) -> tuple[str, list[dict[str, str]], list[dict[str, str]]] | None:
         """Ask the running connector for its task class and task configs (on its operation
         thread): ``(task class, the configs as generated, as they are stored)``, stored with
-        ``task.class`` and the placeholders put back. None if the connector failed to answer
-        (it is then FAILED in the status, like Kafka)."""
+        ``task.class`` and the placeholders put back. None if the connector failed to answer:
+        it is asked again later, or FAILED in the status (:meth:`_retry_task_configs_later`)."""
         worker = self._worker()
         try:
             task_class = worker.task_class(name)
             task_configs = worker.task_configs(name)
-        except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            self._fail_connector(name, exc, resolved)
+        except Exception as exc:  # noqa: BLE001 - retried, or FAILED in the status, like Kafka
+            if not self._retry_task_configs_later(name, exc, resolved):
+                self._fail_connector(name, exc, resolved)
             return None
+        deployed = self._runtime.get(name)
+        if deployed is not None:
+            deployed.task_retry = None
         raw = self._config(name)
         stored = [
             reverse_transform({**tc, "task.class": task_class}, raw, resolved)
             for tc in task_configs
         ]
         return task_class, task_configs, stored
+
+    def _retry_task_configs_later(self, name: str, exc: Exception, resolved: Resolved) -> bool:
+        """The connector's task_configs() raised ``exc`` (its operation thread): ask it again
+        after a backoff, as Kafka's DistributedHerder does, and say so (True); its status and
+        its tasks stay as they are meanwhile. False for what fails the connector instead
+        (``_FAILS_CONNECTOR``: Kafka fails it for too many tasks only).
+
+        The retry runs as an operation of the connector, behind any queued before it, and
+        only if nothing changed meanwhile: a delete, a new config, a stop or pause (no running
+        instance, or a target other than STARTED) or a newer failure's retry ends it.
+        """
+        if isinstance(exc, _FAILS_CONNECTOR):
+            return False
+        deployed = self._runtime.get(name)
+        if deployed is None or deployed.deleted:
+            return True  # nothing to retry, nor to fail
+        config = self._config(name)
+        previous = deployed.task_retry
+        attempt = previous.attempt + 1 if previous and previous.config == config else 0
+        retry = deployed.task_retry = _TaskRetry(config, attempt)
+        delay_s = min(TASK_CONFIGS_RETRY_INITIAL_S * 2**attempt, TASK_CONFIGS_RETRY_MAX_S)
+        log.error(
+            "Failed to reconfigure connector's tasks (%s), retrying after backoff. Attempt %d "
+            "in %g s: %s",
+            name,
+            attempt + 1,
+            delay_s,
+            resolved.scrub(failure_trace(exc)),
+        )
+        timer = threading.Timer(
+            delay_s,
+            self._ops.submit,
+            (name, "task configs retry", partial(self._retry_task_configs, name, deployed, retry)),
+        )
+        timer.daemon = True
+        timer.start()
+        return True
+
+    def _retry_task_configs(self, name: str, deployed: _Runtime, retry: _TaskRetry) -> None:
+        """A retry scheduled by :meth:`_retry_task_configs_later` (its operation thread)."""
+        if (
+            self.worker is None
+            or self._runtime.get(name) is not deployed
+            or deployed.deleted
+            or deployed.task_retry is not retry
+            or self._config(name) != retry.config
+        ):
+            return  # shut down, deleted (maybe created again), reconfigured, or superseded
+        self._regenerate_task_configs(name)
+
+    def _regenerate_task_configs(self, name: str) -> None:
+        """Hook: ask the running connector for its task configs again and apply them if they
+        changed (only while its target state is STARTED)."""
+        self._reconfigure_tasks(name)
 
     def _stop(self, name: str) -> None:
         worker = self._worker()

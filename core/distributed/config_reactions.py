@@ -150,6 +150,9 @@ class ConfigReactions(ExactlyOnceSupport):
         log.info("connector %s: publishing %d task configs", name, len(fresh))
         self._send_task_configs(name, fresh)
 
+    def _regenerate_task_configs(self, name: str) -> None:
+        self._publish_task_configs(name)
+
     def _send_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         """Leader: write them; follower: POST them to the leader, retrying while it moves.
 

@@ -6,7 +6,7 @@ Kafka's Worker checks ``tasks.max`` both when a connector generates task configs
 task starts (against the task configs stored): configs stored before ``tasks.max.enforce`` was
 set, or written by another worker, start no task beyond it. And Kafka's DistributedHerder
 retries a connector whose ``task_configs()`` raised, with exponential backoff, rather than
-failing it: only too many tasks fail it.
+failing it: only too many tasks fail it. A standalone worker (one test) retries the same way.
 
 Before the fix, a restart (or a worker reading such configs from its config topic) started
 every stored task, with enforcement on; and a connector whose ``task_configs()`` raised once
@@ -16,6 +16,7 @@ was FAILED for good, its tasks never updated once the cause was gone.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from confluent_kafka import Producer
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.distributed import DistributedCluster
 from tests.support.plugins import catalogue_with
-from tests.support.processes import wait_until
+from tests.support.processes import CliWorker, wait_until
 
 pytestmark = [
     pytest.mark.integration,
@@ -85,6 +86,10 @@ TOO_MANY = (
     "The connector {name} has generated 2 tasks, which is greater than 1, the maximum number "
     "of tasks it is configured to create."
 )
+RETRYING = "Failed to reconfigure connector's tasks ({name}), retrying after backoff."
+# A status read while the connector's task_configs() keeps failing: the retries run between
+# the connector's other operations, never holding them up for their backoff.
+RESPONSIVE_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -215,3 +220,116 @@ def test_a_worker_reading_too_many_stored_task_configs_fails_the_connector_and_i
             assert TOO_MANY.format(name=name) in task["trace"]
     finally:
         cluster.stop()
+
+
+def _retries_logged(cluster: DistributedCluster, name: str) -> int:
+    return cluster.workers[0].text().count(RETRYING.format(name=name))
+
+
+def _failed(cluster: DistributedCluster, name: str) -> bool:
+    return bool(cluster.status(name).get("connector", {}).get("state") == "FAILED")
+
+
+def _task_generations(cluster: DistributedCluster, name: str) -> list[str]:
+    tasks = cluster.request("GET", f"/connectors/{name}/tasks").json()
+    return [t["config"]["generation"] for t in tasks]
+
+
+def test_a_connector_whose_task_configs_raise_is_retried_not_failed(
+    cluster: DistributedCluster, tmp_path: Path
+) -> None:
+    name = "raises-then-recovers"
+    cause = tmp_path / "fail"  # while it exists, the connector's task_configs() raises
+    config = {"connector.class": "CountSource", "tasks.max": "2", "fail.if": str(cause)}
+    cluster.create(name, config)
+    _wait_settled(cluster, name, "RUNNING", ["RUNNING", "RUNNING"])
+    assert _task_generations(cluster, name) == ["0", "0"]
+
+    cause.touch()
+    patched = cluster.request("PATCH", f"/connectors/{name}/config", json={"generation": "1"})
+    assert patched.status_code == 200, patched.text
+    wait_until(
+        lambda: _retries_logged(cluster, name) >= 3 or _failed(cluster, name),
+        30,
+        "three attempts logged",
+    )
+    # Not FAILED: the old tasks run on while the connector is asked again and again.
+    assert _settled(cluster, name, "RUNNING", ["RUNNING", "RUNNING"]), cluster.status(name)
+    assert _retries_logged(cluster, name) >= 3
+    assert _task_generations(cluster, name) == ["0", "0"]
+    began = time.monotonic()
+    assert cluster.status(name)["connector"]["state"] == "RUNNING"
+    assert time.monotonic() - began < RESPONSIVE_S
+
+    cause.unlink()
+    # The next attempt (the backoff is still short) publishes the new generation's tasks.
+    wait_until(lambda: _task_generations(cluster, name) == ["1", "1"], 30, "generation 1")
+    _wait_settled(cluster, name, "RUNNING", ["RUNNING", "RUNNING"])
+    settled = _retries_logged(cluster, name)
+    time.sleep(3)
+    assert _retries_logged(cluster, name) == settled  # the retries ended with the success
+
+
+def test_the_retries_end_when_the_connector_is_deleted(
+    cluster: DistributedCluster, tmp_path: Path
+) -> None:
+    name = "raises-then-deleted"
+    cause = tmp_path / "fail"
+    cause.touch()
+    config = {"connector.class": "CountSource", "tasks.max": "1", "fail.if": str(cause)}
+    cluster.create(name, config)
+    wait_until(
+        lambda: _retries_logged(cluster, name) >= 2 or _failed(cluster, name),
+        30,
+        "two attempts logged",
+    )
+    assert cluster.status(name)["connector"]["state"] == "RUNNING"
+    assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+    wait_until(lambda: not cluster.status(name), 30, f"{name} gone")
+    deleted = _retries_logged(cluster, name)
+    time.sleep(5)  # attempts 3 and 4 would have come by now (after 1 s and 2 s)
+    assert _retries_logged(cluster, name) == deleted
+
+
+def test_a_standalone_connector_whose_task_configs_raise_is_retried_too(
+    broker: KafkaCluster, bundled_plugin_path: Path, plugin_path: Path, tmp_path: Path
+) -> None:
+    # The herder logic is shared: a standalone worker retries the same way (Kafka's standalone
+    # herder loses the error instead, see docs/operator-guide.md).
+    name = "standalone-raises"
+    cause = tmp_path / "fail"
+    cause.touch()
+    props = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+        "plugin.path": f"{bundled_plugin_path},{plugin_path}",
+        "listeners": "http://127.0.0.1:0",
+    }
+    with CliWorker(tmp_path, props) as worker, worker.client() as rest:
+        config = {"connector.class": "CountSource", "tasks.max": "2", "fail.if": str(cause)}
+        created = rest.post("/connectors", json={"name": name, "config": config})
+        assert created.status_code == 201, created.text
+
+        def status() -> dict[str, Any]:
+            found: dict[str, Any] = rest.get(f"/connectors/{name}/status").json()
+            return found
+
+        wait_until(
+            lambda: (
+                worker.text().count(RETRYING.format(name=name)) >= 2
+                or status()["connector"]["state"] == "FAILED"
+            ),
+            30,
+            "two attempts logged",
+        )
+        assert status()["connector"]["state"] == "RUNNING", status()
+        assert status()["tasks"] == []
+        cause.unlink()
+        wait_until(
+            lambda: [t["state"] for t in status()["tasks"]] == ["RUNNING", "RUNNING"],
+            30,
+            "the tasks of the retry that worked",
+        )
+        assert status()["connector"]["state"] == "RUNNING"
