@@ -4,8 +4,9 @@ Signals, the REST server, the embedded dev broker and the periodic offset flush 
 concerns, kept here so that no herder has them (a Spark driver or a test embeds a herder
 without any of it). Order, as Kafka Connect's: validate the connector files (nothing is bound
 or started if one is bad), start the dev broker when no ``bootstrap.servers`` is configured,
-bind REST, start the herder, serve until SIGTERM/SIGINT, then stop REST, the herder (every
-task gracefully, with final commits), and the dev broker last.
+bind REST, start the herder, serve until SIGTERM, SIGINT or SIGHUP, then stop REST, the herder
+(every task gracefully, with final commits), and the dev broker last. A signal during start-up
+ends the wait it interrupts and stops the worker the same way.
 """
 
 from __future__ import annotations
@@ -29,18 +30,29 @@ log = logging.getLogger("copycat.bootstrap")
 SERVE_TICK_S = 1.0
 # offset.flush.interval.ms=0 means "every tick", not a busy loop.
 MIN_TICK_S = 0.05
+# The signals that stop the worker gracefully (final offset flush and sink commits). SIGHUP
+# too: the JVM runs Kafka Connect's shutdown hook on it, and a worker whose terminal closed
+# (or a supervisor's "hang up") used to die at once without committing anything.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def _stop_on_signals(stopped: threading.Event) -> None:
+    """Make every signal of :data:`STOP_SIGNALS` set ``stopped``. The herder's start-up waits
+    (the cluster id, the internal topics, the bundled plugins' install) end on it, and the
+    serving loop returns, so the worker stops gracefully from wherever it is."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, lambda *_: stopped.set())
 
 
 def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
-    """``copycat standalone``: run until SIGTERM/SIGINT; returns the exit code."""
+    """``copycat standalone``: run until SIGTERM/SIGINT/SIGHUP; returns the exit code."""
     try:
         herder = StandaloneHerder(Path(worker_file), [Path(p) for p in connector_files])
     except (OSError, ConnectException) as exc:
         raise ConnectException(str(exc)) from exc
     stopped = threading.Event()
-    herder.stop_requested = stopped  # a start-up wait for the bundled plugins ends on it
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopped.set())
+    herder.stop_requested = stopped  # every start-up wait ends on it
+    _stop_on_signals(stopped)
     from core.rest.server import RestServer  # after the config parsed: a bad file fails fast
 
     broker: DevBroker | None = None
@@ -78,7 +90,7 @@ def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
 
 
 def run_distributed(worker_file: str) -> int:
-    """``copycat distributed``: one worker of a Connect cluster, until SIGTERM/SIGINT.
+    """``copycat distributed``: one worker of a Connect cluster, until SIGTERM/SIGINT/SIGHUP.
 
     Needs a Kafka cluster (``bootstrap.servers``): the internal topics and the group live
     there. REST is bound first (its URL is what the other workers forward to), then the
@@ -92,9 +104,8 @@ def run_distributed(worker_file: str) -> int:
     except (OSError, ConnectException) as exc:
         raise ConnectException(str(exc)) from exc
     stopped = threading.Event()
-    herder.stop_requested = stopped  # a start-up wait for the bundled plugins ends on it
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stopped.set())
+    herder.stop_requested = stopped  # every start-up wait ends on it
+    _stop_on_signals(stopped)
     from core.rest.server import RestServer
 
     server: RestServer | None = None

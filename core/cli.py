@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a standalone worker (like connect-standalone)",
         description="Run one worker with the connectors given as .properties or .json files. "
         "Source offsets go to offset.storage.file.filename. Without bootstrap.servers, an "
-        "embedded in-memory dev broker is started. Stops gracefully on SIGTERM/SIGINT.",
+        "embedded in-memory dev broker is started. Stops gracefully on SIGTERM, SIGINT or SIGHUP.",
     )
     standalone.add_argument("worker_config", metavar="worker.properties")
     standalone.add_argument("connector_configs", nargs="*", metavar="connector.properties")
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         "configs, source offsets and statuses live in the config.storage.topic, "
         "offset.storage.topic and status.storage.topic (created compacted when missing), "
         "and the group's leader spreads connectors and tasks over the workers. Connectors "
-        "are managed over REST on any worker. Stops gracefully on SIGTERM/SIGINT.",
+        "are managed over REST on any worker. Stops gracefully on SIGTERM, SIGINT or SIGHUP.",
     )
     distributed.add_argument("worker_config", metavar="worker.properties")
     distributed.set_defaults(func=_cmd_distributed)

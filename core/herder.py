@@ -234,9 +234,9 @@ class AbstractHerder:
 
     # Whether plugin.path was rescanned after that install ended.
     _bundled_scanned: bool = False
-    # Set by the process's SIGTERM/SIGINT handler (core/bootstrap.py): a start-up wait for
-    # that install ends at once, and the worker takes no work (Kafka exits on a signal during
-    # its plugin scan).
+    # Set by the process's SIGTERM/SIGINT/SIGHUP handler (core/bootstrap.py): every start-up
+    # wait (for that install, for the Kafka cluster, between reading the internal topics) ends
+    # at once, and the worker takes no work (Kafka exits on a signal during its start-up).
     stop_requested: threading.Event | None = None
 
     def _stop_requested(self) -> bool:

@@ -619,11 +619,19 @@ def admin_client(config: Mapping[str, Any]) -> AdminClient:
     return client
 
 
-def kafka_cluster_id(config: Mapping[str, Any], timeout_ms: int, timeout_key: str) -> str | None:
+def kafka_cluster_id(
+    config: Mapping[str, Any],
+    timeout_ms: int,
+    timeout_key: str,
+    should_stop: Callable[[], bool] = lambda: False,
+) -> str | None:
     """The cluster id, read from the brokers within ``timeout_ms``, as Kafka Connect does at
     start-up (it cannot run without the cluster).
 
-    Called once by the herder's thread while the worker starts.
+    Called once by the herder's thread while the worker starts. ``should_stop`` is asked
+    between attempts (at most :data:`CLUSTER_CHECK_INTERVAL_S` apart): once it is true the
+    wait ends and None is returned, so a SIGTERM during start-up stops the worker at once
+    rather than after ``timeout_ms`` (Kafka Connect exits on a signal there too).
 
     Raises:
         KafkaAuthenticationError: the cluster refused the worker's credentials (or the TLS
@@ -656,6 +664,8 @@ def kafka_cluster_id(config: Mapping[str, Any], timeout_ms: int, timeout_key: st
                     "properties (sasl.*, ssl.*)",
                     code=watch.error.code(),
                 ) from exc
+            if should_stop():
+                return None
             if time.monotonic() < deadline:
                 continue
             error = exc.args[0] if exc.args else exc

@@ -228,7 +228,12 @@ class StandaloneHerder(WorkerHerder):
         client["bootstrap.servers"] = servers
         self.client_props = client
         timeout_ms = int(self.config.get("default.api.timeout.ms"))
-        self._cluster_id = kafka_cluster_id(client, timeout_ms, "default.api.timeout.ms")
+        self._cluster_id = kafka_cluster_id(
+            client, timeout_ms, "default.api.timeout.ms", self._stop_requested
+        )
+        if self._stop_requested():
+            log.info("stopping: the worker takes no work (a signal during start-up)")
+            return
         file_offsets = FileOffsetStore(Path(offsets_file))
         self.offset_stores = stores = ConnectorOffsetStores(self.config, file_offsets, client)
         self.worker = worker = Worker(
@@ -248,6 +253,8 @@ class StandaloneHerder(WorkerHerder):
         if self._stop_requested():
             return
         for cf in self.connector_files:  # in command-line order, as Kafka's standalone mode
+            if self._stop_requested():
+                return  # the ones started so far are stopped by shutdown()
             with self._lock:
                 self._add(cf.name, cf.props, TargetState.STARTED)
             self._ops.submit(cf.name, "start", partial(self._start, cf.name)).result()

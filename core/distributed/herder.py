@@ -207,7 +207,12 @@ class DistributedHerder(Rebalancing, HerderApi):
         client["bootstrap.servers"] = servers
         self.client_props = client
         timeout_ms = int(self.config.get("default.api.timeout.ms"))
-        self._cluster_id = kafka_cluster_id(client, timeout_ms, "default.api.timeout.ms")
+        self._cluster_id = kafka_cluster_id(
+            client, timeout_ms, "default.api.timeout.ms", self._stop_requested
+        )
+        if self._stop_requested():
+            log.info("stopping: the worker never joined its group (a signal during start-up)")
+            return
         ensure_internal_topics(
             admin_client(client),
             self._internal_topics(),
@@ -228,9 +233,10 @@ class DistributedHerder(Rebalancing, HerderApi):
             f"connect-cluster-{self.group_id}",
         )
         started = time.monotonic()
-        self.offset_backing.start(STORE_START_TIMEOUT_S)
-        self.statuses.start(STORE_START_TIMEOUT_S)
-        configs.start(STORE_START_TIMEOUT_S)
+        for store in (self.offset_backing, self.statuses, configs):
+            if self._stop_requested():
+                return  # shutdown() stops the stores started so far
+            store.start(STORE_START_TIMEOUT_S)
         log.info(
             "read the internal topics in %.0f ms: %d connectors",
             (time.monotonic() - started) * 1000,

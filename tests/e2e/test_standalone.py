@@ -16,13 +16,22 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from core.kafka import LIBRDKAFKA_LOG_BURST
-from tests.support.processes import CliWorker, wait_until
+from tests.support.processes import (
+    CliWorker,
+    signal_while_connecting,
+    unreachable_address,
+    wait_until,
+)
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 # Interpreter start-up, reading the installed plugins and binding REST, on a busy machine.
 STARTUP_ALLOWANCE_S = 20.0
+# How soon a worker waiting for an unreachable cluster is gone after a signal: the wait looks
+# at the stop flag at least every second (core.kafka.CLUSTER_CHECK_INTERVAL_S), then the
+# worker stops with nothing started, on a busy machine. Kafka Connect: within 0.1 s.
+SIGNAL_EXIT_S = 5.0
 
 
 def _write_props(path: Path, props: dict[str, str]) -> Path:
@@ -312,6 +321,74 @@ def test_unreachable_kafka_fails_startup_within_the_timeout_in_one_line(
     assert timeout_ms / 1000 <= elapsed < timeout_ms / 1000 + STARTUP_ALLOWANCE_S, elapsed
     librdkafka = [line for line in proc.stderr.splitlines() if "copycat.librdkafka" in line]
     assert 0 < len(librdkafka) <= LIBRDKAFKA_LOG_BURST + elapsed, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=str)
+def test_a_signal_ends_the_wait_for_an_unreachable_cluster_at_once(
+    tmp_path: Path, bundled_plugin_path: Path, sig: signal.Signals
+) -> None:
+    """SIGTERM, Ctrl-C or a hang-up while the worker waits for the Kafka cluster at start-up
+    stops it at once, as Kafka Connect exits at once. The wait used to look only at the
+    clock: the worker ran on until default.api.timeout.ms (60 s) was out, then exited 1
+    (SIGHUP killed it at once, with no graceful stop at all)."""
+    closed, address = unreachable_address()
+    with closed:
+        worker = CliWorker(
+            tmp_path,
+            {
+                "bootstrap.servers": address,
+                "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+                "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+                "plugin.path": str(bundled_plugin_path),
+                "listeners": "http://127.0.0.1:0",
+            },
+            [
+                {
+                    "name": "src",
+                    "connector.class": "FileStreamSource",
+                    "file": str(tmp_path / "input.txt"),
+                    "topic": "never-created",
+                }
+            ],
+        )
+        try:
+            elapsed = signal_while_connecting(worker, sig, SIGNAL_EXIT_S)
+        finally:
+            worker.close()
+    assert elapsed < SIGNAL_EXIT_S, (elapsed, worker.text()[-3000:])
+    assert worker.wait() == 0, worker.text()[-3000:]  # a graceful stop, not a failure
+    assert "copycat: error" not in worker.text()
+    assert "Traceback" not in worker.text()
+    assert "connector src started" not in worker.text()  # it took no work
+
+
+def test_sighup_stops_the_worker_gracefully_with_its_source_offsets_flushed(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path, topic_name: str
+) -> None:
+    """SIGHUP (the terminal closed, a supervisor's hang-up) stops the worker as SIGTERM does,
+    as the JVM runs Kafka Connect's shutdown hook on it: tasks stop, source offsets are
+    flushed, exit 0. It used to kill the worker at once (exit 129) with nothing flushed."""
+    lines = 1_000
+    # No periodic flush while the test runs: only the stop can write the offsets file.
+    pipe = Pipeline(
+        tmp_path, bootstrap_servers, bundled_plugin_path, topic_name, lines, flush_ms=600_000
+    )
+    pipe.start()
+    try:
+        pipe.wait_for(
+            lambda: _topic_size(bootstrap_servers, topic_name) >= lines, 120, "every line sent"
+        )
+        assert not pipe.offsets.exists()
+        assert pipe.proc is not None
+        pipe.proc.send_signal(signal.SIGHUP)
+        code = pipe.proc.wait(30)
+    finally:
+        if pipe.proc is not None and pipe.proc.poll() is None:
+            pipe.proc.kill()
+    assert code == 0, pipe.log.read_text()[-3000:]
+    stored = json.loads(pipe.offsets.read_text())["offsets"]
+    assert [offset["position"] for offset in stored.values()] == [pipe.input.stat().st_size]
 
 
 def test_embedded_dev_broker_address_is_printed_on_stdout(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -76,6 +77,36 @@ def assert_data_path(prefix: str, data_path: str) -> None:
     assert pids, f"no plugin host named {prefix}"
     found = {pid: runs_kafka_client(pid) for pid in pids}
     assert set(found.values()) == {data_path == "host"}, (data_path, found)
+
+
+def unreachable_address() -> tuple[socket.socket, str]:
+    """A socket bound but not listening, and its ``host:port``: every connection to it is
+    refused, and no one else can take the port while the socket is open (close it after)."""
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    return closed, f"127.0.0.1:{closed.getsockname()[1]}"
+
+
+def signal_while_connecting(worker: CliWorker, sig: int, exit_within_s: float) -> float:
+    """Start ``worker`` (pointed at an unreachable cluster), wait until it waits for the
+    cluster, send ``sig`` to its process group as a terminal would, and return how many
+    seconds it took to exit (its exit code: ``worker.proc.returncode``). Still running twice
+    ``exit_within_s`` after the signal, it is killed (exit code -9)."""
+    worker.spawn()
+    wait_until(
+        lambda: "connecting to the Kafka cluster" in worker.text(),
+        60,
+        "the worker's wait for the Kafka cluster",
+    )
+    assert worker.proc is not None
+    sent = time.monotonic()
+    worker.signal_group(sig)
+    try:
+        worker.wait(exit_within_s * 2)
+    except subprocess.TimeoutExpired:
+        worker.proc.kill()
+        worker.proc.wait()
+    return time.monotonic() - sent
 
 
 class CliWorker:
