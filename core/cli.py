@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from core.cli_plugins import add_commands
+from core.log_levels import parse_level
 from isolation import stacks
 from plugin_api import ConnectException
 
@@ -51,10 +52,42 @@ def _version() -> str:
     return f"copycat {installed('copycat')} (plugin_api {installed('copycat-plugin-api')})"
 
 
-def _setup_logging(level: str) -> None:
+# What --log-level takes: Kafka's level names, as /admin/loggers takes them, and Python's
+# WARNING (the one name of ours Kafka spells differently), in any case.
+LOG_LEVEL_NAMES = ("TRACE", "DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL", "OFF")
+LOG_LEVEL_HELP = "TRACE, DEBUG, INFO, WARN (or WARNING), ERROR, FATAL or OFF (default INFO)"
+
+
+def _log_level(text: str) -> int:
+    """``--log-level``'s type: the level Kafka names ``text``. Anything else is argparse's
+    usual "invalid choice" error naming the value (it used to mean INFO, silently)."""
+    chosen = parse_level("WARN" if text.strip().upper() == "WARNING" else text)
+    if chosen is None:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {text!r} (choose from {', '.join(LOG_LEVEL_NAMES)})"
+        )
+    return chosen
+
+
+def _add_log_level(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--log-level", type=_log_level, default=default, metavar="LEVEL", help=LOG_LEVEL_HELP
+    )
+
+
+def _log_level_after_commands(parser: argparse.ArgumentParser) -> None:
+    """``--log-level`` after any (sub)command too, as in ``copycat standalone --log-level
+    DEBUG w.properties``. SUPPRESS: given there, it wins; otherwise the top-level value stays."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in set(action.choices.values()):
+                _add_log_level(child, argparse.SUPPRESS)
+                _log_level_after_commands(child)
+
+
+def _setup_logging(chosen: int) -> None:
     import logging
 
-    chosen = getattr(logging, level.upper(), logging.INFO)
     logging.basicConfig(
         level=chosen,
         format="%(asctime)s %(levelname)-5s %(name)s: %(message)s",
@@ -77,9 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Kafka Connect in Python: run connectors between Kafka and other systems, "
         "each plugin in its own isolated environment.",
     )
-    parser.add_argument(
-        "--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)"
-    )
+    _add_log_level(parser, parse_level("INFO"))
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -124,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     registry.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     registry.add_argument("--topic", default="_schemas", help="schemas topic (default _schemas)")
     registry.set_defaults(func=_cmd_schema_registry)
+    _log_level_after_commands(parser)
     return parser
 
 

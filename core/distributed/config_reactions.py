@@ -26,6 +26,7 @@ from core.distributed.assignor import Held
 from core.distributed.config_store import PrivilegedWriteError, RestartRequest
 from core.distributed.herder_fencing import ExactlyOnceSupport
 from core.herder import ConflictError, NotFoundError
+from core.log_levels import parse_level
 from core.rest import loggers
 from core.status import State, Status
 from core.stores.config import TargetState
@@ -83,7 +84,7 @@ class ConfigReactions(ExactlyOnceSupport):
         self._ops.submit(request.connector, "restart", partial(self._restart_here, request))
 
     def _on_logger_level(self, namespace: str, level: str) -> None:
-        value = loggers.parse_level(level)
+        value = parse_level(level)
         if value is None:
             log.warning("ignoring cluster logger level %r for %s", level, namespace)
             return

@@ -40,6 +40,7 @@ from core.http_headers import (
     origin_patterns,
     parse_rules,
 )
+from core.log_levels import parse_level
 from core.rest import forwarding, loggers, media, plugins_admin
 from core.rest import models as m
 from core.rest.cors import AnswerOptions, CrossOrigin, ResponseHeaders
@@ -498,7 +499,7 @@ def _loggers_router(herder: Herder) -> APIRouter:
     ) -> Any:
         if body.level is None:
             raise BadRequestError("Desired 'level' parameter was not specified in request.")
-        value = loggers.parse_level(body.level)
+        value = parse_level(body.level)
         if value is None:
             raise NotFoundError(f"invalid log level '{body.level}'.")  # Kafka's status (sic)
         if scope is not None and scope.lower() not in ("worker", "cluster"):

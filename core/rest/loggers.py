@@ -1,7 +1,6 @@
 """Run-time log levels (KIP-495) over Python logging, with Kafka's level names.
 
-Kafka's levels map onto Python's: TRACE (5, registered here), DEBUG, INFO, WARN (WARNING),
-ERROR, FATAL (CRITICAL) and OFF (above CRITICAL, so nothing is logged). Setting a level on a
+Kafka's levels map onto Python's as :mod:`core.log_levels` says. Setting a level on a
 logger sets it on every existing descendant too, as Kafka's ``Loggers.setLevel`` does, and
 returns the affected names.
 
@@ -18,21 +17,10 @@ import logging
 import threading
 import time
 
+from core.log_levels import KAFKA_LEVELS
 from isolation import levels as host_levels
 
-TRACE = 5
-OFF = logging.CRITICAL + 50
-KAFKA_LEVELS = {
-    "TRACE": TRACE,
-    "DEBUG": logging.DEBUG,
-    "INFO": logging.INFO,
-    "WARN": logging.WARNING,
-    "ERROR": logging.ERROR,
-    "FATAL": logging.CRITICAL,
-    "OFF": OFF,
-}
 ROOT = "root"
-logging.addLevelName(TRACE, "TRACE")
 
 _lock = threading.Lock()
 _last_modified: dict[str, int] = {}
@@ -71,10 +59,6 @@ def all_levels() -> dict[str, dict[str, object]]:
 def level(name: str) -> dict[str, object] | None:
     logger = _logger(name)
     return _entry(name, logger) if logger is not None else None
-
-
-def parse_level(text: str) -> int | None:
-    return KAFKA_LEVELS.get(text.strip().upper())
 
 
 def set_level(name: str, value: int) -> list[str]:

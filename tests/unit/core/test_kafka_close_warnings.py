@@ -15,10 +15,11 @@ WARNING = "Producer abort_transaction failed during close: KafkaError{code=_TIME
 
 SCRIPT = textwrap.dedent(
     f"""
+    import logging
     import warnings
     from core.cli import _setup_logging
 
-    _setup_logging("INFO")
+    _setup_logging(logging.INFO)
     for _ in range(2):  # the same call site twice: both are logged
         warnings.warn({WARNING!r}, RuntimeWarning)
     warnings.warn("something else", UserWarning)
