@@ -122,7 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
         "embedded in-memory dev broker is started. Stops gracefully on SIGTERM, SIGINT or SIGHUP.",
     )
     standalone.add_argument("worker_config", metavar="worker.properties")
-    standalone.add_argument("connector_configs", nargs="*", metavar="connector.properties")
+    # default=[]: without one argparse counts a nargs="*" positional as required, and "the
+    # following arguments are required" named connector.properties, which is optional.
+    standalone.add_argument(
+        "connector_configs", nargs="*", default=[], metavar="connector.properties"
+    )
     standalone.set_defaults(func=_cmd_standalone)
 
     distributed = sub.add_parser(

@@ -1,4 +1,4 @@
-"""``copycat``'s arguments: ``--log-level``."""
+"""``copycat``'s arguments: ``--log-level`` and the standalone command's usage."""
 
 from __future__ import annotations
 
@@ -62,3 +62,19 @@ def test_an_unknown_log_level_is_refused_naming_the_value(
         error = capsys.readouterr().err.strip().splitlines()[-1]
         assert f"argument --log-level: invalid choice: {value!r}" in error, error
         assert "TRACE, DEBUG, INFO, WARN, WARNING, ERROR, FATAL, OFF" in error, error
+
+
+def test_standalone_without_arguments_names_only_the_worker_file_as_required(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Connector files are optional (connectors can be created over REST); the error used to
+    say "required: worker.properties, connector.properties"."""
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args(["standalone"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1] == (
+        "copycat standalone: error: the following arguments are required: worker.properties"
+    )
+    assert "worker.properties [connector.properties ...]" in err  # the usage line
+    assert build_parser().parse_args(["standalone", "w"]).connector_configs == []
