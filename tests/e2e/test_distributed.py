@@ -206,6 +206,72 @@ def test_a_connector_paused_from_stopped_has_no_task_until_resumed(
     assert _wait_lines(sink, 10) == [_line(i).strip() for i in range(10)]
 
 
+def _stored_tasks(cluster: DistributedCluster, name: str) -> list[Any]:
+    return [
+        task
+        for i in range(WORKERS)
+        for task in cluster.request("GET", f"/connectors/{name}/tasks", via=i).json()
+    ]
+
+
+def test_a_stop_landing_while_a_restarted_connector_generates_task_configs_wins(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    # A restart, then a stop while the restarted instance is still in task_configs(): the
+    # configs it returns after the stop must not be written (Kafka's leader refuses a
+    # non-empty set for a STOPPED connector, its check and write on one thread), or their
+    # task runs under a connector that says STOPPED (seen 1 in ~40 restart/stop cycles).
+    name = "stoprace"
+    gate = tmp_path / "task_configs.gate"
+    config = {
+        "connector.class": "FaultySource",
+        "topic": "unused",
+        "tasks.max": "1",
+        "task_configs.wait.while": str(gate),
+    }
+    created = cluster.request("POST", "/connectors", json={"name": name, "config": config})
+    assert created.status_code == 201, created.text
+    cluster.wait_running(name, 1)
+    gate.touch()
+    restarted = cluster.request(
+        "POST",
+        f"/connectors/{name}/restart",
+        params={"includeTasks": "true", "onlyFailed": "false"},
+    )
+    assert restarted.status_code == 202, restarted.text
+    wait_until(
+        lambda: any(
+            "faulty: waiting in connector.task_configs" in w.text() for w in cluster.workers
+        ),
+        30,
+        "the restarted connector to wait in task_configs()",
+    )
+    assert cluster.request("PUT", f"/connectors/{name}/stop", via=1).status_code == 204
+    wait_until(lambda: _stored_tasks(cluster, name) == [], 30, "the stop read everywhere")
+    gate.unlink()  # the configs come back now, after the stop
+    dropped = f"connector {name} is stopped: its task configs are dropped"
+    wait_until(
+        lambda: _stored_tasks(cluster, name) or any(dropped in w.text() for w in cluster.workers),
+        30,
+        "the late task configs to be written or dropped",
+    )
+    assert _stored_tasks(cluster, name) == []
+    cluster.wait_running(name, 0, state="STOPPED")
+    time.sleep(3)  # a rebalance assigning a late task would have started it by now
+    for i in range(WORKERS):
+        assert cluster.status(name, via=i)["tasks"] == []
+    assert _stored_tasks(cluster, name) == []
+    # The leader's check itself, as any worker (or Kafka Connect's) would meet it.
+    refused = post_task_configs(cluster, broker, name, [config])
+    assert refused.status_code == 400, refused.text
+    assert (
+        refused.json()["message"]
+        == f"Cannot submit non-empty set of task configs for stopped connector {name}"
+    )
+    assert _stored_tasks(cluster, name) == []
+    assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+
+
 def test_a_paused_connectors_stored_task_configs_are_not_rewritten_when_it_starts(
     cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
 ) -> None:

@@ -6,6 +6,9 @@
   ``connector.stop``, ``connector.validate``, ``connector.task_configs``, ``task.start``,
   ``task.poll``, ``task.put``, ``task.stop``.
 * ``hang.if``: a file; ``hang.in`` hangs only while it exists (e.g. on a later call only).
+* ``task_configs.wait.while``: a file; while it exists, the connector's task_configs() waits
+  (printing ``faulty: waiting in connector.task_configs`` first), then returns as usual: a
+  reconfiguration held open until the test removes the file.
 * ``connector.start.ms``: how long the connector's start() takes (a slow start that ends).
 * ``connector.start.fail``: a message the connector's start() raises as a ConnectException.
 * ``connector.start.fail.if``: a file; while it exists, the connector's start() raises a
@@ -224,6 +227,11 @@ class _FaultyConnector:
 
     def task_configs(self, max_tasks):
         _hang(self.props, "connector.task_configs")
+        gate = self.props.get("task_configs.wait.while")
+        if gate and os.path.exists(gate):
+            print("faulty: waiting in connector.task_configs", flush=True)
+            while os.path.exists(gate):
+                time.sleep(0.05)
         wrong, value = _wrong(self.props, "connector.task_configs")
         if wrong:
             return value
