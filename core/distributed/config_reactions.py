@@ -226,6 +226,13 @@ class ConfigReactions(ExactlyOnceSupport):
         config, tasks = snapshot.config(name), snapshot.tasks(name)
         if config is None or task >= len(tasks):
             return  # deleted or shrunk meanwhile: the next rebalance revokes it
+        if snapshot.target_state(name) is TargetState.STOPPED:
+            # Task configs of a STOPPED connector (written by a peer or a zombie leader
+            # without the leader's check): Kafka's task ends as soon as it sees the target
+            # (WorkerTask.isStopping). It stays held here and starts when the connector is
+            # resumed or paused (_apply_target_here).
+            log.info("task %s-%d: its connector is STOPPED; not starting it", name, task)
+            return
         try:
             connector_props = self.resolver.resolve(config).config
             task_props = self.resolver.resolve(tasks[task]).config
@@ -316,6 +323,14 @@ class ConfigReactions(ExactlyOnceSupport):
                     Status(State.STOPPED, worker.worker_id, version=self._plugin_version(config)),
                 )
             return
+        for held, task in sorted(self._assigned.tasks):
+            # Held here but never started (kept back while the connector was STOPPED, see
+            # _start_task); a FAILED one stays so until restarted, as through a pause.
+            if held != name or self._task_runs_here(name, task):
+                continue
+            status = worker.status.task(name, task)
+            if status is None or status.state is not State.FAILED:
+                self._start_task(name, task)
         if name in self._assigned.connectors and not worker.instance_running(name):
             self._start_connector(name)  # resumed or paused from STOPPED
             return
