@@ -122,8 +122,9 @@ SINK_CONSUMER_DEFAULTS: dict[str, Any] = {
 # Java client keys that librdkafka knows under another name (or unit), as Kafka Connect users
 # write them in worker and connector configs (producer.override.max.request.size, ...): each
 # is renamed, and its value converted, before the client is made. Keys with the same name in
-# both clients (linger.ms, batch.size, fetch.min.bytes, ...) need nothing; Java-only keys
-# with no equivalent (max.block.ms, ...) are dropped with a warning at the client's creation.
+# both clients (linger.ms, batch.size, fetch.min.bytes, ...) need nothing; the Java-only keys
+# every client may get are dropped with a warning (JAVA_ONLY_CLIENT_KEYS), and a task's client
+# drops any other key librdkafka refuses (max.block.ms, ...) with a warning at its creation.
 # The Java key wins over a librdkafka key set alongside it.
 JAVA_CLIENT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "max.request.size": ("message.max.bytes", int),
@@ -137,6 +138,49 @@ JAVA_CLIENT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     "receive.buffer.bytes": ("socket.receive.buffer.bytes", lambda v: max(0, int(v))),
     "send.buffer.bytes": ("socket.send.buffer.bytes", lambda v: max(0, int(v))),
 }
+# Java client keys (Kafka 4.1.1's CommonClientConfigs, SslConfigs and SaslConfigs, all of
+# which a Connect worker file may set) that librdkafka has no equivalent for: each is dropped
+# with a warning, once per key and process, as a Java client ignores a key it does not use.
+# Handed to librdkafka, any of them fails the client with "No such configuration property",
+# and for the worker's own clients (its admin client at start-up, its stores) that ended the
+# worker. ssl.client.auth is the REST listener's (WorkerConfig.client_config leaves it out);
+# it is here for a producer.*/consumer.*/admin.* copy of it. The Java TLS tuning keys
+# (ssl.protocol, ...) and stores are core.client_security's.
+JAVA_ONLY_CLIENT_KEYS = frozenset(
+    {
+        "security.providers",
+        "socket.connection.setup.timeout.max.ms",
+        "ssl.client.auth",
+        "ssl.engine.factory.class",
+        "sasl.client.callback.handler.class",
+        "sasl.login.callback.handler.class",
+        "sasl.login.class",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.login.connect.timeout.ms",
+        "sasl.login.read.timeout.ms",
+        "sasl.login.refresh.buffer.seconds",
+        "sasl.login.refresh.min.period.seconds",
+        "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter",
+        "sasl.login.retry.backoff.max.ms",
+        "sasl.login.retry.backoff.ms",
+        "sasl.oauthbearer.assertion.template.file",
+        # The broker's side of OAUTHBEARER (validating tokens), which a client never does.
+        "sasl.oauthbearer.clock.skew.seconds",
+        "sasl.oauthbearer.expected.audience",
+        "sasl.oauthbearer.expected.issuer",
+        "sasl.oauthbearer.header.urlencode",
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        "sasl.oauthbearer.jwks.endpoint.url",
+        "sasl.oauthbearer.jwt.retriever.class",
+        "sasl.oauthbearer.jwt.validator.class",
+        "sasl.oauthbearer.scope.claim.name",
+    }
+)
+_warned_java_only: set[str] = set()
 # Java client values librdkafka spells otherwise, per key. auto.offset.reset=none (Kafka: fail
 # the consumer for a partition without a committed offset, NoOffsetForPartitionException) is
 # librdkafka's "error", which reports such a partition as a consumer error instead
@@ -156,8 +200,9 @@ def librdkafka_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     """``config`` with the Java client keys of :data:`JAVA_CLIENT_KEYS` renamed to their
     librdkafka equivalents, Java values librdkafka spells otherwise replaced
     (:data:`JAVA_CLIENT_VALUES`), Java assignor class names in partition.assignment.strategy
-    replaced by librdkafka's names for them, and the Java security keys (``sasl.jaas.config``,
-    truststores, keystores) rewritten by :func:`core.client_security.translate_security_keys`.
+    replaced by librdkafka's names for them, the Java security keys (``sasl.jaas.config``,
+    truststores, keystores) rewritten by :func:`core.client_security.translate_security_keys`,
+    and the keys of :data:`JAVA_ONLY_CLIENT_KEYS` dropped (with a warning the first time).
     Idempotent.
 
     Raises:
@@ -166,6 +211,16 @@ def librdkafka_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     """
     settings = dict(config)
     translate_security_keys(settings)
+    dropped = sorted(k for k in JAVA_ONLY_CLIENT_KEYS.intersection(settings))
+    for key in dropped:
+        del settings[key]
+    unwarned = [k for k in dropped if k not in _warned_java_only]
+    if unwarned:
+        _warned_java_only.update(unwarned)
+        log.warning(
+            "ignoring Java client configuration keys librdkafka has no equivalent for: %s",
+            ", ".join(unwarned),
+        )
     for java_key, (key, convert) in JAVA_CLIENT_KEYS.items():
         if java_key in settings:
             value = settings.pop(java_key)

@@ -70,6 +70,8 @@ CLIENT_KEYS = frozenset(
         "client.rack",
         "connections.max.idle.ms",
         "metadata.max.age.ms",
+        "metadata.recovery.strategy",
+        "metadata.recovery.rebootstrap.trigger.ms",
         "receive.buffer.bytes",
         "send.buffer.bytes",
         "reconnect.backoff.ms",
@@ -84,6 +86,9 @@ CLIENT_KEYS = frozenset(
     }
 )
 CLIENT_PREFIXES = ("ssl.", "sasl.")
+# Keys under CLIENT_PREFIXES that are the worker's own, not its clients': whether the HTTPS
+# REST listener asks for client certificates (RestServerConfig; Kafka's clients ignore it).
+_WORKER_SSL_KEYS = frozenset({"ssl.client.auth"})
 
 # Prefixes whose keys belong to someone else (a client, a converter, a config provider,
 # the HTTPS listener, a REST extension) and are therefore not checked here.
@@ -883,12 +888,13 @@ class WorkerConfig(AbstractConfig):
     def client_config(self) -> dict[str, str]:
         """Keys for every Kafka client (``bootstrap.servers``, ``ssl.*``, ...), as set in the file.
 
-        Defaults are not filled in: the client wrapper owns client defaults.
+        Defaults are not filled in: the client wrapper owns client defaults. Keys the worker
+        uses itself (``ssl.client.auth``, the REST listener's) are left out.
         """
         return {
             k: v
             for k, v in self.originals_strings().items()
-            if k in CLIENT_KEYS or k.startswith(CLIENT_PREFIXES)
+            if (k in CLIENT_KEYS or k.startswith(CLIENT_PREFIXES)) and k not in _WORKER_SSL_KEYS
         }
 
     def producer_overrides(self) -> dict[str, str]:
