@@ -5,6 +5,7 @@ its stores) from being created."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import confluent_kafka
 import pytest
@@ -121,7 +122,7 @@ def test_every_client_key_of_the_worker_is_covered() -> None:
     assert all(k in CLIENT_KEYS or k.startswith(CLIENT_PREFIXES) for k in PLAUSIBLE)
 
 
-def _clients(settings: dict[str, object]) -> None:
+def _clients(settings: dict[str, Any]) -> None:
     """Make each kind of client the worker makes, as librdkafka is handed ``settings``."""
     confluent_kafka.Producer(settings).flush(0)
     confluent_kafka.Consumer({**settings, "group.id": "g"}).close()
