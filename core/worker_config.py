@@ -34,6 +34,7 @@ from plugin_api.config import (
 from plugin_api.errors import ConfigException
 
 from core import request_signing
+from core.config_providers import PLACEHOLDER
 from core.http_headers import (
     ALLOW_METHODS_KEY,
     ALLOW_ORIGIN_KEY,
@@ -779,10 +780,28 @@ def _unknown_key_message(key: str) -> str:
     return f"unknown worker configuration key '{key}'{hint}"
 
 
-def _problems(props: Mapping[str, str]) -> list[tuple[str, str]]:
-    """Return ``(key, message)`` for every unknown key, invalid value and missing key."""
+def _placeholder_keys(props: Mapping[str, str]) -> frozenset[str]:
+    """The defined keys whose value holds a ``${provider:[path:]key}`` placeholder, which only
+    the config providers can turn into a value to check. ``plugin.path`` is not among them:
+    its written value is the one used (see :meth:`WorkerConfig.resolved`)."""
+    return frozenset(
+        k
+        for k, v in props.items()
+        if k in WORKER_CONFIG_DEF and k != "plugin.path" and PLACEHOLDER.search(str(v))
+    )
+
+
+def _problems(
+    props: Mapping[str, str], pending: frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
+    """Return ``(key, message)`` for every unknown key, invalid value and missing key; the
+    values of ``pending`` keys (placeholders not yet resolved) are not checked."""
+    checked = {k: v for k, v in props.items() if k not in pending}
+    required = {k for k, key in WORKER_CONFIG_DEF.keys.items() if key.required}
     errors = {
-        r.name: r.error_messages for r in WORKER_CONFIG_DEF.validate(props) if r.error_messages
+        r.name: r.error_messages
+        for r in WORKER_CONFIG_DEF.validate(checked)
+        if r.error_messages and not (r.name in pending and r.name in required)
     }
     problems: list[tuple[str, str]] = []
     for key in props:
@@ -808,14 +827,23 @@ class WorkerConfig(AbstractConfig):
 
     _source: str
     _raw: dict[str, str] | None
+    _resolved: bool
 
-    def __init__(self, props: Mapping[str, str], source: str = "<worker config>") -> None:
+    def __init__(
+        self, props: Mapping[str, str], source: str = "<worker config>", *, resolved: bool = False
+    ) -> None:
         """Parse ``props``; prefer :meth:`from_properties`.
+
+        Until ``resolved``, a key whose value holds a config-provider placeholder
+        (``offset.flush.interval.ms=${env:FLUSH_MS}``) is not checked and reads as its
+        default: as in Kafka's WorkerConfig, the providers resolve the properties first and
+        the resolved values are what is checked (by :meth:`resolved`).
 
         Raises:
             ConfigException: Listing every problem, each prefixed with ``source``.
         """
-        problems = _problems(props)
+        pending = frozenset() if resolved else _placeholder_keys(props)
+        problems = _problems(props, pending)
         if problems:
             exc = ConfigException("\n".join(f"{source}: {message}" for _, message in problems))
             exc.name = problems[0][0]
@@ -823,7 +851,13 @@ class WorkerConfig(AbstractConfig):
             raise exc
         object.__setattr__(self, "_source", source)
         object.__setattr__(self, "_raw", None)
-        super().__init__(WORKER_CONFIG_DEF, props)
+        object.__setattr__(self, "_resolved", resolved)
+        keys = WORKER_CONFIG_DEF.keys
+        super().__init__(
+            WORKER_CONFIG_DEF,
+            {k: v for k, v in props.items() if k not in pending or keys[k].required},
+        )
+        object.__setattr__(self, "_originals", dict(props))
 
     @classmethod
     def from_properties(
@@ -873,13 +907,15 @@ class WorkerConfig(AbstractConfig):
                 raw.get("plugin.path"),
             )
             values["plugin.path"] = raw["plugin.path"]
-        config = WorkerConfig(values, self._source)
+        config = WorkerConfig(values, self._source, resolved=True)
         object.__setattr__(config, "_raw", raw)
         return config
 
     def with_defaults(self, defaults: Mapping[str, str]) -> WorkerConfig:
         """This config with ``defaults`` added for the keys it does not set."""
-        config = WorkerConfig({**defaults, **self.originals_strings()}, self._source)
+        config = WorkerConfig(
+            {**defaults, **self.originals_strings()}, self._source, resolved=self._resolved
+        )
         if self._raw is not None:
             object.__setattr__(config, "_raw", {**defaults, **self._raw})
         return config

@@ -391,6 +391,47 @@ def test_sighup_stops_the_worker_gracefully_with_its_source_offsets_flushed(
     assert [offset["position"] for offset in stored.values()] == [pipe.input.stat().st_size]
 
 
+def test_a_worker_file_with_placeholders_in_typed_keys_and_java_only_client_keys_starts(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
+    """Kafka's WorkerConfig resolves config providers before it checks types, so
+    ``offset.flush.interval.ms=${env:FLUSH_MS}`` is a number there (Copycat refused it as
+    "Not a number of type LONG"); and client keys librdkafka has no equivalent for, or that
+    are the REST listener's, used to end the start-up in a traceback from the admin client."""
+    worker = CliWorker(
+        tmp_path,
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+            "plugin.path": str(bundled_plugin_path),
+            "config.providers": "env,file",
+            "config.providers.env.class": (
+                "org.apache.kafka.common.config.provider.EnvVarConfigProvider"
+            ),
+            "config.providers.file.class": (
+                "org.apache.kafka.common.config.provider.FileConfigProvider"
+            ),
+            "offset.flush.interval.ms": "${env:FLUSH_MS}",
+            "listeners": "${env:LST}",
+            "socket.connection.setup.timeout.max.ms": "30000",
+            "ssl.client.auth": "none",
+        },
+        env={"FLUSH_MS": "2500", "LST": "http://127.0.0.1:0"},
+    )
+    with worker, worker.client() as rest:
+        assert rest.get("/").status_code == 200
+        assert worker.url.startswith("http://127.0.0.1:")  # the listener ${env:LST} named
+    text = worker.text()
+    assert "Traceback" not in text, text[-3000:]
+    assert (
+        "ignoring Java client configuration keys librdkafka has no equivalent for: "
+        "socket.connection.setup.timeout.max.ms"
+    ) in text
+    assert worker.wait() == 0
+
+
 def test_embedded_dev_broker_address_is_printed_on_stdout(
     tmp_path: Path, bundled_plugin_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ import pytest
 from plugin_api.config import ConfigDef, ConfigType, config_infos
 from plugin_api.errors import ConfigException
 
+from core.config_providers import BUILTIN_PROVIDERS, ConfigResolver
 from core.properties import load_properties
 from core.worker_config import WORKER_CONFIG_DEF, WorkerConfig
 
@@ -333,3 +334,47 @@ def test_definition_is_a_configdef_usable_for_docs_and_rest() -> None:
     infos = config_infos(WORKER_CONFIG_DEF, MINIMAL, "worker")
     assert infos["error_count"] == 0
     assert all(entry["definition"]["documentation"] for entry in infos["configs"])
+
+
+ENV_PROVIDER = {
+    "config.providers": "env",
+    "config.providers.env.class": "org.apache.kafka.common.config.provider.EnvVarConfigProvider",
+}
+
+
+def _env_resolver(config: WorkerConfig) -> ConfigResolver:
+    return ConfigResolver.from_worker_config(
+        config.config_providers, config.provider_configs(), BUILTIN_PROVIDERS
+    )
+
+
+def test_placeholders_in_typed_keys_are_checked_once_resolved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Kafka's WorkerConfig resolves the providers first, then parses and validates.
+    monkeypatch.setenv("FLUSH_MS", "1234")
+    monkeypatch.setenv("LST", "http://127.0.0.1:18083")
+    monkeypatch.setenv("TC", "false")
+    written = {
+        **MINIMAL,
+        **ENV_PROVIDER,
+        "offset.flush.interval.ms": "${env:FLUSH_MS}",
+        "listeners": "${env:LST}",
+        "topic.creation.enable": "${env:TC}",
+    }
+    config = WorkerConfig.from_properties(written, "w.properties")
+    resolved = config.resolved(lambda props: _env_resolver(config).resolve(props).config)
+    assert resolved.offset_flush_interval_ms == 1234
+    assert resolved.listeners == ["http://127.0.0.1:18083"]
+    assert resolved.topic_creation_enable is False
+    assert resolved.raw_originals()["offset.flush.interval.ms"] == "${env:FLUSH_MS}"
+    # Still checked once resolved, naming the file.
+    monkeypatch.setenv("FLUSH_MS", "soon")
+    with pytest.raises(ConfigException, match=r"w\.properties: Invalid value soon .*offset"):
+        config.resolved(lambda props: _env_resolver(config).resolve(props).config)
+
+
+def test_a_placeholder_nothing_resolves_is_an_invalid_value() -> None:
+    config = WorkerConfig.from_properties({**MINIMAL, "offset.flush.interval.ms": "${x:Y}"})
+    with pytest.raises(ConfigException, match=r"Invalid value \$\{x:Y\}"):
+        config.resolved(lambda props: props)
