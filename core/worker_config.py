@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -185,13 +186,31 @@ def _listener_list(allow_empty: bool) -> Callable[[str, Any], None]:
     return validate
 
 
+# Kafka's Utils.HOST_PORT_PATTERN (4.1.1), matched whole by ClientUtils.parseAndValidateAddresses:
+# an optional scheme (PLAINTEXT://), a host or an IPv6 address with or without brackets, ':',
+# a port. librdkafka takes "localhost" as localhost:9092 and "localhost:notaport" as port 0,
+# and the worker then waited default.api.timeout.ms for a broker it could never reach.
+_HOST_PORT = re.compile(r"(?:[0-9a-zA-Z\-%._]*://)?\[?([0-9a-zA-Z\-%._:]*)]?:([0-9]+)")
+_MAX_PORT = 65_535
+
+
 def _bootstrap_servers(name: str, value: Any) -> None:
-    if value is not None and not any(value):
+    if value is None:
+        return
+    if not any(value):
         raise ConfigException(
             name,
             "",
             "Give at least one host:port, or leave the key out to use the embedded dev broker",
         )
+    for url in value:
+        if not url:  # Kafka skips empty entries ("a:1,,b:2")
+            continue
+        address = _HOST_PORT.fullmatch(url)
+        if address is None:
+            raise ConfigException(f"Invalid url in {name}: {url}")
+        if int(address.group(2)) > _MAX_PORT:
+            raise ConfigException(f"Invalid port in {name}: {url}")
 
 
 def _build() -> ConfigDef:

@@ -378,3 +378,41 @@ def test_a_placeholder_nothing_resolves_is_an_invalid_value() -> None:
     config = WorkerConfig.from_properties({**MINIMAL, "offset.flush.interval.ms": "${x:Y}"})
     with pytest.raises(ConfigException, match=r"Invalid value \$\{x:Y\}"):
         config.resolved(lambda props: props)
+
+
+# As Kafka 4.1.1's ClientUtils.parseAndValidateAddresses answers them (checked with its jar).
+@pytest.mark.parametrize(
+    ("servers", "message"),
+    [
+        ("localhost", "Invalid url in bootstrap.servers: localhost"),
+        ("localhost:notaport", "Invalid url in bootstrap.servers: localhost:notaport"),
+        ("k1:9092,k2", "Invalid url in bootstrap.servers: k2"),
+        ("[::1]", r"Invalid url in bootstrap.servers: \[::1\]"),
+        ("h:-1", "Invalid url in bootstrap.servers: h:-1"),
+        ("h:9092x", "Invalid url in bootstrap.servers: h:9092x"),
+        ("h/x:9092", "Invalid url in bootstrap.servers: h/x:9092"),
+        ("h:99999", "Invalid port in bootstrap.servers: h:99999"),
+    ],
+)
+def test_bootstrap_servers_without_a_valid_port_are_refused_as_kafka_does(
+    servers: str, message: str
+) -> None:
+    error = _error({**MINIMAL, "bootstrap.servers": servers}, "w.properties")
+    assert str(error) == f"w.properties: {message}".replace("\\", "")
+    assert error.name == "bootstrap.servers"
+
+
+@pytest.mark.parametrize(
+    "servers",
+    [
+        "localhost:9092",
+        "k1:9092, k2:9093",
+        "[::1]:9092",
+        "::1:9092",
+        "[fe80::1%eth0]:9092",
+        "PLAINTEXT://broker:9092",
+        "a:1,,b:2",
+    ],
+)
+def test_bootstrap_servers_kafka_accepts_are_accepted(servers: str) -> None:
+    assert _config(bootstrap_servers=servers).bootstrap_servers
