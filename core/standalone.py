@@ -217,13 +217,8 @@ class StandaloneHerder(WorkerHerder):
             raise ConfigException(
                 "bootstrap.servers", None, "the worker needs a Kafka cluster to talk to"
             )
-        offsets_file = self.config.offset_storage_file_filename
-        if not offsets_file:
-            raise ConfigException(
-                "offset.storage.file.filename",
-                None,
-                f"standalone mode needs an offsets file ({self.worker_file})",
-            )
+        self.config.require(["offset.storage.file.filename"], "standalone mode")
+        offsets_file: str = self.config.get("offset.storage.file.filename")
         client = dict(self.config.client_config())
         client["bootstrap.servers"] = servers
         self.client_props = client

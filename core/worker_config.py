@@ -18,7 +18,7 @@ from __future__ import annotations
 import difflib
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -833,6 +833,14 @@ def _problems(
     return problems
 
 
+def _problems_error(problems: list[tuple[str, str]], source: str) -> ConfigException:
+    """One exception for every ``(key, message)`` problem, a line each, naming ``source``."""
+    exc = ConfigException("\n".join(f"{source}: {message}" for _, message in problems))
+    exc.name = problems[0][0]
+    exc.problems = problems  # type: ignore[attr-defined]
+    return exc
+
+
 def _strip_prefix(props: Mapping[str, str], prefix: str) -> dict[str, str]:
     return {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
 
@@ -864,10 +872,7 @@ class WorkerConfig(AbstractConfig):
         pending = frozenset() if resolved else _placeholder_keys(props)
         problems = _problems(props, pending)
         if problems:
-            exc = ConfigException("\n".join(f"{source}: {message}" for _, message in problems))
-            exc.name = problems[0][0]
-            exc.problems = problems  # type: ignore[attr-defined]
-            raise exc
+            raise _problems_error(problems, source)
         object.__setattr__(self, "_source", source)
         object.__setattr__(self, "_raw", None)
         object.__setattr__(self, "_resolved", resolved)
@@ -895,6 +900,35 @@ class WorkerConfig(AbstractConfig):
     def source(self) -> str:
         """Where the properties came from."""
         return self._source
+
+    def require(self, keys: Iterable[str], why: str) -> None:
+        """Check that each of ``keys`` (optional in the table, required by a mode: the
+        distributed worker's topics and group, the standalone offsets file) has a value.
+
+        Args:
+            why: What needs them, for messages ("distributed mode").
+
+        Raises:
+            ConfigException: One line per key unset or empty, each naming :attr:`source`,
+                as the constructor reports its problems (``problems`` attribute included).
+        """
+        problems: list[tuple[str, str]] = []
+        for key in keys:
+            value = self.get(key)
+            if value is not None and str(value).strip():
+                continue
+            if key in self.originals():
+                problems.append((key, f"{key} is empty; {why} needs a value for it"))
+            else:
+                problems.append(
+                    (
+                        key,
+                        f'Missing required configuration "{key}" which has no default value '
+                        f"({why} needs it).",
+                    )
+                )
+        if problems:
+            raise _problems_error(problems, self._source)
 
     def originals_strings(self) -> dict[str, str]:
         return {k: str(v) for k, v in self.originals().items()}

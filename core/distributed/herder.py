@@ -81,11 +81,16 @@ class DistributedHerder(Rebalancing, HerderApi):
     ) -> None:
         props = dict(worker_props) if worker_props is not None else load_properties(worker_file)  # type: ignore[arg-type]
         self.config = WorkerConfig.from_properties(props, str(worker_file or "<worker config>"))
-        for key in _REQUIRED:
-            if not self.config.get(key):
-                raise ConfigException(
-                    key, None, f'Missing required configuration "{key}" which has no default value.'
-                )
+        self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
+        secrets.install_log_scrubber()
+        self.extensions = plugin_manager(self.config)
+        self.resolver = config_resolver(self.config, self.extensions)
+        # Kafka resolves config-provider placeholders in the worker's own properties too
+        # (client credentials, REST keystores); the values are registered with the log
+        # scrubber as they are resolved, and raw_originals() keeps what was written.
+        self.config = self.config.resolved(lambda props: self.resolver.resolve(props).config)
+        # Once resolved (group.id=${env:GROUP} is fine), every missing one named at once.
+        self.config.require(_REQUIRED, "distributed mode")
         signature = self.config.get("inter.worker.signature.algorithm")
         if signature not in self.config.get("inter.worker.verification.algorithms"):
             # Kafka's DistributedConfig check: a worker must accept what it sends itself.
@@ -95,14 +100,6 @@ class DistributedHerder(Rebalancing, HerderApi):
                 "Signature algorithm must be present in inter.worker.verification.algorithms list",
             )
         self.group_id: str = self.config.get("group.id")
-        self.plugin_paths = [Path(p) for p in self.config.plugin_path or ["plugins.d"]]
-        secrets.install_log_scrubber()
-        self.extensions = plugin_manager(self.config)
-        self.resolver = config_resolver(self.config, self.extensions)
-        # Kafka resolves config-provider placeholders in the worker's own properties too
-        # (client credentials, REST keystores); the values are registered with the log
-        # scrubber as they are resolved, and raw_originals() keeps what was written.
-        self.config = self.config.resolved(lambda props: self.resolver.resolve(props).config)
         self.override_policy = override_policy(self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
         # KIP-618: "enabled" runs source tasks exactly-once (after the leader fenced their

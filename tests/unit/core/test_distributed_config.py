@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from core.distributed.herder import DistributedHerder
@@ -55,3 +57,42 @@ def test_the_signature_algorithm_must_be_one_this_worker_verifies() -> None:
     ) as caught:
         DistributedHerder(None, worker_props=props)
     assert "configuration inter.worker.signature.algorithm" in str(caught.value)
+
+
+def test_every_missing_required_key_is_named_at_once_with_the_file(tmp_path: Path) -> None:
+    worker = tmp_path / "w.properties"
+    worker.write_text(
+        "bootstrap.servers=localhost:9092\n"
+        "key.converter=org.apache.kafka.connect.json.JsonConverter\n"
+        "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
+        "config.storage.topic=\n"
+    )
+    with pytest.raises(ConfigException) as info:
+        DistributedHerder(worker)
+    lines = str(info.value).splitlines()
+    assert lines == [
+        f'{worker}: Missing required configuration "group.id" which has no default value '
+        "(distributed mode needs it).",
+        f"{worker}: config.storage.topic is empty; distributed mode needs a value for it",
+        f'{worker}: Missing required configuration "offset.storage.topic" which has no default '
+        "value (distributed mode needs it).",
+        f'{worker}: Missing required configuration "status.storage.topic" which has no default '
+        "value (distributed mode needs it).",
+    ]
+
+
+def test_required_keys_may_come_from_config_providers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONNECT_GROUP", "")
+    props = {
+        **REQUIRED,
+        "config.providers": "env",
+        "config.providers.env.class": (
+            "org.apache.kafka.common.config.provider.EnvVarConfigProvider"
+        ),
+        "group.id": "${env:CONNECT_GROUP}",
+    }
+    # Resolved, then checked: an empty variable is an empty group.id.
+    with pytest.raises(ConfigException, match="group.id is empty"):
+        DistributedHerder(None, worker_props=props)
+    monkeypatch.setenv("CONNECT_GROUP", "cluster-a")
+    assert DistributedHerder(None, worker_props=props).group_id == "cluster-a"

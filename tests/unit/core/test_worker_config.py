@@ -10,6 +10,7 @@ from plugin_api.errors import ConfigException
 
 from core.config_providers import BUILTIN_PROVIDERS, ConfigResolver
 from core.properties import load_properties
+from core.standalone import StandaloneHerder
 from core.worker_config import WORKER_CONFIG_DEF, WorkerConfig
 
 MINIMAL = {
@@ -416,3 +417,35 @@ def test_bootstrap_servers_without_a_valid_port_are_refused_as_kafka_does(
 )
 def test_bootstrap_servers_kafka_accepts_are_accepted(servers: str) -> None:
     assert _config(bootstrap_servers=servers).bootstrap_servers
+
+
+def test_require_names_every_unset_or_empty_key_with_the_file() -> None:
+    config = _config(**{"group.id": "g", "config.storage.topic": " "})
+    with pytest.raises(ConfigException) as info:
+        config.require(["group.id", "config.storage.topic", "status.storage.topic"], "it")
+    assert str(info.value).splitlines() == [
+        "worker.properties: config.storage.topic is empty; it needs a value for it",
+        'worker.properties: Missing required configuration "status.storage.topic" which has no '
+        "default value (it needs it).",
+    ]
+    assert [key for key, _ in info.value.problems] == [  # type: ignore[attr-defined]
+        "config.storage.topic",
+        "status.storage.topic",
+    ]
+
+
+def test_an_empty_offsets_file_is_called_empty_by_the_standalone_worker(tmp_path: Path) -> None:
+    worker = tmp_path / "w.properties"
+    worker.write_text(
+        "bootstrap.servers=127.0.0.1:1\n"
+        f"key.converter={MINIMAL['key.converter']}\n"
+        f"value.converter={MINIMAL['value.converter']}\n"
+        f"plugin.path={tmp_path}\n"
+        "offset.storage.file.filename=\n"
+    )
+    herder = StandaloneHerder(worker)
+    with pytest.raises(ConfigException) as info:
+        herder.start()  # refused before it reaches for the cluster
+    assert str(info.value) == (
+        f"{worker}: offset.storage.file.filename is empty; standalone mode needs a value for it"
+    )
