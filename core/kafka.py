@@ -134,6 +134,11 @@ JAVA_CLIENT_KEYS: dict[str, tuple[str, Callable[[Any], Any]]] = {
     # Java counts bytes, librdkafka KiB.
     "buffer.memory": ("queue.buffering.max.kbytes", lambda v: max(1, int(v) // 1024)),
     "fetch.max.wait.ms": ("fetch.wait.max.ms", int),
+    # The JWT-bearer grant's assertion template (JSON with "header" and "payload").
+    "sasl.oauthbearer.assertion.template.file": (
+        "sasl.oauthbearer.assertion.jwt.template.file",
+        str,
+    ),
     # Java's -1 (the OS default) is librdkafka's 0.
     "receive.buffer.bytes": ("socket.receive.buffer.bytes", lambda v: max(0, int(v))),
     "send.buffer.bytes": ("socket.send.buffer.bytes", lambda v: max(0, int(v))),
@@ -165,7 +170,6 @@ JAVA_ONLY_CLIENT_KEYS = frozenset(
         "sasl.login.refresh.window.jitter",
         "sasl.login.retry.backoff.max.ms",
         "sasl.login.retry.backoff.ms",
-        "sasl.oauthbearer.assertion.template.file",
         # The broker's side of OAUTHBEARER (validating tokens), which a client never does.
         "sasl.oauthbearer.clock.skew.seconds",
         "sasl.oauthbearer.expected.audience",

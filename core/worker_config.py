@@ -49,6 +49,8 @@ __all__ = [
     "CLIENT_KEYS",
     "CLIENT_PREFIXES",
     "CONVERTER_KEYS",
+    "KAFKA_SECURITY_KEYS",
+    "LIBRDKAFKA_SECURITY_KEYS",
     "WORKER_CONFIG_DEF",
     "WorkerConfig",
 ]
@@ -88,6 +90,112 @@ CLIENT_KEYS = frozenset(
     }
 )
 CLIENT_PREFIXES = ("ssl.", "sasl.")
+# The keys under CLIENT_PREFIXES a worker file may set at its top level. Kafka 4.1.1's: the
+# ssl.*/sasl.* names of its DistributedConfig (SslConfigs, SaslConfigs, and RestServerConfig's
+# ssl.client.auth), which core.kafka translates, or drops with a warning where librdkafka has
+# no equivalent. librdkafka 2.16's own (but the Windows-only ssl.ca.certificate.stores),
+# passed as they are. Any other is an unknown key, with a suggestion: handed to librdkafka, a
+# typo such as ssl.truststore.lcation failed the worker's first client with "No such
+# configuration property" (Kafka only logs it).
+KAFKA_SECURITY_KEYS = frozenset(
+    {
+        "ssl.cipher.suites",
+        "ssl.client.auth",
+        "ssl.enabled.protocols",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.engine.factory.class",
+        "ssl.key.password",
+        "ssl.keymanager.algorithm",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.keystore.location",
+        "ssl.keystore.password",
+        "ssl.keystore.type",
+        "ssl.protocol",
+        "ssl.provider",
+        "ssl.secure.random.implementation",
+        "ssl.trustmanager.algorithm",
+        "ssl.truststore.certificates",
+        "ssl.truststore.location",
+        "ssl.truststore.password",
+        "ssl.truststore.type",
+        "sasl.client.callback.handler.class",
+        "sasl.jaas.config",
+        "sasl.kerberos.kinit.cmd",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.kerberos.service.name",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.login.callback.handler.class",
+        "sasl.login.class",
+        "sasl.login.connect.timeout.ms",
+        "sasl.login.read.timeout.ms",
+        "sasl.login.refresh.buffer.seconds",
+        "sasl.login.refresh.min.period.seconds",
+        "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter",
+        "sasl.login.retry.backoff.max.ms",
+        "sasl.login.retry.backoff.ms",
+        "sasl.mechanism",
+        "sasl.oauthbearer.assertion.algorithm",
+        "sasl.oauthbearer.assertion.claim.aud",
+        "sasl.oauthbearer.assertion.claim.exp.seconds",
+        "sasl.oauthbearer.assertion.claim.iss",
+        "sasl.oauthbearer.assertion.claim.jti.include",
+        "sasl.oauthbearer.assertion.claim.nbf.seconds",
+        "sasl.oauthbearer.assertion.claim.sub",
+        "sasl.oauthbearer.assertion.file",
+        "sasl.oauthbearer.assertion.private.key.file",
+        "sasl.oauthbearer.assertion.private.key.passphrase",
+        "sasl.oauthbearer.assertion.template.file",
+        "sasl.oauthbearer.client.credentials.client.id",
+        "sasl.oauthbearer.client.credentials.client.secret",
+        "sasl.oauthbearer.clock.skew.seconds",
+        "sasl.oauthbearer.expected.audience",
+        "sasl.oauthbearer.expected.issuer",
+        "sasl.oauthbearer.header.urlencode",
+        "sasl.oauthbearer.jwks.endpoint.refresh.ms",
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms",
+        "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms",
+        "sasl.oauthbearer.jwks.endpoint.url",
+        "sasl.oauthbearer.jwt.retriever.class",
+        "sasl.oauthbearer.jwt.validator.class",
+        "sasl.oauthbearer.scope",
+        "sasl.oauthbearer.scope.claim.name",
+        "sasl.oauthbearer.sub.claim.name",
+        "sasl.oauthbearer.token.endpoint.url",
+    }
+)
+LIBRDKAFKA_SECURITY_KEYS = frozenset(
+    {
+        "ssl.ca.location",
+        "ssl.ca.pem",
+        "ssl.certificate.location",
+        "ssl.certificate.pem",
+        "ssl.crl.location",
+        "ssl.curves.list",
+        "ssl.engine.id",
+        "ssl.engine.location",
+        "ssl.key.location",
+        "ssl.key.pem",
+        "ssl.providers",
+        "ssl.sigalgs.list",
+        "sasl.kerberos.keytab",
+        "sasl.kerberos.principal",
+        "sasl.mechanisms",
+        "sasl.oauthbearer.assertion.jwt.template.file",
+        "sasl.oauthbearer.assertion.private.key.pem",
+        "sasl.oauthbearer.client.id",
+        "sasl.oauthbearer.client.secret",
+        "sasl.oauthbearer.config",
+        "sasl.oauthbearer.extensions",
+        "sasl.oauthbearer.grant.type",
+        "sasl.oauthbearer.metadata.authentication.type",
+        "sasl.oauthbearer.method",
+        "sasl.password",
+        "sasl.username",
+    }
+)
 # Keys under CLIENT_PREFIXES that are the worker's own, not its clients': whether the HTTPS
 # REST listener asks for client certificates (RestServerConfig; Kafka's clients ignore it).
 _WORKER_SSL_KEYS = frozenset({"ssl.client.auth"})
@@ -102,8 +210,6 @@ ALLOWED_PREFIXES = (
     "config.providers.",
     "listeners.https.",
     "admin.listeners.https.",
-    "ssl.",
-    "sasl.",
     "security.",
     "metrics.context.",
     # Spark's own settings, handed to the SparkSession of the Spark runtime (docs/spark.md).
@@ -773,11 +879,21 @@ WORKER_CONFIG_DEF: ConfigDef = _build()
 
 
 def _is_passed_through(key: str) -> bool:
-    return key in CLIENT_KEYS or key.startswith(ALLOWED_PREFIXES)
+    return (
+        key in CLIENT_KEYS
+        or key in KAFKA_SECURITY_KEYS
+        or key in LIBRDKAFKA_SECURITY_KEYS
+        or key.startswith(ALLOWED_PREFIXES)
+    )
 
 
 def _suggest(key: str) -> str | None:
-    candidates = [*WORKER_CONFIG_DEF.names(), *sorted(CLIENT_KEYS)]
+    candidates = [
+        *WORKER_CONFIG_DEF.names(),
+        *sorted(CLIENT_KEYS),
+        *sorted(KAFKA_SECURITY_KEYS),
+        *sorted(LIBRDKAFKA_SECURITY_KEYS),
+    ]
     folded = {c.lower(): c for c in candidates}
     match = difflib.get_close_matches(key.lower(), folded, n=1, cutoff=_SUGGESTION_CUTOFF)
     if match:

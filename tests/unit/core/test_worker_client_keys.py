@@ -13,7 +13,14 @@ from confluent_kafka.admin import AdminClient
 
 from core import kafka
 from core.kafka import JAVA_ONLY_CLIENT_KEYS, client_config
-from core.worker_config import CLIENT_KEYS, CLIENT_PREFIXES, WorkerConfig
+from core.worker_config import (
+    CLIENT_KEYS,
+    CLIENT_PREFIXES,
+    KAFKA_SECURITY_KEYS,
+    LIBRDKAFKA_SECURITY_KEYS,
+    WorkerConfig,
+)
+from plugin_api import ConfigException
 
 MINIMAL = {
     "key.converter": "org.apache.kafka.connect.json.JsonConverter",
@@ -117,9 +124,68 @@ PLAUSIBLE = {
 }
 
 
+# librdkafka's own keys under ssl./sasl., which a worker file may set as well.
+LIBRDKAFKA_PLAUSIBLE = {
+    "ssl.ca.location": "/etc/ssl/certs/ca.pem",
+    "ssl.ca.pem": "-----BEGIN CERTIFICATE-----",
+    "ssl.certificate.location": "/etc/kafka/client.pem",
+    "ssl.certificate.pem": "-----BEGIN CERTIFICATE-----",
+    "ssl.crl.location": "/etc/kafka/crl.pem",
+    "ssl.curves.list": "P-256",
+    "ssl.engine.id": "dynamic",
+    "ssl.engine.location": "/usr/lib/engine.so",
+    "ssl.key.location": "/etc/kafka/client.key",
+    "ssl.key.pem": "-----BEGIN PRIVATE KEY-----",
+    "ssl.providers": "default",
+    "ssl.sigalgs.list": "RSA+SHA256",
+    "sasl.kerberos.keytab": "/etc/kafka/client.keytab",
+    "sasl.kerberos.principal": "connect",
+    "sasl.mechanisms": "PLAIN",
+    "sasl.oauthbearer.assertion.jwt.template.file": "/etc/kafka/template.json",
+    "sasl.oauthbearer.assertion.private.key.pem": "-----BEGIN PRIVATE KEY-----",
+    "sasl.oauthbearer.client.id": "connect",
+    "sasl.oauthbearer.client.secret": "secret",
+    "sasl.oauthbearer.config": "principal=connect",
+    "sasl.oauthbearer.extensions": "a=b",
+    "sasl.oauthbearer.grant.type": "client_credentials",
+    "sasl.oauthbearer.metadata.authentication.type": "none",
+    "sasl.oauthbearer.method": "oidc",
+    "sasl.password": "secret",
+    "sasl.username": "connect",
+}
+
+
 def test_every_client_key_of_the_worker_is_covered() -> None:
     assert CLIENT_KEYS <= PLAUSIBLE.keys()
     assert all(k in CLIENT_KEYS or k.startswith(CLIENT_PREFIXES) for k in PLAUSIBLE)
+    assert {k for k in PLAUSIBLE if k.startswith(CLIENT_PREFIXES)} == KAFKA_SECURITY_KEYS
+    assert LIBRDKAFKA_PLAUSIBLE.keys() == LIBRDKAFKA_SECURITY_KEYS
+
+
+@pytest.mark.parametrize("key", sorted(LIBRDKAFKA_PLAUSIBLE))
+def test_librdkafkas_own_security_keys_pass_as_they_are(key: str) -> None:
+    config = WorkerConfig.from_properties({**MINIMAL, key: LIBRDKAFKA_PLAUSIBLE[key]})
+    settings = client_config(config.client_config())
+    assert settings[key] == LIBRDKAFKA_PLAUSIBLE[key]
+    _clients(settings)
+
+
+def test_an_unknown_security_key_is_refused_naming_the_file_with_a_suggestion() -> None:
+    # Handed to librdkafka it failed the worker's first client, in a traceback.
+    with pytest.raises(ConfigException) as info:
+        WorkerConfig.from_properties(
+            {**MINIMAL, "ssl.truststore.lcation": "/etc/kafka/ts.pem"}, "w.properties"
+        )
+    assert str(info.value) == (
+        "w.properties: unknown worker configuration key 'ssl.truststore.lcation' "
+        "(did you mean 'ssl.truststore.location'?)"
+    )
+
+
+def test_the_java_jwt_assertion_template_is_librdkafkas() -> None:
+    settings = client_config({"sasl.oauthbearer.assertion.template.file": "/etc/t.json"})
+    assert settings["sasl.oauthbearer.assertion.jwt.template.file"] == "/etc/t.json"
+    assert "sasl.oauthbearer.assertion.template.file" not in settings
 
 
 def _clients(settings: dict[str, Any]) -> None:
