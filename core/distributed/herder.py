@@ -284,6 +284,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             ),
             self._metadata,
             self._assign,
+            revoke=self._revoke_all,
         )
         self.member.start()
         self._tick_thread = threading.Thread(

@@ -17,6 +17,11 @@ Threads:
 * the herder's **tick thread** calls :meth:`poll` (join when needed, prove liveness) and takes
   assignments with :meth:`take_assignment`. It must call :meth:`poll` at least every
   ``rebalance.timeout.ms``, or the member leaves the group (Kafka's poll timeout).
+
+A member that cannot find its group coordinator within ``heartbeat.interval.ms`` gives up its
+assignment (the ``revoke`` callback, on the tick thread) and rejoins, as Kafka Connect's
+WorkerCoordinator.poll() does: cut off from the coordinator, it cannot know whether the group
+has already given its work to someone else, and running it anyway runs it twice.
 """
 
 from __future__ import annotations
@@ -164,6 +169,9 @@ class WorkerGroupMember:
             work it runs). Called on the IO thread.
         assign: The leader's assignment: ``(leader id, members' metadata, generation)`` to an
             :class:`Assignment` per member. Called on the IO thread; must not block.
+        revoke: Give up everything assigned so far (stop it all here), because the group
+            coordinator was unreachable for ``heartbeat.interval.ms``; called on the tick
+            thread, inside :meth:`poll`, at most once per completed rebalance taken.
     """
 
     def __init__(
@@ -171,10 +179,15 @@ class WorkerGroupMember:
         settings: GroupSettings,
         metadata: Callable[[], MemberMetadata],
         assign: Callable[[str, dict[str, MemberMetadata], int], dict[str, Assignment]],
+        revoke: Callable[[], None] = lambda: None,
     ) -> None:
         self.settings = settings
         self.metadata = metadata
         self.assign = assign
+        self.revoke = revoke
+        # Whether this member holds an assignment it has not given up (Kafka's
+        # assignmentSnapshot != null): set when a rebalance is taken, cleared by a revocation.
+        self._holds_assignment = False
         self._joined: queue.Queue[JoinedGroup] = queue.Queue()
         self._client: KafkaNetClient | None = None
         self._coordinator: _Coordinator | None = None
@@ -227,6 +240,8 @@ class WorkerGroupMember:
         coordinator = self._coordinator
         if coordinator is None:
             return
+        if coordinator.coordinator_unknown():
+            self._find_coordinator(coordinator)
         try:
             coordinator.poll_heartbeat()
         except kafka_errors.KafkaError as exc:
@@ -235,6 +250,33 @@ class WorkerGroupMember:
             self._join_if_needed(coordinator, timeout_s)
         finally:
             self._note_membership()
+
+    def _find_coordinator(self, coordinator: _Coordinator) -> None:
+        """Kafka Connect's WorkerCoordinator.poll(): look for the coordinator for up to
+        heartbeat.interval.ms; not found, revoke the whole assignment and rejoin. Meanwhile
+        the group may have evicted this member (its session expired) and given its work to
+        others, which, once the coordinator is back, start it while it still runs here: a
+        2-worker cluster whose broker was down 30 s ran a source task on both workers."""
+        timeout_ms = self.settings.heartbeat_interval_ms
+        try:
+            found = coordinator.ensure_coordinator_ready(timeout_ms=timeout_ms)
+        except kafka_errors.KafkaError as exc:
+            log.debug("worker group %s: coordinator lookup failed: %s", self.settings.group_id, exc)
+            found = False
+        if found:
+            return
+        self._outside_because("the group coordinator is unreachable")
+        coordinator.request_rejoin()  # Kafka: a revoked (null) assignment means rejoin
+        if not self._holds_assignment:
+            return
+        self._holds_assignment = False
+        log.info(
+            "worker group %s: broker coordinator was unreachable for %d ms; revoking the "
+            "previous assignment to avoid running tasks while not being a member of the group",
+            self.settings.group_id,
+            timeout_ms,
+        )
+        self.revoke()
 
     def _join_if_needed(self, coordinator: _Coordinator, timeout_s: float) -> None:
         if not coordinator.need_rejoin():
@@ -283,9 +325,11 @@ class WorkerGroupMember:
     def take_assignment(self) -> JoinedGroup | None:
         """The next completed rebalance, if any (tick thread)."""
         try:
-            return self._joined.get_nowait()
+            joined = self._joined.get_nowait()
         except queue.Empty:
             return None
+        self._holds_assignment = True
+        return joined
 
     def request_rejoin(self) -> None:
         """Ask for a rebalance at the next :meth:`poll` (any thread)."""

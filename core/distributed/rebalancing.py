@@ -3,7 +3,8 @@
 * **The tick thread** drives the group membership (:mod:`.membership`): it applies each
   completed rebalance (stops what was revoked and waits for it, then queues starts of what was
   assigned), rejoins after a revocation or when the leader says departed workers' work is
-  waiting (``scheduled.rebalance.max.delay.ms``), now and then publishes the topics this
+  waiting (``scheduled.rebalance.max.delay.ms``), stops everything here when the group
+  coordinator is unreachable (``_revoke_all``), now and then publishes the topics this
   worker's tasks used (KIP-558), and on the leader writes a new session key when one is due
   (KIP-507, :mod:`.herder_signing`).
 * **kafka-python's IO thread** asks this worker for its join metadata and, on the leader, for
@@ -205,6 +206,15 @@ class Rebalancing(ConfigReactions):
                 log.error("revoked work did not stop in time; rejoining regardless")
             except Exception as exc:  # noqa: BLE001
                 log.warning("stopping revoked work: %s", exc)
+
+    def _revoke_all(self) -> None:
+        """Tick thread: the group coordinator was unreachable for heartbeat.interval.ms
+        (:mod:`.membership`), so the group may already have given this worker's work to
+        others: stop all of it here. The next rebalance assigns it again (this worker's join
+        metadata now says it runs nothing)."""
+        held, self._assigned = self._assigned, Held()
+        if held:
+            self._stop_revoked(held)
 
     def _revoke(self, name: str, tasks: Sequence[int], instance: bool) -> None:
         worker = self._worker()
