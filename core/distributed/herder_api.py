@@ -22,6 +22,7 @@ from typing import Any
 from core.distributed.config_reactions import ConfigReactions
 from core.distributed.config_store import RestartRequest
 from core.distributed.herder_base import NO_LEADER
+from core.distributed.membership import COORDINATOR_UNREACHABLE
 from core.distributed.rebalancing import TICK_S
 from core.herder import (
     HEALTHY,
@@ -57,7 +58,8 @@ class HerderApi(ConfigReactions):
         """KIP-1017 for a worker whose requests need its group: Kafka runs the check on the
         herder thread, which blocks while the worker joins, so a worker that cannot join is
         still starting (503) if it never was in its group, and unhealthy (500) once it has
-        been out of it longer than rebalance.timeout.ms (see :meth:`_out_of_group`). It joins
+        been out of it longer than rebalance.timeout.ms (see :meth:`_rejoin_bound_s`), or
+        unable to reach its group coordinator longer than ``timeout_s``. It joins
         only once its plugins are installed (the bundled ones' first-time install): starting
         until then."""
         if not self.ready():
@@ -79,7 +81,10 @@ class HerderApi(ConfigReactions):
         where = f"The worker is not a member of its group {self.group_id}: {reason}"
         if self._last_completed_generation < 0:
             return Health("starting", f"{where} (for {since_s:.0f} s; it has never joined it).")
-        if since_s > self._rejoin_bound_s():
+        # Cut off from the coordinator, Kafka's herder thread blocks looking for it, so its
+        # check times out: unhealthy after timeout_s, not after a rebalance's bound.
+        bound_s = timeout_s if reason == COORDINATOR_UNREACHABLE else self._rejoin_bound_s()
+        if since_s > bound_s:
             return Health("unhealthy", f"{where} (for {since_s:.0f} s).")
         return HEALTHY
 

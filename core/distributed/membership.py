@@ -49,7 +49,13 @@ from core.distributed.protocol import (
 from core.kafka import librdkafka_keys
 from plugin_api import ConnectException
 
-__all__ = ["GroupSettings", "JoinedGroup", "WorkerGroupMember", "kafka_python_settings"]
+__all__ = [
+    "COORDINATOR_UNREACHABLE",
+    "GroupSettings",
+    "JoinedGroup",
+    "WorkerGroupMember",
+    "kafka_python_settings",
+]
 
 log = logging.getLogger("copycat.distributed.membership")
 
@@ -59,6 +65,9 @@ BOOTSTRAP_TIMEOUT_MS = 30_000
 # Connect workers still in the group; a bad session timeout): the cause is usually fixed by
 # someone else (the old workers stopping), so the worker keeps trying, slowly.
 FATAL_JOIN_BACKOFF_S = 2.0
+# Why a member is out of its group once it has looked for its coordinator for
+# heartbeat.interval.ms in vain (see WorkerGroupMember.outside_group()).
+COORDINATOR_UNREACHABLE = "the group coordinator is unreachable"
 # How long stop() gives the IO thread to send LeaveGroup and close.
 LEAVE_TIMEOUT_MS = 5_000
 
@@ -265,7 +274,7 @@ class WorkerGroupMember:
             found = False
         if found:
             return
-        self._outside_because("the group coordinator is unreachable")
+        self._outside_because(COORDINATOR_UNREACHABLE)
         coordinator.request_rejoin()  # Kafka: a revoked (null) assignment means rejoin
         if not self._holds_assignment:
             return
