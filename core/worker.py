@@ -58,6 +58,9 @@ IDLE_BACKOFF_S = 0.01
 # minutes by default) and would say nothing meanwhile. A healthy start takes well under a
 # second, a loaded machine's a few.
 SLOW_START_REPORT_S = 30.0
+# Connector config keys the runtime copies into every task config (Kafka's SinkTask
+# TOPICS_CONFIG and TOPICS_REGEX_CONFIG): which topics a sink task reads is the runtime's.
+_RUNTIME_TASK_KEYS = ("topics", "topics.regex")
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,18 @@ def check_tasks_max(connector: str, num_tasks: int, props: Mapping[str, str]) ->
         num_tasks,
         max_tasks,
     )
+
+
+def _with_topics(task_config: dict[str, str], connector_props: Mapping[str, str]) -> dict[str, str]:
+    """``task_config`` with the connector config's ``topics`` and ``topics.regex`` (those it
+    has), as Kafka's Worker.connectorTaskConfigs copies them into every task config whatever
+    the connector returned: a new topic list then changes the task configs, so the tasks
+    restart on it even when the connector hands them the same config (or an empty one), and
+    ``GET /connectors/{name}/tasks`` shows what each task reads."""
+    for key in _RUNTIME_TASK_KEYS:
+        if key in connector_props:
+            task_config[key] = connector_props[key]
+    return task_config
 
 
 @dataclass
@@ -573,7 +588,9 @@ class Worker:
                 f"task), got {wrong}"
             )
         check_tasks_max(name, len(configs), connector.props)
-        return [{str(k): str(v) for k, v in c.items()} for c in configs]
+        return [
+            _with_topics({str(k): str(v) for k, v in c.items()}, connector.props) for c in configs
+        ]
 
     def stop_connector(self, name: str) -> None:
         """Stop the connector's tasks, then itself, each within the graceful timeout."""
