@@ -93,10 +93,6 @@ class _Runtime:
     kind: str
     resolved: Resolved | None = None
     deleted: bool = False
-    # The connector config its current task configs were generated from (Kafka's
-    # appliedConnectorConfig): a new config that leaves the task configs as they were
-    # still restarts the tasks, which take converters, transforms and the rest from it.
-    applied: dict[str, str] | None = None
     # The pending retry of the connector's task_configs() after it raised (None: none).
     task_retry: _TaskRetry | None = None
 
@@ -354,7 +350,7 @@ class WorkerHerder(AbstractHerder):
                 self._fail_connector(name, exc, resolved)
             return
         deployed.task_retry = None
-        if self._tasks_current(name, deployed, task_class, task_configs, resolved):
+        if self._tasks_current(name, task_class, task_configs, resolved):
             log.info("connector %s: task configs unchanged; tasks keep running", name)
             self._apply_target(name)
             return
@@ -363,7 +359,6 @@ class WorkerHerder(AbstractHerder):
     def _tasks_current(
         self,
         name: str,
-        deployed: _Runtime,
         task_class: str,
         task_configs: list[dict[str, str]],
         resolved: Resolved,
@@ -378,10 +373,20 @@ class WorkerHerder(AbstractHerder):
         ]
         connector = self._worker().connectors.get(name)
         running = set(connector.tasks) if connector is not None else set()
+        return self._task_configs_current(name, stored) and running == set(range(len(stored)))
+
+    def _task_configs_current(self, name: str, stored: list[dict[str, str]]) -> bool:
+        """Whether ``stored`` (generated task configs as they would be stored) needs no
+        writing: the same as the stored ones, which were stored under the connector's
+        current config (Kafka's taskConfigsChanged, negated). A new config that leaves the
+        task configs as they were (a converter, a transform) still restarts the tasks, which
+        take those from the connector config (KAFKA-9228)."""
+        snapshot = self.configs.snapshot()
+        current = snapshot.config(name)
         return (
-            stored == self._task_configs(name)
-            and deployed.applied == raw
-            and running == set(range(len(stored)))
+            stored == [dict(c) for c in snapshot.tasks(name)]
+            and current is not None
+            and snapshot.applied_config(name) == current
         )
 
     def _start_tasks(
@@ -412,7 +417,6 @@ class WorkerHerder(AbstractHerder):
         self.configs.put_task_configs(
             name, [reverse_transform(tc, config, resolved) for tc in task_configs]
         )
-        deployed.applied = config
         for task_id in worker.status.tasks_of(name):
             if task_id >= len(task_configs):
                 worker.status.remove_task(name, task_id)
@@ -504,7 +508,7 @@ class WorkerHerder(AbstractHerder):
             return
         task_class, task_configs, fresh = generated
         current = self._task_configs(name)
-        if fresh == current and deployed.applied == self._config(name):
+        if self._task_configs_current(name, fresh):
             log.info("connector %s: task configs unchanged; tasks keep running", name)
             return
         log.info(

@@ -145,7 +145,9 @@ class ConfigReactions(ExactlyOnceSupport):
         if generated is None:
             return
         fresh = generated[2]
-        if fresh == self._task_configs(name) and name not in self._kafka_configs().inconsistent():
+        if self._task_configs_current(name, fresh) and (
+            name not in self._kafka_configs().inconsistent()
+        ):
             log.info("connector %s: task configs unchanged (%d tasks)", name, len(fresh))
             return
         log.info("connector %s: publishing %d task configs", name, len(fresh))
@@ -260,7 +262,8 @@ class ConfigReactions(ExactlyOnceSupport):
         self._start_connector(name)
 
     def _apply_task_configs(self, name: str) -> None:
-        """New task configs: restart the tasks here whose config changed, stop vanished ones.
+        """New task configs: restart the tasks here whose config, or whose connector's config,
+        changed; stop vanished ones.
 
         Exactly-once source tasks are all restarted, as Kafka restarts every task of a
         reconfigured connector: the new generation's fencing would otherwise fence the
@@ -280,6 +283,7 @@ class ConfigReactions(ExactlyOnceSupport):
             return
         connector = worker.connectors.get(name)
         restart_all = config is not None and self._runs_exactly_once(config)
+        connector_props = self._resolved_or_none(config)
         for task, runner in sorted(connector.tasks.items()) if connector is not None else []:
             if task >= len(tasks) or config is None:
                 worker.stop_task(name, task)
@@ -287,16 +291,22 @@ class ConfigReactions(ExactlyOnceSupport):
                 worker.status.remove_task(name, task)
                 continue
             wanted = self.resolver.resolve(tasks[task]).config
-            if wanted != runner.task_props or restart_all:
-                log.info(
-                    "task %s-%d: %s; restarting it",
-                    name,
-                    task,
-                    "its config changed" if wanted != runner.task_props else "a new generation",
-                )
-                worker.stop_task(name, task)
-                self.task_stops += 1
-                self._start_task(name, task)
+            # A task whose config is the same but whose connector config is not (a new
+            # converter or transform: the task configs were written again because the one
+            # they were generated from changed, KAFKA-9228) restarts too, as in Kafka, which
+            # restarts every task of a connector whose task configs were written.
+            if wanted != runner.task_props:
+                why = "its config changed"
+            elif connector_props != runner.spec.connector_config:
+                why = "its connector's config changed"
+            elif restart_all:
+                why = "a new generation"
+            else:
+                continue
+            log.info("task %s-%d: %s; restarting it", name, task, why)
+            worker.stop_task(name, task)
+            self.task_stops += 1
+            self._start_task(name, task)
         # Tasks held here that do not run: assigned while their connector's config was gone
         # (deleted, and created again under its name before a rebalance revoked them), or whose
         # start failed before a runner existed. The leader leaves held tasks where they are, so
@@ -306,6 +316,16 @@ class ConfigReactions(ExactlyOnceSupport):
             if held == name and not self._task_runs_here(name, task):
                 log.info("task %s-%d: held here and not running; starting it", name, task)
                 self._start_task(name, task)
+
+    def _resolved_or_none(self, config: Mapping[str, str] | None) -> dict[str, str] | None:
+        """``config`` resolved by the config providers; None if it is None or does not
+        resolve (a task started from it then fails, saying why: :meth:`_start_task`)."""
+        if config is None:
+            return None
+        try:
+            return dict(self.resolver.resolve(config).config)
+        except Exception:  # noqa: BLE001 - reported by the task start that follows
+            return None
 
     def _apply_target_here(self, name: str) -> None:
         worker = self._worker()

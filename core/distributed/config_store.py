@@ -170,6 +170,10 @@ class KafkaConfigStore:
         self._task_counts: dict[str, int] = {}
         self._pending_fencing: set[str] = set()
         self._generations: dict[str, int] = {}
+        # The connector config read before each connector's last complete task commit
+        # (Kafka's appliedConnectorConfigs): in memory only; a worker reading the topic from
+        # its start rebuilds it from the records' order.
+        self._applied: dict[str, Mapping[str, str]] = {}
         self._snapshot: ClusterConfigState | None = None
         self._leader_producer: Producer | None = None
         # One leader transaction at a time: REST threads and tasks asking for fencing write
@@ -210,6 +214,7 @@ class KafkaConfigStore:
                     dict(self._configs),
                     {c: t for c, t in self._tasks.items() if c in self._configs},
                     {c: s for c, s in self._targets.items() if c in self._configs},
+                    {c: a for c, a in self._applied.items() if c in self._configs},
                 )
             return self._snapshot
 
@@ -382,6 +387,7 @@ class KafkaConfigStore:
             return None
         self._inconsistent.discard(name)
         self._tasks[name] = tuple(deferred[i] for i in range(count))
+        self._applied[name] = self._configs[name]
         self._generations[name] = self._generations.get(name, 0) + 1
         self._pending_fencing.add(name)
         return (lambda: listener.on_task_configs_update(name)) if listener else None
@@ -389,6 +395,7 @@ class KafkaConfigStore:
     def _remove(self, name: str) -> None:
         self._configs.pop(name, None)
         self._tasks.pop(name, None)
+        self._applied.pop(name, None)
         self._targets.pop(name, None)
         self._deferred.pop(name, None)
         self._inconsistent.discard(name)

@@ -64,6 +64,9 @@ class ClusterConfigState:
     connector_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     task_configs: Mapping[str, Sequence[Mapping[str, str]]] = field(default_factory=dict)
     target_states: Mapping[str, TargetState] = field(default_factory=dict)
+    # Per connector, its config as it stood when its current task configs were stored
+    # (Kafka's appliedConnectorConfig): kept in memory only, rebuilt from the log's order.
+    applied_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def connectors(self) -> list[str]:
         return sorted(self.connector_configs)
@@ -79,6 +82,16 @@ class ClusterConfigState:
 
     def target_state(self, connector: str) -> TargetState | None:
         return self.target_states.get(connector)
+
+    def applied_config(self, connector: str) -> Mapping[str, str] | None:
+        """The connector config (as stored, placeholders kept) current when the connector's
+        task configs were last stored; None if none were stored since it was created.
+
+        A new config that leaves the generated task configs as they were still restarts the
+        tasks when it differs from this one (Kafka's taskConfigsChanged, KAFKA-9228): the
+        tasks take their converters, transforms and the rest from the connector config.
+        """
+        return self.applied_configs.get(connector)
 
 
 class ConfigUpdateListener(Protocol):
@@ -159,6 +172,7 @@ class MemoryConfigStore:
                 },
                 task_configs={k: v for k, v in state.task_configs.items() if k != connector},
                 target_states={k: v for k, v in state.target_states.items() if k != connector},
+                applied_configs={k: v for k, v in state.applied_configs.items() if k != connector},
             )
         if self._listener is not None:
             self._listener.on_connector_config_removed(connector)
@@ -167,7 +181,13 @@ class MemoryConfigStore:
         with self._lock:
             state = self._state
             frozen = tuple(_frozen(c) for c in configs)
-            self._replace(task_configs={**state.task_configs, connector: frozen})
+            applied = dict(state.applied_configs)
+            current = state.connector_configs.get(connector)
+            if current is not None:  # as Kafka's MemoryConfigBackingStore.putTaskConfigs
+                applied[connector] = current
+            self._replace(
+                task_configs={**state.task_configs, connector: frozen}, applied_configs=applied
+            )
         if self._listener is not None:
             self._listener.on_task_configs_update(connector)
 

@@ -8,6 +8,11 @@ although the connector itself hands them the same (empty) config every time.
   task configs and restarts the tasks. Before the fix they were not copied: after a PUT from
   topic A to topic B the task went on reading A only (distributed mode); standalone mode
   restarted it, but ``GET /connectors/{name}/tasks`` showed no ``topics``.
+* A new converter leaves the task configs as they were; Kafka 4.1 restarts the tasks all the
+  same, as the connector config they were generated from ("applied") is no longer the current
+  one (KAFKA-9228, AbstractHerder.taskConfigsChanged). Before the fix a task FAILED on a value
+  its old JsonConverter could not read stayed FAILED after a PUT with StringConverter
+  (distributed mode; standalone mode already compared the configs).
 """
 
 from __future__ import annotations
@@ -70,6 +75,13 @@ class EmptyConfigsSink(SinkConnector):
     def config(self):
         return ConfigDef()
 """
+
+
+JSON_VALUES = {
+    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    "value.converter.schemas.enable": "false",
+}
+STRING_VALUES = {"value.converter": "org.apache.kafka.connect.storage.StringConverter"}
 
 
 @pytest.fixture(scope="module", params=["standalone", "distributed"])
@@ -163,3 +175,31 @@ def test_a_new_topic_list_moves_the_tasks_of_a_connector_giving_empty_task_confi
     tasks = httpx.get(f"{cli.url}/connectors/{name}/tasks", timeout=30).json()
     assert [t["config"].get("topics") for t in tasks] == [new]
     assert _task_state(cli.url, name) == "RUNNING"
+
+
+def test_a_new_converter_restarts_tasks_whose_configs_stay_the_same(
+    worker: tuple[CliWorker, Path], broker: KafkaCluster, topic_name: str
+) -> None:
+    cli, out = worker
+    name = f"converter-{topic_name}"
+    broker.create_topic(topic_name, 1)
+    config = {
+        "connector.class": "EmptyConfigsSink",
+        "tasks.max": "1",
+        "topics": topic_name,
+        **JSON_VALUES,
+    }
+    _put(cli.url, name, config)
+    _produce(broker.bootstrap_servers, topic_name, b"not json")
+    wait_until(lambda: _task_state(cli.url, name) == "FAILED", 60, "the task FAILED")
+    before = httpx.get(f"{cli.url}/connectors/{name}/tasks", timeout=30).json()
+
+    _put(cli.url, name, {**config, **STRING_VALUES})
+    wait_until(
+        lambda: _written(out, topic_name) == ["not json"],
+        60,
+        "the value read with StringConverter",
+    )
+    assert _task_state(cli.url, name) == "RUNNING"
+    # The connector handed its task the same config: only the connector config changed.
+    assert httpx.get(f"{cli.url}/connectors/{name}/tasks", timeout=30).json() == before

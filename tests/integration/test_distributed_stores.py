@@ -146,6 +146,40 @@ def test_config_store_writes_kafka_connects_records_and_a_new_worker_rebuilds_th
     ]
 
 
+def test_config_store_knows_the_connector_config_each_task_commit_was_made_under(
+    broker: KafkaCluster, config_topic: str
+) -> None:
+    """Kafka's appliedConnectorConfig (KAFKA-9228): a connector config written after the last
+    task commit is not the applied one until task configs are committed again, however alike
+    they are, and a worker reading the topic from its start (a restart) finds the same; a
+    deleted connector has none. Before, the store kept no such thing, so a new converter that
+    left the task configs as they were restarted no task in distributed mode."""
+    old = {"connector.class": "S", "topics": "t", "value.converter": "JsonConverter"}
+    new = {**old, "value.converter": "StringConverter"}
+    tasks = [{"task.class": "T", "topics": "t"}]
+    store = _config_store(broker, config_topic)
+    try:
+        store.claim_write_privileges()
+        store.put_connector_config("snk", old, None)
+        assert store.snapshot().applied_config("snk") is None
+        store.put_task_configs("snk", tasks)
+        store.put_connector_config("snk", new, None)
+        assert dict(store.snapshot().applied_config("snk") or {}) == old
+        restarted = _config_store(broker, config_topic)
+        try:
+            assert dict(restarted.snapshot().applied_config("snk") or {}) == old
+            store.put_task_configs("snk", tasks)
+            restarted.refresh()
+            assert dict(restarted.snapshot().applied_config("snk") or {}) == new
+        finally:
+            restarted.stop()
+        assert dict(store.snapshot().applied_config("snk") or {}) == new
+        store.remove_connector_config("snk")
+        assert store.snapshot().applied_config("snk") is None
+    finally:
+        store.stop()
+
+
 def test_an_incomplete_task_commit_keeps_the_old_tasks_and_marks_the_connector(
     broker: KafkaCluster, config_topic: str
 ) -> None:

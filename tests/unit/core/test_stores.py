@@ -61,6 +61,23 @@ def test_config_snapshots_are_immutable_views_and_listeners_hear_each_change() -
     ]
 
 
+def test_the_memory_store_knows_the_connector_config_its_task_configs_were_stored_under() -> None:
+    """As Kafka's MemoryConfigBackingStore: putting task configs applies the connector's
+    current config; a later config is not applied until they are put again; a removed
+    connector has none (standalone mode restarts tasks on a config that is not applied)."""
+    store = MemoryConfigStore()
+    old, new = {"connector.class": "S", "a": "1"}, {"connector.class": "S", "a": "2"}
+    store.put_connector_config("c", old, None)
+    assert store.snapshot().applied_config("c") is None
+    store.put_task_configs("c", [{}])
+    store.put_connector_config("c", new, None)
+    assert store.snapshot().applied_config("c") == old
+    store.put_task_configs("c", [{}])
+    assert store.snapshot().applied_config("c") == new
+    store.remove_connector_config("c")
+    assert store.snapshot().applied_config("c") is None
+
+
 def test_offset_keys_are_kafka_connects_format() -> None:
     assert offset_key("src", {"filename": "/tmp/in.txt"}) == b'["src",{"filename":"/tmp/in.txt"}]'
     backing = MemoryOffsetBackingStore()
