@@ -140,6 +140,7 @@ class ConnectorOffsetStores:
             ClusterKeys(None),
             read_committed=True,
             name=f"offsets-{connector}",
+            flush_timeout_s=int(self.config.get("offset.flush.timeout.ms")) / 1000,
         )
         backing.start(CONNECTOR_TOPIC_READ_TIMEOUT_S)
         return TaskOffsetStore(

@@ -220,7 +220,11 @@ class DistributedHerder(Rebalancing, HerderApi):
         # disabled may hold offsets of aborted transactions, and an aborted offset counted
         # would skip records nobody ever saw. Without transactions it reads the same.
         self.offset_backing = KafkaOffsetBackingStore(
-            offset_topic, client, self.keys, read_committed=True
+            offset_topic,
+            client,
+            self.keys,
+            read_committed=True,
+            flush_timeout_s=self.config.offset_flush_timeout_ms / 1000,
         )
         self.statuses = KafkaStatusStore(self.config.get("status.storage.topic"), client, self.keys)
         self.configs = configs = KafkaConfigStore(

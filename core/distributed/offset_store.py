@@ -32,9 +32,9 @@ from plugin_api import ConnectException
 
 __all__ = ["KafkaOffsetBackingStore", "canonical_offset_key"]
 
-# How long get() waits to have read everything written to the topic before it was called, and
-# flush() for acknowledgements (Kafka's offset.flush.timeout.ms default is 5 s; a loaded
-# machine with three workers and a broker needed more in the system tests).
+# How long get() waits to have read everything written to the topic before it was called (a
+# loaded machine with three workers and a broker needed more than 5 s in the system tests),
+# and flush() for acknowledgements unless the worker sets offset.flush.timeout.ms (it does).
 READ_TIMEOUT_S = 30.0
 
 
@@ -65,10 +65,14 @@ class KafkaOffsetBackingStore:
         *,
         read_committed: bool = False,
         name: str = "offsets",
+        flush_timeout_s: float = READ_TIMEOUT_S,
     ) -> None:
         """``read_committed``: see only committed transactions (exactly-once support on:
-        tasks write their offsets in transactions, and an aborted one's must never count)."""
+        tasks write their offsets in transactions, and an aborted one's must never count).
+        ``flush_timeout_s``: how long :meth:`flush` waits for acknowledgements (the worker's
+        ``offset.flush.timeout.ms``)."""
         self.topic = topic
+        self.flush_timeout_s = flush_timeout_s
         self.keys = keys
         self._lock = threading.Lock()
         self._data: dict[bytes, bytes] = {}
@@ -143,11 +147,17 @@ class KafkaOffsetBackingStore:
             self._sent += futures
 
     def flush(self) -> None:
+        """Wait for everything :meth:`set` sent to be acknowledged.
+
+        Raises:
+            ConnectException: not acknowledged within ``flush_timeout_s`` (the records stay
+                queued in the producer and land once the broker is back), or refused.
+        """
         with self._lock:
             sent, self._sent = self._sent, []
         if not sent:
             return
-        self.log.flush(READ_TIMEOUT_S)
+        self.log.flush(self.flush_timeout_s)
         for future in sent:
             future.result(0)  # raises the delivery error, naming the topic
 
