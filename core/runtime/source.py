@@ -203,6 +203,14 @@ class _Submitted:
         offsets, self.ready = list(self.ready.values()), {}
         return offsets
 
+    def retry(self, offsets: list[tuple[Any, Any]]) -> None:
+        """A commit of ``offsets`` (from :meth:`committable`) failed: hand them out again with
+        the next commit, where a partition's newer offset wins (Kafka's
+        ``OffsetStorageWriter.cancelFlush``)."""
+        failed = {freeze_partition(partition): (partition, offset) for partition, offset in offsets}
+        failed.update(self.ready)
+        self.ready = failed
+
 
 class SourceTaskLoop:
     """Drives one source task living in a plugin host."""
@@ -811,8 +819,21 @@ class SourceTaskLoop:
         if offsets and self.errors is not None:
             self.errors.flush()  # failed records are in the DLQ before their offsets move on
         if offsets:
-            self.offsets.put(self.connector, offsets)
-            self.offsets.flush()
+            try:
+                self.offsets.put(self.connector, offsets)
+                self.offsets.flush()
+            except (ConnectException, OSError) as exc:
+                # Not the task's failure (Kafka's WorkerSourceTask.commitOffsets): the broker
+                # or the file is unavailable for now. The offsets go with the next commit;
+                # the task's commit() waits for a commit that stored them.
+                self._submitted.retry(offsets)
+                log.error(
+                    "task %s: could not flush offsets to storage (%s); will try again on next "
+                    "flush interval with latest offsets",
+                    self.name,
+                    exc,
+                )
+                return self._outstanding()
             self.host.call(self.handle, "commit")
         return self._outstanding()
 
