@@ -246,7 +246,8 @@ class KafkaConfigStore:
             self.log.read_to_end().result(timeout_s)
         except FutureTimeout:
             raise ConnectException(
-                f"could not read config topic {self.topic} to its end within {timeout_s:g} s"
+                f"could not read config topic {self.topic} to its end within {timeout_s:g} s "
+                "(the Kafka cluster may be unreachable)"
             ) from None
         return self.snapshot()
 
@@ -447,7 +448,7 @@ class KafkaConfigStore:
     def _write_privileged(self, records: Sequence[tuple[str, bytes | None]]) -> None:
         with self._write_lock:
             self._commit_privileged(records)
-        self.refresh()
+        self._read_back()
 
     def _commit_privileged(self, records: Sequence[tuple[str, bytes | None]]) -> None:
         producer = self._leader_producer
@@ -468,16 +469,33 @@ class KafkaConfigStore:
                 "worker, or the broker is unavailable)"
             ) from exc
 
+    def _read_back(self) -> None:
+        """Read a write just made back from the topic (it applies here once read).
+
+        Raises:
+            ConnectException: the topic could not be read; the write itself was made.
+        """
+        try:
+            self.refresh()
+        except ConnectException as exc:
+            raise ConnectException(
+                f"Request timed out: the write to config topic {self.topic} was made, but "
+                f"reading it back failed: {exc}"
+            ) from exc
+
     def _write_plain(self, key: str, value: bytes | None) -> None:
         future = self.log.send(self.keys.encode(key), value)
         try:
             future.result(READ_WRITE_TIMEOUT_S)
         except FutureTimeout:
+            # The producer goes on retrying (until its delivery timeout): the write may land.
             raise ConnectException(
-                f"write of {key} to config topic {self.topic} not acknowledged within "
-                f"{READ_WRITE_TIMEOUT_S:g} s"
+                f"Request timed out: the write of {key} to config topic {self.topic} was not "
+                f"acknowledged within {READ_WRITE_TIMEOUT_S:g} s (the Kafka cluster may be "
+                "unreachable); it is still being retried and takes effect if the brokers "
+                "take it"
             ) from None
-        self.refresh()
+        self._read_back()
 
     def put_connector_config(
         self, connector: str, config: Mapping[str, str], target_state: TargetState | None

@@ -236,14 +236,14 @@ class HerderApi(ConfigReactions):
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
         self._worker()
         self._require_leader("alter connector offsets")  # before the leader's existence check
-        self._kafka_configs().refresh()
+        self._read_configs("alter connector offsets")
         self._known(name)
         return super().alter_connector_offsets(name, offsets)
 
     def reset_connector_offsets(self, name: str) -> str:
         self._worker()
         self._require_leader("reset connector offsets")
-        self._kafka_configs().refresh()
+        self._read_configs("reset connector offsets")
         self._known(name)
         return super().reset_connector_offsets(name)
 

@@ -29,8 +29,9 @@ from core.distributed.fencing import LeaderFencing
 from core.distributed.membership import WorkerGroupMember
 from core.distributed.offset_store import KafkaOffsetBackingStore
 from core.distributed.status_store import KafkaStatusStore
-from core.herder import ConflictError, NotFoundError, NotLeaderError
+from core.herder import ConflictError, NotFoundError, NotLeaderError, RequestTimeoutError
 from core.worker_herder import WorkerHerder, _Runtime
+from plugin_api import ConnectException
 
 __all__ = ["NO_LEADER", "DistributedHerderBase"]
 
@@ -122,7 +123,7 @@ class DistributedHerderBase(WorkerHerder):
         self._require_leader(what)
         configs = self._kafka_configs()
         with self._leader_writes:
-            configs.refresh()
+            self._read_configs(what)
             if check is not None:
                 check()
             try:
@@ -138,6 +139,21 @@ class DistributedHerderBase(WorkerHerder):
         """STOPPED, and no task configs (Kafka's check before offsets change): the leader wrote
         them empty, so no task of the connector is meant to run anywhere."""
         return super()._stopped(name) and not self._task_configs(name)
+
+    def _read_configs(self, what: str) -> None:
+        """Read the config topic to its end before a leader's check and write.
+
+        Raises:
+            RequestTimeoutError: it could not be read (the Kafka cluster unreachable, most
+                likely); nothing was written.
+        """
+        try:
+            self._kafka_configs().refresh()
+        except ConnectException as exc:
+            raise RequestTimeoutError(
+                f"Request timed out: cannot {what}: {exc}; nothing was written, try again once "
+                "the Kafka cluster is reachable"
+            ) from exc
 
     def _kafka_configs(self) -> KafkaConfigStore:
         configs = self.configs

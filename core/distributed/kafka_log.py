@@ -282,7 +282,22 @@ class KafkaBasedLog:
             return future
         try:
             targets = self._end_offsets()
-        except (KafkaException, ConnectException, RuntimeError) as exc:
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            if isinstance(error, KafkaError) and (
+                error.retriable() or error.code() in _LEADER_MOVES
+            ):
+                # Retried until METADATA_TIMEOUT_S: with every broker down librdkafka reports
+                # an unknown partition or a timeout, never "unreachable".
+                message = (
+                    f"the Kafka cluster could not be reached to read {self.topic} to its end "
+                    f"within {METADATA_TIMEOUT_S:g} s ({error.str()})"
+                )
+            else:
+                message = f"cannot read the end of {self.topic}: {exc}"
+            future.set_exception(ConnectException(message))
+            return future
+        except (ConnectException, RuntimeError) as exc:
             future.set_exception(ConnectException(f"cannot read the end of {self.topic}: {exc}"))
             return future
         with self._progress:

@@ -133,3 +133,35 @@ def test_a_source_whose_offset_commit_times_out_in_an_outage_keeps_running(
         return bool(offsets) and offsets[0]["offset"]["position"] == source_file.stat().st_size
 
     wait_until(committed, FLUSH_INTERVAL_MS / 1000 + 30, "the offsets committed after the outage")
+
+
+def test_rest_calls_in_an_outage_say_the_cluster_is_unreachable_and_what_became_of_the_write(
+    kafka: ApacheKafka, cluster: DistributedCluster, tmp_path: Path
+) -> None:
+    """They answered librdkafka's "Local: Unknown partition" and a bare "not acknowledged";
+    now 500 "Request timed out" (Kafka's words), naming the config topic, and whether the
+    write was made, may still land, or was not made."""
+    source_file = tmp_path / "in.txt"
+    source_file.write_text("")
+    config = {"connector.class": "FileStreamSource", "file": str(source_file), "topic": "t"}
+    cluster.create("src", config)
+    cluster.wait_running("src", 1)
+    configs_topic = f"{cluster.group}-configs"
+    kafka.stop()
+    try:
+        created = cluster.request("POST", "/connectors", json={"name": "new", "config": config})
+        assert created.status_code == 500, created.text
+        message = created.json()["message"]
+        assert message.startswith("Request timed out: cannot create a connector"), message
+        assert "the Kafka cluster could not be reached" in message, message
+        assert configs_topic in message and "nothing was written" in message, message
+        paused = cluster.request("PUT", "/connectors/src/pause")
+        assert paused.status_code == 500, paused.text
+        message = paused.json()["message"]
+        assert message.startswith("Request timed out: the write of target-state-src"), message
+        assert configs_topic in message and "still being retried" in message, message
+    finally:
+        kafka.restart(watch_pid=os.getpid())
+    # What it said: the pause took effect once the broker was back; the create did not.
+    cluster.wait_running("src", 1, timeout_s=90, state="PAUSED")
+    assert cluster.request("GET", "/connectors").json() == ["src"]
