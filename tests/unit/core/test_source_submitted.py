@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from plugin_api.connector import freeze_partition
+
 from core.runtime.source import _Batch, _Submitted
 
 
@@ -55,3 +57,27 @@ def test_an_empty_batch_never_holds_back_later_ones() -> None:
     later = _batch(submitted, errors, {"a": ("A", 7)}, 1)
     later.delivered(None, None)
     assert submitted.committable() == [("A", 7)]
+
+
+def test_offsets_of_a_failed_commit_go_with_the_next_one_unless_newer_ones_came() -> None:
+    """As Kafka's OffsetStorageWriter.cancelFlush: a failed flush's offsets are flushed again
+    later, a partition's newer offset winning."""
+    a, b = {"file": "a"}, {"file": "b"}
+    submitted, errors = _Submitted(), cast(list[Any], [])
+    first = _batch(
+        submitted,
+        errors,
+        {freeze_partition(a): (a, {"position": 10}), freeze_partition(b): (b, {"position": 5})},
+        1,
+    )
+    first.delivered(None, None)
+    failed = submitted.committable()
+    second = _batch(submitted, errors, {freeze_partition(a): (a, {"position": 20})}, 1)
+    second.delivered(None, None)
+    submitted.settle()
+    submitted.retry(failed)
+    assert sorted(submitted.committable(), key=str) == [
+        (a, {"position": 20}),
+        (b, {"position": 5}),
+    ]
+    assert submitted.committable() == []
