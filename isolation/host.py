@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import plugin_api
 from isolation import allocator, launcher, levels
@@ -294,7 +294,8 @@ class PluginHost:
 
     def _relay_events(self) -> None:
         """Hand each connector event the host sends to ``on_event`` (until the host exits)."""
-        assert self.on_event is not None
+        on_event = self.on_event  # close() drops the host's own reference (see _reap)
+        assert on_event is not None
         while True:
             try:
                 _, (handle, kind, error) = wire.read_message(self._events)
@@ -304,7 +305,7 @@ class PluginHost:
                 handle, kind, None if error is None else ErrorInfo(*error)
             )
             try:
-                self.on_event(event)
+                on_event(event)
             except Exception:  # noqa: BLE001 - one bad event must not stop the relay
                 log.exception("plugin host %s: handling connector event %s failed", self.name, kind)
         try:
@@ -316,9 +317,33 @@ class PluginHost:
         """Relay the host's output to the log (bounded), keep its tail, notice its exit."""
         proc = self._proc
         assert proc is not None and proc.stdout is not None
+        try:
+            self._relay_lines(proc.stdout)
+        finally:
+            # At EOF the host (and whatever inherited its output) is gone: the read end goes
+            # now, not when the garbage collector gets to the Popen (see _reap).
+            proc.stdout.close()
+        proc.wait()
+        # A host that failed while a caller waited on it (killed after a call timeout, or seen
+        # crashing by that call) was reported by that caller, with what it was doing: telling
+        # on_exit as well would replace that report with a bare "killed by SIGKILL".
+        reported = self.failure is not None
+        on_exit = self.on_exit  # close() drops it (see _reap): read it once
+        if on_exit is not None and not self._closing and self._pending_op is None:
+            if reported:
+                return
+            reason = self._exit_reason()
+            tail = self.stderr_tail()
+            message = f"plugin host for {self.name} (pid {proc.pid}) {reason}"
+            if tail:
+                message += f"; last output:\n{tail}"
+            on_exit(PluginHostCrashed(message, reason, tail))
+
+    def _relay_lines(self, stdout: IO[bytes]) -> None:
+        """Log each line of the host's output (rate limited) and keep its tail, until EOF."""
         plugin_log = logging.getLogger(f"copycat.plugin.{self.name}")
         limiter = _OutputLimiter()
-        for raw in proc.stdout:
+        for raw in stdout:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             record = _plugin_record(line)
             if record is None:
@@ -344,20 +369,6 @@ class PluginHost:
                 OUTPUT_LINES_PER_S,
                 limiter.suppressed,
             )
-        proc.wait()
-        # A host that failed while a caller waited on it (killed after a call timeout, or seen
-        # crashing by that call) was reported by that caller, with what it was doing: telling
-        # on_exit as well would replace that report with a bare "killed by SIGKILL".
-        reported = self.failure is not None
-        if self.on_exit is not None and not self._closing and self._pending_op is None:
-            if reported:
-                return
-            reason = self._exit_reason()
-            tail = self.stderr_tail()
-            message = f"plugin host for {self.name} (pid {proc.pid}) {reason}"
-            if tail:
-                message += f"; last output:\n{tail}"
-            self.on_exit(PluginHostCrashed(message, reason, tail))
 
     @property
     def pid(self) -> int | None:
@@ -440,6 +451,11 @@ class PluginHost:
                     pass
         self._to_host = self._from_host = -1
         self._close_regions()
+        # The owner's callbacks usually hold the owner, which holds this host (a connector's
+        # on_exit reaches its HostClient): a cycle only a full garbage collection frees, rare
+        # in a worker (isolation/allocator.py). A closed host calls none of them again.
+        self.on_exit = self.on_event = None
+        self.callbacks = {}
 
     def _close_regions(self) -> None:
         for region in (self._to_host_region, self._from_host_region):
