@@ -195,7 +195,7 @@ class ConfigReactions(ExactlyOnceSupport):
                 # body it receives.
                 body = json.dumps(configs, separators=(",", ":")).encode()
                 try:
-                    response = httpx.post(
+                    response = self.internal_http.post(
                         f"{self._leader_url}/connectors/{quote(name, safe='')}/tasks",
                         params={"forward": "true"},
                         content=body,

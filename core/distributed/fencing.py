@@ -157,11 +157,13 @@ class TaskFencing:
 def request_fencing(
     leader_url: Callable[[], str | None],
     connector: str,
+    client: httpx.Client,
     signature_headers: Callable[[bytes], Mapping[str, str]] = lambda body: {},
 ) -> None:
-    """Ask the leader for a round of fencing (``PUT /connectors/<name>/fence``), retrying
-    while no leader is known or it answers 409 (a rebalance), for up to FENCING_TIMEOUT_S.
-    ``signature_headers(body)`` signs each attempt (KIP-507; the body is empty, as Kafka's).
+    """Ask the leader for a round of fencing (``PUT /connectors/<name>/fence``) through
+    ``client`` (the worker's own), retrying while no leader is known or it answers 409 (a
+    rebalance), for up to FENCING_TIMEOUT_S. ``signature_headers(body)`` signs each attempt
+    (KIP-507; the body is empty, as Kafka's).
 
     Raises:
         ConnectException: the leader refused (its message), or no answer in time.
@@ -172,7 +174,7 @@ def request_fencing(
         url = leader_url()
         if url:
             try:
-                response = httpx.put(
+                response = client.put(
                     f"{url}/connectors/{quote(connector, safe='')}/fence",
                     params={"forward": "true"},
                     headers=dict(signature_headers(b"")),

@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
+import httpx
+
 from core import secrets
 from core.bundled import install_bundled_in_background
 from core.distributed.assignor import Held, IncrementalCooperativeAssignor
@@ -148,6 +150,13 @@ class DistributedHerder(Rebalancing, HerderApi):
         self.statuses: KafkaStatusStore | None = None
         self.offset_backing: KafkaOffsetBackingStore | None = None
         self.member: WorkerGroupMember | None = None
+        # One client for this worker's requests to others, thread-safe, closed by shutdown().
+        # httpx's module functions (httpx.post ...) made a client per request, its
+        # SSLContext (~0.8 MB) and connection in cycles only a full garbage collection frees,
+        # rare in a worker (isolation/allocator.py): a follower under connector churn grew
+        # ~22 MB a minute. TLS as those made it: the leader's certificate is verified
+        # against the system's CAs.
+        self.internal_http = httpx.Client()
 
     # -- life cycle ----------------------------------------------------------------------------
 
@@ -334,6 +343,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             self.configs.stop()
         self.host_pool.close()
         self.resolver.close()
+        self.internal_http.close()
 
     def _stop_all_here(self, name: str) -> None:
         worker = self.worker

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+import httpx
+
 from core.distributed.assignor import Held, IncrementalCooperativeAssignor
 from core.distributed.config_store import KafkaConfigStore, PrivilegedWriteError
 from core.distributed.fencing import LeaderFencing
@@ -77,6 +79,9 @@ class DistributedHerderBase(WorkerHerder):
     _rebalances: int
     _members: dict[str, tuple[str, Held]]
     _leader_writes: threading.RLock
+    # Every request this worker sends another (a REST request forwarded, task configs and
+    # fencing requests to the leader) goes through this one client, closed by shutdown().
+    internal_http: httpx.Client
 
     # -- where work runs, who leads --------------------------------------------------------------
 

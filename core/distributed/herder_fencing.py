@@ -79,7 +79,9 @@ class ExactlyOnceSupport(RequestSigning):
         if self._is_leader:
             self.fence_zombies(name)
         else:
-            request_fencing(lambda: self._leader_url, name, self._signature_headers)
+            request_fencing(
+                lambda: self._leader_url, name, self.internal_http, self._signature_headers
+            )
 
     def fence_zombies(self, name: str) -> None:
         """Internal ``PUT /connectors/<name>/fence`` (leader only, forwarded there): fence out

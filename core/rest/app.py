@@ -577,6 +577,7 @@ def create_app(
         ]
     for router in routers:
         app.include_router(router)
+    forwarding.use_client(app, getattr(herder, "internal_http", None))
     app.openapi = _strip_422(app)  # type: ignore[method-assign]
 
     @app.exception_handler(RequestValidationError)

@@ -14,7 +14,8 @@ this module repeats the request there, with Kafka's hidden ``forward`` query par
 No leader known (a rebalance is under way): 409 "Cannot complete request momentarily due to
 no known leader URL...". The answer of the worker that served the request is passed back as
 it is (status, body, ``Location``). Runs on a REST threadpool thread; waits up to Kafka's
-90-second request timeout.
+90-second request timeout. Requests go through the herder's own client (``internal_http``,
+see :func:`use_client`), never a client made per request.
 """
 
 from __future__ import annotations
@@ -23,12 +24,12 @@ import logging
 from collections.abc import Callable
 
 import httpx
-from fastapi import Request, Response
+from fastapi import FastAPI, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from core.herder import NotLeaderError
 
-__all__ = ["FORWARD_PARAM", "forward"]
+__all__ = ["FORWARD_PARAM", "forward", "use_client"]
 
 log = logging.getLogger("copycat.rest.forwarding")
 
@@ -46,6 +47,12 @@ _PASSED_HEADERS = ("content-type", "accept", "authorization")
 _RETURNED_HEADERS = ("location",)
 
 
+def use_client(app: FastAPI, client: httpx.Client | None) -> None:
+    """Forward the requests ``app`` cannot serve through ``client`` (the herder's; None for a
+    herder that never names another worker)."""
+    app.state.forwarding_client = client
+
+
 async def forward(
     request: Request, exc: NotLeaderError, error: Callable[[int, str], Response]
 ) -> Response:
@@ -56,6 +63,9 @@ async def forward(
         return error(409, TOO_MANY_HOPS)
     if not exc.leader_url:
         return error(409, NO_LEADER)
+    client: httpx.Client | None = getattr(request.app.state, "forwarding_client", None)
+    if client is None:
+        return error(500, f"this worker cannot forward requests (to {exc.leader_url})")
     url = exc.leader_url.rstrip("/") + _raw_path(request)
     params: list[tuple[str, str | int | float | bool | None]] = [
         (k, v) for k, v in request.query_params.multi_items() if k != FORWARD_PARAM
@@ -65,7 +75,7 @@ async def forward(
     body = await request.body()
     try:
         answer = await run_in_threadpool(
-            httpx.request,
+            client.request,
             request.method,
             url,
             params=params,
