@@ -179,6 +179,10 @@ class KafkaConfigStore:
         # One leader transaction at a time: REST threads and tasks asking for fencing write
         # concurrently, and a producer has one transaction open at most.
         self._write_lock = threading.Lock()
+        # Claims and relinquishments one at a time: a new leader claims from its rebalance and
+        # from its first REST write at once, and two producers of one transactional id fence
+        # each other (the one kept could be the fenced one).
+        self._claim_lock = threading.Lock()
         self.log = KafkaBasedLog(
             topic, client_props, self._on_record, name="configs", read_committed=True
         )
@@ -413,8 +417,13 @@ class KafkaConfigStore:
         Raises:
             PrivilegedWriteError: the producer could not be initialised.
         """
-        if self._leader_producer is not None:
-            return
+        with self._claim_lock:
+            if self._leader_producer is None:
+                self._leader_producer = self._initialised_producer()
+                log.info("claimed write privileges on config topic %s", self.topic)
+
+    def _initialised_producer(self) -> Producer:
+        """A transactional producer of the leader's id, initialised (fencing any other)."""
         producer = Producer(
             client_config(
                 self._client_props,
@@ -434,16 +443,20 @@ class KafkaConfigStore:
                 f"cannot claim write privileges on config topic {self.topic}: "
                 f"{wrap_kafka_error(exc, 'init_transactions')}"
             ) from exc
-        self._leader_producer = producer
-        log.info("claimed write privileges on config topic %s", self.topic)
+        return producer
 
     def has_write_privileges(self) -> bool:
         return self._leader_producer is not None
 
     def relinquish_write_privileges(self) -> None:
-        producer, self._leader_producer = self._leader_producer, None
-        if producer is not None:
+        with self._claim_lock:
+            producer, self._leader_producer = self._leader_producer, None
+        if producer is None:
+            return
+        try:
             producer.flush(0)
+        except KafkaException as exc:  # a fenced producer: nothing of it is wanted any more
+            log.debug("leader producer of config topic %s given up: %s", self.topic, exc)
 
     def _write_privileged(self, records: Sequence[tuple[str, bytes | None]]) -> None:
         with self._write_lock:

@@ -218,6 +218,42 @@ def test_a_deposed_leader_cannot_write_to_the_config_topic(
     assert "connector-zombie" not in [k for k, _ in _records(broker, config_topic, 2)]
 
 
+def test_claims_made_at_once_leave_one_producer_that_can_write(
+    broker: KafkaCluster, config_topic: str
+) -> None:
+    """A new leader claims its write privileges from its rebalance (the tick thread) and from
+    its first REST write at once. Each claim made a producer of the same transactional id,
+    the later initialisation fencing the earlier one, and the one kept could be the fenced
+    one: the first POST /connectors answered 500 "Unexpected error: KafkaException"."""
+    store = _config_store(broker, config_topic)
+    claimers = 4
+    try:
+        for attempt in range(3):
+            start = threading.Barrier(claimers)
+            errors: list[BaseException] = []
+
+            def claim(
+                start: threading.Barrier = start, errors: list[BaseException] = errors
+            ) -> None:
+                start.wait()
+                try:
+                    store.claim_write_privileges()
+                except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+                    errors.append(exc)
+
+            threads = [threading.Thread(target=claim) for _ in range(claimers)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+            assert errors == []
+            store.put_connector_config(f"c{attempt}", {"connector.class": "X"}, None)
+            store.relinquish_write_privileges()
+        assert store.refresh().connectors() == ["c0", "c1", "c2"]
+    finally:
+        store.stop()
+
+
 def test_listeners_hear_of_changes_after_the_initial_read(
     broker: KafkaCluster, config_topic: str
 ) -> None:
