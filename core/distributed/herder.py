@@ -32,8 +32,6 @@ from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
-import httpx
-
 from core import secrets
 from core.bundled import install_bundled_in_background
 from core.distributed.assignor import Held, IncrementalCooperativeAssignor
@@ -52,6 +50,7 @@ from core.kafka import admin_client, kafka_cluster_id
 from core.offset_topics import ConnectorOffsetStores
 from core.plugins import PluginCatalogue
 from core.properties import load_properties
+from core.rest.internal_client import internal_client
 from core.standalone import _software_version
 from core.stores.config import MemoryConfigStore
 from core.stores.offsets import OffsetStorage
@@ -154,9 +153,9 @@ class DistributedHerder(Rebalancing, HerderApi):
         # httpx's module functions (httpx.post ...) made a client per request, its
         # SSLContext (~0.8 MB) and connection in cycles only a full garbage collection frees,
         # rare in a worker (isolation/allocator.py): a follower under connector churn grew
-        # ~22 MB a minute. TLS as those made it: the leader's certificate is verified
-        # against the system's CAs.
-        self.internal_http = httpx.Client()
+        # ~22 MB a minute. TLS from the worker's ssl keys, as Kafka's RestClient
+        # (core/rest/internal_client.py).
+        self.internal_http = internal_client(self.config.originals_strings())
 
     # -- life cycle ----------------------------------------------------------------------------
 

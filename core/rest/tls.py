@@ -21,14 +21,18 @@ Kafka clients:
 
 JKS keystores are not supported: convert them with ``keytool -importkeystore -deststoretype
 PKCS12``.
+
+A worker's own requests to other workers' https listeners (distributed mode) are TLS clients
+built from the same keys, as Kafka's RestClient: :func:`client_ssl_context`.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from core.hookspecs import hookimpl
@@ -36,6 +40,9 @@ from core.worker_config import WorkerConfig
 from plugin_api import ConfigException
 
 _PROTOCOLS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
+# The prefix of the https listener's keys, also read by a worker's requests to other workers.
+CLIENT_PREFIX = "listeners.https."
+_PEM_CERTIFICATE = re.compile(r"-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----")
 
 
 def _prefix(listener: str, config: WorkerConfig) -> str:
@@ -43,7 +50,7 @@ def _prefix(listener: str, config: WorkerConfig) -> str:
     return "admin.listeners.https." if listener in admin else "listeners.https."
 
 
-def _load_pkcs12(context: ssl.SSLContext, location: str, password: str | None) -> None:
+def _load_pkcs12(context: ssl.SSLContext, location: str, password: str | None) -> str:
     try:
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.serialization import pkcs12
@@ -59,9 +66,11 @@ def _load_pkcs12(context: ssl.SSLContext, location: str, password: str | None) -
     pem = key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    for c in [cert, *(chain or [])]:
-        pem += c.public_bytes(serialization.Encoding.PEM)
-    _load_inline(context, pem.decode(), None)
+    certificates = b"".join(
+        c.public_bytes(serialization.Encoding.PEM) for c in [cert, *(chain or [])]
+    )
+    _load_inline(context, (pem + certificates).decode(), None)
+    return certificates.decode()
 
 
 def _load_inline(context: ssl.SSLContext, pem: str, password: str | None) -> None:
@@ -74,14 +83,15 @@ def _load_inline(context: ssl.SSLContext, pem: str, password: str | None) -> Non
         context.load_cert_chain(path, password=password)
 
 
-def ssl_context(props: Mapping[str, str], prefix: str) -> ssl.SSLContext:
-    """Build the server context from ``<prefix>ssl.*`` keys (see the module docstring)."""
-
+def _getter(props: Mapping[str, str], prefix: str) -> Callable[[str], str | None]:
     def get(key: str) -> str | None:
         value = props.get(prefix + key)
         return value if value else None
 
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    return get
+
+
+def _set_protocols(context: ssl.SSLContext, get: Callable[[str], str | None], prefix: str) -> None:
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     protocols = [p.strip() for p in (get("ssl.enabled.protocols") or "").split(",") if p.strip()]
     if protocols:
@@ -91,34 +101,57 @@ def ssl_context(props: Mapping[str, str], prefix: str) -> ssl.SSLContext:
                 prefix + "ssl.enabled.protocols", ",".join(unknown), "supported: TLSv1.2, TLSv1.3"
             )
         context.minimum_version = min(_PROTOCOLS[p] for p in protocols)
+
+
+def _load_keystore(
+    context: ssl.SSLContext, get: Callable[[str], str | None], prefix: str
+) -> str | None:
+    """Load the keystore named by ``<prefix>ssl.keystore.*``, if any; its certificates (PEM)."""
     store_type = (get("ssl.keystore.type") or "PEM").upper()
     location, key_password = get("ssl.keystore.location"), get("ssl.key.password")
     chain, key = get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
+    if store_type == "PKCS12" and location:
+        return _load_pkcs12(context, location, get("ssl.keystore.password"))
+    if store_type != "PEM":
+        raise ConfigException(
+            prefix + "ssl.keystore.type", store_type, "supported keystore types: PEM, PKCS12"
+        )
+    if chain and key:
+        _load_inline(context, key + "\n" + chain, key_password)
+        return chain
+    if location:
+        context.load_cert_chain(location, password=key_password)
+        return Path(location).read_text()
+    return None
+
+
+def _load_truststore(context: ssl.SSLContext, get: Callable[[str], str | None]) -> bool:
+    """Load the CA bundle named by ``ssl.truststore.*``, if any; whether there was one."""
+    trust_location, trust_inline = (
+        get("ssl.truststore.location"),
+        get("ssl.truststore.certificates"),
+    )
+    if trust_location:
+        context.load_verify_locations(cafile=trust_location)
+    elif trust_inline:
+        context.load_verify_locations(cadata=trust_inline)
+    return bool(trust_location or trust_inline)
+
+
+def ssl_context(props: Mapping[str, str], prefix: str) -> ssl.SSLContext:
+    """Build the server context from ``<prefix>ssl.*`` keys (see the module docstring)."""
+    get = _getter(props, prefix)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    _set_protocols(context, get, prefix)
+    location = get("ssl.keystore.location")
     try:
-        if store_type == "PKCS12" and location:
-            _load_pkcs12(context, location, get("ssl.keystore.password"))
-        elif store_type != "PEM":
-            raise ConfigException(
-                prefix + "ssl.keystore.type", store_type, "supported keystore types: PEM, PKCS12"
-            )
-        elif chain and key:
-            _load_inline(context, key + "\n" + chain, key_password)
-        elif location:
-            context.load_cert_chain(location, password=key_password)
-        else:
+        if _load_keystore(context, get, prefix) is None:
             raise ConfigException(
                 prefix + "ssl.keystore.location",
                 None,
                 "an https listener needs a keystore (PEM key and certificate)",
             )
-        trust_location, trust_inline = (
-            get("ssl.truststore.location"),
-            get("ssl.truststore.certificates"),
-        )
-        if trust_location:
-            context.load_verify_locations(cafile=trust_location)
-        elif trust_inline:
-            context.load_verify_locations(cadata=trust_inline)
+        _load_truststore(context, get)
     except (OSError, ssl.SSLError, ValueError) as exc:
         raise ConfigException(
             prefix + "ssl.keystore.location", location, f"cannot load TLS material: {exc}"
@@ -130,6 +163,60 @@ def ssl_context(props: Mapping[str, str], prefix: str) -> ssl.SSLContext:
             prefix + "ssl.client.auth", client_auth, "must be none, requested or required"
         )
     context.verify_mode = modes[client_auth]
+    return context
+
+
+def client_ssl_prefix(props: Mapping[str, str]) -> str:
+    """Where a worker's requests to other workers take their ``ssl.*`` keys from: all from
+    ``listeners.https.`` when any key has that prefix, else all from the top level (Kafka's
+    ``valuesWithPrefixAllOrNothing``, never a mix)."""
+    if any(k.startswith(CLIENT_PREFIX) and len(k) > len(CLIENT_PREFIX) for k in props):
+        return CLIENT_PREFIX
+    return ""
+
+
+def client_ssl_context(props: Mapping[str, str]) -> ssl.SSLContext:
+    """The context of a worker's requests to other workers' https listeners (REST forwarding,
+    task configs, fencing), as Kafka's RestClient builds it (``SSLUtils
+    .createClientSideSslContextFactory``), from the keys :func:`client_ssl_prefix` picks:
+
+    * the truststore verifies the other worker; without one, the system's CAs and the
+      keystore's own certificate do (Jetty trusts the keystore then; a cluster sharing one
+      self-signed certificate works without a truststore);
+    * the keystore, if any, is the client certificate (for ``ssl.client.auth=required``);
+    * ``ssl.endpoint.identification.algorithm`` empty turns host name checks off (on by
+      default, as Kafka's ``https``);
+    * ``ssl.enabled.protocols`` sets the lowest version, as for the listener.
+    """
+    prefix = client_ssl_prefix(props)
+    get = _getter(props, prefix)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _set_protocols(context, get, prefix)
+    try:
+        own = _load_keystore(context, get, prefix)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise ConfigException(
+            prefix + "ssl.keystore.location",
+            get("ssl.keystore.location"),
+            f"cannot load TLS material: {exc}",
+        ) from None
+    try:
+        trusted = _load_truststore(context, get)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        raise ConfigException(
+            prefix + "ssl.truststore.location",
+            get("ssl.truststore.location"),
+            f"cannot load TLS material: {exc}",
+        ) from None
+    if not trusted:
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+        leaf = _PEM_CERTIFICATE.search(own or "")
+        if leaf:
+            context.load_verify_locations(cadata=leaf.group(0))
+            # The keystore's certificate is trusted as it is, even if a CA signed it.
+            context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN
+    if props.get(prefix + "ssl.endpoint.identification.algorithm") == "":
+        context.check_hostname = False
     return context
 
 

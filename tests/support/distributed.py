@@ -15,6 +15,7 @@ import hmac
 import json
 import re
 import signal
+import ssl
 import subprocess
 import time
 import uuid
@@ -94,9 +95,11 @@ class DistributedCluster:
         group: str | None = None,
         extra: Mapping[str, str] | None = None,
         auth: tuple[str, str] | None = None,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         self.tmp = tmp
         self.auth = auth  # basic auth credentials for the REST helpers (a secured cluster)
+        self.verify = verify  # TLS of the REST helpers' requests (https listeners)
         self.group = group or f"copycat-{uuid.uuid4().hex[:8]}"
         self.props = worker_props(bootstrap, self.group, plugin_path, extra)
         self.workers: list[CliWorker] = [self._new(i) for i in range(workers)]
@@ -105,7 +108,7 @@ class DistributedCluster:
     def _new(self, index: int, run: int = 0) -> CliWorker:
         path = self.tmp / f"worker-{index}-{run}"
         path.mkdir(parents=True, exist_ok=True)
-        return CliWorker(path, self.props, mode="distributed")
+        return CliWorker(path, self.props, mode="distributed", verify=self.verify)
 
     def start(self) -> DistributedCluster:
         for worker in self.workers:
@@ -121,7 +124,7 @@ class DistributedCluster:
         return [w.url for w in self.workers]
 
     def worker_id(self, index: int) -> str:
-        return self.workers[index].url.removeprefix("http://")
+        return self.workers[index].url.split("://", 1)[-1]
 
     def add_worker(self) -> int:
         """Start one more worker of the group; its index."""
@@ -221,6 +224,7 @@ class DistributedCluster:
         deadline = time.monotonic() + 60
         while True:
             kwargs.setdefault("auth", self.auth)
+            kwargs.setdefault("verify", self.verify)
             response = httpx.request(method, self.workers[via].url + path, timeout=90, **kwargs)
             if response.status_code != 409 or time.monotonic() > deadline:
                 return response
@@ -237,7 +241,10 @@ class DistributedCluster:
     def placement(self, via: int = 0) -> dict[str, tuple[str, str]]:
         """``{"<connector>-<task>": (state, worker_id)}`` of every task in the cluster."""
         response = httpx.get(
-            f"{self.workers[via].url}/connectors?expand=status", timeout=30, auth=self.auth
+            f"{self.workers[via].url}/connectors?expand=status",
+            timeout=30,
+            auth=self.auth,
+            verify=self.verify,
         )
         response.raise_for_status()
         return {
@@ -248,7 +255,10 @@ class DistributedCluster:
 
     def status(self, name: str, via: int = 0) -> dict[str, Any]:
         response = httpx.get(
-            f"{self.workers[via].url}/connectors/{name}/status", timeout=30, auth=self.auth
+            f"{self.workers[via].url}/connectors/{name}/status",
+            timeout=30,
+            auth=self.auth,
+            verify=self.verify,
         )
         return response.json() if response.status_code == 200 else {}
 

@@ -11,6 +11,7 @@ import os
 import re
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-_LISTENING = re.compile(r"REST server listening on (http://\S+)")
+_LISTENING = re.compile(r"REST server listening on (https?://\S+)")
 
 
 def host_pids(prefix: str) -> dict[int, str]:
@@ -121,9 +122,12 @@ class CliWorker:
         connectors: Sequence[Mapping[str, str]] = (),
         mode: str = "standalone",
         env: Mapping[str, str] | None = None,
+        verify: ssl.SSLContext | bool = True,
     ) -> None:
         self.tmp = tmp
         self.mode = mode
+        # How the test's own requests verify an https listener (and present a certificate).
+        self.verify = verify
         # Environment variables set for the process on top of the test's own.
         self.env = dict(env or {})
         self.log = tmp / "worker.log"
@@ -175,7 +179,9 @@ class CliWorker:
     def wait_ready(self, timeout_s: float = 60) -> CliWorker:
         self.wait_listening(timeout_s)
         wait_until(
-            lambda: httpx.get(self.url + "/health", timeout=5).status_code == 200,
+            lambda: (
+                httpx.get(self.url + "/health", timeout=5, verify=self.verify).status_code == 200
+            ),
             timeout_s,
             "a healthy worker",
         )
@@ -194,7 +200,7 @@ class CliWorker:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
     def client(self) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60)
+        return httpx.Client(base_url=self.url, timeout=60, verify=self.verify)
 
     def signal_group(self, sig: int) -> None:
         """Send ``sig`` to the worker's whole process group, as a terminal's Ctrl-C does."""
