@@ -58,7 +58,12 @@ def test_a_task_held_but_not_running_starts_once_its_configs_arrive(
         herder._start_task(name, 1)
         assert not worker.connectors.get(name)
         # Created again under its name: its config and task configs arrive.
-        config = {"name": name, "connector.class": "FaultySource", "topic": topic_name}
+        config = {
+            "name": name,
+            "connector.class": "FaultySource",
+            "topic": topic_name,
+            "tasks.max": "2",  # two task configs: each task start checks them (KIP-1004)
+        }
         herder.configs.put_connector_config(name, config, None)
         herder.configs.put_task_configs(name, [config, config])
         herder._apply_task_configs(name)
