@@ -216,7 +216,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             client, timeout_ms, "default.api.timeout.ms", self._stop_requested
         )
         if self._stop_requested():
-            log.info("stopping: the worker never joined its group (a signal during start-up)")
+            log.info("stopping: the worker takes no work (a signal during start-up)")
             return
         ensure_internal_topics(
             admin_client(client),
@@ -243,8 +243,9 @@ class DistributedHerder(Rebalancing, HerderApi):
         )
         started = time.monotonic()
         for store in (self.offset_backing, self.statuses, configs):
-            if self._stop_requested():
-                return  # shutdown() stops the stores started so far
+            if self._stop_requested():  # shutdown() stops the stores started so far
+                log.info("stopping: the worker takes no work (a signal during start-up)")
+                return
             store.start(STORE_START_TIMEOUT_S)
         log.info(
             "read the internal topics in %.0f ms: %d connectors",
