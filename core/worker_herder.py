@@ -104,6 +104,20 @@ class _TaskRetry:
 
     config: dict[str, str]
     attempt: int
+    timer: threading.Timer | None = None
+
+    def cancel(self) -> None:
+        """Drop the scheduled retry: its timer thread ends now, not at its deadline."""
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+def _end_task_retry(deployed: _Runtime) -> None:
+    """End ``deployed``'s pending retry of task_configs(), if any; the next failure starts a
+    new chain from the shortest backoff (after a success, a restart or a delete)."""
+    retry, deployed.task_retry = deployed.task_retry, None
+    if retry is not None:
+        retry.cancel()
 
 
 def reverse_transform(
@@ -349,7 +363,7 @@ class WorkerHerder(AbstractHerder):
             if not deployed.deleted:
                 self._fail_connector(name, exc, resolved)
             return
-        deployed.task_retry = None
+        _end_task_retry(deployed)
         if self._tasks_current(name, task_class, task_configs, resolved):
             log.info("connector %s: task configs unchanged; tasks keep running", name)
             self._apply_target(name)
@@ -537,7 +551,7 @@ class WorkerHerder(AbstractHerder):
             return None
         deployed = self._runtime.get(name)
         if deployed is not None:
-            deployed.task_retry = None
+            _end_task_retry(deployed)
         raw = self._config(name)
         stored = [
             reverse_transform({**tc, "task.class": task_class}, raw, resolved)
@@ -563,6 +577,8 @@ class WorkerHerder(AbstractHerder):
         config = self._config(name)
         previous = deployed.task_retry
         attempt = previous.attempt + 1 if previous and previous.config == config else 0
+        if previous is not None:
+            previous.cancel()  # superseded: its timer would only wake to find so
         retry = deployed.task_retry = _TaskRetry(config, attempt)
         delay_s = min(TASK_CONFIGS_RETRY_INITIAL_S * 2**attempt, TASK_CONFIGS_RETRY_MAX_S)
         log.error(
@@ -579,6 +595,7 @@ class WorkerHerder(AbstractHerder):
             (name, "task configs retry", partial(self._retry_task_configs, name, deployed, retry)),
         )
         timer.daemon = True
+        retry.timer = timer
         timer.start()
         return True
 
@@ -773,6 +790,7 @@ class WorkerHerder(AbstractHerder):
             if deployed.deleted:  # a concurrent delete got there first
                 raise NotFoundError(f"Connector {name} not found")
             deployed.deleted = True
+            _end_task_retry(deployed)
             self._reclaim_if_stuck(name)
             queued = self._ops.submit(name, "delete", partial(self._delete, name, deployed))
         self._wait(name, "delete", queued)
@@ -833,6 +851,7 @@ class WorkerHerder(AbstractHerder):
         self, name: str, include_tasks: bool, only_failed: bool
     ) -> dict[str, Any] | None:
         deployed, worker = self._get(name), self._worker()
+        _end_task_retry(deployed)  # as Kafka's: a restart's failure starts a new backoff
         if deployed.deleted or self._target(name) is TargetState.STOPPED:
             # Nothing to start again: a delete is queued right behind, or the connector is
             # STOPPED (Kafka plans it all the same, its 202 body showing the connector

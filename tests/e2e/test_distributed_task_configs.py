@@ -333,3 +333,44 @@ def test_a_standalone_connector_whose_task_configs_raise_is_retried_too(
             "the tasks of the retry that worked",
         )
         assert status()["connector"]["state"] == "RUNNING"
+
+
+def test_a_restart_starts_a_new_backoff_and_leaves_no_timer_behind(
+    broker: KafkaCluster, bundled_plugin_path: Path, plugin_path: Path, tmp_path: Path
+) -> None:
+    """Each restart of a connector whose task_configs() raises counted as one more failure in
+    a row (after 30 restarts: "Attempt 22 in 60 s"), and left the superseded retry's timer
+    thread asleep for up to 60 s (the worker's threads went 7 -> 36 after 30 restarts). As
+    Kafka's, a restart starts a new chain at the shortest backoff, and the superseded timer
+    ends at once."""
+    name = "restarted-raises"
+    cause = tmp_path / "fail"
+    cause.touch()
+    props = {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+        "plugin.path": f"{bundled_plugin_path},{plugin_path}",
+        "listeners": "http://127.0.0.1:0",
+    }
+    first = RETRYING.format(name=name) + " Attempt 1 in 0.25 s"
+    restarts = 10
+    with CliWorker(tmp_path, props) as worker, worker.client() as rest:
+        config = {"connector.class": "CountSource", "tasks.max": "1", "fail.if": str(cause)}
+        assert rest.post("/connectors", json={"name": name, "config": config}).status_code == 201
+        wait_until(
+            lambda: worker.text().count(RETRYING.format(name=name)) >= 3, 30, "three attempts"
+        )
+        assert worker.proc is not None
+        threads = Path(f"/proc/{worker.proc.pid}/task")
+        before = len(list(threads.iterdir()))
+        for _ in range(restarts):
+            assert rest.post(f"/connectors/{name}/restart").status_code == 204
+        wait_until(
+            lambda: worker.text().count(first) >= 1 + restarts,
+            30,
+            "each restart's first attempt at the shortest backoff",
+        )
+        after = len(list(threads.iterdir()))
+        assert after < before + restarts // 2, (before, after)
