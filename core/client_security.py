@@ -36,7 +36,29 @@ from typing import Any
 
 from plugin_api import ConfigException
 
-__all__ = ["JaasEntry", "parse_jaas_config", "translate_security_keys"]
+__all__ = [
+    "BROKER_SECURITY_KEYS",
+    "JaasEntry",
+    "parse_jaas_config",
+    "translate_security_keys",
+]
+
+# ssl.*/sasl.* keys of a Kafka broker (its server.properties), often copied into a Connect
+# worker file: Kafka Connect starts, logging that they are unknown; no client uses them. A
+# worker accepts them and its clients drop them with a warning (core.kafka).
+BROKER_SECURITY_KEYS = frozenset(
+    {
+        "ssl.allow.dn.changes",
+        "ssl.allow.san.changes",
+        "ssl.principal.mapping.rules",
+        "sasl.enabled.mechanisms",
+        "sasl.kerberos.principal.to.local.rules",
+        "sasl.mechanism.controller.protocol",
+        "sasl.mechanism.inter.broker.protocol",
+        "sasl.server.callback.handler.class",
+        "sasl.server.max.receive.size",
+    }
+)
 
 # What a ConfigException shows instead of a secret value (Kafka shows the same for
 # PASSWORD-typed keys).

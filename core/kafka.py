@@ -26,7 +26,7 @@ import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
-from core.client_security import translate_security_keys
+from core.client_security import BROKER_SECURITY_KEYS, translate_security_keys
 from plugin_api import ConnectException, RetriableException
 
 log = logging.getLogger("copycat.kafka")
@@ -183,6 +183,7 @@ JAVA_ONLY_CLIENT_KEYS = frozenset(
         "sasl.oauthbearer.jwt.validator.class",
         "sasl.oauthbearer.scope.claim.name",
     }
+    | BROKER_SECURITY_KEYS
 )
 _warned_java_only: set[str] = set()
 # Java client values librdkafka spells otherwise, per key. auto.offset.reset=none (Kafka: fail

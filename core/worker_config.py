@@ -35,6 +35,7 @@ from plugin_api.config import (
 from plugin_api.errors import ConfigException
 
 from core import request_signing
+from core.client_security import BROKER_SECURITY_KEYS
 from core.config_providers import PLACEHOLDER
 from core.http_headers import (
     ALLOW_METHODS_KEY,
@@ -883,6 +884,7 @@ def _is_passed_through(key: str) -> bool:
         key in CLIENT_KEYS
         or key in KAFKA_SECURITY_KEYS
         or key in LIBRDKAFKA_SECURITY_KEYS
+        or key in BROKER_SECURITY_KEYS
         or key.startswith(ALLOWED_PREFIXES)
     )
 

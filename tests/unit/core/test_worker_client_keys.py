@@ -255,3 +255,22 @@ def test_a_java_only_key_is_warned_about_once_per_process(
 def test_ssl_client_auth_is_the_rest_listeners_not_the_clients() -> None:
     config = WorkerConfig.from_properties({**MINIMAL, "ssl.client.auth": "required"})
     assert "ssl.client.auth" not in config.client_config()
+
+
+def test_broker_security_keys_copied_from_server_properties_are_dropped_with_a_warning(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka Connect starts with a broker's ssl./sasl. keys in its worker file (logging them
+    as unknown); they were refused as unknown worker keys."""
+    monkeypatch.setattr(kafka, "_warned_java_only", set())
+    copied = {
+        "ssl.principal.mapping.rules": "DEFAULT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    }
+    config = WorkerConfig.from_properties({**MINIMAL, **copied})
+    with caplog.at_level(logging.WARNING, logger="copycat.kafka"):
+        settings = client_config(config.client_config())
+        AdminClient(settings)
+    assert not copied.keys() & settings.keys()
+    assert "sasl.enabled.mechanisms" in caplog.text
