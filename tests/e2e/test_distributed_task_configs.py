@@ -291,6 +291,20 @@ def test_the_retries_end_when_the_connector_is_deleted(
     assert _retries_logged(cluster, name) == deleted
 
 
+def _standalone_props(
+    broker: KafkaCluster, bundled_plugin_path: Path, plugin_path: Path, tmp_path: Path
+) -> dict[str, str]:
+    """A standalone worker file with the test plugin beside the bundled ones."""
+    return {
+        "bootstrap.servers": broker.bootstrap_servers,
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
+        "plugin.path": f"{bundled_plugin_path},{plugin_path}",
+        "listeners": "http://127.0.0.1:0",
+    }
+
+
 def test_a_standalone_connector_whose_task_configs_raise_is_retried_too(
     broker: KafkaCluster, bundled_plugin_path: Path, plugin_path: Path, tmp_path: Path
 ) -> None:
@@ -299,14 +313,7 @@ def test_a_standalone_connector_whose_task_configs_raise_is_retried_too(
     name = "standalone-raises"
     cause = tmp_path / "fail"
     cause.touch()
-    props = {
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
-        "plugin.path": f"{bundled_plugin_path},{plugin_path}",
-        "listeners": "http://127.0.0.1:0",
-    }
+    props = _standalone_props(broker, bundled_plugin_path, plugin_path, tmp_path)
     with CliWorker(tmp_path, props) as worker, worker.client() as rest:
         config = {"connector.class": "CountSource", "tasks.max": "2", "fail.if": str(cause)}
         created = rest.post("/connectors", json={"name": name, "config": config})
@@ -346,14 +353,7 @@ def test_a_restart_starts_a_new_backoff_and_leaves_no_timer_behind(
     name = "restarted-raises"
     cause = tmp_path / "fail"
     cause.touch()
-    props = {
-        "bootstrap.servers": broker.bootstrap_servers,
-        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
-        "plugin.path": f"{bundled_plugin_path},{plugin_path}",
-        "listeners": "http://127.0.0.1:0",
-    }
+    props = _standalone_props(broker, bundled_plugin_path, plugin_path, tmp_path)
     first = RETRYING.format(name=name) + " Attempt 1 in 0.25 s"
     restarts = 10
     with CliWorker(tmp_path, props) as worker, worker.client() as rest:
