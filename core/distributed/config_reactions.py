@@ -398,6 +398,17 @@ class ConfigReactions(ExactlyOnceSupport):
                 continue
             if request.only_failed and task_status.state is not State.FAILED:
                 continue
+            snapshot = self.configs.snapshot()
+            if snapshot.target_state(name) is TargetState.STOPPED or task >= len(
+                snapshot.tasks(name)
+            ):
+                # Stopped (or shrunk) since the request was made: the task starts no more
+                # (_start_task), so it is not marked RESTARTING, which nothing would replace.
+                if self._task_runs_here(name, task):
+                    worker.stop_task(name, task)
+                    self.task_stops += 1
+                worker.status.remove_task(name, task)
+                continue
             worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
             if self._task_runs_here(name, task):
                 worker.stop_task(name, task)
