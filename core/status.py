@@ -25,6 +25,9 @@ class Status:
     worker_id: str
     trace: str | None = None
     version: str | None = None
+    # The group generation the status belongs to (distributed mode). 0: the store stamps the
+    # generation its worker is in now; a task's last UNASSIGNED carries the generation its
+    # instance started in instead (core.distributed.status_store says why).
     generation: int = 0
 
 
@@ -75,6 +78,8 @@ class StatusBoard:
     connectors: dict[str, Status] = field(default_factory=dict)
     tasks: dict[tuple[str, int], Status] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    # No group outside distributed mode (the StatusStore protocol's generation).
+    generation: int = 0
 
     def set_connector(self, name: str, status: Status) -> None:
         with self._lock:

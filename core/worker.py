@@ -220,6 +220,9 @@ class _TaskRunner(threading.Thread):
         self.started = threading.Event()  # set once start() returned (or failed)
         self.failed = False
         self.started_at = time.monotonic()
+        # The group generation this instance started in: its last UNASSIGNED carries it, so a
+        # worker that rejoined late (a thawed zombie) cannot hide the new owner's status.
+        self.generation = worker.status.generation
         # Set by a stop that gave up waiting for the task (Worker._stop_runners): from then on
         # a newer instance may run, and this one writes no status (:meth:`cancel`).
         self.cancelled = False
@@ -303,8 +306,15 @@ class _TaskRunner(threading.Thread):
         with self._status_lock:
             self.cancelled = True
 
-    def _report(self, state: State, trace: str | None = None, version: str | None = None) -> None:
-        """Write the task's status, unless it was given up (:meth:`cancel`)."""
+    def _report(
+        self,
+        state: State,
+        trace: str | None = None,
+        version: str | None = None,
+        generation: int = 0,
+    ) -> None:
+        """Write the task's status, unless it was given up (:meth:`cancel`). ``generation``:
+        the group generation it belongs to (0, the store's present one)."""
         with self._status_lock:
             if self.cancelled:
                 log.info(
@@ -314,7 +324,13 @@ class _TaskRunner(threading.Thread):
             self.worker.status.set_task(
                 self.connector,
                 self.task_id,
-                Status(state, self._reporter(state), trace=trace, version=version),
+                Status(
+                    state,
+                    self._reporter(state),
+                    trace=trace,
+                    version=version,
+                    generation=generation,
+                ),
             )
 
     def _reporter(self, state: State) -> str:
@@ -364,7 +380,7 @@ class _TaskRunner(threading.Thread):
                 if self.host is not None:
                     self.host.close(self.worker.graceful_timeout_s)
             if not reported_failure:
-                self._report(State.UNASSIGNED)
+                self._report(State.UNASSIGNED, generation=self.generation)
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
 

@@ -20,6 +20,14 @@ writes FAILED when it wakes up and its task is fenced out, after the new owner w
 (Kafka writes those with ``putSafe``, which skips them only once the zombie has read the newer
 status; it usually has not).
 
+A thawed zombie may instead rejoin first, in a generation newer than the new owner's, and only
+then stop the task it lost: its UNASSIGNED, stamped with that generation, won over the new
+owner's RUNNING on every worker (Kafka's ``putSafe`` has the same gap). So a task's last
+UNASSIGNED carries the generation its instance started in (``Status.generation`` set by the
+task's runner; the store stamps only statuses that carry none): older than the new owner's
+status, it is ignored by the rules above. An UNASSIGNED replaces the writer's own RUNNING
+whatever their generations.
+
 Generations start again at 1 when the group is recreated: a group left empty with nothing
 committed is deleted by the broker (a whole cluster stopped for a while, or Copycat taking
 over from a Kafka Connect cluster), so the topic may hold statuses of generations the new
@@ -183,6 +191,7 @@ class KafkaStatusStore:
         return (
             incoming.state is State.UNASSIGNED
             and current.state is State.RUNNING
+            and current.worker_id != incoming.worker_id
             and current.generation >= incoming.generation
         )
 
@@ -192,6 +201,8 @@ class KafkaStatusStore:
         self.log.send(self.keys.encode(key), value)
 
     def _stamped(self, status: Status) -> Status:
+        if status.generation:
+            return status  # a stopped task's UNASSIGNED, in the generation it started in
         return replace(status, generation=self.generation)
 
     def set_connector(self, name: str, status: Status) -> None:

@@ -127,7 +127,7 @@ class SparkTaskRunner(_TaskRunner):
             driver.unregister(self)
             self.started.set()
             if not self.failed:
-                self._report(State.UNASSIGNED)
+                self._report(State.UNASSIGNED, generation=self.generation)
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
 

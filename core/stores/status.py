@@ -18,6 +18,11 @@ __all__ = ["ScrubbingStatusStore", "StatusStore"]
 
 
 class StatusStore(Protocol):
+    @property
+    def generation(self) -> int:
+        """The group generation a status written now is stamped with (0 outside a group)."""
+        ...
+
     def set_connector(self, name: str, status: Status) -> None: ...
 
     def set_task(self, name: str, task: int, status: Status) -> None: ...
@@ -50,6 +55,10 @@ class ScrubbingStatusStore:
 
     def __init__(self, inner: StatusStore) -> None:
         self.inner = inner
+
+    @property
+    def generation(self) -> int:
+        return self.inner.generation
 
     def set_connector(self, name: str, status: Status) -> None:
         self.inner.set_connector(name, _scrubbed(name, status))

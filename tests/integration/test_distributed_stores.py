@@ -440,6 +440,48 @@ def test_statuses_after_the_group_was_recreated_replace_the_old_clusters(
             store.stop()
 
 
+def test_a_thawed_zombies_unassigned_does_not_hide_the_new_owners_running(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    """A worker frozen past its session loses its task to another worker; thawed, it rejoins
+    (a newer generation) before it has stopped the task, and stopping it writes UNASSIGNED.
+    That UNASSIGNED carries the generation the task started in (core.worker), so no worker,
+    the zombie included, takes it over the new owner's RUNNING. Stamped with the zombie's
+    generation of now, it won on every worker (seen once in CI under load)."""
+    topic = _compacted(broker, topic_name + "-status")
+    zombie = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    survivor = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    for store in (zombie, survivor):
+        store.start(START_TIMEOUT_S)
+    newcomer = None
+    try:
+        zombie.generation = survivor.generation = 1
+        zombie.set_task("c", 0, Status(State.RUNNING, "w1:8083"))
+        zombie.flush(START_TIMEOUT_S)
+        survivor.generation = 2  # the zombie froze; its task moved
+        survivor.set_task("c", 0, Status(State.RUNNING, "w2:8083"))
+        survivor.flush(START_TIMEOUT_S)
+        zombie.generation = survivor.generation = 3  # thawed, it rejoined, then stops the task
+        zombie.set_task("c", 0, Status(State.UNASSIGNED, "w1:8083", generation=1))
+        zombie.flush(START_TIMEOUT_S)
+        newcomer = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+        newcomer.start(START_TIMEOUT_S)  # a worker that reads the whole topic at start
+        for store in (survivor, zombie):
+            store.log.read_to_end().result(START_TIMEOUT_S)
+        for store in (survivor, zombie, newcomer):
+            assert store.task("c", 0) == Status(State.RUNNING, "w2:8083", generation=2)
+        # Its own UNASSIGNED still replaces its own RUNNING, whatever their generations.
+        survivor.set_task("c", 1, Status(State.RUNNING, "w2:8083"))
+        survivor.set_task("c", 1, Status(State.UNASSIGNED, "w2:8083", generation=3))
+        survivor.flush(START_TIMEOUT_S)
+        zombie.log.read_to_end().result(START_TIMEOUT_S)
+        assert zombie.task("c", 1) == Status(State.UNASSIGNED, "w2:8083", generation=3)
+    finally:
+        for store in (zombie, survivor, newcomer):
+            if store is not None:
+                store.stop()
+
+
 def test_clusters_sharing_topics_never_see_each_others_records(
     broker: KafkaCluster, topic_name: str
 ) -> None:

@@ -40,14 +40,17 @@ class _Writes(StatusBoard):
 
     def __init__(self) -> None:
         super().__init__()
-        self.writes: list[tuple[threading.Thread, State]] = []
+        self.writes: list[tuple[threading.Thread, Status]] = []
 
     def set_task(self, name: str, task: int, status: Status) -> None:
-        self.writes.append((threading.current_thread(), status.state))
+        self.writes.append((threading.current_thread(), status))
         super().set_task(name, task, status)
 
     def by(self, thread: threading.Thread) -> list[State]:
-        return [state for writer, state in self.writes if writer is thread]
+        return [status.state for writer, status in self.writes if writer is thread]
+
+    def statuses_by(self, thread: threading.Thread) -> list[Status]:
+        return [status for writer, status in self.writes if writer is thread]
 
 
 def hung_in_both_data_paths(graceful_ms: int) -> pytest.MarkDecorator:
@@ -215,3 +218,45 @@ def test_tasks_stopped_together_share_one_graceful_timeout(
     took = time.monotonic() - started
     assert not any(runner.is_alive() for runner in runners)
     assert took < 3.5, f"two hung tasks took {took:.1f} s to stop (graceful timeout: 2 s)"
+
+
+def test_a_stopped_task_says_unassigned_in_the_generation_it_started_in(
+    bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """A worker that rejoins its group late (frozen past its session, then thawed) stops the
+    tasks it lost only once it is in a newer generation than their new owners' RUNNING: its
+    UNASSIGNED must carry the generation the task started in, or the status topic's readers
+    take it as newer news than the new owner's status (core/distributed/status_store.py)."""
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    status = _Writes()
+    status.generation = 4
+    worker = Worker(
+        "w1",
+        {"key.converter": "StringConverter", "value.converter": "StringConverter"},
+        PluginCatalogue.scan([bundled_plugin_path]),
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+        status=status,
+    )
+    name = f"gen-{topic_name}"
+    try:
+        worker.start_connector(
+            name,
+            {
+                "name": name,
+                "connector.class": "FileStreamSource",
+                "file": str(data),
+                "topic": topic_name,
+            },
+        )
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert runner.wait_started(60)
+        status.generation = 6  # the worker rejoined in a later generation, then stops it
+        worker.stop_task(name, 0)
+    finally:
+        worker.stop()
+    written = status.statuses_by(runner)
+    assert [s.state for s in written] == [State.RUNNING, State.UNASSIGNED]
+    assert written[0].generation == 0  # the store stamps its present generation
+    assert written[-1].generation == 4
