@@ -54,7 +54,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from core.distributed.kafka_log import KafkaBasedLog, LogRecord
+from core.distributed.kafka_log import NEVER_GIVE_UP, KafkaBasedLog, LogRecord
 from core.distributed.keys import ClusterKeys
 from core.kafka import JAVA_MAX_REQUEST_SIZE, Producer, client_config, wrap_kafka_error
 from core.request_signing import SessionKey
@@ -184,7 +184,12 @@ class KafkaConfigStore:
         # each other (the one kept could be the fenced one).
         self._claim_lock = threading.Lock()
         self.log = KafkaBasedLog(
-            topic, client_props, self._on_record, name="configs", read_committed=True
+            topic,
+            client_props,
+            self._on_record,
+            name="configs",
+            read_committed=True,
+            producer_overrides=NEVER_GIVE_UP,
         )
 
     # -- life cycle ------------------------------------------------------------------------

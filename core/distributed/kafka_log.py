@@ -44,7 +44,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 from core.kafka import JAVA_MAX_REQUEST_SIZE, Consumer, Producer, client_config, wrap_kafka_error
 from plugin_api import ConnectException
 
-__all__ = ["KafkaBasedLog", "LogRecord"]
+__all__ = ["NEVER_GIVE_UP", "KafkaBasedLog", "LogRecord"]
 
 log = logging.getLogger("copycat.distributed.log")
 
@@ -85,6 +85,15 @@ class LogRecord:
     partition: int
     offset: int
     timestamp_ms: int
+
+
+# Kafka Connect's config and offsets producers never give a record up (delivery.timeout.ms
+# Integer.MAX_VALUE, whatever the worker config says): a write answered "still being retried"
+# during an outage must land whenever the brokers come back, not be dropped after librdkafka's
+# 5 minutes (or a worker's delivery.timeout.ms). 0 is librdkafka's "no limit"; the Java key
+# is set too because it wins over the librdkafka one (core.kafka.JAVA_CLIENT_KEYS). A stop
+# still waits only STOP_TIMEOUT_S for what is unacknowledged.
+NEVER_GIVE_UP: Mapping[str, Any] = {"delivery.timeout.ms": 0, "message.timeout.ms": 0}
 
 
 class KafkaBasedLog:
@@ -254,7 +263,19 @@ class KafkaBasedLog:
         self._thread = None
         producer, self._producer = self._producer, None
         if producer is not None:
-            producer.flush(STOP_TIMEOUT_S)
+            left = producer.flush(STOP_TIMEOUT_S)
+            if left:
+                # Nothing gives these up by itself (NEVER_GIVE_UP): drop them now, so that no
+                # write outlives the stop in librdkafka's threads.
+                log.warning(
+                    "%d records to internal topic %s were not acknowledged within %g s of the "
+                    "stop; they are dropped",
+                    left,
+                    self.topic,
+                    STOP_TIMEOUT_S,
+                )
+                producer.purge()
+                producer.flush(0)
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             consumer.close()

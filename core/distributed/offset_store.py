@@ -25,7 +25,7 @@ from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from core.distributed.kafka_log import KafkaBasedLog, LogRecord
+from core.distributed.kafka_log import NEVER_GIVE_UP, KafkaBasedLog, LogRecord
 from core.distributed.keys import ClusterKeys
 from core.stores.offsets import offset_key
 from plugin_api import ConnectException
@@ -88,6 +88,7 @@ class KafkaOffsetBackingStore:
             name=name,
             read_committed=read_committed,
             stable_end=read_committed,
+            producer_overrides=NEVER_GIVE_UP,
         )
 
     def start(self, timeout_s: float) -> None:

@@ -19,6 +19,7 @@ set small, so an outage of seconds shows what one of minutes did.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -29,9 +30,14 @@ import httpx
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
+from core.distributed.config_store import KafkaConfigStore
+from core.distributed.keys import ClusterKeys
 from core.rest.app import HEALTH_CHECK_TIMEOUT_S
+from core.stores.config import TargetState
+from plugin_api import ConnectException
 from tests.support.apache_kafka import ApacheKafka, KafkaCluster
 from tests.support.distributed import DistributedCluster
+from tests.support.kafka import read_all
 from tests.support.processes import host_pids, wait_until
 
 pytestmark = [
@@ -283,3 +289,34 @@ def test_rest_calls_in_an_outage_say_the_cluster_is_unreachable_and_what_became_
     # What it said: the pause took effect once the broker was back; the create did not.
     cluster.wait_running("src", 1, timeout_s=90, state="PAUSED")
     assert cluster.request("GET", "/connectors").json() == ["src"]
+
+
+def test_a_config_write_answered_still_being_retried_lands_after_a_long_outage(
+    kafka: ApacheKafka,
+) -> None:
+    """Kafka Connect's config and offsets producers never give a record up
+    (delivery.timeout.ms Integer.MAX_VALUE, whatever the worker config says), so a pause
+    answered "still being retried" during an outage takes effect whenever the brokers are back.
+    Copycat's kept librdkafka's 5-minute message timeout, or the worker's delivery.timeout.ms:
+    a longer outage silently dropped the write. The worker here sets 2 s, so an outage of
+    the 30 s the write waits shows what one of many minutes did."""
+    topic = f"configs-{uuid.uuid4().hex[:8]}"
+    KafkaCluster(kafka.bootstrap_servers).create_topic(topic, 1, {"cleanup.policy": "compact"})
+    props = {"bootstrap.servers": kafka.bootstrap_servers, "delivery.timeout.ms": "2000"}
+    store = KafkaConfigStore(topic, props, ClusterKeys(None), "connect-cluster-long-outage")
+    store.start(60)
+    try:
+        kafka.stop()
+        try:
+            with pytest.raises(ConnectException, match="still being retried"):
+                store.put_target_state("c", TargetState.PAUSED)
+        finally:
+            kafka.restart(watch_pid=os.getpid())
+        # What the topic holds once the brokers are back (a snapshot shows a target state
+        # only for a connector it has a config of).
+        landed = read_all(kafka.bootstrap_servers, topic, 1, timeout_s=90)
+        assert [(m.key(), json.loads(m.value())["state"]) for m in landed] == [
+            (b"target-state-c", "PAUSED")
+        ]
+    finally:
+        store.stop()
