@@ -18,10 +18,13 @@ process, or an external one from ``COPYCAT_TEST_BOOTSTRAP``): address and admin 
 from __future__ import annotations
 
 import base64
+import contextlib
+import os
+import signal
 import socket
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from confluent_kafka import KafkaException
@@ -218,6 +221,20 @@ class ApacheKafka:
         """Pid of the keeper whose life is the broker's (see tests/support/keeper.py)."""
         assert self._jvm is not None and self._jvm.keeper is not None, "broker not started"
         return self._jvm.keeper.pid
+
+    @contextlib.contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Stop the broker's JVM (SIGSTOP) for the block, as a long GC pause or a stalled host
+        would: connections stay open, requests go unanswered. SIGCONT on the way out."""
+        keeper = self.pid
+        children = Path(f"/proc/{keeper}/task/{keeper}/children").read_text().split()
+        assert len(children) == 1, f"the broker's keeper {keeper} has children {children}"
+        jvm = int(children[0])
+        os.kill(jvm, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(jvm, signal.SIGCONT)
 
     def start(self, watch_pid: int, timeout_s: float = START_TIMEOUT_S) -> ApacheKafka:
         """Format storage, start the broker tied to ``watch_pid``, return once it serves.

@@ -2,16 +2,23 @@
 
 Paths, JSON shapes and error bodies (``{"error_code": 40401, "message": ...}``) follow
 Confluent's API; only Avro schemas are supported (``schemaType`` other than ``AVRO`` is 42201).
+
+Reads answer from memory on the event loop, holding the store's lock only for as long as
+they read. Changes run in worker threads, one at a time: each is planned on the state, written
+to ``_schemas`` and answered once the store's reader has applied it (see :mod:`._store`),
+so a write waiting on a stalled broker never holds up a read.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from core.dev.schema_registry._state import (
     INVALID_SCHEMA,
@@ -25,6 +32,8 @@ from core.dev.schema_registry._state import (
 from core.dev.schema_registry._store import SchemaTopicStore, StoreError
 
 __all__ = ["create_app"]
+
+T = TypeVar("T")
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -63,34 +72,49 @@ def _schema_text(body: dict[str, Any]) -> str:
 
 
 def create_app(state: RegistryState, store: SchemaTopicStore) -> FastAPI:
-    """Build the FastAPI app over ``state``, persisting every change through ``store``."""
+    """Build the FastAPI app over ``state``, which ``store``'s reader keeps up to date."""
     app = FastAPI(
         title="Copycat dev Schema Registry", openapi_url=None, docs_url=None, redoc_url=None
     )
-    lock = threading.Lock()
+    lock = store.lock
+    writing = threading.Lock()
 
-    def commit(records: list[Record]) -> None:
+    def change(plan: Callable[[], tuple[T, list[Record]]]) -> T:
+        """Plan a change on the current state, persist it, wait until it is applied."""
+        if not writing.acquire(timeout=store.write_timeout_s):
+            raise RegistryError(
+                STORE_ERROR,
+                "Error in the backend data store: another change is still waiting for "
+                f"{store.bootstrap_servers}",
+            )
         try:
+            store.wait_settled()
+            with lock:
+                result, records = plan()
             store.write(records)
+            return result
         except StoreError as exc:
             raise RegistryError(STORE_ERROR, str(exc)) from exc
-        for key, value in records:
-            state.apply(key, value)
+        finally:
+            writing.release()
+
+    async def run_change(plan: Callable[[], tuple[T, list[Record]]]) -> T:
+        return await run_in_threadpool(change, plan)
 
     @app.exception_handler(RegistryError)
     async def registry_error(_request: Request, exc: RegistryError) -> JSONResponse:
         return _answer({"error_code": exc.error_code, "message": exc.message}, exc.status)
 
     @app.get("/")
-    def root() -> JSONResponse:
+    async def root() -> JSONResponse:
         return _answer({})
 
     @app.get("/schemas/types")
-    def schema_types() -> JSONResponse:
+    async def schema_types() -> JSONResponse:
         return _answer(["AVRO"])
 
     @app.get("/subjects")
-    def subjects(request: Request) -> JSONResponse:
+    async def subjects(request: Request) -> JSONResponse:
         with lock:
             return _answer(state.subject_names(_flag(request, "deleted")))
 
@@ -98,9 +122,13 @@ def create_app(state: RegistryState, store: SchemaTopicStore) -> FastAPI:
     async def register(subject: str, request: Request) -> JSONResponse:
         text = _schema_text(await _json_body(request))
         with lock:
-            schema_id, records = state.register(subject, text)
-            commit(records)
-        return _answer({"id": schema_id})
+            state.parse(text)  # an invalid schema is 42201 even while the broker is away
+        planned = await run_change(lambda: state.register(subject, text))
+        with lock:
+            # The id the topic gave the schema once applied (the planned one, unless another
+            # registry writing the same topic got there first).
+            found = state.find(subject, text)
+        return _answer({"id": found.id if found is not None else planned})
 
     @app.post("/subjects/{subject}")
     async def lookup(subject: str, request: Request) -> JSONResponse:
@@ -114,78 +142,76 @@ def create_app(state: RegistryState, store: SchemaTopicStore) -> FastAPI:
             return _answer(found.as_json())
 
     @app.get("/subjects/{subject}/versions")
-    def versions(subject: str, request: Request) -> JSONResponse:
+    async def versions(subject: str, request: Request) -> JSONResponse:
         with lock:
             return _answer(
                 [v.version for v in state.require_subject(subject, _flag(request, "deleted"))]
             )
 
     @app.get("/subjects/{subject}/versions/{version}")
-    def get_version(subject: str, version: str, request: Request) -> JSONResponse:
+    async def get_version(subject: str, version: str, request: Request) -> JSONResponse:
         with lock:
             return _answer(state.get_version(subject, version, _flag(request, "deleted")).as_json())
 
     @app.get("/subjects/{subject}/versions/{version}/schema")
-    def get_version_schema(subject: str, version: str) -> JSONResponse:
+    async def get_version_schema(subject: str, version: str) -> JSONResponse:
         with lock:
             return _answer(json.loads(state.get_version(subject, version).schema))
 
     @app.delete("/subjects/{subject}")
-    def delete_subject(subject: str, request: Request) -> JSONResponse:
-        with lock:
-            deleted, records = state.delete_subject(subject, _flag(request, "permanent"))
-            commit(records)
-        return _answer(deleted)
+    async def delete_subject(subject: str, request: Request) -> JSONResponse:
+        permanent = _flag(request, "permanent")
+        return _answer(await run_change(lambda: state.delete_subject(subject, permanent)))
 
     @app.delete("/subjects/{subject}/versions/{version}")
-    def delete_version(subject: str, version: str, request: Request) -> JSONResponse:
-        with lock:
-            deleted, records = state.delete_version(subject, version, _flag(request, "permanent"))
-            commit(records)
-        return _answer(deleted)
+    async def delete_version(subject: str, version: str, request: Request) -> JSONResponse:
+        permanent = _flag(request, "permanent")
+        return _answer(await run_change(lambda: state.delete_version(subject, version, permanent)))
 
     @app.get("/schemas/ids/{schema_id}")
-    def schema_by_id(schema_id: int) -> JSONResponse:
+    async def schema_by_id(schema_id: int) -> JSONResponse:
         with lock:
             text = state.by_id.get(schema_id)
         if text is None:
             raise RegistryError(40403, "Schema not found")
         return _answer({"schema": text})
 
-    @app.get("/schemas/ids/{schema_id}/versions")
-    def schema_versions(schema_id: int, request: Request) -> JSONResponse:
-        include_deleted = _flag(request, "deleted")
+    def _versions_of(schema_id: int, include_deleted: bool) -> list[dict[str, Any]]:
         with lock:
             if schema_id not in state.by_id:
                 raise RegistryError(40403, "Schema not found")
-            found = [
+            return [
                 {"subject": v.subject, "version": v.version}
                 for subject in sorted(state.subjects)
                 for v in state.live_versions(subject, include_deleted)
                 if v.id == schema_id
             ]
-        return _answer(found)
+
+    @app.get("/schemas/ids/{schema_id}/versions")
+    async def schema_versions(schema_id: int, request: Request) -> JSONResponse:
+        return _answer(_versions_of(schema_id, _flag(request, "deleted")))
 
     @app.get("/schemas/ids/{schema_id}/subjects")
-    def schema_subjects(schema_id: int, request: Request) -> JSONResponse:
-        response = schema_versions(schema_id, request)
-        return _answer(sorted({v["subject"] for v in json.loads(bytes(response.body))}))
+    async def schema_subjects(schema_id: int, request: Request) -> JSONResponse:
+        found = _versions_of(schema_id, _flag(request, "deleted"))
+        return _answer(sorted({v["subject"] for v in found}))
 
     @app.get("/config")
-    def get_global_config() -> JSONResponse:
+    async def get_global_config() -> JSONResponse:
         with lock:
             return _answer({"compatibilityLevel": state.global_level})
 
+    def _set_level(subject: str | None, level: str) -> tuple[str, list[Record]]:
+        records = state.set_level(subject, level)
+        return records[0][1]["compatibilityLevel"], records  # type: ignore[index]
+
     @app.put("/config")
     async def put_global_config(request: Request) -> JSONResponse:
-        body = await _json_body(request)
-        with lock:
-            records = state.set_level(None, body.get("compatibility", ""))
-            commit(records)
-        return _answer({"compatibility": records[0][1]["compatibilityLevel"]})  # type: ignore[index]
+        level = (await _json_body(request)).get("compatibility", "")
+        return _answer({"compatibility": await run_change(lambda: _set_level(None, level))})
 
     @app.get("/config/{subject}")
-    def get_subject_config(subject: str, request: Request) -> JSONResponse:
+    async def get_subject_config(subject: str, request: Request) -> JSONResponse:
         with lock:
             level = state.subject_levels.get(subject)
             if level is None:
@@ -199,18 +225,15 @@ def create_app(state: RegistryState, store: SchemaTopicStore) -> FastAPI:
 
     @app.put("/config/{subject}")
     async def put_subject_config(subject: str, request: Request) -> JSONResponse:
-        body = await _json_body(request)
-        with lock:
-            records = state.set_level(subject, body.get("compatibility", ""))
-            commit(records)
-        return _answer({"compatibility": records[0][1]["compatibilityLevel"]})  # type: ignore[index]
+        level = (await _json_body(request)).get("compatibility", "")
+        return _answer({"compatibility": await run_change(lambda: _set_level(subject, level))})
 
     @app.delete("/config/{subject}")
-    def delete_subject_config(subject: str) -> JSONResponse:
-        with lock:
-            previous = state.level_for(subject)
-            commit([(config_key(subject), None)])
-        return _answer({"compatibilityLevel": previous})
+    async def delete_subject_config(subject: str) -> JSONResponse:
+        def plan() -> tuple[str, list[Record]]:
+            return state.level_for(subject), [(config_key(subject), None)]
+
+        return _answer({"compatibilityLevel": await run_change(plan)})
 
     @app.post("/compatibility/subjects/{subject}/versions/{version}")
     async def check_compatibility(subject: str, version: str, request: Request) -> JSONResponse:

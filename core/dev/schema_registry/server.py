@@ -5,9 +5,10 @@
     with SchemaRegistry(bootstrap_servers) as registry:
         converter_config = {"schema.registry.url": registry.url}
 
-One registry instance per ``_schemas`` topic: the registry keeps its state in memory and
-only replays the topic on start, so two instances writing the same topic at once would
-not see each other's changes (Confluent elects a leader for that; this is a dev server).
+One registry instance per ``_schemas`` topic: the registry applies every record of the topic
+(its own and others') as it reads them, but plans ids from its own memory, so two instances
+writing the same topic at once could hand out the same id (Confluent elects a leader for
+that; this is a dev server).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from types import TracebackType
 import uvicorn
 
 from core.dev.schema_registry._state import RegistryState
-from core.dev.schema_registry._store import DEFAULT_TOPIC, SchemaTopicStore
+from core.dev.schema_registry._store import DEFAULT_TOPIC, WRITE_TIMEOUT_S, SchemaTopicStore
 from core.dev.schema_registry.app import create_app
 
 __all__ = ["SchemaRegistry", "SchemaRegistryStartError"]
@@ -54,11 +55,16 @@ class SchemaRegistry:
         port: int = 0,
         host: str = LOOPBACK_HOST,
         topic: str = DEFAULT_TOPIC,
+        write_timeout_s: float = WRITE_TIMEOUT_S,
     ) -> None:
-        """Configure the registry; ``port=0`` picks a free port on :meth:`start`."""
+        """Configure the registry; ``port=0`` picks a free port on :meth:`start`.
+
+        ``write_timeout_s`` bounds the wait for the broker to take a change (else 50001).
+        """
         self.bootstrap_servers = bootstrap_servers
         self.host = host
         self.topic = topic
+        self.write_timeout_s = write_timeout_s
         self._requested_port = port
         self.port = port
         self.state = RegistryState()
@@ -77,12 +83,13 @@ class SchemaRegistry:
         Raises:
             SchemaRegistryStartError: If the topic cannot be read or the server does not start.
         """
-        store = SchemaTopicStore(self.bootstrap_servers, self.topic)
+        store = SchemaTopicStore(self.bootstrap_servers, self.topic, self.write_timeout_s)
         try:
             store.ensure_topic()
             started = time.monotonic()
-            count = store.replay(self.state.apply)
+            count = store.start(self.state.apply)
         except Exception as exc:
+            store.close()
             raise SchemaRegistryStartError(
                 f"Could not read {self.topic!r} from {self.bootstrap_servers}: {exc}"
             ) from exc
@@ -107,6 +114,8 @@ class SchemaRegistry:
         while not server.started:
             if not thread.is_alive() or time.monotonic() > deadline:
                 server.should_exit = True
+                store.close()
+                self._store = None
                 raise SchemaRegistryStartError(f"Schema registry did not start on {self.url}")
             time.sleep(0.01)
         self._server, self._thread = server, thread
@@ -125,7 +134,7 @@ class SchemaRegistry:
                 self._thread.join(0.5)
 
     def stop(self) -> None:
-        """Stop serving and flush the topic producer."""
+        """Stop serving, then stop reading the topic and drop its producer."""
         if self._server is not None:
             self._server.should_exit = True
         if self._thread is not None:
