@@ -243,6 +243,38 @@ def test_soft_and_permanent_delete(http: httpx.Client, subject: str) -> None:
     assert http.get(f"/subjects/{subject}/versions/latest").json()["version"] == 3
 
 
+def test_soft_deleting_a_soft_deleted_version_is_40406(http: httpx.Client, subject: str) -> None:
+    """Confluent's SubjectVersionsResource: 40406, not "version not found"."""
+    register(http, subject, V1)
+    register(http, subject, V2_OPTIONAL)
+    assert http.delete(f"/subjects/{subject}/versions/1").json() == 1
+    again = http.delete(f"/subjects/{subject}/versions/1")
+    assert again.status_code == 404
+    assert again.json() == {
+        "error_code": 40406,
+        "message": f"Subject '{subject}' Version 1 was soft deleted.Set permanent=true to delete "
+        "permanently",
+    }
+    # Also once no version is left live, and a permanent delete still goes through.
+    assert http.delete(f"/subjects/{subject}/versions/2").json() == 2
+    assert http.delete(f"/subjects/{subject}/versions/2").json()["error_code"] == 40406
+    assert http.delete(f"/subjects/{subject}/versions/1", params={"permanent": "true"}).json() == 1
+    assert http.delete(f"/subjects/{subject}/versions/1").json()["error_code"] == 40402
+
+
+def test_config_update_takes_compatibility_and_names_it(http: httpx.Client, subject: str) -> None:
+    """Confluent's ConfigUpdateRequest has ``compatibility`` only; ``compatibilityLevel`` is
+    the name in GET /config's answer. Refused naming the field, rather than ignored."""
+    response = http.put(f"/config/{subject}", json={"compatibilityLevel": "FULL"})
+    assert response.status_code == 422
+    assert response.json()["error_code"] == 42203
+    assert '"compatibility"' in response.json()["message"]
+    assert "compatibilityLevel" in response.json()["message"]
+    assert http.get(f"/config/{subject}").json()["error_code"] == 40408
+    set_level(http, subject, "FULL")
+    assert http.get(f"/config/{subject}").json() == {"compatibilityLevel": "FULL"}
+
+
 def test_state_is_rebuilt_from_the_topic_after_restart(broker: KafkaCluster) -> None:
     topic = f"_schemas-{uuid.uuid4().hex[:8]}"
     subject = "restart-value"

@@ -280,7 +280,20 @@ class RegistryState:
     def delete_version(
         self, subject: str, version: str, permanent: bool
     ) -> tuple[int, list[Record]]:
-        """Plan a soft (or, after a soft one, permanent) delete of one version."""
+        """Plan a soft (or, after a soft one, permanent) delete of one version.
+
+        Raises:
+            RegistryError: 40406 soft-deleting a version soft-deleted already (as
+                Confluent's), 40407 deleting permanently one not soft-deleted first.
+        """
+        if not permanent and version not in ("latest", "-1"):
+            entry = self.get_version(subject, version, include_deleted=True)
+            if entry.deleted:
+                raise RegistryError(
+                    SCHEMA_VERSION_SOFT_DELETED,
+                    f"Subject '{subject}' Version {version} was soft deleted.Set permanent=true "
+                    "to delete permanently",
+                )
         entry = self.get_version(subject, version, include_deleted=permanent)
         if permanent:
             if not entry.deleted:

@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from core.dev.schema_registry._state import (
+    INVALID_COMPATIBILITY_LEVEL,
     INVALID_SCHEMA,
     STORE_ERROR,
     SUBJECT_LEVEL_COMPATIBILITY_NOT_CONFIGURED,
@@ -69,6 +70,23 @@ def _schema_text(body: dict[str, Any]) -> str:
     if not isinstance(text, str) or not text:
         raise RegistryError(INVALID_SCHEMA, "Empty schema")
     return text
+
+
+def _level_in(body: dict[str, Any]) -> str:
+    """The ``compatibility`` of a config update (Confluent's ConfigUpdateRequest)."""
+    level = body.get("compatibility")
+    if isinstance(level, str) and level:
+        return level
+    hint = (
+        ' ("compatibilityLevel" is the name in the answers of GET /config; an update takes '
+        '"compatibility")'
+        if "compatibilityLevel" in body
+        else ""
+    )
+    raise RegistryError(
+        INVALID_COMPATIBILITY_LEVEL,
+        f'Invalid compatibility level: the request has no "compatibility" field{hint}',
+    )
 
 
 def create_app(state: RegistryState, store: SchemaTopicStore) -> FastAPI:
@@ -207,7 +225,7 @@ def create_app(state: RegistryState, store: SchemaTopicStore) -> FastAPI:
 
     @app.put("/config")
     async def put_global_config(request: Request) -> JSONResponse:
-        level = (await _json_body(request)).get("compatibility", "")
+        level = _level_in(await _json_body(request))
         return _answer({"compatibility": await run_change(lambda: _set_level(None, level))})
 
     @app.get("/config/{subject}")
@@ -225,7 +243,7 @@ def create_app(state: RegistryState, store: SchemaTopicStore) -> FastAPI:
 
     @app.put("/config/{subject}")
     async def put_subject_config(subject: str, request: Request) -> JSONResponse:
-        level = (await _json_body(request)).get("compatibility", "")
+        level = _level_in(await _json_body(request))
         return _answer({"compatibility": await run_change(lambda: _set_level(subject, level))})
 
     @app.delete("/config/{subject}")
