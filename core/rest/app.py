@@ -43,7 +43,7 @@ from core.http_headers import (
 from core.log_levels import parse_level
 from core.rest import forwarding, loggers, media, plugins_admin
 from core.rest import models as m
-from core.rest.cors import AnswerOptions, CrossOrigin, ResponseHeaders
+from core.rest.cors import AnswerHead, AnswerOptions, CrossOrigin, ResponseHeaders
 from core.rest.limits import REQUEST_MAX_BYTES_KEY, BodySizeLimit
 from core.rest.trailing_slash import TrailingSlash
 from core.worker_config import WorkerConfig
@@ -594,8 +594,10 @@ def create_app(
         log.exception("%s %s failed", request.method, request.url.path)
         return error(500, f"Unexpected error: {type(exc).__name__}")
 
-    # Inside the extensions: authentication applies to OPTIONS too.
-    app.add_middleware(AnswerOptions, routes=[route for r in routers for route in r.routes])
+    # Inside the extensions: authentication applies to OPTIONS and HEAD too.
+    routes = [route for r in routers for route in r.routes]
+    app.add_middleware(AnswerOptions, routes=routes)
+    app.add_middleware(AnswerHead, routes=routes)
     if extensions is not None:
         extensions.hook.copycat_rest_extension(app=app, worker_config=worker_config)
     app.add_middleware(TrailingSlash)  # outside the extensions: they see the routes' paths

@@ -9,7 +9,8 @@ As Kafka's RestServer sets them up (Jetty's CrossOriginHandler, then its HeaderF
   (``access.control.allow.methods``, default GET, POST, HEAD), ``Content-Type`` as the
   allowed header and a max age of 60 s too. Other origins get no CORS headers. Preflights go
   on to the routes, as Kafka delivers them to Jersey (so authentication still applies).
-* ``OPTIONS`` on a path of the API answers 200 with an ``Allow`` header, as Jersey does.
+* ``OPTIONS`` on a path of the API answers 200 with an ``Allow`` header, and ``HEAD`` on a
+  path a GET serves answers as that GET without its body, as Jersey does.
 * ``response.http.headers.config`` rules apply to every response.
 """
 
@@ -147,3 +148,32 @@ class AnswerOptions:
             }
         )
         await send({"type": "http.response.body", "body": b""})
+
+
+class AnswerHead:
+    """ASGI middleware: ``HEAD`` on a path some ``GET`` route serves is that ``GET``, answered
+    with its status and headers (``Content-Length`` included) and no body, as Jersey answers
+    HEAD on every GET resource (load balancers probe with HEAD). Other paths go on as they
+    are (a 405 where only other methods are served, a 404 where nothing is)."""
+
+    def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
+        self.app = app
+        self.routes = routes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+        as_get = {**scope, "method": "GET"}
+        if not any(route.matches(as_get)[0] is Match.FULL for route in self.routes):
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                if message.get("more_body", False):
+                    return
+                message = {"type": "http.response.body", "body": b"", "more_body": False}
+            await send(message)
+
+        await self.app(as_get, receive, headers_only)

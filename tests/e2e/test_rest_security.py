@@ -416,3 +416,30 @@ def test_a_short_resolved_value_rewrites_no_other_connectors_output(
     assert "plainsink-2" in logged
     assert "plainsink-${file" not in logged
     assert "File${file" not in logged  # "FileStreamSink" keeps its "Sink" (as a word)
+
+
+GET_ENDPOINTS = [path for method, path in ENDPOINTS if method == "GET"]
+
+
+def test_head_answers_every_get_route_as_get_without_a_body(auth_worker: RestWorker) -> None:
+    """As Jersey: HEAD on a GET resource is that GET's status and headers with no body, behind
+    the same authentication (load balancers probe with HEAD; /health stays open)."""
+    with auth_worker.client(auth=("alice", "wonderland")) as alice:
+        for path in [*GET_ENDPOINTS, "/health", "/connectors?expand=status"]:
+            got, head = alice.get(path), alice.head(path)
+            assert head.status_code == got.status_code, (path, head.status_code, head.headers)
+            assert head.content == b"", path
+            assert head.headers["content-type"] == got.headers["content-type"], path
+            if "content-length" in got.headers:  # the length the GET body has
+                assert head.headers["content-length"] == got.headers["content-length"], path
+        # a path served by no GET: 405 as before, a path served by nothing: 404
+        restart = alice.head("/connectors/c/restart")
+        assert restart.status_code == 405, restart.headers
+        assert alice.head("/no/such/path").status_code == 404
+        assert "HEAD" in alice.options("/connectors").headers["allow"]
+    with auth_worker.client() as anonymous:
+        assert anonymous.head("/health").status_code == 200  # open, as GET /health
+        for path in GET_ENDPOINTS:
+            denied = anonymous.head(path)
+            assert denied.status_code == 401, path
+            assert denied.content == b""
