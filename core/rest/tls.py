@@ -110,7 +110,12 @@ def _load_keystore(
     store_type = (get("ssl.keystore.type") or "PEM").upper()
     location, key_password = get("ssl.keystore.location"), get("ssl.key.password")
     chain, key = get("ssl.keystore.certificate.chain"), get("ssl.keystore.key")
-    if store_type == "PKCS12" and location:
+    if store_type == "PKCS12":
+        if not location:
+            raise ConfigException(
+                f"Missing {prefix}ssl.keystore.location: {prefix}ssl.keystore.type is PKCS12, "
+                "which is read from a file; set the location to the PKCS12 keystore"
+            )
         return _load_pkcs12(context, location, get("ssl.keystore.password"))
     if store_type != "PEM":
         raise ConfigException(
@@ -138,24 +143,61 @@ def _load_truststore(context: ssl.SSLContext, get: Callable[[str], str | None]) 
     return bool(trust_location or trust_inline)
 
 
+def _failure(exc: Exception) -> str:
+    """Why key material did not load, without the path (the error names the key and file)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
+def _keystore(context: ssl.SSLContext, get: Callable[[str], str | None], prefix: str) -> str | None:
+    """:func:`_load_keystore`, a failure to load being an error on the keystore's key."""
+    try:
+        return _load_keystore(context, get, prefix)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        location = get("ssl.keystore.location")
+        if location:
+            raise ConfigException(
+                prefix + "ssl.keystore.location",
+                location,
+                f"cannot load the keystore: {_failure(exc)}",
+            ) from None
+        raise ConfigException(
+            f"Invalid {prefix}ssl.keystore.key / {prefix}ssl.keystore.certificate.chain: "
+            f"cannot load the keystore: {_failure(exc)}"
+        ) from None
+
+
+def _truststore(context: ssl.SSLContext, get: Callable[[str], str | None], prefix: str) -> bool:
+    """:func:`_load_truststore`, a failure to load being an error on the truststore's key."""
+    try:
+        return _load_truststore(context, get)
+    except (OSError, ssl.SSLError, ValueError) as exc:
+        location = get("ssl.truststore.location")
+        if location:
+            raise ConfigException(
+                prefix + "ssl.truststore.location",
+                location,
+                f"cannot load the truststore: {_failure(exc)}",
+            ) from None
+        raise ConfigException(
+            f"Invalid {prefix}ssl.truststore.certificates: cannot load the truststore: "
+            f"{_failure(exc)}"
+        ) from None
+
+
 def ssl_context(props: Mapping[str, str], prefix: str) -> ssl.SSLContext:
     """Build the server context from ``<prefix>ssl.*`` keys (see the module docstring)."""
     get = _getter(props, prefix)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     _set_protocols(context, get, prefix)
-    location = get("ssl.keystore.location")
-    try:
-        if _load_keystore(context, get, prefix) is None:
-            raise ConfigException(
-                prefix + "ssl.keystore.location",
-                None,
-                "an https listener needs a keystore (PEM key and certificate)",
-            )
-        _load_truststore(context, get)
-    except (OSError, ssl.SSLError, ValueError) as exc:
+    if _keystore(context, get, prefix) is None:
         raise ConfigException(
-            prefix + "ssl.keystore.location", location, f"cannot load TLS material: {exc}"
-        ) from None
+            f"Missing {prefix}ssl.keystore.location: an https listener needs a keystore (PEM "
+            f"key and certificate; or {prefix}ssl.keystore.key and "
+            f"{prefix}ssl.keystore.certificate.chain inline)"
+        )
+    _truststore(context, get, prefix)
     client_auth = (get("ssl.client.auth") or "none").lower()
     modes = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
     if client_auth not in modes:
@@ -192,22 +234,8 @@ def client_ssl_context(props: Mapping[str, str]) -> ssl.SSLContext:
     get = _getter(props, prefix)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     _set_protocols(context, get, prefix)
-    try:
-        own = _load_keystore(context, get, prefix)
-    except (OSError, ssl.SSLError, ValueError) as exc:
-        raise ConfigException(
-            prefix + "ssl.keystore.location",
-            get("ssl.keystore.location"),
-            f"cannot load TLS material: {exc}",
-        ) from None
-    try:
-        trusted = _load_truststore(context, get)
-    except (OSError, ssl.SSLError, ValueError) as exc:
-        raise ConfigException(
-            prefix + "ssl.truststore.location",
-            get("ssl.truststore.location"),
-            f"cannot load TLS material: {exc}",
-        ) from None
+    own = _keystore(context, get, prefix)
+    trusted = _truststore(context, get, prefix)
     if not trusted:
         context.load_default_certs(ssl.Purpose.SERVER_AUTH)
         leaf = _PEM_CERTIFICATE.search(own or "")

@@ -443,3 +443,34 @@ def test_head_answers_every_get_route_as_get_without_a_body(auth_worker: RestWor
             denied = anonymous.head(path)
             assert denied.status_code == 401, path
             assert denied.content == b""
+
+
+def _refused(tmp: Path, bootstrap: str, plugin_path: Path, extra: dict[str, str]) -> str:
+    """The error that stops a worker with ``extra`` at start."""
+    with pytest.raises(Exception) as refused:  # noqa: PT011 - the message is what we check
+        worker = RestWorker(tmp, bootstrap, plugin_path, extra)
+        try:
+            worker.__enter__()
+        finally:
+            worker.__exit__(None, None, None)
+    return str(refused.value)
+
+
+def test_a_bad_truststore_is_reported_as_the_truststore(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
+    keystore, _ca = _self_signed(tmp_path)
+    missing = tmp_path / "no-such-ca.pem"
+    message = _refused(
+        tmp_path,
+        bootstrap_servers,
+        bundled_plugin_path,
+        {
+            "listeners": "https://127.0.0.1:0",
+            "listeners.https.ssl.keystore.location": str(keystore),
+            "listeners.https.ssl.truststore.location": str(missing),
+            "listeners.https.ssl.client.auth": "required",
+        },
+    )
+    assert f"Invalid value {missing} for configuration listeners.https.ssl.truststore" in message
+    assert str(keystore) not in message, message

@@ -74,3 +74,30 @@ def test_the_client_reads_tls_keys_only_for_https_urls(tmp_path: Path) -> None:
         with pytest.raises(httpx.ConnectError) as refused:
             client.get("http://127.0.0.1:9/")
         assert "ssl." not in str(refused.value)
+
+
+def test_the_listener_names_the_key_and_file_at_fault(tmp_path: Path) -> None:
+    """core/rest/tls.py ``ssl_context`` (the https listener): a bad truststore is the
+    truststore's error, not the keystore's; a PKCS12 type without a location says so."""
+    from core.rest.tls import ssl_context
+
+    make_certs(tmp_path)
+    p = "listeners.https."
+    keystore = str(tmp_path / "client.pem")
+    missing = str(tmp_path / "no-such-ca.pem")
+    with pytest.raises(ConfigException) as bad_trust:
+        ssl_context(
+            {p + "ssl.keystore.location": keystore, p + "ssl.truststore.location": missing}, p
+        )
+    message = str(bad_trust.value)
+    assert message.startswith(f"Invalid value {missing} for configuration {p}ssl.truststore."), (
+        message
+    )
+    assert keystore not in message
+    with pytest.raises(ConfigException) as bad_key:
+        ssl_context({p + "ssl.keystore.location": missing}, p)
+    assert str(bad_key.value).startswith(f"Invalid value {missing} for configuration {p}ssl.key")
+    with pytest.raises(ConfigException) as no_location:
+        ssl_context({p + "ssl.keystore.type": "PKCS12"}, p)
+    message = str(no_location.value)
+    assert f"{p}ssl.keystore.location" in message and "supported keystore types" not in message
