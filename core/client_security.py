@@ -113,16 +113,18 @@ class JaasEntry:
     options: dict[str, str]
 
 
-class _Tokens:
+class JaasTokens:
     """The tokens of a JAAS text as Kafka's JaasConfig reads them with java.io.StreamTokenizer:
     words (letters, digits, ``. - _ $``; not starting with a digit or ``.``), quoted strings
     (``"`` or ``'``, with Java's backslash escapes, ending at a newline), ``//`` and ``/* */``
-    comments, and single characters (``=``, ``;``)."""
+    comments, and single characters (``=``, ``;``). ``word_chars`` adds word characters (Java's
+    ``ConfigFile``, which reads JAAS files, adds ``*``)."""
 
     WORD, QUOTED, NUMBER, CHAR = "word", "quoted", "number", "char"
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, word_chars: str = "") -> None:
         self.tokens: list[tuple[str, str]] = []
+        extra = "-_$" + word_chars
         i, n = 0, len(text)
         while i < n:
             c = text[i]
@@ -142,9 +144,11 @@ class _Tokens:
                     j += 1
                 self.tokens.append((self.NUMBER, text[i:j]))
                 i = j
-            elif c.isalpha() or c in "-_$" or ord(c) >= 128 + 32:
+            elif c.isalpha() or c in extra or ord(c) >= 128 + 32:
                 j = i
-                while j < n and (text[j].isalnum() or text[j] in ".-_$" or ord(text[j]) >= 160):
+                while j < n and (
+                    text[j].isalnum() or text[j] in "." + extra or ord(text[j]) >= 160
+                ):
                     j += 1
                 self.tokens.append((self.WORD, text[i:j]))
                 i = j
@@ -185,13 +189,13 @@ def parse_jaas_config(text: str) -> list[JaasEntry]:
     Raises:
         ValueError: the text is not valid JAAS; the message never quotes an option's value.
     """
-    tokens = _Tokens(text).tokens
+    tokens = JaasTokens(text).tokens
     entries: list[JaasEntry] = []
     i = 0
     while i < len(tokens):
         kind, module = tokens[i]
         # Errors quote no token but an option's name: a misplaced token may be a password.
-        if kind not in (_Tokens.WORD, _Tokens.QUOTED):
+        if kind not in (JaasTokens.WORD, JaasTokens.QUOTED):
             raise ValueError("expected a login module class name")
         i += 1
         if i >= len(tokens):
@@ -204,11 +208,11 @@ def parse_jaas_config(text: str) -> list[JaasEntry]:
             )
         i += 1
         options: dict[str, str] = {}
-        while i < len(tokens) and tokens[i] != (_Tokens.CHAR, ";"):
+        while i < len(tokens) and tokens[i] != (JaasTokens.CHAR, ";"):
             key = tokens[i][1]
-            if i + 1 >= len(tokens) or tokens[i + 1] != (_Tokens.CHAR, "="):
+            if i + 1 >= len(tokens) or tokens[i + 1] != (JaasTokens.CHAR, "="):
                 raise ValueError("expected key=value options, or a semicolon")
-            if i + 2 >= len(tokens) or tokens[i + 2][0] not in (_Tokens.WORD, _Tokens.QUOTED):
+            if i + 2 >= len(tokens) or tokens[i + 2][0] not in (JaasTokens.WORD, JaasTokens.QUOTED):
                 raise ValueError(f"value not specified for key {key!r}")
             options[key] = tokens[i + 2][1]
             i += 3

@@ -8,17 +8,21 @@ Enable it with::
 The credentials file has Kafka's ``PropertyFileLoginModule`` format: a Java properties file of
 ``user=password`` (or ``user: password``) lines. Instead of naming it directly, a Kafka JAAS file
 may be given, with ``rest.extension.basic.auth.jaas.config=/path/connect_jaas.conf`` or, as
-with Kafka, ``-Djava.security.auth.login.config=...`` in ``KAFKA_OPTS``; its ``KafkaConnect``
-entry's ``file="..."`` option names the credentials file.
+with Kafka, ``-Djava.security.auth.login.config=...`` in ``KAFKA_OPTS``. It is read as Java's
+``ConfigFile`` reads it (comments, entries by whole name, ``module flag key=value ...;``,
+quoted values); its ``KafkaConnect`` entry must hold one ``PropertyFileLoginModule``, whose
+``file="..."`` option names the credentials file (Copycat runs no other login module).
 
-Every request needs valid credentials except ``GET /health`` (left open on purpose so load
+Every request needs valid credentials except ``GET``/``HEAD /health`` (left open on purpose so load
 balancers and orchestrators can probe liveness without a secret; it reveals nothing) and, as
 Kafka's ``JaasBasicAuthFilter``, the two requests only workers make,
 ``POST /connectors/<name>/tasks`` and ``PUT /connectors/<name>/fence``: a worker has no user's
 credentials to send, and the herder checks those requests' signatures instead (KIP-507,
 :mod:`core.distributed.herder_signing`; 400/403 without a valid one). A request
 without them gets ``401 {"error_code": 401, "message": "User cannot access the resource."}``
-and a ``WWW-Authenticate`` challenge. Passwords are compared in constant time and never logged.
+and a ``WWW-Authenticate`` challenge (Kafka: bare text, no challenge; docs/rest.md says why).
+Passwords are compared in constant time and never logged. A credentials file without users
+stops the worker (Kafka would let everyone in).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from core.client_security import JaasEntry, JaasTokens
 from core.hookspecs import hookimpl
 from core.properties import parse_properties
 from core.worker_config import WorkerConfig
@@ -49,32 +54,133 @@ INTERNAL_REQUESTS = (
     ("POST", re.compile(r"/?connectors/([^/]+)/tasks/?")),
     ("PUT", re.compile(r"/?connectors/[^/]+/fence/?")),
 )
-_JAAS_FILE = re.compile(r"KafkaConnect\s*\{[^}]*?\bfile\s*=\s*\"([^\"]+)\"", re.S)
 _JAAS_OPTION = re.compile(r"-Djava\.security\.auth\.login\.config=(\S+)")
+# The JAAS entry Kafka's JaasBasicAuthFilter logs in with, and the one login module Copycat
+# implements (its ``file`` option names the credentials file).
+JAAS_ENTRY = "KafkaConnect"
+PROPERTY_FILE_LOGIN_MODULE = (
+    "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
+)
+_CONTROL_FLAGS = frozenset({"required", "requisite", "sufficient", "optional"})
+
+
+def _jaas_entries(text: str) -> dict[str, list[JaasEntry]]:
+    """The entries of a JAAS login configuration file, read as Java's ``ConfigFile`` reads
+    it: ``Name { module flag key=value ...; ... };`` with ``//`` and ``/* */`` comments and
+    quoted values. Raises ValueError saying what it expected where."""
+    tokens = JaasTokens(text, word_chars="*").tokens
+    values = (JaasTokens.WORD, JaasTokens.QUOTED)
+    pos = 0
+
+    def take(what: str, kinds: tuple[str, ...] = values, char: str | None = None) -> str:
+        nonlocal pos
+        if pos >= len(tokens):
+            raise ValueError(f"expected {what}, read end of file")
+        kind, value = tokens[pos]
+        if (char is not None and (kind, value) != (JaasTokens.CHAR, char)) or (
+            char is None and kind not in kinds
+        ):
+            # only punctuation is quoted back: a misplaced word may be another entry's secret
+            shown = repr(value) if kind == JaasTokens.CHAR else f"a {kind}"
+            raise ValueError(f"expected {what}, found {shown}")
+        pos += 1
+        return value
+
+    def at(char: str) -> bool:
+        return pos < len(tokens) and tokens[pos] == (JaasTokens.CHAR, char)
+
+    entries: dict[str, list[JaasEntry]] = {}
+    while pos < len(tokens):
+        name = take("an entry name")
+        take(f"'{{' after {name}", char="{")
+        modules: list[JaasEntry] = []
+        while not at("}"):
+            module = take(f"a login module class name in {name}")
+            flag = take(f"the control flag of {module}").lower()
+            if flag not in _CONTROL_FLAGS:
+                raise ValueError(
+                    f"invalid control flag {flag!r} for {module} (required, requisite, "
+                    "sufficient or optional)"
+                )
+            options: dict[str, str] = {}
+            while not at(";"):
+                key = take(f"an option of {module}, or ';' after its options")
+                take(f"'=' after option {key} of {module}", char="=")
+                options[key] = take(f"the value of option {key} of {module}")
+            take("';'", char=";")
+            modules.append(JaasEntry(module, flag, options))
+        take(f"'}}' closing {name}", char="}")
+        take(f"';' after the closing '}}' of {name}", char=";")
+        if name in entries:
+            raise ValueError(f"can not specify multiple entries for {name}")
+        entries[name] = modules
+    return entries
+
+
+def _jaas_file(props: Mapping[str, str]) -> tuple[str, str] | None:
+    """The JAAS file to read, and the key or option that named it."""
+    if props.get(JAAS_CONFIG):
+        return props[JAAS_CONFIG], JAAS_CONFIG
+    found = _JAAS_OPTION.search(os.environ.get("KAFKA_OPTS", ""))
+    if found:
+        # "==" (only this file) reads the same file here
+        return found.group(1).lstrip("="), "-Djava.security.auth.login.config (KAFKA_OPTS)"
+    return None
 
 
 def credentials_file(props: Mapping[str, str]) -> Path:
+    """The credentials file: ``rest.extension.basic.auth.credentials.file``, else the ``file``
+    option of the ``KafkaConnect`` entry's PropertyFileLoginModule in the JAAS file."""
     if props.get(CREDENTIALS_FILE):
         return Path(props[CREDENTIALS_FILE])
-    jaas = props.get(JAAS_CONFIG)
-    if not jaas:
-        found = _JAAS_OPTION.search(os.environ.get("KAFKA_OPTS", ""))
-        jaas = found.group(1) if found else None
-    if not jaas:
+    named = _jaas_file(props)
+    if named is None:
         raise ConfigException(
-            CREDENTIALS_FILE,
-            None,
-            "the basic auth REST extension needs a "
-            f"credentials file ({CREDENTIALS_FILE}) or a JAAS file "
-            f"({JAAS_CONFIG})",
+            "The basic auth REST extension needs the users' credentials: set "
+            f"{CREDENTIALS_FILE}=<path> to a properties file of user=password lines, or "
+            f"{JAAS_CONFIG}=<path> (or -Djava.security.auth.login.config=<path> in "
+            f"KAFKA_OPTS) to a JAAS file whose {JAAS_ENTRY} entry is "
+            f'{PROPERTY_FILE_LOGIN_MODULE} required file="<path>";'
         )
+    jaas, key = named
+
+    def refuse(reason: str) -> ConfigException:
+        return ConfigException(
+            JAAS_CONFIG, jaas, reason if key == JAAS_CONFIG else f"{key}: {reason}"
+        )
+
     try:
-        match = _JAAS_FILE.search(Path(jaas).read_text())
-    except OSError as exc:
-        raise ConfigException(JAAS_CONFIG, jaas, f"cannot read it: {exc.strerror}") from None
-    if match is None:
-        raise ConfigException(JAAS_CONFIG, jaas, "no KafkaConnect entry with a file= option")
-    return Path(match.group(1))
+        text = Path(jaas).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise refuse(f"cannot read it: {reason}") from None
+    try:
+        entries = _jaas_entries(text)
+    except ValueError as exc:
+        raise refuse(f"not a valid JAAS file: {exc}") from None
+    modules = entries.get(JAAS_ENTRY)
+    if modules is None:
+        found = ", ".join(entries) or "none"
+        raise refuse(f"no {JAAS_ENTRY} entry in it (entries: {found})")
+    if len(modules) != 1:
+        raise refuse(
+            f"its {JAAS_ENTRY} entry has {len(modules)} login modules; Copycat supports "
+            f"exactly one, {PROPERTY_FILE_LOGIN_MODULE}"
+        )
+    module = modules[0]
+    if module.login_module != PROPERTY_FILE_LOGIN_MODULE:
+        raise refuse(
+            f"login module {module.login_module} in its {JAAS_ENTRY} entry is not supported: "
+            f"Copycat's basic auth extension implements only {PROPERTY_FILE_LOGIN_MODULE} "
+            f"(or set {CREDENTIALS_FILE})"
+        )
+    file = module.options.get("file", "")
+    if not file.strip():
+        raise refuse(
+            f'{PROPERTY_FILE_LOGIN_MODULE} in its {JAAS_ENTRY} entry has no file="<path>" '
+            "option (Kafka: Property Credentials file must be specified)"
+        )
+    return Path(file)
 
 
 def load_credentials(path: Path) -> dict[str, str]:

@@ -445,6 +445,46 @@ def test_head_answers_every_get_route_as_get_without_a_body(auth_worker: RestWor
             assert denied.content == b""
 
 
+def _jaas(tmp: Path, name: str, text: str) -> Path:
+    path = tmp / name
+    path.write_text(text)
+    return path
+
+
+PROPERTY_FILE_LOGIN_MODULE = (
+    "org.apache.kafka.connect.rest.basic.auth.extension.PropertyFileLoginModule"
+)
+
+
+def test_the_jaas_file_is_read_as_java_reads_it(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
+    """Commented-out entries and entries whose name merely ends in KafkaConnect are not the
+    KafkaConnect entry (Java's ConfigFile): the worker serves the users of the real one."""
+    (tmp_path / "real.properties").write_text("alice=secret\n")
+    jaas = _jaas(
+        tmp_path,
+        "connect_jaas.conf",
+        "// old setup, disabled:\n"
+        f'// KafkaConnect {{ {PROPERTY_FILE_LOGIN_MODULE} required file="/nonexistent/old"; }};\n'
+        f'/* KafkaConnect {{ {PROPERTY_FILE_LOGIN_MODULE} required file="/nonexistent/b"; }}; */\n'
+        "KafkaClient { org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        '  username="u" password="p"; };\n'
+        f'MyKafkaConnect {{ {PROPERTY_FILE_LOGIN_MODULE} required file="/nonexistent/my"; }};\n'
+        f"KafkaConnect {{\n  {PROPERTY_FILE_LOGIN_MODULE} required\n"
+        f'  debug="true" file="{tmp_path / "real.properties"}";\n}};\n',
+    )
+    with RestWorker(
+        tmp_path,
+        bootstrap_servers,
+        bundled_plugin_path,
+        {"rest.extension.classes": BASIC_AUTH, "rest.extension.basic.auth.jaas.config": str(jaas)},
+    ) as worker:
+        with worker.client() as http:
+            assert http.get("/connectors", auth=("alice", "secret")).status_code == 200
+            assert http.get("/connectors", auth=("alice", "wrong")).status_code == 401
+
+
 def _refused(tmp: Path, bootstrap: str, plugin_path: Path, extra: dict[str, str]) -> str:
     """The error that stops a worker with ``extra`` at start."""
     with pytest.raises(Exception) as refused:  # noqa: PT011 - the message is what we check
@@ -454,6 +494,40 @@ def _refused(tmp: Path, bootstrap: str, plugin_path: Path, extra: dict[str, str]
         finally:
             worker.__exit__(None, None, None)
     return str(refused.value)
+
+
+def test_a_login_module_copycat_cannot_run_stops_the_worker_naming_it(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
+    jaas = _jaas(
+        tmp_path,
+        "ldap.conf",
+        'KafkaConnect {\n  com.example.LdapLoginModule required\n  file="/x" debug="true";\n};\n',
+    )
+    message = _refused(
+        tmp_path,
+        bootstrap_servers,
+        bundled_plugin_path,
+        {"rest.extension.classes": BASIC_AUTH, "rest.extension.basic.auth.jaas.config": str(jaas)},
+    )
+    assert "com.example.LdapLoginModule" in message, message
+    assert PROPERTY_FILE_LOGIN_MODULE in message, message
+    assert "rest.extension.basic.auth.jaas.config" in message, message
+
+
+def test_basic_auth_without_credentials_says_what_to_set(
+    tmp_path: Path,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KAFKA_OPTS", raising=False)
+    message = _refused(
+        tmp_path, bootstrap_servers, bundled_plugin_path, {"rest.extension.classes": BASIC_AUTH}
+    )
+    assert "None" not in message, message
+    assert "rest.extension.basic.auth.credentials.file" in message, message
+    assert "rest.extension.basic.auth.jaas.config" in message, message
 
 
 def test_a_bad_truststore_is_reported_as_the_truststore(
