@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from core.dev.schema_registry._state import (
@@ -89,11 +90,27 @@ def _level_in(body: dict[str, Any]) -> str:
     )
 
 
-def create_app(state: RegistryState, store: SchemaTopicStore) -> FastAPI:
-    """Build the FastAPI app over ``state``, which ``store``'s reader keeps up to date."""
+def create_app(
+    state: RegistryState, store: SchemaTopicStore, requests: Counter[str] | None = None
+) -> FastAPI:
+    """Build the FastAPI app over ``state``, which ``store``'s reader keeps up to date.
+
+    ``requests``, if given, counts the requests served by ``"METHOD /path"`` (so tests and
+    operators can see how often clients such as converters ask the registry).
+    """
     app = FastAPI(
         title="Copycat dev Schema Registry", openapi_url=None, docs_url=None, redoc_url=None
     )
+
+    if requests is not None:
+        counts = requests
+
+        @app.middleware("http")
+        async def count_requests(
+            request: Request, call_next: Callable[[Request], Awaitable[Response]]
+        ) -> Response:
+            counts[f"{request.method} {request.url.path}"] += 1
+            return await call_next(request)
     lock = store.lock
     writing = threading.Lock()
 

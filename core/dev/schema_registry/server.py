@@ -17,6 +17,7 @@ import logging
 import socket
 import threading
 import time
+from collections import Counter
 from types import TracebackType
 
 import uvicorn
@@ -68,6 +69,8 @@ class SchemaRegistry:
         self._requested_port = port
         self.port = port
         self.state = RegistryState()
+        # Requests served, by "METHOD /path" (percent-decoded path), since construction.
+        self.requests: Counter[str] = Counter()
         self._store: SchemaTopicStore | None = None
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -99,7 +102,7 @@ class SchemaRegistry:
         self._store = store
         self.port = self._requested_port or _free_port(self.host)
         config = uvicorn.Config(
-            create_app(self.state, store),
+            create_app(self.state, store, self.requests),
             host=self.host,
             port=self.port,
             log_level="warning",
