@@ -9,7 +9,9 @@ Wire format (the same bytes as ``io.confluent.connect.avro.AvroConverter``)::
 Writing: the Connect schema is mapped to an Avro schema (see :mod:`copycat_avro._avrodata`),
 registered (``auto.register.schemas=true``, the default) or looked up under the subject the
 subject name strategy picks, and the id is cached. With ``use.latest.version=true`` and
-auto-registration off, the subject's latest schema is used instead. A registry refusal
+auto-registration off, the subject's latest schema is used instead, fetched once and then
+cached for ``latest.cache.ttl.sec`` seconds (-1, the default: for good; as Confluent's
+serializers, which also bound the cache by ``latest.cache.size`` subjects). A registry refusal
 (e.g. 409: incompatible with the subject's compatibility level) raises ``DataException``
 naming the subject and quoting the registry.
 
@@ -22,7 +24,13 @@ switches are defined so a setting other than their default is refused at
 
 Reading: the id selects the writer schema (fetched once per id); the Connect schema is
 derived from it, with the registry version as the schema version when the Avro schema
-carries no ``connect.version`` (as Confluent's converter does).
+carries no ``connect.version`` (as Confluent's converter does). The version is looked up
+once per id under the subject the strategy computes; an id the registry says is not under
+that subject (e.g. data written with RecordNameStrategy, read with the default
+TopicNameStrategy) decodes with no version (Confluent's converter fails such a record,
+"Error retrieving Avro value schema version for id N"), and that answer is cached like a
+version, so neither costs a request per record nor needs the registry again. An id the registry does
+not know fails the record with a ``DataException`` naming the topic and the id.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from __future__ import annotations
 import io
 import json
 import struct
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -47,7 +56,7 @@ from copycat_avro._avrodata import (
     to_connect_schema,
 )
 from copycat_avro._version import __version__
-from copycat_avro.registry_client import SchemaRegistryClient
+from copycat_avro.registry_client import RegisteredSchema, SchemaRegistryClient
 from copycat_avro.strategies import SubjectNameStrategy, resolve_strategy
 from plugin_api import (
     NULL_SCHEMA_AND_VALUE,
@@ -60,6 +69,7 @@ from plugin_api import (
     Headers,
     Importance,
     Range,
+    RetriableException,
     Schema,
     SchemaAndValue,
     ValidString,
@@ -77,6 +87,8 @@ _new_tuple = tuple.__new__
 SCHEMA_REGISTRY_URL_CONFIG = "schema.registry.url"
 AUTO_REGISTER_SCHEMAS_CONFIG = "auto.register.schemas"
 USE_LATEST_VERSION_CONFIG = "use.latest.version"
+LATEST_CACHE_SIZE_CONFIG = "latest.cache.size"
+LATEST_CACHE_TTL_CONFIG = "latest.cache.ttl.sec"
 KEY_SUBJECT_NAME_STRATEGY_CONFIG = "key.subject.name.strategy"
 VALUE_SUBJECT_NAME_STRATEGY_CONFIG = "value.subject.name.strategy"
 BASIC_AUTH_CREDENTIALS_SOURCE_CONFIG = "basic.auth.credentials.source"
@@ -159,6 +171,22 @@ CONFIG_DEF = (
         None,
         Importance.LOW,
         "Specify if the Serializer should use the latest subject version for serialization",
+    )
+    .define(
+        LATEST_CACHE_SIZE_CONFIG,
+        ConfigType.INT,
+        1000,
+        None,
+        Importance.LOW,
+        "The maximum size for caches holding latest schemas",
+    )
+    .define(
+        LATEST_CACHE_TTL_CONFIG,
+        ConfigType.INT,
+        -1,
+        None,
+        Importance.LOW,
+        "The TTL for caches holding latest schemas, or -1 for no TTL",
     )
     .define(
         KEY_SUBJECT_NAME_STRATEGY_CONFIG,
@@ -273,6 +301,8 @@ class AvroConverter(Converter):
         self._is_key = False
         self._auto_register = True
         self._use_latest = False
+        self._latest_ttl_s = -1.0
+        self._latest_size = 1000
         self._strategy: SubjectNameStrategy | None = None
         self._connect_meta_data = True
         self._scrub = False
@@ -291,6 +321,8 @@ class AvroConverter(Converter):
         )
         # (topic, schema id) -> (Connect schema, compiled reader)
         self._fast_readers: dict[tuple[str, int], tuple[Schema, Callable[[bytes, int], Any]]] = {}
+        # subject -> (monotonic time fetched, latest version) for use.latest.version
+        self._latest: OrderedDict[str, tuple[float, RegisteredSchema]] = OrderedDict()
 
     def version(self) -> str:
         """The copycat-avro version."""
@@ -313,6 +345,8 @@ class AvroConverter(Converter):
         self._is_key = is_key
         self._auto_register = bool(conf.get_boolean(AUTO_REGISTER_SCHEMAS_CONFIG))
         self._use_latest = bool(conf.get_boolean(USE_LATEST_VERSION_CONFIG))
+        self._latest_size = int(conf.get_int(LATEST_CACHE_SIZE_CONFIG) or 0)
+        self._latest_ttl_s = float(conf.get_int(LATEST_CACHE_TTL_CONFIG) or 0)
         self._connect_meta_data = bool(conf.get_boolean(CONNECT_META_DATA_CONFIG))
         self._scrub = bool(conf.get_boolean(SCRUB_INVALID_NAMES_CONFIG))
         strategy_key = (
@@ -427,7 +461,7 @@ class AvroConverter(Converter):
         if self._auto_register:
             schema_id = self._client.register(subject, writer.text)
         elif self._use_latest:
-            latest = self._client.latest(subject)
+            latest = self._latest_version(subject)
             schema_id = latest.id
             parsed = self._reader(schema_id, latest.schema)[0]
         else:
@@ -446,6 +480,24 @@ class AvroConverter(Converter):
         if not self._use_latest or self._auto_register:  # the id stays what it is now
             self._remember_writer(topic, schema, out.getvalue()[: _HEADER.size], writer.avro)
         return out.getvalue()
+
+    def _latest_version(self, subject: str) -> RegisteredSchema:
+        """The subject's latest version, cached as Confluent's serializers cache it:
+        ``latest.cache.ttl.sec`` seconds after it was fetched (-1, the default: for good),
+        at most ``latest.cache.size`` subjects (the least recently fetched go first)."""
+        assert self._client is not None
+        cached = self._latest.get(subject)
+        if cached is not None and (
+            self._latest_ttl_s < 0 or time.monotonic() - cached[0] < self._latest_ttl_s
+        ):
+            return cached[1]
+        latest = self._client.latest(subject)
+        if self._latest_size > 0:
+            self._latest.pop(subject, None)
+            self._latest[subject] = (time.monotonic(), latest)
+            while len(self._latest) > self._latest_size:
+                self._latest.popitem(last=False)
+        return latest
 
     def _remember_writer(self, topic: str, schema: Schema, header: bytes, avro: Any) -> None:
         if (topic, schema) in self._fast_writers:
@@ -539,7 +591,12 @@ class AvroConverter(Converter):
             raise DataException(
                 f"Failed to deserialize data for topic {topic!r} to Avro: Unknown magic byte!"
             )
-        parsed, avro = self._reader(schema_id)
+        try:
+            parsed, avro = self._reader(schema_id)
+        except RetriableException as exc:
+            raise RetriableException(self._retrieving_failed(topic, "", schema_id, exc)) from exc
+        except DataException as exc:
+            raise DataException(self._retrieving_failed(topic, "", schema_id, exc)) from exc
         try:
             datum = fastavro.schemaless_reader(
                 io.BytesIO(bytes(data[_HEADER.size :])),
@@ -553,15 +610,27 @@ class AvroConverter(Converter):
                 f"Failed to deserialize data for topic {topic!r} to Avro (schema id "
                 f"{schema_id}): {exc}"
             ) from exc
-        version = self._version(topic, schema_id, avro)
+        try:
+            version = self._version(topic, schema_id, avro)
+        except RetriableException as exc:
+            raise RetriableException(
+                self._retrieving_failed(topic, " version", schema_id, exc)
+            ) from exc
         key = (schema_id, version)
         connect_schema: Schema | None = self._readers.get(key)
         if connect_schema is None:
             connect_schema = self._readers.put(key, to_connect_schema(avro, version))
         result = SchemaAndValue(connect_schema, to_connect_data(connect_schema, datum))
-        if version is not None:  # a version once found stays (unknown ones are asked again)
-            self._remember_reader(topic, schema_id, avro, connect_schema)  # type: ignore[arg-type]
+        # The version (or that the id has none under the subject) is known for good now.
+        self._remember_reader(topic, schema_id, avro, connect_schema)  # type: ignore[arg-type]
         return result
+
+    def _retrieving_failed(self, topic: str, what: str, schema_id: int, exc: Exception) -> str:
+        """Confluent's wording (its DataException over the deserializer's error)."""
+        return (
+            f"Failed to deserialize data for topic {topic!r} to Avro: Error retrieving Avro "
+            f"{'key' if self._is_key else 'value'} schema{what} for id {schema_id}: {exc}"
+        )
 
     def _remember_reader(self, topic: str, schema_id: int, avro: Any, schema: Schema) -> None:
         if (topic, schema_id) in self._fast_readers:

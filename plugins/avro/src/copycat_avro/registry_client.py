@@ -2,8 +2,9 @@
 
 Only what a converter needs: register, look up, fetch by id and fetch the latest
 version of a subject. Ids and schemas never change once assigned, so every answer
-is cached for the life of the client; only "latest version" is fetched each time it
-is asked for (callers cache it as they see fit).
+is cached for the life of the client (including "this id has no version under that
+subject"); only "latest version" is fetched each time it is asked for (the converter
+caches it for ``latest.cache.ttl.sec``).
 
 Errors::
 
@@ -104,7 +105,8 @@ class SchemaRegistryClient:
         )
         self._ids: dict[tuple[str, str], int] = {}
         self._schemas: dict[int, str] = {}
-        self._versions: dict[tuple[str, int], int] = {}
+        # (subject, id) -> version, or None: the registry said the id is not under the subject
+        self._versions: dict[tuple[str, int], int | None] = {}
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -154,13 +156,27 @@ class SchemaRegistryClient:
         return cached if cached is not None else self.lookup(subject, schema).id
 
     def version_of(self, subject: str, schema_id: int, schema: str) -> int | None:
-        """Return the version ``schema_id`` has under ``subject``, or None if it has none."""
+        """Return the version ``schema_id`` has under ``subject``, or None if it has none.
+
+        Both answers are cached, so each (subject, id) costs at most one request: a refusal
+        (4xx, e.g. 40401 no such subject, 40403 the schema is not under it) is as final as
+        a version, ids and versions never changing once assigned.
+
+        Raises:
+            RetriableException: If no registry could be reached (nothing is cached then).
+        """
         key = (subject, schema_id)
-        if key not in self._versions:
-            try:
-                self.lookup(subject, schema)
-            except SchemaRegistryError:
-                return None
+        try:
+            return self._versions[key]
+        except KeyError:
+            pass
+        try:
+            found = self.lookup(subject, schema)
+        except SchemaRegistryError:
+            self._versions[key] = None
+            return None
+        if found.id != schema_id:  # the same text registered under another id: not this one
+            self._versions[key] = None
         return self._versions.get(key)
 
     def schema_by_id(self, schema_id: int) -> str:
