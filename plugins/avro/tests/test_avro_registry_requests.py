@@ -202,3 +202,26 @@ def test_an_unknown_schema_id_fails_the_record_naming_the_id_and_topic(
         assert "Error retrieving Avro value schema for id 987654" in message
         assert "40403" in message  # the registry's answer stays in the message
     conv.close()
+
+
+def test_latest_cache_size_bounds_the_subjects_kept(
+    registry: SchemaRegistry, topic_name: str
+) -> None:
+    v1 = order_schema().build()
+    topics = [f"{topic_name}-a", f"{topic_name}-b"]
+    for topic in topics:
+        converter(registry.url).from_connect_data(topic, v1, Struct(v1).put("id", 0))
+    lookup_only = {"auto.register.schemas": "false", "use.latest.version": "true"}
+    one = converter(registry.url, **lookup_only, **{"latest.cache.size": "1"})
+    both = converter(registry.url, **lookup_only)
+    registry.requests.clear()
+    for i in range(3):
+        for topic in topics:
+            one.from_connect_data(topic, v1, Struct(v1).put("id", i))
+            both.from_connect_data(topic, v1, Struct(v1).put("id", i))
+    # Room for one subject: alternating between two fetches each time (3 x 2); the default
+    # size keeps both (1 each).
+    for topic in topics:
+        assert registry.requests[f"GET /subjects/{topic}-value/versions/latest"] == 3 + 1
+    one.close()
+    both.close()
