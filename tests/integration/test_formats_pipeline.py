@@ -3,18 +3,22 @@ evolution against the dev Schema Registry, with plugins loaded from their own ve
 
 from __future__ import annotations
 
+import io
 import json
+import struct
 import time
 from pathlib import Path
 
+import fastavro
 import httpx
 import pytest
 
+from core.dev.schema_registry import SchemaRegistry
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
-from tests.support.kafka import read_all, wait_for
+from tests.support.kafka import produce, read_all, wait_for
 from tests.support.plugins import catalogue_with
 
 pytestmark = pytest.mark.integration
@@ -345,3 +349,74 @@ def test_avro_field_name_java_refuses_fails_the_task_unless_scrubbed(
     ).json()
     assert json.loads(latest["schema"])["fields"] == [{"name": "outer_line", "type": "string"}]
     assert [m.value()[5:] for m in messages] == [b"\x0cline %d" % i for i in range(3)]
+
+
+_ORDER = {
+    "type": "record",
+    "name": "Order",
+    "namespace": "com.acme",
+    "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}],
+}
+
+
+def _orders(schema_id: int, start: int, count: int) -> list[bytes]:
+    """Confluent wire format written by hand with fastavro (a non-Connect producer)."""
+    parsed = fastavro.parse_schema(_ORDER)
+    values = []
+    for i in range(start, start + count):
+        out = io.BytesIO()
+        out.write(struct.pack(">bI", 0, schema_id))
+        fastavro.schemaless_writer(out, parsed, {"id": i, "item": f"n{i}"})
+        values.append(out.getvalue())
+    return values
+
+
+def test_avro_sink_reading_another_subjects_schema_asks_the_registry_once_and_survives_it_down(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """Data registered under com.acme.Order (RecordNameStrategy), read by a FileStreamSink
+    whose AvroConverter keeps TopicNameStrategy: one lookup of <topic>-value for the id, not
+    one per record, and the task goes on converting with the registry stopped."""
+    registry = SchemaRegistry(bootstrap_servers, topic=f"_schemas-{topic_name}").start()
+    try:
+        schema_id = int(
+            httpx.post(
+                f"{registry.url}/subjects/com.acme.Order/versions",
+                json={"schema": json.dumps(_ORDER)},
+                headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+            ).json()["id"]
+        )
+        produce(bootstrap_servers, topic_name, _orders(schema_id, 0, 3000))
+        out = tmp_path / "orders.txt"
+        worker = _worker(catalogue, bootstrap_servers)
+        name = f"orders-{topic_name}"
+        worker.start_connector(
+            name,
+            {
+                "name": name,
+                "connector.class": "FileStreamSink",
+                "topics": topic_name,
+                "file": str(out),
+                "value.converter": "io.confluent.connect.avro.AvroConverter",
+                "value.converter.schema.registry.url": registry.url,
+            },
+        )
+        worker.start_task(name, 0, worker.task_configs(name)[0])
+
+        def lines() -> int:
+            return len(out.read_text().splitlines()) if out.exists() else 0
+
+        try:
+            wait_for(lambda: lines() >= 3000, 60, "3000 records in the file")
+            assert registry.requests[f"POST /subjects/{topic_name}-value"] == 1
+            assert registry.requests[f"GET /schemas/ids/{schema_id}"] == 1
+            registry.stop()
+            produce(bootstrap_servers, topic_name, _orders(schema_id, 3000, 500))
+            wait_for(lambda: lines() >= 3500, 60, "3500 records in the file")
+            assert worker.status.task(name, 0).state is State.RUNNING
+        finally:
+            worker.stop()
+        written = out.read_text().splitlines()
+        assert len(written) == 3500 and "n3499" in written[-1], written[-1]
+    finally:
+        registry.stop()
