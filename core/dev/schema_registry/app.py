@@ -111,6 +111,7 @@ def create_app(
         ) -> Response:
             counts[f"{request.method} {request.url.path}"] += 1
             return await call_next(request)
+
     lock = store.lock
     writing = threading.Lock()
 
