@@ -119,7 +119,7 @@ def run_distributed(worker_file: str) -> int:
         server = RestServer(herder, herder.config, herder.extensions)
         server.start()
         herder.worker_id = server.worker_id
-        herder.url = server.url
+        herder.url = server.advertised_url
         herder.start()
         interval = herder.config.get("offset.flush.interval.ms") / 1000
         while not stopped.wait(max(MIN_TICK_S, min(interval, SERVE_TICK_S))):

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-_LISTENING = re.compile(r"REST server listening on (https?://\S+)")
+_LISTENING = re.compile(r"REST server listening on (https?://[^\s,]+)")
 
 
 def host_pids(prefix: str) -> dict[int, str]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+from collections.abc import Sequence
 from pathlib import Path
 
 from cryptography import x509
@@ -30,10 +31,11 @@ def certificate(
     issuer: tuple[x509.Certificate, Key] | None = None,
     *,
     ca: bool = False,
-    hosts: bool = True,
+    hosts: bool | Sequence[str] = True,
 ) -> x509.Certificate:
     """A certificate for ``key``, signed by ``issuer`` (its certificate and key) or by itself;
-    ``ca`` marks a certificate authority, ``hosts`` names localhost and 127.0.0.1."""
+    ``ca`` marks a certificate authority, ``hosts`` names localhost and 127.0.0.1 (or the
+    host names and IP addresses listed)."""
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     issuer_name, signer = (issuer[0].subject, issuer[1]) if issuer else (name, key)
     now = datetime.datetime.now(datetime.UTC)
@@ -47,17 +49,22 @@ def certificate(
         .not_valid_after(now + datetime.timedelta(days=1))
     )
     if hosts:
+        names = ("localhost", "127.0.0.1") if hosts is True else hosts
         builder = builder.add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
+            x509.SubjectAlternativeName([_general_name(n) for n in names]), critical=False
         )
     if ca:
         builder = builder.add_extension(
             x509.BasicConstraints(ca=True, path_length=None), critical=True
         )
     return builder.sign(signer, hashes.SHA256())
+
+
+def _general_name(name: str) -> x509.GeneralName:
+    try:
+        return x509.IPAddress(ipaddress.ip_address(name))
+    except ValueError:
+        return x509.DNSName(name)
 
 
 def write_pem(path: Path, key: Key | None, *certs: x509.Certificate) -> Path:
@@ -76,12 +83,17 @@ def write_pem(path: Path, key: Key | None, *certs: x509.Certificate) -> Path:
     return path
 
 
-def make_certs(directory: Path) -> None:
-    """ca.pem; server.pem and client.pem (key and certificate chain) signed by the CA."""
+def make_certs(directory: Path, server_hosts: Sequence[str] | None = None) -> None:
+    """ca.pem; server.pem and client.pem (key and certificate chain) signed by the CA;
+    ``server_hosts``: the only names of server.pem (default: localhost and 127.0.0.1)."""
     directory.mkdir(parents=True, exist_ok=True)
     ca_key = new_key()
     ca = certificate("copycat test CA", ca_key, ca=True, hosts=False)
     write_pem(directory / "ca.pem", None, ca)
     for name in ("server", "client"):
         key = new_key()
-        write_pem(directory / f"{name}.pem", key, certificate(name, key, (ca, ca_key)), ca)
+        hosts: bool | Sequence[str] = True
+        if name == "server" and server_hosts is not None:
+            hosts = server_hosts
+        cert = certificate(name, key, (ca, ca_key), hosts=hosts)
+        write_pem(directory / f"{name}.pem", key, cert, ca)
