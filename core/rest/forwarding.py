@@ -13,15 +13,17 @@ this module repeats the request there, with Kafka's hidden ``forward`` query par
 
 No leader known (a rebalance is under way): 409 "Cannot complete request momentarily due to
 no known leader URL...". The answer of the worker that served the request is passed back as
-it is (status, body, ``Location``). Runs on a REST threadpool thread; waits up to Kafka's
-90-second request timeout. Requests go through the herder's own client (``internal_http``,
-see :func:`use_client`), never a client made per request.
+it is (status, body), but a ``Location`` is this worker's: Kafka's ConnectorsResource builds it
+from the URI the client called, not from the other worker's address. Runs on a REST threadpool
+thread; waits up to Kafka's 90-second request timeout. Requests go through the herder's own
+client (``internal_http``, see :func:`use_client`), never a client made per request.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import httpx
 from fastapi import FastAPI, Request, Response
@@ -43,8 +45,6 @@ NO_LEADER = (
 TOO_MANY_HOPS = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
 # Request headers the next worker needs to treat the request as the user's.
 _PASSED_HEADERS = ("content-type", "accept", "authorization")
-# Answer headers passed back to the user.
-_RETURNED_HEADERS = ("location",)
 
 
 def use_client(app: FastAPI, client: httpx.Client | None) -> None:
@@ -86,13 +86,22 @@ async def forward(
     except httpx.HTTPError as err:
         log.warning("forwarding %s %s to %s failed: %s", request.method, request.url.path, url, err)
         return error(500, f"IO Error trying to forward REST request: {type(err).__name__}: {err}")
-    returned = {k: answer.headers[k] for k in _RETURNED_HEADERS if k in answer.headers}
+    returned = {}
+    if "location" in answer.headers:
+        returned["location"] = _here(request, answer.headers["location"])
     return Response(
         content=answer.content,
         status_code=answer.status_code,
         headers=returned,
         media_type=answer.headers.get("content-type"),
     )
+
+
+def _here(request: Request, location: str) -> str:
+    """``location`` (another worker's ``Location``) on the base URI of ``request``."""
+    parts = urlsplit(location)
+    path = parts.path + (f"?{parts.query}" if parts.query else "")
+    return str(request.base_url).rstrip("/") + path
 
 
 def _raw_path(request: Request) -> str:

@@ -105,6 +105,64 @@ def test_followers_reach_the_leader_at_its_advertised_host_name(
         cluster.stop()
 
 
+def test_the_advertised_listener_is_the_one_forwarded_to_and_location_is_the_callers(
+    broker: KafkaCluster, bundled_plugin_path: Path, tmp_path: Path
+) -> None:
+    certs = tmp_path / "certs"
+    make_certs(certs)
+    cluster = DistributedCluster(
+        tmp_path,
+        broker.bootstrap_servers,
+        bundled_plugin_path,
+        WORKERS,
+        extra={
+            "listeners": "http://127.0.0.1:0,https://127.0.0.1:0",
+            "rest.advertised.listener": "https",
+            **_tls(certs),
+        },
+    )
+    try:
+        cluster.start()
+        leader = cluster.leader()
+        follower = 1 - leader
+        https = []
+        for worker in cluster.workers:
+            found = _LISTENING.search(worker.text())
+            assert found is not None, worker.text()[-2000:]
+            https.append(found.group(2))
+        topic = f"{cluster.group}-loc"
+        broker.create_topic(topic, CONNECTORS)
+        # Through the follower's http listener, as a client behind a proxy calls it.
+        host = {"Host": "connect.example.com"}
+        created = cluster.request(
+            "POST",
+            "/connectors",
+            follower,
+            headers=host,
+            json={"name": "loc-0", "config": _sink(tmp_path, "loc-0", topic)},
+        )
+        assert created.status_code == 201, created.text
+        assert created.headers["location"] == "http://connect.example.com/connectors/loc-0"
+        put = cluster.request(
+            "PUT",
+            "/connectors/loc%201/config",
+            follower,
+            headers=host,
+            json=_sink(tmp_path, "loc-1", topic),
+        )
+        assert put.status_code == 201, put.text
+        assert put.headers["location"] == "http://connect.example.com/connectors/loc%201"
+        assert f"leader {https[leader]})" in cluster.workers[follower].text()
+        owners = {
+            cluster.wait_running(name, 1)["connector"]["worker_id"] for name in ("loc-0", "loc 1")
+        }
+        assert owners <= {url.split("://", 1)[1] for url in https}, owners
+        assert "forward" not in cluster.warnings()
+        assert "sending task configs" not in cluster.warnings()
+    finally:
+        cluster.stop()
+
+
 def test_an_ipv6_listener_names_its_worker_as_a_uri_names_its_host(
     broker: KafkaCluster, bundled_plugin_path: Path, tmp_path: Path
 ) -> None:
