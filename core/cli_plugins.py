@@ -140,6 +140,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     for r in rows:
         lock = "locked" if r["locked"] else "no lock"
         broken = f", BROKEN: {r['broken']}" if r["broken"] else ""
+        if r.get("incompatible"):
+            broken += f", INCOMPATIBLE: {r['incompatible']}"
         print(f"{r['name']} {r['version']}  [{r['made_by']}, {lock}{broken}]  {r['location']}")
         for p in r["plugins"]:
             print(f"    {p['name']:<36} {p['type']:<16} {p['version']}")

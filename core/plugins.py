@@ -31,9 +31,15 @@ from packaging.version import InvalidVersion, Version
 from core.plugin_versions import plugin_version_key, requirement
 from core.runtime.spec import PluginRef
 from isolation import HostClient
-from isolation.environment import MANIFEST_NAME, PluginDescriptor, PluginEnvironment
+from isolation.environment import (
+    ENTRY_POINT_GROUPS,
+    MANIFEST_NAME,
+    EntryPointInfo,
+    PluginDescriptor,
+    PluginEnvironment,
+)
 from plugin_api import ConfigException, ConnectException
-from registry.installer import rebuild_from_lock, scan
+from registry.installer import incompatible_api, rebuild_from_lock, scan
 from registry.locks import interpreter_changed
 
 log = logging.getLogger("copycat.plugins")
@@ -92,6 +98,17 @@ def _names(plugin: PluginDescriptor) -> set[str]:
     return names
 
 
+def _entry_point_names(ep: EntryPointInfo) -> set[str]:
+    """The names a config may use for an entry point's class, from its metadata alone."""
+    module, _, attr = ep.value.partition(":")
+    full = f"{module}.{attr}" if attr else module
+    simple = full.rsplit(".", 1)[-1]
+    names = {ep.name, ep.value, full, simple}
+    if simple.endswith("Connector") and simple != "Connector":
+        names.add(simple[: -len("Connector")])
+    return names
+
+
 def _version_key(version: str) -> tuple[int, Version | str]:
     try:
         return (1, Version(version))
@@ -114,7 +131,16 @@ class _Snapshot:
         # never imported) -> (location, why it is unusable): a config naming one hears that
         # the plugin is installed but does not load, and why, not that it is not installed.
         self.unusable: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        # Names the entry points of locations whose plugin API range excludes this runtime's
+        # declare -> (entry point kind, version, location, why): not offered, so an unpinned
+        # config gets an older compatible version, and a pin naming one hears why not.
+        self.incompatible: dict[str, list[tuple[str, str, str, str]]] = defaultdict(list)
+        self.incompatible_envs: dict[str, str] = {}
         for env in environments:
+            mismatch = incompatible_api(env)
+            if mismatch is not None:
+                self._note_incompatible(env, mismatch)
+                continue
             try:
                 found = env.catalogue()
             except Exception as exc:  # noqa: BLE001 - one bad location never fails the worker
@@ -157,14 +183,36 @@ class _Snapshot:
         except Exception:  # noqa: BLE001 - unreadable metadata: nothing to name
             return
         for ep in eps:
-            module, _, attr = ep.value.partition(":")
-            full = f"{module}.{attr}" if attr else module
-            simple = full.rsplit(".", 1)[-1]
-            names = {ep.name, ep.value, full, simple}
-            if simple.endswith("Connector") and simple != "Connector":
-                names.add(simple[: -len("Connector")])
-            for name in names:
+            for name in _entry_point_names(ep):
                 self.unusable[name].append((str(env.location), why))
+
+    def _note_incompatible(self, env: PluginEnvironment, why: str) -> None:
+        """``env`` needs another plugin API: indexed by name with each component's version
+        (from a manifest an earlier scan wrote, else its distribution's), never probed."""
+        location = str(env.location)
+        self.incompatible_envs[location] = why
+        try:
+            manifest = env.read_manifest() or {}
+            eps = env.entry_points()
+        except Exception:  # noqa: BLE001 - unreadable metadata: nothing to name
+            return
+        versions = {
+            entry.get("target"): entry.get("version")
+            for entry in manifest.get("plugins", [])
+            if manifest.get("fingerprint") == env.fingerprint()
+        }
+        for ep in eps:
+            version = str(versions.get(ep.value) or ep.version)
+            for name in _entry_point_names(ep):
+                self.incompatible[name].append(
+                    (ENTRY_POINT_GROUPS[ep.group], version, location, why)
+                )
+
+    def incompatible_with(self, name: str, kinds: Sequence[str]) -> list[tuple[str, str, str, str]]:
+        """The incompatible components ``name`` names among ``kinds`` (a connector's entry
+        point is of kind ``connector``, which both source and sink look up)."""
+        wanted = set(kinds) | ({"connector"} if {"source", "sink"} & set(kinds) else set())
+        return [entry for entry in self.incompatible.get(name, []) if entry[0] in wanted]
 
     def preference(
         self, plugin: PluginDescriptor
@@ -179,7 +227,12 @@ class _Snapshot:
 
     def warnings(self) -> dict[tuple[str, ...], str]:
         """What an operator should hear about this plugin.path, keyed by what it is about."""
-        out = {}
+        out: dict[tuple[str, ...], str] = {}
+        for location, why in self.incompatible_envs.items():
+            out[("incompatible", location, why)] = (
+                f"plugin location {location} is not used: {why}; its plugins are not offered "
+                "(other installed versions of them are used instead)"
+            )
         for locations, plugins in self.duplicates.items():
             by_location = {
                 p.location: p
@@ -351,6 +404,16 @@ class PluginCatalogue:
                     f"Not a {_KIND_NAMES[kind]} (it is installed as a "
                     f"{' and as a '.join(other_kinds)})",
                 )
+            incompatible = snapshot.incompatible_with(name.strip(), kinds)
+            if incompatible:
+                raise ConfigException(
+                    key,
+                    name,
+                    f"plugin {name!r} is installed but cannot run on this runtime: "
+                    + "; ".join(
+                        sorted({f"{why} (at {where})" for _, _, where, why in incompatible})
+                    ),
+                )
             broken = snapshot.unusable.get(name.strip())
             if broken:
                 raise ConfigException(
@@ -374,6 +437,20 @@ class PluginCatalogue:
             pinned = [p for p in candidates if allowed(p.version)]
             if not pinned:
                 have = ", ".join(sorted(p.version for p in candidates))
+                refused = sorted(
+                    {
+                        f"{why} (at {where})"
+                        for _, v, where, why in snapshot.incompatible_with(name.strip(), kinds)
+                        if allowed(v)
+                    }
+                )
+                if refused:
+                    raise ConfigException(
+                        version_key,
+                        version,
+                        f"the version of {name} it names cannot run on this runtime: "
+                        f"{'; '.join(refused)}; versions this runtime can run: {have}",
+                    )
                 raise ConfigException(
                     version_key, version, f"{name} is installed only in versions {have}"
                 )

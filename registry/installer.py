@@ -515,19 +515,52 @@ def runtime_api_version() -> str | None:
     return getattr(plugin_api, "__version__", None) or _installed_api_version()
 
 
-def _check_plugin_api(env: PluginEnvironment, primary: str) -> None:
+def _plugin_api_mismatch(env: PluginEnvironment, distribution: str) -> str | None:
+    """Why ``distribution`` (installed in ``env``) cannot run on this runtime's plugin API: its
+    ``copycat-plugin-api`` requirement excludes the runtime's version. None if it accepts it
+    (or states no range). Read from the env's metadata, without importing plugin code."""
     runtime_version = runtime_api_version()
-    for text in env.requirements_of(primary):
-        req = Requirement(text)
+    if not runtime_version:
+        return None
+    for text in env.requirements_of(distribution):
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
         if canonicalize_name(req.name) != PLUGIN_API_DISTRIBUTION:
             continue
         if req.marker is not None and not req.marker.evaluate({"extra": ""}):
             continue
-        if runtime_version and not req.specifier.contains(runtime_version, prereleases=True):
-            raise PluginInstallError(
-                f"{primary} requires {PLUGIN_API_DISTRIBUTION}{req.specifier}, but this runtime "
+        if not req.specifier.contains(runtime_version, prereleases=True):
+            return (
+                f"requires {PLUGIN_API_DISTRIBUTION}{req.specifier}, but this runtime "
                 f"provides {PLUGIN_API_DISTRIBUTION} {runtime_version}"
             )
+    return None
+
+
+def _check_plugin_api(env: PluginEnvironment, primary: str) -> None:
+    why = _plugin_api_mismatch(env, primary)
+    if why is not None:
+        raise PluginInstallError(f"{primary} {why}")
+
+
+def incompatible_api(env: PluginEnvironment) -> str | None:
+    """Why the plugins of ``env`` cannot run on this runtime: a distribution declaring Copycat
+    entry points requires a ``copycat-plugin-api`` range that excludes this runtime's (what
+    :func:`install` refuses; a plain pip install, or a newer Copycat sharing plugin.path, puts
+    it there anyway). ``"<name> <version> requires ..., but this runtime provides ..."``, or
+    None. Reads metadata only (importlib.metadata on the env's packages): no plugin code runs,
+    no host starts."""
+    try:
+        declaring = sorted({(ep.distribution, ep.version) for ep in env.entry_points()})
+    except (PluginEnvironmentError, OSError):
+        return None  # unreadable: the scan reports it as unusable instead
+    for distribution, version in declaring:
+        why = _plugin_api_mismatch(env, distribution)
+        if why is not None:
+            return f"{distribution} {version} {why}"
+    return None
 
 
 def _installed_api_version() -> str | None:

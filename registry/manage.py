@@ -27,6 +27,7 @@ from registry.installer import (
     PluginInstallError,
     PluginNotFoundError,
     find,
+    incompatible_api,
     install,
     primary_name,
     remove,
@@ -163,10 +164,13 @@ def made_by(env: PluginEnvironment, manifest: dict[str, Any]) -> str:
 def describe(env: PluginEnvironment) -> dict[str, Any]:
     """One row of ``plugins list``: the location, what made it, its lock and its plugins, and
     why it is ``broken`` (None if it is not; a broken location is described from the manifest
-    it last had, and the worker offers none of its plugins)."""
+    it last had, and the worker offers none of its plugins), and why it is ``incompatible``
+    (its ``copycat-plugin-api`` range excludes this runtime's: the worker offers none of its
+    plugins either; described from its metadata and any manifest it has, never probed)."""
     broken = env.broken()
+    incompatible = incompatible_api(env) if broken is None else None
     manifest = None
-    if broken is None:
+    if broken is None and incompatible is None:
         try:
             manifest = env.current_manifest()
         except PluginEnvironmentError as exc:
@@ -175,11 +179,16 @@ def describe(env: PluginEnvironment) -> dict[str, Any]:
         manifest = env.read_manifest() or {}
     primary = primary_name(manifest)
     dists = manifest.get("distributions", {})
+    if incompatible is not None and not primary:
+        # Never probed: named after the distribution declaring its entry points.
+        declaring = sorted({(ep.distribution, ep.version) for ep in env.entry_points()})
+        if declaring:
+            primary, dists = declaring[0][0], dict(declaring)
     return {
         "location": str(env.location),
         "name": primary or env.location.name,
         "version": dists.get(primary, "") if primary else "",
-        "made_by": made_by(env, manifest),
+        "made_by": made_by(env, {**manifest, "primary": primary} if primary else manifest),
         "layout": env.layout,
         "locked": env.locked,
         "index_url": manifest.get("index_url"),
@@ -194,6 +203,7 @@ def describe(env: PluginEnvironment) -> dict[str, Any]:
             for p in manifest.get("plugins", [])
         ],
         "broken": broken,
+        "incompatible": incompatible,
     }
 
 

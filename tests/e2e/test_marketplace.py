@@ -826,3 +826,48 @@ def test_upgrading_to_a_release_whose_version_was_not_bumped_warns(
     err = " ".join(captured.err.split())
     assert err.startswith(f"WARNING: {name} 1.0.1"), err
     assert f"{own / f'{name}-1.0.0'}: {module}.Source 1.0.0" in err, err
+
+
+def test_a_version_needing_another_plugin_api_is_not_offered_over_rest(
+    worker: RestWorker, broker: KafkaCluster, bootstrap_servers: str, tmp_path: Path
+) -> None:
+    """What `plugins install` refuses (a copycat-plugin-api range excluding this runtime's)
+    put into plugin.path by plain uv: GET /connector-plugins does not list it, a connector
+    naming no version runs the older compatible one, and one pinning it is a 400 saying why."""
+    uid = _uid()
+    name = f"gated-{uid}"
+    class_name = f"{name.replace('-', '_')}.Source"
+    own = _own_path(worker)
+    newer = source_plugin_wheel(
+        tmp_path / "w2",
+        name,
+        "2.0",
+        body='PREFIX = "needs-api-99-"\n',
+        requires=["copycat-plugin-api>=99,<100"],
+    )
+    venv = own / f"{name}-2.0"
+    subprocess.run(["uv", "venv", "-q", "--python", sys.executable, str(venv)], check=True)
+    subprocess.run(
+        ["uv", "pip", "install", "-q", "--offline", "--no-deps"]
+        + ["--python", str(venv / "bin" / "python"), str(newer)],
+        check=True,
+    )
+    install(str(source_plugin_wheel(tmp_path / "w1", name, "1.0")), own, offline=True)
+    with worker.client() as http:
+        found = wait_for(partial(_listed, http, class_name), what=f"{class_name} listed")
+        assert found == [{"class": class_name, "type": "source", "version": "1.0"}]
+        topic = _run_source(http, broker, f"c-{name}", class_name)
+        assert _values(bootstrap_servers, topic, 5) == [f"{name}-{n}" for n in range(1, 6)]
+
+        config = {"connector.class": class_name, "topic": topic, "connector.plugin.version": "2.0"}
+        r = http.post("/connectors", json={"name": f"pinned-{name}", "config": config})
+        assert r.status_code == 400, r.text
+        message = r.json()["message"]
+        assert f"{name} 2.0 requires copycat-plugin-api<100,>=99" in message, message
+        assert "this runtime provides copycat-plugin-api" in message and str(venv) in message
+        rows = [row for row in http.get("/admin/plugins").json() if row["name"] == name]
+        assert sorted((row["version"], bool(row["incompatible"])) for row in rows) == [
+            ("1.0", False),
+            ("2.0", True),
+        ], rows
+    assert any(str(venv) in line and "is not used" in line for line in worker.log_lines)

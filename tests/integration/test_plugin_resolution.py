@@ -261,3 +261,81 @@ def test_a_release_whose_version_was_not_bumped_is_used_over_the_one_before_with
     assert catalogue.resolve("connector", "same_ver.Source").location == used
     [warning] = _warnings(caplog)
     assert f"{used} is used" in warning and "newest package" in warning, warning
+
+
+def test_a_version_needing_another_plugin_api_is_not_offered_and_an_older_one_is_used(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A plain pip venv holds what `plugins install` refuses: a release whose
+    copycat-plugin-api range excludes this runtime's (a newer plugin, or what a newer Copycat
+    installed into a shared plugin.path). The worker reads that range from the env's metadata
+    (no probe, no plugin code run), does not offer the env, warns once naming it, and uses the
+    older version beside it; a pin naming the newer one hears why it cannot have it."""
+    from registry.installer import runtime_api_version
+
+    runtime = runtime_api_version()
+    plugins = tmp_path / "plugins.d"
+    old = install(str(_wheel(tmp_path / "w1", "api-gated", "1.0.0")), plugins, offline=True)
+    newer = source_plugin_wheel(
+        tmp_path / "w2",
+        "api-gated",
+        "2.0.0",
+        # It loads, but uses what only a plugin API this runtime lacks has.
+        body=MASK.replace(
+            "    def apply",
+            "    def configure(self, props):\n"
+            "        from plugin_api import feature_of_api_99  # noqa: F401\n\n    def apply",
+        ),
+        requires=["copycat-plugin-api>=99,<100"],
+        entry_points={
+            "copycat.connectors": {"api_gated-source": "api_gated:Source"},
+            "copycat.transforms": {"Mask": "api_gated:Mask"},
+        },
+    )
+    pip_env = _plain_venv(plugins / "api-gated-2.0.0", newer).resolve()
+
+    caplog.set_level(logging.WARNING, logger="copycat.plugins")
+    catalogue = PluginCatalogue.scan([plugins])
+    assert {(p.class_name, p.version, p.location) for p in catalogue.plugins} == {
+        ("api_gated.Source", "1.0.0", str(old.location)),
+        ("api_gated.Mask", "undefined", str(old.location)),  # Mask has no version()
+    }
+    for kind, name in (("connector", "api_gated.Source"), ("transformation", "api_gated.Mask")):
+        assert catalogue.resolve(kind, name).location == str(old.location)
+    [warning] = [w for w in _warnings(caplog) if str(pip_env) in w]
+    assert "api-gated 2.0.0 requires copycat-plugin-api<100,>=99" in warning, warning
+    assert f"this runtime provides copycat-plugin-api {runtime}" in warning, warning
+    assert not (pip_env / "copycat-plugin.json").exists()  # never probed
+
+    with pytest.raises(ConfigException) as raised:
+        catalogue.resolve("connector", "api_gated.Source", "2.0.0")
+    message = str(raised.value)
+    assert "connector.plugin.version" in message, message
+    assert "api-gated 2.0.0 requires copycat-plugin-api<100,>=99" in message, message
+    assert f"this runtime provides copycat-plugin-api {runtime}" in message, message
+    assert str(pip_env) in message and "1.0.0" in message, message
+
+    # Warned about once; still not offered after a rescan.
+    caplog.clear()
+    catalogue.refresh(force=True)
+    assert _warnings(caplog) == []
+    assert catalogue.resolve("connector", "Source").location == str(old.location)
+
+    # With the older version gone, the name is installed but unusable, and says why.
+    shutil.rmtree(old.location)
+    catalogue.refresh(force=True)
+    with pytest.raises(ConfigException) as raised:
+        catalogue.resolve("connector", "api_gated.Source")
+    message = str(raised.value)
+    assert "installed but cannot run on this runtime" in message, message
+    assert "requires copycat-plugin-api<100,>=99" in message and str(pip_env) in message
+
+    # `plugins list` (and GET /admin/plugins, the same rows) says so too.
+    row = describe(PluginEnvironment(pip_env))
+    assert (row["name"], row["version"]) == ("api-gated", "2.0.0"), row
+    assert "requires copycat-plugin-api<100,>=99" in row["incompatible"], row
+    assert row["broken"] is None, row
+    capsys.readouterr()
+    assert cli_main(["plugins", "--plugin-path", str(plugins), "list"]) == 0
+    listed = " ".join(capsys.readouterr().out.split())
+    assert "api-gated 2.0.0 [uv venv, no lock, INCOMPATIBLE: api-gated 2.0.0 requires" in listed
