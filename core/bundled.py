@@ -18,6 +18,8 @@ REST must not wait for them to answer: building four wheels and four envs took ~
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import logging
 import os
@@ -27,13 +29,13 @@ import threading
 import time
 import tomllib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from registry.installer import find, install, run_uv
+from registry.installer import PluginInstallError, find, install, run_uv
 
 log = logging.getLogger("copycat.bundled")
 
@@ -45,6 +47,9 @@ PARALLEL_INSTALLS = 4
 # Niceness of the background install of missing bundled plugins (0 = normal, 19 = lowest):
 # low enough that REST start-up and running tasks win the CPU.
 BACKGROUND_NICENESS = 10
+# The lock file (hidden: scans skip it) a process installing the bundled plugins holds in the
+# plugin.path dir it installs into.
+INSTALL_LOCK_NAME = ".copycat-bundled-install.lock"
 # Source files that do not change what a plugin's wheel holds.
 _IGNORED_PARTS = frozenset({"tests", "__pycache__", ".pytest_cache", "dist", "build"})
 
@@ -148,23 +153,55 @@ def missing_bundled(plugin_path: Path | Sequence[Path]) -> list[tuple[str, str]]
     return [(n, v) for n, v in wanted if not find(_paths(plugin_path), f"{n}=={v}")]
 
 
+@contextlib.contextmanager
+def _install_lock(target: Path) -> Iterator[None]:
+    """Hold the bundled-install lock of plugin.path dir ``target`` (an exclusive ``flock`` on a
+    hidden file there, which plugin scans skip): the workers of a group started together on
+    one plugin.path install the bundled plugins one at a time, the later ones finding them
+    installed, instead of each building them and all but the first failing at the rename."""
+    target.mkdir(parents=True, exist_ok=True)
+    with open(target / INSTALL_LOCK_NAME, "a") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("waiting for another process installing the bundled plugins into %s", target)
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
 def ensure_bundled_plugins(plugin_path: Path | Sequence[Path]) -> list[Path]:
     """Install each bundled plugin found in none of the plugin.path dirs into the first (in
     parallel), from the prebuilt wheelhouse; dependencies come from the default index or uv's
-    cache."""
-    missing = missing_bundled(plugin_path)
-    target = _paths(plugin_path)[0]
-    if not missing:
+    cache. Safe to run in several processes at once (:func:`_install_lock`; where the lock does
+    not reach, e.g. a plugin.path shared over a network filesystem, a version another process
+    installed meanwhile counts as installed, not as a failure)."""
+    if not missing_bundled(plugin_path):
         return []
-    wheelhouse = bundled_wheelhouse()
+    target = _paths(plugin_path)[0]
+    with _install_lock(target):
+        missing = missing_bundled(plugin_path)  # another process may have installed them
+        if not missing:
+            log.info("the bundled plugins were installed into %s by another process", target)
+            return []
+        wheelhouse = bundled_wheelhouse()
 
-    def one(name: str, version: str) -> Path:
-        log.info("installing bundled plugin %s %s into %s", name, version, target)
-        return install(f"{name}=={version}", target, find_links=[str(wheelhouse)]).location
+        def one(name: str, version: str) -> Path:
+            log.info("installing bundled plugin %s %s into %s", name, version, target)
+            try:
+                return install(f"{name}=={version}", target, find_links=[str(wheelhouse)]).location
+            except (PluginInstallError, OSError):
+                there = find(_paths(plugin_path), f"{name}=={version}")
+                if not there:
+                    raise
+                log.info("bundled plugin %s %s was installed by another process", name, version)
+                return there[0].location
 
-    with ThreadPoolExecutor(PARALLEL_INSTALLS, thread_name_prefix="bundled-install") as pool:
-        futures = [pool.submit(one, n, v) for n, v in missing]
-        return [f.result() for f in futures]
+        with ThreadPoolExecutor(PARALLEL_INSTALLS, thread_name_prefix="bundled-install") as pool:
+            futures = [pool.submit(one, n, v) for n, v in missing]
+            return [f.result() for f in futures]
 
 
 def install_bundled_in_background(plugin_path: Path | Sequence[Path]) -> threading.Thread | None:
