@@ -18,7 +18,10 @@ a lock cannot be shipped (there is nothing to rebuild it from): the task fails n
 
 Archives are staged in one directory per Spark application that lives as long as the process:
 Spark serves them from there to executors that start later (after an executor is lost, its
-replacement fetches every archive added so far).
+replacement fetches every archive added so far). The process removes it when it exits; a
+process that cannot (``kill -9``, a crash) leaves it behind, so each directory names its owner
+(pid and start time, in :data:`OWNER_FILE`) and a Shipper that starts removes those whose owner
+is gone: crashes and restarts do not pile archives up in the temp directory.
 
 Threads: :meth:`Shipper.ship` is called by task runner threads, concurrently; one lock makes
 each environment ship once.
@@ -29,6 +32,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
 import shutil
 import tarfile
 import tempfile
@@ -41,7 +45,7 @@ from isolation.environment import LOCK_NAME, TARGET_DIR, VENV, ZIPAPP, PluginEnv
 from plugin_api import ConfigException
 from registry.locks import export_wheelhouse
 
-__all__ = ["SHIPPED_MANIFEST", "Shipper", "archive_name"]
+__all__ = ["OWNER_FILE", "SHIPPED_MANIFEST", "STAGING_PREFIX", "Shipper", "archive_name"]
 
 log = logging.getLogger("copycat.spark.shipping")
 
@@ -49,6 +53,10 @@ log = logging.getLogger("copycat.spark.shipping")
 SHIPPED_MANIFEST = "copycat-shipped.json"
 # Where a zipapp or a --target directory sits inside its archive.
 PAYLOAD_DIR = "payload"
+# A staging directory's name starts with this; OWNER_FILE in it: "<pid> <start time>" of the
+# process it belongs to.
+STAGING_PREFIX = "copycat-spark-ship-"
+OWNER_FILE = "owner"
 
 
 def archive_name(env_hash: str) -> str:
@@ -63,7 +71,10 @@ class Shipper:
         self._sc = spark_context
         self._lock = threading.Lock()
         self._shipped: dict[str, str] = {}  # env hash -> archive name
-        self._staging = Path(tempfile.mkdtemp(prefix="copycat-spark-ship-"))
+        root = Path(tempfile.gettempdir())
+        remove_orphans(root)
+        self._staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
+        (self._staging / OWNER_FILE).write_text(_owner(os.getpid()))
         atexit.register(shutil.rmtree, self._staging, True)
 
     def ship(self, spec: TaskSpec, environment: Any) -> dict[str, str]:
@@ -134,3 +145,57 @@ class Shipper:
             archive.stat().st_size,
         )
         return name
+
+
+def remove_orphans(root: Path) -> list[Path]:
+    """Remove this user's staging directories under ``root`` whose owning process is gone (it
+    was killed before it could remove them); return them. A directory without an owner file
+    (being made right now, or staged by an older Copycat) is left alone."""
+    removed = []
+    for staging in root.glob(f"{STAGING_PREFIX}*"):
+        try:
+            if not staging.is_dir() or staging.stat().st_uid != os.getuid():
+                continue
+            owner = (staging / OWNER_FILE).read_text()
+        except OSError:
+            continue
+        if _owner_alive(owner):
+            continue
+        shutil.rmtree(staging, ignore_errors=True)
+        log.info("removed %s, the plugin shipping directory of a process gone (%s)", staging, owner)
+        removed.append(staging)
+    return removed
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time (clock ticks after boot, /proc/<pid>/stat), None if it is not
+    running (or is a zombie) or the system has no /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] in ("Z", "X") else fields[19]
+
+
+def _owner(pid: int) -> str:
+    return f"{pid} {_start_time(pid) or ''}".strip()
+
+
+def _owner_alive(owner: str) -> bool:
+    """Whether the process an owner file names still runs (the same process: a pid reused
+    by another process has another start time)."""
+    pid_text, _, started = owner.strip().partition(" ")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return True  # not ours to judge
+    if Path("/proc/self/stat").exists():
+        current = _start_time(pid)
+        return current is not None and (not started or current == started)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True
