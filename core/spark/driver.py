@@ -14,7 +14,9 @@ starts (or at start-up when the worker's ``task.runtime`` is ``spark``). It
   task that does not fit fails (distributed: each worker runs what the group assigned it),
   naming the counts, instead of leaving tasks queued forever;
 * answers where a task runs from Spark's status API (job group -> job -> stage -> the
-  running task attempt's executor and host).
+  running task attempt's executor and host);
+* watches the running attempts (a thread, once a second): an attempt whose executor Spark
+  removed, or that stopped reporting, is given up and submitted again.
 
 Threads: task runner threads submit jobs and ship; REST threads (through the worker) reserve
 slots; the control server's threads call :meth:`_handle`. A lock guards the registries.
@@ -56,8 +58,8 @@ log = logging.getLogger("copycat.spark")
 
 # Spark's monitoring REST API answers from the driver's own UI server, in milliseconds.
 STATUS_API_TIMEOUT_S = 5.0
-# How often the watchdog looks for tasks that stopped reporting; a small fraction of
-# task.spark.heartbeat.timeout.ms.
+# How often the watchdog looks for tasks whose executor was lost or that stopped reporting; a
+# small fraction of task.spark.heartbeat.timeout.ms.
 WATCHDOG_INTERVAL_S = 1.0
 # Executors of a new Spark application register with its driver some time after it starts
 # (the cluster manager launches their JVMs; a local-cluster session took ~40 s to build on this
@@ -226,13 +228,21 @@ class SparkDriver:
         return bool(self.sc._jsc is None or self.sc._jsc.sc().isStopped())
 
     def _watch(self) -> None:
-        """Give up attempts that stopped reporting (see SparkTaskRunner.check_alive)."""
+        """Give up attempts whose executor Spark lost, or that stopped reporting (see
+        SparkTaskRunner.check_alive)."""
+        seen: set[str] = set()  # executors Spark listed as active on an earlier tick
         while not self._closed.wait(WATCHDOG_INTERVAL_S):
             with self._lock:
                 runners = list(self._runners.values())
+            lost: set[str] = set()
+            if any(runner.attempt for runner in runners):
+                live = self.executors()
+                if live is not None:
+                    lost = seen - live.keys()
+                    seen = set(live)
             now = time.monotonic()
             for runner in runners:
-                runner.check_alive(now)
+                runner.check_alive(now, lost)
 
     # -- slots ---------------------------------------------------------------------------------
 
@@ -355,6 +365,20 @@ class SparkDriver:
         except (OSError, ValueError) as exc:
             log.debug("Spark status API %s: %s", full, exc)
             return None
+
+    def executors(self) -> dict[str, str] | None:
+        """The application's active executors per Spark's status API: id -> host, as Spark
+        names it (its UI's Executors page); None when the API does not answer. Spark drops
+        an executor from this list as soon as it removes it (its JVM exited, its node was
+        lost)."""
+        found = self._status_api("executors")
+        if found is None:
+            return None
+        return {
+            str(e["id"]): str(e.get("hostPort", "")).rsplit(":", 1)[0]
+            for e in found
+            if "id" in e and e.get("isActive", True)
+        }
 
     def locate(self, group: str) -> Placement | None:
         """Where the running attempt of ``group``'s latest job is, per Spark's status API."""

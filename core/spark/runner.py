@@ -11,16 +11,18 @@ but the task loop runs on an executor (:mod:`core.spark.executor`). The thread:
 2. submits the task as a one-partition Spark job under the task's job group and waits for it:
    the job runs until the task is told to stop (gracefully, with a final offset commit) or
    fails;
-3. when the job ends without the task having stopped or failed (its executor was lost, or it
-   stopped reporting for ``task.spark.heartbeat.timeout.ms``), submits it again: a new
+3. when the job ends without the task having stopped or failed, or the attempt is given up
+   (Spark removed the executor it ran on, or it stopped reporting for
+   ``task.spark.heartbeat.timeout.ms``: its job is cancelled), submits it again: a new
    *attempt*. Each attempt has a number; the worker answers only the current one, so an
    attempt given up for lost that comes back is told to stop and can commit nothing.
 
 Status follows the local runtime's: UNASSIGNED until the executor reports the task started,
-then RUNNING (or PAUSED) with ``worker_id`` naming the executor, its host, the task's Spark
-job group and the worker that drives it (the group's member, in distributed mode); FAILED
-with the executor's trace; UNASSIGNED again (with a trace saying why) while a lost attempt is
-being replaced.
+then RUNNING (or PAUSED) with ``worker_id`` naming the executor, its host (as Spark's UI names
+it), the task's Spark job group and the worker that drives it (the group's member, in
+distributed mode); FAILED with the executor's trace; UNASSIGNED again (with a trace saying why)
+from the moment an attempt is known lost while it is being replaced (an executor Spark removed
+is noticed on the watchdog's next tick, not after the heartbeat timeout).
 
 Threads: the runner's own thread submits and waits; the control server's threads call
 :meth:`on_heartbeat`; the worker's threads set ``paused``/``stopping`` and call
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from core.runtime.spec import TaskSpec
@@ -81,6 +83,7 @@ class SparkTaskRunner(_TaskRunner):
         self._beating = False  # the current attempt has reported at least once
         self._reported_start = False
         self._last_beat = time.monotonic()
+        self._lost: str | None = None  # why the current attempt was given up, if it was
 
     # -- what the worker asks of every task runner --------------------------------------------
 
@@ -152,6 +155,7 @@ class SparkTaskRunner(_TaskRunner):
             self.attempts += 1
             self._beating = self._reported_start = False
             self.placement = None
+            self._lost = None
             self.attempt = self.attempts
             assignment = Assignment(
                 spec=spec,
@@ -171,6 +175,7 @@ class SparkTaskRunner(_TaskRunner):
             except Exception as exc:  # noqa: BLE001 - Spark failed or cancelled the job
                 outcome, detail = "lost", str(exc)[:JOB_FAILURE_CHARS]
             self.attempt = 0
+            lost, self._lost = self._lost, None
             if outcome == STOPPED:
                 return
             if outcome == FAILED:
@@ -189,7 +194,7 @@ class SparkTaskRunner(_TaskRunner):
             )
             self._report(
                 State.UNASSIGNED,
-                f"attempt {self.attempts} of this task on Spark was lost ({outcome}); "
+                f"attempt {self.attempts} of this task on Spark was lost ({lost or outcome}); "
                 f"submitting it again\n{detail}",
             )
             self.stopping.wait(RESUBMIT_BACKOFF_S)
@@ -240,29 +245,59 @@ class SparkTaskRunner(_TaskRunner):
 
     def _task_started(self, body: Mapping[str, Any]) -> None:
         self._reported_start = True
-        where = body.get("where", {})
-        self.placement = self.driver.locate(self.group) or Placement(
-            str(where.get("executor_id", "?")), str(where.get("host", "?"))
-        )
+        self.placement = self.driver.locate(self.group) or self._placement_reported(body)
         log.info("task %s runs on Spark: %s", self.spec.name, self.where)
         if not self.stopping.is_set():
             state = State.PAUSED if self.paused.is_set() else State.RUNNING
             self._report(state, version=self.spec.version)
         self.started.set()
 
-    def check_alive(self, now: float) -> None:
-        """The driver's watchdog: an attempt silent for longer than the heartbeat timeout is
-        given up (fenced) and its job cancelled, so it is submitted again."""
-        timeout = self.driver.settings.heartbeat_timeout_s
-        if self.attempt and self._beating and now - self._last_beat > timeout:
-            log.error(
-                "task %s: attempt %d sent no heartbeat for %.0f s; cancelling its job",
-                self.spec.name,
-                self.attempt,
-                now - self._last_beat,
+    def _placement_reported(self, body: Mapping[str, Any]) -> Placement:
+        """Where the executor says the attempt runs, while Spark's status API does not list the
+        attempt yet: its executor id, and that executor's host as Spark names it (the
+        executor's own host name only if Spark does not list the executor)."""
+        where = body.get("where", {})
+        executor_id = str(where.get("executor_id", "?"))
+        hosts = self.driver.executors() or {}
+        return Placement(executor_id, hosts.get(executor_id) or str(where.get("host", "?")))
+
+    def check_alive(self, now: float, lost_executors: Collection[str] = ()) -> None:
+        """The driver's watchdog: the current attempt is given up (fenced) and its job
+        cancelled, so that it is submitted again, when Spark removed the executor it runs on
+        (``lost_executors``: ids Spark listed before and no longer does), or when it has been
+        silent for longer than the heartbeat timeout (a hung executor, a cut network)."""
+        attempt, placement = self.attempt, self.placement
+        if not attempt:
+            return
+        if placement is not None and placement.executor_id in lost_executors:
+            self._give_up(
+                attempt,
+                f"Spark lost executor {placement.executor_id} on {placement.host}, where it ran",
             )
-            self.attempt = 0
-            self.driver.cancel(self.group)
+        elif self._beating and now - self._last_beat > self.driver.settings.heartbeat_timeout_s:
+            self._give_up(attempt, f"no heartbeat for {now - self._last_beat:.0f} s")
+
+    def _give_up(self, attempt: int, reason: str) -> None:
+        """Fence ``attempt`` (its heartbeats are told it is not current, its commits refused),
+        say so in the task's status at once, and cancel its job: the runner's thread then
+        submits the next attempt."""
+        if self.attempt != attempt:
+            return
+        log.error(
+            "task %s: attempt %d given up (%s); cancelling its Spark job group %s",
+            self.spec.name,
+            attempt,
+            reason,
+            self.group,
+        )
+        self._lost = reason
+        self.attempt = 0
+        if not self.stopping.is_set():
+            self._report(
+                State.UNASSIGNED,
+                f"attempt {attempt} of this task on Spark was lost ({reason}); submitting it again",
+            )
+        self.driver.cancel(self.group)
 
     def _reporter(self, state: State) -> str:
         """Where the task runs (its executor), or this worker once it runs nowhere."""

@@ -270,6 +270,61 @@ def test_kill_9_of_an_executor_mid_run_loses_no_line_of_a_million(
         worker.tmp.joinpath("duplicates.txt").write_text(str(duplicates))
 
 
+def _active_executors(spark: Any) -> dict[str, str]:
+    """Spark's own view (its status API, as its UI shows): active executor id -> host."""
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/executors"
+    executors = httpx.get(url, timeout=10).json()
+    return {
+        e["id"]: e["hostPort"].rsplit(":", 1)[0]
+        for e in executors
+        if e["id"] != "driver" and e.get("isActive", True)
+    }
+
+
+def test_a_task_on_an_executor_killed_leaves_running_at_once_not_after_the_heartbeat_timeout(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+) -> None:
+    plugins = tmp_path / "plugins"
+    _converters(plugin_index, plugins)
+    _, module, _ = probe_plugins(tmp_path, plugins)
+    topic = f"lost-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    # The heartbeat watchdog cannot be what notices: it would wait ten minutes.
+    extra = {"task.spark.heartbeat.timeout.ms": "600000"}
+    with _worker(tmp_path, bootstrap_servers, plugins, **extra) as worker, worker.client() as http:
+        config = {"connector.class": f"{module}.Source", "topic": topic, "interval.ms": "200"}
+        assert http.put(f"/connectors/{module}/config", json=config).status_code == 201
+        status = _wait_state(http, module, "RUNNING", TASK_START_S)
+        runner = _runner(worker, module)
+        wait_for(lambda: runner.remote.get("host_pids"), 30, "the task's plugin host")
+        placement = runner.placement
+        assert placement is not None
+        # worker_id names the executor's host as Spark does (its UI), not the machine's name.
+        hosts = _active_executors(spark)
+        expected = f"executor {placement.executor_id} on {hosts[placement.executor_id]} ("
+        assert expected in status["tasks"][0]["worker_id"], (status, hosts)
+        victim = executor_jvm_of(runner.remote["host_pids"][0])
+        assert victim is not None
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        wait_for(lambda: _task_state(http, module) != "RUNNING", 20, "the task not RUNNING")
+        left_running_s = time.monotonic() - killed
+        task = _status(http, module)["tasks"][0]
+        assert task["state"] == "UNASSIGNED", task
+        assert f"executor {placement.executor_id} on {placement.host}" in task["trace"], task
+        assert "was lost" in task["trace"], task
+        # Submitted again (on the other executor, or the one Spark launches instead).
+        status = _wait_state(http, module, "RUNNING", TASK_START_S)
+        assert runner.attempts >= 2
+        placement = runner.placement
+        assert placement is not None
+        wait_for(lambda: len(_active_executors(spark)) == 2, 120, "a replacement executor")
+        host = _active_executors(spark)[placement.executor_id]
+        assert f"executor {placement.executor_id} on {host} (" in status["tasks"][0]["worker_id"]
+    print(f"\nthe task left RUNNING {left_running_s:.1f} s after its executor was killed")
+
+
 def _values(bootstrap: str, topic: str, expected: int) -> list[str]:
     return [m.value().decode() for m in read_all(bootstrap, topic, expected, timeout_s=120)]
 
