@@ -26,6 +26,7 @@ import importlib.metadata
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -97,7 +98,9 @@ def runtime_root() -> Path:
         if link.exists():
             continue
         root.mkdir(parents=True, exist_ok=True)
-        tmp = root / f".{name}.{os.getpid()}"
+        # One temporary name per thread, not per process: a distributed worker starts its
+        # tasks in parallel, and on a new installation they all make the root at once.
+        tmp = root / f".{name}.{os.getpid()}.{threading.get_ident()}"
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(target, target_is_directory=target.is_dir())
         os.replace(tmp, link)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
 
 from core.runtime.hosted import cannot_share, runtime_root
 
@@ -65,3 +68,39 @@ def test_the_runtime_root_holds_exactly_the_shared_modules_and_kafkas_files(tmp_
     assert {"core", "isolation", "confluent_kafka"} <= names
     extras = names - {"core", "isolation", "confluent_kafka"}
     assert all(name.startswith("confluent_kafka") for name in extras), extras
+
+
+def _runtime_roots_made_together(threads: int) -> tuple[list[Path], list[BaseException]]:
+    start = threading.Barrier(threads)
+    roots: list[Path] = []
+    errors: list[BaseException] = []
+
+    def make() -> None:
+        start.wait()
+        try:
+            roots.append(runtime_root())
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller
+            errors.append(exc)
+
+    running = [threading.Thread(target=make) for _ in range(threads)]
+    for thread in running:
+        thread.start()
+    for thread in running:
+        thread.join()
+    return roots, errors
+
+
+def test_task_starts_in_parallel_on_a_new_installation_all_get_the_runtime_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A distributed worker starts its tasks in parallel, and the first starts after an
+    install or upgrade of Copycat make the runtime root together: their temporary links
+    were named by process only, so one thread renamed or removed another's and its task
+    failed to start for good (``FileNotFoundError`` in ``os.replace``; a tester saw 1 task of
+    18, and a direct repro 5 rounds in 30)."""
+    for round_ in range(40):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"cache-{round_}"))
+        roots, errors = _runtime_roots_made_together(8)
+        assert errors == [], f"round {round_}: {errors[0]!r}"
+        assert len(set(roots)) == 1
+        assert not [p.name for p in roots[0].iterdir() if p.name.startswith(".")]
