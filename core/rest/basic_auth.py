@@ -121,10 +121,11 @@ def _jaas_file(props: Mapping[str, str]) -> tuple[str, str] | None:
     """The JAAS file to read, and the key or option that named it."""
     if props.get(JAAS_CONFIG):
         return props[JAAS_CONFIG], JAAS_CONFIG
-    found = _JAAS_OPTION.search(os.environ.get("KAFKA_OPTS", ""))
+    # The last of several -D options of one property wins, as in the JVM.
+    found = _JAAS_OPTION.findall(os.environ.get("KAFKA_OPTS", ""))
     if found:
         # "==" (only this file) reads the same file here
-        return found.group(1).lstrip("="), "-Djava.security.auth.login.config (KAFKA_OPTS)"
+        return found[-1].lstrip("="), "-Djava.security.auth.login.config (KAFKA_OPTS)"
     return None
 
 

@@ -78,6 +78,20 @@ def test_kafka_opts_names_the_jaas_file(tmp_path: Path, monkeypatch: pytest.Monk
     assert credentials_file({}) == Path("/real")
 
 
+def test_the_last_of_several_jaas_options_in_kafka_opts_wins_as_in_the_jvm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, last = tmp_path / "first.conf", tmp_path / "last.conf"
+    first.write_text(f'KafkaConnect {{ {PFLM} required file="/first"; }};')
+    last.write_text(f'KafkaConnect {{ {PFLM} required file="/last"; }};')
+    monkeypatch.setenv(
+        "KAFKA_OPTS",
+        f"-Xmx1g -Djava.security.auth.login.config={first} -Dfoo=bar "
+        f"-Djava.security.auth.login.config={last}",
+    )
+    assert credentials_file({}) == Path("/last")
+
+
 def test_without_any_file_the_error_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("KAFKA_OPTS", raising=False)
     with pytest.raises(ConfigException) as refused:
