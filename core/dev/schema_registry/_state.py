@@ -190,10 +190,11 @@ class RegistryState:
         """The subject's compatibility level, falling back to the global one."""
         return self.subject_levels.get(subject, self.global_level)
 
-    def find(self, subject: str, text: str) -> SchemaVersion | None:
-        """The live version of ``subject`` holding a schema equal to ``text``."""
+    def find(self, subject: str, text: str, include_deleted: bool = False) -> SchemaVersion | None:
+        """The live (or, ``include_deleted``, also soft-deleted) version of ``subject``
+        holding a schema equal to ``text``."""
         canonical = self._canonical(text)
-        for entry in self.live_versions(subject):
+        for entry in self.live_versions(subject, include_deleted):
             if self._canonical(entry.schema) == canonical:
                 return entry
         return None

@@ -171,8 +171,9 @@ def create_app(
         text = _schema_text(await _json_body(request))
         with lock:
             state.parse(text)
-            state.require_subject(subject, _flag(request, "deleted"))
-            found = state.find(subject, text)
+            deleted = _flag(request, "deleted")
+            state.require_subject(subject, deleted)
+            found = state.find(subject, text, deleted)
             if found is None:
                 raise RegistryError(40403, "Schema not found")
             return _answer(found.as_json())

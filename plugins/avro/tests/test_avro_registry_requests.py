@@ -225,3 +225,20 @@ def test_latest_cache_size_bounds_the_subjects_kept(
         assert registry.requests[f"GET /subjects/{topic}-value/versions/latest"] == 3 + 1
     one.close()
     both.close()
+
+
+def test_records_written_with_a_since_soft_deleted_version_still_carry_it(
+    registry: SchemaRegistry, topic_name: str
+) -> None:
+    """Confluent's deserializer looks the version up with deleted=true: soft-deleting a
+    version (its schema id lives on) does not take it from records written with it."""
+    v1 = order_schema().build()
+    written = converter(registry.url).from_connect_data(topic_name, v1, Struct(v1).put("id", 7))
+    v2 = order_schema(optional_note=True).build()
+    converter(registry.url).from_connect_data(topic_name, v2, Struct(v2).put("id", 8))
+    deleted = httpx.delete(f"{registry.url}/subjects/{topic_name}-value/versions/1")
+    assert deleted.status_code == 200, deleted.text
+
+    read = converter(registry.url).to_connect_data(topic_name, written)
+    assert read.value.get("id") == 7
+    assert read.schema.version == 1

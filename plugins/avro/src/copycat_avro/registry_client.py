@@ -134,19 +134,22 @@ class SchemaRegistryClient:
         self._schemas.setdefault(schema_id, schema)
         return schema_id
 
-    def lookup(self, subject: str, schema: str) -> RegisteredSchema:
-        """Return the registered version of ``schema`` under ``subject``.
+    def lookup(self, subject: str, schema: str, deleted: bool = False) -> RegisteredSchema:
+        """Return the registered version of ``schema`` under ``subject`` (``deleted``: a
+        soft-deleted version too, as Confluent's client looks versions up).
 
         Raises:
             SchemaRegistryError: 40401 (subject) or 40403 (schema) if not registered.
         """
+        query = "?deleted=true" if deleted else ""
         body = self._request(
-            "POST", f"/subjects/{quote(subject, safe='')}", {"schema": schema}, subject
+            "POST", f"/subjects/{quote(subject, safe='')}{query}", {"schema": schema}, subject
         )
         found = RegisteredSchema(
             subject, int(body["version"]), int(body["id"]), body.get("schema", schema)
         )
-        self._ids[(subject, schema)] = found.id
+        if not deleted:  # an id to write with is never a soft-deleted version's
+            self._ids[(subject, schema)] = found.id
         self._versions[(subject, found.id)] = found.version
         return found
 
@@ -171,7 +174,9 @@ class SchemaRegistryClient:
         except KeyError:
             pass
         try:
-            found = self.lookup(subject, schema)
+            # Soft-deleted versions too (Confluent's getVersion looks up with deleted=true):
+            # records written before a version was soft-deleted still carry it.
+            found = self.lookup(subject, schema, deleted=True)
         except SchemaRegistryError:
             self._versions[key] = None
             return None
