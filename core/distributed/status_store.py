@@ -26,7 +26,8 @@ owner's RUNNING on every worker (Kafka's ``putSafe`` has the same gap). So a tas
 UNASSIGNED carries the generation its instance started in (``Status.generation`` set by the
 task's runner; the store stamps only statuses that carry none): older than the new owner's
 status, it is ignored by the rules above. An UNASSIGNED replaces the writer's own RUNNING
-whatever their generations.
+whatever their generations; a task on Spark is its driving worker's own, though its RUNNING
+names the executor (``_writer``).
 
 Generations start again at 1 when the group is recreated: a group left empty with nothing
 committed is deleted by the broker (a whole cluster stopped for a while, or Copycat taking
@@ -64,6 +65,14 @@ TASK_PREFIX = "status-task-"
 TOPIC_PREFIX = "status-topic-"
 TOPIC_SEPARATOR = ":connector-"
 _TASK_KEY = re.compile(r"^status-task-(?P<connector>.+)-(?P<task>\d+)$")
+# A task on the Spark runtime is reported as running on its executor, naming the worker that
+# drives it (core/spark/runner.py, SparkTaskRunner.where): "executor 0 on h (Spark job group
+# g, driver w:8083)", or "w:8083 (Spark job group g)" before it is placed. Its UNASSIGNED
+# names the worker only.
+_SPARK_WORKER = re.compile(
+    r"^(?:executor .* \(Spark job group .*, driver (?P<driver>\S+)\)"
+    r"|(?P<worker>\S+) \(Spark job group .*\))$"
+)
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,17 @@ def _parse_status(value: Any) -> Status | None:
         version=version if isinstance(version, str) else None,
         generation=generation if isinstance(generation, int) else 0,
     )
+
+
+def _writer(worker_id: str) -> str:
+    """The worker that wrote a status naming ``worker_id``: itself, or for a task on Spark,
+    the worker driving it (see _SPARK_WORKER)."""
+    if "(Spark job group " not in worker_id:
+        return worker_id
+    found = _SPARK_WORKER.match(worker_id)
+    if found is None:
+        return worker_id
+    return found["driver"] or found["worker"]
 
 
 class KafkaStatusStore:
@@ -183,15 +203,13 @@ class KafkaStatusStore:
         a worker whose group is at ``generation``."""
         if current is None:
             return False
-        if (
-            current.worker_id != incoming.worker_id
-            and incoming.generation < current.generation <= generation
-        ):
+        other_writer = _writer(current.worker_id) != _writer(incoming.worker_id)
+        if other_writer and incoming.generation < current.generation <= generation:
             return True  # a status from the task's previous owner, written too late
         return (
             incoming.state is State.UNASSIGNED
             and current.state is State.RUNNING
-            and current.worker_id != incoming.worker_id
+            and other_writer
             and current.generation >= incoming.generation
         )
 

@@ -101,7 +101,9 @@ class SparkTaskRunner(_TaskRunner):
 
     @property
     def where(self) -> str:
-        """The task's ``worker_id`` in REST status: executor, host and Spark job group."""
+        """The task's ``worker_id`` in REST status: executor, host and Spark job group (the
+        status topic's readers find the driving worker in it: core/distributed/status_store.py
+        ``_SPARK_WORKER``)."""
         placement, driver = self.placement, self.worker.worker_id
         if placement is None:
             return f"{driver} (Spark job group {self.group})"

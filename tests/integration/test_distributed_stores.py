@@ -470,12 +470,17 @@ def test_a_thawed_zombies_unassigned_does_not_hide_the_new_owners_running(
             store.log.read_to_end().result(START_TIMEOUT_S)
         for store in (survivor, zombie, newcomer):
             assert store.task("c", 0) == Status(State.RUNNING, "w2:8083", generation=2)
-        # Its own UNASSIGNED still replaces its own RUNNING, whatever their generations.
+        # Its own UNASSIGNED still replaces its own RUNNING, whatever their generations,
+        # a task on Spark's too (its RUNNING names the executor and the driving worker).
         survivor.set_task("c", 1, Status(State.RUNNING, "w2:8083"))
         survivor.set_task("c", 1, Status(State.UNASSIGNED, "w2:8083", generation=3))
+        on_spark = "executor 0 on 127.0.0.1 (Spark job group copycat-1-c-2, driver w2:8083)"
+        survivor.set_task("c", 2, Status(State.RUNNING, on_spark))
+        survivor.set_task("c", 2, Status(State.UNASSIGNED, "w2:8083", generation=3))
         survivor.flush(START_TIMEOUT_S)
         zombie.log.read_to_end().result(START_TIMEOUT_S)
         assert zombie.task("c", 1) == Status(State.UNASSIGNED, "w2:8083", generation=3)
+        assert zombie.task("c", 2) == Status(State.UNASSIGNED, "w2:8083", generation=3)
     finally:
         for store in (zombie, survivor, newcomer):
             if store is not None:
