@@ -304,6 +304,11 @@ def test_a_task_on_an_executor_killed_leaves_running_at_once_not_after_the_heart
         hosts = _active_executors(spark)
         expected = f"executor {placement.executor_id} on {hosts[placement.executor_id]} ("
         assert expected in status["tasks"][0]["worker_id"], (status, hosts)
+        # The other slot busy, so Spark cannot retry the task at once on the other executor
+        # (its retry, seen in the next heartbeat, was then what noticed: "lost (retried)").
+        busy = f"{module}-busy"
+        assert http.put(f"/connectors/{busy}/config", json=config).status_code == 201
+        _wait_state(http, busy, "RUNNING", TASK_START_S)
         victim = executor_jvm_of(runner.remote["host_pids"][0])
         assert victim is not None
         os.kill(victim, signal.SIGKILL)
