@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from tests.support.apache_kafka import KafkaCluster
@@ -103,9 +104,24 @@ def _states(rest: httpx.Client, name: str) -> list[str]:
 
 
 def _delete_group(bootstrap: str, group: str) -> None:
+    """Delete the group once its members are gone. A worker that left cleanly is gone at once;
+    one the harness had to kill (its stop outlasted the 10 s wait under CI's load) stays a
+    member until its session expires (session.timeout.ms, 10 s for a Connect worker), and the
+    broker refuses to delete a group with members (NON_EMPTY_GROUP) until then."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for done in admin.delete_consumer_groups([group], request_timeout=30).values():
-        done.result()
+
+    def deleted() -> bool:
+        try:
+            for done in admin.delete_consumer_groups([group], request_timeout=30).values():
+                done.result()
+        except KafkaException as e:
+            if e.args[0].code() == KafkaError.NON_EMPTY_GROUP:
+                time.sleep(0.5)
+                return False
+            raise
+        return True
+
+    wait_until(deleted, 45, f"group {group} to be empty, so it can be deleted")
 
 
 def test_copycat_workers_take_over_a_kafka_connect_cluster(
