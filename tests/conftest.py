@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from core.dev.broker import DevBroker
     from core.plugins import PluginCatalogue
     from registry.server import RegistryServer
-    from tests.support.apache_kafka import KafkaCluster
+    from tests.support.apache_kafka import ApacheKafka, KafkaCluster
 
 # Kafka allows topic names of up to 249 characters from [a-zA-Z0-9._-]. The test name part
 # is only there to make a topic recognisable in broker output, so keep it short.
@@ -90,6 +90,18 @@ def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> KafkaCluster:
 
     described = shared(run_root(tmp_path_factory.getbasetemp()), "apache-kafka", start)
     return KafkaCluster(str(described["bootstrap"]))
+
+
+@pytest.fixture(scope="module")
+def own_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
+    """An Apache Kafka of the module's own, for tests that stop, restart or freeze it (the
+    run's shared one must stay up for the others); stopped after the module. Such a module
+    skips on runs that start no Apache Kafka: ``needs_own_apache_kafka`` of
+    tests/support/apache_kafka.py in its ``pytestmark``."""
+    from tests.support.apache_kafka import own_apache_kafka
+
+    with own_apache_kafka(tmp_path_factory.mktemp("own-kafka")) as kafka:
+        yield kafka
 
 
 @pytest.fixture(scope="session")

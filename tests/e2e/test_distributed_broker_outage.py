@@ -35,18 +35,14 @@ from core.distributed.keys import ClusterKeys
 from core.rest.app import HEALTH_CHECK_TIMEOUT_S
 from core.stores.config import TargetState
 from plugin_api import ConnectException
-from tests.support.apache_kafka import ApacheKafka, KafkaCluster
+from tests.support.apache_kafka import ApacheKafka, KafkaCluster, needs_own_apache_kafka
 from tests.support.distributed import DistributedCluster
 from tests.support.kafka import read_all
 from tests.support.processes import host_pids, wait_until
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(
-        os.environ.get("COPYCAT_TEST_BROKER") == "dev-broker"
-        or "COPYCAT_TEST_BOOTSTRAP" in os.environ,
-        reason="stops and restarts an Apache Kafka of its own",
-    ),
+    needs_own_apache_kafka("stops and restarts an Apache Kafka of its own"),
 ]
 
 # The coordinator noticed gone (a refused connection, else a session timeout of 6 s), a
@@ -61,22 +57,13 @@ UNHEALTHY_WITHIN_S = HEALTH_CHECK_TIMEOUT_S + 10
 BACK_WITHIN_S = 120.0
 
 
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
-    kafka = ApacheKafka(tmp_path_factory.mktemp("outage-broker")).start(watch_pid=os.getpid())
-    try:
-        yield kafka
-    finally:
-        kafka.stop()
-
-
 @pytest.fixture
 def outage(
-    kafka: ApacheKafka, tmp_path: Path, bundled_plugin_path: Path
+    own_kafka: ApacheKafka, tmp_path: Path, bundled_plugin_path: Path
 ) -> Iterator[tuple[ApacheKafka, DistributedCluster]]:
-    cluster = DistributedCluster(tmp_path, kafka.bootstrap_servers, bundled_plugin_path, 2)
+    cluster = DistributedCluster(tmp_path, own_kafka.bootstrap_servers, bundled_plugin_path, 2)
     try:
-        yield kafka, cluster.start()
+        yield own_kafka, cluster.start()
     finally:
         cluster.stop()
 
@@ -169,11 +156,11 @@ FLUSH_INTERVAL_MS = 15_000
 
 @pytest.fixture
 def cluster(
-    kafka: ApacheKafka, bundled_plugin_path: Path, tmp_path: Path
+    own_kafka: ApacheKafka, bundled_plugin_path: Path, tmp_path: Path
 ) -> Iterator[DistributedCluster]:
     cluster = DistributedCluster(
         tmp_path,
-        kafka.bootstrap_servers,
+        own_kafka.bootstrap_servers,
         bundled_plugin_path,
         1,
         extra={
@@ -208,7 +195,7 @@ def _lines(path: Path) -> list[str]:
 
 
 def test_a_source_whose_offsets_could_not_be_committed_in_an_outage_catches_up(
-    kafka: ApacheKafka, cluster: DistributedCluster, tmp_path: Path
+    own_kafka: ApacheKafka, cluster: DistributedCluster, tmp_path: Path
 ) -> None:
     """The broker goes down after the source's records were acknowledged and before their
     offsets were committed. Its offset commit fails (offset.flush.timeout.ms), which is not the
@@ -219,7 +206,7 @@ def test_a_source_whose_offsets_could_not_be_committed_in_an_outage_catches_up(
     topic = f"outage-{uuid.uuid4().hex[:8]}"
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     source_file.write_text("".join(f"before {i}\n" for i in range(10)))
-    KafkaCluster(kafka.bootstrap_servers).create_topic(topic, 1)
+    KafkaCluster(own_kafka.bootstrap_servers).create_topic(topic, 1)
     cluster.create(
         "sink", {"connector.class": "FileStreamSink", "file": str(sink_file), "topics": topic}
     )
@@ -227,11 +214,11 @@ def test_a_source_whose_offsets_could_not_be_committed_in_an_outage_catches_up(
     cluster.create(
         "src", {"connector.class": "FileStreamSource", "file": str(source_file), "topic": topic}
     )
-    wait_until(lambda: _end_offset(kafka, topic) == 10, 30, "the first lines in the topic")
+    wait_until(lambda: _end_offset(own_kafka, topic) == 10, 30, "the first lines in the topic")
     assert time.monotonic() - began < FLUSH_INTERVAL_MS / 1000 - 2, "too slow to stop in time"
     assert cluster.request("GET", "/connectors/src/offsets").json() == {"offsets": []}
     worker = cluster.workers[0]
-    kafka.stop()
+    own_kafka.stop()
     try:
         wait_until(
             lambda: (
@@ -243,7 +230,7 @@ def test_a_source_whose_offsets_could_not_be_committed_in_an_outage_catches_up(
         )
         assert cluster.status("src")["tasks"][0]["state"] != "FAILED", cluster.status("src")
     finally:
-        kafka.restart(watch_pid=os.getpid())
+        own_kafka.restart(watch_pid=os.getpid())
     with source_file.open("a") as out:
         out.write("".join(f"after {i}\n" for i in range(10)))
     expected = {f"before {i}" for i in range(10)} | {f"after {i}" for i in range(10)}
@@ -260,7 +247,7 @@ def test_a_source_whose_offsets_could_not_be_committed_in_an_outage_catches_up(
 
 
 def test_rest_calls_in_an_outage_say_the_cluster_is_unreachable_and_what_became_of_the_write(
-    kafka: ApacheKafka, cluster: DistributedCluster, tmp_path: Path
+    own_kafka: ApacheKafka, cluster: DistributedCluster, tmp_path: Path
 ) -> None:
     """They answered librdkafka's "Local: Unknown partition" and a bare "not acknowledged";
     now 500 "Request timed out" (Kafka's words), naming the config topic, and whether the
@@ -271,7 +258,7 @@ def test_rest_calls_in_an_outage_say_the_cluster_is_unreachable_and_what_became_
     cluster.create("src", config)
     cluster.wait_running("src", 1)
     configs_topic = f"{cluster.group}-configs"
-    kafka.stop()
+    own_kafka.stop()
     try:
         created = cluster.request("POST", "/connectors", json={"name": "new", "config": config})
         assert created.status_code == 500, created.text
@@ -285,14 +272,14 @@ def test_rest_calls_in_an_outage_say_the_cluster_is_unreachable_and_what_became_
         assert message.startswith("Request timed out: the write of target-state-src"), message
         assert configs_topic in message and "still being retried" in message, message
     finally:
-        kafka.restart(watch_pid=os.getpid())
+        own_kafka.restart(watch_pid=os.getpid())
     # What it said: the pause took effect once the broker was back; the create did not.
     cluster.wait_running("src", 1, timeout_s=90, state="PAUSED")
     assert cluster.request("GET", "/connectors").json() == ["src"]
 
 
 def test_a_config_write_answered_still_being_retried_lands_after_a_long_outage(
-    kafka: ApacheKafka,
+    own_kafka: ApacheKafka,
 ) -> None:
     """Kafka Connect's config and offsets producers never give a record up
     (delivery.timeout.ms Integer.MAX_VALUE, whatever the worker config says), so a pause
@@ -301,20 +288,20 @@ def test_a_config_write_answered_still_being_retried_lands_after_a_long_outage(
     a longer outage silently dropped the write. The worker here sets 2 s, so an outage of
     the 30 s the write waits shows what one of many minutes did."""
     topic = f"configs-{uuid.uuid4().hex[:8]}"
-    KafkaCluster(kafka.bootstrap_servers).create_topic(topic, 1, {"cleanup.policy": "compact"})
-    props = {"bootstrap.servers": kafka.bootstrap_servers, "delivery.timeout.ms": "2000"}
+    KafkaCluster(own_kafka.bootstrap_servers).create_topic(topic, 1, {"cleanup.policy": "compact"})
+    props = {"bootstrap.servers": own_kafka.bootstrap_servers, "delivery.timeout.ms": "2000"}
     store = KafkaConfigStore(topic, props, ClusterKeys(None), "connect-cluster-long-outage")
     store.start(60)
     try:
-        kafka.stop()
+        own_kafka.stop()
         try:
             with pytest.raises(ConnectException, match="still being retried"):
                 store.put_target_state("c", TargetState.PAUSED)
         finally:
-            kafka.restart(watch_pid=os.getpid())
+            own_kafka.restart(watch_pid=os.getpid())
         # What the topic holds once the brokers are back (a snapshot shows a target state
         # only for a connector it has a config of).
-        landed = read_all(kafka.bootstrap_servers, topic, 1, timeout_s=90)
+        landed = read_all(own_kafka.bootstrap_servers, topic, 1, timeout_s=90)
         assert [(m.key(), json.loads(m.value())["state"]) for m in landed] == [
             (b"target-state-c", "PAUSED")
         ]

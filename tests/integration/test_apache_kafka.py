@@ -20,7 +20,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from tests.support.apache_kafka import ApacheKafka, KafkaCluster
+from tests.support.apache_kafka import KafkaCluster, needs_own_apache_kafka, own_apache_kafka
 from tests.support.kafka import read_all, wait_for
 
 pytestmark = pytest.mark.integration
@@ -218,19 +218,15 @@ def test_partitions_can_be_added_to_a_topic(broker: KafkaCluster, topic_name: st
     assert sorted(meta.partitions) == [0, 1, 2]
 
 
-@pytest.mark.skipif(
-    os.environ.get("COPYCAT_TEST_BROKER") == "dev-broker" or "COPYCAT_TEST_BOOTSTRAP" in os.environ,
-    reason="starts an Apache Kafka of its own (the dev broker keeps data in memory only)",
+@needs_own_apache_kafka(
+    "starts an Apache Kafka of its own (the dev broker keeps data in memory only)"
 )
 def test_records_survive_a_broker_restart(tmp_path: Path) -> None:
     # Its own broker: restarting the run's shared one would break the other tests.
-    kafka = ApacheKafka(tmp_path).start(watch_pid=os.getpid())
-    try:
+    with own_apache_kafka(tmp_path) as kafka:
         cluster = KafkaCluster(kafka.bootstrap_servers)
         cluster.create_topic("durable", 1)
         _produce_batch(kafka.bootstrap_servers, "durable", [(b"k", b"v%d" % i) for i in range(10)])
         kafka.restart(watch_pid=os.getpid())
         values = [m.value() for m in read_all(kafka.bootstrap_servers, "durable", 10)]
-    finally:
-        kafka.stop()
     assert values == [b"v%d" % i for i in range(10)]

@@ -14,26 +14,20 @@ The module's own broker (the run's shared one must not stall under other tests).
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
 import httpx
 import pytest
 
 from core.dev.schema_registry import SchemaRegistry
-from tests.support.apache_kafka import ApacheKafka
+from tests.support.apache_kafka import ApacheKafka, needs_own_apache_kafka
 from tests.support.processes import wait_until
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(
-        os.environ.get("COPYCAT_TEST_BROKER") == "dev-broker"
-        or "COPYCAT_TEST_BOOTSTRAP" in os.environ,
-        reason="freezes an Apache Kafka of its own",
-    ),
+    needs_own_apache_kafka("freezes an Apache Kafka of its own"),
 ]
 
 # Short, so that a test can outlast it with the broker frozen in a few seconds.
@@ -48,15 +42,6 @@ def _record(name: str) -> str:
     return json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "long"}]})
 
 
-@pytest.fixture(scope="module")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
-    kafka = ApacheKafka(tmp_path_factory.mktemp("registry-broker")).start(watch_pid=os.getpid())
-    try:
-        yield kafka
-    finally:
-        kafka.stop()
-
-
 def _register(http: httpx.Client, subject: str, schema: str) -> httpx.Response:
     return http.post(f"/subjects/{subject}/versions", json={"schema": schema})
 
@@ -66,21 +51,21 @@ def _schemas_by_id(http: httpx.Client, ids: list[int]) -> dict[int, str]:
 
 
 def test_a_registration_the_broker_takes_late_is_applied_and_its_id_never_reused(
-    kafka: ApacheKafka,
+    own_kafka: ApacheKafka,
 ) -> None:
     topic = f"_schemas-{uuid.uuid4().hex[:8]}"
     with (
         SchemaRegistry(
-            kafka.bootstrap_servers, topic=topic, write_timeout_s=WRITE_TIMEOUT_S
+            own_kafka.bootstrap_servers, topic=topic, write_timeout_s=WRITE_TIMEOUT_S
         ) as registry,
         httpx.Client(base_url=registry.url, timeout=60) as http,
     ):
         before = _register(http, "before-value", _record("Before")).json()["id"]
-        with kafka.frozen():
+        with own_kafka.frozen():
             late = _register(http, "late-value", _record("Late"))
             assert late.status_code == 500, late.text
             assert late.json()["error_code"] == 50001
-            assert kafka.bootstrap_servers in late.json()["message"]
+            assert own_kafka.bootstrap_servers in late.json()["message"]
             # Its record may still land: another change must not be planned without it.
             refused = _register(http, "other-value", _record("Other"))
             assert refused.status_code == 500, refused.text
@@ -101,23 +86,23 @@ def test_a_registration_the_broker_takes_late_is_applied_and_its_id_never_reused
         served = _schemas_by_id(http, ids)
         assert served == {before: "Before", late_id: "Late", ids[2]: "Other"}
     with (
-        SchemaRegistry(kafka.bootstrap_servers, topic=topic) as restarted,
+        SchemaRegistry(own_kafka.bootstrap_servers, topic=topic) as restarted,
         httpx.Client(base_url=restarted.url, timeout=60) as http,
     ):
         assert _schemas_by_id(http, ids) == served
         assert restarted.state.subject_names() == ["before-value", "late-value", "other-value"]
 
 
-def test_reads_answer_while_a_write_waits_for_a_frozen_broker(kafka: ApacheKafka) -> None:
+def test_reads_answer_while_a_write_waits_for_a_frozen_broker(own_kafka: ApacheKafka) -> None:
     topic = f"_schemas-{uuid.uuid4().hex[:8]}"
     with (
         SchemaRegistry(
-            kafka.bootstrap_servers, topic=topic, write_timeout_s=WRITE_TIMEOUT_S
+            own_kafka.bootstrap_servers, topic=topic, write_timeout_s=WRITE_TIMEOUT_S
         ) as registry,
         httpx.Client(base_url=registry.url, timeout=60) as http,
     ):
         known = _register(http, "known-value", _record("Known")).json()["id"]
-        with kafka.frozen():
+        with own_kafka.frozen():
             answers: list[httpx.Response] = []
             writer = threading.Thread(
                 target=lambda: answers.append(_register(http, "blocked-value", _record("B")))

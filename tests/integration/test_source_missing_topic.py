@@ -6,7 +6,6 @@ and a stop while it waits is prompt and commits no offset of a record never sent
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,16 +13,14 @@ from pathlib import Path
 import pytest
 
 from core.plugins import PluginCatalogue
-from tests.support.apache_kafka import ApacheKafka, KafkaCluster
+from tests.support.apache_kafka import KafkaCluster, needs_own_apache_kafka, own_apache_kafka
 from tests.support.kafka import read_all
 from tests.support.workers import in_process_worker, start_connector
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.skipif(
-        os.environ.get("COPYCAT_TEST_BROKER") == "dev-broker"
-        or "COPYCAT_TEST_BOOTSTRAP" in os.environ,
-        reason="starts an Apache Kafka of its own (one that does not auto-create topics)",
+    needs_own_apache_kafka(
+        "starts an Apache Kafka of its own (one that does not auto-create topics)"
     ),
 ]
 
@@ -36,14 +33,10 @@ RECORDS = 100
 @pytest.fixture(scope="module")
 def no_auto_create(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
     """Its own broker: the run's shared one auto-creates topics (tests rely on that)."""
-    kafka = ApacheKafka(
-        tmp_path_factory.mktemp("no-auto-create"),
-        overrides={"auto.create.topics.enable": "false"},
-    ).start(watch_pid=os.getpid())
-    try:
+    with own_apache_kafka(
+        tmp_path_factory.mktemp("no-auto-create"), {"auto.create.topics.enable": "false"}
+    ) as kafka:
         yield KafkaCluster(kafka.bootstrap_servers)
-    finally:
-        kafka.stop()
 
 
 def _state(worker: object, name: str) -> str:

@@ -4,6 +4,10 @@
     cluster = KafkaCluster(broker.bootstrap_servers)
     cluster.create_topic("orders", partitions=3)
 
+A test module that stops, freezes or configures a broker apart from the run's shared one takes
+one of its own with :func:`own_apache_kafka`, and skips with :func:`needs_own_apache_kafka`
+where a run starts no Apache Kafka.
+
 :class:`ApacheKafka` formats a KRaft log directory with Kafka's ``StorageTool`` and starts
 ``kafka.Kafka`` on two free loopback ports (clients, controller), with settings for one node:
 every replication factor 1, no initial rebalance delay, one partition for the internal topics
@@ -26,6 +30,7 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, ResourceType
@@ -33,7 +38,17 @@ from confluent_kafka.cimpl import NewTopic
 
 from tests.support.jvm import STARTUP_JVM_FLAGS, JvmProcess, JvmStartError, free_port, wait_until
 
-__all__ = ["SASL_PASSWORD", "SASL_USER", "ApacheKafka", "KafkaCluster"]
+if TYPE_CHECKING:
+    import pytest
+
+__all__ = [
+    "SASL_PASSWORD",
+    "SASL_USER",
+    "ApacheKafka",
+    "KafkaCluster",
+    "needs_own_apache_kafka",
+    "own_apache_kafka",
+]
 
 # The user the ``sasl_kafka`` fixture's broker admits on its SASL listener, and its password.
 SASL_USER, SASL_PASSWORD = "copycat", "copycat-secret"
@@ -357,3 +372,31 @@ class ApacheKafka:
         except KafkaException:
             return False
         return bool(meta.brokers)
+
+
+def needs_own_apache_kafka(reason: str) -> pytest.MarkDecorator:
+    """Skips a test (or module, in its ``pytestmark``) that starts an Apache Kafka of its own
+    on runs that start none: on the dev broker (``COPYCAT_TEST_BROKER=dev-broker``, no Java
+    needed) or on an external cluster (``COPYCAT_TEST_BOOTSTRAP``). ``reason``: what it does
+    with its broker, shown with the skip."""
+    import pytest  # here: benchmarks use this module without pytest
+
+    return pytest.mark.skipif(
+        os.environ.get("COPYCAT_TEST_BROKER") == "dev-broker"
+        or "COPYCAT_TEST_BOOTSTRAP" in os.environ,
+        reason=reason,
+    )
+
+
+@contextlib.contextmanager
+def own_apache_kafka(
+    workdir: Path, overrides: Mapping[str, str] | None = None
+) -> Iterator[ApacheKafka]:
+    """A broker of the caller's own in ``workdir`` (``overrides`` over the single-node
+    settings), tied to this process and stopped on the way out: one a test may stop, restart
+    or freeze without breaking the others on the run's shared broker."""
+    kafka = ApacheKafka(workdir, overrides=overrides).start(watch_pid=os.getpid())
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
