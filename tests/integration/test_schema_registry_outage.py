@@ -13,10 +13,13 @@ The module's own broker (the run's shared one must not stall under other tests).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -42,6 +45,19 @@ def _record(name: str) -> str:
     return json.dumps({"type": "record", "name": name, "fields": [{"name": "a", "type": "long"}]})
 
 
+@contextlib.contextmanager
+def _served(
+    kafka: ApacheKafka, topic: str, **settings: Any
+) -> Iterator[tuple[SchemaRegistry, httpx.Client]]:
+    """A registry on ``kafka`` storing its schemas in ``topic`` (``settings``: more of
+    :class:`SchemaRegistry`'s keyword arguments), and a client of its REST API."""
+    with (
+        SchemaRegistry(kafka.bootstrap_servers, topic=topic, **settings) as registry,
+        httpx.Client(base_url=registry.url, timeout=60) as http,
+    ):
+        yield registry, http
+
+
 def _register(http: httpx.Client, subject: str, schema: str) -> httpx.Response:
     return http.post(f"/subjects/{subject}/versions", json={"schema": schema})
 
@@ -54,12 +70,7 @@ def test_a_registration_the_broker_takes_late_is_applied_and_its_id_never_reused
     own_kafka: ApacheKafka,
 ) -> None:
     topic = f"_schemas-{uuid.uuid4().hex[:8]}"
-    with (
-        SchemaRegistry(
-            own_kafka.bootstrap_servers, topic=topic, write_timeout_s=WRITE_TIMEOUT_S
-        ) as registry,
-        httpx.Client(base_url=registry.url, timeout=60) as http,
-    ):
+    with _served(own_kafka, topic, write_timeout_s=WRITE_TIMEOUT_S) as (_, http):
         before = _register(http, "before-value", _record("Before")).json()["id"]
         with own_kafka.frozen():
             late = _register(http, "late-value", _record("Late"))
@@ -85,22 +96,14 @@ def test_a_registration_the_broker_takes_late_is_applied_and_its_id_never_reused
         assert len(set(ids)) == 3, ids
         served = _schemas_by_id(http, ids)
         assert served == {before: "Before", late_id: "Late", ids[2]: "Other"}
-    with (
-        SchemaRegistry(own_kafka.bootstrap_servers, topic=topic) as restarted,
-        httpx.Client(base_url=restarted.url, timeout=60) as http,
-    ):
+    with _served(own_kafka, topic) as (restarted, http):
         assert _schemas_by_id(http, ids) == served
         assert restarted.state.subject_names() == ["before-value", "late-value", "other-value"]
 
 
 def test_reads_answer_while_a_write_waits_for_a_frozen_broker(own_kafka: ApacheKafka) -> None:
     topic = f"_schemas-{uuid.uuid4().hex[:8]}"
-    with (
-        SchemaRegistry(
-            own_kafka.bootstrap_servers, topic=topic, write_timeout_s=WRITE_TIMEOUT_S
-        ) as registry,
-        httpx.Client(base_url=registry.url, timeout=60) as http,
-    ):
+    with _served(own_kafka, topic, write_timeout_s=WRITE_TIMEOUT_S) as (_, http):
         known = _register(http, "known-value", _record("Known")).json()["id"]
         with own_kafka.frozen():
             answers: list[httpx.Response] = []
