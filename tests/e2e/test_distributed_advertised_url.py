@@ -16,8 +16,10 @@ forwarded over the plain http listener; and a forwarded create answered with
 
 from __future__ import annotations
 
+import contextlib
 import re
 import ssl
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -58,6 +60,36 @@ def _sink(tmp_path: Path, name: str, topic: str) -> dict[str, str]:
     }
 
 
+@contextlib.contextmanager
+def _tls_cluster(
+    broker: KafkaCluster,
+    plugin_path: Path,
+    tmp_path: Path,
+    listeners: dict[str, str],
+    verify: ssl.SSLContext | bool = True,
+) -> Iterator[DistributedCluster]:
+    """WORKERS workers with ``listeners`` (and ``rest.advertised.*`` settings), the https one's
+    keystore and truststore from ``tmp_path / "certs"``, started; stopped on the way out."""
+    cluster = DistributedCluster(
+        tmp_path,
+        broker.bootstrap_servers,
+        plugin_path,
+        WORKERS,
+        extra={**listeners, **_tls(tmp_path / "certs")},
+        verify=verify,
+    )
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+
+
+def _assert_no_failed_forward(cluster: DistributedCluster) -> None:
+    """No worker warned of a request it failed to forward or task configs it failed to send."""
+    assert "forward" not in cluster.warnings()
+    assert "sending task configs" not in cluster.warnings()
+
+
 def test_followers_reach_the_leader_at_its_advertised_host_name(
     broker: KafkaCluster, bundled_plugin_path: Path, tmp_path: Path
 ) -> None:
@@ -67,20 +99,8 @@ def test_followers_reach_the_leader_at_its_advertised_host_name(
     # it is called; the workers' requests to each other check host names.
     verify = ssl.create_default_context(cafile=str(certs / "ca.pem"))
     verify.check_hostname = False
-    cluster = DistributedCluster(
-        tmp_path,
-        broker.bootstrap_servers,
-        bundled_plugin_path,
-        WORKERS,
-        extra={
-            "listeners": "https://0.0.0.0:0",
-            "rest.advertised.host.name": "127.0.0.1",
-            **_tls(certs),
-        },
-        verify=verify,
-    )
-    try:
-        cluster.start()
+    listeners = {"listeners": "https://0.0.0.0:0", "rest.advertised.host.name": "127.0.0.1"}
+    with _tls_cluster(broker, bundled_plugin_path, tmp_path, listeners, verify) as cluster:
         leader = cluster.leader()
         follower = 1 - leader
         advertised = [f"127.0.0.1:{urlsplit(url).port}" for url in cluster.urls]
@@ -99,10 +119,7 @@ def test_followers_reach_the_leader_at_its_advertised_host_name(
         owners = {cluster.wait_running(f"adv-{i}", 1)["connector"]["worker_id"] for i in range(2)}
         assert advertised[follower] in owners, owners
         assert owners <= set(advertised), owners
-        assert "forward" not in cluster.warnings()
-        assert "sending task configs" not in cluster.warnings()
-    finally:
-        cluster.stop()
+        _assert_no_failed_forward(cluster)
 
 
 def test_the_advertised_listener_is_the_one_forwarded_to_and_location_is_the_callers(
@@ -110,19 +127,11 @@ def test_the_advertised_listener_is_the_one_forwarded_to_and_location_is_the_cal
 ) -> None:
     certs = tmp_path / "certs"
     make_certs(certs)
-    cluster = DistributedCluster(
-        tmp_path,
-        broker.bootstrap_servers,
-        bundled_plugin_path,
-        WORKERS,
-        extra={
-            "listeners": "http://127.0.0.1:0,https://127.0.0.1:0",
-            "rest.advertised.listener": "https",
-            **_tls(certs),
-        },
-    )
-    try:
-        cluster.start()
+    listeners = {
+        "listeners": "http://127.0.0.1:0,https://127.0.0.1:0",
+        "rest.advertised.listener": "https",
+    }
+    with _tls_cluster(broker, bundled_plugin_path, tmp_path, listeners) as cluster:
         leader = cluster.leader()
         follower = 1 - leader
         https = []
@@ -157,10 +166,7 @@ def test_the_advertised_listener_is_the_one_forwarded_to_and_location_is_the_cal
             cluster.wait_running(name, 1)["connector"]["worker_id"] for name in ("loc-0", "loc 1")
         }
         assert owners <= {url.split("://", 1)[1] for url in https}, owners
-        assert "forward" not in cluster.warnings()
-        assert "sending task configs" not in cluster.warnings()
-    finally:
-        cluster.stop()
+        _assert_no_failed_forward(cluster)
 
 
 def test_an_ipv6_listener_names_its_worker_as_a_uri_names_its_host(
