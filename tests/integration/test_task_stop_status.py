@@ -53,6 +53,33 @@ class _Writes(StatusBoard):
         return [status for writer, status in self.writes if writer is thread]
 
 
+def _worker(
+    plugin_dirs: list[Path],
+    bootstrap_servers: str,
+    props: dict[str, str],
+    status: StatusBoard | None = None,
+) -> Worker:
+    """Worker ``w1`` with string converters (``props`` over them) and a memory offset store,
+    writing its statuses to ``status`` if given."""
+    return Worker(
+        "w1",
+        {"key.converter": "StringConverter", "value.converter": "StringConverter", **props},
+        PluginCatalogue.scan(plugin_dirs),
+        MemoryOffsetStore(),
+        client_props={"bootstrap.servers": bootstrap_servers},
+        status=status,
+    )
+
+
+def _start_file_source(worker: Worker, name: str, data: Path, topic: str) -> None:
+    """Connector ``name``, a FileStreamSource of ``data`` into ``topic``, started (its tasks
+    not)."""
+    worker.start_connector(
+        name,
+        {"name": name, "connector.class": "FileStreamSource", "file": str(data), "topic": topic},
+    )
+
+
 def hung_in_both_data_paths(graceful_ms: int) -> pytest.MarkDecorator:
     """Run a test on :func:`hung` with the task's data path in its host, then in the worker,
     and stops that give up after ``graceful_ms``."""
@@ -76,18 +103,11 @@ def hung(
     timeout, the test's ``data_path`` where the task's data path runs)."""
     data_path, graceful_ms = request.param
     status = _Writes()
-    worker = Worker(
-        "w1",
-        {
-            "key.converter": "StringConverter",
-            "value.converter": "StringConverter",
-            "task.shutdown.graceful.timeout.ms": str(graceful_ms),
-            "task.data.path": data_path,
-        },
-        PluginCatalogue.scan(faulty_plugin_dirs),
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap_servers},
-        status=status,
+    worker = _worker(
+        faulty_plugin_dirs,
+        bootstrap_servers,
+        {"task.shutdown.graceful.timeout.ms": str(graceful_ms), "task.data.path": data_path},
+        status,
     )
     name = f"stopping-{topic_name}"
     caplog.set_level(logging.INFO, logger=f"copycat.plugin.{name}-0")
@@ -159,29 +179,11 @@ def test_a_failed_task_reports_its_failure_once(
     and the stop that follows does not report the same failure again as a warning."""
     data = tmp_path / "big.txt"
     data.write_text("x" * 1_100_000 + "\n")
-    worker = Worker(
-        "w1",
-        {
-            "key.converter": "StringConverter",
-            "value.converter": "StringConverter",
-            "task.data.path": data_path,
-        },
-        PluginCatalogue.scan([bundled_plugin_path]),
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap_servers},
-    )
+    worker = _worker([bundled_plugin_path], bootstrap_servers, {"task.data.path": data_path})
     name = f"big-{topic_name}"
     caplog.set_level(logging.INFO, logger="copycat.worker")
     try:
-        worker.start_connector(
-            name,
-            {
-                "name": name,
-                "connector.class": "FileStreamSource",
-                "file": str(data),
-                "topic": topic_name,
-            },
-        )
+        _start_file_source(worker, name, data, topic_name)
         runner = worker.start_task(name, 0, worker.task_configs(name)[0])
         runner.join(60)
         assert not runner.is_alive()
@@ -231,25 +233,10 @@ def test_a_stopped_task_says_unassigned_in_the_generation_it_started_in(
     data.write_text("a\nb\n")
     status = _Writes()
     status.generation = 4
-    worker = Worker(
-        "w1",
-        {"key.converter": "StringConverter", "value.converter": "StringConverter"},
-        PluginCatalogue.scan([bundled_plugin_path]),
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap_servers},
-        status=status,
-    )
+    worker = _worker([bundled_plugin_path], bootstrap_servers, {}, status)
     name = f"gen-{topic_name}"
     try:
-        worker.start_connector(
-            name,
-            {
-                "name": name,
-                "connector.class": "FileStreamSource",
-                "file": str(data),
-                "topic": topic_name,
-            },
-        )
+        _start_file_source(worker, name, data, topic_name)
         runner = worker.start_task(name, 0, worker.task_configs(name)[0])
         assert runner.wait_started(60)
         status.generation = 6  # the worker rejoined in a later generation, then stops it
