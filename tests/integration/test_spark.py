@@ -92,25 +92,33 @@ def _runner(worker: RestWorker, name: str, task: int = 0) -> Any:
     return worker.herder.worker.connectors[name].tasks[task]
 
 
-def _converters(plugin_index: Any, plugin_path: Path) -> None:
-    """The bundled converters (StringConverter), from the session's index, into a plugin.path
-    of the test's own."""
+@pytest.fixture
+def plugins(tmp_path: Path, plugin_index: Any) -> Path:
+    """A plugin.path of the test's own (``tmp_path / "plugins"``) with the bundled converters
+    (StringConverter) and file connectors, from the session's index."""
     from core.bundled import bundled_plugin_dirs, project_version
 
+    plugin_path = tmp_path / "plugins"
     for project in bundled_plugin_dirs():
         name, version = project_version(project)
         if name in ("copycat-converters", "copycat-file"):
             install(f"{name}=={version}", plugin_path, index_url=plugin_index.index_url)
+    return plugin_path
+
+
+def _new_topic(broker: Any, prefix: str) -> str:
+    """A topic ``<prefix>-<random>`` created on ``broker``."""
+    topic = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic)
+    return topic
 
 
 # -- tests -------------------------------------------------------------------------------------
 
 
 def test_tasks_run_in_executor_processes_from_envs_built_there_with_conflicting_libraries(
-    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
-    plugins = tmp_path / "plugins"
-    _converters(plugin_index, plugins)
     lib, mod_a, mod_b = probe_plugins(tmp_path, plugins)
     topics = {m: f"probe-{m}-{uuid.uuid4().hex[:6]}" for m in (mod_a, mod_b)}
     for topic in topics.values():
@@ -215,15 +223,12 @@ def _alive(pid: int) -> bool:
 
 
 def test_kill_9_of_an_executor_mid_run_loses_no_line_of_a_million(
-    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
     lines = 1_000_000
-    plugins = tmp_path / "plugins"
-    _converters(plugin_index, plugins)
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     source_file.write_text("".join(f"line-{i:07d}\n" for i in range(lines)))
-    topic = f"kill-{uuid.uuid4().hex[:8]}"
-    broker.create_topic(topic)
+    topic = _new_topic(broker, "kill")
     with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
         source, sink = _file_pipeline(http, topic, source_file, sink_file)
         for name in (source, sink):
@@ -283,13 +288,10 @@ def _active_executors(spark: Any) -> dict[str, str]:
 
 
 def test_a_task_on_an_executor_killed_leaves_running_at_once_not_after_the_heartbeat_timeout(
-    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
-    plugins = tmp_path / "plugins"
-    _converters(plugin_index, plugins)
     _, module, _ = probe_plugins(tmp_path, plugins)
-    topic = f"lost-{uuid.uuid4().hex[:8]}"
-    broker.create_topic(topic)
+    topic = _new_topic(broker, "lost")
     # The heartbeat watchdog cannot be what notices: it would wait ten minutes.
     extra = {"task.spark.heartbeat.timeout.ms": "600000"}
     with _worker(tmp_path, bootstrap_servers, plugins, **extra) as worker, worker.client() as http:
@@ -335,13 +337,10 @@ def _values(bootstrap: str, topic: str, expected: int) -> list[str]:
 
 
 def test_offsets_written_on_spark_are_read_locally_and_back(
-    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
-    plugins = tmp_path / "plugins"
-    _converters(plugin_index, plugins)
     source_file = tmp_path / "in.txt"
-    topic = f"switch-{uuid.uuid4().hex[:8]}"
-    broker.create_topic(topic)
+    topic = _new_topic(broker, "switch")
     name = f"src-{topic}"
     written = 0
 
@@ -379,13 +378,10 @@ def test_offsets_written_on_spark_are_read_locally_and_back(
 
 
 def test_rest_controls_a_task_on_spark_within_seconds(
-    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
-    plugins = tmp_path / "plugins"
-    _converters(plugin_index, plugins)
     _, module, _ = probe_plugins(tmp_path, plugins)
-    topic = f"control-{uuid.uuid4().hex[:8]}"
-    broker.create_topic(topic)
+    topic = _new_topic(broker, "control")
     taken: dict[str, float] = {}
 
     def timed(what: str, predicate: Any, timeout_s: float = CONTROL_S) -> None:
@@ -461,13 +457,10 @@ def test_rest_controls_a_task_on_spark_within_seconds(
 
 
 def test_a_connector_refused_for_want_of_slots_stays_failed_until_a_restart_starts_its_tasks(
-    spark: Any, tmp_path: Path, bootstrap_servers: str, plugin_index: Any, broker: Any
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
-    plugins = tmp_path / "plugins"
-    _converters(plugin_index, plugins)
     _, module, _ = probe_plugins(tmp_path, plugins)
-    topic = f"slots-{uuid.uuid4().hex[:8]}"
-    broker.create_topic(topic)
+    topic = _new_topic(broker, "slots")
     source = {"connector.class": f"{module}.Source", "topic": topic, "interval.ms": "200"}
     with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
         assert (
