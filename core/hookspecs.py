@@ -82,3 +82,18 @@ def copycat_rest_ssl_context(listener: str, worker_config: WorkerConfig) -> ssl.
     Called once per https listener while the REST server binds. Returning None from every
     plugin makes the worker refuse to start that listener.
     """
+
+
+# -- metrics ---------------------------------------------------------------------------------
+
+
+@hookspec
+def copycat_metrics_reporters(worker_config: WorkerConfig) -> list[Any]:
+    """Metrics reporters this plugin adds to the worker's (besides ``metric.reporters``).
+
+    Called once while the worker starts. Each reporter gets ``configure(props)`` with the
+    worker config, then ``init(metrics)``, ``metric_change(metric)``,
+    ``metric_removal(metric)`` and ``close()`` (Kafka's MetricsReporter, snake_case; any
+    subset). See :mod:`core.metric_reporters`.
+    """
+    raise NotImplementedError
