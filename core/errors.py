@@ -18,12 +18,14 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
 
 from core.kafka import wrap_kafka_error
+from core.runtime.counters import TaskCounters
 from core.runtime.spec import ErrorsPolicy
 from core.secrets import scrub_with
 from core.topics import TopicCreator
@@ -84,6 +86,8 @@ class ErrorReporter:
         # closing commit stops there, committing the records put before it.
         self.unwritten: dict[tuple[str, int], int] = {}
         self.dlq_records = 0
+        # The task's metrics' counts (task-error-metrics here); its loop adds the rest.
+        self.counters = TaskCounters()
         if self.dlq_topic and producer is not None:
             self._producer = producer()
             TopicCreator(
@@ -102,6 +106,7 @@ class ErrorReporter:
         """Failures of consumed records; ``rows`` holds the batches they may come from."""
         if not failures:
             return
+        self._count(len(failures))
         by_coordinates = {(r[0], r[1], r[2]): r for r in rows}
         for index, (topic, partition, offset, *raw_info) in enumerate(failures):
             info = self._scrubbed(raw_info)
@@ -135,6 +140,18 @@ class ErrorReporter:
                         self._unwritten(unsent[0], unsent[1], unsent[2])
                     raise
 
+    def _count(self, failed: int) -> None:
+        """``failed`` records failed for good (task-error-metrics, as Kafka's
+        ErrorHandlingMetrics counts them: each an error, skipped when tolerated, logged when
+        errors.log.enable is set)."""
+        counters = self.counters
+        counters.record_errors += failed
+        if self.tolerate_all:
+            counters.records_skipped += failed
+        if self.log_enabled:
+            counters.errors_logged += failed
+        counters.last_error_ms = int(time.time() * 1000)
+
     def _unwritten(self, topic: str, partition: int, offset: int) -> None:
         first = self.unwritten.get((topic, partition))
         if first is None or offset < first:
@@ -142,6 +159,8 @@ class ErrorReporter:
 
     def report_source(self, failures: Sequence[tuple[Any, ...]]) -> None:
         """Failures of polled source records (a DLQ for them goes beyond Kafka Connect)."""
+        if failures:
+            self._count(len(failures))
         for _seq, description, *raw_info in failures:
             info = self._scrubbed(raw_info)
             self._log(info, description)
@@ -240,8 +259,11 @@ class ErrorReporter:
             except BufferError:
                 self._producer.poll(0.05)
             except KafkaException as exc:
+                self.counters.dlq_requests += 1
+                self.counters.dlq_failures += 1
                 raise wrap_kafka_error(exc, self._dlq_failure(record)) from exc
         self.dlq_records += 1
+        self.counters.dlq_requests += 1
 
     def _dlq_failure(self, record: str) -> str:
         return (
@@ -258,6 +280,7 @@ class ErrorReporter:
     ) -> None:
         if err is None:
             return
+        self.counters.dlq_failures += 1
         if consumed is not None:
             self._unwritten(*consumed)
         if self._failure is None:

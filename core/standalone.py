@@ -28,11 +28,13 @@ from typing import Any
 
 from core import secrets
 from core.bundled import install_bundled_in_background
+from core.connect_metrics import metrics_from_config
 from core.extensions import config_resolver, override_policy, plugin_manager
 from core.fencing import StandaloneFencing
 from core.herder import HEALTHY, Health
 from core.host_pool import HostPool
 from core.kafka import kafka_cluster_id
+from core.metric_reporters import add_reporters
 from core.offset_topics import ConnectorOffsetStores
 from core.offsets import FileOffsetStore
 from core.plugins import PluginCatalogue
@@ -126,6 +128,9 @@ class StandaloneHerder(WorkerHerder):
         # scrubber as they are resolved, and raw_originals() keeps what was written.
         self.config = self.config.resolved(lambda props: self.resolver.resolve(props).config)
         self.override_policy = override_policy(self.config, self.extensions)
+        # The worker's metrics (GET /metrics, metric.reporters), for as long as it runs.
+        self.metrics = metrics_from_config(self.config)
+        add_reporters(self.metrics, self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
         # Exactly-once sources (KIP-618) run here too when a connector keeps its offsets in a
         # Kafka topic of its own (offsets.storage.topic); Kafka's standalone mode has none.
@@ -239,6 +244,7 @@ class StandaloneHerder(WorkerHerder):
             client_props=client,
             override_policy=self.override_policy,
             task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
+            metrics=self.metrics,
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested
         # No work before the plugins are there, as Kafka scans them before its herder starts
@@ -283,6 +289,7 @@ class StandaloneHerder(WorkerHerder):
                 self.worker = None
             self.host_pool.close()
             self.resolver.close()
+            self.metrics.close()
 
     # -- exactly-once source tasks (KIP-618) ---------------------------------------------------
 

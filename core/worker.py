@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.client_overrides import ConnectorClientConfigOverridePolicy
+from core.connect_metrics import ConnectorMetrics, TaskMetrics, WorkerMetrics, metrics_from_config
 from core.connector_config import ConnectorConfig
+from core.metrics import Metrics
 from core.offsets import OffsetStore
 from core.plugins import LocalHosts, PluginCatalogue
 from core.runtime.build import build_task
@@ -194,6 +196,9 @@ class _TaskRunner(threading.Thread):
     (plugin.call.timeout.ms) or a stop reclaims it by killing its host.
     """
 
+    # Whether the loop's counters reach this runner (its task metrics beyond status).
+    counts_records = True
+
     def __init__(
         self,
         worker: Worker,
@@ -227,6 +232,15 @@ class _TaskRunner(threading.Thread):
         # a newer instance may run, and this one writes no status (:meth:`cancel`).
         self.cancelled = False
         self._status_lock = threading.Lock()
+        # The task's metrics (core/connect_metrics.py): closed when its thread ends, as
+        # Kafka's WorkerTask removes its metrics groups.
+        self.metrics = TaskMetrics(
+            worker.metrics,
+            spec.connector,
+            spec.task_id,
+            spec.kind,
+            counted=self.counts_records,
+        )
 
     def run(self) -> None:
         # One line when the task's thread begins and one when it ends, whatever the cause (as
@@ -236,6 +250,7 @@ class _TaskRunner(threading.Thread):
         try:
             self._run()
         finally:
+            self.metrics.close()
             log.info("task %s stopped", self.spec.name)
 
     def _run(self) -> None:
@@ -260,11 +275,13 @@ class _TaskRunner(threading.Thread):
                 return  # stopped (its host killed) while starting: not a failure
             self.failed = True
             log.error("task %s failed to start: %s", spec.name, exc)
+            worker.worker_metrics.task_started(ok=False)
             self._report(State.FAILED, failure_trace(exc))
             worker.task_failed(self)
             return
         watch.cancel()
         self.loop = loop
+        worker.worker_metrics.task_started(ok=True)
         if not self.stopping.is_set():
             state = State.PAUSED if self.paused.is_set() else State.RUNNING
             self._report(state, version=spec.version)
@@ -321,6 +338,7 @@ class _TaskRunner(threading.Thread):
                     "task %s was given up: its %s is not reported", self.spec.name, state.value
                 )
                 return
+            self.metrics.state(state)
             self.worker.status.set_task(
                 self.connector,
                 self.task_id,
@@ -347,6 +365,7 @@ class _TaskRunner(threading.Thread):
         a status of PAUSED means no record moves any more.
         """
         paused = reported_failure = False
+        metrics = self.metrics
         try:
             loop.start()
             while not self.stopping.is_set():
@@ -355,8 +374,10 @@ class _TaskRunner(threading.Thread):
                     paused = self.paused.is_set()
                     (loop.pause if paused else loop.resume)()
                 moved = loop.iteration()
+                metrics.absorb(loop.take_counters())
                 if changed and not self.stopping.is_set():
                     state = State.PAUSED if paused else State.RUNNING
+                    metrics.state(state)
                     self.worker.status.update_task(self.connector, self.task_id, state=state)
                 if not moved:
                     self.stopping.wait(IDLE_BACKOFF_S)
@@ -374,6 +395,7 @@ class _TaskRunner(threading.Thread):
         finally:
             try:
                 loop.stop(failed=self.failed, timeout_s=self.worker.graceful_timeout_s)
+                metrics.absorb(loop.take_counters())  # the final commit's
             except Exception as exc:  # noqa: BLE001
                 log.warning("task %s did not stop cleanly: %s", self.spec.name, exc, exc_info=True)
             finally:
@@ -422,6 +444,7 @@ class Worker:
         clients: KafkaClients | None = None,
         task_offsets: Callable[[TaskSpec], TaskOffsetStore] | None = None,
         override_policy: ConnectorClientConfigOverridePolicy | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         """``config`` is the worker's (properties are parsed and checked); ``client_props``
         the keys every Kafka client gets (``bootstrap.servers`` resolved); ``clients`` makes
@@ -430,7 +453,8 @@ class Worker:
         own. ``task_offsets`` makes a source task's offset store when it is not simply
         ``offsets`` (connectors' own offsets topics, see :mod:`core.offset_topics`).
         ``override_policy`` is checked again when a task's clients are configured (default:
-        All, see :mod:`core.client_overrides`)."""
+        All, see :mod:`core.client_overrides`). ``metrics``: the registry this worker's
+        metrics go to (the herder's, with its reporters); else one of its own."""
         if not isinstance(config, WorkerConfig):
             config = WorkerConfig.from_properties(config)
         self.worker_id = worker_id
@@ -444,6 +468,13 @@ class Worker:
             status if status is not None else StatusBoard()
         )
         self.connectors: dict[str, _Connector] = {}
+        # Kafka Connect's metrics of this worker (core/connect_metrics.py); reporters are
+        # added by whoever runs the worker (core/metric_reporters.py), GET /metrics reads it.
+        self.metrics = metrics if metrics is not None else metrics_from_config(config)
+        self.worker_metrics = WorkerMetrics(
+            self.metrics, self._running_connectors, self._running_tasks, self._task_state
+        )
+        self._connector_metrics: dict[str, ConnectorMetrics] = {}
         self._stopped_topics: dict[str, set[str]] = {}  # see task_topics
         self.specs = TaskSpecFactory(
             config, catalogue, self.client_props, override_policy=override_policy
@@ -480,6 +511,27 @@ class Worker:
         allocator.tune_gc()
         if self.runtime == "spark":  # fail at start-up, not at the first task, if Spark cannot
             self.spark()
+
+    # -- metrics -------------------------------------------------------------------------------
+
+    def _running_connectors(self) -> list[str]:
+        return [name for name, c in list(self.connectors.items()) if c.host is not None]
+
+    def _running_tasks(self) -> dict[str, list[int]]:
+        return {name: sorted(c.tasks) for name, c in list(self.connectors.items()) if c.tasks}
+
+    def _task_state(self, name: str, task_id: int) -> str | None:
+        status = self.status.task(name, task_id)
+        return None if status is None else status.state.value.lower()
+
+    def _connector_state(self, name: str) -> str | None:
+        status = self.status.connector(name)
+        return None if status is None else status.state.value.lower()
+
+    def _close_connector_metrics(self, name: str) -> None:
+        metrics = self._connector_metrics.pop(name, None)
+        if metrics is not None:
+            metrics.close()
 
     # -- plugin hosts --------------------------------------------------------------------------
 
@@ -530,6 +582,7 @@ class Worker:
         except BaseException as exc:
             self._starting.pop(name, None)
             host.close(self.graceful_timeout_s)
+            self.worker_metrics.connector_started(ok=False)
             self.status.set_connector(
                 name, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
             )
@@ -544,6 +597,16 @@ class Worker:
             else:
                 self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
         self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
+        self.worker_metrics.connector_started(ok=True)
+        self._close_connector_metrics(name)
+        self._connector_metrics[name] = ConnectorMetrics(
+            self.metrics,
+            name,
+            plugin.kind,
+            plugin.class_name,
+            version,
+            lambda: self._connector_state(name),
+        )
         log.info("connector %s started (%s %s)", name, plugin.class_name, version)
         return version
 
@@ -622,6 +685,7 @@ class Worker:
         self.status.set_connector(name, Status(State.UNASSIGNED, self.worker_id))
 
     def _stop_connector_instance(self, connector: _Connector) -> None:
+        self._close_connector_metrics(connector.name)
         connector.stopping = True
         host = connector.host
         if host is None:
@@ -728,6 +792,7 @@ class Worker:
         connector = self._task_group(name, props, plugin)
         connector.tasks[task_id] = runner
         self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
+        self.worker_metrics.sync_connectors()
         runner.start()
         return runner
 
@@ -776,6 +841,7 @@ class Worker:
         if self._spark is not None:
             self._spark.release(name)
         self._forget_if_idle(name)
+        self.worker_metrics.sync_connectors()
 
     # -- task runtimes (local threads, Spark executors) ------------------------------------------
 
@@ -880,6 +946,9 @@ class Worker:
         if self._spark is not None:
             self._spark.close()
             self._spark = None
+        for name in list(self._connector_metrics):
+            self._close_connector_metrics(name)
+        self.worker_metrics.close()
 
     # -- automatic restarts (beyond Kafka Connect; opt-in per connector) ---------------------
 
@@ -986,6 +1055,7 @@ class Worker:
         if runners:
             self._stop_runners(name, runners, timeout_s)
         self._forget_if_idle(name)
+        self.worker_metrics.sync_connectors()
 
     def task_topics(self, name: str) -> set[str]:
         """Topics the connector's tasks produced to or are assigned (KIP-558): its current

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from core import secrets
 from core.bundled import install_bundled_in_background
+from core.connect_metrics import RebalanceMetrics, metrics_from_config
 from core.distributed.assignor import Held, IncrementalCooperativeAssignor
 from core.distributed.config_store import KafkaConfigStore
 from core.distributed.fencing import LeaderFencing
@@ -47,6 +48,7 @@ from core.distributed.status_store import KafkaStatusStore
 from core.extensions import config_resolver, override_policy, plugin_manager
 from core.host_pool import HostPool
 from core.kafka import admin_client, kafka_cluster_id
+from core.metric_reporters import add_reporters
 from core.offset_topics import ConnectorOffsetStores
 from core.plugins import PluginCatalogue
 from core.properties import load_properties
@@ -102,6 +104,9 @@ class DistributedHerder(Rebalancing, HerderApi):
             )
         self.group_id: str = self.config.get("group.id")
         self.override_policy = override_policy(self.config, self.extensions)
+        # The worker's metrics (GET /metrics, metric.reporters), for as long as it runs.
+        self.metrics = metrics_from_config(self.config)
+        add_reporters(self.metrics, self.config, self.extensions)
         self.topic_creation_enabled = bool(self.config.topic_creation_enable)
         # KIP-618: "enabled" runs source tasks exactly-once (after the leader fenced their
         # older generations); "preparing" only makes this worker able to lead such a cluster
@@ -118,6 +123,11 @@ class DistributedHerder(Rebalancing, HerderApi):
         self.keys = ClusterKeys(self.group_id if sharing == "enabled" else None)
         self._init_herding()
         self._init_signing()
+        self.rebalance_metrics = RebalanceMetrics(
+            self.metrics,
+            lambda: "sessioned" if self._request_validation else "compatible",
+            lambda: self.member is None or self.member.rebalancing,
+        )
         self._version = _software_version()
         self._cluster_id: str | None = None
         self._ready = threading.Event()
@@ -271,6 +281,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             override_policy=self.override_policy,
             status=self.statuses,
             task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
+            metrics=self.metrics,
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested
         with self._lock:
@@ -344,6 +355,7 @@ class DistributedHerder(Rebalancing, HerderApi):
         self.host_pool.close()
         self.resolver.close()
         self.internal_http.close()
+        self.metrics.close()
 
     def _stop_all_here(self, name: str) -> None:
         worker = self.worker

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 import httpx
 
+from core.connect_metrics import RebalanceMetrics
 from core.distributed.assignor import Held, IncrementalCooperativeAssignor
 from core.distributed.config_store import KafkaConfigStore, PrivilegedWriteError
 from core.distributed.fencing import LeaderFencing
@@ -77,6 +78,7 @@ class DistributedHerderBase(WorkerHerder):
     _is_leader: bool
     _rejoin_at: float | None
     _rebalances: int
+    rebalance_metrics: RebalanceMetrics
     _members: dict[str, tuple[str, Held]]
     _leader_writes: threading.RLock
     # Every request this worker sends another (a REST request forwarded, task configs and

@@ -66,6 +66,8 @@ class Rebalancing(ConfigReactions):
         while not self._stopping.is_set():
             self._last_tick = time.monotonic()
             try:
+                if member.rebalancing:  # a join is due: the rebalance starts (its metrics)
+                    self.rebalance_metrics.rebalance_started()
                 member.poll(TICK_S)
                 while member.joining and not self._stopping.is_set():
                     self._last_tick = time.monotonic()  # alive: a round takes seconds
@@ -118,6 +120,7 @@ class Rebalancing(ConfigReactions):
         revoked = assignment.revoked
         self._assigned = self._assigned.minus(revoked).plus(assignment.assigned)
         self._rebalances += 1
+        self.rebalance_metrics.rebalance_succeeded(joined.generation, assignment.leader_url or "")
         log.info(
             "rebalance %d done (generation %d, %s): +%d connectors +%d tasks, -%d -%d; "
             "running %d connectors, %d tasks%s",

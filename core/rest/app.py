@@ -18,12 +18,12 @@ from urllib.parse import quote
 from fastapi import APIRouter, Body, FastAPI, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from core import secrets
+from core import prometheus, secrets
 from core.herder import (
     BadRequestError,
     Herder,
@@ -41,6 +41,7 @@ from core.http_headers import (
     parse_rules,
 )
 from core.log_levels import parse_level
+from core.metrics import Metrics
 from core.rest import forwarding, loggers, media, plugins_admin
 from core.rest import models as m
 from core.rest.cors import AnswerHead, AnswerOptions, CrossOrigin, ResponseHeaders
@@ -125,6 +126,7 @@ class _SafeRoute(APIRoute):
     """
 
     consumes_json = True  # Kafka's @Consumes(APPLICATION_JSON)
+    produces_text = False  # answers text/plain (GET /metrics), not JSON
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -138,7 +140,9 @@ class _SafeRoute(APIRoute):
                 body = read and bool(await request.body())
                 if media.unsupported_content_type(content_type, body=body):
                     raise StarletteHTTPException(415)
-            if media.not_acceptable(headers.get("accept")):
+            if (self.produces_text and media.not_acceptable_text(headers.get("accept"))) or (
+                not self.produces_text and media.not_acceptable(headers.get("accept"))
+            ):
                 raise StarletteHTTPException(406)
             try:
                 return await handler(request)
@@ -166,6 +170,12 @@ class _RootRoute(_SafeRoute):
     """Kafka's RootResource (``/``, ``/health``) declares no @Consumes: any Content-Type."""
 
     consumes_json = False
+
+
+class _TextRoute(_RootRoute):
+    """``GET /metrics``: Prometheus' text format, for an Accept that allows text/plain."""
+
+    produces_text = True
 
 
 def _config_map(raw: Any, *, keep_null: bool = False) -> dict[str, Any]:
@@ -475,6 +485,26 @@ def _root_router(herder: Herder) -> APIRouter:
     return r
 
 
+def _metrics_router(herder: Herder) -> APIRouter:
+    r = APIRouter(route_class=_TextRoute, tags=["root"])
+
+    @r.get(
+        "/metrics",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {"text/plain": {}}, "description": "Prometheus text format"}},
+    )
+    def metrics() -> Any:
+        """This worker's metrics in Prometheus' text exposition format 0.0.4 (each worker
+        answers with its own, as each Kafka Connect worker has its own JMX metrics)."""
+        registry: Metrics | None = getattr(herder, "metrics", None)
+        if registry is None:
+            return PlainTextResponse("", media_type=prometheus.CONTENT_TYPE)
+        body = prometheus.render(registry.metrics(), registry.context)
+        return PlainTextResponse(body, media_type=prometheus.CONTENT_TYPE)
+
+    return r
+
+
 def _loggers_router(herder: Herder) -> APIRouter:
     r = APIRouter(route_class=_SafeRoute, tags=["admin"])
 
@@ -569,7 +599,12 @@ def create_app(
     )
     routers: list[APIRouter] = []
     if main:
-        routers += [_root_router(herder), _connectors_router(herder), _plugins_router(herder)]
+        routers += [
+            _root_router(herder),
+            _metrics_router(herder),
+            _connectors_router(herder),
+            _plugins_router(herder),
+        ]
     if admin:
         routers += [
             _loggers_router(herder),

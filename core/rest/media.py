@@ -50,3 +50,15 @@ def not_acceptable(accept: str | None) -> bool:
         if media is not None and media[0] in ("*", "application") and media[1] in ("*", "json"):
             return False
     return True
+
+
+def not_acceptable_text(accept: str | None) -> bool:
+    """406 for a text/plain answer: an ``Accept`` header none of whose ranges matches
+    text/plain (Prometheus asks for ``text/plain;version=0.0.4`` among others)."""
+    if accept is None or not accept.strip():
+        return False
+    for item in accept.split(","):
+        media = _media_type(item)
+        if media is not None and media[0] in ("*", "text") and media[1] in ("*", "plain"):
+            return False
+    return True

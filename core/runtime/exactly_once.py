@@ -29,6 +29,7 @@ Everything here runs on the task's thread (the driver's), like the base loop.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message
@@ -198,6 +199,8 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         """A poll's records as chunks ending where the task set boundaries (one chunk when it
         set none); each chunk carries the offsets of the records up to its end."""
         records = ProducedBatch.from_wire(result.batch)
+        if records.size:
+            self._polled(records.size)
         start = 0
         for index, action, offsets in result.boundaries:
             end = records.size if index < 0 else index + 1
@@ -344,10 +347,14 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
             raise self._transaction_error(exc, "begin") from exc
         if not self._offsets_written:
             self._produce_offsets(entries)
+        started = time.monotonic()
         try:
             self.producer.commit_transaction(TRANSACTION_TIMEOUT_S)
         except KafkaException as exc:
+            self.counters.commit((time.monotonic() - started) * 1000, ok=False)
             raise self._transaction_error(exc, "commit") from exc
+        self.counters.commit((time.monotonic() - started) * 1000, ok=True)
+        self._submitted.drained()  # every record of the transaction is written
         self._open = False
         self._offsets_written = False
         self._offsets = {}
@@ -380,6 +387,7 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         self.producer.poll(0)  # the dropped records' delivery reports (ignored)
         self._pending_acks += self._acks
         self._acks = []
+        self._submitted.dropped()
         self._reset_submitted()
         self.boundary.committed()
 

@@ -236,6 +236,8 @@ class HostedTaskLoop:
         self._paused = False
         # The host's loop's: its clock is time.monotonic too (CLOCK_MONOTONIC, machine-wide).
         self.progress: tuple[int, float] = (0, 0.0)
+        # The host's loop's counters, from its last answer, until the driver takes them.
+        self._counters: tuple[float, ...] | None = None
         # Added to by the TOPIC_SEEN callback (on this driver thread, inside a request) and by
         # answers; only ever grows (KIP-558's topics used since the last reset).
         self._topics: set[str] = set() if topics is None else topics
@@ -251,6 +253,10 @@ class HostedTaskLoop:
     def topics(self) -> set[str]:
         return set(self._topics)
 
+    def take_counters(self) -> tuple[float, ...] | None:
+        counters, self._counters = self._counters, None
+        return counters
+
     def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any:
         """One request to the hosted task; its log records are logged here even when it
         fails (what the loop logged before failing explains the failure)."""
@@ -264,8 +270,9 @@ class HostedTaskLoop:
                     pass
             raise
         if isinstance(answer, tuple):
-            moved, (records_moved, at), topics, records = answer
+            moved, (records_moved, at), topics, records, counters = answer
             self.progress = (records_moved, at)
+            self._counters = counters
             self._topics.update(topics)
             self._log(records)
             return moved

@@ -270,4 +270,10 @@ class HostedTask:
         return self._loop
 
     def _answer(self, loop: TaskLoop, moved: int) -> tuple[Any, ...]:
-        return (moved, loop.progress, sorted(loop.topics()), self._logs.take())
+        return (
+            moved,
+            loop.progress,
+            sorted(loop.topics()),
+            self._logs.take(),
+            loop.take_counters(),
+        )

@@ -62,6 +62,12 @@ class TaskLoop(Protocol):
         """Records sent (source) or put (sink) so far."""
         ...
 
+    def take_counters(self) -> tuple[float, ...] | None:
+        """A snapshot of the loop's cumulative counters (:mod:`core.runtime.counters`), the
+        driver's to turn into the task's metrics after an iteration; None when there is no
+        new one (a loop in a plugin host has them from its last answer)."""
+        ...
+
     @property
     def progress(self) -> tuple[int, float]:
         """``(records moved so far, the loop's clock when they had moved)``, taken together

@@ -30,6 +30,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
+from core.runtime.counters import TaskCounters
 from core.runtime.spec import ErrorsPolicy
 from core.topic_names import (
     JavaRegexError,
@@ -225,6 +226,13 @@ class SinkTaskLoop:
         )
         self.records_put = 0
         self.progress: tuple[int, float] = (0, 0.0)
+        # The task's metrics' counts (core.runtime.counters), shared with its error reporter;
+        # offset commits are numbered as Kafka's WorkerSinkTask numbers them (commitSeqno):
+        # an asynchronous commit whose callback comes after a newer one started is "skipped".
+        self.counters: TaskCounters = errors.counters if errors is not None else TaskCounters()
+        self.commit_seq = 0
+        self._commit_started = 0.0
+        self._async_commits: collections.deque[int] = collections.deque()
         self._missing_topics_logged: set[str] = set()
         self._paused = False  # a framework pause (REST, target state), not the task's own
         self._cooperative = cooperative
@@ -256,6 +264,11 @@ class SinkTaskLoop:
     @property
     def records_moved(self) -> int:
         return self.records_put
+
+    def take_counters(self) -> tuple[float, ...]:
+        self.counters.partitions = len(self._assigned)
+        self.counters.commit_seq = self.commit_seq
+        return self.counters.take()
 
     def topics(self) -> set[str]:
         return {topic for topic, _ in set(self._assigned)}
@@ -596,6 +609,7 @@ class SinkTaskLoop:
             return self._paused_iteration()
         if self._next is None and self._retry_batch is None:
             self._next = self._consume()
+            self.counters.records_in += len(self._next)
         if self.host.pending:
             self._settle()
         batch = None
@@ -766,6 +780,12 @@ class SinkTaskLoop:
         assert batch is not None
         self._retry_started = None
         self._retry_attempt = 0
+        if actions.put is not None:
+            put, put_ms = actions.put
+            counters = self.counters
+            counters.batch(put)
+            counters.records_out += put
+            counters.operation(put_ms)
         failed, reported = actions.failed, actions.reported
         if failed or reported:
             try:
@@ -923,6 +943,21 @@ class SinkTaskLoop:
         current = {tp: off for tp, off in self._current.items() if only is None or tp in only}
         if not current:
             return
+        self.commit_seq += 1
+        self._commit_started = started = time.monotonic()
+        try:
+            self._commit(current, asynchronous, after_failure)
+        except BaseException:
+            self.counters.commit((time.monotonic() - started) * 1000, ok=False)
+            raise
+
+    def _commit(
+        self, current: dict[tuple[str, int], int], asynchronous: bool, after_failure: bool
+    ) -> None:
+        """:meth:`commit` of ``current``; a commit that completes at once (nothing new to
+        commit, or a synchronous one) is counted here, an asynchronous one by
+        :meth:`on_commit`."""
+        started = self._commit_started
         actions = self.host.pre_commit(self.handle, current)
         committable = actions.commit
         self._apply(actions)
@@ -933,6 +968,7 @@ class SinkTaskLoop:
                 continue  # never commit a partition we no longer own or have not consumed
             wanted[tp] = min(offset, current[tp])
         if not any(self._committed.get(tp) != offset for tp, offset in wanted.items()):
+            self.counters.commit((time.monotonic() - started) * 1000, ok=True)
             return
         if self.errors is not None:
             self._flush_dead_letters(after_failure)
@@ -946,12 +982,16 @@ class SinkTaskLoop:
             if self._committed.get(tp) != offset
         ]
         if not offsets:
+            self.counters.commit((time.monotonic() - started) * 1000, ok=True)
             return
         if asynchronous:
             try:
                 self.consumer.commit(offsets=offsets, asynchronous=True)
             except KafkaException as exc:  # not even queued: the next interval tries again
                 log.warning("task %s: could not start an offset commit: %s", self.name, exc)
+                self.counters.commit((time.monotonic() - started) * 1000, ok=False)
+                return
+            self._async_commits.append(self.commit_seq)
             return
         try:
             if self._stop_deadline is None:
@@ -969,6 +1009,7 @@ class SinkTaskLoop:
                 )
         except KafkaException as exc:
             raise wrap_kafka_error(exc, f"sink task {self.name} could not commit offsets") from exc
+        self.counters.commit((time.monotonic() - started) * 1000, ok=True)
         for committed in offsets:
             self._committed[(committed.topic, committed.partition)] = committed.offset
 
@@ -993,6 +1034,14 @@ class SinkTaskLoop:
         A failed asynchronous commit is logged and left for the next interval, which commits
         the then-current offsets (Kafka Connect does the same).
         """
+        if self._async_commits:
+            # An asynchronous commit's outcome (a synchronous one's was counted by commit()).
+            seq = self._async_commits.popleft()
+            if seq != self.commit_seq:
+                self.counters.commit_skips += 1
+            else:
+                elapsed_ms = (time.monotonic() - self._commit_started) * 1000
+                self.counters.commit(elapsed_ms, ok=error is None)
         if error is not None:
             log.warning(
                 "task %s: offset commit failed, retried at the next interval: %s",

@@ -48,6 +48,7 @@ from plugin_api.connector import freeze_partition
 from core.errors import ErrorReporter
 from core.kafka import JAVA_MAX_REQUEST_SIZE, wrap_kafka_error
 from core.offsets import OffsetStore
+from core.runtime.counters import TaskCounters
 from core.runtime.spec import ErrorsPolicy
 from core.topics import TopicCreator
 from isolation import HostClient, PollResult, ProducedBatch
@@ -136,18 +137,24 @@ class _Batch:
     batch's offsets become committable only once every record in it and before it is acked.
     """
 
-    __slots__ = ("size", "acked", "offsets", "delivered")
+    __slots__ = ("size", "acked", "skipped", "offsets", "delivered")
 
     def __init__(self, on_error: Callable[[KafkaError, Message], bool]) -> None:
         """``on_error`` is told of a failed delivery; True when it skipped the record
         (errors.tolerance=all), which then counts as acknowledged."""
         self.size = 0  # records handed to the producer (or dropped by a transform)
         self.acked = 0
+        # Of ``acked``: records dropped by a transform or skipped (errors.tolerance=all),
+        # which count as settled but not as written (source-record-write).
+        self.skipped = 0
         self.offsets: dict[Any, tuple[Any, Any]] = {}  # frozen partition -> (partition, offset)
 
         def delivered(err: KafkaError | None, msg: Message) -> None:
-            if err is None or on_error(err, msg):
+            if err is None:
                 self.acked += 1
+            elif on_error(err, msg):
+                self.acked += 1
+                self.skipped += 1
 
         self.delivered = delivered
 
@@ -169,12 +176,29 @@ class _Unsent:
 class _Submitted:
     """Batches in submission order; offsets become committable as the acknowledged prefix."""
 
-    __slots__ = ("batches", "records", "ready")
+    __slots__ = ("batches", "records", "ready", "counters", "unattributed_skips")
 
-    def __init__(self) -> None:
+    def __init__(self, counters: TaskCounters | None = None) -> None:
         self.batches: collections.deque[_Batch] = collections.deque()
         self.records = 0  # records in ``batches``: sent and not yet settled
         self.ready: dict[Any, tuple[Any, Any]] = {}
+        # Told of each settled batch (source-record-write).
+        self.counters = counters if counters is not None else TaskCounters()
+        # Records skipped after a failed delivery without per-record acks: the producer's
+        # callback does not say which batch they were in; they are taken off the next batches
+        # that settle.
+        self.unattributed_skips = 0
+
+    def _count(self, batch: _Batch, written: bool = True) -> None:
+        counters = self.counters
+        counters.records_done += batch.size
+        if written:
+            out = batch.size - batch.skipped
+            if self.unattributed_skips:
+                taken = min(out, self.unattributed_skips)
+                self.unattributed_skips -= taken
+                out -= taken
+            counters.records_out += out
 
     def settle(self) -> None:
         """Move the fully acknowledged prefix of batches into ``ready``.
@@ -188,12 +212,21 @@ class _Submitted:
             batch = batches.popleft()
             self.records -= batch.size
             self.ready.update(batch.offsets)
+            self._count(batch)
 
     def drained(self) -> None:
         """Every record sent so far is acknowledged (the producer's queue is empty and no
         delivery failed): every batch is settled."""
         for batch in self.batches:
             self.ready.update(batch.offsets)
+            self._count(batch)
+        self.batches.clear()
+        self.records = 0
+
+    def dropped(self) -> None:
+        """Every batch sent so far is gone unwritten (an aborted transaction)."""
+        for batch in self.batches:
+            self._count(batch, written=False)
         self.batches.clear()
         self.records = 0
 
@@ -252,8 +285,10 @@ class SourceTaskLoop:
         self._wants_acks = wants_acks
         self.errors = errors
         self._topics_seen: set[str] = set()
+        # The task's metrics' counts (core.runtime.counters), shared with its error reporter.
+        self.counters: TaskCounters = errors.counters if errors is not None else TaskCounters()
         self._topic_waits: dict[str, list[float | None]] = {}  # see _wait_for_topic
-        self._submitted = _Submitted()
+        self._submitted = _Submitted(self.counters)
         self._pending_acks: list[tuple[int, str | None, int | None, int | None, int | None]] = []
         self._unsent: collections.deque[_Unsent] = collections.deque()
         self._failure: ConnectException | None = None
@@ -370,7 +405,17 @@ class SourceTaskLoop:
         """Hook: queue one poll's records for :meth:`_send_queued`."""
         records = ProducedBatch.from_wire(result.batch)
         if records.size:
+            self._polled(records.size)
             self._unsent.append(_Unsent(_Batch(self._delivery_failed), records, result.offsets))
+
+    def _polled(self, size: int) -> None:
+        """Count one poll of ``size`` records (source-record-poll, batch-size)."""
+        counters = self.counters
+        counters.records_in += size
+        counters.batch(size)
+
+    def take_counters(self) -> tuple[float, ...]:
+        return self.counters.take()
 
     def _final_commit(self, timeout_s: float, failed: bool) -> None:
         """Hook: commit on stop; waits up to ``timeout_s`` for outstanding acks first. What
@@ -396,6 +441,8 @@ class SourceTaskLoop:
         if self._skips(err):
             if err.code() not in PURGED_ERRORS:
                 self._report_refused(msg.topic(), msg.partition(), err.str() + detail)
+            if not self._wants_acks:
+                self._submitted.unattributed_skips += 1  # not written (source-record-write)
             return True
         if self._failure is None:
             self._failure = wrap_kafka_error(
@@ -471,6 +518,7 @@ class SourceTaskLoop:
         elif self._delivery_failed(err, msg):
             # Skipped (errors.tolerance=all): commit_record(record, None), as Kafka.
             batch.acked += 1
+            batch.skipped += 1
             self._pending_acks.append((seq, None, None, None, None))
 
     def iteration(self) -> int:
@@ -484,6 +532,16 @@ class SourceTaskLoop:
         """
         self._raise_if_failed()
         self.producer.poll(0)
+        if (
+            not self._wants_acks
+            and self._submitted.batches
+            and not self.transactional
+            and self._failure is None
+            and not len(self.producer)
+        ):
+            # Everything sent is acknowledged: settled now, so source-record-write counts it
+            # when Kafka has it, not at the next offset commit.
+            self._submitted.drained()
         if self._commit_waiting_since is not None:
             self._commit_when_acknowledged()
         if self._draining and not self._drain():
@@ -658,6 +716,7 @@ class SourceTaskLoop:
                     topic, values[index], key, partition, timestamp, None, None
                 ):
                     batch.acked += 1
+                    batch.skipped += 1
                 index += 1
                 batch.size += 1
                 unsent.next = index
@@ -672,6 +731,7 @@ class SourceTaskLoop:
                 index += 1  # skipped (errors.tolerance=all): counts as sent and acknowledged
                 batch.size += 1
                 batch.acked += 1
+                batch.skipped += 1
                 unsent.next = index
         batch.size += size - unsent.next
         unsent.next = size
@@ -695,6 +755,7 @@ class SourceTaskLoop:
             if topic is None:  # dropped by a transform: its offset still counts
                 batch.size += 1
                 batch.acked += 1
+                batch.skipped += 1
                 if wants_acks:
                     self._pending_acks.append((seq, None, None, None, None))
                 continue
@@ -712,9 +773,11 @@ class SourceTaskLoop:
                     topic, value, key, partition, timestamp, headers, on_delivery
                 ):
                     batch.acked += 1
+                    batch.skipped += 1
             except Exception as exc:  # KafkaException, TypeError for bad values
                 self._refused(topic, partition, exc, key, value)
                 batch.acked += 1  # skipped (errors.tolerance=all): counts as acknowledged
+                batch.skipped += 1
                 if wants_acks:
                     self._pending_acks.append((seq, None, None, None, None))
             batch.size += 1
@@ -785,7 +848,7 @@ class SourceTaskLoop:
     def _reset_submitted(self) -> None:
         """Forget every batch sent so far: all settled (a transaction committed them) or
         dropped (one was aborted), so none is waited for any more."""
-        self._submitted = _Submitted()
+        self._submitted = _Submitted(self.counters)
 
     def _before_task_stop(self) -> None:
         """Hook: the last call to the task before its ``stop()`` (its host is alive)."""
@@ -819,10 +882,12 @@ class SourceTaskLoop:
         if offsets and self.errors is not None:
             self.errors.flush()  # failed records are in the DLQ before their offsets move on
         if offsets:
+            started = time.monotonic()
             try:
                 self.offsets.put(self.connector, offsets)
                 self.offsets.flush()
             except (ConnectException, OSError) as exc:
+                self.counters.commit((time.monotonic() - started) * 1000, ok=False)
                 # Not the task's failure (Kafka's WorkerSourceTask.commitOffsets): the broker
                 # or the file is unavailable for now. The offsets go with the next commit;
                 # the task's commit() waits for a commit that stored them.
@@ -834,6 +899,7 @@ class SourceTaskLoop:
                     exc,
                 )
                 return self._outstanding()
+            self.counters.commit((time.monotonic() - started) * 1000, ok=True)
             self.host.call(self.handle, "commit")
         return self._outstanding()
 

@@ -32,6 +32,7 @@ from typing import Any
 from plugin_api.connector import freeze_partition
 
 from core.runtime.build import build_task
+from core.runtime.counters import SnapshotsSince
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskServices
 from core.runtime.spec import TaskSpec
@@ -171,6 +172,9 @@ class ExecutorTask:
         self.trace: str | None = None
         self.loop: TaskLoop | None = None
         self.hosts: ExecutorHosts | None = None
+        # The loop's counters, taken after each iteration, sent with the next heartbeat (the
+        # worker makes the task's metrics of them, core/connect_metrics.py).
+        self.counters = SnapshotsSince()
         self.where = {"host": socket.gethostname(), "pid": os.getpid(), **_executor_hints()}
 
     def _client(self) -> ControlClient:
@@ -201,6 +205,9 @@ class ExecutorTask:
             body["built_s"] = hosts.built
         if self.trace:
             body["trace"] = self.trace
+        counters = self.counters.take()
+        if counters is not None:
+            body["counters"] = counters
         return body
 
     def run(self) -> tuple[str, str]:
@@ -248,7 +255,9 @@ class ExecutorTask:
                     paused = want_paused
                     (loop.pause if paused else loop.resume)()
                     self.state = "PAUSED" if paused else "RUNNING"
-                if not loop.iteration():
+                moved = loop.iteration()
+                self.counters.add(loop.take_counters())
+                if not moved:
                     heartbeat.stop_requested.wait(IDLE_BACKOFF_S)
         except BaseException as exc:  # noqa: BLE001 - reported to the worker
             failure = failure_trace(exc)
@@ -264,6 +273,7 @@ class ExecutorTask:
                     fenced=heartbeat.fenced,
                     timeout_s=self.spec.settings.graceful_timeout_s,
                 )
+                self.counters.add(loop.take_counters())  # the final commit's, with the last beat
             except Exception as exc:  # noqa: BLE001
                 log.warning("task %s did not stop cleanly: %s", self.spec.name, exc)
         return failure

@@ -36,6 +36,7 @@ import time
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from core.runtime.counters import FIELDS
 from core.runtime.spec import TaskSpec
 from core.spark.driver import Placement, SparkDriver
 from core.spark.executor import FAILED, PAUSED, RUNNING, STOP, STOPPED, Assignment
@@ -222,6 +223,9 @@ class SparkTaskRunner(_TaskRunner):
             self._paused_or_resumed(state)
         self.remote = body
         self.records_moved = int(body.get("records", 0))
+        counters = body.get("counters")
+        if isinstance(counters, list) and len(counters) == len(FIELDS):
+            self.metrics.absorb(tuple(counters))
         self._topics.update(body.get("topics", ()))
         if state in (RUNNING, PAUSED) and not self._reported_start:
             self._task_started(body)
@@ -241,9 +245,9 @@ class SparkTaskRunner(_TaskRunner):
         visible in ``remote``."""
         if state not in (RUNNING, PAUSED) or not self._reported_start or self.stopping.is_set():
             return
-        self.worker.status.update_task(
-            self.connector, self.task_id, state=State.PAUSED if state == PAUSED else State.RUNNING
-        )
+        new = State.PAUSED if state == PAUSED else State.RUNNING
+        self.metrics.state(new)
+        self.worker.status.update_task(self.connector, self.task_id, state=new)
 
     def _task_started(self, body: Mapping[str, Any]) -> None:
         self._reported_start = True

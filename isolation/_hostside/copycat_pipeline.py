@@ -646,6 +646,7 @@ class HostSinkTaskContext(SinkTaskContext):
         self,
         failed: list[tuple[Any, ...]] | None = None,
         commit: dict[tuple[str, int], int] | None = None,
+        put: tuple[int, float] | None = None,
     ) -> tuple[Any, ...]:
         """The :class:`SinkActions` of the call that just ended (as a plain tuple, the
         shape that crosses the channel), and a clean slate for the next one."""
@@ -658,6 +659,7 @@ class HostSinkTaskContext(SinkTaskContext):
             list(self.reported),
             failed or [],
             commit or {},
+            put,
         )
         self.reset()
         return tuple(actions)
@@ -741,6 +743,7 @@ class SinkRunner:
             # worker reports the record (log, dead letter queue), then fails the task.
             self.context.reset()
             return self.context.drain(failed=failed)
+        started = time.monotonic()
         try:
             self.task.put(records)
         except RetriableException as exc:
@@ -749,7 +752,8 @@ class SinkRunner:
             retry_after_ms = self.context.timeout_ms
             self.context.reset()
             raise RetriablePut(exc, retry_after_ms) from exc
-        return self.context.drain(failed=failed)
+        put = (len(records), (time.monotonic() - started) * 1000)
+        return self.context.drain(failed=failed, put=put)
 
     def _recover(
         self, row: tuple[Any, ...], failure: StageFailure, failed: list[tuple[Any, ...]]

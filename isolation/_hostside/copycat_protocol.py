@@ -134,6 +134,9 @@ class SinkActions(NamedTuple):
     failed: list[tuple[Any, ...]]
     # pre_commit(): the offsets the task says are safe to commit.
     commit: dict[tuple[str, int], int]
+    # put(): ``(records handed to put(), its duration in ms)``, the sink's metrics
+    # (sink-record-send, put-batch-time); None for any other call.
+    put: tuple[int, float] | None = None
 
 
 NO_SINK_ACTIONS = SinkActions({}, [], [], False, None, [], [], {})
