@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 from confluent_kafka import Consumer, Producer
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.distributed import (
@@ -157,6 +158,42 @@ def test_a_connector_created_through_any_worker_runs_with_one_status_everywhere(
         assert "basic-src" in httpx.get(cluster.urls[i] + "/connectors").json()
         tasks = httpx.get(cluster.urls[i] + "/connectors/basic-src/tasks").json()
         assert tasks[0]["config"]["file"] == str(source)
+
+
+def _rebalance_metrics(url: str) -> dict[str, object]:
+    """The connect-worker-rebalance-metrics of the worker at ``url`` (GET /metrics)."""
+    text = httpx.get(url + "/metrics", timeout=30).text
+    found: dict[str, object] = {}
+    prefix = "kafka_connect_connect_worker_rebalance_"
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith(prefix):
+                name = sample.name[len(prefix) :]
+                value = sample.labels.get(name.removesuffix("_info"))
+                found[name] = value if name.endswith("_info") else sample.value
+    return found
+
+
+def test_every_worker_reports_its_rebalances_with_one_leader_and_epoch(
+    cluster: DistributedCluster,
+) -> None:
+    def settled() -> list[dict[str, object]] | None:
+        seen = [_rebalance_metrics(url) for url in cluster.urls]
+        if any(m.get("rebalancing") != 0 for m in seen):
+            return None
+        if len({(m["epoch"], m["leader_name_info"]) for m in seen}) != 1:
+            return None
+        return seen
+
+    seen = wait_until(settled, 120, "every worker out of its rebalance, on one generation")
+    for metrics in seen:
+        assert metrics["completed_rebalances_total"] >= 1  # type: ignore[operator]
+        assert metrics["epoch"] >= 1  # type: ignore[operator]
+        assert metrics["time_since_last_rebalance_ms"] >= 0  # type: ignore[operator]
+        assert metrics["rebalance_max_time_ms"] >= 0  # type: ignore[operator]
+        assert metrics["connect_protocol_info"] == "sessioned"
+    leader = str(seen[0]["leader_name_info"]).rstrip("/")
+    assert leader in {url.rstrip("/") for url in cluster.urls}, (leader, cluster.urls)
 
 
 def test_pause_and_resume_through_different_workers(

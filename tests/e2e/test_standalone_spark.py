@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import read_all
@@ -72,6 +73,20 @@ def _task_on_spark(worker: CliWorker, name: str) -> bool:
     return bool(tasks) and tasks[0]["state"] == "RUNNING" and "Spark" in tasks[0]["worker_id"]
 
 
+def _task_metric(worker: CliWorker, metric: str, connector: str) -> float | None:
+    """A source-task-metrics value of task 0 on the worker's ``GET /metrics``."""
+    text = httpx.get(f"{worker.url}/metrics", timeout=10).text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if (
+                sample.name == f"kafka_connect_source_task_{metric}"
+                and sample.labels.get("connector") == connector
+                and sample.labels.get("task") == "0"
+            ):
+                return float(sample.value)
+    return None
+
+
 def test_ctrl_c_or_sigterm_to_the_process_group_commits_final_offsets_and_leaves_nothing(
     tmp_path: Path,
     broker: KafkaCluster,
@@ -100,6 +115,13 @@ def test_ctrl_c_or_sigterm_to_the_process_group_commits_final_offsets_and_leaves
         assert worker.proc is not None
         wait_until(lambda: _task_on_spark(worker, name), TASK_START_S, f"{name}-0 on Spark")
         assert len(read_all(broker.bootstrap_servers, topic, LINES, timeout_s=120)) == LINES
+        # The executor's counters reach the worker's metrics with its heartbeats.
+        wait_until(
+            lambda: _task_metric(worker, "source_record_write_total", name) == LINES,
+            30,
+            "the Spark task's source-record-write-total on the worker's /metrics",
+        )
+        assert _task_metric(worker, "source_record_poll_total", name) == LINES
         tree = descendants(worker.proc.pid)
         assert any(executor_jvm_of(p) for p in tree), "the task's executor is not the worker's"
 

@@ -1,0 +1,330 @@
+"""Kafka Connect's metrics of a real worker, read over HTTP (``GET /metrics``) and through a
+metrics reporter: real broker, real plugin hosts, both data paths (``task.data.path``).
+
+Every scrape is parsed with prometheus_client's strict text parser. The module's worker has
+three reporters: Kafka's JmxReporter (a Java class: skipped with a warning), one that fails
+in every call (logged, the worker goes on), and one that records what it is told.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from confluent_kafka import Producer
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.metric_reporters import RecordingReporter
+from tests.support.rest import RestWorker, wait_for
+
+pytestmark = pytest.mark.integration
+
+JMX = "org.apache.kafka.common.metrics.JmxReporter"
+REPORTERS = (
+    f"{JMX},tests.support.metric_reporters.BrokenReporter,"
+    "tests.support.metric_reporters:RecordingReporter"
+)
+BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
+
+
+@pytest.fixture(scope="module")
+def worker(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    bootstrap_servers: str,
+    bundled_plugin_path: Path,
+) -> Iterator[RestWorker]:
+    data_path = getattr(request, "param", "auto")
+    tmp = tmp_path_factory.mktemp(f"metrics-{data_path}")
+    extra = {
+        "task.data.path": data_path,
+        "metric.reporters": REPORTERS,
+        "metrics.context.connect.kafka.cluster.id": "test-cluster",
+        "offset.flush.interval.ms": "200",
+    }
+    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as running:
+        yield running
+
+
+@pytest.fixture
+def http(worker: RestWorker) -> Iterator[httpx.Client]:
+    with worker.client() as client:
+        yield client
+
+
+def scrape(http: httpx.Client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """``GET /metrics`` parsed strictly: ``{(sample name, sorted labels): value}``."""
+    response = http.get("/metrics", headers={"Accept": "text/plain;version=0.0.4;q=0.5,*/*"})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    samples = {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            labels = tuple(sorted(sample.labels.items()))
+            samples[(sample.name, labels)] = sample.value
+    return samples
+
+
+def task_value(
+    http: httpx.Client, name: str, connector: str, task: int = 0, **labels: str
+) -> float | None:
+    wanted = tuple(
+        sorted(
+            {
+                "connector": connector,
+                "task": str(task),
+                "connect_kafka_cluster_id": "test-cluster",
+                **labels,
+            }.items()
+        )
+    )
+    return scrape(http).get((name, wanted))
+
+
+def _connector_labels(connector: str, **extra: str) -> tuple[tuple[str, str], ...]:
+    labels = {"connector": connector, "connect_kafka_cluster_id": "test-cluster", **extra}
+    return tuple(sorted(labels.items()))
+
+
+def _name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _wait_value(
+    http: httpx.Client, metric: str, connector: str, expected: float, timeout_s: float = 60
+) -> None:
+    wait_for(
+        lambda: task_value(http, metric, connector) == expected,
+        timeout_s,
+        f"{metric} of {connector} == {expected}",
+    )
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for value in values:
+        producer.produce(topic, value)
+    assert producer.flush(30) == 0
+
+
+# -- source and sink counts (both data paths) ----------------------------------------------------
+
+
+@BOTH_DATA_PATHS
+def test_a_file_source_counts_every_line_polled_and_written(
+    worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    lines = 2_000
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(lines)))
+    name = _name("source")
+    config = {
+        "connector.class": "FileStreamSource",
+        "file": str(path),
+        "topic": topic_name,
+        "tasks.max": "1",
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    _wait_value(http, "kafka_connect_source_task_source_record_write_total", name, lines)
+    assert task_value(http, "kafka_connect_source_task_source_record_poll_total", name) == lines
+    assert task_value(http, "kafka_connect_source_task_source_record_active_count", name) == 0
+    batch_max = task_value(http, "kafka_connect_connector_task_batch_size_max", name)
+    assert batch_max is not None and 1 <= batch_max <= lines
+    rate = task_value(http, "kafka_connect_source_task_source_record_poll_rate", name)
+    assert rate is not None and rate > 0
+    _wait_value(http, "kafka_connect_connector_task_offset_commit_success_percentage", name, 1.0)
+    assert task_value(http, "kafka_connect_task_error_total_record_errors", name) == 0
+    worker_labels = (("connect_kafka_cluster_id", "test-cluster"),)
+    samples = scrape(http)
+    assert samples[("kafka_connect_connect_worker_task_startup_success_total", worker_labels)] >= 1
+    assert samples[("kafka_connect_connect_worker_connector_count", worker_labels)] >= 1
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+@BOTH_DATA_PATHS
+def test_a_file_sink_counts_records_read_put_and_committed(
+    worker: RestWorker,
+    http: httpx.Client,
+    broker: KafkaCluster,
+    tmp_path: Path,
+    topic_name: str,
+) -> None:
+    records = 1_500
+    broker.create_topic(topic_name, 1)
+    _produce(broker.bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(records)])
+    name = _name("sink")
+    config = {
+        "connector.class": "FileStreamSink",
+        "file": str(tmp_path / "out.txt"),
+        "topics": topic_name,
+        "tasks.max": "1",
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    _wait_value(http, "kafka_connect_sink_task_sink_record_send_total", name, records)
+    assert task_value(http, "kafka_connect_sink_task_sink_record_read_total", name) == records
+    assert task_value(http, "kafka_connect_sink_task_partition_count", name) == 1
+    wait_for(
+        lambda: (
+            (task_value(http, "kafka_connect_sink_task_offset_commit_completion_total", name) or 0)
+            >= 1
+        ),
+        60,
+        "an offset commit completed",
+    )
+    seq = task_value(http, "kafka_connect_sink_task_offset_commit_seq_no", name)
+    assert seq is not None and seq >= 1
+    put_avg = task_value(http, "kafka_connect_sink_task_put_batch_avg_time_ms", name)
+    put_max = task_value(http, "kafka_connect_sink_task_put_batch_max_time_ms", name)
+    assert put_avg is not None and put_max is not None
+    assert 0 <= put_avg <= put_max, (put_avg, put_max)
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+@BOTH_DATA_PATHS
+def test_tolerated_bad_records_count_as_errors_skipped_and_dead_letters(
+    worker: RestWorker,
+    http: httpx.Client,
+    broker: KafkaCluster,
+    tmp_path: Path,
+    topic_name: str,
+) -> None:
+    good, bad = 40, 7
+    broker.create_topic(topic_name, 1)
+    values = [json.dumps({"n": i}).encode() for i in range(good)]
+    values += [b"{not json %d" % i for i in range(bad)]
+    _produce(broker.bootstrap_servers, topic_name, values)
+    name = _name("tolerant")
+    config = {
+        "connector.class": "FileStreamSink",
+        "file": str(tmp_path / "out.txt"),
+        "topics": topic_name,
+        "tasks.max": "1",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "errors.tolerance": "all",
+        "errors.log.enable": "true",
+        "errors.deadletterqueue.topic.name": f"{topic_name}-dlq",
+        "errors.deadletterqueue.topic.replication.factor": "1",
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    _wait_value(http, "kafka_connect_sink_task_sink_record_read_total", name, good + bad)
+    _wait_value(http, "kafka_connect_task_error_total_record_errors", name, bad)
+    assert task_value(http, "kafka_connect_task_error_total_records_skipped", name) == bad
+    assert task_value(http, "kafka_connect_task_error_total_errors_logged", name) == bad
+    _wait_value(http, "kafka_connect_task_error_deadletterqueue_produce_requests", name, bad)
+    assert task_value(http, "kafka_connect_task_error_deadletterqueue_produce_failures", name) == 0
+    last = task_value(http, "kafka_connect_task_error_last_error_timestamp", name)
+    assert last is not None and last > 1_600_000_000_000
+    _wait_value(http, "kafka_connect_sink_task_sink_record_send_total", name, good)
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+# -- status, removal and reporters -----------------------------------------------------------------
+
+
+def test_status_gauges_follow_pause_and_resume_and_vanish_on_delete(
+    worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    path = tmp_path / "in.txt"
+    path.write_text("a\nb\n")
+    name = _name("status")
+    config = {
+        "connector.class": "FileStreamSource",
+        "file": str(path),
+        "topic": topic_name,
+        "tasks.max": "1",
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+
+    def connector_status(state: str) -> bool:
+        key = ("kafka_connect_connector_status_info", _connector_labels(name, status=state))
+        return scrape(http).get(key) == 1
+
+    def task_status(state: str) -> bool:
+        return task_value(http, "kafka_connect_connector_task_status_info", name, status=state) == 1
+
+    wait_for(lambda: connector_status("running") and task_status("running"), 60, "running")
+    samples = scrape(http)
+    assert (
+        samples[
+            (
+                "kafka_connect_connector_connector_type_info",
+                _connector_labels(name, connector_type="source"),
+            )
+        ]
+        == 1
+    )
+    assert (
+        samples[
+            ("kafka_connect_connect_worker_connector_running_task_count", _connector_labels(name))
+        ]
+        == 1
+    )
+    assert http.put(f"/connectors/{name}/pause").status_code == 202
+    wait_for(lambda: connector_status("paused") and task_status("paused"), 60, "paused")
+    assert samples_of(http, name)  # still there while paused
+    pause_ratio = task_value(http, "kafka_connect_connector_task_pause_ratio", name)
+    assert pause_ratio is not None and 0 < pause_ratio < 1
+    assert (
+        scrape(http)[
+            ("kafka_connect_connect_worker_connector_paused_task_count", _connector_labels(name))
+        ]
+        == 1
+    )
+    assert http.put(f"/connectors/{name}/resume").status_code == 202
+    wait_for(lambda: connector_status("running") and task_status("running"), 60, "resumed")
+
+    reporter = _recording()
+    status_key = ("connector-metrics", "status", (("connector", name),))
+    assert status_key in reporter.changes
+    assert http.delete(f"/connectors/{name}").status_code == 204
+    wait_for(lambda: not samples_of(http, name), 60, f"every metric of {name} gone")
+    assert status_key in reporter.removals
+    task_key = (
+        "source-task-metrics",
+        "source-record-poll-total",
+        (("connector", name), ("task", "0")),
+    )
+    assert task_key in reporter.changes and task_key in reporter.removals
+
+
+def samples_of(http: httpx.Client, connector: str) -> list[str]:
+    return [sample for sample, labels in scrape(http) if ("connector", connector) in labels]
+
+
+def _recording() -> RecordingReporter:
+    made = [r for r in RecordingReporter.made if not r.closed]
+    assert made, "no RecordingReporter was made"
+    return made[-1]
+
+
+def test_reporters_are_configured_and_a_java_or_broken_one_does_not_stop_the_worker(
+    worker: RestWorker, http: httpx.Client
+) -> None:
+    reporter = _recording()
+    assert reporter.configs is not None
+    assert reporter.configs["metric.reporters"] == REPORTERS
+    assert reporter.initial == []  # made before the worker registered its metrics
+    assert ("connect-worker-metrics", "connector-count", ()) in reporter.changes
+    # (The JmxReporter's warning comes while the worker is made: tests/unit/core/test_metrics.py.)
+    log = "\n".join(worker.log_lines)
+    assert "metrics reporter tests.support.metric_reporters.BrokenReporter failed in" in log
+    samples = scrape(http)
+    key = (
+        "kafka_connect_connect_worker_connector_count",
+        (("connect_kafka_cluster_id", "test-cluster"),),
+    )
+    assert key in samples and not math.isnan(samples[key])
+    assert http.get("/health").status_code == 200
+
+
+def test_metrics_answer_406_to_a_client_that_accepts_only_json(http: httpx.Client) -> None:
+    response = http.get("/metrics", headers={"Accept": "application/json"})
+    assert response.status_code == 406
+    assert response.json()["error_code"] == 406
