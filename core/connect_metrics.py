@@ -16,6 +16,7 @@ Groups are closed (their metrics removed) when the connector or task stops here,
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -589,7 +590,7 @@ class RebalanceMetrics:
         group.add(
             "time-since-last-rebalance-ms",
             "The time in milliseconds since this worker completed the most recent rebalance "
-            "(-1 before the first).",
+            "(+Inf before the first).",
             self._since_last,
         )
 
@@ -600,7 +601,7 @@ class RebalanceMetrics:
 
     def _since_last(self, now: float) -> float:
         at = self._completed_at
-        return -1.0 if at is None else now - at
+        return math.inf if at is None else now - at
 
     def rebalance_started(self) -> None:
         with self._lock:

@@ -125,7 +125,7 @@ class DistributedHerder(Rebalancing, HerderApi):
         self._init_signing()
         self.rebalance_metrics = RebalanceMetrics(
             self.metrics,
-            lambda: "sessioned" if self._request_validation else "compatible",
+            lambda: "SESSIONED" if self._request_validation else "COMPATIBLE",
             lambda: self.member is None or self.member.rebalancing,
         )
         self._version = _software_version()

@@ -191,7 +191,7 @@ def test_every_worker_reports_its_rebalances_with_one_leader_and_epoch(
         assert metrics["epoch"] >= 1  # type: ignore[operator]
         assert metrics["time_since_last_rebalance_ms"] >= 0  # type: ignore[operator]
         assert metrics["rebalance_max_time_ms"] >= 0  # type: ignore[operator]
-        assert metrics["connect_protocol_info"] == "sessioned"
+        assert metrics["connect_protocol_info"] == "SESSIONED"
     leader = str(seen[0]["leader_name_info"]).rstrip("/")
     assert leader in {url.rstrip("/") for url in cluster.urls}, (leader, cluster.urls)
 

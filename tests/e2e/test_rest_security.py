@@ -50,6 +50,7 @@ ENDPOINTS = [
     ("GET", "/admin/loggers"),
     ("GET", "/admin/loggers/root"),
     ("PUT", "/admin/loggers/root"),
+    ("GET", "/metrics"),
     ("GET", "/openapi.json"),
     ("GET", "/docs"),
     ("GET", "/no/such/path"),
@@ -97,6 +98,7 @@ def test_basic_auth_guards_every_endpoint_but_health(auth_worker: RestWorker) ->
     with auth_worker.client(auth=("alice", "wonderland")) as alice:
         assert alice.get("/connectors").json() == []
         assert alice.get("/connectors/c").status_code == 404
+        assert alice.get("/metrics").status_code == 200
     with auth_worker.client(auth=("bob", "builder")) as bob:
         assert bob.get("/").status_code == 200
     assert not any("wonderland" in line for line in auth_worker.log_lines)

@@ -157,9 +157,9 @@ def test_task_ratios_follow_its_states(metrics: Metrics, clock: Clock) -> None:
 
 
 def test_rebalance_metrics(metrics: Metrics, clock: Clock) -> None:
-    rebalance = RebalanceMetrics(metrics, lambda: "sessioned")
+    rebalance = RebalanceMetrics(metrics, lambda: "SESSIONED")
     group = "connect-worker-rebalance-metrics"
-    assert metrics.value(group, "time-since-last-rebalance-ms") == -1
+    assert metrics.value(group, "time-since-last-rebalance-ms") == math.inf
     rebalance.rebalance_started()
     assert metrics.value(group, "rebalancing") == 1.0
     clock.ms += 250
@@ -171,7 +171,7 @@ def test_rebalance_metrics(metrics: Metrics, clock: Clock) -> None:
     assert metrics.value(group, "completed-rebalances-total") == 1
     assert metrics.value(group, "rebalance-max-time-ms") == 250
     assert metrics.value(group, "time-since-last-rebalance-ms") == 100
-    assert metrics.value(group, "connect-protocol") == "sessioned"
+    assert metrics.value(group, "connect-protocol") == "SESSIONED"
 
 
 def test_the_exposition_parses_strictly_and_escapes_labels(metrics: Metrics) -> None:
