@@ -196,9 +196,6 @@ class _TaskRunner(threading.Thread):
     (plugin.call.timeout.ms) or a stop reclaims it by killing its host.
     """
 
-    # Whether the loop's counters reach this runner (its task metrics beyond status).
-    counts_records = True
-
     def __init__(
         self,
         worker: Worker,
@@ -234,13 +231,7 @@ class _TaskRunner(threading.Thread):
         self._status_lock = threading.Lock()
         # The task's metrics (core/connect_metrics.py): closed when its thread ends, as
         # Kafka's WorkerTask removes its metrics groups.
-        self.metrics = TaskMetrics(
-            worker.metrics,
-            spec.connector,
-            spec.task_id,
-            spec.kind,
-            counted=self.counts_records,
-        )
+        self.metrics = TaskMetrics(worker.metrics, spec.connector, spec.task_id, spec.kind)
 
     def run(self) -> None:
         # One line when the task's thread begins and one when it ends, whatever the cause (as
