@@ -26,6 +26,7 @@ from core.metrics import Metrics
 from core.offsets import OffsetStore
 from core.plugins import LocalHosts, PluginCatalogue
 from core.runtime.build import build_task
+from core.runtime.counters import TAKE_EVERY_S
 from core.runtime.loop import TaskLoop
 from core.runtime.services import ConfluentClients, KafkaClients, TaskFencing, TaskServices
 from core.runtime.spec import DATA_PATH_WORKER, TaskSpec
@@ -357,6 +358,7 @@ class _TaskRunner(threading.Thread):
         """
         paused = reported_failure = False
         metrics = self.metrics
+        take_at = 0.0  # when the loop's counters are next taken (TAKE_EVERY_S)
         try:
             loop.start()
             while not self.stopping.is_set():
@@ -365,7 +367,10 @@ class _TaskRunner(threading.Thread):
                     paused = self.paused.is_set()
                     (loop.pause if paused else loop.resume)()
                 moved = loop.iteration()
-                metrics.absorb(loop.take_counters())
+                now = time.monotonic()
+                if now >= take_at:
+                    take_at = now + TAKE_EVERY_S
+                    metrics.absorb(loop.take_counters())
                 if changed and not self.stopping.is_set():
                     state = State.PAUSED if paused else State.RUNNING
                     metrics.state(state)

@@ -16,7 +16,12 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["FIELDS", "MAXIMA", "MONOTONIC", "SnapshotsSince", "TaskCounters"]
+__all__ = ["FIELDS", "MAXIMA", "MONOTONIC", "TAKE_EVERY_S", "SnapshotsSince", "TaskCounters"]
+
+# How often a driver takes a loop's counters (a snapshot costs a few microseconds to turn into
+# metrics: after every iteration it would be measurable on the data path). Counters are
+# cumulative and maxima kept until taken, so taking less often loses nothing.
+TAKE_EVERY_S = 0.1
 
 # The snapshot's fields, in order (see TaskCounters for their meaning).
 FIELDS = (

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
 
+from core.runtime.counters import SnapshotsSince
 from core.runtime.services import TaskServices
 from core.runtime.spec import TaskSpec
 from isolation import HostClient
@@ -236,8 +237,8 @@ class HostedTaskLoop:
         self._paused = False
         # The host's loop's: its clock is time.monotonic too (CLOCK_MONOTONIC, machine-wide).
         self.progress: tuple[int, float] = (0, 0.0)
-        # The host's loop's counters, from its last answer, until the driver takes them.
-        self._counters: tuple[float, ...] | None = None
+        # The host's loop's counters, from its answers, until the driver takes them.
+        self._counters = SnapshotsSince()
         # Added to by the TOPIC_SEEN callback (on this driver thread, inside a request) and by
         # answers; only ever grows (KIP-558's topics used since the last reset).
         self._topics: set[str] = set() if topics is None else topics
@@ -254,8 +255,8 @@ class HostedTaskLoop:
         return set(self._topics)
 
     def take_counters(self) -> tuple[float, ...] | None:
-        counters, self._counters = self._counters, None
-        return counters
+        counters = self._counters.take()
+        return None if counters is None else tuple(counters)
 
     def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any:
         """One request to the hosted task; its log records are logged here even when it
@@ -272,7 +273,7 @@ class HostedTaskLoop:
         if isinstance(answer, tuple):
             moved, (records_moved, at), topics, records, counters = answer
             self.progress = (records_moved, at)
-            self._counters = counters
+            self._counters.add(counters)
             self._topics.update(topics)
             self._log(records)
             return moved

@@ -32,7 +32,7 @@ from typing import Any
 from plugin_api.connector import freeze_partition
 
 from core.runtime.build import build_task
-from core.runtime.counters import SnapshotsSince
+from core.runtime.counters import TAKE_EVERY_S, SnapshotsSince
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskServices
 from core.runtime.spec import TaskSpec
@@ -246,6 +246,7 @@ class ExecutorTask:
         """The TaskLoop lifecycle (as the local worker's threads); the failure trace or None."""
         failure: str | None = None
         paused = False
+        take_at = 0.0  # when the loop's counters are next taken (TAKE_EVERY_S)
         try:
             loop.start()
             self.state = "RUNNING"
@@ -256,7 +257,10 @@ class ExecutorTask:
                     (loop.pause if paused else loop.resume)()
                     self.state = "PAUSED" if paused else "RUNNING"
                 moved = loop.iteration()
-                self.counters.add(loop.take_counters())
+                now = time.monotonic()
+                if now >= take_at:
+                    take_at = now + TAKE_EVERY_S
+                    self.counters.add(loop.take_counters())
                 if not moved:
                     heartbeat.stop_requested.wait(IDLE_BACKOFF_S)
         except BaseException as exc:  # noqa: BLE001 - reported to the worker
