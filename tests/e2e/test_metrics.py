@@ -312,7 +312,7 @@ def test_reporters_are_configured_and_a_java_or_broken_one_does_not_stop_the_wor
     assert reporter.configs["metric.reporters"] == REPORTERS
     assert reporter.initial == []  # made before the worker registered its metrics
     assert ("connect-worker-metrics", "connector-count", ()) in reporter.changes
-    # (The JmxReporter's warning comes while the worker is made: tests/unit/core/test_metrics_registry.py.)
+    # (The JmxReporter warning comes while the worker is made: test_metrics_registry.py.)
     log = "\n".join(worker.log_lines)
     assert "metrics reporter tests.support.metric_reporters.BrokenReporter failed in" in log
     samples = scrape(http)
