@@ -46,7 +46,12 @@ class _Builtins:
         return BUILTIN_POLICIES
 
 
-def _import(target: str) -> Any:
+def import_class(target: str, key: str, what: str) -> Any:
+    """The object a worker config's ``key`` names as ``module.Class`` or ``module:Class``.
+
+    Raises:
+        ConfigException: it cannot be imported (naming ``key``, ``target`` and ``what``).
+    """
     module, sep, attr = target.partition(":")
     if not sep:
         module, _, attr = target.rpartition(".")
@@ -55,9 +60,7 @@ def _import(target: str) -> Any:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigException(
-            "rest.extension.classes", target, f"cannot load the REST extension: {exc}"
-        ) from exc
+        raise ConfigException(key, target, f"cannot load the {what}: {exc}") from exc
     return obj
 
 
@@ -70,7 +73,9 @@ def plugin_manager(config: WorkerConfig) -> pluggy.PluginManager:
     pm.register(_Builtins(), name="copycat-builtin-providers")
     pm.register(TlsExtension(), name="copycat-tls")
     for name in config.get("rest.extension.classes") or []:
-        cls = _import(KAFKA_REST_EXTENSIONS.get(name, name))
+        cls = import_class(
+            KAFKA_REST_EXTENSIONS.get(name, name), "rest.extension.classes", "REST extension"
+        )
         extension = cls() if isinstance(cls, type) else cls
         configure = getattr(extension, "configure", None)
         if callable(configure):

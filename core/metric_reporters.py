@@ -19,13 +19,12 @@ no Python counterpart (``GET /metrics`` serves the same numbers).
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import Any
 
+from core.extensions import import_class
 from core.metrics import Metrics
 from core.worker_config import WorkerConfig
-from plugin_api import ConfigException
 
 __all__ = ["KEY", "add_reporters"]
 
@@ -35,19 +34,6 @@ KEY = "metric.reporters"
 # Namespaces of Java classes: a Kafka worker config's reporters, which no Python module
 # provides.
 JAVA_PREFIXES = ("org.apache.kafka.", "io.confluent.")
-
-
-def _load(target: str) -> Any:
-    module, sep, attr = target.partition(":")
-    if not sep:
-        module, _, attr = target.rpartition(".")
-    try:
-        obj: Any = importlib.import_module(module)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigException(KEY, target, f"cannot load the metrics reporter: {exc}") from exc
-    return obj
 
 
 def add_reporters(metrics: Metrics, config: WorkerConfig, extensions: Any = None) -> None:
@@ -70,7 +56,7 @@ def add_reporters(metrics: Metrics, config: WorkerConfig, extensions: Any = None
                 name,
             )
             continue
-        cls = _load(name)
+        cls = import_class(name, KEY, "metrics reporter")
         try:
             reporter = cls() if isinstance(cls, type) else cls
         except Exception:  # noqa: BLE001 - a reporter never fails the worker
