@@ -20,9 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.faulty import install_faulty
 from tests.support.processes import assert_data_path, host_pids, wait_until
-from tests.support.rest import RestWorker
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker
 
 pytestmark = pytest.mark.integration
 
@@ -38,10 +37,6 @@ GRACEFUL_MS = 3_000
 UNAFFECTED_S = GRACEFUL_MS / 1000 * 0.8
 
 
-# Where tasks' data paths run (task.data.path): tests of hanging *tasks* run in both modes.
-BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
-
-
 @pytest.fixture(scope="module")
 def worker(
     request: pytest.FixtureRequest,
@@ -49,15 +44,20 @@ def worker(
     bootstrap_servers: str,
     bundled_plugin_path: Path,
 ) -> Iterator[RestWorker]:
-    tmp = tmp_path_factory.mktemp("blocking")
-    faulty = install_faulty(tmp / "plugins")
+    # Tests of hanging *tasks* run in both data paths (BOTH_DATA_PATHS).
     extra = {
-        "plugin.path": f"{bundled_plugin_path},{faulty}",
         "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
         "task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS),
-        "task.data.path": getattr(request, "param", "auto"),
     }
-    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
+    with data_path_worker(
+        request,
+        tmp_path_factory,
+        bootstrap_servers,
+        bundled_plugin_path,
+        "blocking",
+        extra,
+        faulty=True,
+    ) as w:
         yield w
 
 

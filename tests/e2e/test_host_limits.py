@@ -10,17 +10,12 @@ from pathlib import Path
 import pytest
 
 from isolation.host import OUTPUT_BURST_LINES, OUTPUT_LINES_PER_S
-from tests.support.faulty import install_faulty
 from tests.support.processes import assert_data_path, host_pids, wait_until
-from tests.support.rest import RestWorker
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker
 
 pytestmark = pytest.mark.integration
 
 MEMORY_LIMIT = 512 * 1024 * 1024
-
-
-# Every test here runs a task: in both places its data path can run (task.data.path).
-BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -30,13 +25,10 @@ def worker(
     bootstrap_servers: str,
     bundled_plugin_path: Path,
 ) -> Iterator[RestWorker]:
-    tmp = tmp_path_factory.mktemp("limits")
-    faulty = install_faulty(tmp / "plugins")
-    extra = {
-        "plugin.path": f"{bundled_plugin_path},{faulty}",
-        "task.data.path": getattr(request, "param", "auto"),
-    }
-    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as w:
+    # Every test here runs a task, in both places its data path can run (BOTH_DATA_PATHS).
+    with data_path_worker(
+        request, tmp_path_factory, bootstrap_servers, bundled_plugin_path, "limits", faulty=True
+    ) as w:
         yield w
 
 

@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.metric_reporters import RecordingReporter
-from tests.support.rest import RestWorker, wait_for
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -30,7 +30,6 @@ REPORTERS = (
     f"{JMX},tests.support.metric_reporters.BrokenReporter,"
     "tests.support.metric_reporters:RecordingReporter"
 )
-BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +39,14 @@ def worker(
     bootstrap_servers: str,
     bundled_plugin_path: Path,
 ) -> Iterator[RestWorker]:
-    data_path = getattr(request, "param", "auto")
-    tmp = tmp_path_factory.mktemp(f"metrics-{data_path}")
     extra = {
-        "task.data.path": data_path,
         "metric.reporters": REPORTERS,
         "metrics.context.connect.kafka.cluster.id": "test-cluster",
         "offset.flush.interval.ms": "200",
     }
-    with RestWorker(tmp, bootstrap_servers, bundled_plugin_path, extra) as running:
+    with data_path_worker(
+        request, tmp_path_factory, bootstrap_servers, bundled_plugin_path, "metrics", extra
+    ) as running:
         yield running
 
 
@@ -96,6 +94,15 @@ def _name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
+def _create(http: httpx.Client, prefix: str, config: dict[str, str]) -> str:
+    """Create a one-task connector named after ``prefix``; its name."""
+    name = _name(prefix)
+    body = {"name": name, "config": {"tasks.max": "1", **config}}
+    response = http.post("/connectors", json=body)
+    assert response.status_code == 201, response.text
+    return name
+
+
 def _wait_value(
     http: httpx.Client, metric: str, connector: str, expected: float, timeout_s: float = 60
 ) -> None:
@@ -123,14 +130,15 @@ def test_a_file_source_counts_every_line_polled_and_written(
     lines = 2_000
     path = tmp_path / "in.txt"
     path.write_text("".join(f"line {i}\n" for i in range(lines)))
-    name = _name("source")
-    config = {
-        "connector.class": "FileStreamSource",
-        "file": str(path),
-        "topic": topic_name,
-        "tasks.max": "1",
-    }
-    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    name = _create(
+        http,
+        "source",
+        {
+            "connector.class": "FileStreamSource",
+            "file": str(path),
+            "topic": topic_name,
+        },
+    )
     _wait_value(http, "kafka_connect_source_task_source_record_write_total", name, lines)
     assert task_value(http, "kafka_connect_source_task_source_record_poll_total", name) == lines
     assert task_value(http, "kafka_connect_source_task_source_record_active_count", name) == 0
@@ -158,14 +166,15 @@ def test_a_file_sink_counts_records_read_put_and_committed(
     records = 1_500
     broker.create_topic(topic_name, 1)
     _produce(broker.bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(records)])
-    name = _name("sink")
-    config = {
-        "connector.class": "FileStreamSink",
-        "file": str(tmp_path / "out.txt"),
-        "topics": topic_name,
-        "tasks.max": "1",
-    }
-    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    name = _create(
+        http,
+        "sink",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(tmp_path / "out.txt"),
+            "topics": topic_name,
+        },
+    )
     _wait_value(http, "kafka_connect_sink_task_sink_record_send_total", name, records)
     assert task_value(http, "kafka_connect_sink_task_sink_record_read_total", name) == records
     assert task_value(http, "kafka_connect_sink_task_partition_count", name) == 1
@@ -199,20 +208,21 @@ def test_tolerated_bad_records_count_as_errors_skipped_and_dead_letters(
     values = [json.dumps({"n": i}).encode() for i in range(good)]
     values += [b"{not json %d" % i for i in range(bad)]
     _produce(broker.bootstrap_servers, topic_name, values)
-    name = _name("tolerant")
-    config = {
-        "connector.class": "FileStreamSink",
-        "file": str(tmp_path / "out.txt"),
-        "topics": topic_name,
-        "tasks.max": "1",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "false",
-        "errors.tolerance": "all",
-        "errors.log.enable": "true",
-        "errors.deadletterqueue.topic.name": f"{topic_name}-dlq",
-        "errors.deadletterqueue.topic.replication.factor": "1",
-    }
-    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    name = _create(
+        http,
+        "tolerant",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(tmp_path / "out.txt"),
+            "topics": topic_name,
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "errors.tolerance": "all",
+            "errors.log.enable": "true",
+            "errors.deadletterqueue.topic.name": f"{topic_name}-dlq",
+            "errors.deadletterqueue.topic.replication.factor": "1",
+        },
+    )
     _wait_value(http, "kafka_connect_sink_task_sink_record_read_total", name, good + bad)
     _wait_value(http, "kafka_connect_task_error_total_record_errors", name, bad)
     assert task_value(http, "kafka_connect_task_error_total_records_skipped", name) == bad
@@ -233,14 +243,15 @@ def test_status_gauges_follow_pause_and_resume_and_vanish_on_delete(
 ) -> None:
     path = tmp_path / "in.txt"
     path.write_text("a\nb\n")
-    name = _name("status")
-    config = {
-        "connector.class": "FileStreamSource",
-        "file": str(path),
-        "topic": topic_name,
-        "tasks.max": "1",
-    }
-    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    name = _create(
+        http,
+        "status",
+        {
+            "connector.class": "FileStreamSource",
+            "file": str(path),
+            "topic": topic_name,
+        },
+    )
 
     def connector_status(state: str) -> bool:
         key = ("kafka_connect_connector_status_info", _connector_labels(name, status=state))

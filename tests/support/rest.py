@@ -12,15 +12,18 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from core.rest.server import RestServer
 from core.standalone import StandaloneHerder
+from tests.support.faulty import install_faulty
 
 
 class _Collect(logging.Handler):
@@ -88,6 +91,32 @@ class RestWorker:
         hooks = kwargs.pop("event_hooks", {})
         hooks.setdefault("response", []).append(_no_resolved_secret)
         return httpx.Client(base_url=self.url, timeout=60, event_hooks=hooks, **kwargs)
+
+
+# A test that runs its task in both places a task's data path can run (task.data.path), with
+# a module's ``worker`` fixture made by :func:`data_path_worker`.
+BOTH_DATA_PATHS = pytest.mark.parametrize("worker", ["host", "worker"], indirect=True)
+
+
+@contextmanager
+def data_path_worker(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    bootstrap: str,
+    plugin_path: Path,
+    name: str,
+    extra: Mapping[str, str] | None = None,
+    *,
+    faulty: bool = False,
+) -> Iterator[RestWorker]:
+    """A module's REST worker whose ``task.data.path`` is the fixture's indirect parameter
+    (``auto`` without one), with the faulty test plugins beside the bundled ones if asked."""
+    data_path = getattr(request, "param", "auto")
+    tmp = tmp_path_factory.mktemp(f"{name}-{data_path}")
+    plugins = f"{plugin_path},{install_faulty(tmp / 'plugins')}" if faulty else str(plugin_path)
+    props = {"plugin.path": plugins, "task.data.path": data_path, **(extra or {})}
+    with RestWorker(tmp, bootstrap, plugin_path, props) as worker:
+        yield worker
 
 
 def _no_resolved_secret(response: httpx.Response) -> None:
