@@ -1008,7 +1008,17 @@ class SinkTaskLoop:
                     "the background until the consumer closes"
                 )
         except KafkaException as exc:
-            raise wrap_kafka_error(exc, f"sink task {self.name} could not commit offsets") from exc
+            # As Kafka's WorkerSinkTask (doCommitSync): logged, not the task's failure. The
+            # records put since the last commit are read again by the partitions' next owner.
+            log.error(
+                "task %s: offset commit %d failed; records put since the last commit are "
+                "delivered again: %s",
+                self.name,
+                self.commit_seq,
+                wrap_kafka_error(exc, "could not commit offsets"),
+            )
+            self.counters.commit((time.monotonic() - started) * 1000, ok=False)
+            return
         self.counters.commit((time.monotonic() - started) * 1000, ok=True)
         for committed in offsets:
             self._committed[(committed.topic, committed.partition)] = committed.offset

@@ -90,6 +90,9 @@ class FakeCluster:
     epochs: dict[str, int] = field(default_factory=dict)
     transactions_committed: int = 0
     transactions_aborted: int = 0
+    # Set by a test: every offset commit fails with this error (a synchronous one raises it,
+    # an asynchronous one reports it to the commit callback), committing nothing.
+    commit_error: KafkaError | None = None
 
     def append(
         self,
@@ -370,10 +373,14 @@ class FakeConsumer:
     def commit(
         self, offsets: Sequence[TopicPartition] | None = None, asynchronous: bool = True
     ) -> None:
-        for tp in offsets or []:
-            self.cluster.committed[self.group][(tp.topic, tp.partition)] = tp.offset
+        error = self.cluster.commit_error
+        if error is not None and not asynchronous:
+            raise KafkaException(error)
+        if error is None:
+            for tp in offsets or []:
+                self.cluster.committed[self.group][(tp.topic, tp.partition)] = tp.offset
         if asynchronous and self._on_commit is not None:
-            self._on_commit(None, list(offsets or []))
+            self._on_commit(error, list(offsets or []))
 
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
         self.paused |= {(tp.topic, tp.partition) for tp in partitions}

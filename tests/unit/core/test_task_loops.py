@@ -9,6 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError
 
 from core.offsets import MemoryOffsetStore
 from core.runtime.build import build_task
@@ -537,3 +538,33 @@ def test_sink_loop_stop_after_failure_commits_nothing_when_pre_commit_raises(
     assert cluster.committed["connect-c"] == {}
     assert "target unreachable" in caplog.text
     assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
+
+
+def test_sink_loop_a_commit_failing_on_revocation_is_logged_and_the_task_goes_on(
+    tmp_path: Path,
+    services: TaskServices,
+    cluster: FakeCluster,
+    loops: list[TaskLoop],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As Kafka's WorkerSinkTask (doCommitSync): a synchronous commit that fails when the
+    group takes the partitions away is logged, not the task's failure; the records since the
+    last commit are read again by whoever owns the partitions next (here the same task)."""
+    out = tmp_path / "out.txt"
+    _fill(cluster, 50)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loops.append(loop)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 50)
+    consumer = services.clients.consumers[0]  # type: ignore[attr-defined]
+    cluster.commit_error = KafkaError(KafkaError.REBALANCE_IN_PROGRESS)
+    consumer.revoke_all()  # the closing commit of the revoked partition fails
+    cluster.commit_error = None
+    _fill(cluster, 10, start=50)
+    run_until(loop, lambda: loop.records_moved == 110)  # all 50 again, then 10 more
+    assert cluster.committed["connect-c"] == {}
+    assert "offset commit 1 failed" in caplog.text and "rebalance in progress" in caplog.text
+    loop.stop(failed=False, timeout_s=1)
+    assert cluster.committed["connect-c"] == {("in", 0): 60}
+    lines = out.read_text().splitlines()
+    assert lines == [f"v{i}" for i in range(50)] * 2 + [f"v{i}" for i in range(50, 60)]
