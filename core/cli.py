@@ -25,13 +25,31 @@ def _cmd_distributed(args: argparse.Namespace) -> int:
 
 
 def _cmd_schema_registry(args: argparse.Namespace) -> int:
-    from core.dev.schema_registry import SchemaRegistry
+    from core.dev.schema_registry import BasicAuth, BasicAuthError, SchemaRegistry
 
+    auth: BasicAuth | None = None
+    roles = args.basic_auth_roles.split(",") if args.basic_auth_roles else None
+    try:
+        if args.basic_auth_file:
+            auth = BasicAuth.from_file(
+                args.basic_auth_file,
+                extra=args.basic_auth,
+                allowed_roles=roles,
+                realm=args.basic_auth_realm,
+            )
+        elif args.basic_auth:
+            auth = BasicAuth.from_pairs(
+                args.basic_auth, allowed_roles=roles, realm=args.basic_auth_realm
+            )
+    except (BasicAuthError, OSError) as exc:
+        print(f"copycat schema-registry: error: {exc}", file=sys.stderr)
+        return 2
     registry = SchemaRegistry(
-        args.bootstrap_servers, port=args.port, host=args.host, topic=args.topic
+        args.bootstrap_servers, port=args.port, host=args.host, topic=args.topic, basic_auth=auth
     )
     registry.start()
-    print(f"schema registry listening on {registry.url} (topic {args.topic})", flush=True)
+    secured = f", basic auth, realm {auth.realm}" if auth is not None else ""
+    print(f"schema registry listening on {registry.url} (topic {args.topic}{secured})", flush=True)
     try:
         registry.serve_forever()
     finally:
@@ -158,6 +176,33 @@ def build_parser() -> argparse.ArgumentParser:
     registry.add_argument("--port", type=int, default=8081, help="HTTP port (default 8081)")
     registry.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     registry.add_argument("--topic", default="_schemas", help="schemas topic (default _schemas)")
+    registry.add_argument(
+        "--basic-auth",
+        action="append",
+        default=[],
+        metavar="USER:PASSWORD",
+        help="require HTTP basic authentication on every request and let this user in "
+        "(repeatable); as Confluent's authentication.method=BASIC, a request without valid "
+        "credentials is answered 401",
+    )
+    registry.add_argument(
+        "--basic-auth-file",
+        metavar="FILE",
+        help="users for basic authentication, one 'user: password[,role ...]' per line "
+        "(Jetty's PropertyFileLoginModule format; plain-text passwords)",
+    )
+    registry.add_argument(
+        "--basic-auth-roles",
+        metavar="ROLE,...",
+        help="let in only users with one of these roles (Confluent's authentication.roles; "
+        "default: every user); others are answered 403",
+    )
+    registry.add_argument(
+        "--basic-auth-realm",
+        default="SchemaRegistry",
+        metavar="REALM",
+        help="realm named in the WWW-Authenticate header (default SchemaRegistry)",
+    )
     registry.set_defaults(func=_cmd_schema_registry)
     _log_level_after_commands(parser)
     return parser

@@ -6,13 +6,17 @@ Confluent's REST API, compatibility levels, replay from Kafka.
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
-from core.dev.schema_registry import SchemaRegistry
+from core.dev.schema_registry import BasicAuth, SchemaRegistry
 from tests.support.apache_kafka import KafkaCluster
 
 pytestmark = pytest.mark.integration
@@ -307,3 +311,128 @@ def test_cli_subcommand_is_registered() -> None:
         ["schema-registry", "--bootstrap-servers", "localhost:9092", "--port", "18081"]
     )
     assert (args.bootstrap_servers, args.port, args.topic) == ("localhost:9092", 18081, "_schemas")
+
+
+def test_basic_auth_refuses_missing_and_wrong_credentials_with_confluents_401(
+    broker: KafkaCluster,
+) -> None:
+    """As Confluent's with authentication.method=BASIC: every path needs credentials; a
+    missing or wrong one is 401 with a Basic challenge and a JSON error body; a known user
+    without an allowed role (authentication.roles) is 403."""
+    auth = BasicAuth(
+        {"alice": "s3cr:et", "bob": "pw"},
+        roles={"alice": frozenset({"developer"}), "bob": frozenset({"viewer"})},
+        allowed_roles=frozenset({"developer", "admin"}),
+        realm="SchemaRegistry-Props",
+    )
+    topic = f"_schemas-auth-{uuid.uuid4().hex[:8]}"
+    with SchemaRegistry(broker.bootstrap_servers, topic=topic, basic_auth=auth) as registry:
+        base = registry.url
+        for path in ("/", "/subjects", "/schemas/ids/1", "/config"):
+            refused = httpx.get(base + path)
+            assert refused.status_code == 401, (path, refused.text)
+            assert refused.headers["www-authenticate"] == 'Basic realm="SchemaRegistry-Props"'
+            assert refused.headers["content-type"] == CONTENT_TYPE
+            assert refused.json() == {"error_code": 401, "message": "Unauthorized"}
+        wrong = [("alice", "s3cr"), ("alice", "wrong"), ("mallory", "s3cr:et"), ("", "")]
+        for user, password in wrong:
+            answer = httpx.get(base + "/subjects", auth=(user, password))
+            assert answer.status_code == 401, (user, answer.text)
+        for header in ("Bearer abc", "Basic not-base64!", "Basic YWxpY2U="):  # no colon
+            answer = httpx.get(base + "/subjects", headers={"Authorization": header})
+            assert answer.status_code == 401, (header, answer.text)
+        forbidden = httpx.get(base + "/subjects", auth=("bob", "pw"))
+        assert forbidden.status_code == 403, forbidden.text
+        assert forbidden.json() == {"error_code": 403, "message": "Forbidden"}
+        assert "www-authenticate" not in forbidden.headers
+        # A refused write changes nothing.
+        posted = httpx.post(
+            base + "/subjects/s-value/versions",
+            json={"schema": V1},
+            headers={"Content-Type": CONTENT_TYPE},
+            auth=("alice", "wrong"),
+        )
+        assert posted.status_code == 401
+        with httpx.Client(
+            base_url=base, auth=("alice", "s3cr:et"), headers={"Content-Type": CONTENT_TYPE}
+        ) as alice:
+            assert alice.get("/subjects").json() == []
+            schema_id = register(alice, "s-value", V1).json()["id"]
+            assert alice.get(f"/schemas/ids/{schema_id}").status_code == 200
+        assert registry.requests["GET /subjects"] >= len(wrong) + 5  # refusals counted too
+
+
+def test_cli_basic_auth_file_and_roles(broker: KafkaCluster, tmp_path: Path) -> None:
+    """``copycat schema-registry --basic-auth-file/--basic-auth/--basic-auth-roles``."""
+    users = tmp_path / "password.properties"
+    users.write_text("# Jetty PropertyFileLoginModule format\nfret: letmein,developer\n")
+    port = _free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "core.cli",
+        "schema-registry",
+        "--bootstrap-servers",
+        broker.bootstrap_servers,
+        "--port",
+        str(port),
+        "--topic",
+        f"_schemas-cli-{uuid.uuid4().hex[:8]}",
+        "--basic-auth-file",
+        str(users),
+        "--basic-auth",
+        "ops:pw:with:colons",
+        "--basic-auth-roles",
+        "developer",
+        "--basic-auth-realm",
+        "Dev",
+    ]
+    process = subprocess.Popen(
+        argv, cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert "basic auth, realm Dev" in line, line
+        url = f"http://127.0.0.1:{port}"
+        refused = httpx.get(f"{url}/subjects")
+        assert refused.status_code == 401
+        assert refused.headers["www-authenticate"] == 'Basic realm="Dev"'
+        assert httpx.get(f"{url}/subjects", auth=("fret", "letmein")).status_code == 200
+        # --basic-auth users have no role: not let in where roles are required.
+        assert httpx.get(f"{url}/subjects", auth=("ops", "pw:with:colons")).status_code == 403
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+def test_cli_basic_auth_without_a_colon_is_refused() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "core.cli",
+            "schema-registry",
+            "--bootstrap-servers",
+            "127.0.0.1:9",
+            "--basic-auth",
+            "x",
+        ],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "expected USER:PASSWORD" in done.stderr and "'x'" in done.stderr, done.stderr
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_without_basic_auth_no_credentials_are_asked(schema_registry: SchemaRegistry) -> None:
+    answer = httpx.get(f"{schema_registry.url}/subjects")
+    assert answer.status_code == 200 and "www-authenticate" not in answer.headers

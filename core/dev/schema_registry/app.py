@@ -21,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from core.dev.schema_registry._auth import BasicAuth
 from core.dev.schema_registry._state import (
     INVALID_COMPATIBILITY_LEVEL,
     INVALID_SCHEMA,
@@ -90,17 +91,42 @@ def _level_in(body: dict[str, Any]) -> str:
     )
 
 
+_AUTH_MESSAGES = {401: "Unauthorized", 403: "Forbidden"}
+
+
 def create_app(
-    state: RegistryState, store: SchemaTopicStore, requests: Counter[str] | None = None
+    state: RegistryState,
+    store: SchemaTopicStore,
+    requests: Counter[str] | None = None,
+    auth: BasicAuth | None = None,
 ) -> FastAPI:
     """Build the FastAPI app over ``state``, which ``store``'s reader keeps up to date.
 
     ``requests``, if given, counts the requests served by ``"METHOD /path"`` (so tests and
-    operators can see how often clients such as converters ask the registry).
+    operators can see how often clients such as converters ask the registry), refused ones
+    included. ``auth``, if given, lets in only requests with its credentials (every path):
+    else 401 with ``WWW-Authenticate``, or 403 for a user without an allowed role.
     """
     app = FastAPI(
         title="Copycat dev Schema Registry", openapi_url=None, docs_url=None, redoc_url=None
     )
+
+    if auth is not None:
+        checker = auth
+        challenge = f'Basic realm="{auth.realm}"'
+
+        # Added before the counter, so it runs inside it: refused requests are counted too.
+        @app.middleware("http")
+        async def authenticate(
+            request: Request, call_next: Callable[[Request], Awaitable[Response]]
+        ) -> Response:
+            refused = checker.check(request.headers.get("authorization"))
+            if refused is None:
+                return await call_next(request)
+            answer = _answer({"error_code": refused, "message": _AUTH_MESSAGES[refused]}, refused)
+            if refused == 401:
+                answer.headers["WWW-Authenticate"] = challenge
+            return answer
 
     if requests is not None:
         counts = requests

@@ -22,6 +22,7 @@ from types import TracebackType
 
 import uvicorn
 
+from core.dev.schema_registry._auth import BasicAuth
 from core.dev.schema_registry._state import RegistryState
 from core.dev.schema_registry._store import DEFAULT_TOPIC, WRITE_TIMEOUT_S, SchemaTopicStore
 from core.dev.schema_registry.app import create_app
@@ -57,15 +58,19 @@ class SchemaRegistry:
         host: str = LOOPBACK_HOST,
         topic: str = DEFAULT_TOPIC,
         write_timeout_s: float = WRITE_TIMEOUT_S,
+        basic_auth: BasicAuth | None = None,
     ) -> None:
         """Configure the registry; ``port=0`` picks a free port on :meth:`start`.
 
         ``write_timeout_s`` bounds the wait for the broker to take a change (else 50001).
+        ``basic_auth``: require HTTP basic authentication on every request (as Confluent's
+        ``authentication.method=BASIC``); None (the default): no authentication.
         """
         self.bootstrap_servers = bootstrap_servers
         self.host = host
         self.topic = topic
         self.write_timeout_s = write_timeout_s
+        self.basic_auth = basic_auth
         self._requested_port = port
         self.port = port
         self.state = RegistryState()
@@ -102,7 +107,7 @@ class SchemaRegistry:
         self._store = store
         self.port = self._requested_port or _free_port(self.host)
         config = uvicorn.Config(
-            create_app(self.state, store, self.requests),
+            create_app(self.state, store, self.requests, self.basic_auth),
             host=self.host,
             port=self.port,
             log_level="warning",
@@ -158,4 +163,5 @@ class SchemaRegistry:
         self.stop()
 
     def __repr__(self) -> str:
-        return f"<SchemaRegistry {self.url} topic={self.topic} on {self.bootstrap_servers}>"
+        auth = " basic-auth" if self.basic_auth is not None else ""
+        return f"<SchemaRegistry {self.url} topic={self.topic} on {self.bootstrap_servers}{auth}>"
