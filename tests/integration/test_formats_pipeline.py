@@ -13,12 +13,12 @@ import fastavro
 import httpx
 import pytest
 
-from core.dev.schema_registry import SchemaRegistry
+from core.dev.schema_registry import BasicAuth, SchemaRegistry
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
-from tests.support.kafka import produce, read_all, wait_for
+from tests.support.kafka import committed, header_text, produce, read_all, wait_for
 from tests.support.plugins import catalogue_with
 
 pytestmark = pytest.mark.integration
@@ -420,3 +420,94 @@ def test_avro_sink_reading_another_subjects_schema_asks_the_registry_once_and_su
         assert len(written) == 3500 and "n3499" in written[-1], written[-1]
     finally:
         registry.stop()
+
+
+def test_avro_sink_refused_by_the_registry_fails_the_task_or_dead_letters_naming_the_401(
+    catalogue: PluginCatalogue, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """A registry with basic auth: a sink whose AvroConverter has the wrong password fails
+    its task naming the registry and the 401 (nothing written); with errors.tolerance=all
+    every record goes to the dead letter queue, untouched, with the 401 in its headers; the
+    right credentials (in the URL) read every record."""
+    registry = SchemaRegistry(
+        bootstrap_servers,
+        topic=f"_schemas-{topic_name}",
+        basic_auth=BasicAuth({"alice": "s3cret"}),
+    ).start()
+    worker = _worker(catalogue, bootstrap_servers)
+    try:
+        schema_id = int(
+            httpx.post(
+                f"{registry.url}/subjects/com.acme.Order/versions",
+                json={"schema": json.dumps(_ORDER)},
+                headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+                auth=("alice", "s3cret"),
+            ).json()["id"]
+        )
+        values = _orders(schema_id, 0, 5)
+        produce(bootstrap_servers, topic_name, values)
+        wrong = {
+            "value.converter.schema.registry.url": registry.url,
+            "value.converter.basic.auth.credentials.source": "USER_INFO",
+            "value.converter.basic.auth.user.info": "alice:wrong",
+        }
+        files = {n: tmp_path / f"{n}.txt" for n in ("failing", "dlq", "right")}
+        dlq_topic = f"{topic_name}-dlq"
+        configs = {
+            "failing": wrong,
+            "dlq": {
+                **wrong,
+                "errors.tolerance": "all",
+                "errors.deadletterqueue.topic.name": dlq_topic,
+                "errors.deadletterqueue.topic.replication.factor": "1",
+                "errors.deadletterqueue.context.headers.enable": "true",
+            },
+            "right": {
+                "value.converter.schema.registry.url": registry.url.replace(
+                    "http://", "http://alice:s3cret@"
+                )
+            },
+        }
+        names = {n: f"{n}-{topic_name}" for n in configs}
+        for key, extra in configs.items():
+            worker.start_connector(
+                names[key],
+                {
+                    "name": names[key],
+                    "connector.class": "FileStreamSink",
+                    "topics": topic_name,
+                    "file": str(files[key]),
+                    "value.converter": "io.confluent.connect.avro.AvroConverter",
+                    **extra,
+                },
+            )
+            worker.start_task(names[key], 0, worker.task_configs(names[key])[0])
+
+        def lines(key: str) -> list[str]:
+            return files[key].read_text().splitlines() if files[key].exists() else []
+
+        failing = names["failing"]
+        wait_for(lambda: worker.status.task(failing, 0).state is State.FAILED, 60, "task FAILED")
+        trace = worker.status.task(failing, 0).trace or ""
+        assert f"Schema registry at {registry.url} " in trace and "HTTP 401" in trace, trace
+        assert f"schema for id {schema_id}" in trace, trace
+        wait_for(lambda: len(lines("right")) == 5, 60, "5 records written with the right password")
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{names['dlq']}", topic_name) == 5,
+            60,
+            "the tolerant task committed all 5 offsets",
+        )
+        assert worker.status.task(names["dlq"], 0).state is State.RUNNING
+        assert committed(bootstrap_servers, f"connect-{failing}", topic_name) < 1
+    finally:
+        worker.stop()
+        registry.stop()
+    assert lines("failing") == [] and lines("dlq") == []
+    assert "n4" in lines("right")[-1]
+    dead = read_all(bootstrap_servers, dlq_topic, 5)
+    assert [m.value() for m in dead] == values  # nothing lost, the bytes untouched
+    for message in dead:
+        headers = header_text(message)
+        assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
+        text = headers["__connect.errors.exception.message"]
+        assert "HTTP 401" in text and registry.url in text, text

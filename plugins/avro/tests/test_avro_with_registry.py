@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import datetime
 import decimal
 import json
@@ -11,7 +10,7 @@ import uuid
 import httpx
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
-from copycat_avro import AvroConverter, SchemaRegistryClient
+from copycat_avro import AvroConverter
 
 from plugin_api import (
     INT64_SCHEMA,
@@ -121,34 +120,6 @@ def test_lookup_only_mode_fails_for_unregistered_schema(schema_registry, topic_n
         conv.from_connect_data(topic_name, STRING_SCHEMA, "x")
     converter(schema_registry.url).from_connect_data(topic_name, STRING_SCHEMA, "x")
     assert conv.from_connect_data(topic_name, STRING_SCHEMA, "y")[5:] == b"\x02y"
-
-
-def test_basic_auth_user_info_is_sent() -> None:
-    seen: list[str | None] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers.get("authorization"))
-        return httpx.Response(200, json={"id": 7})
-
-    client = SchemaRegistryClient(
-        ["http://registry:8081"], auth=("alice", "s3cret"), transport=httpx.MockTransport(handler)
-    )
-    assert client.register("s", '"string"') == 7
-    assert client.register("s", '"string"') == 7  # cached: one request only
-    assert seen == ["Basic " + base64.b64encode(b"alice:s3cret").decode()]
-
-    url_seen: list[str | None] = []
-    url_client = SchemaRegistryClient(
-        ["http://bob:pw@registry:8081"],
-        transport=httpx.MockTransport(
-            lambda r: (
-                url_seen.append(r.headers.get("authorization"))
-                or httpx.Response(200, json={"schema": '"int"'})
-            )
-        ),
-    )
-    url_client.schema_by_id(3)
-    assert url_seen == ["Basic " + base64.b64encode(b"bob:pw").decode()]
 
 
 def test_unreachable_registry_is_retriable() -> None:

@@ -31,6 +31,15 @@ TopicNameStrategy) decodes with no version (Confluent's converter fails such a r
 "Error retrieving Avro value schema version for id N"), and that answer is cached like a
 version, so neither costs a request per record nor needs the registry again. An id the registry does
 not know fails the record with a ``DataException`` naming the topic and the id.
+
+Credentials (``basic.auth.credentials.source``): ``URL`` (the default) takes them from the
+user-info of ``schema.registry.url`` (``http://user:p%40ss@host:8081``, percent-decoded),
+``USER_INFO`` from ``basic.auth.user.info``; Confluent's ``SASL_INHERIT`` is refused at
+validation. A registry answering 401 or 403 fails the record (serializing or deserializing)
+with a ``DataException`` naming the registry URL, the subject (or schema id) and the status;
+it is not retried (the same credentials get the same answer) and never read as "this id has
+no version" (only 40401/40403 are). Confluent's converter raises a ``ConfigException`` there;
+both fail the task, or send the record to the dead letter queue with ``errors.tolerance=all``.
 """
 
 from __future__ import annotations
@@ -616,6 +625,8 @@ class AvroConverter(Converter):
             raise RetriableException(
                 self._retrieving_failed(topic, " version", schema_id, exc)
             ) from exc
+        except DataException as exc:  # e.g. 401/403: the record fails, nothing is cached
+            raise DataException(self._retrieving_failed(topic, " version", schema_id, exc)) from exc
         key = (schema_id, version)
         connect_schema: Schema | None = self._readers.get(key)
         if connect_schema is None:

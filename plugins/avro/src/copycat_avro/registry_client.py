@@ -11,7 +11,13 @@ Errors::
     ConnectException
      ├── RetriableException   the registry could not be reached, timed out or answered 5xx
      └── DataException        the registry refused the request (4xx), e.g. 409 incompatible
-                              schema; the message names the subject and quotes the registry
+                              schema, 401/403 wrong or missing credentials; the message names
+                              the registry URL, the subject and the status, and quotes the
+                              registry
+
+Only 40401 (no such subject) and 40403 (no such schema) mean "not registered" to
+:meth:`SchemaRegistryClient.version_of`, as to Confluent's client; any other refusal (401,
+403, 422 ...) is an error and nothing is cached for it.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 import httpx
 
@@ -29,6 +35,8 @@ from plugin_api import DataException, RetriableException
 __all__ = ["RegisteredSchema", "SchemaRegistryClient", "SchemaRegistryError"]
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+SUBJECT_NOT_FOUND = 40401
+SCHEMA_NOT_FOUND = 40403
 
 # Per request. A registry answers in milliseconds; the bound only keeps a task from
 # hanging on a registry that accepted the connection but never answers.
@@ -65,13 +73,14 @@ class RegisteredSchema:
 
 
 def _strip_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """The URL without its user-info, and the user-info's credentials percent-decoded (as
+    Confluent's URL credential source decodes them: ``p%40ss`` is ``p@ss``)."""
     parts = urlsplit(url)
     if parts.username is None:
         return url.rstrip("/"), None
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
+    netloc = parts.netloc.rpartition("@")[2]
     clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment)).rstrip("/")
-    return clean, (parts.username, parts.password or "")
+    return clean, (unquote(parts.username), unquote(parts.password or ""))
 
 
 class SchemaRegistryClient:
@@ -161,11 +170,13 @@ class SchemaRegistryClient:
     def version_of(self, subject: str, schema_id: int, schema: str) -> int | None:
         """Return the version ``schema_id`` has under ``subject``, or None if it has none.
 
-        Both answers are cached, so each (subject, id) costs at most one request: a refusal
-        (4xx, e.g. 40401 no such subject, 40403 the schema is not under it) is as final as
+        Both answers are cached, so each (subject, id) costs at most one request: "not
+        registered" (40401 no such subject, 40403 the schema is not under it) is as final as
         a version, ids and versions never changing once assigned.
 
         Raises:
+            SchemaRegistryError: Any other refusal, e.g. 401/403 (wrong or missing
+                credentials); nothing is cached then.
             RetriableException: If no registry could be reached (nothing is cached then).
         """
         key = (subject, schema_id)
@@ -177,7 +188,9 @@ class SchemaRegistryClient:
             # Soft-deleted versions too (Confluent's getVersion looks up with deleted=true):
             # records written before a version was soft-deleted still carry it.
             found = self.lookup(subject, schema, deleted=True)
-        except SchemaRegistryError:
+        except SchemaRegistryError as exc:
+            if exc.error_code not in (SUBJECT_NOT_FOUND, SCHEMA_NOT_FOUND):
+                raise  # 401/403 and the like say nothing about the version: never cached
             self._versions[key] = None
             return None
         if found.id != schema_id:  # the same text registered under another id: not this one
@@ -225,24 +238,30 @@ class SchemaRegistryClient:
             if response.status_code < 400:
                 result: dict[str, Any] = response.json()
                 return result
-            raise self._error(response, subject)
+            raise self._error(base, response, subject)
         raise RetriableException(
             f"Could not reach the schema registry at {', '.join(self._urls)}: {last_error}"
         ) from last_error
 
     @staticmethod
-    def _error(response: httpx.Response, subject: str | None) -> Exception:
+    def _error(base: str, response: httpx.Response, subject: str | None) -> Exception:
         try:
             body = response.json()
             message = str(body.get("message", response.text))
             error_code = body.get("error_code")
-        except ValueError:
+        except (ValueError, AttributeError):
             message, error_code = response.text, None
         about = f" for subject {subject!r}" if subject else ""
-        text = f"Schema registry rejected the request{about} (HTTP {response.status_code}"
+        status = response.status_code
+        text = f"Schema registry at {base} rejected the request{about} (HTTP {status}"
         text += (
             f", error code {error_code}): {message}" if error_code is not None else f"): {message}"
         )
-        if response.status_code >= 500:
+        if status in (401, 403):  # not transient: the same credentials get the same answer
+            text += (
+                " (check the converter's basic.auth.credentials.source and "
+                "basic.auth.user.info, or the user-info of schema.registry.url)"
+            )
+        if status >= 500:
             return RetriableException(text)
         return SchemaRegistryError(text, response.status_code, error_code, subject)
