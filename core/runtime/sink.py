@@ -44,6 +44,7 @@ from isolation import (
     Frame,
     HostClient,
     MessageBatch,
+    RemotePluginError,
     RemoteRetriableError,
     SinkActions,
     retry_backoff_s,
@@ -453,7 +454,7 @@ class SinkTaskLoop:
             self._drain()
             self._unfetch(set(tps), rewind=False)  # no longer ours: the next owner reads them
             if self._failure is None:
-                self.commit(only=set(tps))
+                self._closing_commit(set(tps))
             self._apply(self.host.close_partitions(self.handle, tps))
         except BaseException as exc:
             self._failure = exc
@@ -1127,6 +1128,21 @@ class SinkTaskLoop:
         except Exception as exc:  # noqa: BLE001 - the task has failed already
             log.debug("task %s: the put() in flight when it failed ended with: %s", self.name, exc)
 
+    def _closing_commit(self, only: set[tuple[str, int]] | None) -> None:
+        """The commit of partitions that close (revoked, or all of them at stop). A
+        ``pre_commit()`` that raises is logged and nothing of them is committed, as Kafka's
+        commitOffsets when closing ("Offset commit failed during close"): their next owner
+        reads again from the last committed offset."""
+        try:
+            self.commit(only=only)
+        except RemotePluginError as exc:
+            log.warning(
+                "task %s: offset commit failed while closing its partitions; records put "
+                "since the last commit are delivered again: %s",
+                self.name,
+                exc,
+            )
+
     def _commit_after_failure(self) -> None:
         """The closing commit of a task that failed: a failure here is logged, not raised (the
         task's own failure is what its status reports), and commits nothing."""
@@ -1176,7 +1192,7 @@ class SinkTaskLoop:
                 if failed:
                     self._commit_after_failure()
                 else:
-                    self.commit()
+                    self._closing_commit(None)
         finally:
             try:
                 if self.host.alive:

@@ -568,3 +568,28 @@ def test_sink_loop_a_commit_failing_on_revocation_is_logged_and_the_task_goes_on
     assert cluster.committed["connect-c"] == {("in", 0): 60}
     lines = out.read_text().splitlines()
     assert lines == [f"v{i}" for i in range(50)] * 2 + [f"v{i}" for i in range(50, 60)]
+
+
+def test_sink_loop_a_pre_commit_failing_on_revocation_is_logged_and_the_task_goes_on(
+    services: TaskServices, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As Kafka's commitOffsets when partitions close: a preCommit() that raises is logged
+    ("Offset commit failed during close"), nothing of them is committed, the task goes on."""
+    _fill(cluster, 5)
+    spec = _spec("sink", {"topics": "in"})
+    spec = dataclasses.replace(
+        spec, plugin=_ref("sink", f"{__name__}:PreCommitFailingSinkConnector")
+    )
+    loop = build_task(spec, services)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 5)
+    consumer = services.clients.consumers[0]  # type: ignore[attr-defined]
+    consumer.revoke_all()
+    _fill(cluster, 3, start=5)
+    run_until(loop, lambda: loop.records_moved == 13)  # the 5 again, then 3 more
+    assert cluster.committed["connect-c"] == {}
+    assert "offset commit failed while closing" in caplog.text
+    assert "target unreachable" in caplog.text
+    loop.stop(failed=False, timeout_s=1)  # its closing commit fails alike, and is logged
+    assert cluster.committed["connect-c"] == {}
+    assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
