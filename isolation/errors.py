@@ -65,6 +65,8 @@ class RemotePluginError(ConnectException):
         self.remote_message = info.message
         self.remote_traceback = info.traceback
         self.kind = info.kind
+        # The plugin returned what the API forbids, rather than raising an error of its own.
+        self.broke_contract = info.kind == protocol.CONTRACT
         # Re-raised through an enclosing host, it crosses as the plugin's error (see there).
         setattr(self, protocol.CARRIED_ERROR_INFO, tuple(info))
 

@@ -206,6 +206,9 @@ class SinkTaskLoop:
         self._next_commit = clock() + self.commit_interval_s
         self._current: dict[tuple[str, int], int] = {}  # next offset to consume, per partition
         self._committed: dict[tuple[str, int], int] = {}
+        # The first offset put of each partition since it was assigned: where a rewind goes
+        # while nothing of it is committed (Kafka's position at assignment).
+        self._first_put: dict[tuple[str, int], int] = {}
         self._assigned: set[tuple[str, int]] = set()
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: Batch | None = None
@@ -590,6 +593,7 @@ class SinkTaskLoop:
             self._assigned.discard(tp)
             self._current.pop(tp, None)
             self._committed.pop(tp, None)
+            self._first_put.pop(tp, None)
             self._paused_by_task.discard(tp)
             self._pending_seeks.pop(tp, None)
 
@@ -811,7 +815,11 @@ class SinkTaskLoop:
         if batch is None:
             return 0
         self._recent.append(batch)
-        self._current.update(batch.positions())
+        positions = batch.positions()
+        if not self._first_put.keys() >= positions.keys():  # a partition's first batch
+            _, first = batch.without(positions.keys() - self._first_put.keys())
+            self._first_put.update(first)
+        self._current.update(positions)
         self.records_put += len(batch)
         self.progress = (self.records_put, self._clock())
         return len(batch)
@@ -959,7 +967,14 @@ class SinkTaskLoop:
         commit, or a synchronous one) is counted here, an asynchronous one by
         :meth:`on_commit`."""
         started = self._commit_started
-        actions = self.host.pre_commit(self.handle, current)
+        try:
+            actions = self.host.pre_commit(self.handle, current)
+        except RemotePluginError as exc:
+            if not asynchronous or exc.broke_contract:
+                raise  # closing (see _closing_commit) or after a failure: the caller logs
+            self._rewind_to_committed(current, exc)
+            self.counters.commit((time.monotonic() - started) * 1000, ok=False)
+            return
         committable = actions.commit
         self._apply(actions)
         wanted: dict[tuple[str, int], int] = {}
@@ -1023,6 +1038,29 @@ class SinkTaskLoop:
         self.counters.commit((time.monotonic() - started) * 1000, ok=True)
         for committed in offsets:
             self._committed[(committed.topic, committed.partition)] = committed.offset
+
+    def _rewind_to_committed(self, current: Mapping[tuple[str, int], int], exc: Exception) -> None:
+        """A periodic commit whose ``pre_commit()`` raised, as Kafka's commitOffsets:
+        logged, not the task's failure (one that returned what it must not still fails the
+        task), and the partitions read again from their last committed offsets (or from
+        where this task began reading them), so that nothing the task could not make durable
+        is skipped."""
+        log.error(
+            "task %s: offset commit %d failed (pre_commit raised), rewinding to the last "
+            "committed offsets: %s",
+            self.name,
+            self.commit_seq,
+            exc,
+        )
+        targets = {
+            tp: offset
+            for tp in current
+            if (offset := self._committed.get(tp, self._first_put.get(tp))) is not None
+        }
+        self._unfetch(set(targets), rewind=False)
+        for (topic, partition), offset in targets.items():
+            self._seek(topic, partition, offset)
+            self._current[(topic, partition)] = offset
 
     def _flush_dead_letters(self, after_failure: bool) -> None:
         """Wait until the reported records are in the DLQ, before their offsets commit."""
@@ -1136,6 +1174,8 @@ class SinkTaskLoop:
         try:
             self.commit(only=only)
         except RemotePluginError as exc:
+            if exc.broke_contract:  # not an error of its own: a task that cannot go on
+                raise
             log.warning(
                 "task %s: offset commit failed while closing its partitions; records put "
                 "since the last commit are delivered again: %s",

@@ -177,6 +177,11 @@ def exception_trace(exc: BaseException) -> str:
     return "".join(parts)
 
 
+class ContractViolation(ConnectException):
+    """A plugin's call returned what the API forbids (e.g. ``pre_commit()`` a str): the
+    worker tells it from an exception the plugin raised itself (error kind ``contract``)."""
+
+
 class StageFailure(Exception):
     """One stage failed on one record; carries the stage and the component that failed."""
 

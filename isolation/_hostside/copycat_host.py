@@ -34,7 +34,7 @@ from typing import Any
 
 import copycat_protocol as protocol
 import copycat_wire as wire
-from copycat_errors import ErrorPolicy, describe, exception_trace, raised_at
+from copycat_errors import ContractViolation, ErrorPolicy, describe, exception_trace, raised_at
 from copycat_loader import LocationRegistry, ModuleConflictError, resolve
 from copycat_pipeline import (
     HostSinkTaskContext,
@@ -112,6 +112,8 @@ def _error_info(exc: BaseException) -> protocol.ErrorInfo:
         kind = protocol.CONFIG
     elif isinstance(exc, ModuleConflictError):
         kind = protocol.CONFLICT
+    elif isinstance(exc, ContractViolation):
+        kind = protocol.CONTRACT
     elif isinstance(exc, plugin_api.ConnectException):
         kind = protocol.CONNECT
     return protocol.ErrorInfo(

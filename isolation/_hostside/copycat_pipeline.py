@@ -27,6 +27,7 @@ from copycat_errors import (
     TASK_PUT,
     TRANSFORMATION,
     VALUE_CONVERTER,
+    ContractViolation,
     ErrorPolicy,
     NotTolerated,
     StageFailure,
@@ -255,7 +256,7 @@ class SourceRunner:
             wrong = _wrong_poll_result(records)
             if wrong is None:
                 raise
-            raise ConnectException(
+            raise ContractViolation(
                 f"{type(self.task).__qualname__}.poll() must return a list of SourceRecord "
                 f"(or None), got {wrong}"
             ) from exc
@@ -853,7 +854,7 @@ class SinkRunner:
         current = {TopicPartition(*tp): off for tp, off in offsets.items()}
         committable = self.task.pre_commit(current)
         if committable is not None and not isinstance(committable, Mapping):
-            raise ConnectException(
+            raise ContractViolation(
                 f"{type(self.task).__qualname__}.pre_commit() must return a mapping of "
                 f"TopicPartition to offset (or None), got {type(committable).__name__}"
             )

@@ -47,11 +47,14 @@ LEVELS = "levels"
 LOG_RECORD_MARK = "\x1e"
 
 # -- error kinds: how the worker's exception tree classifies a plugin's exception ----------
-RETRIABLE, DATA, CONFIG, CONFLICT, CONNECT, OTHER = (
+# CONTRACT: the plugin broke the API's contract (a call returned what it must not), as
+# opposed to raising an exception of its own.
+RETRIABLE, DATA, CONFIG, CONFLICT, CONTRACT, CONNECT, OTHER = (
     "retriable",
     "data",
     "config",
     "conflict",
+    "contract",
     "connect",
     "other",
 )

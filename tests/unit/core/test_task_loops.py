@@ -593,3 +593,71 @@ def test_sink_loop_a_pre_commit_failing_on_revocation_is_logged_and_the_task_goe
     loop.stop(failed=False, timeout_s=1)  # its closing commit fails alike, and is logged
     assert cluster.committed["connect-c"] == {}
     assert services.clients.consumers[0].closed  # type: ignore[attr-defined]
+
+
+class PreCommitFailingOnceSink(SinkTask):
+    """Writes every record's value to the list ``written``; its first pre_commit() raises."""
+
+    written: list[str] = []
+    failures_left = 0
+
+    def start(self, props: Mapping[str, str]) -> None:
+        pass
+
+    def put(self, records: Sequence[SinkRecord]) -> None:
+        type(self).written.extend(str(record.value) for record in records)
+
+    def pre_commit(self, offsets: Mapping[TopicPartition, int]) -> Mapping[TopicPartition, int]:
+        if type(self).failures_left:
+            type(self).failures_left -= 1
+            raise ConnectException("target unreachable for now")
+        return offsets
+
+    def stop(self) -> None:
+        pass
+
+
+class PreCommitFailingOnceSinkConnector(PreCommitFailingSinkConnector):
+    def task_class(self) -> type[SinkTask]:
+        return PreCommitFailingOnceSink
+
+
+def test_sink_loop_a_periodic_pre_commit_failure_rewinds_to_the_last_commit_and_goes_on(
+    services: TaskServices,
+    cluster: FakeCluster,
+    clock: Clock,
+    loops: list[TaskLoop],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As Kafka's commitOffsets: a preCommit() that raises at a periodic commit is logged,
+    not the task's failure, and the consumer rewinds to the last committed offsets (where
+    the task began reading, before any commit): those records are put again."""
+    PreCommitFailingOnceSink.written = []
+    PreCommitFailingOnceSink.failures_left = 1
+    _fill(cluster, 30)
+    spec = _spec("sink", {"topics": "in"})
+    spec = dataclasses.replace(
+        spec, plugin=_ref("sink", f"{__name__}:PreCommitFailingOnceSinkConnector")
+    )
+    loop = build_task(spec, services)
+    loops.append(loop)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 30)
+    clock.now += COMMIT_INTERVAL_S
+    run_until(loop, lambda: loop.records_moved == 60)  # the failed commit rewound to 0
+    assert cluster.committed["connect-c"] == {}
+    assert "offset commit 1 failed (pre_commit raised), rewinding" in caplog.text
+    clock.now += COMMIT_INTERVAL_S
+    _fill(cluster, 10, start=30)
+    run_until(loop, lambda: cluster.committed["connect-c"] == {("in", 0): 40})
+    expected = [f"v{i}" for i in range(30)]
+    assert PreCommitFailingOnceSink.written == expected * 2 + [f"v{i}" for i in range(30, 40)]
+    # Once something is committed, a failed pre_commit rewinds to it.
+    PreCommitFailingOnceSink.failures_left = 1
+    _fill(cluster, 5, start=40)
+    run_until(loop, lambda: loop.records_moved == 75)
+    clock.now += COMMIT_INTERVAL_S
+    run_until(loop, lambda: loop.records_moved == 80)  # 40-44 again
+    clock.now += COMMIT_INTERVAL_S
+    run_until(loop, lambda: cluster.committed["connect-c"] == {("in", 0): 45})
+    assert PreCommitFailingOnceSink.written[70:] == [f"v{i}" for i in range(40, 45)] * 2
