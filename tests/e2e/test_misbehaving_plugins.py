@@ -16,7 +16,7 @@ import pytest
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.faulty import install_faulty
-from tests.support.kafka import read_all
+from tests.support.kafka import committed, produce, read_all
 from tests.support.rest import RestWorker, wait_for
 
 pytestmark = pytest.mark.integration
@@ -172,6 +172,53 @@ def test_pre_commit_returning_no_offsets_fails_the_task_saying_so(
         http.delete("/connectors/records-for-pre-commit")
     message = "FaultySinkTask.pre_commit() must return a mapping of TopicPartition to offset"
     assert f"{message} (or None), got str" in status["trace"], status["trace"]
+
+
+def test_pre_commit_raising_rewinds_to_the_last_commit_and_the_task_keeps_running(
+    worker: RestWorker, broker: KafkaCluster, tmp_path: Path, topic_name: str
+) -> None:
+    """As Kafka's WorkerSinkTask.commitOffsets: a preCommit() that raises is logged, the
+    consumer rewinds to the last committed offset and the records are put again; the task is
+    not failed, and commits once pre_commit() succeeds again."""
+    broker.create_topic(topic_name, 1)
+    values = [f"r{i}" for i in range(20)]
+    produce(broker.bootstrap_servers, topic_name, [v.encode() for v in values])
+    failing, put_values = tmp_path / "failing", tmp_path / "put-values.txt"
+    failing.touch()
+    sink = {
+        "connector.class": "FaultySink",
+        "tasks.max": "1",
+        "topics": topic_name,
+        "pre_commit.fail.if": str(failing),
+        "put.values.log": str(put_values),
+    }
+
+    def put() -> list[str]:
+        return put_values.read_text().splitlines() if put_values.exists() else []
+
+    with worker.client() as http:
+        _create(http, "pre-commit-raising", sink)
+        wait_for(lambda: len(put()) >= 3 * len(values), 60, "the records put three times")
+        status = http.get("/connectors/pre-commit-raising/status").json()
+        assert status["tasks"][0]["state"] == "RUNNING", status
+        group = "connect-pre-commit-raising"
+        assert committed(broker.bootstrap_servers, group, topic_name) < 0
+        failing.unlink()
+        wait_for(
+            lambda: committed(broker.bootstrap_servers, group, topic_name) == len(values),
+            60,
+            "the offsets committed once pre_commit() succeeds",
+        )
+        assert http.delete("/connectors/pre-commit-raising").status_code == 204
+    # Each rewind starts again from the first record (nothing was committed before), in order;
+    # the last pass, once pre_commit() succeeds, is whole.
+    lines = put()
+    starts = [i for i, value in enumerate(lines) if value == values[0]]
+    passes = [lines[a:b] for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+    assert starts[0] == 0 and len(passes) >= 3, lines
+    assert all(run == values[: len(run)] for run in passes), lines
+    assert passes[-1] == values, lines
+    assert any("rewinding to the last committed offsets" in line for line in worker.log_lines)
 
 
 def test_system_exit_from_alter_offsets_names_it(worker: RestWorker, topic_name: str) -> None:

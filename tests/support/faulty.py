@@ -27,6 +27,8 @@
   ``open()`` (``context.pause()``), and never resume it.
 * ``put.log``: a file a sink task appends one line per non-empty ``put()`` to: its record
   count.
+* ``pre_commit.fail.if``: a file; while it exists, a sink task's ``pre_commit()`` raises a
+  ConnectException (a target that cannot make records durable for a while).
 * ``raise.in``: ``where:how`` pairs, comma-separated: raise in ``where`` (``connector.start``,
   ``connector.validate``, ``connector.exactly_once_support``, ``connector.alter_offsets``,
   ``task.poll``, ``task.put``) an exception whose ``str()`` itself raises (``how`` is
@@ -189,6 +191,9 @@ class FaultySinkTask(_Misbehaving, SinkTask):
                 log.writelines(f"{record.value}\n" for record in records)
 
     def pre_commit(self, offsets):
+        failing = self.props.get("pre_commit.fail.if")
+        if failing and os.path.exists(failing):
+            raise ConnectException(f"faulty: pre_commit failing while {failing} exists")
         wrong, value = _wrong(self.props, "task.pre_commit")
         return value if wrong else super().pre_commit(offsets)
 
