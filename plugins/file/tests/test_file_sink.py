@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import logging
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,53 @@ def test_appends_to_existing_file(tmp_path: Path) -> None:
     path.write_text("old\n")
     run_sink_task(FileStreamSinkTask, {"file": str(path)}, sink_records("t", ["new"]))
     assert path.read_text() == "old\nnew\n"
+
+
+def test_an_unterminated_last_line_is_ended_before_the_first_record(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # kill -9 during a write leaves a partial last line; the records after the last commit
+    # are delivered again and must not be glued to it. The fragment is kept, as its own line.
+    path = tmp_path / "out.txt"
+    path.write_bytes(b"line 1\nline 2\nline")
+    with caplog.at_level(logging.WARNING, logger="copycat_file.sink"):
+        run_sink_task(FileStreamSinkTask, {"file": str(path)}, sink_records("t", ["line 2"]))
+        run_sink_task(FileStreamSinkTask, {"file": str(path)}, sink_records("t", ["line 3"]))
+    assert path.read_bytes() == b"line 1\nline 2\nline\nline 2\nline 3\n"
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, caplog.text  # the second start found a whole last line
+    assert str(path) in warnings[0].getMessage()
+    assert "byte 14" in warnings[0].getMessage()  # where the fragment starts
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"no newline at all", b"\xc3", b"x" * 200_000],
+    ids=["text", "half-a-character", "longer-than-a-read"],
+)
+def test_a_file_of_one_unterminated_line_keeps_its_bytes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, content: bytes
+) -> None:
+    path = tmp_path / "out.txt"
+    path.write_bytes(content)
+    with caplog.at_level(logging.WARNING, logger="copycat_file.sink"):
+        run_sink_task(FileStreamSinkTask, {"file": str(path)}, sink_records("t", ["new"]))
+    assert path.read_bytes() == content + b"\nnew\n"
+    assert f"'{path}'" in caplog.text and "byte 0" in caplog.text
+
+
+def test_an_empty_or_whole_file_gets_no_extra_newline(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    empty, whole = tmp_path / "empty.txt", tmp_path / "whole.txt"
+    empty.touch()
+    whole.write_bytes(b"a\n\n")
+    with caplog.at_level(logging.WARNING, logger="copycat_file.sink"):
+        run_sink_task(FileStreamSinkTask, {"file": str(empty)}, sink_records("t", ["x"]))
+        run_sink_task(FileStreamSinkTask, {"file": str(whole)}, sink_records("t", ["x"]))
+    assert empty.read_bytes() == b"x\n"
+    assert whole.read_bytes() == b"a\n\nx\n"
+    assert not caplog.records
 
 
 def test_flush_makes_data_visible(tmp_path: Path) -> None:

@@ -3,13 +3,16 @@
 Recovery guarantee: at-least-once. ``flush()`` (called by the default
 ``pre_commit``) flushes the buffer and fsyncs the file before offsets are
 committed, so after a crash lines since the last commit may be written twice,
-but no committed record is ever missing.
+but no committed record is ever missing. A crash in the middle of a write may leave
+part of a line at the end of the file: the task ends it with a newline when it starts
+(with a warning), so the records delivered again each get a whole line.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from typing import BinaryIO
@@ -40,6 +43,8 @@ FILE_CONFIG = "file"
 # the buffer only bounds how much sits in memory between flushes.
 WRITE_BUFFER_BYTES = 1 << 20
 _ONLY_STR = {str}
+# How much of an unterminated last line is read at a time to find where it starts.
+_SCAN_BYTES = 1 << 16
 
 CONFIG_DEF = (
     ConfigDef()
@@ -115,6 +120,49 @@ def _lines_before_failure(records: Sequence[SinkRecord]) -> bytes:
     return "\n".join(lines).encode("utf-8", "replace")
 
 
+def _unterminated_line(filename: str, out: BinaryIO) -> tuple[int, int] | None:
+    """Where the file's last line starts and the file's size, if that line has no newline.
+
+    A write cut short (``kill -9`` of the plugin host landing in the middle of a chunk: Linux
+    then writes the chunk's first pages only) leaves part of a line; its records were never
+    flushed, so their offsets were not committed and they are delivered again, the first of
+    them glued to the fragment unless the line is ended first. Only regular files: a pipe or
+    a device has no last byte to read. A file the worker may append to but not read is left
+    as it is, with a warning.
+    """
+    info = os.fstat(out.fileno())
+    if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
+        return None
+    try:
+        fd = os.open(filename, os.O_RDONLY)
+    except OSError as exc:
+        log.warning(
+            "FileStreamSinkTask: cannot read file '%s' to check that its last line is whole "
+            "(%s); appending to it as it is",
+            filename,
+            exc.strerror or exc,
+        )
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return None
+        return _line_start(fd, size - 1), size
+    finally:
+        os.close(fd)
+
+
+def _line_start(fd: int, end: int) -> int:
+    """The offset just after the last newline before ``end`` in the file (0 if none)."""
+    while end > 0:
+        begin = max(0, end - _SCAN_BYTES)
+        found = os.pread(fd, end - begin, begin).rfind(b"\n")
+        if found >= 0:
+            return begin + found + 1
+        end = begin
+    return 0
+
+
 class FileStreamSinkConnector(ConfiguredConnector, SinkConnector):
     """Writes the records of its topics to one file; every task appends to the same file.
     Its config: ``file`` plus the runtime's ``topics`` / ``topics.regex``."""
@@ -176,6 +224,24 @@ class FileStreamSinkTask(SinkTask):
                 f"Couldn't find or create file '{self._filename}' for FileStreamSinkTask: "
                 f"{exc.strerror or exc}"
             ) from exc
+        fragment = _unterminated_line(self._filename, self._out)
+        if fragment is None:
+            return
+        start, size = fragment
+        try:
+            self._out.write(b"\n")
+            self._out.flush()
+        except OSError as exc:
+            self.stop()
+            raise ConnectException(f"Failed to write to file '{self._filename}': {exc}") from exc
+        log.warning(
+            "FileStreamSinkTask: file '%s' ended with an unterminated line of %d bytes from "
+            "byte %d (a write cut short, e.g. by kill -9, or a file without a final newline); "
+            "ended it with a newline, so that the next record starts a line of its own",
+            self._filename,
+            size - start,
+            start,
+        )
 
     def put(self, records: Sequence[SinkRecord]) -> None:
         """Write one line per record: the value as Kafka's FileStreamSinkTask prints it
