@@ -1,6 +1,7 @@
 """Values that are not text, written as text by the bundled plugins in real pipelines (real
 broker, plugins in their own hosts): StringConverter and FileStreamSink print them as Kafka
-Connect does, Java's toString(), whatever their depth."""
+Connect does, Java's toString(), whatever their depth (up to the 1000 levels Kafka's JSON
+parser reads)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 from core.plugins import PluginCatalogue
 from core.status import State
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.kafka import committed, produce, read_all, wait_for
+from tests.support.kafka import committed, header_text, produce, read_all, wait_for
 from tests.support.workers import in_process_worker, start_connector
 
 pytestmark = pytest.mark.integration
@@ -61,11 +62,19 @@ def test_a_deeply_nested_json_value_is_written_and_the_task_runs_on(
     tmp_path: Path,
     broker: KafkaCluster,
 ) -> None:
-    # 900 nested arrays are valid JSON (Kafka's parser takes 1000 levels): Kafka's sink writes
-    # them. Copycat's failed the task on a RecursionError, with nothing written, not even the
-    # records before it; 1100 levels are refused by the converter and go to the DLQ.
+    # 900 and 1000 nested arrays are valid JSON (Kafka's parser takes 1000 levels): Kafka's
+    # sink writes them. Copycat's failed the task on a RecursionError, with nothing written,
+    # not even the records before it; 1001 levels (which orjson read) and 1100 are refused by
+    # the converter, as Kafka's, and go to the DLQ with Kafka's reason in their headers.
     broker.create_topic(topic_name, 1)
-    values = [b'"start"', b"[" * 900 + b"]" * 900, b"[" * 1100 + b"]" * 1100, b'"end"']
+    values = [
+        b'"start"',
+        b"[" * 900 + b"]" * 900,
+        b"[" * 1000 + b"]" * 1000,
+        b"[" * 1001 + b"]" * 1001,
+        b"[" * 1100 + b"]" * 1100,
+        b'"end"',
+    ]
     produce(bootstrap_servers, topic_name, values)
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
     worker = in_process_worker(catalogue, bootstrap_servers)
@@ -82,6 +91,7 @@ def test_a_deeply_nested_json_value_is_written_and_the_task_runs_on(
             "errors.tolerance": "all",
             "errors.deadletterqueue.topic.name": dlq,
             "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
         },
     )
     try:
@@ -93,5 +103,17 @@ def test_a_deeply_nested_json_value_is_written_and_the_task_runs_on(
         assert worker.status.task(name, 0).state is State.RUNNING
     finally:
         worker.stop()
-    assert out.read_text().splitlines() == ["start", "[" * 900 + "]" * 900, "end"]
-    assert [m.value() for m in read_all(bootstrap_servers, dlq, 1)] == [values[2]]
+    assert out.read_text().splitlines() == [
+        "start",
+        "[" * 900 + "]" * 900,
+        "[" * 1000 + "]" * 1000,
+        "end",
+    ]
+    refused = read_all(bootstrap_servers, dlq, 2)
+    assert [m.value() for m in refused] == values[3:5]
+    for message in refused:
+        headers = header_text(message)
+        assert headers["__connect.errors.exception.message"] == (
+            "Converting byte[] to Kafka Connect data failed due to serialization error: "
+            "Document nesting depth (1001) exceeds the maximum allowed (1000)"
+        ), headers

@@ -6,6 +6,9 @@ import datetime
 import decimal
 import json
 import math
+import re
+import sys
+from collections.abc import Callable
 
 import pytest
 from copycat_converters import JsonConverter, __version__
@@ -31,6 +34,7 @@ from plugin_api import (
     Time,
     Timestamp,
     converter_round_trip,
+    java_string,
 )
 
 UTC = datetime.UTC
@@ -417,3 +421,156 @@ def test_header_converter_uses_the_same_format() -> None:
 def test_java_number_formatting(value: float, double: str, single: str) -> None:
     assert java_double(value) == double
     assert java_float(value) == single
+
+
+# -- nesting depth: Kafka's Jackson (StreamReadConstraints / StreamWriteConstraints) takes a
+# document nested up to 1000 levels, the envelope's object included, and refuses 1001 -------
+
+TOO_DEEP = ": Document nesting depth (1001) exceeds the maximum allowed (1000)"
+READ_TOO_DEEP = re.escape(
+    "Converting byte[] to Kafka Connect data failed due to serialization error" + TOO_DEEP
+)
+WRITE_TOO_DEEP = re.escape(
+    "Converting Kafka Connect data to byte[] failed due to serialization error" + TOO_DEEP
+)
+
+
+def nested_arrays(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def nested_list(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def array_schema(depth: int):
+    """An ARRAY of ARRAY ... of INT32, ``depth`` arrays: its JSON is depth + 1 objects."""
+    schema = INT32_SCHEMA
+    for _ in range(depth):
+        schema = SchemaBuilder.array(schema).build()
+    return schema
+
+
+def nested_ints(depth: int) -> list:
+    value: list = [1]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def read_every_way(converter: JsonConverter, data: bytes) -> list:
+    """The value read by the exact path, by a compiled reader (the second read of an
+    envelope's schema), and in a batch (its compiled reader inline)."""
+    first = converter.to_connect_data("t", data)
+    second = converter.to_connect_data("t", data)
+    batch = converter.to_connect_data_batch("t", [data, data], [None, None])
+    return [first, second, *batch]
+
+
+@pytest.mark.parametrize(
+    ("schemas_enable", "document"),
+    [
+        ("false", nested_arrays),
+        ("false", lambda n: b'{"a":' * n + b"1" + b"}" * n),
+        ("false", lambda n: b'{"a":"[[","b":' + nested_arrays(n - 1) + b',"c":"]]]"}'),
+        ("true", lambda n: b'{"schema":null,"payload":' + nested_arrays(n - 1) + b"}"),
+        (
+            "true",
+            lambda n: (
+                b'{"schema":{"type":"struct","fields":[{"field":"a","type":"int32"}]},'
+                b'"payload":{"a":1,"extra":' + nested_arrays(n - 2) + b"}}"
+            ),
+        ),
+    ],
+    ids=["arrays", "objects", "inside-an-object", "envelope-payload", "struct-extra-field"],
+)
+def test_a_document_nested_1000_deep_is_read_and_1001_refused(
+    schemas_enable: str, document: Callable[[int], bytes]
+) -> None:
+    converter = make(schemas_enable=schemas_enable)
+    results = read_every_way(converter, document(1000))
+    # (printed as Java would, without recursion: == on the values would meet Python's limit)
+    printed = {java_string(value) for _, value in results}
+    assert len(printed) == 1 and printed.pop() not in ("", "null")
+    with pytest.raises(DataException, match=READ_TOO_DEEP):
+        converter.to_connect_data("t", document(1001))
+    with pytest.raises(DataException, match=READ_TOO_DEEP):  # after one its reader takes
+        converter.to_connect_data_batch("t", [document(1000), document(1001)], [None, None])
+    with pytest.raises(DataException, match=READ_TOO_DEEP):
+        converter.to_connect_data("t", document(1024))  # within orjson's own limit
+
+
+def test_a_deeply_nested_schema_and_payload_read_at_every_depth_kafka_takes() -> None:
+    # {"schema": 998 array schemas + int32 = 999 objects, "payload": 998 arrays}: 1000 deep
+    converter = make()
+    deep = converter.from_connect_data("t", array_schema(998), nested_ints(998))
+    assert deep is not None and deep.count(b"{") == 1000
+    for schema, value in read_every_way(converter, deep):  # written again: the same bytes
+        assert converter.from_connect_data("t", schema, value) == deep
+    too_deep = b'{"schema":' + b'{"type":"array","items":' * 999 + b'{"type":"int32"}'
+    too_deep += b"}" * 999 + b',"payload":' + nested_arrays(999) + b"}"
+    with pytest.raises(DataException, match=READ_TOO_DEEP):
+        converter.to_connect_data("t", too_deep)
+
+
+def test_any_depth_is_refused_without_a_recursion_error() -> None:
+    for schemas_enable in ("false", "true"):
+        converter = make(schemas_enable=schemas_enable)
+        for data in (nested_arrays(100_000), b"[" * 100_000, b'{"a":' * 50_000):
+            with pytest.raises(DataException, match=READ_TOO_DEEP):
+                converter.to_connect_data("t", data)
+
+
+@pytest.mark.parametrize("schemas_enable", ["false", "true"])
+def test_a_value_nested_deeper_than_pythons_stack_is_written_up_to_kafkas_limit(
+    schemas_enable: str,
+) -> None:
+    converter = make(schemas_enable=schemas_enable)
+    envelope_depth = 1 if schemas_enable == "true" else 0
+    accepted = 1000 - envelope_depth
+    data = converter.from_connect_data("t", None, nested_list(accepted))
+    assert data is not None
+    assert nested_arrays(accepted) in data
+    assert (
+        java_string(converter.to_connect_data("t", data).value) == "[" * accepted + "]" * accepted
+    )
+    with pytest.raises(DataException, match=WRITE_TOO_DEEP):
+        converter.from_connect_data("t", None, nested_list(accepted + 1))
+    with pytest.raises(DataException, match=WRITE_TOO_DEEP):
+        converter.from_connect_data("t", None, nested_list(100_000))
+    # maps with string keys are objects, other maps arrays of [key, value] pairs: two levels
+    objects: object = {}
+    for _ in range(accepted - 1):
+        objects = {"k": objects}
+    data = converter.from_connect_data("t", None, objects)
+    assert data is not None and data.count(b"{") == accepted + envelope_depth
+    pairs: object = 1
+    for _ in range(500 - envelope_depth):
+        pairs = {1: pairs}
+    data = converter.from_connect_data("t", None, pairs)
+    assert data is not None and data.count(b"[") == 2 * (500 - envelope_depth)
+    with pytest.raises(DataException, match=WRITE_TOO_DEEP):
+        converter.from_connect_data("t", None, {1: pairs})
+
+
+def test_a_deep_schema_and_value_are_written_up_to_kafkas_limit() -> None:
+    converter = make()
+    data = converter.from_connect_data("t", array_schema(998), nested_ints(998))
+    assert data is not None and data.count(b"{") == 1000 and data.count(b"[") == 998
+    assert converter.from_connect_data("t", array_schema(998), nested_ints(998)) == data
+    with pytest.raises(DataException, match=WRITE_TOO_DEEP):
+        converter.from_connect_data("t", array_schema(999), nested_ints(999))
+    with pytest.raises(DataException, match=WRITE_TOO_DEEP):  # the schema alone is too deep
+        converter.from_connect_data(
+            "t", SchemaBuilder.array(array_schema(999)).optional().build(), None
+        )
+
+
+def test_the_recursion_limit_is_left_as_it_was() -> None:
+    before = sys.getrecursionlimit()
+    make(schemas_enable="false").to_connect_data("t", nested_arrays(1000))
+    make().from_connect_data("t", None, nested_list(999))
+    assert sys.getrecursionlimit() == before

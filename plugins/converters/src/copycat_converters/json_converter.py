@@ -29,9 +29,20 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from copycat_converters import _jsontext
+from copycat_converters import _jsondepth, _jsontext
 from copycat_converters._base import VersionedPlugin, converter_config_def, with_type
 from copycat_converters._jsoncompiled import Fallback, compile_reader, compile_writer
+from copycat_converters._jsondepth import (
+    MAX_NESTING_DEPTH,
+    SHALLOW_BYTES,
+    call_deeply,
+    check_read_depth,
+    nesting_depth,
+    read_too_deep,
+    schema_depth,
+    value_depth,
+    write_too_deep,
+)
 from copycat_converters._jsonschema import from_json_schema, has_decimal, to_json_schema
 from copycat_converters._jsontext import (
     Raw,
@@ -259,19 +270,39 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         """Serialize ``value``; ``None`` with no schema is a tombstone (``None``).
 
         Raises:
-            DataException: If the value does not fit the schema.
+            DataException: If the value does not fit the schema, or its JSON would nest
+                deeper than Kafka writes (1000 levels, the envelope's included).
         """
-        if schema is not None:
-            last = self._last_writer
-            if last[0] is not schema:
-                last = self._writer_for(schema)
-            writer = last[2]
-            if writer is not None:
-                try:
-                    return writer(value)  # type: ignore[no-any-return]
-                except Exception:  # noqa: BLE001 - Fallback, bad text, ...: the exact path
-                    pass
-        return self._from_connect_exact(topic, schema, value)
+        try:
+            if schema is not None:
+                last = self._last_writer
+                if last[0] is not schema:
+                    last = self._writer_for(schema)
+                writer = last[2]
+                if writer is not None:
+                    try:
+                        return writer(value)  # type: ignore[no-any-return]
+                    except Exception:  # noqa: BLE001 - Fallback, bad text, ...: the exact path
+                        pass
+            return self._from_connect_exact(topic, schema, value)
+        except RecursionError:  # (a try costs nothing until it catches)
+            return self._from_connect_deep(topic, schema, value)
+
+    def _from_connect_deep(self, topic: str, schema: Schema | None, value: object) -> bytes | None:
+        """:meth:`from_connect_data` of a value nested deeper than Python's recursion limit
+        allowed: refused if its JSON nests deeper than Kafka's limit, else written again
+        with room for it (:mod:`copycat_converters._jsondepth`)."""
+        envelope = 1 if self._schemas_enabled else 0
+        if (
+            value_depth(value) + envelope > MAX_NESTING_DEPTH
+            or envelope
+            and schema_depth(schema) + envelope > MAX_NESTING_DEPTH
+        ):
+            raise write_too_deep()
+        data = call_deeply(lambda: self._from_connect_exact(topic, schema, value), _jsondepth.WRITE)
+        if data is not None and nesting_depth(data) > MAX_NESTING_DEPTH:
+            raise write_too_deep()
+        return data
 
     def _from_connect_exact(self, topic: str, schema: Schema | None, value: object) -> bytes | None:
         """The straightforward path of :meth:`from_connect_data` (the reference of the
@@ -511,15 +542,28 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
 
         Raises:
             DataException: If the bytes are not JSON, the envelope is missing with
-                ``schemas.enable=true``, or the payload does not fit its schema.
+                ``schemas.enable=true``, the payload does not fit its schema, or the document
+                nests deeper than Kafka reads (1000 levels, the envelope's included).
         """
         if data is None:
             return NULL_SCHEMA_AND_VALUE
-        if self._recent_readers and type(data) is bytes:
-            found = self._read_compiled(data)
-            if found is not None:
-                return _new_tuple(SchemaAndValue, found)  # its __new__ costs 3x this
-        return self._to_connect_exact(data)
+        try:
+            if len(data) >= SHALLOW_BYTES:  # only a document this long can nest too deep
+                check_read_depth(data)
+            if self._recent_readers and type(data) is bytes:
+                found = self._read_compiled(data)
+                if found is not None:
+                    return _new_tuple(SchemaAndValue, found)  # its __new__ costs 3x this
+            return self._to_connect_exact(data)
+        except RecursionError:  # (a try costs nothing until it catches)
+            return self._to_connect_deep(data)
+
+    def _to_connect_deep(self, data: bytes) -> SchemaAndValue:
+        """:meth:`to_connect_data` of a document nested deeper than Python's recursion limit
+        allowed: refused if deeper than Kafka reads, else read again with room for it."""
+        if nesting_depth(data) > MAX_NESTING_DEPTH:
+            raise read_too_deep()
+        return call_deeply(lambda: self._to_connect_exact(data), _jsondepth.READ)
 
     def _to_connect_exact(self, data: bytes) -> SchemaAndValue:
         """The straightforward path of :meth:`to_connect_data` (the reference of the compiled
@@ -628,19 +672,25 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         out: list[tuple[Schema | None, object]] = []
         append = out.append
         head, size, schema, reader, close = b"", 0, None, None, _CLOSE_BRACE
+        shallow = SHALLOW_BYTES
         for value, record_headers in zip(data, headers, strict=True):
             if (
                 reader is not None
                 and type(value) is bytes
                 and value.startswith(head)
                 and value[-1] == close
+                and len(value) < shallow  # else to_connect_data checks its depth first
             ):
                 try:
                     append((schema, reader(loads(value[size:-1]))))  # type: ignore[misc]
                     continue
                 except Exception:  # noqa: BLE001 - the exact path below gives value or error
                     pass
-            found = read(value) if type(value) is bytes and self._recent_readers else None
+            found = (
+                read(value)
+                if type(value) is bytes and self._recent_readers and len(value) < shallow
+                else None
+            )
             append(found if found is not None else convert(topic, value, record_headers))
             recent = self._recent_readers
             if recent and fast is not None and not recent[0][4]:  # orjson reads it: go inline
