@@ -10,6 +10,7 @@ part of a line at the end of the file: the task ends it with a newline when it s
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import stat
@@ -120,15 +121,22 @@ def _lines_before_failure(records: Sequence[SinkRecord]) -> bytes:
     return "\n".join(lines).encode("utf-8", "replace")
 
 
-def _unterminated_line(filename: str, out: BinaryIO) -> tuple[int, int] | None:
-    """Where the file's last line starts and the file's size, if that line has no newline.
+def _end_unterminated_line(filename: str, out: BinaryIO) -> tuple[int, int] | None:
+    """End the file's last line with a newline if it has none; return where that line starts
+    and its length (None if the file ended with a newline, was empty, or is not a regular
+    file).
 
     A write cut short (``kill -9`` of the plugin host landing in the middle of a chunk: Linux
     then writes the chunk's first pages only) leaves part of a line; its records were never
     flushed, so their offsets were not committed and they are delivered again, the first of
-    them glued to the fragment unless the line is ended first. Only regular files: a pipe or
-    a device has no last byte to read. A file the worker may append to but not read is left
-    as it is, with a warning.
+    them glued to the fragment unless the line is ended first. The check and the newline are
+    made under an exclusive ``flock``: the tasks of one connector, started together after a
+    crash, append to the same file, and only the first may end its line. A pipe or a device
+    has no last byte to read; a file the worker may append to but not read is left as it is,
+    with a warning.
+
+    Raises:
+        OSError: If the newline cannot be written.
     """
     info = os.fstat(out.fileno())
     if not stat.S_ISREG(info.st_mode) or info.st_size == 0:
@@ -144,10 +152,14 @@ def _unterminated_line(filename: str, out: BinaryIO) -> tuple[int, int] | None:
         )
         return None
     try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released by the close
         size = os.fstat(fd).st_size
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return None
-        return _line_start(fd, size - 1), size
+        start = _line_start(fd, size - 1)
+        out.write(b"\n")
+        out.flush()
+        return start, size - start
     finally:
         os.close(fd)
 
@@ -209,10 +221,12 @@ class FileStreamSinkTask(SinkTask):
         return __version__
 
     def start(self, props: Mapping[str, str]) -> None:
-        """Open the file for appending (stdout if ``file`` is empty).
+        """Open the file for appending (stdout if ``file`` is empty), and end its last line
+        if a write cut short left it without a newline (with a warning).
 
         Raises:
-            ConnectException: Naming the file if it cannot be opened.
+            ConnectException: Naming the file if it cannot be opened or that newline
+                cannot be written.
         """
         self._filename = CONFIG_DEF.parse(props)[FILE_CONFIG] or None
         if self._filename is None:
@@ -224,24 +238,21 @@ class FileStreamSinkTask(SinkTask):
                 f"Couldn't find or create file '{self._filename}' for FileStreamSinkTask: "
                 f"{exc.strerror or exc}"
             ) from exc
-        fragment = _unterminated_line(self._filename, self._out)
-        if fragment is None:
-            return
-        start, size = fragment
         try:
-            self._out.write(b"\n")
-            self._out.flush()
+            fragment = _end_unterminated_line(self._filename, self._out)
         except OSError as exc:
             self.stop()
             raise ConnectException(f"Failed to write to file '{self._filename}': {exc}") from exc
-        log.warning(
-            "FileStreamSinkTask: file '%s' ended with an unterminated line of %d bytes from "
-            "byte %d (a write cut short, e.g. by kill -9, or a file without a final newline); "
-            "ended it with a newline, so that the next record starts a line of its own",
-            self._filename,
-            size - start,
-            start,
-        )
+        if fragment is not None:
+            log.warning(
+                "FileStreamSinkTask: file '%s' ended with an unterminated line of %d bytes "
+                "from byte %d (a write cut short, e.g. by kill -9, or a file without a final "
+                "newline); ended it with a newline, so that the next record starts a line of "
+                "its own",
+                self._filename,
+                fragment[1],
+                fragment[0],
+            )
 
     def put(self, records: Sequence[SinkRecord]) -> None:
         """Write one line per record: the value as Kafka's FileStreamSinkTask prints it
