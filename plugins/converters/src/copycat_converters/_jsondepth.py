@@ -8,11 +8,12 @@ DataException, "Converting byte[] to Kafka Connect data failed due to serializat
 on read and "Converting Kafka Connect data to byte[] failed ..." on write.
 
 The converter's paths recurse once or more per level, so a document some hundreds of levels
-deep meets Python's recursion limit first, and orjson reads 1024 levels. Nothing here runs
-per record on a document that cannot be too deep: a document nested deeper than the limit
-is at least :data:`SHALLOW_BYTES` long (its brackets opened and closed), and the rest is
-only called when a conversion raised RecursionError (:func:`call_deeply` then runs it again
-with room for the levels Kafka accepts).
+deep meets Python's recursion limit first, while orjson reads 1024 levels. Nothing here runs
+per record on a document that cannot be too deep: a document nested deeper than the limit is
+at least :data:`SHALLOW_BYTES` long (its brackets opened and closed), which a batch finds
+with one pass in C over its lengths (``to_connect_data`` alone compares one length); the
+rest is only called when a conversion raised RecursionError (:func:`call_deeply` then runs
+it again with room for the levels Kafka accepts).
 """
 
 from __future__ import annotations

@@ -292,12 +292,13 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         """:meth:`from_connect_data` of a value nested deeper than Python's recursion limit
         allowed: refused if its JSON nests deeper than Kafka's limit, else written again
         with room for it (:mod:`copycat_converters._jsondepth`)."""
+        # Lower bounds first (without recursion): a value or schema past the limit by them
+        # is not written at all; the bytes of one within them are measured exactly.
         envelope = 1 if self._schemas_enabled else 0
-        if (
-            value_depth(value) + envelope > MAX_NESTING_DEPTH
-            or envelope
-            and schema_depth(schema) + envelope > MAX_NESTING_DEPTH
-        ):
+        deepest = value_depth(value)
+        if self._schemas_enabled:
+            deepest = max(deepest, schema_depth(schema))
+        if deepest + envelope > MAX_NESTING_DEPTH:
             raise write_too_deep()
         data = call_deeply(lambda: self._from_connect_exact(topic, schema, value), _jsondepth.WRITE)
         if data is not None and nesting_depth(data) > MAX_NESTING_DEPTH:
@@ -558,6 +559,20 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         except RecursionError:  # (a try costs nothing until it catches)
             return self._to_connect_deep(data)
 
+    def _to_connect_checked(self, data: bytes | None) -> SchemaAndValue:
+        """:meth:`to_connect_data` of a record whose depth the batch has checked (the same
+        steps without the length comparison)."""
+        if data is None:
+            return NULL_SCHEMA_AND_VALUE
+        try:
+            if self._recent_readers and type(data) is bytes:
+                found = self._read_compiled(data)
+                if found is not None:
+                    return _new_tuple(SchemaAndValue, found)
+            return self._to_connect_exact(data)
+        except RecursionError:
+            return self._to_connect_deep(data)
+
     def _to_connect_deep(self, data: bytes) -> SchemaAndValue:
         """:meth:`to_connect_data` of a document nested deeper than Python's recursion limit
         allowed: refused if deeper than Kafka reads, else read again with room for it."""
@@ -665,33 +680,36 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
     ) -> Sequence[tuple[Schema | None, object]]:
         """:meth:`to_connect_data` for a column of records: while records start with the same
         envelope head as the one before, its compiled reader runs inline (a batch usually
-        holds one schema)."""
-        convert, read = self.to_connect_data, self._read_compiled
+        holds one schema). The records long enough to nest deeper than Kafka reads are
+        checked first, found by one pass in C over the batch's lengths.
+
+        Raises:
+            DataException: As :meth:`to_connect_data` (the runtime then converts the batch
+                record by record, to report the record at fault).
+        """
+        convert, read = self._to_connect_checked, self._read_compiled
         fast = _jsontext._orjson
         loads = None if fast is None else fast.loads
         out: list[tuple[Schema | None, object]] = []
         append = out.append
         head, size, schema, reader, close = b"", 0, None, None, _CLOSE_BRACE
-        shallow = SHALLOW_BYTES
-        for value, record_headers in zip(data, headers, strict=True):
+        if len(headers) != len(data):  # (JsonConverter reads no headers)
+            raise ValueError(f"{len(data)} values but {len(headers)} headers")
+        _check_batch_depth(data)
+        for value in data:
             if (
                 reader is not None
                 and type(value) is bytes
                 and value.startswith(head)
                 and value[-1] == close
-                and len(value) < shallow  # else to_connect_data checks its depth first
             ):
                 try:
                     append((schema, reader(loads(value[size:-1]))))  # type: ignore[misc]
                     continue
                 except Exception:  # noqa: BLE001 - the exact path below gives value or error
                     pass
-            found = (
-                read(value)
-                if type(value) is bytes and self._recent_readers and len(value) < shallow
-                else None
-            )
-            append(found if found is not None else convert(topic, value, record_headers))
+            found = read(value) if type(value) is bytes and self._recent_readers else None
+            append(found if found is not None else convert(value))
             recent = self._recent_readers
             if recent and fast is not None and not recent[0][4]:  # orjson reads it: go inline
                 head, size, schema, reader = recent[0][:4]
@@ -804,6 +822,26 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
 
 
 _NOT_LOGICAL = object()
+
+
+def _check_batch_depth(data: Sequence[bytes | None]) -> None:
+    """Refuse a batch holding a document nested deeper than Kafka reads (orjson reads 1024
+    levels). Only documents of at least ``SHALLOW_BYTES`` can be, found without a Python
+    step per record.
+
+    Raises:
+        DataException: Kafka's, naming the depth and the limit.
+    """
+    if not data:
+        return
+    try:
+        longest = max(map(len, data))  # type: ignore[arg-type]
+    except TypeError:  # a tombstone (None) among them
+        longest = max(map(len, filter(None, data)), default=0)  # type: ignore[arg-type]
+    if longest >= SHALLOW_BYTES:
+        for value in data:
+            if value is not None and len(value) >= SHALLOW_BYTES:
+                check_read_depth(value)
 
 
 def loads_payload(data: bytes, start: int, exact: bool) -> Any:
