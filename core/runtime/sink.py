@@ -1017,12 +1017,18 @@ class SinkTaskLoop:
                 self._stop_deadline,
                 f"copycat-sink-commit-{self.name}",
             ):
+                # Logged, not the stop's failure, as Kafka's doCommitSync logs a commit that
+                # timed out: the stop goes on (the commit must not cost the host its life,
+                # which would take the consumer's LeaveGroup with it).
                 self._unfinished_commit = unfinished
-                raise ConnectException(
-                    f"sink task {self.name}: the final offset commit did not complete within "
-                    "the graceful timeout (task.shutdown.graceful.timeout.ms); it goes on in "
-                    "the background until the consumer closes"
+                log.warning(
+                    "task %s: the final offset commit did not complete within the graceful "
+                    "timeout (task.shutdown.graceful.timeout.ms); it goes on in the background "
+                    "until the consumer closes, and what it does not commit is delivered again",
+                    self.name,
                 )
+                self.counters.commit((time.monotonic() - started) * 1000, ok=False)
+                return
         except KafkaException as exc:
             # As Kafka's WorkerSinkTask (doCommitSync): logged, not the task's failure. The
             # records put since the last commit are read again by the partitions' next owner.

@@ -20,6 +20,7 @@ ones get ``_PURGE_QUEUE`` delivery reports, as librdkafka's abort gives).
 from __future__ import annotations
 
 import collections
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -93,6 +94,9 @@ class FakeCluster:
     # Set by a test: every offset commit fails with this error (a synchronous one raises it,
     # an asynchronous one reports it to the commit callback), committing nothing.
     commit_error: KafkaError | None = None
+    # Set by a test: a synchronous offset commit waits until this event is set (a broker that
+    # does not answer), then commits.
+    commit_held: threading.Event | None = None
 
     def append(
         self,
@@ -373,6 +377,8 @@ class FakeConsumer:
     def commit(
         self, offsets: Sequence[TopicPartition] | None = None, asynchronous: bool = True
     ) -> None:
+        if self.cluster.commit_held is not None and not asynchronous:
+            self.cluster.commit_held.wait()
         error = self.cluster.commit_error
         if error is not None and not asynchronous:
             raise KafkaException(error)

@@ -5,6 +5,8 @@ StringConverter run in this interpreter (they are importable in the dev environm
 from __future__ import annotations
 
 import dataclasses
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -39,6 +41,7 @@ from plugin_api import (
 )
 from tests.support.fake_kafka import FakeClients, FakeCluster, FakeProducer
 from tests.support.loops import Clock, InProcessHosts, run_until
+from tests.support.processes import wait_until
 
 COMMIT_INTERVAL_S = 10.0
 
@@ -661,3 +664,28 @@ def test_sink_loop_a_periodic_pre_commit_failure_rewinds_to_the_last_commit_and_
     clock.now += COMMIT_INTERVAL_S
     run_until(loop, lambda: cluster.committed["connect-c"] == {("in", 0): 45})
     assert PreCommitFailingOnceSink.written[70:] == [f"v{i}" for i in range(40, 45)] * 2
+
+
+def test_sink_loop_a_final_commit_that_outlives_the_stop_is_logged_and_the_stop_ends(
+    tmp_path: Path,
+    services: TaskServices,
+    cluster: FakeCluster,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """As Kafka's doCommitSync of a commit that times out: the stop's final commit, held by a
+    broker that does not answer, is logged and left to finish behind the consumer's close;
+    the stop itself ends in time and does not fail."""
+    _fill(cluster, 5)
+    loop = build_task(_spec("sink", {"file": str(tmp_path / "out.txt"), "topics": "in"}), services)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 5)
+    cluster.commit_held = held = threading.Event()
+    began = time.monotonic()
+    try:
+        loop.stop(failed=False, timeout_s=0.5)
+    finally:
+        took = time.monotonic() - began
+        held.set()
+    assert took < 2, took
+    assert "the final offset commit did not complete within the graceful timeout" in caplog.text
+    wait_until(lambda: cluster.committed["connect-c"] == {("in", 0): 5}, 10, "the held commit")
