@@ -319,6 +319,10 @@ class TaskMetrics:
         index = _I[field]
         return lambda: float(self._last[index])
 
+    def _counted(self, field: str) -> Callable[[], float]:
+        index = _I[field]
+        return lambda: float(self._last[index])
+
     def _source(self, group: MetricGroup) -> None:
         self.groups.append(group)
         group.rate(
@@ -460,13 +464,14 @@ class TaskMetrics:
                 "dlq_failures",
                 "The number of failed writes to the dead letter queue.",
             ),
-            (
-                "last-error-timestamp",
-                "last_error_ms",
-                "The epoch timestamp (ms) when this task last encountered an error.",
-            ),
         ):
-            group.gauge(name, description, self._value(field))
+            # Kafka's CumulativeSum stats: Prometheus counters.
+            group.counter(name, description, self._counted(field))
+        group.gauge(
+            "last-error-timestamp",
+            "The epoch timestamp (ms) when this task last encountered an error.",
+            self._value("last_error_ms"),
+        )
 
     # -- what the driver tells ----------------------------------------------------------------
 

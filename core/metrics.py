@@ -62,17 +62,21 @@ class MetricName:
 class Metric:
     """One registered metric (Kafka's ``KafkaMetric``): its name and how to measure it."""
 
-    __slots__ = ("metric_name", "_measure", "_clock")
+    __slots__ = ("metric_name", "_measure", "_clock", "cumulative")
 
     def __init__(
         self,
         metric_name: MetricName,
         measure: Callable[[float], MetricValue],
         clock: Callable[[], float],
+        cumulative: bool = False,
     ) -> None:
         self.metric_name = metric_name
         self._measure = measure
         self._clock = clock
+        # A count that only grows (Kafka's CumulativeSum / CumulativeCount): a Prometheus
+        # counter, every other metric a gauge.
+        self.cumulative = cumulative
 
     def metric_value(self) -> MetricValue:
         """The current value (Kafka's ``metricValue()``); NaN when the gauge failed."""
@@ -205,19 +209,30 @@ class MetricGroup:
     def sensor(self) -> Sensor:
         return self.registry.sensor()
 
-    def add(self, name: str, description: str, measure: Callable[[float], MetricValue]) -> None:
-        """A metric measured by ``measure(now_ms)``."""
+    def add(
+        self,
+        name: str,
+        description: str,
+        measure: Callable[[float], MetricValue],
+        *,
+        cumulative: bool = False,
+    ) -> None:
+        """A metric measured by ``measure(now_ms)``; ``cumulative``: a count that only grows."""
         metric_name = self.metric_name(name, description)
         with self._lock:
             if self.closed:
                 return
-            self._metrics.append(self.registry.add(metric_name, measure))
+            self._metrics.append(self.registry.add(metric_name, measure, cumulative=cumulative))
 
     def gauge(self, name: str, description: str, value: Callable[[], MetricValue]) -> None:
         self.add(name, description, lambda now: value())
 
+    def counter(self, name: str, description: str, value: Callable[[], float]) -> None:
+        """A cumulative count read from ``value()`` (kept elsewhere, e.g. a task's loop)."""
+        self.add(name, description, lambda now: value(), cumulative=True)
+
     def total(self, name: str, description: str, sensor: Sensor) -> None:
-        self.add(name, description, lambda now: sensor.total)
+        self.add(name, description, lambda now: sensor.total, cumulative=True)
 
     def rate(self, name: str, description: str, sensor: Sensor) -> None:
         self.add(name, description, sensor.rate)
@@ -285,8 +300,14 @@ class Metrics:
                 del self._groups[key]
         group.close()
 
-    def add(self, name: MetricName, measure: Callable[[float], MetricValue]) -> Metric:
-        metric = Metric(name, measure, self.clock)
+    def add(
+        self,
+        name: MetricName,
+        measure: Callable[[float], MetricValue],
+        *,
+        cumulative: bool = False,
+    ) -> Metric:
+        metric = Metric(name, measure, self.clock, cumulative)
         with self._lock:
             self._metrics[name] = metric
             reporters = list(self._reporters)

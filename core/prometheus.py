@@ -5,7 +5,9 @@ character that Prometheus does not allow in a name (``-``, ``.``) turned into ``
 ``source-task-metrics`` / ``source-record-poll-total`` is
 ``kafka_connect_source_task_source_record_poll_total``. Tags become labels (``connector``,
 ``task``), followed by the worker's ``metrics.context.*`` values (``.`` in their names turned
-into ``_``). A metric whose name ends in ``-total`` is a ``counter``, every other a ``gauge``.
+into ``_``). A cumulative metric (Kafka's CumulativeSum / CumulativeCount: the ``*-total``
+ones, ``total-record-errors``, ``deadletterqueue-produce-requests`` ...) is a ``counter``,
+every other a ``gauge``; names stay Kafka's (no ``_total`` is added).
 A metric whose value is text (a status, a class name, the leader's name) is exposed as an
 ``_info`` gauge of value 1 with the text in a label named after the metric:
 ``kafka_connect_connector_status_info{connector="c",status="running"} 1``.
@@ -77,7 +79,7 @@ def render(metrics: Iterable[Metric], context: Mapping[str, str] | None = None) 
                 number = float(value)
             except (TypeError, ValueError):
                 continue
-            kind = "counter" if name.name.endswith("-total") else "gauge"
+            kind = "counter" if metric.cumulative else "gauge"
         labels += [(k, v) for k, v in extra if k not in {n for n, _ in labels}]
         text = ",".join(f'{k}="{_escape_label(v)}"' for k, v in labels)
         line = f"{family}{{{text}}} {_number(number)}" if text else f"{family} {_number(number)}"

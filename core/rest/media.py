@@ -52,13 +52,33 @@ def not_acceptable(accept: str | None) -> bool:
     return True
 
 
+def _quality(item: str) -> float:
+    """The ``q`` parameter of one ``Accept`` range (1 without one, 0 when unreadable)."""
+    for param in item.split(";")[1:]:
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "q":
+            try:
+                return float(value.strip())
+            except ValueError:
+                return 0.0
+    return 1.0
+
+
 def not_acceptable_text(accept: str | None) -> bool:
-    """406 for a text/plain answer: an ``Accept`` header none of whose ranges matches
-    text/plain (Prometheus asks for ``text/plain;version=0.0.4`` among others)."""
+    """406 for a text/plain answer (``GET /metrics``, Copycat's own): an ``Accept`` header
+    none of whose ranges matches text/plain (Prometheus asks for
+    ``text/plain;version=0.0.4`` among others), or whose most specific range that matches
+    refuses it with ``q=0`` (RFC 9110 12.5.1: ``text/plain;q=0, */*`` refuses text)."""
     if accept is None or not accept.strip():
         return False
+    best: tuple[int, float] | None = None  # (specificity, quality) of the best match
     for item in accept.split(","):
         media = _media_type(item)
-        if media is not None and media[0] in ("*", "text") and media[1] in ("*", "plain"):
-            return False
-    return True
+        if media is None or media[0] not in ("*", "text") or media[1] not in ("*", "plain"):
+            continue
+        specificity = (media[0] != "*") + (media[1] != "*")
+        if best is None or specificity > best[0]:
+            best = (specificity, _quality(item))
+        elif specificity == best[0]:
+            best = (specificity, max(best[1], _quality(item)))
+    return best is None or best[1] <= 0
