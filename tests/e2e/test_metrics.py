@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,8 @@ def worker(
         "metric.reporters": REPORTERS,
         "metrics.context.connect.kafka.cluster.id": "test-cluster",
         "offset.flush.interval.ms": "200",
+        # Windowed stats forget within 2 x 5 s (test_an_idle_source_keeps_committing...).
+        "metrics.sample.window.ms": "5000",
     }
     with data_path_worker(
         request, tmp_path_factory, bootstrap_servers, bundled_plugin_path, "metrics", extra
@@ -354,6 +357,33 @@ def test_metrics_answer_406_to_a_client_that_accepts_only_json(http: httpx.Clien
     response = http.get("/metrics", headers={"Accept": "application/json"})
     assert response.status_code == 406
     assert response.json()["error_code"] == 406
+
+
+@BOTH_DATA_PATHS
+def test_an_idle_source_keeps_committing_successfully(
+    worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """Kafka's WorkerSourceTask.commitOffsets records a successful commit every interval even
+    with nothing to flush: a quiet source's success percentage stays 1 after its last record
+    has left the metrics' windows (2 x 5 s here)."""
+    path = tmp_path / "in.txt"
+    path.write_text("one\n")
+    name = _create(
+        http,
+        "idle",
+        {"connector.class": "FileStreamSource", "file": str(path), "topic": topic_name},
+    )
+    _wait_value(http, "kafka_connect_source_task_source_record_write_total", name, 1)
+    success = "kafka_connect_connector_task_offset_commit_success_percentage"
+    _wait_value(http, success, name, 1.0)
+    quiet_until = time.monotonic() + 13  # past both 5 s samples that held the last record
+    while time.monotonic() < quiet_until:
+        assert task_value(http, success, name) == 1.0
+        avg = task_value(http, "kafka_connect_connector_task_offset_commit_avg_time_ms", name)
+        assert avg is not None and not math.isnan(avg), avg
+        time.sleep(0.5)  # sampling a value over a span of time, not waiting for a condition
+    assert task_value(http, "kafka_connect_source_task_source_record_write_total", name) == 1
+    assert http.delete(f"/connectors/{name}").status_code == 204
 
 
 def test_cumulative_task_error_counts_are_prometheus_counters(

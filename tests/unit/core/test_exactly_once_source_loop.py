@@ -172,6 +172,32 @@ def test_interval_boundary_commits_when_due_even_while_idle(
         loop.stop(failed=False, timeout_s=5)
 
 
+@pytest.mark.parametrize("boundary", ["poll", "interval"])
+def test_an_idle_task_still_records_successful_commits(
+    cluster: FakeCluster, clock: Clock, boundary: str
+) -> None:
+    """Kafka's ExactlyOnceWorkerSourceTask.commitTransaction records a successful commit when
+    there is nothing to commit (an empty poll with poll boundaries, an interval that came
+    round): offset-commit-success-percentage of a quiet task stays 1, not 0."""
+    loop = _loop(_spec(boundary, 5.0, {"max.messages": "30"}), cluster, clock)
+    try:
+        run_until(loop, lambda: loop.records_moved >= 30)
+        clock.now += 5.0
+        for _ in range(5):
+            loop.iteration()
+        committed, ok = cluster.transactions_committed, loop.counters.commits_ok
+        assert loop.counters.commits_failed == 0
+        for _ in range(3):
+            clock.now += 5.0
+            for _ in range(5):
+                loop.iteration()
+        assert cluster.transactions_committed == committed  # nothing more was committed
+        assert loop.counters.commits_ok >= ok + 3
+        assert loop.counters.commits_failed == 0
+    finally:
+        loop.stop(failed=False, timeout_s=5)
+
+
 def test_connector_boundaries_commit_and_abort_where_the_task_says(
     cluster: FakeCluster, clock: Clock
 ) -> None:
