@@ -4,14 +4,16 @@ names, groups and tags), made from what the worker sees and what the task loops 
 * ``connect-worker-metrics``: connector and task counts, start-up attempts and results of
   this worker; per connector with tasks here, its tasks' counts by status.
 * ``connector-metrics`` (tag ``connector``): status, type, class and version of a connector
-  whose instance runs here.
+  this worker holds: its instance runs here, failed here, or it is STOPPED here.
 * ``connector-task-metrics``, ``source-task-metrics`` / ``sink-task-metrics`` and
   ``task-error-metrics`` (tags ``connector``, ``task``): a task running here, from its loop's
   counters (:mod:`core.runtime.counters`), taken by the task's driver after each iteration
   (the loop in the worker) or from each answer of the plugin host (the loop in the host).
 * ``connect-worker-rebalance-metrics``: distributed mode (:class:`RebalanceMetrics`).
 
-Groups are closed (their metrics removed) when the connector or task stops here, as Kafka's.
+Groups are closed (their metrics removed) when the connector or task is stopped or dropped
+here, as Kafka's: a task that failed keeps its groups (status ``failed``, its error counts)
+until it is restarted, deleted or rebalanced away.
 """
 
 from __future__ import annotations
@@ -189,7 +191,10 @@ def _fraction(results: Sensor, now: float, *, success: bool) -> float:
 
 
 class ConnectorMetrics:
-    """``connector-metrics`` of a connector whose instance runs here."""
+    """``connector-metrics`` of a connector this worker holds: its instance runs here, or
+    failed here, or it is STOPPED here (Kafka's ConnectorMetricsGroup lives as long as the
+    WorkerConnector). ``version`` is the installed plugin's until the instance tells its own.
+    """
 
     def __init__(
         self,
@@ -201,6 +206,7 @@ class ConnectorMetrics:
         status: Callable[[], str | None],
     ) -> None:
         self.metrics = metrics
+        self.version = version
         group = self.group = metrics.group(CONNECTOR_GROUP, connector=name)
         group.gauge(
             "status",
@@ -210,7 +216,9 @@ class ConnectorMetrics:
         )
         group.gauge("connector-type", "The type of the connector: source or sink.", lambda: kind)
         group.gauge("connector-class", "The name of the connector class.", lambda: class_name)
-        group.gauge("connector-version", "The version of the connector class.", lambda: version)
+        group.gauge(
+            "connector-version", "The version of the connector class.", lambda: self.version
+        )
 
     def close(self) -> None:
         self.metrics.close_group(self.group)

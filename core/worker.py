@@ -230,8 +230,10 @@ class _TaskRunner(threading.Thread):
         # a newer instance may run, and this one writes no status (:meth:`cancel`).
         self.cancelled = False
         self._status_lock = threading.Lock()
-        # The task's metrics (core/connect_metrics.py): closed when its thread ends, as
-        # Kafka's WorkerTask removes its metrics groups.
+        # The task's metrics (core/connect_metrics.py): they outlive the thread of a task that
+        # failed (its status, its error counts stay readable) and are closed when the worker
+        # stops or drops the task (:meth:`close_metrics`), as Kafka's Worker.awaitStopTask
+        # removes them, not WorkerTask.run.
         self.metrics = TaskMetrics(worker.metrics, spec.connector, spec.task_id, spec.kind)
 
     def run(self) -> None:
@@ -242,8 +244,11 @@ class _TaskRunner(threading.Thread):
         try:
             self._run()
         finally:
-            self.metrics.close()
             log.info("task %s stopped", self.spec.name)
+
+    def close_metrics(self) -> None:
+        """Remove the task's metrics: the worker stopped it, or dropped it (a restart)."""
+        self.metrics.close()
 
     def _run(self) -> None:
         """The thread's work on the local runtime (the Spark runner has its own)."""
@@ -511,7 +516,9 @@ class Worker:
     # -- metrics -------------------------------------------------------------------------------
 
     def _running_connectors(self) -> list[str]:
-        return [name for name, c in list(self.connectors.items()) if c.host is not None]
+        """The connectors this worker holds (Kafka's Worker.connectors): running or paused
+        here, failed here, or STOPPED here (:meth:`hold_stopped`)."""
+        return list(self._connector_metrics)
 
     def _running_tasks(self) -> dict[str, list[int]]:
         return {name: sorted(c.tasks) for name, c in list(self.connectors.items()) if c.tasks}
@@ -566,18 +573,29 @@ class Worker:
         )
 
     def start_connector(self, name: str, props: Mapping[str, str]) -> str:
-        """Start the connector instance in a host of its own; blocks (deadlines apply)."""
-        plugin = self.resolve_connector(props)
-        # Parsed before any host starts: a bad key fails the connector's start, not its tasks'.
-        self._restart_policy(props, plugin)
-        host = self._spawn_connector_host(name, plugin, props)
+        """Start the connector instance in a host of its own; blocks (deadlines apply).
+
+        Every attempt counts in ``connector-startup-*`` (Kafka's WorkerMetricsGroup counts a
+        failure to instantiate the connector as well as one of its ``start()``). From its
+        plugin host's start on, a failed connector stays held here, FAILED, with its
+        ``connector-metrics``, as Kafka's WorkerConnector does, until it is stopped
+        (:meth:`stop_connector`: restart, delete) or its instance goes elsewhere.
+        """
+        host: HostClient | None = None
         try:
+            plugin = self.resolve_connector(props)
+            # Parsed before any host starts: a bad key fails the connector's start, not its
+            # tasks'.
+            self._restart_policy(props, plugin)
+            self._hold_connector(name, plugin, plugin.version)
+            host = self._spawn_connector_host(name, plugin, props)
             handle = host.new(plugin.target)
             host.call(handle, "start", dict(props))
             version = str(host.call(handle, "version"))
         except BaseException as exc:
             self._starting.pop(name, None)
-            host.close(self.graceful_timeout_s)
+            if host is not None:
+                host.close(self.graceful_timeout_s)
             self.worker_metrics.connector_started(ok=False)
             self.status.set_connector(
                 name, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
@@ -594,6 +612,15 @@ class Worker:
                 self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
         self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
         self.worker_metrics.connector_started(ok=True)
+        held = self._connector_metrics.get(name)
+        if held is not None:
+            held.version = version
+        log.info("connector %s started (%s %s)", name, plugin.class_name, version)
+        return version
+
+    def _hold_connector(self, name: str, plugin: PluginDescriptor, version: str) -> None:
+        """``connector-metrics`` for a connector this worker holds (its instance runs here,
+        failed here or is STOPPED here); it counts in ``connector-count``."""
         self._close_connector_metrics(name)
         self._connector_metrics[name] = ConnectorMetrics(
             self.metrics,
@@ -603,8 +630,25 @@ class Worker:
             version,
             lambda: self._connector_state(name),
         )
-        log.info("connector %s started (%s %s)", name, plugin.class_name, version)
-        return version
+
+    def hold_stopped(self, name: str, props: Mapping[str, str]) -> None:
+        """The connector assigned here is STOPPED (KIP-875): no instance runs, but the worker
+        holds it, as Kafka's WorkerConnector in state STOPPED: its ``connector-metrics`` say
+        ``stopped`` and it counts in ``connector-count`` (its tasks are gone). Nothing is
+        held when its plugin is not installed (Kafka could not instantiate it either)."""
+        try:
+            plugin = self.resolve_connector(props)
+        except ConnectException as exc:
+            log.debug("connector %s: no metrics held for it while stopped: %s", name, exc)
+            self._close_connector_metrics(name)
+            return
+        self._hold_connector(name, plugin, plugin.version)
+
+    def forget_connector(self, name: str) -> None:
+        """The connector is no longer held here (deleted, or its instance assigned
+        elsewhere) although no instance of it ran here (FAILED or STOPPED)."""
+        if not self.instance_running(name):
+            self._close_connector_metrics(name)
 
     def _spawn_connector_host(
         self, name: str, plugin: PluginDescriptor, props: Mapping[str, str]
@@ -670,13 +714,15 @@ class Worker:
     def stop_connector(self, name: str) -> None:
         """Stop the connector's tasks, then itself, each within the graceful timeout."""
         if name not in self.connectors:
+            self._close_connector_metrics(name)  # a failed or stopped one held here
             return
         self.connectors[name].stopping = True
         self.stop_tasks(name)
         with self._lock:
             connector = self.connectors.pop(name, None)
         if connector is None or connector.host is None:
-            return  # only tasks of it ran here
+            self._close_connector_metrics(name)  # only tasks of it ran here
+            return
         self._stop_connector_instance(connector)
         self.status.set_connector(name, Status(State.UNASSIGNED, self.worker_id))
 
@@ -704,6 +750,7 @@ class Worker:
         the instance was reassigned or the connector was stopped)."""
         connector = self.connectors.get(name)
         if connector is None or connector.host is None:
+            self._close_connector_metrics(name)  # a failed or stopped one held here
             return
         self._stop_connector_instance(connector)
         with self._lock:
@@ -755,36 +802,43 @@ class Worker:
                 connector key is invalid (the spec could not be made).
             TooManyTasksException: more than ``tasks.max`` task configs are stored.
         """
-        if connector_props is None:
-            known = self.connectors.get(name)
-            if known is None:
-                raise KeyError(name)
-            props, plugin, version = dict(known.props), known.plugin, known.version
-        else:
-            # The config this start was given, never the entry's: with other tasks of the
-            # connector still running here on an older config, the entry's is stale.
-            props = dict(connector_props)
-            plugin = self.resolve_connector(props)
-            version = self._task_version(name, plugin)
-        if task_count is not None:
-            check_tasks_max(name, task_count, props)
-        if paused is None:
-            connector_status = self.status.connector(name)
-            paused = connector_status is not None and connector_status.state is State.PAUSED
         known = self.connectors.get(name)
+        if connector_props is None and known is None:
+            raise KeyError(name)
         previous = known.tasks.get(task_id) if known is not None else None
         if previous is not None and previous.is_alive():
             raise ConnectException(f"task {name}-{task_id} is already running")
-        spec = self.specs.make(
-            name,
-            task_id,
-            plugin,
-            props,
-            task_props,
-            version,
-            exactly_once=exactly_once and plugin.kind == "source",
-        )
-        runner = self._runner(spec, props, paused, fencing, self._restart_policy(props, plugin))
+        try:
+            if connector_props is None and known is not None:
+                props, plugin, version = dict(known.props), known.plugin, known.version
+            else:
+                # The config this start was given, never the entry's: with other tasks of the
+                # connector still running here on an older config, the entry's is stale.
+                props = dict(connector_props or {})
+                plugin = self.resolve_connector(props)
+                version = self._task_version(name, plugin)
+            if task_count is not None:
+                check_tasks_max(name, task_count, props)
+            if paused is None:
+                connector_status = self.status.connector(name)
+                paused = connector_status is not None and connector_status.state is State.PAUSED
+            spec = self.specs.make(
+                name,
+                task_id,
+                plugin,
+                props,
+                task_props,
+                version,
+                exactly_once=exactly_once and plugin.kind == "source",
+            )
+            restart_policy = self._restart_policy(props, plugin)
+            if previous is not None:
+                previous.close_metrics()  # a failed one's, kept until it is replaced
+            runner = self._runner(spec, props, paused, fencing, restart_policy)
+        except Exception:
+            # Kafka's Worker.startTask: a task that cannot even be built is a failed start.
+            self.worker_metrics.task_started(ok=False)
+            raise
         connector = self._task_group(name, props, plugin)
         connector.tasks[task_id] = runner
         self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
@@ -918,6 +972,7 @@ class Worker:
         stopped = self._stopped_topics.setdefault(name, set())
         for runner in runners:
             stopped |= runner.topics()
+            runner.close_metrics()  # Kafka's awaitStopTask: task.removeMetrics()
 
     def pause(self, name: str, paused: bool) -> None:
         connector = self.connectors.get(name)
@@ -983,6 +1038,7 @@ class Worker:
             return
         self._restart_attempts[key] = attempt
         delay_ms = policy.delay_ms(attempt)
+        runner.metrics.state(State.RESTARTING)
         self.status.set_task(
             name,
             task_id,
@@ -1007,6 +1063,7 @@ class Worker:
             if current is None or current.tasks.get(task_id) is not runner:
                 return  # stopped, deleted or restarted by hand meanwhile
             del current.tasks[task_id]
+            runner.close_metrics()
             self.start_task(
                 name,
                 task_id,

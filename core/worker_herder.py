@@ -297,6 +297,7 @@ class WorkerHerder(AbstractHerder):
         worker.status.set_connector(
             name, Status(State.STOPPED, worker.worker_id, version=self._plugin_version(config))
         )
+        worker.hold_stopped(name, config)  # connector-metrics say stopped; connector-count
 
     def _resolve_and_start(
         self, name: str, runtime: _Runtime, config: Mapping[str, str]

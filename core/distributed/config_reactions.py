@@ -337,11 +337,7 @@ class ConfigReactions(ExactlyOnceSupport):
             if worker.instance_running(name):
                 self._stop_instance(name)
             if name in self._assigned.connectors:
-                config = snapshot.config(name) or {}
-                worker.status.set_connector(
-                    name,
-                    Status(State.STOPPED, worker.worker_id, version=self._plugin_version(config)),
-                )
+                self._report_stopped(name, snapshot.config(name) or {})
             return
         for held, task in sorted(self._assigned.tasks):
             # Held here but never started (kept back while the connector was STOPPED, see
@@ -370,6 +366,8 @@ class ConfigReactions(ExactlyOnceSupport):
         if connector is not None:
             self.task_stops += len(tasks)
             worker.stop_connector(name)
+        else:
+            worker.forget_connector(name)  # a FAILED or STOPPED one held here
         worker.forget_topics(name)  # a deleted connector's active topics go with it
         self._assigned = Held.of(
             (c for c in self._assigned.connectors if c != name),

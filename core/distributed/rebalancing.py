@@ -227,6 +227,8 @@ class Rebalancing(ConfigReactions):
         if instance and worker.instance_running(name):
             self._stop_instance(name)
             worker.status.set_connector(name, Status(State.UNASSIGNED, worker.worker_id))
+        elif instance:
+            worker.forget_connector(name)  # a FAILED or STOPPED one: its connector-metrics
 
     # -- group callbacks (kafka-python's IO thread: no blocking) -----------------------------------
 

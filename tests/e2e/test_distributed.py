@@ -244,6 +244,45 @@ def test_a_connector_paused_from_stopped_has_no_task_until_resumed(
     assert _wait_lines(sink, 10) == [_line(i).strip() for i in range(10)]
 
 
+def _connector_statuses_on(url: str, name: str) -> list[str]:
+    """The connector-metrics status values of ``name`` that the worker at ``url`` exposes."""
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return [
+        sample.labels["status"]
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "kafka_connect_connector_status_info"
+        and sample.labels.get("connector") == name
+    ]
+
+
+def test_a_stopped_connector_keeps_its_connector_metrics_on_the_worker_holding_it(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """Kafka's WorkerConnector stays, STOPPED, on the worker it is assigned to: one worker
+    exposes its connector-metrics (status stopped) until it is deleted."""
+    source = tmp_path / "in.txt"
+    source.touch()
+    name = "stopped-metrics"
+    cluster.create(
+        name, {"connector.class": "FileStreamSource", "file": str(source), "topic": name}
+    )
+    cluster.wait_running(name, 1)
+    assert cluster.request("PUT", f"/connectors/{name}/stop").status_code == 204
+
+    def stopped_on_one_worker() -> bool:
+        seen = [_connector_statuses_on(url, name) for url in cluster.urls]
+        return sorted(seen) == [[], [], ["stopped"]]
+
+    wait_until(stopped_on_one_worker, 60, f"{name}'s connector-metrics say stopped, once")
+    assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+    wait_until(
+        lambda: not any(_connector_statuses_on(url, name) for url in cluster.urls),
+        60,
+        f"{name}'s connector-metrics gone everywhere",
+    )
+
+
 def _stored_tasks(cluster: DistributedCluster, name: str) -> list[Any]:
     return [
         task

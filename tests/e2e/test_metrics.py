@@ -359,6 +359,174 @@ def test_metrics_answer_406_to_a_client_that_accepts_only_json(http: httpx.Clien
     assert response.json()["error_code"] == 406
 
 
+# -- failed tasks, failed and stopped connectors, idle sources -------------------------------------
+
+
+def _task_state(http: httpx.Client, name: str) -> str | None:
+    response = http.get(f"/connectors/{name}/status")
+    if response.status_code != 200 or not response.json()["tasks"]:
+        return None
+    return str(response.json()["tasks"][0]["state"])
+
+
+def _worker_value(http: httpx.Client, metric: str) -> float:
+    return scrape(http)[(metric, (("connect_kafka_cluster_id", "test-cluster"),))]
+
+
+@BOTH_DATA_PATHS
+def test_a_failed_task_keeps_its_metrics_until_restarted_or_deleted(
+    worker: RestWorker,
+    http: httpx.Client,
+    broker: KafkaCluster,
+    tmp_path: Path,
+    topic_name: str,
+) -> None:
+    """Kafka's WorkerTask only records the failure; Worker.awaitStopTask removes the task's
+    metrics when it is stopped (restart, delete), not when it fails."""
+    broker.create_topic(topic_name, 1)
+    _produce(broker.bootstrap_servers, topic_name, [b'{"n": 1}', b"{not json"])
+    name = _create(
+        http,
+        "failing",
+        {
+            "connector.class": "FileStreamSink",
+            "file": str(tmp_path / "out.txt"),
+            "topics": topic_name,
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "errors.tolerance": "none",
+        },
+    )
+    wait_for(lambda: _task_state(http, name) == "FAILED", 60, f"{name}'s task FAILED")
+    # Its thread has ended (and closed its plugin host): what follows outlives the task.
+    wait_for(lambda: f"task {name}-0 stopped" in "\n".join(worker.log_lines), 60, "ended")
+
+    def failed_series() -> bool:
+        return (
+            task_value(http, "kafka_connect_connector_task_status_info", name, status="failed") == 1
+        )
+
+    wait_for(failed_series, 30, "the failed task's status series")
+    assert task_value(http, "kafka_connect_task_error_total_record_errors", name) == 1
+    last = task_value(http, "kafka_connect_task_error_last_error_timestamp", name)
+    assert last is not None and last > 1_600_000_000_000
+    assert task_value(http, "kafka_connect_sink_task_sink_record_read_total", name) == 2
+    failed_count = (
+        "kafka_connect_connect_worker_connector_failed_task_count",
+        _connector_labels(name),
+    )
+    assert scrape(http)[failed_count] == 1
+    reporter = _recording()
+    status_key = ("connector-task-metrics", "status", (("connector", name), ("task", "0")))
+    assert reporter.live[status_key].metric_value() == "failed"
+
+    # A restart replaces them (one series each), and the new instance fails the same way.
+    before = _worker_value(http, "kafka_connect_connect_worker_task_startup_attempts_total")
+    assert http.post(f"/connectors/{name}/tasks/0/restart").status_code == 204
+    wait_for(
+        lambda: (
+            _worker_value(http, "kafka_connect_connect_worker_task_startup_attempts_total") > before
+        ),
+        60,
+        "the restarted task's start",
+    )
+    wait_for(failed_series, 60, "the restarted task failed again")
+    wait_for(
+        lambda: "\n".join(worker.log_lines).count(f"task {name}-0 stopped") >= 2,
+        60,
+        "the restarted task's thread ended",
+    )
+    assert failed_series()
+    assert status_key in reporter.removals  # the first instance's, removed on its restart
+    assert reporter.live[status_key].metric_value() == "failed"
+    text = exposition(http)
+    status_lines = [
+        line
+        for line in text.splitlines()
+        if line.startswith("kafka_connect_connector_task_status_info{") and f'"{name}"' in line
+    ]
+    assert len(status_lines) == 1, status_lines
+
+    assert http.delete(f"/connectors/{name}").status_code == 204
+    wait_for(lambda: not samples_of(http, name), 60, f"every metric of {name} gone")
+    assert status_key not in reporter.live
+
+
+def test_a_connector_that_cannot_start_is_a_failed_startup_held_failed(
+    worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """Kafka's WorkerMetricsGroup counts a connector whose start failed; its WorkerConnector
+    stays, FAILED, with its connector-metrics, and counts in connector-count."""
+    attempts = "kafka_connect_connect_worker_connector_startup_attempts_total"
+    failures = "kafka_connect_connect_worker_connector_startup_failure_total"
+    count = "kafka_connect_connect_worker_connector_count"
+    before = {key: _worker_value(http, key) for key in (attempts, failures, count)}
+    path = tmp_path / "in.txt"
+    path.write_text("a\n")
+    name = _create(
+        http,
+        "nohost",
+        {
+            "connector.class": "FileStreamSource",
+            "file": str(path),
+            "topic": topic_name,
+            # Too little memory for its plugin host to start.
+            "plugin.host.memory.max.bytes": "20000000",
+        },
+    )
+
+    def connector_state() -> str | None:
+        response = http.get(f"/connectors/{name}/status")
+        return str(response.json()["connector"]["state"]) if response.status_code == 200 else None
+
+    wait_for(lambda: connector_state() == "FAILED", 60, f"{name} FAILED")
+    wait_for(lambda: _worker_value(http, failures) == before[failures] + 1, 30, "a failure counted")
+    assert _worker_value(http, attempts) == before[attempts] + 1
+    assert _worker_value(http, count) == before[count] + 1
+    status = ("kafka_connect_connector_status_info", _connector_labels(name, status="failed"))
+    assert scrape(http).get(status) == 1
+    assert http.delete(f"/connectors/{name}").status_code == 204
+    wait_for(lambda: not samples_of(http, name), 60, f"every metric of {name} gone")
+    assert _worker_value(http, count) == before[count]
+
+
+def test_a_stopped_connector_keeps_its_connector_metrics_but_no_tasks(
+    worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """Kafka's WorkerConnector stays in state STOPPED (KIP-875): status stopped, counted in
+    connector-count; its tasks (and their counts) are gone."""
+    count = "kafka_connect_connect_worker_connector_count"
+    before = _worker_value(http, count)
+    path = tmp_path / "in.txt"
+    path.write_text("a\n")
+    name = _create(
+        http,
+        "stopped",
+        {"connector.class": "FileStreamSource", "file": str(path), "topic": topic_name},
+    )
+
+    def connector_status(state: str) -> bool:
+        key = ("kafka_connect_connector_status_info", _connector_labels(name, status=state))
+        return scrape(http).get(key) == 1
+
+    wait_for(lambda: connector_status("running") and _task_state(http, name) == "RUNNING", 60)
+    assert _worker_value(http, count) == before + 1
+    assert http.put(f"/connectors/{name}/stop").status_code == 204
+    wait_for(lambda: connector_status("stopped"), 60, f"{name} stopped")
+    samples = scrape(http)
+    assert _worker_value(http, count) == before + 1
+    assert not [
+        s for s, labels in samples if ("task", "0") in labels and ("connector", name) in labels
+    ]
+    total = ("kafka_connect_connect_worker_connector_total_task_count", _connector_labels(name))
+    assert total not in samples
+    assert http.put(f"/connectors/{name}/resume").status_code == 202
+    wait_for(lambda: connector_status("running") and _task_state(http, name) == "RUNNING", 60)
+    assert http.delete(f"/connectors/{name}").status_code == 204
+    wait_for(lambda: not samples_of(http, name), 60, f"every metric of {name} gone")
+    assert _worker_value(http, count) == before
+
+
 @BOTH_DATA_PATHS
 def test_an_idle_source_keeps_committing_successfully(
     worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str

@@ -20,6 +20,8 @@ class RecordingReporter:
         self.initial: list[Any] = []
         self.changes: list[tuple[str, str, tuple[tuple[str, str], ...]]] = []
         self.removals: list[tuple[str, str, tuple[tuple[str, str], ...]]] = []
+        # The metrics registered and not removed since, by key: their values read now.
+        self.live: dict[tuple[str, str, tuple[tuple[str, str], ...]], Any] = {}
         self.closed = False
         RecordingReporter.made.append(self)
 
@@ -37,10 +39,13 @@ class RecordingReporter:
     def metric_change(self, metric: Any) -> None:
         with self.lock:
             self.changes.append(self._key(metric))
+            self.live[self._key(metric)] = metric
 
     def metric_removal(self, metric: Any) -> None:
         with self.lock:
             self.removals.append(self._key(metric))
+            if self.live.get(self._key(metric)) is metric:
+                del self.live[self._key(metric)]
 
     def close(self) -> None:
         self.closed = True
