@@ -121,6 +121,17 @@ def _create(http: httpx.Client, prefix: str, config: dict[str, str]) -> str:
     return name
 
 
+def _file_source(
+    http: httpx.Client, prefix: str, tmp_path: Path, topic: str, text: str, **extra: str
+) -> str:
+    """Create a one-task FileStreamSource of ``text`` (written to a file first) to ``topic``;
+    its name."""
+    path = tmp_path / "in.txt"
+    path.write_text(text)
+    config = {"connector.class": "FileStreamSource", "file": str(path), "topic": topic}
+    return _create(http, prefix, {**config, **extra})
+
+
 def _wait_value(
     http: httpx.Client, metric: str, connector: str, expected: float, timeout_s: float = 60
 ) -> None:
@@ -146,16 +157,8 @@ def test_a_file_source_counts_every_line_polled_and_written(
     worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str
 ) -> None:
     lines = 2_000
-    path = tmp_path / "in.txt"
-    path.write_text("".join(f"line {i}\n" for i in range(lines)))
-    name = _create(
-        http,
-        "source",
-        {
-            "connector.class": "FileStreamSource",
-            "file": str(path),
-            "topic": topic_name,
-        },
+    name = _file_source(
+        http, "source", tmp_path, topic_name, "".join(f"line {i}\n" for i in range(lines))
     )
     _wait_value(http, "kafka_connect_source_task_source_record_write_total", name, lines)
     assert task_value(http, "kafka_connect_source_task_source_record_poll_total", name) == lines
@@ -259,17 +262,7 @@ def test_tolerated_bad_records_count_as_errors_skipped_and_dead_letters(
 def test_status_gauges_follow_pause_and_resume_and_vanish_on_delete(
     worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str
 ) -> None:
-    path = tmp_path / "in.txt"
-    path.write_text("a\nb\n")
-    name = _create(
-        http,
-        "status",
-        {
-            "connector.class": "FileStreamSource",
-            "file": str(path),
-            "topic": topic_name,
-        },
-    )
+    name = _file_source(http, "status", tmp_path, topic_name, "a\nb\n")
 
     def connector_status(state: str) -> bool:
         key = ("kafka_connect_connector_status_info", _connector_labels(name, status=state))
@@ -461,18 +454,14 @@ def test_a_connector_that_cannot_start_is_a_failed_startup_held_failed(
     failures = "kafka_connect_connect_worker_connector_startup_failure_total"
     count = "kafka_connect_connect_worker_connector_count"
     before = {key: _worker_value(http, key) for key in (attempts, failures, count)}
-    path = tmp_path / "in.txt"
-    path.write_text("a\n")
-    name = _create(
+    name = _file_source(
         http,
         "nohost",
-        {
-            "connector.class": "FileStreamSource",
-            "file": str(path),
-            "topic": topic_name,
-            # Too little memory for its plugin host to start.
-            "plugin.host.memory.max.bytes": "20000000",
-        },
+        tmp_path,
+        topic_name,
+        "a\n",
+        # Too little memory for its plugin host to start.
+        **{"plugin.host.memory.max.bytes": "20000000"},
     )
 
     def connector_state() -> str | None:
@@ -497,13 +486,7 @@ def test_a_stopped_connector_keeps_its_connector_metrics_but_no_tasks(
     connector-count; its tasks (and their counts) are gone."""
     count = "kafka_connect_connect_worker_connector_count"
     before = _worker_value(http, count)
-    path = tmp_path / "in.txt"
-    path.write_text("a\n")
-    name = _create(
-        http,
-        "stopped",
-        {"connector.class": "FileStreamSource", "file": str(path), "topic": topic_name},
-    )
+    name = _file_source(http, "stopped", tmp_path, topic_name, "a\n")
 
     def connector_status(state: str) -> bool:
         key = ("kafka_connect_connector_status_info", _connector_labels(name, status=state))
@@ -534,13 +517,7 @@ def test_an_idle_source_keeps_committing_successfully(
     """Kafka's WorkerSourceTask.commitOffsets records a successful commit every interval even
     with nothing to flush: a quiet source's success percentage stays 1 after its last record
     has left the metrics' windows (2 x 5 s here)."""
-    path = tmp_path / "in.txt"
-    path.write_text("one\n")
-    name = _create(
-        http,
-        "idle",
-        {"connector.class": "FileStreamSource", "file": str(path), "topic": topic_name},
-    )
+    name = _file_source(http, "idle", tmp_path, topic_name, "one\n")
     _wait_value(http, "kafka_connect_source_task_source_record_write_total", name, 1)
     success = "kafka_connect_connector_task_offset_commit_success_percentage"
     _wait_value(http, success, name, 1.0)
@@ -558,13 +535,7 @@ def test_cumulative_task_error_counts_are_prometheus_counters(
     worker: RestWorker, http: httpx.Client, tmp_path: Path, topic_name: str
 ) -> None:
     """Kafka's CumulativeSum stats are counters; last-error-timestamp (a value) a gauge."""
-    path = tmp_path / "in.txt"
-    path.write_text("a\n")
-    name = _create(
-        http,
-        "types",
-        {"connector.class": "FileStreamSource", "file": str(path), "topic": topic_name},
-    )
+    name = _file_source(http, "types", tmp_path, topic_name, "a\n")
     _wait_value(http, "kafka_connect_source_task_source_record_write_total", name, 1)
     types = dict(
         line.split(" ")[2:4] for line in exposition(http).splitlines() if line.startswith("# TYPE")
