@@ -525,16 +525,18 @@ class PreCommitFailingSinkConnector(SinkConnector):
         pass
 
 
+def _sink_of(connector_class: str) -> TaskSpec:
+    """The spec of a sink task of ``connector_class`` (defined in this module) reading "in"."""
+    spec = _spec("sink", {"topics": "in"})
+    return dataclasses.replace(spec, plugin=_ref("sink", f"{__name__}:{connector_class}"))
+
+
 def test_sink_loop_stop_after_failure_commits_nothing_when_pre_commit_raises(
     services: TaskServices, cluster: FakeCluster, caplog: pytest.LogCaptureFixture
 ) -> None:
     """As Kafka's closing commit: the failure is logged, nothing committed, the task stopped."""
     _fill(cluster, 5)
-    spec = _spec("sink", {"topics": "in"})
-    spec = dataclasses.replace(
-        spec, plugin=_ref("sink", f"{__name__}:PreCommitFailingSinkConnector")
-    )
-    loop = build_task(spec, services)
+    loop = build_task(_sink_of("PreCommitFailingSinkConnector"), services)
     loop.start()
     run_until(loop, lambda: loop.records_moved == 5)
     loop.stop(failed=True, timeout_s=1)
@@ -579,11 +581,7 @@ def test_sink_loop_a_pre_commit_failing_on_revocation_is_logged_and_the_task_goe
     """As Kafka's commitOffsets when partitions close: a preCommit() that raises is logged
     ("Offset commit failed during close"), nothing of them is committed, the task goes on."""
     _fill(cluster, 5)
-    spec = _spec("sink", {"topics": "in"})
-    spec = dataclasses.replace(
-        spec, plugin=_ref("sink", f"{__name__}:PreCommitFailingSinkConnector")
-    )
-    loop = build_task(spec, services)
+    loop = build_task(_sink_of("PreCommitFailingSinkConnector"), services)
     loop.start()
     run_until(loop, lambda: loop.records_moved == 5)
     consumer = services.clients.consumers[0]  # type: ignore[attr-defined]
@@ -638,11 +636,7 @@ def test_sink_loop_a_periodic_pre_commit_failure_rewinds_to_the_last_commit_and_
     PreCommitFailingOnceSink.written = []
     PreCommitFailingOnceSink.failures_left = 1
     _fill(cluster, 30)
-    spec = _spec("sink", {"topics": "in"})
-    spec = dataclasses.replace(
-        spec, plugin=_ref("sink", f"{__name__}:PreCommitFailingOnceSinkConnector")
-    )
-    loop = build_task(spec, services)
+    loop = build_task(_sink_of("PreCommitFailingOnceSinkConnector"), services)
     loops.append(loop)
     loop.start()
     run_until(loop, lambda: loop.records_moved == 30)
