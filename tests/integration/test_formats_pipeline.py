@@ -359,6 +359,18 @@ _ORDER = {
 }
 
 
+def _register_order(url: str, auth: tuple[str, str] | None = None) -> int:
+    """Register the Order schema under com.acme.Order (RecordNameStrategy's subject); its id."""
+    response = httpx.post(
+        f"{url}/subjects/com.acme.Order/versions",
+        json={"schema": json.dumps(_ORDER)},
+        headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
+        auth=auth,
+    )
+    assert response.status_code == 200, response.text
+    return int(response.json()["id"])
+
+
 def _orders(schema_id: int, start: int, count: int) -> list[bytes]:
     """Confluent wire format written by hand with fastavro (a non-Connect producer)."""
     parsed = fastavro.parse_schema(_ORDER)
@@ -379,13 +391,7 @@ def test_avro_sink_reading_another_subjects_schema_asks_the_registry_once_and_su
     one per record, and the task goes on converting with the registry stopped."""
     registry = SchemaRegistry(bootstrap_servers, topic=f"_schemas-{topic_name}").start()
     try:
-        schema_id = int(
-            httpx.post(
-                f"{registry.url}/subjects/com.acme.Order/versions",
-                json={"schema": json.dumps(_ORDER)},
-                headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
-            ).json()["id"]
-        )
+        schema_id = _register_order(registry.url)
         produce(bootstrap_servers, topic_name, _orders(schema_id, 0, 3000))
         out = tmp_path / "orders.txt"
         worker = _worker(catalogue, bootstrap_servers)
@@ -436,14 +442,7 @@ def test_avro_sink_refused_by_the_registry_fails_the_task_or_dead_letters_naming
     ).start()
     worker = _worker(catalogue, bootstrap_servers)
     try:
-        schema_id = int(
-            httpx.post(
-                f"{registry.url}/subjects/com.acme.Order/versions",
-                json={"schema": json.dumps(_ORDER)},
-                headers={"Content-Type": "application/vnd.schemaregistry.v1+json"},
-                auth=("alice", "s3cret"),
-            ).json()["id"]
-        )
+        schema_id = _register_order(registry.url, auth=("alice", "s3cret"))
         values = _orders(schema_id, 0, 5)
         produce(bootstrap_servers, topic_name, values)
         wrong = {
