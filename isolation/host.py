@@ -404,15 +404,36 @@ class PluginHost:
 
         Called by the host's owner. A request still pending (submitted but not collected,
         e.g. a task stopped mid-poll) is abandoned: the host is killed instead of asked.
+
+        A host that answers it still has work running that its exit must not cut short (a
+        stopped sink's consumer close, whose LeaveGroup waits behind a group join the broker
+        holds) lives on that long, and is reaped (killed past it) on a thread of its own: the
+        caller, a task's stop, does not wait for it.
         """
         if self._proc is None:
             return
         self._closing = True
+        linger_s = 0.0
         if self.alive and self._pending_op is None:
             try:
-                self.request(protocol.SHUTDOWN, timeout_s=timeout_s)
+                linger_s = float(self.request(protocol.SHUTDOWN, timeout_s=timeout_s) or 0.0)
             except PluginHostError:
                 pass
+        if linger_s > 0 and self._pending_op is None:
+            log.info(
+                "plugin host %s: lives on for up to %.1f s after its shutdown, until the work "
+                "it left running ends (a stopped sink task's consumer close, whose LeaveGroup "
+                "waits behind a group join the broker holds)",
+                self.name,
+                linger_s,
+            )
+            threading.Thread(
+                target=self._reap_after,
+                args=(timeout_s + linger_s,),
+                name=f"host-reap-{self.name}",
+                daemon=True,
+            ).start()
+            return
         if self._pending_op is not None:
             self.kill(self._kill_reason or "closed while a request was pending")
             if not self._reading:
@@ -421,6 +442,16 @@ class PluginHost:
                 self._release()
         if not self._lock.acquire(timeout=timeout_s + SHUTDOWN_GRACE_S):
             log.error("plugin host %s: a reader kept its channel; killing it", self.name)
+            self.kill()
+            self._lock.acquire()
+        try:
+            self._reap(timeout_s)
+        finally:
+            self._lock.release()
+
+    def _reap_after(self, timeout_s: float) -> None:
+        """:meth:`close`'s end for a host that lives on after its shutdown."""
+        if not self._lock.acquire(timeout=timeout_s):
             self.kill()
             self._lock.acquire()
         try:

@@ -24,6 +24,7 @@ import collections
 import dataclasses
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -48,6 +49,9 @@ MAX_KEPT_LOG_RECORDS = 1_000
 RUNTIME_LOGGER = "copycat"
 # librdkafka's session.timeout.ms when the consumer's config does not set it.
 DEFAULT_SESSION_TIMEOUT_MS = 45_000
+# How long past the session timeout a stopped sink's host waits for the consumer's close it
+# left running: the final commit's and the LeaveGroup's answers, after the held join's.
+UNFINISHED_CLOSE_GRACE_S = 5.0
 
 Callback = Callable[[str, tuple[Any, ...]], Any]
 
@@ -153,6 +157,8 @@ class HostedTask:
         # leaves its consumer group (None: never, a source task; see _copycat_on_quiet).
         self._quiet_after_s: float | None = None
         self._looping = False  # between start_loop() and stop()
+        # The consumer's close a stop left running, and until when the host waits for it.
+        self._unfinished: tuple[threading.Thread, float] | None = None
         self._quiet = False  # gone quiet, not heard of since
 
     def _copycat_bind_host(self, callback: Callback) -> None:
@@ -258,7 +264,22 @@ class HostedTask:
         finally:
             if self._inner is not None:
                 self._inner.close(timeout_s)
+            if isinstance(loop, SinkTaskLoop) and loop.unfinished_close is not None:
+                # Bounded as the group join it waits behind: a member that departed without
+                # leaving keeps it held for its session timeout (the same setting, as a rule,
+                # as this consumer's), then the commit and LeaveGroup behind it are answered.
+                session_s = self._quiet_after_s or DEFAULT_SESSION_TIMEOUT_MS / 1000
+                self._unfinished = (
+                    loop.unfinished_close,
+                    time.monotonic() + session_s + UNFINISHED_CLOSE_GRACE_S,
+                )
         return self._answer(loop, 0)
+
+    def _copycat_unfinished(self) -> tuple[threading.Thread, float] | None:
+        """Called by the host before it exits (see ``copycat_host.Host.unfinished``): the
+        consumer's close the stop left running, which the exit must not cut short (its
+        LeaveGroup would never go out), and until when to wait for it."""
+        return self._unfinished
 
     def logs(self) -> list[tuple[str, int, str]]:
         """Log records not yet handed over (the worker asks after a failed call)."""

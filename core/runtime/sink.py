@@ -252,6 +252,8 @@ class SinkTaskLoop:
         self._stop_deadline: float | None = None
         # A final commit still running past that deadline, which the close waits for.
         self._unfinished_commit: threading.Thread | None = None
+        # The consumer's close the stop left running on its own thread (see _close_consumer).
+        self.unfinished_close: threading.Thread | None = None
         self._join_since = 0.0
         self._join_warned_at: float | None = None
         self._new_consumer = new_consumer
@@ -1153,7 +1155,12 @@ class SinkTaskLoop:
             self._finish_join(min(join_deadline, deadline))
             self.consumer.close()
 
-        if _bounded(close, deadline, f"copycat-sink-close-{self.name}"):
+        if unfinished := _bounded(close, deadline, f"copycat-sink-close-{self.name}"):
+            # Its process must outlive it: the LeaveGroup goes out only once the held join
+            # (and the final commit, behind it on the coordinator connection) is answered; a
+            # member that never sends it stays in the group, and in the generation its join
+            # made it part of, until its session timeout (see in_host.HostedTask).
+            self.unfinished_close = unfinished
             log.warning(
                 "task %s: its consumer did not close within the graceful timeout "
                 "(task.shutdown.graceful.timeout.ms); the close goes on in the background (its "

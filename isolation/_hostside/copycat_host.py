@@ -354,8 +354,34 @@ class Host:
         if runner is not None:
             runner.pipeline.close()
 
-    def op_shutdown(self) -> None:
+    def op_shutdown(self) -> float:
+        """Stop serving. Answers how long the host may live on after its last answer: until
+        what its objects left running on threads of their own ends (see :meth:`linger`)."""
         self.running = False
+        now = time.monotonic()
+        return max((deadline - now for _, deadline in self.unfinished()), default=0.0)
+
+    def unfinished(self) -> list[tuple[threading.Thread, float]]:
+        """Work the objects left running on threads of their own that the host's exit must
+        not cut short, each with the monotonic time by which it is given up: a stopped sink
+        task's consumer close, whose LeaveGroup may wait behind a group join the broker holds
+        (``_copycat_unfinished``, see core/runtime/in_host.py). An exit would take it along,
+        and the coordinator would keep the member until its session timeout."""
+        found = []
+        for obj in list(self.objects.values()):
+            try:
+                probe = getattr(obj, "_copycat_unfinished", None)
+                work = probe() if callable(probe) else None
+            except Exception:  # noqa: BLE001 - a plugin object's own attribute: not ours
+                continue
+            if work is not None and work[0].is_alive():
+                found.append(work)
+        return found
+
+    def linger(self) -> None:
+        """Before the host exits: wait for :meth:`unfinished` work, each until its deadline."""
+        for thread, deadline in self.unfinished():
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     def op_levels(self, changes: Sequence[tuple[str, int]]) -> None:
         """Apply the worker's log levels (see ``copycat_protocol.LEVELS``)."""
@@ -625,7 +651,9 @@ def main(argv: list[str]) -> None:
     if 0 < young < GC_YOUNG_THRESHOLD:
         gc.set_threshold(GC_YOUNG_THRESHOLD, *older)
     transport = _PipeTransport(in_fd, out_fd, events_fd, *regions)
-    transport.serve(Host(transport.callback, transport.emit))
+    host = Host(transport.callback, transport.emit)
+    transport.serve(host)
+    host.linger()
 
 
 if __name__ == "__main__":
