@@ -372,10 +372,11 @@ class Host:
             try:
                 probe = getattr(obj, "_copycat_unfinished", None)
                 work = probe() if callable(probe) else None
+                thread, deadline = work if isinstance(work, tuple) else (None, 0.0)
+                if isinstance(thread, threading.Thread) and thread.is_alive():
+                    found.append((thread, float(deadline)))
             except Exception:  # noqa: BLE001 - a plugin object's own attribute: not ours
                 continue
-            if work is not None and work[0].is_alive():
-                found.append(work)
         return found
 
     def linger(self) -> None:
