@@ -429,7 +429,7 @@ class PluginHost:
             )
             threading.Thread(
                 target=self._reap_after,
-                args=(timeout_s + linger_s,),
+                args=(timeout_s + linger_s, timeout_s + linger_s),
                 name=f"host-reap-{self.name}",
                 daemon=True,
             ).start()
@@ -440,18 +440,13 @@ class PluginHost:
                 # Nobody will collect the abandoned answer: release the channel here.
                 self._pending_op = None
                 self._release()
-        if not self._lock.acquire(timeout=timeout_s + SHUTDOWN_GRACE_S):
-            log.error("plugin host %s: a reader kept its channel; killing it", self.name)
-            self.kill()
-            self._lock.acquire()
-        try:
-            self._reap(timeout_s)
-        finally:
-            self._lock.release()
+        self._reap_after(timeout_s, timeout_s + SHUTDOWN_GRACE_S)
 
-    def _reap_after(self, timeout_s: float) -> None:
-        """:meth:`close`'s end for a host that lives on after its shutdown."""
-        if not self._lock.acquire(timeout=timeout_s):
+    def _reap_after(self, timeout_s: float, channel_wait_s: float) -> None:
+        """:meth:`close`'s end: take the channel (killing the host if a reader keeps it past
+        ``channel_wait_s``), then wait for the process, killing it after ``timeout_s``."""
+        if not self._lock.acquire(timeout=channel_wait_s):
+            log.error("plugin host %s: a reader kept its channel; killing it", self.name)
             self.kill()
             self._lock.acquire()
         try:

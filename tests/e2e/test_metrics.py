@@ -132,6 +132,18 @@ def _file_source(
     return _create(http, prefix, {**config, **extra})
 
 
+def _file_sink(
+    http: httpx.Client, prefix: str, tmp_path: Path, topic: str, extra: dict[str, str] | None = None
+) -> str:
+    """Create a one-task FileStreamSink of ``topic`` into a file under ``tmp_path``; its name."""
+    config = {
+        "connector.class": "FileStreamSink",
+        "file": str(tmp_path / "out.txt"),
+        "topics": topic,
+    }
+    return _create(http, prefix, {**config, **(extra or {})})
+
+
 def _wait_value(
     http: httpx.Client, metric: str, connector: str, expected: float, timeout_s: float = 60
 ) -> None:
@@ -187,15 +199,7 @@ def test_a_file_sink_counts_records_read_put_and_committed(
     records = 1_500
     broker.create_topic(topic_name, 1)
     _produce(broker.bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(records)])
-    name = _create(
-        http,
-        "sink",
-        {
-            "connector.class": "FileStreamSink",
-            "file": str(tmp_path / "out.txt"),
-            "topics": topic_name,
-        },
-    )
+    name = _file_sink(http, "sink", tmp_path, topic_name)
     _wait_value(http, "kafka_connect_sink_task_sink_record_send_total", name, records)
     assert task_value(http, "kafka_connect_sink_task_sink_record_read_total", name) == records
     assert task_value(http, "kafka_connect_sink_task_partition_count", name) == 1
@@ -229,13 +233,12 @@ def test_tolerated_bad_records_count_as_errors_skipped_and_dead_letters(
     values = [json.dumps({"n": i}).encode() for i in range(good)]
     values += [b"{not json %d" % i for i in range(bad)]
     _produce(broker.bootstrap_servers, topic_name, values)
-    name = _create(
+    name = _file_sink(
         http,
         "tolerant",
+        tmp_path,
+        topic_name,
         {
-            "connector.class": "FileStreamSink",
-            "file": str(tmp_path / "out.txt"),
-            "topics": topic_name,
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter.schemas.enable": "false",
             "errors.tolerance": "all",
@@ -378,13 +381,12 @@ def test_a_failed_task_keeps_its_metrics_until_restarted_or_deleted(
     metrics when it is stopped (restart, delete), not when it fails."""
     broker.create_topic(topic_name, 1)
     _produce(broker.bootstrap_servers, topic_name, [b'{"n": 1}', b"{not json"])
-    name = _create(
+    name = _file_sink(
         http,
         "failing",
+        tmp_path,
+        topic_name,
         {
-            "connector.class": "FileStreamSink",
-            "file": str(tmp_path / "out.txt"),
-            "topics": topic_name,
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "value.converter.schemas.enable": "false",
             "errors.tolerance": "none",
