@@ -170,7 +170,7 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
     def _before_task_stop(self) -> None:
         if self._task_commit_due and self.host.alive:
             self._task_commit_due = False
-            self.host.call(self.handle, "commit")
+            self._commit_task()
 
     # -- hooks of the base loop ---------------------------------------------------------------
 

@@ -51,7 +51,7 @@ from core.offsets import OffsetStore
 from core.runtime.counters import TaskCounters
 from core.runtime.spec import ErrorsPolicy
 from core.topics import TopicCreator
-from isolation import HostClient, PollResult, ProducedBatch
+from isolation import HostClient, PollResult, ProducedBatch, RemotePluginError
 from plugin_api import ConnectException
 
 log = logging.getLogger("copycat.source")
@@ -900,14 +900,25 @@ class SourceTaskLoop:
                 )
                 return self._outstanding()
             self.counters.commit((time.monotonic() - started) * 1000, ok=True)
-            self.host.call(self.handle, "commit")
+            self._commit_task()
         elif self._commit_waiting_since is None and self._failure is None:
             # Nothing to flush, and no commit waits for acknowledgements: still a successful
-            # commit, as Kafka's WorkerSourceTask.commitOffsets records one every interval
-            # ("we still mark a successful offset commit"), so a quiet source does not read
-            # as one whose commits fail.
+            # commit, and the task's commit() is called, as Kafka's
+            # WorkerSourceTask.commitOffsets does every interval ("we still mark a successful
+            # offset commit"), so a quiet source does not read as one whose commits fail.
             self.counters.commit(0.0, ok=True)
+            self._commit_task()
         return self._outstanding()
+
+    def _commit_task(self) -> None:
+        """The task's ``commit()``, after a successful offset commit. Whatever it raises is
+        logged, not the task's failure, as Kafka's commitSourceTask ("Exception thrown while
+        calling task.commit()"): the offsets are stored already. A host that died still
+        fails the task."""
+        try:
+            self.host.call(self.handle, "commit")
+        except RemotePluginError as exc:
+            log.error("task %s: exception thrown while calling task.commit(): %s", self.name, exc)
 
     def stop(self, *, failed: bool = False, timeout_s: float = 5.0, fenced: bool = False) -> None:
         """Flush what can be flushed, store its offsets and stop the task in its host.

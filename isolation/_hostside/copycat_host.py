@@ -511,7 +511,12 @@ class Host:
         if acks:
             runner.acked(acks)
         if commit:
-            runner.task.commit()
+            try:
+                runner.task.commit()
+            except Exception:  # noqa: BLE001 - Kafka's commitSourceTask logs it, the task runs on
+                logging.getLogger("copycat.host").exception(
+                    "exception thrown while calling task.commit()"
+                )
         return runner.poll()  # type: ignore[no-any-return]
 
     def op_acked(self, obj_id: int, acks: list[tuple[Any, ...]]) -> None:

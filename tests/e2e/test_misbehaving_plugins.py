@@ -221,6 +221,56 @@ def test_pre_commit_raising_rewinds_to_the_last_commit_and_the_task_keeps_runnin
     assert any("rewinding to the last committed offsets" in line for line in worker.log_lines)
 
 
+def test_an_idle_source_tasks_commit_is_called_every_interval(
+    worker: RestWorker, topic_name: str, tmp_path: Path
+) -> None:
+    """Kafka's WorkerSourceTask.commitOffsets calls SourceTask.commit() on every commit, also
+    when no record was produced since the last one ("in order to invoke SourceTask::commit")."""
+    commits = tmp_path / "commits.log"
+    with worker.client() as http:
+        _create(http, "idle-commit", _source(topic_name, **{"commit.log": str(commits)}))
+        wait_for(
+            lambda: commits.exists() and len(commits.read_text().splitlines()) >= 3,
+            30,
+            "three commit() calls of a source that produced nothing",
+        )
+        assert http.delete("/connectors/idle-commit").status_code == 204
+
+
+def test_a_source_tasks_commit_raising_is_logged_not_the_tasks_failure(
+    worker: RestWorker, topic_name: str, tmp_path: Path
+) -> None:
+    """Kafka's commitSourceTask logs whatever SourceTask.commit() throws ("Exception thrown
+    while calling task.commit()"); the offsets stay committed and the task runs on."""
+    commits, failing = tmp_path / "commits.log", tmp_path / "commit-fails"
+    failing.touch()
+    config = _source(
+        topic_name,
+        **{"records.per.poll": "2", "commit.log": str(commits), "commit.fail.if": str(failing)},
+    )
+
+    def stored() -> int:
+        offsets = http.get("/connectors/commit-raising/offsets").json()["offsets"]
+        return max((entry["offset"]["n"] for entry in offsets), default=0)
+
+    with worker.client() as http:
+        _create(http, "commit-raising", config)
+        wait_for(
+            lambda: commits.exists() and len(commits.read_text().splitlines()) >= 3,
+            30,
+            "three commit() calls, each raising",
+        )
+        status = http.get("/connectors/commit-raising/status").json()
+        assert status["tasks"][0]["state"] == "RUNNING", status
+        assert stored() > 0
+        failing.unlink()
+        before = stored()
+        wait_for(lambda: stored() > before, 30, "offsets stored after commit() stops raising")
+        assert http.delete("/connectors/commit-raising").status_code == 204
+    assert any("task.commit()" in line for line in worker.log_lines)
+    _no_host_crashed(worker, "commit-raising")
+
+
 def test_system_exit_from_alter_offsets_names_it(worker: RestWorker, topic_name: str) -> None:
     config = _source(topic_name, **{"raise.in": "connector.alter_offsets:exit"})
     offsets = {"offsets": [{"partition": {"faulty": "source"}, "offset": {"n": 1}}]}

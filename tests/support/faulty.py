@@ -29,6 +29,9 @@
   count.
 * ``pre_commit.fail.if``: a file; while it exists, a sink task's ``pre_commit()`` raises a
   ConnectException (a target that cannot make records durable for a while).
+* ``commit.log``: a file a source task appends ``commit`` to on each ``commit()`` call.
+* ``commit.fail.if``: a file; while it exists, a source task's ``commit()`` raises a
+  ConnectException (after logging the call to ``commit.log``).
 * ``raise.in``: ``where:how`` pairs, comma-separated: raise in ``where`` (``connector.start``,
   ``connector.validate``, ``connector.exactly_once_support``, ``connector.alter_offsets``,
   ``task.poll``, ``task.put``) an exception whose ``str()`` itself raises (``how`` is
@@ -152,6 +155,14 @@ class FaultySourceTask(_Misbehaving, SourceTask):
         ]
         self.sent += n
         return records
+
+    def commit(self):
+        if self.props.get("commit.log"):
+            with open(self.props["commit.log"], "a") as log:
+                log.write("commit\n")
+        failing = self.props.get("commit.fail.if")
+        if failing and os.path.exists(failing):
+            raise ConnectException(f"faulty: commit failing while {failing} exists")
 
     def _where(self, n):
         # (source partition, source offset) of the n-th record

@@ -61,6 +61,11 @@ class FailingSource(ReusedOffsetSource):
         raise DataException("the source's own error")
 
 
+class CommitRaisingSource(ReusedOffsetSource):
+    def commit(self) -> None:
+        raise DataException("the source's commit() failing")
+
+
 class ListRewritingConverter(Converter):
     """A converter that reuses the list it is given for its answer."""
 
@@ -166,3 +171,16 @@ def test_one_request_at_a_time(host: HostClient) -> None:
     with pytest.raises(PluginHostError, match="submitted while poll is pending"):
         host.submit_poll(handle, [])
     host.poll_result()
+
+
+def test_a_commit_that_raises_is_logged_and_the_poll_goes_on(
+    host: HostClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The commit() an exactly-once loop asks for with its next poll: what it raises is
+    logged, as Kafka's commitSourceTask, not the poll's failure."""
+    handle = _source(host, "CommitRaisingSource")
+    host.submit_poll(handle, [], commit=True)
+    result = host.poll_result()
+    assert ProducedBatch.from_wire(result.batch).values == ["v"] and result.failures == []
+    logged = [r for r in caplog.records if "task.commit()" in r.getMessage()]
+    assert logged and "the source's commit() failing" in (logged[0].exc_text or ""), logged
