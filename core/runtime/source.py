@@ -913,8 +913,10 @@ class SourceTaskLoop:
     def _commit_task(self) -> None:
         """The task's ``commit()``, after a successful offset commit. Whatever it raises is
         logged, not the task's failure, as Kafka's commitSourceTask ("Exception thrown while
-        calling task.commit()"): the offsets are stored already. A host that died still
-        fails the task."""
+        calling task.commit()"): the offsets are stored already. A host that is gone has no
+        task to call (a crashed host fails the task where it is noticed)."""
+        if not self.host.alive:
+            return
         try:
             self.host.call(self.handle, "commit")
         except RemotePluginError as exc:
