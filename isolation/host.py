@@ -9,6 +9,7 @@ import collections
 import hashlib
 import json
 import logging
+import math
 import os
 import select
 import subprocess
@@ -52,6 +53,8 @@ MAX_OUTPUT_LINE_CHARS = 4_096
 # with bursts up to OUTPUT_BURST_LINES; beyond that lines are counted, not logged, so a
 # plugin printing in a loop cannot fill the worker's disk or drown its own log.
 OUTPUT_LINES_PER_S = 200.0
+# The longest wait poll() takes (its timeout is a C int of milliseconds, ~24 days).
+POLL_MAX_MS = 2**31 - 1
 OUTPUT_BURST_LINES = 2_000
 # How often a host that is being rate limited gets a line saying how much was dropped.
 SUPPRESSED_REPORT_INTERVAL_S = 10.0
@@ -203,6 +206,9 @@ class PluginHost:
         self._proc: subprocess.Popen[bytes] | None = None
         self._to_host = -1
         self._from_host = -1
+        # Waits for the host's answers: poll(), since select() refuses descriptors numbered
+        # 1024 or more, which a worker with ~70 connectors and their hosts already holds.
+        self._answers = select.poll()
         # Shared memory for large pickles, one region per direction (None without memfd).
         self._to_host_region: wire.SharedRegion | None = None
         self._from_host_region: wire.SharedRegion | None = None
@@ -278,6 +284,7 @@ class PluginHost:
         os.close(to_host_r)
         os.close(from_host_w)
         self._to_host, self._from_host = to_host_w, from_host_r
+        self._answers.register(from_host_r, select.POLLIN)
         if events_w >= 0:
             os.close(events_w)
             self._events = events_r
@@ -469,6 +476,8 @@ class PluginHost:
             self._proc.wait()
         if self._relay is not None and self._relay is not threading.current_thread():
             self._relay.join(SHUTDOWN_GRACE_S)  # the last lines reach the log and the tail
+        if self._from_host >= 0:
+            self._answers.unregister(self._from_host)
         for fd in (self._to_host, self._from_host):
             if fd >= 0:
                 try:
@@ -606,9 +615,8 @@ class PluginHost:
             self._release()
 
     def _read(self, deadline: float, op: str, timeout: float) -> tuple[Any, ...]:
-        remaining = deadline - time.monotonic()
-        readable, _, _ = select.select([self._from_host], [], [], max(0.0, remaining))
-        if not readable:
+        remaining_ms = min(math.ceil((deadline - time.monotonic()) * 1000), POLL_MAX_MS)
+        if not self._answers.poll(max(0, remaining_ms)):
             assert self._proc is not None
             # Recorded before the kill, so the exit the relay then sees is known as ours.
             self.failure = PluginHostTimeout(

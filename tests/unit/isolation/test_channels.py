@@ -7,6 +7,8 @@ events sent from a plugin's own thread.
 
 from __future__ import annotations
 
+import os
+import resource
 import sys
 import threading
 import time
@@ -172,3 +174,29 @@ def test_connector_events_arrive_from_the_plugins_own_threads(
     assert all(e.handle == handle for e in events)
     error = events[1].error
     assert error is not None and error.message == "probe failure"
+
+
+def test_a_host_starts_and_answers_when_the_worker_holds_over_1024_files(
+    probe_zip: Path,
+) -> None:
+    """A worker with ~70 connectors holds more than 1024 descriptors: a new host's pipes get
+    numbers select() cannot take ("filedescriptor out of range in select()")."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 1200
+    if soft < wanted:
+        if hard != resource.RLIM_INFINITY and hard < wanted:
+            pytest.fail(f"this test needs {wanted} open files; the hard limit is {hard}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+    held: list[int] = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        client = _make("process", [])
+        try:
+            assert client.eval("builtins:len", [1, 2, 3]) == 3
+        finally:
+            client.close(2.0)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
