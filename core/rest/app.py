@@ -159,6 +159,10 @@ class _SafeRoute(APIRoute):
             except ConnectException as exc:
                 log.warning("%s %s failed: %s", request.method, request.url.path, exc)
                 return error(500, str(exc))
+            except OSError as exc:
+                # The worker's own resources (open files, disk): what failed, not a class name.
+                log.exception("%s %s failed", request.method, request.url.path)
+                return error(500, f"The worker could not serve this request: {exc}")
             except Exception as exc:  # noqa: BLE001 - the trace goes to the log, not the client
                 log.exception("%s %s failed", request.method, request.url.path)
                 return error(500, f"Unexpected error: {type(exc).__name__}")

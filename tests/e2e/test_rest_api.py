@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import resource
 import socket
 import time
 import uuid
@@ -1305,3 +1307,26 @@ def test_openapi_document(http: httpx.Client) -> None:
     spec = http.get("/openapi.json").json()
     assert "/connectors/{connector}/offsets" in spec["paths"]
     assert "422" not in json.dumps(spec["paths"])
+
+
+def test_a_worker_out_of_open_files_says_so_over_rest(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path
+) -> None:
+    """A worker at its open-files limit (too many connectors for its ulimit) answers 500
+    with the operating system's reason, not "Unexpected error: OSError"."""
+    with RestWorker(tmp_path, bootstrap_servers, bundled_plugin_path) as w, w.client() as client:
+        assert client.get("/connectors").status_code == 200  # the connection is open now
+        config = _source(tmp_path, "out-of-files")
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        time.sleep(0.2)  # past the plugin catalogue's rescan interval: the request rescans
+        resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) - 1, hard))
+        try:
+            response = client.put("/connectors/out-of-files/config", json=config)
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        assert response.status_code == 500, response.text
+        message = response.json()["message"]
+        assert "Too many open files" in message and "Traceback" not in message, message
+        # Nothing half-made: the connector was not created, and it can be once files are free.
+        assert client.get("/connectors/out-of-files").status_code == 404
+        assert client.put("/connectors/out-of-files/config", json=config).status_code == 201
