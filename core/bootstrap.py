@@ -12,6 +12,7 @@ ends the wait it interrupts and stops the worker the same way.
 from __future__ import annotations
 
 import logging
+import resource
 import signal
 import threading
 from collections.abc import Sequence
@@ -36,6 +37,23 @@ MIN_TICK_S = 0.05
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+def raise_open_files_limit() -> None:
+    """Raise this process's soft limit of open files to its hard limit, as the JVM does for
+    Kafka Connect (HotSpot's MaxFDLimit). A worker holds ~9 descriptors per connector or task
+    (each plugin host's pipes, its shared memory, clients' sockets), and its plugin hosts
+    inherit the limit: with a shell's usual soft 1,024, a worker of ~110 connectors would fail
+    to start hosts where Kafka Connect runs them."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard or (hard != resource.RLIM_INFINITY and soft > hard):
+        return
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as exc:  # an unlimited hard limit the kernel caps (nr_open)
+        log.debug("open files limit stays %d: %s", soft, exc)
+    else:
+        log.debug("open files limit raised from %d to %d", soft, hard)
+
+
 def _stop_on_signals(stopped: threading.Event) -> None:
     """Make every signal of :data:`STOP_SIGNALS` set ``stopped``. The herder's start-up waits
     (the cluster id, the internal topics, the bundled plugins' install) end on it, and the
@@ -46,6 +64,7 @@ def _stop_on_signals(stopped: threading.Event) -> None:
 
 def run_standalone(worker_file: str, connector_files: Sequence[str]) -> int:
     """``copycat standalone``: run until SIGTERM/SIGINT/SIGHUP; returns the exit code."""
+    raise_open_files_limit()
     try:
         herder = StandaloneHerder(Path(worker_file), [Path(p) for p in connector_files])
     except (OSError, ConnectException) as exc:
@@ -99,6 +118,7 @@ def run_distributed(worker_file: str) -> int:
     """
     from core.distributed.herder import DistributedHerder
 
+    raise_open_files_limit()
     try:
         herder = DistributedHerder(Path(worker_file))
     except (OSError, ConnectException) as exc:

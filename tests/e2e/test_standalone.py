@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import collections
 import json
+import resource
 import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from confluent_kafka import Consumer, TopicPartition
 from core.kafka import LIBRDKAFKA_LOG_BURST
 from tests.support.processes import (
     CliWorker,
+    host_pids,
     signal_while_connecting,
     unreachable_address,
     wait_until,
@@ -96,7 +99,7 @@ class Pipeline:
         )
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> subprocess.Popen[bytes]:
+    def start(self, preexec_fn: Callable[[], None] | None = None) -> subprocess.Popen[bytes]:
         log = open(self.log, "ab")
         self.proc = subprocess.Popen(
             [
@@ -111,6 +114,7 @@ class Pipeline:
             cwd=ROOT,
             stdout=log,
             stderr=subprocess.STDOUT,
+            preexec_fn=preexec_fn,
         )
         return self.proc
 
@@ -601,3 +605,37 @@ def test_a_worker_installing_the_bundled_plugins_is_starting_and_runs_what_rest_
             wait_until(lambda: rest.get("/health").status_code == 200, 60, "a healthy worker")
     finally:
         worker.close()
+
+
+def test_the_worker_and_its_plugin_hosts_get_the_hard_open_files_limit(
+    tmp_path: Path, bootstrap_servers: str, bundled_plugin_path: Path, topic_name: str
+) -> None:
+    """Started from a shell whose soft limit is 1,024, the worker raises it to the hard limit
+    (the JVM does so for Kafka Connect), and its plugin hosts inherit it: at ~9 descriptors
+    per connector or task, 1,024 ends a worker at ~110 connectors."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard <= 1024:
+        pytest.fail(f"this test needs a hard open-files limit above 1024 (it is {hard})")
+
+    def low_soft_limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard))
+
+    pipe = Pipeline(tmp_path, bootstrap_servers, bundled_plugin_path, topic_name, 10)
+    pipe.start(preexec_fn=low_soft_limit)
+    assert pipe.proc is not None
+    try:
+        pipe.wait_for(lambda: len(pipe.output_lines()) == 10, 120, "the lines through both tasks")
+        hosts = [*host_pids(f"src-{topic_name}"), *host_pids(f"sink-{topic_name}")]
+        assert hosts, "no plugin host of the worker found"
+        for pid in [pipe.proc.pid, *hosts]:
+            soft = _soft_open_files(pid)
+            assert soft > 1024, f"pid {pid}: soft open-files limit {soft}"
+    finally:
+        assert pipe.stop() == 0
+
+
+def _soft_open_files(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            return int(line.split()[3])
+    raise AssertionError(f"no open-files limit in /proc/{pid}/limits")
