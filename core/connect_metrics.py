@@ -255,10 +255,19 @@ class TaskMetrics:
     local runtime); without them only its status and ratios exist (a task on Spark)."""
 
     def __init__(
-        self, metrics: Metrics, connector: str, task_id: int, kind: str, *, counted: bool = True
+        self,
+        metrics: Metrics,
+        connector: str,
+        task_id: int,
+        kind: str,
+        *,
+        counted: bool = True,
+        transactional: bool = False,
     ) -> None:
+        """``transactional``: an exactly-once source task (transaction-size metrics)."""
         self.metrics = metrics
         self.kind = kind
+        self.transactional = transactional
         tags = {"connector": connector, "task": str(task_id)}
         self._times = _StateTimes(metrics.clock)
         task = self.task_group = metrics.group(TASK_GROUP, **tags)
@@ -318,7 +327,10 @@ class TaskMetrics:
         self._in = task.sensor()
         self._out = task.sensor()
         if kind == "source":
-            self._source(metrics.group(SOURCE_TASK_GROUP, **tags))
+            source = metrics.group(SOURCE_TASK_GROUP, **tags)
+            self._source(source)
+            if transactional:
+                self._transactions(source)
         else:
             self._sink(metrics.group(SINK_TASK_GROUP, **tags))
         self._errors(metrics.group(TASK_ERROR_GROUP, **tags))
@@ -374,6 +386,40 @@ class TaskMetrics:
             self._active,
         )
 
+        self._poll_time = group.sensor()
+        group.max(
+            "poll-batch-max-time-ms",
+            "The maximum time in milliseconds taken by this task to poll for a batch of "
+            "source records.",
+            self._poll_time,
+        )
+        group.avg(
+            "poll-batch-avg-time-ms",
+            "The average time in milliseconds taken by this task to poll for a batch of "
+            "source records.",
+            self._poll_time,
+        )
+
+    def _transactions(self, group: MetricGroup) -> None:
+        """Kafka's TransactionMetricsGroup (ExactlyOnceWorkerSourceTask): records per
+        committed transaction; in the source task's group, as Kafka's."""
+        self._transaction = group.sensor()
+        group.avg(
+            "transaction-size-avg",
+            "The average number of records in the transactions the task has committed.",
+            self._transaction,
+        )
+        group.add(
+            "transaction-size-min",
+            "The number of records in the smallest transaction the task has committed.",
+            self._transaction.min,
+        )
+        group.max(
+            "transaction-size-max",
+            "The number of records in the largest transaction the task has committed.",
+            self._transaction,
+        )
+
     def _sink(self, group: MetricGroup) -> None:
         self.groups.append(group)
         group.rate(
@@ -408,6 +454,25 @@ class TaskMetrics:
             "put-batch-max-time-ms",
             "The maximum time in milliseconds taken by this task to put a batch of records.",
             self._put_time,
+        )
+        self._active_sink = group.sensor()
+        group.gauge(
+            "sink-record-active-count",
+            "The number of records that have been read from Kafka but not yet completely "
+            "committed/flushed/acknowledged by the sink task.",
+            self._value("active"),
+        )
+        group.max(
+            "sink-record-active-count-max",
+            "The maximum number of records that have been read from Kafka but not yet "
+            "completely committed/flushed/acknowledged by the sink task.",
+            self._active_sink,
+        )
+        group.avg(
+            "sink-record-active-count-avg",
+            "The average number of records that have been read from Kafka but not yet "
+            "completely committed/flushed/acknowledged by the sink task.",
+            self._active_sink,
         )
         group.gauge(
             "partition-count",
@@ -451,6 +516,17 @@ class TaskMetrics:
                 "record_errors",
                 "The number of record processing errors in this task (records that failed "
                 "for good).",
+            ),
+            (
+                "total-record-failures",
+                "record_failures",
+                "The number of record processing failures in this task (each failed attempt "
+                "of an operation, retried or not).",
+            ),
+            (
+                "total-retries",
+                "retries",
+                "The number of operations retried (errors.retry.timeout).",
             ),
             (
                 "total-records-skipped",
@@ -526,7 +602,32 @@ class TaskMetrics:
                 snapshot[i["records_done"]] != last[i["records_done"]]
             ):
                 self._active.record(snapshot[i["records_in"]] - snapshot[i["records_done"]], now)
+            polls = snapshot[i["polls"]] - last[i["polls"]]
+            if polls > 0:
+                self._poll_time.record_many(
+                    int(polls),
+                    snapshot[i["poll_ms"]] - last[i["poll_ms"]],
+                    snapshot[i["poll_max_ms"]],
+                    now,
+                )
+            transactions = snapshot[i["transactions"]] - last[i["transactions"]]
+            if transactions > 0 and self.transactional:
+                self._transaction.record_many(
+                    int(transactions),
+                    snapshot[i["transaction_records"]] - last[i["transaction_records"]],
+                    snapshot[i["transaction_max"]],
+                    now,
+                    minimum=snapshot[i["transaction_min"]],
+                )
             return
+        actives = snapshot[i["active_count"]] - last[i["active_count"]]
+        if actives > 0:
+            self._active_sink.record_many(
+                int(actives),
+                snapshot[i["active_sum"]] - last[i["active_sum"]],
+                snapshot[i["active_max"]],
+                now,
+            )
         puts = snapshot[i["op_count"]] - last[i["op_count"]]
         if puts > 0:
             self._put_time.record_many(

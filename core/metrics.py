@@ -125,10 +125,19 @@ class Sensor:
         self.record_many(1, value, value, now_ms)
 
     def record_many(
-        self, count: int, total: float, maximum: float, now_ms: float | None = None
+        self,
+        count: int,
+        total: float,
+        maximum: float,
+        now_ms: float | None = None,
+        *,
+        minimum: float | None = None,
     ) -> None:
-        """``count`` values summing to ``total``, the largest ``maximum``, recorded at once
-        (a batch's counts handed over by the data path). Nothing is recorded for 0 values."""
+        """``count`` values summing to ``total``, the largest ``maximum`` (the smallest
+        ``minimum``: that of a single value when not told), recorded at once (a batch's counts
+        handed over by the data path). Nothing is recorded for 0 values."""
+        if minimum is None:
+            minimum = maximum if count == 1 else math.inf
         if count <= 0:
             return
         now = self._clock() if now_ms is None else now_ms
@@ -137,7 +146,7 @@ class Sensor:
             self.count += count
             cur = self._cur
             if cur is None or now - cur[0] >= self._window_ms:
-                cur = [now, 0.0, 0.0, -math.inf]
+                cur = [now, 0.0, 0.0, -math.inf, math.inf]
                 self._samples.append(cur)
                 if len(self._samples) > self._num:
                     del self._samples[0]
@@ -146,6 +155,8 @@ class Sensor:
             cur[2] += total
             if maximum > cur[3]:
                 cur[3] = maximum
+            if minimum < cur[4]:
+                cur[4] = minimum
 
     def _live(self, now: float) -> list[list[float]]:
         """Samples not older than ``samples x window`` (Kafka's purge of obsolete samples)."""
@@ -189,6 +200,14 @@ class Sensor:
         with self._lock:
             live = self._live(now)
             return max(s[3] for s in live) if live else math.nan
+
+    def min(self, now: float) -> float:
+        """Smallest value in the live samples; NaN without any (Kafka's ``Min``); NaN too
+        when only counts recorded together without their minimum were seen."""
+        with self._lock:
+            live = self._live(now)
+            smallest = min((s[4] for s in live), default=math.inf)
+            return smallest if smallest != math.inf else math.nan
 
 
 class MetricGroup:

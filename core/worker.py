@@ -234,7 +234,13 @@ class _TaskRunner(threading.Thread):
         # failed (its status, its error counts stay readable) and are closed when the worker
         # stops or drops the task (:meth:`close_metrics`), as Kafka's Worker.awaitStopTask
         # removes them, not WorkerTask.run.
-        self.metrics = TaskMetrics(worker.metrics, spec.connector, spec.task_id, spec.kind)
+        self.metrics = TaskMetrics(
+            worker.metrics,
+            spec.connector,
+            spec.task_id,
+            spec.kind,
+            transactional=spec.exactly_once is not None,
+        )
 
     def run(self) -> None:
         # One line when the task's thread begins and one when it ends, whatever the cause (as

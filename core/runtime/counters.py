@@ -16,7 +16,15 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["FIELDS", "MAXIMA", "MONOTONIC", "TAKE_EVERY_S", "SnapshotsSince", "TaskCounters"]
+__all__ = [
+    "FIELDS",
+    "MAXIMA",
+    "MINIMA",
+    "MONOTONIC",
+    "TAKE_EVERY_S",
+    "SnapshotsSince",
+    "TaskCounters",
+]
 
 # How often a driver takes a loop's counters (a snapshot costs a few microseconds to turn into
 # metrics: after every iteration it would be measurable on the data path). Counters are
@@ -47,12 +55,31 @@ FIELDS = (
     "dlq_requests",
     "dlq_failures",
     "last_error_ms",
+    "polls",
+    "poll_ms",
+    "poll_max_ms",
+    "active",
+    "active_count",
+    "active_sum",
+    "active_max",
+    "record_failures",
+    "retries",
+    "transactions",
+    "transaction_records",
+    "transaction_min",
+    "transaction_max",
 )
 
 
-# Fields that are maxima since the last snapshot, and fields that never decrease (within one
-# instance of a task: a counter that went back means a new instance, e.g. a new Spark attempt).
-MAXIMA = tuple(FIELDS.index(name) for name in ("batch_max", "op_max_ms", "commit_max_ms"))
+# Fields that are maxima (minima) since the last snapshot, and fields that never decrease (within
+# one instance of a task: a counter that went back means a new instance, e.g. a new Spark
+# attempt). A minimum of -1 means none since the last snapshot.
+MAXIMA = tuple(
+    FIELDS.index(name)
+    for name in ("batch_max", "op_max_ms", "commit_max_ms", "poll_max_ms", "active_max")
+    + ("transaction_max",)
+)
+MINIMA = tuple(FIELDS.index(name) for name in ("transaction_min",))
 MONOTONIC = tuple(
     FIELDS.index(name)
     for name in (
@@ -66,6 +93,11 @@ MONOTONIC = tuple(
         "commits_failed",
         "record_errors",
         "dlq_requests",
+        "polls",
+        "active_count",
+        "record_failures",
+        "retries",
+        "transactions",
     )
 )
 
@@ -87,6 +119,8 @@ class SnapshotsSince:
             if self._pending is not None:
                 for index in MAXIMA:
                     merged[index] = max(merged[index], self._pending[index])
+                for index in MINIMA:
+                    merged[index] = _min(merged[index], self._pending[index])
             self._pending = merged
 
     def take(self) -> list[float] | None:
@@ -94,6 +128,15 @@ class SnapshotsSince:
         with self._lock:
             pending, self._pending = self._pending, None
         return pending
+
+
+def _min(a: float, b: float) -> float:
+    """The smaller of two minima, -1 standing for none."""
+    if a < 0:
+        return b
+    if b < 0:
+        return a
+    return min(a, b)
 
 
 class TaskCounters:
@@ -116,6 +159,18 @@ class TaskCounters:
       records that failed for good, those skipped (``errors.tolerance=all``), failures
       logged, dead letter queue writes and their failures, and the wall clock (ms) of the
       last failure.
+    * ``polls``/``poll_ms``/``poll_max_ms``: a source's ``poll()`` calls that returned a list
+      (empty or not; not None) and their duration (Kafka's poll-batch-time).
+    * ``active``/``active_count``/``active_sum``/``active_max``: a sink's records consumed past
+      its last committed offsets, now, and each value it took (one per batch put and per
+      commit, rebalance or seek, as Kafka's SinkTaskMetricsGroup records it).
+    * ``record_failures``/``retries``: failed attempts and retries of operations under
+      errors.retry.* (converters, transforms) and other failed operations Kafka counts there
+      (records a sink task reports errant, records the producer refused under
+      errors.tolerance=all), as Kafka's ErrorHandlingMetrics.
+    * ``transactions``/``transaction_records``/``transaction_min``/``transaction_max``: an
+      exactly-once source's committed transactions and their records (the minimum -1 for none
+      since the last snapshot).
     """
 
     __slots__ = FIELDS
@@ -143,6 +198,19 @@ class TaskCounters:
         self.dlq_requests = 0
         self.dlq_failures = 0
         self.last_error_ms = 0
+        self.polls = 0
+        self.poll_ms = 0.0
+        self.poll_max_ms = 0.0
+        self.active = 0
+        self.active_count = 0
+        self.active_sum = 0
+        self.active_max = 0
+        self.record_failures = 0
+        self.retries = 0
+        self.transactions = 0
+        self.transaction_records = 0
+        self.transaction_min = -1
+        self.transaction_max = 0
 
     def batch(self, size: int) -> None:
         """One batch of ``size`` records processed."""
@@ -165,6 +233,30 @@ class TaskCounters:
         self.commit_ms += elapsed_ms
         if elapsed_ms > self.commit_max_ms:
             self.commit_max_ms = elapsed_ms
+
+    def poll(self, elapsed_ms: float) -> None:
+        """One ``poll()`` that returned a list, in ``elapsed_ms``."""
+        self.polls += 1
+        self.poll_ms += elapsed_ms
+        if elapsed_ms > self.poll_max_ms:
+            self.poll_max_ms = elapsed_ms
+
+    def active_records(self, active: int) -> None:
+        """A sink's records consumed past its last committed offsets are ``active`` now."""
+        self.active = active
+        self.active_count += 1
+        self.active_sum += active
+        if active > self.active_max:
+            self.active_max = active
+
+    def transaction(self, size: int) -> None:
+        """An exactly-once source committed a transaction of ``size`` records."""
+        self.transactions += 1
+        self.transaction_records += size
+        if size > self.transaction_max:
+            self.transaction_max = size
+        if size < self.transaction_min or self.transaction_min < 0:
+            self.transaction_min = size
 
     def take(self) -> tuple[float, ...]:
         """A snapshot (values in :data:`FIELDS` order); the maxima start again."""
@@ -191,8 +283,25 @@ class TaskCounters:
             self.dlq_requests,
             self.dlq_failures,
             self.last_error_ms,
+            self.polls,
+            self.poll_ms,
+            self.poll_max_ms,
+            self.active,
+            self.active_count,
+            self.active_sum,
+            self.active_max,
+            self.record_failures,
+            self.retries,
+            self.transactions,
+            self.transaction_records,
+            self.transaction_min,
+            self.transaction_max,
         )
         self.batch_max = 0
         self.op_max_ms = 0.0
         self.commit_max_ms = 0.0
+        self.poll_max_ms = 0.0
+        self.active_max = 0
+        self.transaction_min = -1
+        self.transaction_max = 0
         return snapshot

@@ -14,7 +14,7 @@ from core.connect_metrics import RebalanceMetrics, TaskMetrics
 from core.metric_reporters import add_reporters
 from core.metrics import Metrics
 from core.prometheus import render
-from core.runtime.counters import TaskCounters
+from core.runtime.counters import SnapshotsSince, TaskCounters
 from core.worker_config import WorkerConfig
 from plugin_api import ConfigException
 
@@ -137,6 +137,65 @@ def test_task_metrics_record_the_differences_between_snapshots(
     assert value("sink-task-metrics", "offset-commit-seq-no") == 2
     task.close()
     assert metrics.metrics() == []
+
+
+def test_source_poll_times_transaction_sizes_and_error_attempts(
+    metrics: Metrics, clock: Clock
+) -> None:
+    """poll-batch-time, transaction-size (an exactly-once source's, their minimum carried
+    across snapshots merged by SnapshotsSince), total-record-failures and total-retries."""
+    task = TaskMetrics(metrics, "c", 0, "source", transactional=True)
+    counters = TaskCounters()
+    counters.poll(10.0)
+    counters.poll(30.0)
+    counters.transaction(4)
+    counters.transaction(2)
+    counters.record_failures += 2
+    counters.retries += 2
+    merged = SnapshotsSince()
+    merged.add(counters.take())
+    counters.transaction(5)
+    counters.poll(5.0)
+    merged.add(counters.take())
+    task.absorb(tuple(merged.take() or ()))
+
+    def value(name: str, group: str = "source-task-metrics") -> object:
+        return metrics.value(group, name, connector="c", task="0")
+
+    assert value("poll-batch-avg-time-ms") == pytest.approx(15.0)
+    assert value("poll-batch-max-time-ms") == 30.0
+    assert value("transaction-size-min") == 2
+    assert value("transaction-size-max") == 5
+    assert value("transaction-size-avg") == pytest.approx(11 / 3)
+    assert value("total-record-failures", "task-error-metrics") == 2
+    assert value("total-retries", "task-error-metrics") == 2
+    # Not an exactly-once source: no transaction metrics (Kafka's TransactionMetricsGroup
+    # exists only for ExactlyOnceWorkerSourceTask).
+    plain = TaskMetrics(metrics, "d", 0, "source")
+    assert (
+        metrics.metric("source-task-metrics", "transaction-size-avg", connector="d", task="0")
+        is None
+    )
+    plain.close()
+    task.close()
+
+
+def test_sink_active_records_are_the_last_value_and_its_windowed_max_and_avg(
+    metrics: Metrics, clock: Clock
+) -> None:
+    task = TaskMetrics(metrics, "c", 0, "sink")
+    counters = TaskCounters()
+    for active in (100, 300, 0):  # two batches, then a commit of everything
+        counters.active_records(active)
+    task.absorb(counters.take())
+
+    def value(name: str) -> object:
+        return metrics.value("sink-task-metrics", name, connector="c", task="0")
+
+    assert value("sink-record-active-count") == 0
+    assert value("sink-record-active-count-max") == 300
+    assert value("sink-record-active-count-avg") == pytest.approx(400 / 3)
+    task.close()
 
 
 def test_task_ratios_follow_its_states(metrics: Metrics, clock: Clock) -> None:
