@@ -112,6 +112,9 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         self.task_offsets = task_offsets
         self.boundary = boundary
         self._open = False
+        # Records handed to the producer in the open transaction (not dropped or skipped):
+        # Kafka's TransactionMetricsGroup, recorded at each commit (transaction-size-*).
+        self._transaction_size = 0
         self._offsets: dict[Any, tuple[Any, Any]] = {}  # frozen partition -> (partition, offset)
         # The open transaction already holds the offset records of _offsets (poll boundary).
         self._offsets_written = False
@@ -194,6 +197,7 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
 
     def _batch_dispatched(self, batch: _Batch) -> None:
         self._offsets.update(batch.offsets)
+        self._transaction_size += batch.size - batch.skipped
 
     def _queue(self, result: PollResult) -> None:
         """A poll's records as chunks ending where the task set boundaries (one chunk when it
@@ -368,6 +372,8 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
             self.counters.commit((time.monotonic() - started) * 1000, ok=False)
             raise self._transaction_error(exc, "commit") from exc
         self.counters.commit((time.monotonic() - started) * 1000, ok=True)
+        self.counters.transaction(self._transaction_size)
+        self._transaction_size = 0
         self._submitted.drained()  # every record of the transaction is written
         self._open = False
         self._offsets_written = False
@@ -397,6 +403,7 @@ class ExactlyOnceSourceTaskLoop(SourceTaskLoop):
         self._offsets_written = False
         self._doomed = False
         self._offsets_first_for = None
+        self._transaction_size = 0
         self.transactions_aborted += 1
         self.producer.poll(0)  # the dropped records' delivery reports (ignored)
         self._pending_acks += self._acks

@@ -209,6 +209,10 @@ class SinkTaskLoop:
         # The first offset put of each partition since it was assigned: where a rewind goes
         # while nothing of it is committed (Kafka's position at assignment).
         self._first_put: dict[tuple[str, int], int] = {}
+        # Records consumed past the last committed offsets (or past where the task began
+        # reading a partition not committed yet), summed over the partitions: Kafka's
+        # sink-record-active-count, kept up to date a batch at a time (see _account).
+        self._active = 0
         self._assigned: set[tuple[str, int]] = set()
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: Batch | None = None
@@ -448,6 +452,7 @@ class SinkTaskLoop:
         for tp, offset in starts.items():
             self._pending_seeks.pop(tp, None)
             self._current[tp] = offset
+        self._recount_active()  # Kafka's assignedOffsets
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._joined_again()  # a rebalance: the group assigns again
@@ -598,6 +603,7 @@ class SinkTaskLoop:
             self._first_put.pop(tp, None)
             self._paused_by_task.discard(tp)
             self._pending_seeks.pop(tp, None)
+        self._recount_active()  # Kafka's clearOffsets
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -793,8 +799,15 @@ class SinkTaskLoop:
             counters.batch(put)
             counters.records_out += put
             counters.operation(put_ms)
+        if actions.errors is not None:
+            failures, retries = actions.errors
+            self.counters.record_failures += failures
+            self.counters.retries += retries
         failed, reported = actions.failed, actions.reported
         if failed or reported:
+            # Kafka's errant record reporter counts each report a failed operation
+            # (executeFailed, total-record-failures).
+            self.counters.record_failures += len(reported)
             try:
                 self._report(batch, failed, reported)
             except BaseException:
@@ -818,13 +831,42 @@ class SinkTaskLoop:
             return 0
         self._recent.append(batch)
         positions = batch.positions()
-        if not self._first_put.keys() >= positions.keys():  # a partition's first batch
-            _, first = batch.without(positions.keys() - self._first_put.keys())
-            self._first_put.update(first)
-        self._current.update(positions)
+        first_put, current, committed = self._first_put, self._current, self._committed
+        if not first_put.keys() >= positions.keys():  # a partition's first batch
+            _, first = batch.without(positions.keys() - first_put.keys())
+            first_put.update(first)
+        # sink-record-active-count: what the batch moves past the committed offsets (Kafka's
+        # recordConsumedOffsets), per partition of the batch, not per record.
+        active = self._active
+        for tp, position in positions.items():
+            base = committed.get(tp)
+            if base is None:
+                base = first_put[tp]
+            # max(position - base, 0) - max(before - base, 0), without calls to max().
+            before = current.get(tp, base)
+            if before < base:
+                before = base
+            active += (position if position > base else base) - before
+        self._active = active
+        self.counters.active_records(active)
+        current.update(positions)
         self.records_put += len(batch)
         self.progress = (self.records_put, self._clock())
         return len(batch)
+
+    def _recount_active(self, *, record: bool = True) -> None:
+        """Sum the records consumed past the committed offsets anew (after a commit, a
+        rebalance or a seek: not per batch, see :meth:`_account`); ``record``: as a value of
+        sink-record-active-count (Kafka records one at each commit and rebalance)."""
+        committed, first_put = self._committed, self._first_put
+        active = 0
+        for tp, position in self._current.items():
+            base = committed.get(tp, first_put.get(tp))
+            if base is not None and position > base:
+                active += position - base
+        self._active = active
+        if record:
+            self.counters.active_records(active)
 
     def _retry_later(self, batch: Batch | None, exc: RetriableException) -> None:
         """Redeliver the same batch later, as Kafka Connect does; nothing more is consumed
@@ -931,6 +973,7 @@ class SinkTaskLoop:
                 continue  # "Erroneous state" until the fetcher starts: retried next iteration
             del self._pending_seeks[(topic, partition)]
             self._current[(topic, partition)] = offset
+            self._recount_active(record=False)
 
     def commit(
         self,
@@ -1046,6 +1089,7 @@ class SinkTaskLoop:
         self.counters.commit((time.monotonic() - started) * 1000, ok=True)
         for committed in offsets:
             self._committed[(committed.topic, committed.partition)] = committed.offset
+        self._recount_active()  # Kafka's recordCommittedOffsets
 
     def _rewind_to_committed(self, current: Mapping[tuple[str, int], int], exc: Exception) -> None:
         """A periodic commit whose ``pre_commit()`` raised, as Kafka's commitOffsets:
@@ -1069,6 +1113,7 @@ class SinkTaskLoop:
         for (topic, partition), offset in targets.items():
             self._seek(topic, partition, offset)
             self._current[(topic, partition)] = offset
+        self._recount_active(record=False)
 
     def _flush_dead_letters(self, after_failure: bool) -> None:
         """Wait until the reported records are in the DLQ, before their offsets commit."""
@@ -1109,6 +1154,7 @@ class SinkTaskLoop:
         for tp in partitions:
             if tp.error is None and tp.offset >= 0 and (tp.topic, tp.partition) in self._assigned:
                 self._committed[(tp.topic, tp.partition)] = tp.offset
+        self._recount_active()  # Kafka's recordCommittedOffsets
 
     def _finish_join(self, deadline: float) -> None:
         """Let a group join in progress complete before the consumer closes (and leaves).

@@ -487,6 +487,8 @@ class SourceTaskLoop:
         where = _record_for(topic, partition)
         log.error("task %s failed to send %s: %s", self.name, where, why)
         assert self.errors is not None
+        # Kafka's executeFailed(KAFKA_PRODUCE): a failed operation (total-record-failures).
+        self.counters.record_failures += 1
         loop_class = f"{type(self).__module__}.{type(self).__qualname__}"
         self.errors.report_source([(0, where, KAFKA_PRODUCE, loop_class, "KafkaError", why, "")])
 
@@ -608,6 +610,12 @@ class SourceTaskLoop:
         if not self.host.pending:
             return
         result = self.host.poll_result()
+        if result.poll_ms is not None:
+            self.counters.poll(result.poll_ms)
+        if result.errors is not None:
+            failures, retries = result.errors
+            self.counters.record_failures += failures
+            self.counters.retries += retries
         if not keep:
             return
         if result.failures:

@@ -214,6 +214,19 @@ class ErrorPolicy:
         self.retry_delay_max_ms = int(configs.get("errors.retry.delay.max.ms", 60_000))
         self.tolerate_all = str(configs.get("errors.tolerance", "none")).lower() == "all"
         self.sleep: Callable[[float], None] = time.sleep
+        # Failed attempts and retries since :meth:`take_counts` (Kafka's ErrorHandlingMetrics
+        # total-record-failures and total-retries), handed to the worker with an answer.
+        self.failures = 0
+        self.retries = 0
+
+    def take_counts(self) -> tuple[int, int] | None:
+        """``(failed attempts, retries)`` since the last call, None if there were none (a
+        retry always follows a failure: ``failures`` alone says whether anything happened)."""
+        if not self.failures:
+            return None
+        counts = (self.failures, self.retries)
+        self.failures = self.retries = 0
+        return counts
 
     def backoff_s(self, attempt: int) -> float:
         """Delay before retry ``attempt`` (1-based): doubling, capped, with jitter."""
@@ -239,15 +252,20 @@ class ErrorPolicy:
         """
         started = time.monotonic()
         attempt = 0
+        # As Kafka's RetryWithToleranceOperator: each failed attempt is a failure, each
+        # attempt after a backoff a retry.
+        self.failures += 1
         while isinstance(failure.error, RetriableException):
             attempt += 1
             delay = self.retries_left(started, attempt)
             if delay is None:
                 break
             self.sleep(delay)
+            self.retries += 1
             try:
                 return attempt_fn()
             except StageFailure as again:
+                self.failures += 1
                 failure = again
         return failure
 

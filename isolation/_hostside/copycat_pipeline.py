@@ -242,15 +242,18 @@ class SourceRunner:
         A boundary is ``(record index, "commit" | "abort", offsets up to that record)``.
         """
         transactions = self.transactions
+        started = time.monotonic()
         try:
-            records = self.task.poll() or []
+            records = self.task.poll()
         except RetriableException as exc:
             self._poll_retry(exc)
-            return _empty_poll(transactions)
+            return _empty_poll(None, self.errors.take_counts())
+        # Kafka's poll-batch-time: the polls that returned a list (None is "nothing").
+        poll_ms = None if records is None else (time.monotonic() - started) * 1000
         self._poll_failed_since = None
         self._poll_attempts = 0
         try:
-            return self._polled(records, transactions)
+            return self._polled(records or [], transactions, poll_ms)
         except (AttributeError, TypeError) as exc:
             # Checked only now, so that a good batch pays nothing for the check.
             wrong = _wrong_poll_result(records)
@@ -262,12 +265,15 @@ class SourceRunner:
             ) from exc
 
     def _polled(
-        self, records: Sequence[SourceRecord], transactions: HostTransactionContext | None
+        self,
+        records: Sequence[SourceRecord],
+        transactions: HostTransactionContext | None,
+        poll_ms: float | None,
     ) -> tuple[Any, ...]:
-        """:meth:`poll`'s answer for the records the task returned."""
+        """:meth:`poll`'s answer for the records the task returned in ``poll_ms``."""
         size = len(records)
         if not size:
-            return _empty_poll(transactions)
+            return _empty_poll(poll_ms, None)
         seq = self._next_seq
         self._next_seq = seq + size
         if self.wants_acks:
@@ -292,12 +298,15 @@ class SourceRunner:
         # worker would store. (A record's offset that a later one of its partition replaces
         # is never stored, as in Kafka, which validates at each flush.)
         _check_offsets(self.task, records, offsets)
+        errors = self.errors
+        counts = errors.take_counts() if errors.failures else None
         if transactions is None:
-            return batch.wire(), failures, offsets
+            return batch.wire(), failures, offsets, [], poll_ms, counts
         boundaries = _record_boundaries(self.task, transactions, records)
         for _index, _action, ends in boundaries:
             _check_offsets(self.task, records, ends)
-        return batch.wire(), failures, offsets, boundaries + batch_boundary(transactions, offsets)
+        boundaries += batch_boundary(transactions, offsets)
+        return batch.wire(), failures, offsets, boundaries, poll_ms, counts
 
     def _convert_batch(self, seq: int, records: SourceRecordBatch) -> ProducedBatch | None:
         """A :class:`SourceRecordBatch` converted by column without building its records: the
@@ -489,11 +498,11 @@ def _rows_batch(seq: int, rows: list[tuple[Any, ...]]) -> ProducedBatch:
 _DROPPED = (None, None, None, None, None, None)
 
 
-def _empty_poll(transactions: HostTransactionContext | None) -> tuple[Any, ...]:
-    """What a poll() of no records answers (with no boundaries for a task defining its
-    transactions)."""
+def _empty_poll(poll_ms: float | None, counts: tuple[int, int] | None) -> tuple[Any, ...]:
+    """What a poll() of no records answers (no boundaries either for a task defining its
+    transactions): see :class:`copycat_protocol.PollResult`."""
     empty = ProducedBatch(0, 0, None, None, None, [], None, None).wire()
-    return (empty, [], []) if transactions is None else (empty, [], [], [])
+    return (empty, [], [], [], poll_ms, counts)
 
 
 def _record_boundaries(
@@ -648,6 +657,7 @@ class HostSinkTaskContext(SinkTaskContext):
         failed: list[tuple[Any, ...]] | None = None,
         commit: dict[tuple[str, int], int] | None = None,
         put: tuple[int, float] | None = None,
+        errors: tuple[int, int] | None = None,
     ) -> tuple[Any, ...]:
         """The :class:`SinkActions` of the call that just ended (as a plain tuple, the
         shape that crosses the channel), and a clean slate for the next one."""
@@ -661,6 +671,7 @@ class HostSinkTaskContext(SinkTaskContext):
             failed or [],
             commit or {},
             put,
+            errors,
         )
         self.reset()
         return tuple(actions)
@@ -743,7 +754,7 @@ class SinkRunner:
             # Nothing of the batch is put (Kafka converts a whole batch before put()): the
             # worker reports the record (log, dead letter queue), then fails the task.
             self.context.reset()
-            return self.context.drain(failed=failed)
+            return self.context.drain(failed=failed, errors=self.errors.take_counts())
         started = time.monotonic()
         try:
             self.task.put(records)
@@ -754,7 +765,9 @@ class SinkRunner:
             self.context.reset()
             raise RetriablePut(exc, retry_after_ms) from exc
         put = (len(records), (time.monotonic() - started) * 1000)
-        return self.context.drain(failed=failed, put=put)
+        errors = self.errors
+        counts = errors.take_counts() if errors.failures else None
+        return self.context.drain(failed=failed, put=put, errors=counts)
 
     def _recover(
         self, row: tuple[Any, ...], failure: StageFailure, failed: list[tuple[Any, ...]]

@@ -117,8 +117,14 @@ class PollResult(NamedTuple):
     offsets: list[tuple[Any, Any]]
     # Only for a task defining its own transactions (transaction.boundary=connector):
     # ``(row index, "commit" | "abort", offsets up to that row)`` in row order; row index -1
-    # is after the whole batch (always last). Other tasks' answers have three fields.
+    # is after the whole batch (always last); empty for other tasks.
     boundaries: list[tuple[int, str, list[tuple[Any, Any]]]] = []
+    # How long the task's poll() took (ms), None if it returned None (or raised a retriable
+    # error): Kafka's poll-batch-time counts the polls that returned a list.
+    poll_ms: float | None = None
+    # ``(failed attempts, retries)`` of conversions and transforms under errors.retry.*
+    # since the last answer that carried them (task-error-metrics); None for none.
+    errors: tuple[int, int] | None = None
 
 
 class SinkActions(NamedTuple):
@@ -140,6 +146,10 @@ class SinkActions(NamedTuple):
     # put(): ``(records handed to put(), its duration in ms)``, the sink's metrics
     # (sink-record-send, put-batch-time); None for any other call.
     put: tuple[int, float] | None = None
+    # put(): ``(failed attempts, retries)`` of conversions and transforms under
+    # errors.retry.* since the last answer that carried them (task-error-metrics); None for
+    # none.
+    errors: tuple[int, int] | None = None
 
 
 NO_SINK_ACTIONS = SinkActions({}, [], [], False, None, [], [], {})

@@ -510,7 +510,7 @@ def test_a_source_batch_by_column_produces_what_its_records_produce(
         )
         task = (Acking if acks else Returning)(polled)
         runner = SourceRunner(task, pipeline, ErrorPolicy({"errors.tolerance": "all"}))
-        wire, failures, last = runner.poll()
+        wire, failures, last, *_ = runner.poll()
         rows = list(ProducedBatch.from_wire(wire).rows())
         in_flight = list(runner._in_flight.values())
         return rows, [f[:3] for f in failures], (last, in_flight)

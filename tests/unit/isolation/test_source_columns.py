@@ -98,7 +98,7 @@ def _poll(
         ErrorPolicy(errors),
     )
     runner._by_column = by_column
-    wire, failures, offsets = runner.poll()
+    wire, failures, offsets, *_ = runner.poll()
     batch = ProducedBatch.from_wire(wire)
     return list(batch.rows()), failures, offsets, batch.size
 

@@ -92,7 +92,7 @@ def test_an_offset_a_later_record_replaces_is_not_checked() -> None:
         SourceRecord({"p": 0}, {"n": float("nan")}, "t", value="a"),
         SourceRecord({"p": 0}, {"n": 1}, "t", value="b"),
     ]
-    _batch, failures, offsets = SourceRunner(ListSource(records), _pipeline()).poll()
+    _batch, failures, offsets, *_ = SourceRunner(ListSource(records), _pipeline()).poll()
     assert (failures, offsets) == ([], [({"p": 0}, {"n": 1})])
 
 
@@ -135,7 +135,7 @@ def test_a_transform_returning_no_record_is_tolerated_as_one_that_raised() -> No
         _pipeline(TransformStage("shape", _ReturnsDict())),
         ErrorPolicy({"errors.tolerance": "all"}),
     )
-    _batch, failures, offsets = runner.poll()
+    _batch, failures, offsets, *_ = runner.poll()
     assert [f[0] for f in failures] == [0, 1]
     assert "returned dict, not a SourceRecord or None" in failures[0][5]
     assert offsets == [({"p": 0}, {"n": 1})]
