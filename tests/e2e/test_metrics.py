@@ -3,7 +3,9 @@ metrics reporter: real broker, real plugin hosts, both data paths (``task.data.p
 
 Every scrape is parsed with prometheus_client's strict text parser. The module's worker has
 three reporters: Kafka's JmxReporter (a Java class: skipped with a warning), one that fails
-in every call (logged, the worker goes on), and one that records what it is told.
+in every call (logged, the worker goes on), and one that records what it is told; it has the
+faulty test plugins (tests/support/faulty.py) beside the bundled ones. The exactly-once
+source's transaction metrics need a worker of their own (exactly.once.source.support).
 """
 
 from __future__ import annotations
@@ -48,7 +50,13 @@ def worker(
         "metrics.sample.window.ms": "5000",
     }
     with data_path_worker(
-        request, tmp_path_factory, bootstrap_servers, bundled_plugin_path, "metrics", extra
+        request,
+        tmp_path_factory,
+        bootstrap_servers,
+        bundled_plugin_path,
+        "metrics",
+        extra,
+        faulty=True,
     ) as running:
         yield running
 
@@ -256,7 +264,156 @@ def test_tolerated_bad_records_count_as_errors_skipped_and_dead_letters(
     last = task_value(http, "kafka_connect_task_error_last_error_timestamp", name)
     assert last is not None and last > 1_600_000_000_000
     _wait_value(http, "kafka_connect_sink_task_sink_record_send_total", name, good)
+    # A DataException is not retriable: one failed attempt per bad record, no retry (Kafka's
+    # RetryWithToleranceOperator.execAndHandleError).
+    assert task_value(http, "kafka_connect_task_error_total_record_failures", name) == bad
+    assert task_value(http, "kafka_connect_task_error_total_retries", name) == 0
     assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+@BOTH_DATA_PATHS
+def test_a_transform_that_fails_twice_then_succeeds_counts_two_failures_and_two_retries(
+    worker: RestWorker,
+    http: httpx.Client,
+    broker: KafkaCluster,
+    tmp_path: Path,
+    topic_name: str,
+) -> None:
+    """Kafka's execAndRetry: each failed attempt is a failure (recordFailure), each attempt
+    after a backoff a retry (recordRetry); the record that then succeeds is no error."""
+    broker.create_topic(topic_name, 1)
+    _produce(broker.bootstrap_servers, topic_name, [b"only"])
+    name = _file_sink(
+        http,
+        "retries",
+        tmp_path,
+        topic_name,
+        {
+            "errors.retry.timeout": "60000",
+            "errors.retry.delay.max.ms": "500",
+            "transforms": "flaky",
+            "transforms.flaky.type": "FaultyTransform",
+            "transforms.flaky.retriable.failures": "2",
+        },
+    )
+    _wait_value(http, "kafka_connect_sink_task_sink_record_send_total", name, 1)
+    _wait_value(http, "kafka_connect_task_error_total_retries", name, 2)
+    assert task_value(http, "kafka_connect_task_error_total_record_failures", name) == 2
+    assert task_value(http, "kafka_connect_task_error_total_record_errors", name) == 0
+    assert task_value(http, "kafka_connect_task_error_total_records_skipped", name) == 0
+    assert (tmp_path / "out.txt").read_text() == "only\n"
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+@BOTH_DATA_PATHS
+def test_a_source_times_each_poll(worker: RestWorker, http: httpx.Client, topic_name: str) -> None:
+    """poll-batch-{avg,max}-time-ms: the time of the task's poll() (Kafka's recordPoll), here
+    one that sleeps 200 ms before it returns a record."""
+    name = _create(
+        http,
+        "slow-poll",
+        {
+            "connector.class": "FaultySource",
+            "topic": topic_name,
+            "records.per.poll": "1",
+            "poll.sleep.ms": "200",
+        },
+    )
+    wait_for(
+        lambda: (
+            (task_value(http, "kafka_connect_source_task_source_record_write_total", name) or 0)
+            >= 3
+        ),
+        60,
+        f"3 records of {name} written",
+    )
+    avg = task_value(http, "kafka_connect_source_task_poll_batch_avg_time_ms", name)
+    top = task_value(http, "kafka_connect_source_task_poll_batch_max_time_ms", name)
+    assert avg is not None and top is not None
+    assert 200 <= avg <= top < 2_000, (avg, top)
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
+@BOTH_DATA_PATHS
+def test_a_sink_counts_records_consumed_past_its_committed_offsets(
+    worker: RestWorker,
+    http: httpx.Client,
+    broker: KafkaCluster,
+    tmp_path: Path,
+    topic_name: str,
+) -> None:
+    """sink-record-active-count: offsets consumed past the last committed ones (Kafka's
+    computeSinkRecordLag). A sink whose pre_commit() commits nothing keeps all of them
+    active; one that commits what it was given comes back to 0."""
+    records = 300
+    broker.create_topic(topic_name, 1)
+    _produce(broker.bootstrap_servers, topic_name, [f"v{i}".encode() for i in range(records)])
+    stuck = _create(
+        http,
+        "uncommitted",
+        {"connector.class": "FaultySink", "topics": topic_name, "commit.nothing": "true"},
+    )
+    flushed = _file_sink(http, "committed", tmp_path, topic_name)
+    _wait_value(http, "kafka_connect_sink_task_sink_record_active_count", stuck, records)
+    assert task_value(http, "kafka_connect_sink_task_sink_record_active_count_max", stuck) == (
+        records
+    )
+    avg = task_value(http, "kafka_connect_sink_task_sink_record_active_count_avg", stuck)
+    assert avg is not None and 0 < avg <= records
+    _wait_value(http, "kafka_connect_sink_task_sink_record_send_total", flushed, records)
+    _wait_value(http, "kafka_connect_sink_task_sink_record_active_count", flushed, 0)
+    top = task_value(http, "kafka_connect_sink_task_sink_record_active_count_max", flushed)
+    assert top is not None and 0 < top <= records
+    assert http.delete(f"/connectors/{stuck}").status_code == 204
+    assert http.delete(f"/connectors/{flushed}").status_code == 204
+
+
+@pytest.mark.apache_kafka_only(reason="transactions")
+def test_an_exactly_once_source_records_each_transaction_size(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    broker: KafkaCluster,
+    bundled_plugin_path: Path,
+    tmp_path: Path,
+    topic_name: str,
+) -> None:
+    """transaction-size-{min,max,avg} (Kafka's TransactionMetricsGroup): the records of each
+    committed transaction. Poll boundaries and batch.size=4 over 10 lines: 4, 4 and 2."""
+    extra = {
+        "exactly.once.source.support": "enabled",
+        "offset.storage.replication.factor": "1",  # the connector's own offsets topic
+        "metrics.context.connect.kafka.cluster.id": "test-cluster",
+    }
+    with (
+        data_path_worker(
+            request, tmp_path_factory, broker.bootstrap_servers, bundled_plugin_path, "eos", extra
+        ) as eos,
+        eos.client() as http,
+    ):
+        name = _file_source(
+            http,
+            "eos",
+            tmp_path,
+            topic_name,
+            "".join(f"line {i}\n" for i in range(10)),
+            **{
+                "batch.size": "4",
+                "transaction.boundary": "poll",
+                "offsets.storage.topic": f"{topic_name}-offsets",
+            },
+        )
+        wait_for(
+            lambda: math.isclose(
+                task_value(http, "kafka_connect_source_task_transaction_size_avg", name) or 0,
+                10 / 3,
+            ),
+            60,
+            f"transaction-size-avg of {name} == 10/3",
+        )
+        assert task_value(http, "kafka_connect_source_task_transaction_size_min", name) == 2
+        assert task_value(http, "kafka_connect_source_task_transaction_size_max", name) == 4
+        assert task_value(http, "kafka_connect_source_task_source_record_write_total", name) == 10
+        assert http.delete(f"/connectors/{name}").status_code == 204
 
 
 # -- status, removal and reporters -----------------------------------------------------------------

@@ -19,6 +19,9 @@
 * ``print.per.poll``: lines the task prints to stdout on each poll()/put().
 * ``allocate.mb.per.poll``: MiB the task allocates (and keeps) on each poll()/put().
 * ``records.per.poll``: records a source emits per poll() to ``topic`` (default 0).
+* ``poll.sleep.ms``: how long a source's poll() sleeps before it returns (default 20).
+* ``commit.nothing``: ``true`` makes a sink task's ``pre_commit()`` return no offsets (nothing
+  it was given is ever committed).
 * ``stdout.on.start``: a line printed when the task starts (e.g. a secret it was given).
 * ``stop.marker``: a file each task appends ``stopped <pid>`` to when its stop() runs.
 * ``partitions.log``: a file a sink task appends ``open t-p`` / ``close t-p`` to on each
@@ -48,7 +51,8 @@
   ``ints`` (``[1, 2, 3]``) or ``strs`` (``["a", "b"]``).
 
 ``FaultyTransform`` (an SMT) returns ``{"not": "a record"}`` when ``return`` is ``dict``,
-else its record unchanged.
+else its record unchanged; with ``retriable.failures`` = n its first n calls raise a
+RetriableException (errors.retry.* retries them).
 
 Tests install it with :func:`install_faulty` into a plugin path of their own.
 """
@@ -62,8 +66,9 @@ from tests.support.wheels import build_wheel
 
 FAULTY_SOURCE = r"""
 import datetime, os, sys, threading, time, traceback
-from plugin_api import (ConfigDef, ConfigType, ConnectException, SinkConnector, SinkTask,
-                        SourceConnector, SourceRecord, SourceTask, Transformation)
+from plugin_api import (ConfigDef, ConfigType, ConnectException, RetriableException,
+                        SinkConnector, SinkTask, SourceConnector, SourceRecord, SourceTask,
+                        Transformation)
 
 _FOREVER = threading.Event()
 
@@ -146,7 +151,7 @@ class FaultySourceTask(_Misbehaving, SourceTask):
         wrong, value = _wrong(self.props, "task.poll")
         if wrong:
             return value
-        time.sleep(0.02)
+        time.sleep(int(self.props.get("poll.sleep.ms", "20")) / 1000)
         n = int(self.props.get("records.per.poll", "0"))
         records = [
             SourceRecord(*self._where(self.sent + i + 1), self.props["topic"],
@@ -202,6 +207,8 @@ class FaultySinkTask(_Misbehaving, SinkTask):
                 log.writelines(f"{record.value}\n" for record in records)
 
     def pre_commit(self, offsets):
+        if self.props.get("commit.nothing") == "true":
+            return {}
         failing = self.props.get("pre_commit.fail.if")
         if failing and os.path.exists(failing):
             raise ConnectException(f"faulty: pre_commit failing while {failing} exists")
@@ -280,13 +287,22 @@ class _FaultyConnector:
 class FaultyTransform(Transformation):
     def configure(self, configs):
         self.returns = configs.get("return")
+        self.failures = int(configs.get("retriable.failures") or 0)
 
     def apply(self, record):
+        if self.failures > 0:
+            self.failures -= 1
+            raise RetriableException(f"faulty: {self.failures} more failures to go")
         return {"not": "a record"} if self.returns == "dict" else record
 
     def config(self):
-        return ConfigDef().define("return", ConfigType.STRING, None,
-                                  documentation="what apply() returns: dict, or the record")
+        return (
+            ConfigDef()
+            .define("return", ConfigType.STRING, None,
+                    documentation="what apply() returns: dict, or the record")
+            .define("retriable.failures", ConfigType.INT, 0,
+                    documentation="how many calls raise a RetriableException first")
+        )
 
 
 class FaultySource(_FaultyConnector, SourceConnector):
