@@ -53,6 +53,14 @@ MAX_OUTPUT_LINE_CHARS = 4_096
 # with bursts up to OUTPUT_BURST_LINES; beyond that lines are counted, not logged, so a
 # plugin printing in a loop cannot fill the worker's disk or drown its own log.
 OUTPUT_LINES_PER_S = 200.0
+# What a host's last output says when its address-space limit (plugin.host.memory.max.bytes)
+# ended it: Python's MemoryError, or, while the interpreter still loads, the dynamic loader's
+# and the kernel's words for a mapping refused (ImportError of a C extension, ENOMEM).
+OUT_OF_MEMORY_SIGNS = (
+    "MemoryError",
+    "failed to map segment from shared object",
+    "Cannot allocate memory",
+)
 # The longest wait poll() takes (its timeout is a C int of milliseconds, ~24 days).
 POLL_MAX_MS = 2**31 - 1
 OUTPUT_BURST_LINES = 2_000
@@ -656,7 +664,9 @@ class PluginHost:
         reason = describe_exit(self._proc.returncode)
         if self._kill_reason is not None:
             reason = f"{reason}: {self._kill_reason}"
-        elif self.memory_limit_bytes and "MemoryError" in self.stderr_tail():
+        elif self.memory_limit_bytes and any(
+            sign in self.stderr_tail() for sign in OUT_OF_MEMORY_SIGNS
+        ):
             reason = (
                 f"{reason}: out of memory (plugin.host.memory.max.bytes={self.memory_limit_bytes})"
             )

@@ -65,6 +65,33 @@ def test_a_host_over_its_memory_limit_fails_its_task_with_that_reason(
     assert http.delete(f"/connectors/{name}").status_code == 204
 
 
+def test_a_memory_limit_too_small_to_start_a_host_says_so(
+    worker: RestWorker, topic_name: str
+) -> None:
+    """A limit below what the interpreter needs to start fails the connector's host while it
+    loads (a shared library that cannot be mapped): the reason is the limit, not an
+    ImportError the user cannot place."""
+    http = worker.client()
+    name = f"tiny-{topic_name}"
+    config = {
+        "connector.class": "FaultySource",
+        "topic": topic_name,
+        "plugin.host.memory.max.bytes": "20000000",
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    status = wait_until(
+        lambda: (
+            (s := http.get(f"/connectors/{name}/status").json())["connector"]["state"] == "FAILED"
+            and s
+        ),
+        60,
+        "the connector to fail",
+    )
+    trace = status["connector"]["trace"]
+    assert "out of memory (plugin.host.memory.max.bytes=20000000)" in trace, trace
+    assert http.delete(f"/connectors/{name}").status_code == 204
+
+
 @BOTH_DATA_PATHS
 def test_plugin_output_is_relayed_at_a_bounded_rate(worker: RestWorker, topic_name: str) -> None:
     http = worker.client()
