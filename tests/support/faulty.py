@@ -52,7 +52,10 @@
 
 ``FaultyTransform`` (an SMT) returns ``{"not": "a record"}`` when ``return`` is ``dict``,
 else its record unchanged; with ``retriable.failures`` = n its first n calls raise a
-RetriableException (errors.retry.* retries them).
+RetriableException (errors.retry.* retries them); while the file named by
+``retriable.fail.if`` exists, it prints ``faulty: retriable failure in transform.apply`` and
+raises a RetriableException instead (a backend that is down, as a schema registry for the
+Avro converter).
 
 Tests install it with :func:`install_faulty` into a plugin path of their own.
 """
@@ -288,11 +291,16 @@ class FaultyTransform(Transformation):
     def configure(self, configs):
         self.returns = configs.get("return")
         self.failures = int(configs.get("retriable.failures") or 0)
+        self.retriable_fail_if = configs.get("retriable.fail.if")
 
     def apply(self, record):
         if self.failures > 0:
             self.failures -= 1
             raise RetriableException(f"faulty: {self.failures} more failures to go")
+        failing = self.retriable_fail_if
+        if failing and os.path.exists(failing):
+            print("faulty: retriable failure in transform.apply", flush=True)
+            raise RetriableException("faulty: the transform's backend is unavailable")
         return {"not": "a record"} if self.returns == "dict" else record
 
     def config(self):
@@ -302,6 +310,8 @@ class FaultyTransform(Transformation):
                     documentation="what apply() returns: dict, or the record")
             .define("retriable.failures", ConfigType.INT, 0,
                     documentation="how many calls raise a RetriableException first")
+            .define("retriable.fail.if", ConfigType.STRING, None,
+                    documentation="a file; while it exists, apply() raises RetriableException")
         )
 
 
