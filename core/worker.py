@@ -418,6 +418,17 @@ class _TaskRunner(threading.Thread):
         loop = self.loop
         return loop.topics() if loop is not None else set()
 
+    def request_stop(self) -> None:
+        """Ask the task to stop (:meth:`Worker._stop_runners` waits for it): its driver ends
+        after the current iteration, and its plugin host is told at once, so that a retry of
+        a record's retriable failure waiting there (errors.retry.timeout) ends now instead of
+        holding the stop until the graceful timeout (the record is not delivered, its offset
+        not committed), as Kafka's RetryWithToleranceOperator ends its backoff on a stop."""
+        self.stopping.set()
+        host = self.host
+        if host is not None:
+            host.request_stop()
+
     def kill_host(self, reason: str) -> None:
         """Reclaim a task that does not stop (or start) in time: kill its plugin host."""
         host = self.host
@@ -953,7 +964,7 @@ class Worker:
 
     def _stop_runners(self, name: str, runners: list[_TaskRunner], timeout_s: float | None) -> None:
         for runner in runners:
-            runner.stopping.set()
+            runner.request_stop()
         timeout = timeout_s if timeout_s is not None else self.graceful_timeout_s
         deadline = time.monotonic() + timeout
         for runner in runners:

@@ -11,7 +11,8 @@ Every implementation honours the same contract: one request at a time; ``submit`
 ``result`` (or ``request`` for both); a request's answer arrives within its deadline or the
 host is killed and the waiter gets :class:`~isolation.errors.PluginHostTimeout`; ``kill`` may
 be called from any thread and the waiter then gets
-:class:`~isolation.errors.PluginHostCrashed`; plugin exceptions arrive as
+:class:`~isolation.errors.PluginHostCrashed`; ``request_stop`` may be called from any thread
+and ends a retry's backoff in the host at once; plugin exceptions arrive as
 :class:`~isolation.errors.RemotePluginError`.
 """
 
@@ -65,6 +66,11 @@ class HostChannel(Protocol):
     def result(self, timeout_s: float | None = None) -> Any: ...
 
     def kill(self, reason: str | None = None) -> None: ...
+
+    def request_stop(self) -> None:
+        """Tell the host that its task is stopping (any thread, also while a request runs):
+        a retry's backoff waiting in it ends at once."""
+        ...
 
     def close(self, timeout_s: float = ...) -> None: ...
 

@@ -68,6 +68,12 @@ class HostClient:
     def kill(self, reason: str | None = None) -> None:
         self.channel.kill(reason)
 
+    def request_stop(self) -> None:
+        """Tell the host that its task is stopping; any thread, also while a request runs: a
+        retry of a record's retriable failure waiting there ends at once (the record is not
+        delivered), as Kafka's RetryWithToleranceOperator.triggerStop() ends its backoff."""
+        self.channel.request_stop()
+
     def close(self, timeout_s: float | None = None) -> None:
         if timeout_s is None:
             self.channel.close()

@@ -122,6 +122,12 @@ class DirectHost:
         if self.failure is None:
             self.failure = PluginHostError(f"plugin host {self.name} (direct) {reason or 'killed'}")
 
+    def request_stop(self) -> None:
+        """Tell the host's task it is stopping: a retry's backoff in it ends at once (in a
+        host process, the process's own request, which the worker makes, does it too)."""
+        if self._host is not None:
+            self._host.stop.set()
+
     def close(self, timeout_s: float = 0.0) -> None:
         if self._host is None:
             return

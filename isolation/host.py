@@ -228,6 +228,8 @@ class PluginHost:
         self._kill_reason: str | None = None
         self._relay: threading.Thread | None = None
         self._events = -1
+        self._stop = -1  # the write end of the host's stop pipe (request_stop)
+        self._stop_lock = threading.Lock()
         self.failure: PluginHostError | None = None
         self.info: protocol.HostInfo | None = None
         # How many of the worker's log level changes the host has applied (isolation/levels.py);
@@ -240,6 +242,9 @@ class PluginHost:
         to_host_r, to_host_w = os.pipe()
         from_host_r, from_host_w = os.pipe()
         events_r, events_w = os.pipe() if self.on_event is not None else (-1, -1)
+        # The task's stop request (request_stop): the host's retries wait on its read end.
+        stop_r, stop_w = os.pipe()
+        os.set_blocking(stop_w, False)  # a request never waits for the host to read it
         for fd in (to_host_w, from_host_w):
             wire.enlarge_pipe(fd)
         env = dict(self._env if self._env is not None else os.environ)
@@ -268,9 +273,16 @@ class PluginHost:
             str(to_host_r),
             str(from_host_w),
             str(events_w),
+            str(stop_r),
             *map(str, region_fds),
         ]
-        passed = (to_host_r, from_host_w, *([events_w] if events_w >= 0 else []), *region_fds)
+        passed = (
+            to_host_r,
+            from_host_w,
+            *([events_w] if events_w >= 0 else []),
+            stop_r,
+            *region_fds,
+        )
         try:
             self._proc = launcher.spawn(
                 cmd,
@@ -285,14 +297,18 @@ class PluginHost:
             for fd in (to_host_r, to_host_w, from_host_r, from_host_w, events_r, events_w):
                 if fd >= 0:
                     os.close(fd)
+            os.close(stop_r)
+            os.close(stop_w)
             self._close_regions()
             raise PluginHostError(
                 f"cannot start plugin host for {self.name} with {self.python}: {exc}"
             ) from exc
         os.close(to_host_r)
         os.close(from_host_w)
+        os.close(stop_r)
         self._to_host, self._from_host = to_host_w, from_host_r
         self._answers.register(from_host_r, select.POLLIN)
+        self._stop = stop_w
         if events_w >= 0:
             os.close(events_w)
             self._events = events_r
@@ -414,6 +430,19 @@ class PluginHost:
             except ProcessLookupError:
                 pass
 
+    def request_stop(self) -> None:
+        """Tell the host that its task is stopping, from any thread, also while a request
+        runs: a retry of a record's retriable failure (errors.retry.timeout) waiting in it
+        ends at once, as Kafka's RetryWithToleranceOperator.triggerStop() ends its backoff,
+        instead of holding the stop until the graceful timeout kills the host."""
+        with self._stop_lock:  # not closed (and its number reused) under the write
+            if self._stop < 0:
+                return
+            try:
+                os.write(self._stop, b"s")
+            except OSError:
+                pass  # the host is gone (or its pipe full of earlier requests): nothing to end
+
     def close(self, timeout_s: float = SHUTDOWN_GRACE_S) -> None:
         """Ask the host to exit, kill it if it does not, and release the channel.
 
@@ -484,15 +513,16 @@ class PluginHost:
             self._proc.wait()
         if self._relay is not None and self._relay is not threading.current_thread():
             self._relay.join(SHUTDOWN_GRACE_S)  # the last lines reach the log and the tail
-        if self._from_host >= 0:
-            self._answers.unregister(self._from_host)
-        for fd in (self._to_host, self._from_host):
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-        self._to_host = self._from_host = -1
+        with self._stop_lock:
+            if self._from_host >= 0:
+                self._answers.unregister(self._from_host)
+            for fd in (self._to_host, self._from_host, self._stop):
+                if fd >= 0:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+            self._to_host = self._from_host = self._stop = -1
         self._close_regions()
         # The owner's callbacks usually hold the owner, which holds this host (a connector's
         # on_exit reaches its HostClient): a cycle only a full garbage collection frees, rare

@@ -142,6 +142,11 @@ class InProcessHost:
             )
         self._requests.put(None)
 
+    def request_stop(self) -> None:
+        """Tell the host's task it is stopping: a retry's backoff in it ends at once."""
+        if self._host is not None:
+            self._host.stop.set()
+
     def close(self, timeout_s: float = 5.0) -> None:
         if self._thread is None:
             return

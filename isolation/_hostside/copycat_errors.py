@@ -15,9 +15,12 @@ entered once something has failed.
 
 from __future__ import annotations
 
+import math
 import os
 import random
+import select
 import sysconfig
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -205,19 +208,75 @@ class StageFailure(Exception):
         )
 
 
-class ErrorPolicy:
-    """``errors.retry.timeout``, ``errors.retry.delay.max.ms`` and ``errors.tolerance``."""
+class StopRequest:
+    """The worker's request that the task of this host stop, which every retry backoff waits
+    on (Kafka's RetryWithToleranceOperator waits on its ``stopRequestedLatch``): a retry then
+    ends at once instead of holding the task's stop until the graceful timeout kills the host.
 
-    def __init__(self, configs: Mapping[str, Any] | None = None) -> None:
+    In a host process it is the read end of a pipe the worker writes a byte to
+    (:meth:`isolation.host.PluginHost.request_stop`), readable from then on (and at EOF, when
+    the worker is gone); anywhere else (a host on a thread of the worker) an Event the worker
+    sets. Only looked at while a retry waits: the per-record path never touches it.
+    """
+
+    def __init__(self, fd: int = -1) -> None:
+        self._fd = fd
+        self._event = threading.Event()
+        # poll(), not select(): the pipe keeps the worker's descriptor number, which may be
+        # 1024 or more in a worker with many connectors.
+        self._poll: select.poll | None = None
+        if fd >= 0:
+            self._poll = select.poll()
+            self._poll.register(fd, select.POLLIN)
+
+    def set(self) -> None:
+        """Request the stop (a host in the worker's process; a host process's pipe is written
+        by the worker)."""
+        self._event.set()
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s``; True, at once, if the stop is (or was) requested."""
+        if self._event.is_set():
+            return True
+        if self._poll is None:
+            return self._event.wait(max(0.0, timeout_s))
+        timeout_ms = min(max(0, math.ceil(timeout_s * 1000)), 2**31 - 1)
+        if self._poll.poll(timeout_ms):
+            self._event.set()
+        return self._event.is_set()
+
+
+class RetryStopped(Exception):
+    """The task was asked to stop while a record's retriable failure was being retried: the
+    record is not delivered (a source's is not sent, a sink's batch is not put), so its offset
+    is not committed and it is processed again when the task runs next (at-least-once)."""
+
+    def __init__(self, failure: StageFailure) -> None:
+        super().__init__(f"stopped while retrying: {failure}")
+        self.failure = failure
+
+
+class ErrorPolicy:
+    """``errors.retry.timeout``, ``errors.retry.delay.max.ms`` and ``errors.tolerance``;
+    ``stop``: the host's :class:`StopRequest`, which ends a retry's backoff."""
+
+    def __init__(
+        self, configs: Mapping[str, Any] | None = None, stop: StopRequest | None = None
+    ) -> None:
         configs = configs or {}
         self.retry_timeout_ms = int(configs.get("errors.retry.timeout", 0))
         self.retry_delay_max_ms = int(configs.get("errors.retry.delay.max.ms", 60_000))
         self.tolerate_all = str(configs.get("errors.tolerance", "none")).lower() == "all"
-        self.sleep: Callable[[float], None] = time.sleep
+        self.stop = stop if stop is not None else StopRequest()
         # Failed attempts and retries since :meth:`take_counts` (Kafka's ErrorHandlingMetrics
         # total-record-failures and total-retries), handed to the worker with an answer.
         self.failures = 0
         self.retries = 0
+
+    def wait(self, delay_s: float) -> bool:
+        """A retry's backoff: sleep ``delay_s``, or less if the task is asked to stop meanwhile
+        (then True)."""
+        return self.stop.wait(delay_s)
 
     def take_counts(self) -> tuple[int, int] | None:
         """``(failed attempts, retries)`` since the last call, None if there were none (a
@@ -249,6 +308,10 @@ class ErrorPolicy:
 
         Returns the StageFailure itself when retrying is over: the caller reports it, and
         skips the record (tolerance ``all``) or raises :class:`NotTolerated` (``none``).
+
+        Raises:
+            RetryStopped: the task was asked to stop before or during a backoff; the record
+                is neither delivered nor reported as failed.
         """
         started = time.monotonic()
         attempt = 0
@@ -260,7 +323,8 @@ class ErrorPolicy:
             delay = self.retries_left(started, attempt)
             if delay is None:
                 break
-            self.sleep(delay)
+            if self.wait(delay):
+                raise RetryStopped(failure)
             self.retries += 1
             try:
                 return attempt_fn()

@@ -3,7 +3,7 @@
 Started by the worker from a plugin venv's interpreter as::
 
     <venv>/bin/python -I -c <bootstrap> <plugin_api dir> <this dir> <memory limit> \
-        <in fd> <out fd> <events fd> [<in region fd> <out region fd>]
+        <in fd> <out fd> <events fd> <stop fd> [<in region fd> <out region fd>]
 
 The bootstrap puts the runtime's ``plugin_api`` first on ``sys.path`` (parent-first) and the
 venv's site-packages stay where the interpreter put them (child-first for everything else).
@@ -12,6 +12,8 @@ offsets) before it answers. Connector events (a connector asking for task reconf
 reporting an error, from any of its threads) go out on a channel of their own, at once. Anything
 the plugin writes to stdout goes to stderr, which the worker relays to its log and keeps the
 tail of for crash reports.
+The worker's request that the host's task stop arrives on a pipe of its own (``<stop fd>``),
+which only a retry's backoff waits on, so that it ends at once (``copycat_errors.StopRequest``).
 
 :class:`Host` only dispatches; how requests arrive and answers leave is its transport's
 business: :func:`main` serves it over pipes, the worker's in-process twin
@@ -34,7 +36,14 @@ from typing import Any
 
 import copycat_protocol as protocol
 import copycat_wire as wire
-from copycat_errors import ContractViolation, ErrorPolicy, describe, exception_trace, raised_at
+from copycat_errors import (
+    ContractViolation,
+    ErrorPolicy,
+    StopRequest,
+    describe,
+    exception_trace,
+    raised_at,
+)
 from copycat_loader import LocationRegistry, ModuleConflictError, resolve
 from copycat_pipeline import (
     HostSinkTaskContext,
@@ -198,9 +207,13 @@ class Host:
     worker from any thread, outside any request.
     """
 
-    def __init__(self, callback: Callback, emit: Emit) -> None:
+    def __init__(self, callback: Callback, emit: Emit, stop: StopRequest | None = None) -> None:
         self._callback = callback
         self._emit = emit
+        # The worker's request that this host's task stop, which ends a retry's backoff (see
+        # StopRequest): the process's own in a host process (also for the Host a task's data
+        # path makes there, isolation/direct.py), else one of this Host's.
+        self.stop = stop or _process_stop or StopRequest()
         self.objects: dict[int, Any] = {}
         # Objects that want to know when the worker goes quiet (QUIET_AFTER, ON_QUIET).
         self.quiet_watchers: dict[int, Any] = {}
@@ -473,7 +486,10 @@ class Host:
             raise plugin_api.ConnectException(f"{target} is not a SourceTask")
         transactions = HostTransactionContext() if connector_boundaries else None
         runner = SourceRunner(
-            task, self._pipeline(pipeline), ErrorPolicy(pipeline.get("errors")), transactions
+            task,
+            self._pipeline(pipeline),
+            ErrorPolicy(pipeline.get("errors"), self.stop),
+            transactions,
         )
         self.objects[obj_id] = task
         self.runners[obj_id] = runner
@@ -494,7 +510,7 @@ class Host:
             raise plugin_api.ConnectException(f"{target} is not a SinkTask")
         context = HostSinkTaskContext(props, errant_reporting)
         runner = SinkRunner(
-            task, self._pipeline(pipeline), context, ErrorPolicy(pipeline.get("errors"))
+            task, self._pipeline(pipeline), context, ErrorPolicy(pipeline.get("errors"), self.stop)
         )
         self.objects[obj_id] = task
         self.runners[obj_id] = runner
@@ -644,10 +660,16 @@ class _PipeTransport:
                 answered = time.monotonic()
 
 
+# A host process's StopRequest: the pipe the worker writes to when the task stops (main()).
+_process_stop: StopRequest | None = None
+
+
 def main(argv: list[str]) -> None:
-    in_fd, out_fd, events_fd = int(argv[0]), int(argv[1]), int(argv[2])
+    global _process_stop
+    in_fd, out_fd, events_fd, stop_fd = (int(fd) for fd in argv[:4])
+    _process_stop = StopRequest(stop_fd)
     # Shared regions for large pickles (worker -> host, host -> worker) where the OS has them.
-    regions = [wire.SharedRegion(int(fd)) for fd in argv[3:5]] or [None, None]
+    regions = [wire.SharedRegion(int(fd)) for fd in argv[4:6]] or [None, None]
     # Plugin prints must never reach a channel; stdout is also the worker's stderr relay.
     sys.stdout = sys.stderr
     logging.getLogger().addHandler(_RecordsToWorker())

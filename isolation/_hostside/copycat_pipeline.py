@@ -30,6 +30,7 @@ from copycat_errors import (
     ContractViolation,
     ErrorPolicy,
     NotTolerated,
+    RetryStopped,
     StageFailure,
     describe,
     kafka_class_name,
@@ -383,7 +384,8 @@ class SourceRunner:
         """Transform and convert record by record; failures go to ``failures``.
 
         Raises:
-            _StoppedAt: a failure that is not tolerated, with the rows before it.
+            _StoppedAt: a failure that is not tolerated, or a stop requested while a record
+                was retried, with the rows before it.
         """
         convert = self._convert
         rows: list[tuple[Any, ...]] = []
@@ -391,7 +393,12 @@ class SourceRunner:
             try:
                 row = convert(original)
             except StageFailure as failure:
-                row = self.errors.recover(lambda o=original: convert(o), failure)
+                try:
+                    row = self.errors.recover(lambda o=original: convert(o), failure)
+                except RetryStopped:
+                    # Asked to stop while retrying it: this record and those after it are not
+                    # sent, so no offset of theirs is committed; those before it are sent.
+                    raise _StoppedAt(index - seq, _rows_batch(seq, rows)) from None
                 if isinstance(row, StageFailure):
                     failures.append((index, _describe_source(original), *row.info()))
                     if not self.errors.tolerate_all:
@@ -450,7 +457,7 @@ class SourceRunner:
                 f"errors.retry.timeout={errors.retry_timeout_ms} ms: {describe(exc)}"
             ) from exc
         print(f"poll() failed with a retriable error, retrying: {describe(exc)}", file=sys.stderr)
-        errors.sleep(errors.backoff_s(self._poll_attempts))
+        errors.wait(errors.backoff_s(self._poll_attempts))  # a stop ends it: nothing was polled
 
     def acked(self, acks: Sequence[tuple[int, str | None, int, int, int | None]]) -> None:
         """Call ``commit_record`` for records the broker acknowledged (or that were dropped)."""
@@ -755,6 +762,16 @@ class SinkRunner:
             # worker reports the record (log, dead letter queue), then fails the task.
             self.context.reset()
             return self.context.drain(failed=failed, errors=self.errors.take_counts())
+        except RetryStopped as stopped:
+            # Asked to stop while a record was retried: nothing of the batch is put, and the
+            # worker keeps it for redelivery, which the stop ends, so none of its offsets is
+            # committed and it is read again when the task runs next.
+            self.context.reset()
+            cause = RetriableException(
+                f"the task was asked to stop while retrying a record ({stopped.failure}); "
+                "its batch is not put"
+            )
+            raise RetriablePut(cause, None) from stopped
         started = time.monotonic()
         try:
             self.task.put(records)
