@@ -114,7 +114,7 @@ def test_a_stop_ends_a_retriable_poll_backoff(stop_pipe: tuple[StopRequest, int]
     runner._poll_attempts = 10  # as after 10 failed polls: the next backoff is the 60 s cap
     _stop_later(write)
     started = time.monotonic()
-    wire, failures, offsets = runner.poll()
+    wire, failures, offsets, *_ = runner.poll()
     assert time.monotonic() - started < PROMPT_S
     assert (len(ProducedBatch.from_wire(wire)), failures, offsets) == (0, [], [])
 
@@ -135,7 +135,7 @@ def test_a_source_record_retried_at_a_stop_is_not_sent_nor_its_offset_kept(
     runner = SourceRunner(Polls(records), Pipeline(None, None, None, [down]), errors)
     _stop_later(write, 1.0)  # after a few attempts
     started = time.monotonic()
-    wire, failures, offsets = runner.poll()
+    wire, failures, offsets, *_ = runner.poll()
     assert time.monotonic() - started < 1.0 + PROMPT_S
     assert down.attempts >= 2
     # The record before it is sent, and only its offset is stored; no failure is reported
