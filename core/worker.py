@@ -220,6 +220,9 @@ class _TaskRunner(threading.Thread):
         self.paused = threading.Event()
         if paused:
             self.paused.set()
+        # Set after ``stopping`` or ``paused`` changes (request_stop, request_pause): ends
+        # the driver's wait between the iterations of a paused loop.
+        self.wakeup = threading.Event()
         self.started = threading.Event()  # set once start() returned (or failed)
         self.failed = False
         self.started_at = time.monotonic()
@@ -294,6 +297,16 @@ class _TaskRunner(threading.Thread):
     def _set_host(self, host: HostClient) -> None:
         self.host = host
 
+    def request_pause(self, paused: bool) -> None:
+        """Pause or resume the task: its driver acts on it at once, even while it waits."""
+        (self.paused.set if paused else self.paused.clear)()
+        self.wakeup.set()
+
+    def request_stop(self) -> None:
+        """Stop the task: its driver acts on it at once, even while it waits."""
+        self.stopping.set()
+        self.wakeup.set()
+
     def _report_slow_start(self, after_s: float) -> None:
         """The start watch's (its own thread): say where a start that is taking long waits."""
         if self.started.is_set() or self.stopping.is_set():
@@ -366,13 +379,21 @@ class _TaskRunner(threading.Thread):
         what was already polled and polls no more (a loop in a plugin host learns it with that
         iteration's request). As Kafka's WorkerTask reports onPause from the task's own thread:
         a status of PAUSED means no record moves any more.
+
+        While paused, an iteration that moved nothing is followed by a wait of the loop's
+        ``paused_wait_s`` (as Kafka's WorkerTask.awaitUnpause waits), which a resume or a stop
+        ends at once (``wakeup``): a paused source costs nothing, a paused sink still polls.
         """
         paused = reported_failure = False
         metrics = self.metrics
         take_at = 0.0  # when the loop's counters are next taken (TAKE_EVERY_S)
+        wakeup = self.wakeup
         try:
             loop.start()
-            while not self.stopping.is_set():
+            while True:
+                wakeup.clear()  # before the states are read: a change after it ends the wait
+                if self.stopping.is_set():
+                    break
                 changed = self.paused.is_set() != paused
                 if changed:
                     paused = self.paused.is_set()
@@ -387,7 +408,10 @@ class _TaskRunner(threading.Thread):
                     metrics.state(state)
                     self.worker.status.update_task(self.connector, self.task_id, state=state)
                 if not moved:
-                    self.stopping.wait(IDLE_BACKOFF_S)
+                    if paused:
+                        wakeup.wait(max(IDLE_BACKOFF_S, loop.paused_wait_s))
+                    else:
+                        self.stopping.wait(IDLE_BACKOFF_S)
         except BaseException as exc:  # noqa: BLE001 - a task failure must not kill the worker
             self.failed = True
             if self.stopping.is_set():
@@ -999,7 +1023,7 @@ class Worker:
         for runner in list(connector.tasks.values()):
             # Each task reports its own PAUSED / RUNNING once its loop has paused or resumed
             # (_TaskRunner._drive; a task on Spark through its heartbeat), not before.
-            (runner.paused.set if paused else runner.paused.clear)()
+            runner.request_pause(paused)
         if connector.host is not None:  # the instance's worker reports the connector's state
             self.status.set_connector(
                 name, Status(state, self.worker_id, version=connector.version)

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core.runtime.counters import SnapshotsSince
+from core.runtime.loop import SOURCE_PAUSED_WAIT_S
 from core.runtime.services import TaskServices
 from core.runtime.spec import TaskSpec
 from isolation import HostClient
@@ -298,6 +299,11 @@ class HostedTaskLoop:
 
     def resume(self) -> None:
         self._paused = False
+
+    @property
+    def paused_wait_s(self) -> float:
+        """The hosted loop's (each wait saves a round trip to the host)."""
+        return SOURCE_PAUSED_WAIT_S if self.spec.kind == "source" else 0.0
 
     def stop(self, *, failed: bool, timeout_s: float, fenced: bool = False) -> None:
         try:

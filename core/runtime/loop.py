@@ -6,7 +6,7 @@ A driver (the worker's task thread, a Spark executor's task) runs::
     while not told to stop:
         loop.pause() / loop.resume()   when the target state changes
         moved = loop.iteration()       also while paused: it keeps the clients alive
-        if not moved: wait a little
+        if not moved: wait a little (paused: loop.paused_wait_s, ended by a resume or stop)
     loop.stop(failed=..., timeout_s=graceful timeout)
 
 and never looks inside: no ``isinstance`` on loop types, no private fields. Offsets are
@@ -18,7 +18,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
-__all__ = ["TaskLoop"]
+__all__ = ["SOURCE_PAUSED_WAIT_S", "TaskLoop"]
+
+# A paused source's TaskLoop.paused_wait_s: its paused iteration only serves the producer's
+# acknowledgements and commits what is due, which may wait this long (the default offset
+# commit interval is a minute); a resume or a stop ends the wait at once.
+SOURCE_PAUSED_WAIT_S = 1.0
 
 
 class TaskLoop(Protocol):
@@ -43,6 +48,16 @@ class TaskLoop(Protocol):
         ...
 
     def resume(self) -> None: ...
+
+    @property
+    def paused_wait_s(self) -> float:
+        """While paused, how long the driver may wait after an iteration that moved nothing
+        before the next one (a resume or a stop ends the wait at once). Long for a source,
+        whose paused iteration only serves its producer and commits what is due (Kafka's
+        WorkerTask.awaitUnpause waits until resumed); 0 for a sink, whose paused iteration
+        polls its consumer, waiting there, to keep its group membership (the driver then waits
+        as after any idle iteration)."""
+        ...
 
     def stop(self, *, failed: bool, timeout_s: float, fenced: bool = False) -> None:
         """Commit what is durable (after a failure too: a source's acknowledged records, a

@@ -295,6 +295,13 @@ class SinkTaskLoop:
         self._unfetch(set(self._assigned), rewind=True)
         self._pause_partitions(self._assigned)
 
+    @property
+    def paused_wait_s(self) -> float:
+        """No wait of the driver's own: a paused iteration polls the consumer (waiting
+        there), which keeps the task in its group and answers a rebalance promptly, as
+        Kafka's paused WorkerSinkTask polls."""
+        return 0.0
+
     def resume(self) -> None:
         if not self._paused:
             return

@@ -49,6 +49,7 @@ from core.errors import ErrorReporter
 from core.kafka import JAVA_MAX_REQUEST_SIZE, wrap_kafka_error
 from core.offsets import OffsetStore
 from core.runtime.counters import TaskCounters
+from core.runtime.loop import SOURCE_PAUSED_WAIT_S
 from core.runtime.spec import ErrorsPolicy
 from core.topics import TopicCreator
 from isolation import HostClient, PollResult, ProducedBatch, RemotePluginError
@@ -328,6 +329,10 @@ class SourceTaskLoop:
 
     def resume(self) -> None:
         self._paused = False
+
+    @property
+    def paused_wait_s(self) -> float:
+        return SOURCE_PAUSED_WAIT_S
 
     def topics(self) -> set[str]:
         return set(self._topics_seen)

@@ -113,6 +113,8 @@ class _Heartbeat(threading.Thread):
         self.control = control
         self.target = PAUSED if task.assignment.paused else RUNNING
         self.stop_requested = threading.Event()
+        # Set when the target changes or a stop is asked: ends a paused loop's wait.
+        self.wakeup = threading.Event()
         self.fenced = False
         self.done = threading.Event()
         self.last_contact = time.monotonic()
@@ -139,16 +141,21 @@ class _Heartbeat(threading.Thread):
                 self.done.wait(min(1.0, assignment.heartbeat_interval_s))
                 continue
             self.last_contact = time.monotonic()
-            self.target = str(answer["target"])
+            target = str(answer["target"])
+            if target != self.target:
+                self.target = target
+                self.wakeup.set()
             if answer.get("fenced"):
                 self._stop(fenced=True)
                 return
             if self.target == STOP:
                 self.stop_requested.set()
+                self.wakeup.set()
 
     def _stop(self, fenced: bool) -> None:
         self.fenced = fenced
         self.stop_requested.set()
+        self.wakeup.set()
 
     def final(self, state: str, trace: str | None) -> None:
         """One last report (stopped or failed) before the job returns."""
@@ -247,10 +254,14 @@ class ExecutorTask:
         failure: str | None = None
         paused = False
         take_at = 0.0  # when the loop's counters are next taken (TAKE_EVERY_S)
+        wakeup = heartbeat.wakeup
         try:
             loop.start()
             self.state = "RUNNING"
-            while not heartbeat.stop_requested.is_set():
+            while True:
+                wakeup.clear()  # before the target is read: a change after it ends the wait
+                if heartbeat.stop_requested.is_set():
+                    break
                 want_paused = heartbeat.target == PAUSED
                 if want_paused != paused:
                     paused = want_paused
@@ -262,7 +273,10 @@ class ExecutorTask:
                     take_at = now + TAKE_EVERY_S
                     self.counters.add(loop.take_counters())
                 if not moved:
-                    heartbeat.stop_requested.wait(IDLE_BACKOFF_S)
+                    if paused:  # as the local worker's driver (core/worker.py)
+                        wakeup.wait(max(IDLE_BACKOFF_S, loop.paused_wait_s))
+                    else:
+                        heartbeat.stop_requested.wait(IDLE_BACKOFF_S)
         except BaseException as exc:  # noqa: BLE001 - reported to the worker
             failure = failure_trace(exc)
             self.state, self.trace = "FAILED", failure
