@@ -246,7 +246,18 @@ class WorkerHerder(AbstractHerder):
         if self._ops.on_own_thread(name):
             return fn()
         future = self._ops.submit(name, what, fn)
-        return self._wait(name, what, future) if wait else None
+        if wait:
+            return self._wait(name, what, future)
+        future.add_done_callback(partial(self._log_failure, name, what))
+        return None
+
+    @staticmethod
+    def _log_failure(name: str, what: str, future: Future[Any]) -> None:
+        """An operation nobody waits for: what it raised (it reports its own failures in
+        the connector's status; this is for what it did not expect) is logged."""
+        exc = future.exception()
+        if exc is not None:
+            log.error("%s of connector %s failed: %s", what, name, exc, exc_info=exc)
 
     @staticmethod
     def _wait(name: str, what: str, future: Future[T]) -> T:
@@ -937,7 +948,9 @@ class WorkerHerder(AbstractHerder):
             previous = self._target(name)
             self.configs.put_target_state(name, TargetState.PAUSED)
         if previous is TargetState.STOPPED:
-            self._run(name, "pause", partial(self._start, name))
+            # Answered once the target is written, as Kafka's pauseConnector: the start
+            # (the connector's start() may take long) goes on behind.
+            self._run(name, "pause", partial(self._start, name), wait=False)
         else:
             self._apply_target(name)
 
@@ -947,7 +960,9 @@ class WorkerHerder(AbstractHerder):
             previous = self._target(name)
             self.configs.put_target_state(name, TargetState.STARTED)
         if previous is TargetState.STOPPED:
-            self._run(name, "resume", partial(self._start, name))
+            # Answered once the target is written, as Kafka's resumeConnector: the start
+            # (the connector's start() may take long) goes on behind.
+            self._run(name, "resume", partial(self._start, name), wait=False)
         elif previous is TargetState.PAUSED:
             self._apply_target(name)
             # As Kafka, a connector resumed is asked for its task configs (queued, not

@@ -35,6 +35,7 @@ WATCH_S = 4.0
 PAUSED_CPU_S = 0.04
 # How soon a resume or stop must take effect (the task's status, its thread's end).
 ACTS_WITHIN_S = 1.0
+SLOW_START_MS = 6_000
 
 
 @pytest.fixture(scope="module")
@@ -117,3 +118,40 @@ def test_a_paused_source_task_waits_without_spinning(
     # Its stop is a graceful one (a final commit): well within the graceful timeout.
     graceful_s = int(worker.props["task.shutdown.graceful.timeout.ms"]) / 1000
     assert time.monotonic() - asked < graceful_s
+
+
+@pytest.mark.parametrize("previous", ["resume", "pause"])
+def test_a_stopped_connector_resumed_answers_before_it_has_started(
+    worker: RestWorker, topic_name: str, previous: str
+) -> None:
+    http = worker.client()
+    name = f"slow-start-{previous}-{topic_name}"
+    config = {
+        "connector.class": "FaultySource",
+        "topic": topic_name,
+        "connector.start.ms": str(SLOW_START_MS),
+    }
+    assert http.post("/connectors", json={"name": name, "config": config}).status_code == 201
+    wait_until(lambda: _state(http, name)[0] == "RUNNING", 30, "the connector to run")
+    assert http.put(f"/connectors/{name}/stop").status_code == 204
+    assert _state(http, name) == ("STOPPED", [])
+
+    asked = time.monotonic()
+    answer = http.put(f"/connectors/{name}/{previous}")
+    took = time.monotonic() - asked
+    assert answer.status_code == 202, answer.text
+    assert took < SLOW_START_MS / 1000 / 3, (
+        f"PUT /{previous} of a STOPPED connector answered after {took:.1f} s: it waited for "
+        f"the connector's start ({SLOW_START_MS} ms)"
+    )
+    expected = "RUNNING" if previous == "resume" else "PAUSED"
+    wait_until(
+        lambda: _state(http, name)[0] == expected,
+        SLOW_START_MS / 1000 + 30,
+        f"the connector to be {expected}",
+    )
+    if previous == "resume":
+        wait_until(lambda: _state(http, name)[1] == ["RUNNING"], 30, "its task to run")
+    # Still answered at once: an unknown connector.
+    assert http.put(f"/connectors/no-such-{name}/{previous}").status_code == 404
+    assert http.delete(f"/connectors/{name}").status_code == 204
