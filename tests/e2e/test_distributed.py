@@ -244,6 +244,33 @@ def test_a_connector_paused_from_stopped_has_no_task_until_resumed(
     assert _wait_lines(sink, 10) == [_line(i).strip() for i in range(10)]
 
 
+def test_a_stopped_connector_resumed_answers_before_it_has_started(
+    cluster: DistributedCluster,
+) -> None:
+    # Kafka's herder writes the target state and answers 202: the start, however long the
+    # connector's start() takes, goes on behind.
+    name = "slowresume"
+    start_ms = 6_000
+    config = {
+        "connector.class": "FaultySource",
+        "topic": "unused",
+        "connector.start.ms": str(start_ms),
+    }
+    created = cluster.request("POST", "/connectors", json={"name": name, "config": config})
+    assert created.status_code == 201, created.text
+    cluster.wait_running(name, 1)
+    assert cluster.request("PUT", f"/connectors/{name}/stop").status_code == 204
+    cluster.wait_running(name, 0, state="STOPPED")
+    for via in range(WORKERS):
+        asked = time.monotonic()
+        assert cluster.request("PUT", f"/connectors/{name}/resume", via=via).status_code == 202
+        took = time.monotonic() - asked
+        assert took < start_ms / 1000 / 3, f"the resume answered after {took:.1f} s (via {via})"
+    cluster.wait_running(name, 1)
+    assert cluster.request("PUT", "/connectors/no-such-one/resume").status_code == 404
+    assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+
+
 def _connector_statuses_on(url: str, name: str) -> list[str]:
     """The connector-metrics status values of ``name`` that the worker at ``url`` exposes."""
     text = httpx.get(url + "/metrics", timeout=30).text
