@@ -302,11 +302,6 @@ class _TaskRunner(threading.Thread):
         (self.paused.set if paused else self.paused.clear)()
         self.wakeup.set()
 
-    def request_stop(self) -> None:
-        """Stop the task: its driver acts on it at once, even while it waits."""
-        self.stopping.set()
-        self.wakeup.set()
-
     def _report_slow_start(self, after_s: float) -> None:
         """The start watch's (its own thread): say where a start that is taking long waits."""
         if self.started.is_set() or self.stopping.is_set():
@@ -447,8 +442,10 @@ class _TaskRunner(threading.Thread):
         after the current iteration, and its plugin host is told at once, so that a retry of
         a record's retriable failure waiting there (errors.retry.timeout) ends now instead of
         holding the stop until the graceful timeout (the record is not delivered, its offset
-        not committed), as Kafka's RetryWithToleranceOperator ends its backoff on a stop."""
+        not committed), as Kafka's RetryWithToleranceOperator ends its backoff on a stop.
+        A driver waiting while paused acts on it at once too (``wakeup``)."""
         self.stopping.set()
+        self.wakeup.set()
         host = self.host
         if host is not None:
             host.request_stop()
