@@ -284,6 +284,15 @@ def test_avro_schema_evolution_compatible_accepted_incompatible_fails_the_task(
         wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
         trace = worker.status.task(name, 0).trace
         assert f"{topic_name}-value" in trace and "409" in trace, trace
+        # As Confluent's converter names it (a 4xx error code: InvalidConfigurationException,
+        # a ConfigException to Connect): no Python class
+        # (copycat_avro.registry_client.SchemaRegistryError) in the trace.
+        refused = (
+            "org.apache.kafka.common.config.ConfigException: Failed to access Avro data "
+            f"from topic '{topic_name}' : "
+        )
+        assert refused in trace, trace
+        assert "SchemaRegistryError" not in trace, trace
         time.sleep(0.5)
         # Nothing of the failing batch was written: offsets stop at the last good record.
         assert [o for _, o in worker.offsets.connector_offsets(name)] == [{"n": 200}]
@@ -510,3 +519,10 @@ def test_avro_sink_refused_by_the_registry_fails_the_task_or_dead_letters_naming
         assert headers["__connect.errors.stage"] == "VALUE_CONVERTER"
         text = headers["__connect.errors.exception.message"]
         assert "HTTP 401" in text and registry.url in text, text
+        # Kafka's class, as Kafka Connect with Confluent's converter writes it (401 is a client
+        # error: ConfigException), not copycat_avro.registry_client.SchemaRegistryError.
+        exception = headers["__connect.errors.exception.class.name"]
+        assert exception == "org.apache.kafka.common.config.ConfigException", exception
+        trace = headers["__connect.errors.exception.stacktrace"]
+        assert trace.startswith(exception + ": Failed to access Avro data from topic "), trace
+        assert "SchemaRegistryError" not in trace, trace

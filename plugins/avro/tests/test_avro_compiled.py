@@ -9,7 +9,7 @@ from typing import Any
 from connect_strategies import outcome, schemas, values
 from copycat_avro import AvroConverter, from_connect_schema
 from copycat_avro._avrocompiled import compile_reader, compile_writer
-from copycat_avro._avrodata import physical
+from copycat_avro._avrodata import physical, schema_string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_avro_converter import FakeRegistry
@@ -57,6 +57,41 @@ def test_writes_wrong_values_as_the_exact_path_does(data: st.DataObject) -> None
         pass
     expected = outcome(lambda: conv._from_connect_exact("t", schema, wrong))
     assert outcome(lambda: conv.from_connect_data("t", schema, wrong)) == expected
+
+
+@SETTINGS
+@given(st.data())
+def test_use_latest_version_writes_the_bytes_and_errors_of_the_exact_path(
+    data: st.DataObject,
+) -> None:
+    """use.latest.version=true compiles the writer of the subject's latest version too: the
+    exact path's bytes and errors, whether the latest version is the value's own schema or
+    another one, for values of the schema and of others."""
+    schema = data.draw(schemas())
+    latest = data.draw(st.one_of(st.just(schema), schemas()))
+    value = data.draw(values(schema))
+    wrong = data.draw(values(data.draw(schemas())))
+    try:
+        avro = from_connect_schema(latest)
+    except Exception:  # noqa: BLE001 - a schema Avro cannot hold: no latest version
+        return
+    registry = VersionedRegistry()
+    registry.register("t-value", schema_string(avro))
+    conv = AvroConverter(client=registry)
+    conv.configure(
+        {
+            "schema.registry.url": "http://unused",
+            "auto.register.schemas": "false",
+            "use.latest.version": "true",
+        },
+        False,
+    )
+    for n, written in enumerate((value, wrong)):
+        expected = outcome(lambda w=written: conv._from_connect_exact("t", schema, w))
+        if n == 0 and written is not None and expected[0] == "ok":  # the writer is kept
+            assert ("t", schema) in conv._fast_writers
+        for _ in range(2):  # the first one may compile the writer, the second uses it
+            assert outcome(lambda w=written: conv.from_connect_data("t", schema, w)) == expected
 
 
 @SETTINGS

@@ -3,8 +3,9 @@
 The registry is ``copycat schema-registry --basic-auth``'s server (as Confluent's with
 ``authentication.method=BASIC``), on a ``_schemas`` topic of each test's own. Right
 credentials work both ways (``basic.auth.credentials.source`` USER_INFO and URL); wrong or
-missing ones fail the record with a DataException naming the registry URL, the subject (or
-schema id) and the status, and are never taken for "this id has no version".
+missing ones fail the record with a ConfigException (as Confluent's converter: a registry
+client error) naming the registry URL, the subject (or schema id) and the status, and are
+never taken for "this id has no version".
 """
 
 from __future__ import annotations
@@ -17,7 +18,13 @@ import pytest
 from copycat_avro import AvroConverter, SchemaRegistryClient, SchemaRegistryError
 
 from core.dev.schema_registry import BasicAuth, SchemaRegistry
-from plugin_api import INT64_SCHEMA, DataException, RetriableException, SchemaBuilder, Struct
+from plugin_api import (
+    INT64_SCHEMA,
+    ConfigException,
+    RetriableException,
+    SchemaBuilder,
+    Struct,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -100,7 +107,7 @@ def test_refused_credentials_fail_serializing_naming_url_subject_and_status(
 ) -> None:
     conv = converter(registry.url, **config)
     for _ in range(2):  # not cached, not retried: each record asks once and fails
-        with pytest.raises(DataException) as raised:
+        with pytest.raises(ConfigException) as raised:
             conv.from_connect_data(topic_name, SCHEMA, order(1))
         assert not isinstance(raised.value, RetriableException)
         message = str(raised.value)
@@ -112,7 +119,7 @@ def test_refused_credentials_fail_serializing_naming_url_subject_and_status(
     assert f"{topic_name}-value" not in subjects  # nothing registered
 
     lookup_only = converter(registry.url, **{"auto.register.schemas": "false", **config})
-    with pytest.raises(DataException, match=f"HTTP {status}"):
+    with pytest.raises(ConfigException, match=f"HTTP {status}"):
         lookup_only.from_connect_data(topic_name, SCHEMA, order(1))
 
 
@@ -125,7 +132,7 @@ def test_refused_credentials_fail_deserializing_naming_url_id_and_status(
     assert data is not None
     schema_id = int.from_bytes(data[1:5], "big")
     conv = converter(registry.url, **user_info("alice", "wrong"))
-    with pytest.raises(DataException) as raised:
+    with pytest.raises(ConfigException) as raised:
         conv.to_connect_data(topic_name, data)
     message = str(raised.value)
     assert f"schema for id {schema_id}" in message and repr(topic_name) in message, message
@@ -181,7 +188,7 @@ def test_credentials_revoked_while_running_fail_the_record_not_its_version(
         broker.bootstrap_servers, port=port, topic=schemas, basic_auth=revoked
     ) as reg:
         for _ in range(2):
-            with pytest.raises(DataException) as raised:
+            with pytest.raises(ConfigException) as raised:
                 reader.to_connect_data(other, data)
             message = str(raised.value)
             assert "schema version for id" in message and "HTTP 401" in message, message

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import json
+import logging
 import uuid
 
 import httpx
@@ -15,6 +16,7 @@ from copycat_avro import AvroConverter
 from plugin_api import (
     INT64_SCHEMA,
     STRING_SCHEMA,
+    ConfigException,
     DataException,
     Decimal,
     SchemaBuilder,
@@ -103,12 +105,16 @@ def test_compatible_evolution_accepted_incompatible_rejected(
     first = conv.from_connect_data(topic_name, v1, Struct.from_dict(v1, base))
     second = conv.from_connect_data(topic_name, v2, Struct.from_dict(v2, {**base, "email": "a@b"}))
     assert first[1:5] != second[1:5]  # a new schema id for the evolved schema
-    with pytest.raises(DataException) as caught:
+    with pytest.raises(ConfigException) as caught:
         conv.from_connect_data(
             topic_name, v3, Struct.from_dict(v3, {**base, "email": "a", "phone": "1"})
         )
+    # Confluent's converter: a registry client error (409) is a ConfigException (its
+    # serializer's InvalidConfigurationException), the registry's answer in the message.
+    assert type(caught.value) is ConfigException  # Kafka's class in DLQ headers and traces
     message = str(caught.value)
-    assert f"{topic_name}-value" in message
+    assert message.startswith(f"Failed to access Avro data from topic '{topic_name}' : ")
+    assert f"{topic_name}-value" in message and schema_registry.url in message
     assert "incompatible" in message and "409" in message
     versions = httpx.get(f"{schema_registry.url}/subjects/{topic_name}-value/versions").json()
     assert versions == [1, 2]
@@ -116,10 +122,41 @@ def test_compatible_evolution_accepted_incompatible_rejected(
 
 def test_lookup_only_mode_fails_for_unregistered_schema(schema_registry, topic_name: str) -> None:  # noqa: ANN001
     conv = converter(schema_registry.url, **{"auto.register.schemas": "false"})
-    with pytest.raises(DataException, match="40401"):
+    with pytest.raises(DataException, match="40401") as caught:
         conv.from_connect_data(topic_name, STRING_SCHEMA, "x")
+    # Not a client error to Confluent's serializer (40401 // 100 is 404): a DataException.
+    assert type(caught.value) is DataException
+    assert str(caught.value).startswith(f"Failed to serialize Avro data from topic '{topic_name}'")
     converter(schema_registry.url).from_connect_data(topic_name, STRING_SCHEMA, "x")
     assert conv.from_connect_data(topic_name, STRING_SCHEMA, "y")[5:] == b"\x02y"
+
+
+def test_registry_requests_are_not_logged_one_line_each(
+    schema_registry,  # noqa: ANN001
+    topic_name: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """httpx logs every request at INFO ("HTTP Request: POST .../versions "HTTP/1.1 409
+    Conflict""): a plugin host printed one line per record refused (366 lines in 20 s with
+    errors.tolerance=all). Confluent's client logs no line per request; the refusal is in
+    the error, naming subject and registry. httpx's own logging is left as it is."""
+    caplog.set_level(logging.INFO)
+    httpx_logger = logging.getLogger("httpx")
+    level, handlers = httpx_logger.level, list(httpx_logger.handlers)
+    conv = converter(schema_registry.url)
+    data = conv.from_connect_data(topic_name, STRING_SCHEMA, "x")
+    assert converter(schema_registry.url).to_connect_data(topic_name, data).value == "x"
+    for _ in range(3):
+        with pytest.raises(ConfigException) as refused:
+            conv.from_connect_data(topic_name, INT64_SCHEMA, 1)  # 409: incompatible
+        message = str(refused.value)
+        assert f"'{topic_name}-value'" in message and schema_registry.url in message, message
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith(("httpx", "httpcore"))]
+    assert logged == []
+    assert (httpx_logger.level, httpx_logger.handlers) == (level, handlers)
+    # Other httpx requests of the process are still logged as before.
+    httpx.get(f"{schema_registry.url}/subjects")
+    assert any(r.name == "httpx" and "HTTP Request" in r.getMessage() for r in caplog.records)
 
 
 def test_unreachable_registry_is_retriable() -> None:

@@ -12,8 +12,15 @@ subject name strategy picks, and the id is cached. With ``use.latest.version=tru
 auto-registration off, the subject's latest schema is used instead, fetched once and then
 cached for ``latest.cache.ttl.sec`` seconds (-1, the default: for good; as Confluent's
 serializers, which also bound the cache by ``latest.cache.size`` subjects). A registry refusal
-(e.g. 409: incompatible with the subject's compatibility level) raises ``DataException``
-naming the subject and quoting the registry.
+raises the Kafka class Confluent's converter raises (see :func:`_refused`): a client error
+(error code 4xx, e.g. 409: incompatible with the subject's compatibility level)
+``ConfigException``, any other ``DataException``; both name the subject and the registry and
+quote it.
+
+Compiled writers and readers (per (topic, Connect schema) and (topic, schema id)) are kept in
+LRU caches of ``schemas.cache.config`` entries (Confluent's AvroData cache size, 1000 by
+default); with ``use.latest.version`` the latest version's writer is compiled too, for as long
+as the latest-version cache holds that version.
 
 Names and metadata (``connect.meta.data``, ``scrub.invalid.names``, as Confluent's
 ``AvroDataConfig``): see :mod:`copycat_avro._avrodata`. A schema whose names Avro refuses
@@ -36,15 +43,16 @@ Credentials (``basic.auth.credentials.source``): ``URL`` (the default) takes the
 user-info of ``schema.registry.url`` (``http://user:p%40ss@host:8081``, percent-decoded),
 ``USER_INFO`` from ``basic.auth.user.info``; Confluent's ``SASL_INHERIT`` is refused at
 validation. A registry answering 401 or 403 fails the record (serializing or deserializing)
-with a ``DataException`` naming the registry URL, the subject (or schema id) and the status;
-it is not retried (the same credentials get the same answer) and never read as "this id has
-no version" (only 40401/40403 are). Confluent's converter raises a ``ConfigException`` there;
-both fail the task, or send the record to the dead letter queue with ``errors.tolerance=all``.
+with a ``ConfigException`` (as Confluent's converter) naming the registry URL, the subject (or
+schema id) and the status; it is not retried (the same credentials get the same answer) and
+never read as "this id has no version" (only 40401/40403 are). It fails the task, or sends
+the record to the dead letter queue with ``errors.tolerance=all``.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import struct
 import time
@@ -65,7 +73,11 @@ from copycat_avro._avrodata import (
     to_connect_schema,
 )
 from copycat_avro._version import __version__
-from copycat_avro.registry_client import RegisteredSchema, SchemaRegistryClient
+from copycat_avro.registry_client import (
+    RegisteredSchema,
+    SchemaRegistryClient,
+    SchemaRegistryError,
+)
 from copycat_avro.strategies import SubjectNameStrategy, resolve_strategy
 from plugin_api import (
     NULL_SCHEMA_AND_VALUE,
@@ -73,6 +85,7 @@ from plugin_api import (
     ConfigDef,
     ConfigException,
     ConfigType,
+    ConnectException,
     Converter,
     DataException,
     Headers,
@@ -88,10 +101,18 @@ __all__ = ["AvroConverter"]
 
 MAGIC_BYTE = 0
 _HEADER = struct.Struct(">bI")
-# (topic, schema) pairs and (topic, schema id) pairs whose compiled writer / reader is kept:
-# a task sees a handful; the bound keeps a source that makes a schema per record in check.
-COMPILED_CACHE_SIZE = 64
 _new_tuple = tuple.__new__
+# Stamps of use of the compiled writers and readers (their LRU order): a hit stores the next
+# one in its entry, no more (taking an entry out of a dict and putting it back, to keep the
+# order in the dict, hashes its key twice: measured, twice the cost of a (topic, Schema) hit).
+_USES = itertools.count()
+
+
+def _evict_least_recently_used(cache: dict[Any, list[Any]]) -> None:
+    """Drop the entry of ``cache`` used longest ago (its last item is its stamp of use): on
+    a miss of a full cache only, next to compiling the new entry."""
+    del cache[min(cache, key=lambda key: cache[key][-1])]
+
 
 SCHEMA_REGISTRY_URL_CONFIG = "schema.registry.url"
 AUTO_REGISTER_SCHEMAS_CONFIG = "auto.register.schemas"
@@ -262,6 +283,45 @@ for _key, (_default, _doc) in UNSUPPORTED_AVRO_DATA_CONFIGS.items():
     CONFIG_DEF.define(_key, ConfigType.BOOLEAN, _default, _only(_default), Importance.LOW, _doc)
 
 
+def _refused(
+    topic: str, exc: SchemaRegistryError, data_message: str, context: str = ""
+) -> ConnectException:
+    """The error a registry refusal fails the record with, of the Kafka class Confluent's
+    converter gives it (the dead letter queue's ``exception.class.name``): a client error
+    (error code 4xx: 401/403, 409 incompatible schema ...) is an
+    ``InvalidConfigurationException`` to Confluent's serializers, which its converter turns
+    into a ``ConfigException`` ("Failed to access Avro data from topic ..."); any other
+    refusal (40401/40403 not found, 42201 invalid schema ...) a ``SerializationException``,
+    which becomes a ``DataException``. The registry's own answer (URL, subject, status) is
+    kept in the message."""
+    code = exc.error_code if isinstance(exc.error_code, int) else exc.status
+    if code // 100 == 4:
+        return ConfigException(f"Failed to access Avro data from topic {topic!r} : {context}{exc}")
+    return DataException(f"{data_message}{context}{exc}")
+
+
+class _Expired(Exception):
+    """Take the exact path: a compiled writer of a cached latest version whose
+    ``latest.cache.ttl.sec`` ran out, or a schema with no compiled reader."""
+
+
+def _until(deadline: float, encode: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+    """``encode`` until ``deadline`` (monotonic); after it, it raises and the record takes
+    the exact path, which fetches the latest version again."""
+
+    def write(value: Any, _now: Callable[[], float] = time.monotonic) -> bytes:
+        if _now() >= deadline:
+            raise _Expired
+        return encode(value)
+
+    return write
+
+
+def _not_compiled(data: bytes, start: int) -> Any:
+    """The reader of a schema the compiler does not take: the exact path reads it."""
+    raise _Expired
+
+
 class _LRU:
     __slots__ = ("_data", "_capacity")
 
@@ -317,19 +377,28 @@ class AvroConverter(Converter):
         self._scrub = False
         self._writers = _LRU(1000)
         self._readers = _LRU(1000)
+        self._compiled_size = 1000
         self._reset_compiled()
 
     def _reset_compiled(self) -> None:
-        # (topic, schema) -> (wire header, compiled writer); the last one by identity
-        self._fast_writers: dict[tuple[str, Schema], tuple[bytes, Callable[[Any], bytes]]] = {}
+        # The compiled writers and readers: LRU caches of schemas.cache.config entries each
+        # (Confluent's AvroData caches that many schemas). A hit is a dict look-up and a
+        # stamp of use (_USES) stored in the entry; a full cache drops the entry with the
+        # oldest stamp, alone, to make room for a new one.
+        # (topic, schema) -> [wire header, compiled writer or None: not compiled, stamp];
+        # the last one used by identity
+        self._fast_writers: dict[tuple[str, Schema], list[Any]] = {}
+        # use.latest.version: subject -> the (topic, schema) writers compiled for its cached
+        # latest version, dropped with it (a newer latest version must take effect then)
+        self._latest_writers: dict[str, set[tuple[str, Schema]]] = {}
         self._last_write: tuple[object, object, bytes, Callable[[Any], bytes] | None] = (
             None,
             None,
             b"",
             None,
         )
-        # (topic, schema id) -> (Connect schema, compiled reader)
-        self._fast_readers: dict[tuple[str, int], tuple[Schema, Callable[[bytes, int], Any]]] = {}
+        # (topic, schema id) -> [Connect schema, compiled reader, stamp]
+        self._fast_readers: dict[tuple[str, int], list[Any]] = {}
         # subject -> (monotonic time fetched, latest version) for use.latest.version
         self._latest: OrderedDict[str, tuple[float, RegisteredSchema]] = OrderedDict()
 
@@ -366,6 +435,7 @@ class AvroConverter(Converter):
         )
         size = conf.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0
         self._writers, self._readers = _LRU(size), _LRU(size)
+        self._compiled_size = size
         self._reset_compiled()
         if self._client is None:
             urls = [str(u) for u in conf.get_list(SCHEMA_REGISTRY_URL_CONFIG) or []]
@@ -447,9 +517,14 @@ class AvroConverter(Converter):
     def _fast_writer(
         self, topic: str, schema: Schema | None
     ) -> tuple[object, object, bytes, Callable[[Any], bytes] | None]:
-        """The compiled writer remembered for ``(topic, schema)``, if any."""
+        """The compiled writer remembered for ``(topic, schema)``, if any (now the most
+        recently used one)."""
         found = self._fast_writers.get((topic, schema)) if schema is not None else None
-        last = (topic, schema, *found) if found is not None else (topic, schema, b"", None)
+        if found is not None:
+            found[2] = next(_USES)
+            last = (topic, schema, found[0], found[1])
+        else:
+            last = (topic, schema, b"", None)
         self._last_write = last
         return last
 
@@ -466,15 +541,20 @@ class AvroConverter(Converter):
         assert self._client is not None and self._strategy is not None, "configure() was not called"
         writer = self._writer(topic, schema)
         subject = self._strategy.subject_name(topic, self._is_key, writer.avro)
-        parsed = writer.parsed
-        if self._auto_register:
-            schema_id = self._client.register(subject, writer.text)
-        elif self._use_latest:
-            latest = self._latest_version(subject)
-            schema_id = latest.id
-            parsed = self._reader(schema_id, latest.schema)[0]
-        else:
-            schema_id = self._client.lookup_id(subject, writer.text)
+        parsed, avro, fetched = writer.parsed, writer.avro, None
+        try:
+            if self._auto_register:
+                schema_id = self._client.register(subject, writer.text)
+            elif self._use_latest:
+                fetched, latest = self._latest_version(subject)
+                schema_id = latest.id
+                parsed, avro = self._reader(schema_id, latest.schema)
+            else:
+                schema_id = self._client.lookup_id(subject, writer.text)
+        except SchemaRegistryError as exc:
+            raise _refused(
+                topic, exc, f"Failed to serialize Avro data from topic {topic!r}: "
+            ) from exc
         datum = from_connect_data(schema, value, self._scrub)
         out = io.BytesIO()
         out.write(_HEADER.pack(MAGIC_BYTE, schema_id))
@@ -486,38 +566,70 @@ class AvroConverter(Converter):
                 "schema id "
                 f"{schema_id}): {exc}"
             ) from exc
-        if not self._use_latest or self._auto_register:  # the id stays what it is now
-            self._remember_writer(topic, schema, out.getvalue()[: _HEADER.size], writer.avro)
+        header = out.getvalue()[: _HEADER.size]
+        if fetched is None:  # the id stays what it is now
+            self._remember_writer(topic, schema, header, avro)
+        elif subject in self._latest and self._latest_ttl_s != 0:
+            # The latest version's id holds while the latest-version cache keeps it.
+            self._remember_latest_writer(topic, schema, header, avro, subject, fetched)
         return out.getvalue()
 
-    def _latest_version(self, subject: str) -> RegisteredSchema:
-        """The subject's latest version, cached as Confluent's serializers cache it:
-        ``latest.cache.ttl.sec`` seconds after it was fetched (-1, the default: for good),
-        at most ``latest.cache.size`` subjects (the least recently fetched go first)."""
+    def _latest_version(self, subject: str) -> tuple[float, RegisteredSchema]:
+        """The subject's latest version and when it was fetched (monotonic), cached as
+        Confluent's serializers cache it: ``latest.cache.ttl.sec`` seconds after it was
+        fetched (-1, the default: for good), at most ``latest.cache.size`` subjects (the
+        least recently fetched go first). The writers compiled for a version leave with it."""
         assert self._client is not None
         cached = self._latest.get(subject)
         if cached is not None and (
             self._latest_ttl_s < 0 or time.monotonic() - cached[0] < self._latest_ttl_s
         ):
-            return cached[1]
+            return cached
         latest = self._client.latest(subject)
+        fetched = (time.monotonic(), latest)
+        self._forget_latest(subject)
         if self._latest_size > 0:
-            self._latest.pop(subject, None)
-            self._latest[subject] = (time.monotonic(), latest)
+            self._latest[subject] = fetched
             while len(self._latest) > self._latest_size:
-                self._latest.popitem(last=False)
-        return latest
+                self._forget_latest(next(iter(self._latest)))
+        return fetched
 
-    def _remember_writer(self, topic: str, schema: Schema, header: bytes, avro: Any) -> None:
-        if (topic, schema) in self._fast_writers:
-            return
+    def _forget_latest(self, subject: str) -> None:
+        """Drop ``subject``'s cached latest version and the writers compiled for it."""
+        self._latest.pop(subject, None)
+        keys = self._latest_writers.pop(subject, None)
+        if keys:
+            for key in keys:
+                self._fast_writers.pop(key, None)
+            self._last_write = (None, None, b"", None)
+
+    def _remember_writer(self, topic: str, schema: Schema, header: bytes, avro: Any) -> bool:
+        """Compile and keep the writer of ``(topic, schema)`` (True if it was not kept yet).
+        A schema the compiler does not take is kept as such (no writer): its records take
+        the exact path without trying to compile it again for each one."""
+        writers, key = self._fast_writers, (topic, schema)
+        if key in writers or self._compiled_size <= 0:
+            return False
         encode = compile_writer(physical(avro), schema, header, scrub_name if self._scrub else None)
-        if encode is None:
-            return
-        if len(self._fast_writers) >= COMPILED_CACHE_SIZE:
-            self._fast_writers.clear()
-        self._fast_writers[(topic, schema)] = (header, encode)
+        if len(writers) >= self._compiled_size:
+            _evict_least_recently_used(writers)
+        writers[key] = [header, encode, next(_USES)]
         self._last_write = (None, None, b"", None)
+        return True
+
+    def _remember_latest_writer(
+        self, topic: str, schema: Schema, header: bytes, avro: Any, subject: str, fetched: float
+    ) -> None:
+        """:meth:`_remember_writer` for ``use.latest.version``: the writer of the subject's
+        cached latest version, dropped with it (:meth:`_forget_latest`: evicted, or fetched
+        again). With a TTL it also stops at the TTL's end by itself: the record then takes
+        the exact path, which fetches the latest version again."""
+        if not self._remember_writer(topic, schema, header, avro):
+            return
+        self._latest_writers.setdefault(subject, set()).add((topic, schema))
+        entry = self._fast_writers[(topic, schema)]
+        if self._latest_ttl_s > 0 and entry[1] is not None:
+            entry[1] = _until(fetched + self._latest_ttl_s, entry[1])
 
     # -- bytes -> Connect ------------------------------------------------------------------
 
@@ -544,6 +656,7 @@ class AvroConverter(Converter):
         if type(data) is bytes and len(data) > _HEADER.size and data[0] == MAGIC_BYTE:
             found = self._fast_readers.get((topic, int.from_bytes(data[1:5])))
             if found is not None:
+                found[2] = next(_USES)
                 try:
                     return _new_tuple(SchemaAndValue, (found[0], found[1](data, _HEADER.size)))
                 except Exception:  # noqa: BLE001 - Fallback, truncated data: the exact path
@@ -570,7 +683,8 @@ class AvroConverter(Converter):
             elif type(value) is bytes and len(value) > start and value[0] == MAGIC_BYTE:
                 found = readers.get((topic, int.from_bytes(value[1:5])))
                 if found is not None:
-                    header, (schema, read) = value[:start], found
+                    found[2] = next(_USES)
+                    header, schema, read = value[:start], found[0], found[1]
                     try:
                         append((schema, read(value, start)))
                         continue
@@ -583,7 +697,7 @@ class AvroConverter(Converter):
                 else None
             )
             if found is not None:  # the exact path compiled one: the next records use it
-                header, (schema, read) = value[:start], found
+                header, schema, read = value[:start], found[0], found[1]
         return out
 
     def _to_connect_exact(self, topic: str, data: bytes) -> SchemaAndValue:
@@ -604,6 +718,8 @@ class AvroConverter(Converter):
             parsed, avro = self._reader(schema_id)
         except RetriableException as exc:
             raise RetriableException(self._retrieving_failed(topic, "", schema_id, exc)) from exc
+        except SchemaRegistryError as exc:
+            raise self._refused_reading(topic, "", schema_id, exc) from exc
         except DataException as exc:
             raise DataException(self._retrieving_failed(topic, "", schema_id, exc)) from exc
         try:
@@ -625,7 +741,9 @@ class AvroConverter(Converter):
             raise RetriableException(
                 self._retrieving_failed(topic, " version", schema_id, exc)
             ) from exc
-        except DataException as exc:  # e.g. 401/403: the record fails, nothing is cached
+        except SchemaRegistryError as exc:  # e.g. 401/403: the record fails, nothing cached
+            raise self._refused_reading(topic, " version", schema_id, exc) from exc
+        except DataException as exc:
             raise DataException(self._retrieving_failed(topic, " version", schema_id, exc)) from exc
         key = (schema_id, version)
         connect_schema: Schema | None = self._readers.get(key)
@@ -643,15 +761,28 @@ class AvroConverter(Converter):
             f"{'key' if self._is_key else 'value'} schema{what} for id {schema_id}: {exc}"
         )
 
+    def _refused_reading(
+        self, topic: str, what: str, schema_id: int, exc: SchemaRegistryError
+    ) -> ConnectException:
+        """A registry refusal while reading, as :func:`_refused` classes it."""
+        return _refused(
+            topic,
+            exc,
+            f"Failed to deserialize data for topic {topic!r} to Avro: ",
+            f"Error retrieving Avro {'key' if self._is_key else 'value'} schema{what} for id "
+            f"{schema_id}: ",
+        )
+
     def _remember_reader(self, topic: str, schema_id: int, avro: Any, schema: Schema) -> None:
-        if (topic, schema_id) in self._fast_readers:
+        readers, key = self._fast_readers, (topic, schema_id)
+        if key in readers or self._compiled_size <= 0:
             return
-        read = compile_reader(physical(avro), schema)
-        if read is None:
-            return
-        if len(self._fast_readers) >= COMPILED_CACHE_SIZE:
-            self._fast_readers.clear()
-        self._fast_readers[(topic, schema_id)] = (schema, read)
+        # Not compiled: kept as a reader that sends its records to the exact path, so the
+        # compiler is not tried again for each record.
+        read = compile_reader(physical(avro), schema) or _not_compiled
+        if len(readers) >= self._compiled_size:
+            _evict_least_recently_used(readers)
+        readers[key] = [schema, read, next(_USES)]
 
     def _version(self, topic: str, schema_id: int, avro: Any) -> int | None:
         assert self._client is not None and self._strategy is not None

@@ -18,12 +18,21 @@ Errors::
 Only 40401 (no such subject) and 40403 (no such schema) mean "not registered" to
 :meth:`SchemaRegistryClient.version_of`, as to Confluent's client; any other refusal (401,
 403, 422 ...) is an error and nothing is cached for it.
+
+Requests are not logged one line each: httpx logs every request at INFO ("HTTP Request: POST
+... 409 Conflict"), which in a plugin host made a line per record a registry refused.
+Confluent's client logs none; the records httpx logs below WARNING while this client makes
+a request are dropped (a filter on the ``httpx`` logger, for this client's requests only:
+the process's logging configuration and other httpx clients' lines stay as they are).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import logging
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
@@ -43,14 +52,45 @@ SCHEMA_NOT_FOUND = 40403
 DEFAULT_TIMEOUT_S = 30.0
 
 
+class _QuietRegistryRequests(logging.Filter):
+    """Drops what httpx logs below WARNING in a thread while it makes a registry request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = threading.local()
+
+    @contextmanager
+    def requesting(self) -> Iterator[None]:
+        self._local.active = True
+        try:
+            yield
+        finally:
+            self._local.active = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not getattr(self._local, "active", False)
+
+
+_QUIET = _QuietRegistryRequests()
+logging.getLogger("httpx").addFilter(_QUIET)
+
+
 class SchemaRegistryError(DataException):
     """The registry answered with an error body.
+
+    Named as Confluent's client's ``RestClientException`` in traces and dead letter queue
+    headers (``KAFKA_CLASS_ALIASES``): the converter raises Kafka's ConfigException or
+    DataException over it, as Confluent's converter does.
 
     Attributes:
         status: The HTTP status code.
         error_code: Confluent's ``error_code`` (e.g. 40401, 409, 42201).
         subject: The subject the request was about, if any.
     """
+
+    KAFKA_CLASS_ALIASES = (
+        "io.confluent.kafka.schemaregistry.client.rest.exceptions.RestClientException",
+    )
 
     def __init__(
         self, message: str, status: int, error_code: int | None, subject: str | None
@@ -227,11 +267,12 @@ class SchemaRegistryClient:
         last_error: Exception | None = None
         for base in self._urls:
             try:
-                response = self._http.request(
-                    method,
-                    base + path,
-                    content=json.dumps(payload) if payload is not None else None,
-                )
+                with _QUIET.requesting():
+                    response = self._http.request(
+                        method,
+                        base + path,
+                        content=json.dumps(payload) if payload is not None else None,
+                    )
             except httpx.TransportError as exc:
                 last_error = exc
                 continue
