@@ -1,5 +1,5 @@
 """AvroConverter's compiled readers and writers, against a dev Schema Registry of each test's
-own: kept per (topic, schema id) / (topic, schema) in LRU caches of ``schemas.cache.config``
+own: kept per (topic, schema id) / (topic, schema) in caches of ``schemas.cache.config``
 entries (Confluent's AvroData cache size, default 1000), so a topic cycling through more
 schemas than the old fixed 64 does not recompile on almost every record; and with
 ``use.latest.version`` the latest version's writer is compiled too, for as long as the
@@ -104,32 +104,32 @@ def test_a_topic_cycling_through_100_schema_ids_compiles_each_once(
     reader.close()
 
 
-def test_the_compiled_caches_evict_the_least_recently_used_schema_only(
+def test_the_compiled_caches_evict_the_oldest_schema_only(
     registry: SchemaRegistry, topic_name: str, compiled: Counter[str]
 ) -> None:
-    """``schemas.cache.config`` bounds them; a full cache drops its least recently used
-    entry, not everything."""
+    """``schemas.cache.config`` bounds them; a full cache drops the entry compiled first,
+    not everything (and a hit costs no bookkeeping: using an entry does not keep it)."""
     a, b, c, d = (schema(n) for n in range(4))
     writer = converter(registry.url, **{"schemas.cache.config": "3"})
     data = {s: writer.from_connect_data(topic_name, s, event(s, 1)) for s in (a, b, c)}
     assert compiled["compile_writer"] == 3
-    writer.from_connect_data(topic_name, a, event(a, 2))  # a is used: b is now the oldest
-    data[d] = writer.from_connect_data(topic_name, d, event(d, 1))  # evicts b
+    writer.from_connect_data(topic_name, a, event(a, 2))  # a hit: nothing compiled
+    data[d] = writer.from_connect_data(topic_name, d, event(d, 1))  # evicts a, the oldest
     assert compiled["compile_writer"] == 4
-    for s in (a, c, d, a, c, d):
+    for s in (b, c, d, b, c, d):
         writer.from_connect_data(topic_name, s, event(s, 3))
-    assert compiled["compile_writer"] == 4  # a, c and d stayed
-    writer.from_connect_data(topic_name, b, event(b, 3))
-    assert compiled["compile_writer"] == 5  # b was the one dropped
+    assert compiled["compile_writer"] == 4  # b, c and d stayed
+    writer.from_connect_data(topic_name, a, event(a, 3))
+    assert compiled["compile_writer"] == 5  # a was the one dropped
 
     reader = converter(registry.url, **{"schemas.cache.config": "3"})
-    for s in (a, b, c, a, d):  # d evicts b, the least recently used
+    for s in (a, b, c, a, d):  # d evicts a, compiled first
         reader.to_connect_data(topic_name, data[s])
     assert compiled["compile_reader"] == 4
-    for s in (a, c, d, a, c, d):
+    for s in (b, c, d, b, c, d):
         reader.to_connect_data(topic_name, data[s])
     assert compiled["compile_reader"] == 4
-    reader.to_connect_data(topic_name, data[b])
+    reader.to_connect_data(topic_name, data[a])
     assert compiled["compile_reader"] == 5
     writer.close()
     reader.close()
