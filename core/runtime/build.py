@@ -289,6 +289,7 @@ def _sink(
         errors=errors,
         cooperative=cooperative_protocol(spec.clients.consumer),
         finish_join=spec.settings.finish_join_before_close,
+        join_hold_s=int(spec.clients.consumer.get("session.timeout.ms") or 45_000) / 1000,
         max_records=max_records_per_put(spec.clients.consumer),
         new_consumer=new_consumer,
     )
