@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 __all__ = ["KeyedSerialExecutor"]
@@ -56,6 +57,27 @@ class KeyedSerialExecutor:
                 )
                 queue.thread.start()
         return future
+
+    def post(self, key: str, what: str, fn: Callable[[], object]) -> None:
+        """Queue ``fn`` as :meth:`submit` does, for callers that do not wait for it (a config
+        change, an assignment, a plugin's request): an exception nobody would have retrieved
+        from its future is logged instead, naming ``key`` and ``what``."""
+        future = self.submit(key, what, fn)
+        future.add_done_callback(partial(self._log_failure, key, what))
+
+    def _log_failure(self, key: str, what: str, future: Future[object]) -> None:
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None:
+            log.error(
+                "%s %s: %s failed: %s",
+                self._name,
+                key,
+                what,
+                exc or type(exc).__name__,
+                exc_info=exc,
+            )
 
     def running(self, key: str) -> object | None:
         """A token for the operation ``key``'s thread is busy with (None while it is idle),

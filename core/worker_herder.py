@@ -511,7 +511,7 @@ class WorkerHerder(AbstractHerder):
 
     def _reconfiguration_requested(self, name: str) -> None:
         """ConnectorContext.request_task_reconfiguration(), from the connector's host."""
-        self._ops.submit(name, "task reconfiguration", partial(self._reconfigure_tasks, name))
+        self._ops.post(name, "task reconfiguration", partial(self._reconfigure_tasks, name))
 
     def _reconfigure_tasks(self, name: str) -> None:
         """Ask the connector for its task configs again; restart its tasks only if they

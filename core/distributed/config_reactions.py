@@ -58,7 +58,7 @@ class ConfigReactions(ExactlyOnceSupport):
         if new:
             self._rebalance_if_leader()
         elif connector in self._assigned.connectors:
-            self._ops.submit(connector, "reconfigure", partial(self._restart_instance, connector))
+            self._ops.post(connector, "reconfigure", partial(self._restart_instance, connector))
 
     def on_connector_config_removed(self, connector: str) -> None:
         with self._lock:
@@ -66,11 +66,11 @@ class ConfigReactions(ExactlyOnceSupport):
         if runtime is not None:
             runtime.deleted = True
         self._reclaim_if_stuck(connector)
-        self._ops.submit(connector, "remove", partial(self._remove_here, connector))
+        self._ops.post(connector, "remove", partial(self._remove_here, connector))
         self._rebalance_if_leader()
 
     def on_task_configs_update(self, connector: str) -> None:
-        self._ops.submit(connector, "task configs", partial(self._apply_task_configs, connector))
+        self._ops.post(connector, "task configs", partial(self._apply_task_configs, connector))
         self._rebalance_if_leader()
 
     def on_target_state_change(self, connector: str) -> None:
@@ -78,10 +78,10 @@ class ConfigReactions(ExactlyOnceSupport):
             # The stop waits behind whatever runs for the connector here: a start that hangs
             # is reclaimed after the graceful timeout, as for a delete (docs/operator-guide.md).
             self._reclaim_if_stuck(connector, "connector stopped")
-        self._ops.submit(connector, "target state", partial(self._apply_target_here, connector))
+        self._ops.post(connector, "target state", partial(self._apply_target_here, connector))
 
     def _on_restart_request(self, request: RestartRequest) -> None:
-        self._ops.submit(request.connector, "restart", partial(self._restart_here, request))
+        self._ops.post(request.connector, "restart", partial(self._restart_here, request))
 
     def _on_logger_level(self, namespace: str, level: str) -> None:
         value = parse_level(level)
@@ -414,7 +414,7 @@ class ConfigReactions(ExactlyOnceSupport):
             self._start_task(name, task)
 
     def _reconfiguration_requested(self, name: str) -> None:
-        self._ops.submit(name, "task reconfiguration", partial(self._publish_task_configs, name))
+        self._ops.post(name, "task reconfiguration", partial(self._publish_task_configs, name))
 
     # -- the leader's end of publishing task configs ---------------------------------------------
 

@@ -139,9 +139,9 @@ class Rebalancing(ConfigReactions):
             self._stop_revoked(revoked)
             member.request_rejoin()  # cooperative: the revoked work is assigned next round
         for name in sorted(assignment.assigned.connectors):
-            self._ops.submit(name, "start connector", partial(self._start_connector, name))
+            self._ops.post(name, "start connector", partial(self._start_connector, name))
         for name, task in sorted(assignment.assigned.tasks):
-            self._ops.submit(name, f"start task {task}", partial(self._start_task, name, task))
+            self._ops.post(name, f"start task {task}", partial(self._start_task, name, task))
         if assignment.delay_ms > 0:
             self._rejoin_at = time.monotonic() + assignment.delay_ms / 1000
         self._last_completed_generation = joined.generation
