@@ -224,6 +224,10 @@ class _TaskRunner(threading.Thread):
         # the driver's wait between the iterations of a paused loop.
         self.wakeup = threading.Event()
         self.started = threading.Event()  # set once start() returned (or failed)
+        # Set once the task has stopped: its final commit, the plugin's stop() and the
+        # consumer's close are done (or it failed, or never started). What may remain is its
+        # plugin host's exit, which is no part of the task's stop (Worker._stop_runners).
+        self.done = threading.Event()
         self.failed = False
         self.started_at = time.monotonic()
         # The group generation this instance started in: its last UNASSIGNED carries it, so a
@@ -253,6 +257,7 @@ class _TaskRunner(threading.Thread):
         try:
             self._run()
         finally:
+            self.done.set()
             log.info("task %s stopped", self.spec.name)
 
     def close_metrics(self) -> None:
@@ -424,11 +429,14 @@ class _TaskRunner(threading.Thread):
                 metrics.absorb(loop.take_counters())  # the final commit's
             except Exception as exc:  # noqa: BLE001
                 log.warning("task %s did not stop cleanly: %s", self.spec.name, exc, exc_info=True)
-            finally:
-                if self.host is not None:
-                    self.host.close(self.worker.graceful_timeout_s)
+            # The task has stopped: its status says so now, and the stop waiting for it
+            # (Worker._stop_runners) is done with it; its host's exit follows (an interpreter
+            # ending, which many hosts ending at once on a loaded machine take seconds of).
             if not reported_failure:
                 self._report(State.UNASSIGNED, generation=self.generation)
+            self.done.set()
+            if self.host is not None:
+                self.host.close(self.worker.graceful_timeout_s)
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
 
@@ -920,15 +928,19 @@ class Worker:
 
     def stop_tasks(self, name: str, timeout_s: float | None = None) -> None:
         """Stop every task of ``name``: signal all, then wait (the timeout is shared)."""
-        connector = self.connectors.get(name)
-        if connector is None:
+        self._stop_tasks_of_connectors([name], timeout_s)
+
+    def _stop_tasks_of_connectors(self, names: Iterable[str], timeout_s: float | None) -> None:
+        """Stop every task of these connectors together (one shared graceful timeout)."""
+        connectors = [c for name in names if (c := self.connectors.get(name)) is not None]
+        if not connectors:
             return
-        runners = list(connector.tasks.values())
-        self._stop_runners(name, runners, timeout_s)
-        connector.tasks.clear()
-        if self._spark is not None:
-            self._spark.release(name)
-        self._forget_if_idle(name)
+        self._stop_runners([r for c in connectors for r in list(c.tasks.values())], timeout_s)
+        for connector in connectors:
+            connector.tasks.clear()
+            if self._spark is not None:
+                self._spark.release(connector.name)
+            self._forget_if_idle(connector.name)
         self.worker_metrics.sync_connectors()
 
     # -- task runtimes (local threads, Spark executors) ------------------------------------------
@@ -983,14 +995,24 @@ class Worker:
             return SparkTaskRunner(self, spec, paused, self.spark(), restart_policy)
         return _TaskRunner(self, spec, paused, fencing, restart_policy)
 
-    def _stop_runners(self, name: str, runners: list[_TaskRunner], timeout_s: float | None) -> None:
+    def _stop_runners(self, runners: list[_TaskRunner], timeout_s: float | None) -> None:
+        """Stop these tasks together, as Kafka's Worker.stopAndAwaitTasks: signal every one,
+        then await each against one shared deadline (the graceful timeout).
+
+        What the deadline bounds is the task's stop (its final flush and commit, the plugin's
+        ``stop()``, the consumer's close), as in Kafka, where that is all a task's thread does.
+        A task here also has a plugin host process to end once it has stopped; that exit (an
+        interpreter ending, which takes seconds on a loaded machine when many end at once) is
+        waited for after the deadline, briefly and not as a failed stop: the host's close
+        kills a host that does not exit (HostClient.close).
+        """
         for runner in runners:
             runner.request_stop()
         timeout = timeout_s if timeout_s is not None else self.graceful_timeout_s
         deadline = time.monotonic() + timeout
         for runner in runners:
-            runner.join(max(0.0, deadline - time.monotonic()))
-            if runner.is_alive():
+            runner.done.wait(max(0.0, deadline - time.monotonic()))
+            if not runner.done.is_set():
                 # Kafka's Worker.awaitStopTask: "Graceful stop of task ... failed", then
                 # cancel() (no status of it is written any more). A task loop leaves a slow
                 # Kafka client close to its own thread before the timeout (SinkTaskLoop.stop):
@@ -998,18 +1020,27 @@ class Worker:
                 log.error(
                     "Graceful stop of task %s-%d failed: it did not stop within the graceful "
                     "timeout (%g s); cancelled it and killing its plugin host",
-                    name,
+                    runner.connector,
                     runner.task_id,
                     timeout,
                 )
                 runner.cancel()
                 runner.kill_host(f"task did not stop within {timeout:g} s")
-                runner.join(SHUTDOWN_GRACE_S)
+        exits = max(deadline, time.monotonic()) + SHUTDOWN_GRACE_S
+        for runner in runners:
+            runner.join(max(0.0, exits - time.monotonic()))
+            if runner.is_alive():
+                log.info(
+                    "task %s-%d stopped; its plugin host is still exiting (killed if it does "
+                    "not within %g s)",
+                    runner.connector,
+                    runner.task_id,
+                    self.graceful_timeout_s,
+                )
         # A stopping task's last flush may send to a topic it had not written yet (a source
         # waiting for a new topic's metadata): its topics count once it has stopped.
-        stopped = self._stopped_topics.setdefault(name, set())
         for runner in runners:
-            stopped |= runner.topics()
+            self._stopped_topics.setdefault(runner.connector, set()).update(runner.topics())
             runner.close_metrics()  # Kafka's awaitStopTask: task.removeMetrics()
 
     def pause(self, name: str, paused: bool) -> None:
@@ -1027,8 +1058,9 @@ class Worker:
             )
 
     def stop(self) -> None:
-        for name in list(self.connectors):
-            self.stop_tasks(name)
+        # Every task of every connector at once, as Kafka's Worker.stop (stopAndAwaitTasks):
+        # one connector after another gave each a graceful timeout of its own.
+        self._stop_tasks_of_connectors(list(self.connectors), None)
         for name in list(self.connectors):
             self.stop_connector(name)
         self.offsets.flush()
@@ -1144,7 +1176,7 @@ class Worker:
             if connector is not None and (runner := connector.tasks.pop(task_id, None))
         ]
         if runners:
-            self._stop_runners(name, runners, timeout_s)
+            self._stop_runners(runners, timeout_s)
         self._forget_if_idle(name)
         self.worker_metrics.sync_connectors()
 
