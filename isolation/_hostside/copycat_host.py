@@ -682,6 +682,34 @@ def main(argv: list[str]) -> None:
     host = Host(transport.callback, transport.emit)
     transport.serve(host)
     host.linger()
+    _exit(host)
+
+
+def _exit(host: Host) -> None:
+    """End the process once it has served its last answer, without the interpreter's own
+    finalization. What that does for the host is done here, in its order: wait for the
+    threads it would wait for, run the atexit functions, let the host's objects go (their
+    finalizers run: a plugin's unclosed file is flushed, a Kafka client destroyed), flush the
+    output. What is left out is tearing down every module, which the worker waits for: 0.1-0.2 s
+    per host on an idle 2-core machine, but 3-4 s each when 60 hosts ended at once (a bulk
+    stop, a worker's shutdown), where this way they end within about a second."""
+    import atexit
+
+    shutdown = getattr(threading, "_shutdown", None)  # what Py_FinalizeEx calls first
+    if callable(shutdown):
+        shutdown()
+    atexit._run_exitfuncs()
+    host.objects.clear()
+    host.runners.clear()
+    host.quiet_watchers.clear()
+    gc.collect()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 - nothing left to report it to
+            pass
+    os._exit(0)
 
 
 if __name__ == "__main__":
