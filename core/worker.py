@@ -1003,8 +1003,8 @@ class Worker:
         ``stop()``, the consumer's close), as in Kafka, where that is all a task's thread does.
         A task here also has a plugin host process to end once it has stopped; that exit (an
         interpreter ending, which takes seconds on a loaded machine when many end at once) is
-        waited for after the deadline, briefly and not as a failed stop: the host's close
-        kills a host that does not exit (HostClient.close).
+        waited for after the deadline, at most as long again and not as a failed stop: the
+        host's close kills a host that does not exit (HostClient.close).
         """
         for runner in runners:
             runner.request_stop()
@@ -1026,7 +1026,9 @@ class Worker:
                 )
                 runner.cancel()
                 runner.kill_host(f"task did not stop within {timeout:g} s")
-        exits = max(deadline, time.monotonic()) + SHUTDOWN_GRACE_S
+        # As long again at most (SHUTDOWN_GRACE_S at the most): a stop with its connector's
+        # instance stays within what the herders wait for it (twice the graceful timeout).
+        exits = max(deadline, time.monotonic()) + min(timeout, SHUTDOWN_GRACE_S)
         for runner in runners:
             runner.join(max(0.0, exits - time.monotonic()))
             if runner.is_alive():
