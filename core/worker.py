@@ -425,18 +425,22 @@ class _TaskRunner(threading.Thread):
                 reported_failure = True
         finally:
             try:
-                loop.stop(failed=self.failed, timeout_s=self.worker.graceful_timeout_s)
-                metrics.absorb(loop.take_counters())  # the final commit's
-            except Exception as exc:  # noqa: BLE001
-                log.warning("task %s did not stop cleanly: %s", self.spec.name, exc, exc_info=True)
-            # The task has stopped: its status says so now, and the stop waiting for it
-            # (Worker._stop_runners) is done with it; its host's exit follows (an interpreter
-            # ending, which many hosts ending at once on a loaded machine take seconds of).
-            if not reported_failure:
-                self._report(State.UNASSIGNED, generation=self.generation)
-            self.done.set()
-            if self.host is not None:
-                self.host.close(self.worker.graceful_timeout_s)
+                try:
+                    loop.stop(failed=self.failed, timeout_s=self.worker.graceful_timeout_s)
+                    metrics.absorb(loop.take_counters())  # the final commit's
+                except Exception as exc:  # noqa: BLE001
+                    log.warning(
+                        "task %s did not stop cleanly: %s", self.spec.name, exc, exc_info=True
+                    )
+                if not reported_failure:
+                    self._report(State.UNASSIGNED, generation=self.generation)
+            finally:
+                # The task has stopped, and the stop waiting for it (Worker._stop_runners) is
+                # done with it; its host's exit follows (a process ending, which takes seconds
+                # when dozens end at once on a loaded machine).
+                self.done.set()
+                if self.host is not None:
+                    self.host.close(self.worker.graceful_timeout_s)
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
 
