@@ -318,8 +318,15 @@ def test_stop_resume_stop_resume_in_quick_succession_runs_one_instance(
         call.join(120)
     assert sorted(answers) == [202, 202, 204, 204]
     _wait_running(http, name, 2, 60)
+
+    def hosts() -> dict[int, str]:
+        return {**host_pids(f"{name}:"), **host_pids(f"{name}-")}
+
+    # The connector's host and one per task. A stopped instance's hosts may take a few
+    # seconds more to exit on a loaded machine (a stop waits for the task, not for its
+    # process's exit), so wait for them to go; a second running instance never would.
+    wait_until(lambda: len(hosts()) == 3, 30, f"the hosts of {name}'s stopped instances to exit")
     time.sleep(2)  # any second instance would be up by now
-    hosts = {**host_pids(f"{name}:"), **host_pids(f"{name}-")}
-    assert len(hosts) == 3, hosts  # the connector's and one per task
+    assert len(hosts()) == 3, hosts()
     assert http.delete(f"/connectors/{name}").status_code == 204
     wait_until(partial(no_hosts_of, name), 30, f"no host left of {name}")
