@@ -306,6 +306,9 @@ class _TaskRunner(threading.Thread):
         """Pause or resume the task: its driver acts on it at once, even while it waits."""
         (self.paused.set if paused else self.paused.clear)()
         self.wakeup.set()
+        loop = self.loop
+        if loop is not None:
+            loop.wake()  # a loop idling in its host answers now
 
     def _report_slow_start(self, after_s: float) -> None:
         """The start watch's (its own thread): say where a start that is taking long waits."""

@@ -74,6 +74,11 @@ class HostClient:
         delivered), as Kafka's RetryWithToleranceOperator.triggerStop() ends its backoff."""
         self.channel.request_stop()
 
+    def wake(self) -> None:
+        """Wake the host's task loop from an idle wait (any thread, also while a request
+        runs), so that its request answers now: a pause or resume is to be acted on."""
+        self.channel.wake()
+
     def close(self, timeout_s: float | None = None) -> None:
         if timeout_s is None:
             self.channel.close()

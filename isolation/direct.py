@@ -128,6 +128,11 @@ class DirectHost:
         if self._host is not None:
             self._host.stop.set()
 
+    def wake(self) -> None:
+        """Wake the host's task loop from an idle wait."""
+        if self._host is not None:
+            self._host.stop.wake()
+
     def close(self, timeout_s: float = 0.0) -> None:
         if self._host is None:
             return

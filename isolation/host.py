@@ -23,6 +23,7 @@ import plugin_api
 from isolation import allocator, launcher, levels
 from isolation._hostside import copycat_protocol as protocol
 from isolation._hostside import copycat_wire as wire
+from isolation._hostside.copycat_errors import STOP_BYTE, WAKE_BYTE
 from isolation.errors import (
     ErrorInfo,
     PluginHostCrashed,
@@ -439,9 +440,20 @@ class PluginHost:
             if self._stop < 0:
                 return
             try:
-                os.write(self._stop, b"s")
+                os.write(self._stop, STOP_BYTE)
             except OSError:
                 pass  # the host is gone (or its pipe full of earlier requests): nothing to end
+
+    def wake(self) -> None:
+        """Wake the host's task loop from an idle wait (core/runtime/in_host.py), from any
+        thread, also while a request runs: a pause or resume is to be acted on now."""
+        with self._stop_lock:
+            if self._stop < 0:
+                return
+            try:
+                os.write(self._stop, WAKE_BYTE)
+            except OSError:
+                pass  # the host is gone, or its pipe full of earlier wakes: it wakes anyway
 
     def close(self, timeout_s: float = SHUTDOWN_GRACE_S) -> None:
         """Ask the host to exit, kill it if it does not, and release the channel.

@@ -147,6 +147,11 @@ class InProcessHost:
         if self._host is not None:
             self._host.stop.set()
 
+    def wake(self) -> None:
+        """Wake the host's task loop from an idle wait."""
+        if self._host is not None:
+            self._host.stop.wake()
+
     def close(self, timeout_s: float = 5.0) -> None:
         if self._thread is None:
             return

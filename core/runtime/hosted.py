@@ -15,8 +15,10 @@ that runs another Python (confluent_kafka is a compiled extension), keeps the sp
 
 :class:`HostedTaskLoop` is the :class:`~core.runtime.loop.TaskLoop` the worker's driver runs:
 each ``iteration()`` is one request, in which the host iterates for up to
-:data:`RUN_SLICE_S`; pause state goes with the next request, offsets come back through the
-host's callbacks, counters and log records with each answer.
+:data:`RUN_SLICE_S` while records move, or for up to :data:`IDLE_SLICE_S` while none do (a
+pause, resume or stop wakes it: :meth:`HostedTaskLoop.wake`, the host's stop pipe); pause
+state goes with the next request, offsets come back through the host's callbacks, counters
+and log records with each answer.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from plugin_api import ConnectException
 __all__ = [
     "OFFSETS_GET",
     "OFFSETS_PUT",
+    "IDLE_SLICE_S",
     "RUN_SLICE_S",
     "SHARED_MODULES",
     "TOPIC_SEEN",
@@ -61,6 +64,14 @@ SHARED_MODULES = {"core": "copycat", "isolation": "copycat", "confluent_kafka": 
 # pause requests between requests, so this bounds how late it sees one; a request costs
 # ~0.1-0.2 ms, so 50 ms slices spend well under 1 % on the round trip.
 RUN_SLICE_S = 0.05
+# How long the host goes on iterating an idle task (nothing moved) before it answers: an idle
+# task then costs one round trip (pickling, pipe I/O and a wake-up in both processes) per
+# IDLE_SLICE_S instead of one per idle iteration (a FileStreamSource's 0.1 s poll, a sink's
+# 0.2 s consumer poll); the records that arrive meanwhile move at once, in the host, and a
+# pause, resume or stop ends it at once (HostedTaskLoop.wake, the host's stop pipe). What
+# waits for the answer: the task's counters (its metrics) and the runtime's log records from
+# the host, and the worker's log level changes; at most a quarter of plugin.call.timeout.ms.
+IDLE_SLICE_S = 1.0
 # Callbacks from the host (core/runtime/in_host.py) to the worker: read committed source
 # offsets; store and flush acknowledged ones.
 OFFSETS_GET = "offsets"
@@ -236,6 +247,9 @@ class HostedTaskLoop:
         self.host = host
         self.handle = handle
         self._paused = False
+        # How long an idle request may keep the host iterating (IDLE_SLICE_S, bounded by the
+        # request's deadline).
+        self._idle_s = min(IDLE_SLICE_S, spec.settings.call_timeout_s / 4)
         # The host's loop's: its clock is time.monotonic too (CLOCK_MONOTONIC, machine-wide).
         self.progress: tuple[int, float] = (0, 0.0)
         # The host's loop's counters, from its answers, until the driver takes them.
@@ -291,8 +305,15 @@ class HostedTaskLoop:
     def iteration(self) -> int:
         # Named after the plugin call a slice makes, for the host's crash messages.
         slice_call = "poll" if self.spec.kind == "source" else "put"
-        moved: int = self.call(slice_call, self._paused, RUN_SLICE_S)
+        # A paused source's iteration waits for nothing (its driver waits paused_wait_s);
+        # every other iteration waits on the task's poll() or its consumer.
+        idle_s = 0.0 if self._paused and self.spec.kind == "source" else self._idle_s
+        moved: int = self.call(slice_call, self._paused, RUN_SLICE_S, idle_s)
         return moved
+
+    def wake(self) -> None:
+        """Any thread: end the host's idle iterating now (a pause, resume or stop to act on)."""
+        self.host.wake()
 
     def pause(self) -> None:
         self._paused = True

@@ -27,7 +27,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from core.runtime.build import build_task
 from core.runtime.hosted import OFFSETS_GET, OFFSETS_PUT, TOPIC_SEEN
@@ -52,8 +52,28 @@ DEFAULT_SESSION_TIMEOUT_MS = 45_000
 # How long past the session timeout a stopped sink's host waits for the consumer's close it
 # left running: the final commit's and the LeaveGroup's answers, after the held join's.
 UNFINISHED_CLOSE_GRACE_S = 5.0
+# While a slice is idle (kept iterating for the worker's ``idle_s``), how long an iteration
+# that moved nothing takes at least, waiting for a wake-up if it did not wait that long itself:
+# the worker driver's own backoff (core/worker.py IDLE_BACKOFF_S), so that a task whose poll()
+# returns at once does not spin here either.
+IDLE_BACKOFF_S = 0.01
 
 Callback = Callable[[str, tuple[Any, ...]], Any]
+
+
+class _Wakes(Protocol):
+    """The host's stop request (``copycat_errors.StopRequest``), which the worker's stops and
+    wake-ups (a pause or resume) end the wait of."""
+
+    def wait_woken(self, timeout_s: float) -> bool: ...
+
+
+class _NoWakes:
+    """Outside a host (never woken: an idle slice just runs its course)."""
+
+    def wait_woken(self, timeout_s: float) -> bool:
+        time.sleep(max(0.0, timeout_s))
+        return False
 
 
 class _WorkerOffsets:
@@ -160,6 +180,11 @@ class HostedTask:
         # The consumer's close a stop left running, and until when the host waits for it.
         self._unfinished: tuple[threading.Thread, float] | None = None
         self._quiet = False  # gone quiet, not heard of since
+        self._wakes: _Wakes = _NoWakes()
+
+    def _copycat_bind_stop(self, stop: _Wakes) -> None:
+        """Called by the host right after ``new``: the worker's stops and wake-ups."""
+        self._wakes = stop
 
     def _copycat_bind_host(self, callback: Callback) -> None:
         """Called by the host right after ``new``: how this object reaches the worker."""
@@ -226,25 +251,43 @@ class HostedTask:
     def _heard_again(self) -> None:
         self._quiet = False  # the loop itself rejoins (or, stopping, closes what it lost)
 
-    def run(self, paused: bool, slice_s: float) -> tuple[Any, ...]:
-        """Iterate for up to ``slice_s`` (at least once); stop early on an iteration that
-        moved nothing, so an idle task waits in the worker's driver, not here. Answers
-        ``(moved, progress, topics, log records)``. Called as ``poll`` (a source task) or
-        ``put`` (a sink task): the host's crash and deadline messages name the call
+    def run(self, paused: bool, slice_s: float, idle_s: float = 0.0) -> tuple[Any, ...]:
+        """Iterate for up to ``slice_s`` (at least once) while records move; an iteration that
+        moved nothing ends the slice, unless nothing moved in it at all: an idle task then
+        goes on iterating here (each iteration followed by :data:`IDLE_BACKOFF_S`) for up to
+        ``idle_s``, so that it costs the worker and this host one round trip per ``idle_s``
+        rather than one per iteration, as its loop would cost in the worker. The worker's
+        wake-up (a pause or resume) or stop request ends that at once; a request that pauses
+        or resumes is answered without idling (the driver reports the state then). Answers
+        ``(moved, progress, topics, log records, counters)``. Called as ``poll`` (a source
+        task) or ``put`` (a sink task): the host's crash and deadline messages name the call
         ("... during poll"), as they do when the data path runs in the worker."""
         loop = self._running()
         self._heard_again()
         if paused != self._paused:
             (loop.pause if paused else loop.resume)()
             self._paused = paused
-        self._deadline = time.monotonic() + slice_s
+            idle_s = 0.0  # the driver reports the new state after this answer: no idling
+        now = time.monotonic()
+        self._deadline = now + slice_s
+        idle_until = now + idle_s
         moved = 0
+        began = now
         try:
             while True:
                 count = loop.iteration()
-                moved += count
-                if not count or time.monotonic() >= self._deadline:
+                now = time.monotonic()
+                if count:
+                    moved += count
+                    if now >= self._deadline:
+                        break
+                elif moved or now >= idle_until:
                     break
+                # Idle: an iteration that waited (on the task's poll(), the consumer) is not
+                # followed by a wait of its own, which would cost a wake-up more each time.
+                elif self._wakes.wait_woken(max(0.0, IDLE_BACKOFF_S - (now - began))):
+                    break
+                began = time.monotonic()
         finally:
             self._deadline = math.inf
         return self._answer(loop, moved)

@@ -7,6 +7,7 @@ A driver (the worker's task thread, a Spark executor's task) runs::
         loop.pause() / loop.resume()   when the target state changes
         moved = loop.iteration()       also while paused: it keeps the clients alive
         if not moved: wait a little (paused: loop.paused_wait_s, ended by a resume or stop)
+    (a pause, resume or stop from another thread also calls loop.wake())
     loop.stop(failed=..., timeout_s=graceful timeout)
 
 and never looks inside: no ``isinstance`` on loop types, no private fields. Offsets are
@@ -57,6 +58,12 @@ class TaskLoop(Protocol):
         WorkerTask.awaitUnpause waits until resumed); 0 for a sink, whose paused iteration
         polls its consumer, waiting there, to keep its group membership (the driver then waits
         as after any idle iteration)."""
+        ...
+
+    def wake(self) -> None:
+        """Any thread: the driver has a pause, resume or stop to act on. A loop whose
+        iteration may wait on its driver's behalf while idle (one running in its plugin host,
+        see core/runtime/in_host.py) ends that wait now; others have nothing to do."""
         ...
 
     def stop(self, *, failed: bool, timeout_s: float, fenced: bool = False) -> None:

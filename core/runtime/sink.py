@@ -306,6 +306,9 @@ class SinkTaskLoop:
         Kafka's paused WorkerSinkTask polls."""
         return 0.0
 
+    def wake(self) -> None:
+        """Nothing waits in the loop for its driver (it waits itself)."""
+
     def resume(self) -> None:
         if not self._paused:
             return

@@ -334,6 +334,9 @@ class SourceTaskLoop:
     def paused_wait_s(self) -> float:
         return SOURCE_PAUSED_WAIT_S
 
+    def wake(self) -> None:
+        """Nothing waits in the loop for its driver (it waits itself)."""
+
     def topics(self) -> set[str]:
         return set(self._topics_seen)
 

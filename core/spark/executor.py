@@ -144,18 +144,26 @@ class _Heartbeat(threading.Thread):
             target = str(answer["target"])
             if target != self.target:
                 self.target = target
-                self.wakeup.set()
+                self._wake()
             if answer.get("fenced"):
                 self._stop(fenced=True)
                 return
             if self.target == STOP:
                 self.stop_requested.set()
-                self.wakeup.set()
+                self._wake()
 
     def _stop(self, fenced: bool) -> None:
         self.fenced = fenced
         self.stop_requested.set()
+        self._wake()
+
+    def _wake(self) -> None:
+        """The driver has a change to act on: end its paused wait, and a hosted loop's idle
+        iterating in its host (core/runtime/in_host.py)."""
         self.wakeup.set()
+        loop = self.task.loop
+        if loop is not None:
+            loop.wake()
 
     def final(self, state: str, trace: str | None) -> None:
         """One last report (stopped or failed) before the job returns."""

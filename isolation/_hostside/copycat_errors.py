@@ -208,24 +208,36 @@ class StageFailure(Exception):
         )
 
 
+# What the worker writes to a host's stop pipe: the task is stopping (sticky), or only wake
+# its loop from an idle wait (a pause or resume to act on; core/runtime/in_host.py).
+STOP_BYTE = b"s"
+WAKE_BYTE = b"w"
+
+
 class StopRequest:
     """The worker's request that the task of this host stop, which every retry backoff waits
     on (Kafka's RetryWithToleranceOperator waits on its ``stopRequestedLatch``): a retry then
     ends at once instead of holding the task's stop until the graceful timeout kills the host.
+    Also the worker's wake-up of a task loop waiting in its host while idle (:meth:`wake`,
+    :meth:`wait_woken`), so that a pause or resume acts at once.
 
-    In a host process it is the read end of a pipe the worker writes a byte to
-    (:meth:`isolation.host.PluginHost.request_stop`), readable from then on (and at EOF, when
-    the worker is gone); anywhere else (a host on a thread of the worker) an Event the worker
-    sets. Only looked at while a retry waits: the per-record path never touches it.
+    In a host process it is the read end of a pipe the worker writes to
+    (:meth:`isolation.host.PluginHost.request_stop` writes :data:`STOP_BYTE`,
+    :meth:`~isolation.host.PluginHost.wake` :data:`WAKE_BYTE`); what is read is kept here, and
+    EOF (the worker is gone) counts as a stop. Anywhere else (a host on a thread of the worker)
+    Events the worker sets. Only looked at while a retry waits or a hosted loop is idle: the
+    per-record path never touches it.
     """
 
     def __init__(self, fd: int = -1) -> None:
         self._fd = fd
         self._event = threading.Event()
+        self._woken = threading.Event()  # set by a stop too
         # poll(), not select(): the pipe keeps the worker's descriptor number, which may be
         # 1024 or more in a worker with many connectors.
         self._poll: select.poll | None = None
         if fd >= 0:
+            os.set_blocking(fd, False)  # read only what is there
             self._poll = select.poll()
             self._poll.register(fd, select.POLLIN)
 
@@ -233,17 +245,56 @@ class StopRequest:
         """Request the stop (a host in the worker's process; a host process's pipe is written
         by the worker)."""
         self._event.set()
+        self._woken.set()
+
+    def wake(self) -> None:
+        """End a :meth:`wait_woken` (a host in the worker's process)."""
+        self._woken.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def _take(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` for the pipe, and keep what was written to it."""
+        assert self._poll is not None
+        timeout_ms = min(max(0, math.ceil(timeout_s * 1000)), 2**31 - 1)
+        if not self._poll.poll(timeout_ms):
+            return
+        try:
+            data = os.read(self._fd, 4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data or STOP_BYTE in data:
+            self._event.set()
+        self._woken.set()
 
     def wait(self, timeout_s: float) -> bool:
-        """Wait up to ``timeout_s``; True, at once, if the stop is (or was) requested."""
+        """Wait up to ``timeout_s``; True, at once, if the stop is (or was) requested. A wake
+        meanwhile does not end it (it is kept for :meth:`wait_woken`)."""
         if self._event.is_set():
             return True
         if self._poll is None:
             return self._event.wait(max(0.0, timeout_s))
-        timeout_ms = min(max(0, math.ceil(timeout_s * 1000)), 2**31 - 1)
-        if self._poll.poll(timeout_ms):
-            self._event.set()
-        return self._event.is_set()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            self._take(deadline - time.monotonic())
+            if self._event.is_set() or time.monotonic() >= deadline:
+                return self._event.is_set()
+
+    def wait_woken(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` for a wake or a stop; True, at once, if either came since
+        the last call (the wake is taken, a stop stays)."""
+        if not self._woken.is_set():
+            if self._poll is None:
+                self._woken.wait(max(0.0, timeout_s))
+            else:
+                self._take(timeout_s)
+        woken = self._woken.is_set()
+        if woken and not self._event.is_set():
+            self._woken.clear()  # a wake after the test is merged with this one: both re-check
+        return woken
 
 
 class RetryStopped(Exception):

@@ -80,6 +80,9 @@ BIND_HOST = "_copycat_bind_host"
 # runs here uses it to leave its consumer group when its worker is frozen
 # (core/runtime/in_host.py), as a frozen Kafka Connect worker's consumer would be dropped.
 QUIET_AFTER = "_copycat_quiet_after"
+# ... and one that has this method gets the host's StopRequest (the worker's stop and wake-ups,
+# copycat_errors.StopRequest): a task loop in a host waits on it while idle.
+BIND_STOP = "_copycat_bind_stop"
 ON_QUIET = "_copycat_on_quiet"
 
 # The young-generation threshold of the cyclic collector: the worker's value, see
@@ -271,6 +274,9 @@ class Host:
         bind = getattr(obj, BIND_HOST, None)
         if bind is not None:
             bind(self.callback)
+        bind_stop = getattr(obj, BIND_STOP, None)
+        if bind_stop is not None:
+            bind_stop(self.stop)
         if callable(getattr(obj, QUIET_AFTER, None)) and callable(getattr(obj, ON_QUIET, None)):
             self.quiet_watchers[obj_id] = obj
         self.objects[obj_id] = obj
