@@ -19,7 +19,7 @@ from plugin_api import RetriableException, SinkRecord, SinkTask, SourceRecord, S
 
 sys.path.insert(0, str(HOSTSIDE_DIR))  # the host-side modules, as a plugin host imports them
 from copycat_batch import ConsumedBatch, ProducedBatch  # noqa: E402
-from copycat_errors import ErrorPolicy, StopRequest  # noqa: E402
+from copycat_errors import STOP_BYTE, WAKE_BYTE, ErrorPolicy, StopRequest  # noqa: E402
 from copycat_pipeline import (  # noqa: E402
     HostSinkTaskContext,
     Pipeline,
@@ -105,6 +105,26 @@ def test_the_wait_ends_when_the_worker_writes_or_goes_away(
         assert StopRequest(read).wait(60) is True
     finally:
         os.close(read)
+
+
+def test_a_wake_ends_an_idle_wait_but_not_a_retry(stop_pipe: tuple[StopRequest, int]) -> None:
+    """The worker's wake-up (a pause or resume for a task idling in its host) shares the pipe:
+    it ends one idle wait (``wait_woken``), never a retry's backoff, which a wake read while
+    it waits does not lose; a stop ends both, for good."""
+    stop, write = stop_pipe
+    assert stop.wait_woken(0.01) is False
+    os.write(write, WAKE_BYTE)
+    assert stop.wait(0.05) is False  # read by the retry's wait, and kept
+    assert stop.wait_woken(60) is True
+    assert stop.wait_woken(0.01) is False  # taken
+    os.write(write, WAKE_BYTE)
+    started = time.monotonic()
+    assert stop.wait_woken(60) is True
+    assert time.monotonic() - started < PROMPT_S
+    os.write(write, WAKE_BYTE + STOP_BYTE + WAKE_BYTE)
+    assert stop.wait_woken(60) is True
+    assert stop.wait(60) is True
+    assert stop.wait_woken(60) is True  # and every later one, at once
 
 
 def test_a_stop_ends_a_retriable_poll_backoff(stop_pipe: tuple[StopRequest, int]) -> None:
