@@ -254,7 +254,7 @@ class HostedTask:
     def run(self, paused: bool, slice_s: float, idle_s: float = 0.0) -> tuple[Any, ...]:
         """Iterate for up to ``slice_s`` (at least once) while records move; an iteration that
         moved nothing ends the slice, unless nothing moved in it at all: an idle task then
-        goes on iterating here (each iteration followed by :data:`IDLE_BACKOFF_S`) for up to
+        goes on iterating here (each iteration lasting at least :data:`IDLE_BACKOFF_S`) for up to
         ``idle_s``, so that it costs the worker and this host one round trip per ``idle_s``
         rather than one per iteration, as its loop would cost in the worker. The worker's
         wake-up (a pause or resume) or stop request ends that at once; a request that pauses
