@@ -287,7 +287,8 @@ class HostedTask:
                 # followed by a wait of its own, which would cost a wake-up more each time.
                 elif self._wakes.wait_woken(max(0.0, IDLE_BACKOFF_S - (now - began))):
                     break
-                began = time.monotonic()
+                else:
+                    began = time.monotonic()  # only an idle slice's next iteration reads it
         finally:
             self._deadline = math.inf
         return self._answer(loop, moved)
