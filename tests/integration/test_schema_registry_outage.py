@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import statistics
 import threading
 import time
 import uuid
@@ -39,6 +40,8 @@ WRITE_TIMEOUT_S = 2.0
 LANDS_WITHIN_S = 60.0
 # An in-memory read answers in milliseconds; the slack is for a busy 2-core machine.
 READ_WITHIN_S = 1.0
+# How many reads at least answer while a write waits WRITE_TIMEOUT_S for a frozen broker.
+MANY_READS = 10
 
 
 def _record(name: str) -> str:
@@ -119,5 +122,9 @@ def test_reads_answer_while_a_write_waits_for_a_frozen_broker(own_kafka: ApacheK
                 assert response.status_code == 200, response.text
             writer.join()
         assert answers[0].json()["error_code"] == 50001, answers[0].text
-        # Reads went on while the write waited (WRITE_TIMEOUT_S), each in milliseconds.
-        assert len(took) > 1 and max(took) < READ_WITHIN_S, took
+        # Reads went on while the write waited (WRITE_TIMEOUT_S), in milliseconds: reads that
+        # waited for the write would be a couple, each as long as the write. Not every one
+        # under a bound: a machine busy with other tests' plugin hosts stalled one read 1.65 s
+        # among 340 of ~4 ms (CI47).
+        assert len(took) >= MANY_READS, took
+        assert statistics.median(took) < READ_WITHIN_S, (statistics.median(took), max(took))
