@@ -26,7 +26,15 @@ _LISTENING = re.compile(r"REST server listening on (https?://[^\s,]+)")
 
 
 def host_pids(prefix: str) -> dict[int, str]:
-    """``{pid: COPYCAT_PLUGIN}`` of every live plugin host whose name starts with ``prefix``."""
+    """``{pid: COPYCAT_PLUGIN}`` of every live plugin host whose name starts with ``prefix``.
+
+    Under pytest-xdist, hosts started under another xdist worker (their environment names
+    it: they inherit it through the Copycat worker) are left out: the same test with another
+    broker may run there at once, with connectors of the same names. Hosts whose environment
+    names no xdist worker count (an orphaned host keeps its environment).
+    """
+    ours = os.environ.get("PYTEST_XDIST_WORKER", "").encode()
+    theirs = b"PYTEST_XDIST_WORKER="
     found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -38,6 +46,8 @@ def host_pids(prefix: str) -> dict[int, str]:
             continue
         if state == "Z":
             continue  # exited, waiting to be reaped
+        if ours and any(i.startswith(theirs) and i != theirs + ours for i in environ):
+            continue
         for item in environ:
             if item.startswith(b"COPYCAT_PLUGIN="):
                 name = item[len("COPYCAT_PLUGIN=") :].decode()
