@@ -18,6 +18,7 @@ from core.stores.offsets import (
     FileOffsetBackingStore,
     MemoryOffsetBackingStore,
     OffsetStorage,
+    WriteWaiter,
     offset_key,
     parse_offset_key,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "FileOffsetStore",
     "MemoryOffsetStore",
     "OffsetStore",
+    "WriteWaiter",
     "offset_key",
     "parse_offset_key",
 ]
@@ -42,8 +44,10 @@ class OffsetStore(Protocol):
         """
         ...
 
-    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
-        """Record ``(source partition, offset)`` pairs (None offset = tombstone); see flush()."""
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> WriteWaiter:
+        """Record ``(source partition, offset)`` pairs (None offset = tombstone). The waiter
+        returned makes exactly these durable (raising if they cannot be): a task waits for its
+        own writes, not for another task's sharing the store."""
         ...
 
     def flush(self) -> None:

@@ -34,7 +34,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
@@ -440,6 +440,29 @@ class KafkaBasedLog:
                 producer.poll(IDLE_POLL_S)  # librdkafka's queue is full: serve deliveries
         producer.poll(0)
         return future
+
+    def await_sent(self, futures: Sequence[Future[int]], timeout_s: float) -> None:
+        """Wait until the records of these :meth:`send` futures are acknowledged (or failed),
+        serving delivery reports meanwhile; records other callers sent are theirs to wait for.
+
+        Raises:
+            ConnectException: some were still unacknowledged after ``timeout_s``.
+        """
+        deadline = time.monotonic() + timeout_s
+        pending = [future for future in futures if not future.done()]
+        while pending:
+            left = deadline - time.monotonic()
+            producer = self._producer
+            if producer is None:
+                raise ConnectException(f"log of {self.topic} is not running")
+            if left <= 0:
+                raise ConnectException(
+                    f"{len(pending)} records to internal topic {self.topic} were not "
+                    f"acknowledged within {timeout_s:g} s"
+                )
+            # Returns as soon as a report is served; another thread may serve ours meanwhile.
+            producer.poll(min(left, IDLE_POLL_S))
+            pending = [future for future in pending if not future.done()]
 
     def flush(self, timeout_s: float) -> None:
         """Wait until everything sent so far is acknowledged (or failed).

@@ -7,8 +7,11 @@ memory and tails it, so a task that moves to another worker finds its offsets th
 * :meth:`get` and :meth:`items` **read to the end of the topic first**: the task asking may
   have been running on another worker a moment ago, and its last commits there are in the
   topic but maybe not yet in this worker's copy (Kafka's KafkaOffsetBackingStore does the same).
-* :meth:`set` only sends; :meth:`flush` waits for the acknowledgements. The local copy changes
-  when the records come back from the topic, so every worker sees the same order of writes.
+* :meth:`set` only sends, and returns the waiter of those records alone: every source task of
+  the worker shares this store, and each waits for its own writes and sees only their failures
+  (Kafka's set() future), never for or of another task's. :meth:`flush` waits for every
+  record sent so far. The local copy changes when the records come back from the topic, so
+  every worker sees the same order of writes.
 * Kafka Connect writes a partition's JSON object in its HashMap order, we write sorted keys:
   keys are compared in a canonical form (sorted), so offsets written by Kafka Connect are
   found, and a tombstone also covers the variant Kafka Connect wrote.
@@ -19,18 +22,22 @@ Threads: the log's work thread updates the copy; task threads and the herder cal
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Collection, Mapping
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from typing import Any
 
 from core.distributed.kafka_log import NEVER_GIVE_UP, KafkaBasedLog, LogRecord
 from core.distributed.keys import ClusterKeys
-from core.stores.offsets import offset_key
+from core.stores.offsets import WriteWaiter, offset_key
 from plugin_api import ConnectException
 
 __all__ = ["KafkaOffsetBackingStore", "canonical_offset_key"]
+
+log = logging.getLogger("copycat.offsets")
 
 # How long get() waits to have read everything written to the topic before it was called (a
 # loaded machine with three workers and a broker needed more than 5 s in the system tests),
@@ -78,7 +85,6 @@ class KafkaOffsetBackingStore:
         self._data: dict[bytes, bytes] = {}
         # Canonical key -> the key bytes as written (Kafka Connect's field order, ours).
         self._variants: dict[bytes, set[bytes]] = {}
-        self._sent: list[Future[int]] = []
         # Read to the stable end: a killed exactly-once task's open transaction must not hold
         # up every reader until it times out (core/distributed/kafka_log.py).
         self.log = KafkaBasedLog(
@@ -137,30 +143,37 @@ class KafkaOffsetBackingStore:
         with self._lock:
             return {key: {key, *self._variants.get(canonical_offset_key(key), ())} for key in keys}
 
-    def set(self, values: Mapping[bytes, bytes | None]) -> None:
+    def set(self, values: Mapping[bytes, bytes | None]) -> WriteWaiter:
+        """Send ``values``; the waiter returned waits for these records' acknowledgements."""
         tombstones = [key for key, value in values.items() if value is None]
         forms = self.key_forms(tombstones) if tombstones else {}
         futures = []
         for key, value in values.items():
             for raw in forms.get(key, {key}):
                 futures.append(self.log.send(self.keys.encode(raw), value))
-        with self._lock:
-            self._sent += futures
+        return partial(self._await, futures)
 
-    def flush(self) -> None:
-        """Wait for everything :meth:`set` sent to be acknowledged.
+    def _await(self, futures: list[Future[int]]) -> None:
+        """Wait for these records to be acknowledged.
 
         Raises:
             ConnectException: not acknowledged within ``flush_timeout_s`` (the records stay
                 queued in the producer and land once the broker is back), or refused.
         """
-        with self._lock:
-            sent, self._sent = self._sent, []
-        if not sent:
-            return
-        self.log.flush(self.flush_timeout_s)
-        for future in sent:
+        self.log.await_sent(futures, self.flush_timeout_s)
+        for future in futures:
             future.result(0)  # raises the delivery error, naming the topic
+
+    def flush(self) -> None:
+        """Wait up to ``flush_timeout_s`` for every record sent so far to be acknowledged or
+        refused (the worker, when it stops). Never raises: each writer was told of its own
+        records by its waiter (:meth:`set`); what is still unacknowledged is logged."""
+        try:
+            self.log.flush(self.flush_timeout_s)
+        except ConnectException as exc:
+            log.warning(
+                "%s; if they are lost, their source partitions resume from earlier offsets", exc
+            )
 
     def items(self) -> list[tuple[bytes, bytes]]:
         self._caught_up()

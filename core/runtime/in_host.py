@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
+from core.offsets import WriteWaiter
 from core.runtime.build import build_task
 from core.runtime.hosted import OFFSETS_GET, OFFSETS_PUT, TOPIC_SEEN
 from core.runtime.loop import TaskLoop
@@ -87,8 +88,9 @@ class _WorkerOffsets:
         found: dict[Any, Any] = self._callback(OFFSETS_GET, ([dict(p) for p in partitions],))
         return found
 
-    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> WriteWaiter:
         self._pending.extend(entries)
+        return self.flush
 
     def flush(self) -> None:
         """Hand what was put to the worker, which stores and flushes it before answering."""

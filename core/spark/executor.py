@@ -31,6 +31,7 @@ from typing import Any
 
 from plugin_api.connector import freeze_partition
 
+from core.offsets import WriteWaiter
 from core.runtime.build import build_task
 from core.runtime.counters import TAKE_EVERY_S, SnapshotsSince
 from core.runtime.loop import TaskLoop
@@ -87,10 +88,11 @@ class RemoteOffsets:
             answer = self._control.request("offsets.get", partitions=wanted)
         return {freeze_partition(p): o for p, o in answer["offsets"]}
 
-    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> WriteWaiter:
         with self._lock:
             for partition, offset in entries:
                 self._pending[freeze_partition(partition)] = (dict(partition), offset)
+        return self.flush
 
     def flush(self) -> None:
         with self._lock:

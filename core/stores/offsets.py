@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -30,6 +30,7 @@ __all__ = [
     "MemoryOffsetBackingStore",
     "OffsetBackingStore",
     "OffsetStorage",
+    "WriteWaiter",
     "check_storable",
     "offset_key",
     "parse_offset_key",
@@ -71,14 +72,26 @@ def parse_offset_key(key: bytes) -> tuple[str, dict[str, Any]]:
     return connector, partition
 
 
+# What a write returns: called, it waits until exactly that write is durable, and raises if it
+# cannot be (Kafka's OffsetBackingStore.set() future). Each task waits for its own writes: with
+# one store shared by every task of a worker, a store-wide flush let one task take another's
+# pending writes, and their failures, as its own.
+WriteWaiter = Callable[[], None]
+
+
+def _written() -> None:
+    """The waiter of a write that is durable already (in memory)."""
+
+
 class OffsetBackingStore(Protocol):
-    """Bytes to bytes; thread-safe. ``flush`` makes what ``set`` wrote durable."""
+    """Bytes to bytes; thread-safe. The waiter ``set`` returns makes that write durable;
+    ``flush`` waits for every write so far."""
 
     def get(self, keys: Collection[bytes]) -> dict[bytes, bytes]:
         """Values of the keys present (tombstoned or unknown keys are left out)."""
         ...
 
-    def set(self, values: Mapping[bytes, bytes | None]) -> None: ...
+    def set(self, values: Mapping[bytes, bytes | None]) -> WriteWaiter: ...
 
     def flush(self) -> None: ...
 
@@ -98,13 +111,14 @@ class MemoryOffsetBackingStore:
         with self._lock:
             return {k: self._data[k] for k in keys if k in self._data}
 
-    def set(self, values: Mapping[bytes, bytes | None]) -> None:
+    def set(self, values: Mapping[bytes, bytes | None]) -> WriteWaiter:
         with self._lock:
             for key, value in values.items():
                 if value is None:
                     self._data.pop(key, None)
                 else:
                     self._data[key] = value
+        return _written
 
     def flush(self) -> None:
         pass
@@ -152,10 +166,13 @@ class FileOffsetBackingStore(MemoryOffsetBackingStore):
             if value is not None
         }
 
-    def set(self, values: Mapping[bytes, bytes | None]) -> None:
+    def set(self, values: Mapping[bytes, bytes | None]) -> WriteWaiter:
+        """Returns :meth:`flush`: the file holds every write (a flush under way when another
+        task's flush begins is waited for, so that one returns once its write is in the file)."""
         if values:
             super().set(values)
             self._dirty = True
+        return self.flush
 
     def flush(self) -> None:
         with self._flush_lock:
@@ -197,16 +214,16 @@ class OffsetStorage:
         found = self.backing.get(keyed)
         return {freeze_partition(keyed[k]): json.loads(v) for k, v in found.items()}
 
-    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
-        """Record ``(source partition, offset)`` pairs (None offset = tombstone); see flush()."""
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> WriteWaiter:
+        """Record ``(source partition, offset)`` pairs (None offset = tombstone); the waiter
+        returned makes these durable, flush() everything written so far."""
         values: dict[bytes, bytes | None] = {}
         for partition, offset in entries:
             check_storable(connector, partition, offset)
             values[offset_key(connector, partition)] = (
                 None if offset is None else json.dumps(offset, separators=(",", ":")).encode()
             )
-        if values:
-            self.backing.set(values)
+        return self.backing.set(values) if values else _written
 
     def flush(self) -> None:
         self.backing.flush()

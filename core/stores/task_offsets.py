@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from core.offsets import OffsetStore
+from core.offsets import OffsetStore, WriteWaiter
 from core.stores.offsets import check_storable, offset_key
 
 __all__ = ["KeyForms", "TaskOffsetStore"]
@@ -73,6 +73,9 @@ class TaskOffsetStore:
         self._key_forms: KeyForms = key_forms or (lambda keys: {key: {key} for key in keys})
         self._on_close = on_close
         self._pending: list[tuple[str, list[tuple[Mapping[str, Any], Any]]]] = []
+        # Waiters of this task's writes to the primary since its last flush (the store is the
+        # worker's, shared by its tasks: each waits for its own).
+        self._writes: list[WriteWaiter] = []
 
     # -- OffsetStore -------------------------------------------------------------------------
 
@@ -84,26 +87,31 @@ class TaskOffsetStore:
         merged.update(self.primary.get(connector, wanted))
         return merged
 
-    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> WriteWaiter:
         """Record offsets; with a secondary they are written at :meth:`flush` (a Kafka store
-        sends at once, and tombstones must reach the secondary before the primary)."""
+        sends at once, and tombstones must reach the secondary before the primary). The waiter
+        is :meth:`flush`."""
         listed = list(entries)
         if self.secondary is None:
-            self.primary.put(connector, listed)
+            self._writes.append(self.primary.put(connector, listed))
         else:
             self._pending.append((connector, listed))
+        return self.flush
 
     def flush(self) -> None:
         """Tombstones to the secondary (raises on failure: then nothing was deleted in the
         primary), everything to the primary (raises on failure), then the values' copy to the
-        secondary (a failure is logged); see the module docstring."""
+        secondary (a failure is logged); see the module docstring. Waits for this task's
+        writes only, never another's sharing the worker's store."""
         pending, self._pending = self._pending, []
         if self.secondary is not None:
             tombstones = [(c, [(p, o) for p, o in e if o is None]) for c, e in pending]
             self._copy([(c, e) for c, e in tombstones if e], strict=True)
             for connector, entries in pending:
-                self.primary.put(connector, entries)
-        self.primary.flush()
+                self._writes.append(self.primary.put(connector, entries))
+        writes, self._writes = self._writes, []
+        for wait in writes:
+            wait()
         if self.secondary is not None:
             values = [(c, [(p, o) for p, o in e if o is not None]) for c, e in pending]
             self._copy([(c, e) for c, e in values if e], strict=False)
@@ -166,9 +174,8 @@ class TaskOffsetStore:
         if not batches or secondary is None:
             return
         try:
-            for connector, entries in batches:
-                secondary.put(connector, entries)
-            secondary.flush()
+            for wait in [secondary.put(connector, entries) for connector, entries in batches]:
+                wait()
         except Exception as exc:
             if strict:
                 raise

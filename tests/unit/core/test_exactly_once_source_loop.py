@@ -17,6 +17,7 @@ import pytest
 from confluent_kafka import KafkaException
 from plugin_api.connector import freeze_partition
 
+from core.offsets import WriteWaiter
 from core.runtime.build import build_task
 from core.runtime.exactly_once import ExactlyOnceSourceTaskLoop, TaskFencedError
 from core.runtime.services import TaskServices
@@ -62,10 +63,11 @@ class TopicOffsets:
                 found[freeze_partition(partition)] = json.loads(value)
         return found
 
-    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> WriteWaiter:
         for partition, offset in entries:
             value = None if offset is None else json.dumps(offset).encode()
             self.cluster.append(OFFSETS_TOPIC, 0, offset_key(connector, partition), value)
+        return self.flush
 
     def flush(self) -> None:
         pass

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from plugin_api.connector import freeze_partition
 
-from core.offsets import MemoryOffsetStore
+from core.offsets import MemoryOffsetStore, WriteWaiter
 from core.stores.offsets import offset_key
 from core.stores.task_offsets import TaskOffsetStore
 
@@ -19,16 +19,21 @@ A, B, C = {"file": "a"}, {"file": "b"}, {"file": "c"}
 
 
 class FailingStore(MemoryOffsetStore):
-    """A worker store whose flush fails (a broker outage), recording what reached it."""
+    """A worker store whose writes fail to become durable (a broker outage)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.fail = False
 
-    def flush(self) -> None:
-        if self.fail:
-            raise OSError("worker offsets unavailable")
-        super().flush()
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> WriteWaiter:
+        written = super().put(connector, entries)
+
+        def wait() -> None:
+            if self.fail:
+                raise OSError("worker offsets unavailable")
+            written()
+
+        return wait
 
 
 class Recording(MemoryOffsetStore):
@@ -38,11 +43,11 @@ class Recording(MemoryOffsetStore):
         super().__init__()
         self.name, self.journal = name, journal
 
-    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> None:
+    def put(self, connector: str, entries: Iterable[tuple[Mapping[str, Any], Any]]) -> WriteWaiter:
         for partition, offset in entries:
             kind = "tombstone" if offset is None else "value"
             self.journal.append(f"{self.name}:{kind}:{partition['file']}")
-        super().put(connector, entries)
+        return super().put(connector, entries)
 
 
 def test_reads_prefer_the_connector_topic_and_fall_back_to_the_worker_store() -> None:
