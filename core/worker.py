@@ -636,6 +636,7 @@ class Worker:
         (:meth:`stop_connector`: restart, delete) or its instance goes elsewhere.
         """
         host: HostClient | None = None
+        log.info("creating connector %s of type %s", name, props.get("connector.class"))
         try:
             plugin = self.resolve_connector(props)
             # Parsed before any host starts: a bad key fails the connector's start, not its
