@@ -426,8 +426,8 @@ class SparkDriver:
             entries = [(dict(p), o) for p, o in request.body.get("entries", [])]
             if not runner.may_commit():
                 return 409, {"error": "the task is no longer running here"}
-            self.offsets.put(request.connector, entries)
-            self.offsets.flush()
+            # This commit's writes, waited for alone (the store is the worker's, shared).
+            self.offsets.put(request.connector, entries)()
             return 200, {"committed": len(entries)}
         return 400, {"error": f"unknown control operation {request.op!r}"}
 
