@@ -820,8 +820,10 @@ class WorkerHerder(AbstractHerder):
                 self._forget_tasks(name)
 
     def connector_status(self, name: str) -> dict[str, Any]:
-        deployed = self._deployed_for_status(name, f"No status found for connector {name}")
+        # The worker first: while it starts, nothing is known yet, and "not found" for a
+        # connector that exists made a script polling a rolling restart think it deleted.
         worker = self._worker()
+        deployed = self._deployed_for_status(name, f"No status found for connector {name}")
         return self.render_status(
             name,
             deployed.kind,
@@ -831,8 +833,9 @@ class WorkerHerder(AbstractHerder):
         )
 
     def task_status(self, name: str, task: int) -> dict[str, Any]:
+        worker = self._worker()  # first, as connector_status
         deployed = self._deployed_for_status(name, f"No status found for task {name}-{task}")
-        status = self._worker().status.task(name, task)
+        status = worker.status.task(name, task)
         if status is None:
             raise NotFoundError(f"No status found for task {name}-{task}")
         rendered = self.render_status(
