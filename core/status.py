@@ -27,7 +27,7 @@ class Status:
     version: str | None = None
     # The group generation the status belongs to (distributed mode). 0: the store stamps the
     # generation its worker is in now; a task's last UNASSIGNED carries the generation its
-    # instance started in instead (core.distributed.status_store says why).
+    # worker was in when told to stop instead (core.distributed.status_store says why).
     generation: int = 0
 
 

@@ -231,9 +231,12 @@ class _TaskRunner(threading.Thread):
         self.done = threading.Event()
         self.failed = False
         self.started_at = time.monotonic()
-        # The group generation this instance started in: its last UNASSIGNED carries it, so a
-        # worker that rejoined late (a thawed zombie) cannot hide the new owner's status.
-        self.generation = worker.status.generation
+        # The group generation the worker was in when it was told to stop: the task's last
+        # UNASSIGNED carries it, as Kafka's onShutdown stamps the herder's generation then
+        # (a rebalance stops revoked tasks before it adopts its new generation, so a worker
+        # that rejoined late, a thawed zombie, cannot hide the new owner's status). 0 until
+        # :meth:`request_stop`: the store stamps its present generation.
+        self.stop_generation = 0
         # Set by a stop that gave up waiting for the task (Worker._stop_runners): from then on
         # a newer instance may run, and this one writes no status (:meth:`cancel`).
         self.cancelled = False
@@ -437,7 +440,7 @@ class _TaskRunner(threading.Thread):
                         "task %s did not stop cleanly: %s", self.spec.name, exc, exc_info=True
                     )
                 if not reported_failure:
-                    self._report(State.UNASSIGNED, generation=self.generation)
+                    self._report(State.UNASSIGNED, generation=self.stop_generation)
             finally:
                 # The task has stopped, and the stop waiting for it (Worker._stop_runners) is
                 # done with it; its host's exit follows (a process ending, which takes seconds
@@ -453,13 +456,18 @@ class _TaskRunner(threading.Thread):
         loop = self.loop
         return loop.topics() if loop is not None else set()
 
-    def request_stop(self) -> None:
+    def request_stop(self, generation: int = 0) -> None:
         """Ask the task to stop (:meth:`Worker._stop_runners` waits for it): its driver ends
         after the current iteration, and its plugin host is told at once, so that a retry of
         a record's retriable failure waiting there (errors.retry.timeout) ends now instead of
         holding the stop until the graceful timeout (the record is not delivered, its offset
         not committed), as Kafka's RetryWithToleranceOperator ends its backoff on a stop.
-        A driver waiting while paused acts on it at once too (``wakeup``)."""
+        A driver waiting while paused acts on it at once too (``wakeup``).
+
+        ``generation``: the group generation its UNASSIGNED is stamped with (a rebalance
+        passes the one the task was revoked in; 0: the worker's present one)."""
+        if not self.stopping.is_set():
+            self.stop_generation = generation or self.worker.status.generation
         self.stopping.set()
         self.wakeup.set()
         host = self.host
@@ -947,7 +955,13 @@ class Worker:
             raise
         connector = self._task_group(name, props, plugin)
         connector.tasks[task_id] = runner
-        self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
+        current = self.status.task(name, task_id)
+        if current is None or current.state is not State.RUNNING:
+            # UNASSIGNED until its start() returns. Not over a RUNNING, which stays until
+            # the task reports: Kafka's WorkerTask writes nothing before it has started, so
+            # a task moved by a rebalance (or restarted) in the generation it started in shows
+            # its previous instance's RUNNING meanwhile (core/distributed/status_store.py).
+            self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
         self.worker_metrics.sync_connectors()
         runner.start()
         return runner
@@ -1055,7 +1069,9 @@ class Worker:
             return SparkTaskRunner(self, spec, paused, self.spark(), restart_policy)
         return _TaskRunner(self, spec, paused, fencing, restart_policy)
 
-    def _stop_runners(self, runners: list[_TaskRunner], timeout_s: float | None) -> None:
+    def _stop_runners(
+        self, runners: list[_TaskRunner], timeout_s: float | None, generation: int = 0
+    ) -> None:
         """Stop these tasks together, as Kafka's Worker.stopAndAwaitTasks: signal every one,
         then await each against one shared deadline (the graceful timeout).
 
@@ -1067,7 +1083,7 @@ class Worker:
         host's close kills a host that does not exit (HostClient.close).
         """
         for runner in runners:
-            runner.request_stop()
+            runner.request_stop(generation)
         timeout = timeout_s if timeout_s is not None else self.graceful_timeout_s
         deadline = time.monotonic() + timeout
         for runner in runners:
@@ -1226,11 +1242,16 @@ class Worker:
         self.stop_tasks_of(name, [task_id], timeout_s)
 
     def stop_tasks_of(
-        self, name: str, task_ids: Iterable[int], timeout_s: float | None = None
+        self,
+        name: str,
+        task_ids: Iterable[int],
+        timeout_s: float | None = None,
+        generation: int = 0,
     ) -> None:
         """Stop these tasks of ``name`` together, as Kafka's stopAndAwaitTasks: signal all,
         then wait, the graceful timeout shared (one after another, two tasks that overran
-        took twice the timeout, longer than a rebalance waits for revoked work)."""
+        took twice the timeout, longer than a rebalance waits for revoked work).
+        ``generation``: as :meth:`_TaskRunner.request_stop`'s."""
         connector = self.connectors.get(name)
         runners = [
             runner
@@ -1238,7 +1259,7 @@ class Worker:
             if connector is not None and (runner := connector.tasks.pop(task_id, None))
         ]
         if runners:
-            self._stop_runners(runners, timeout_s)
+            self._stop_runners(runners, timeout_s, generation)
         self._forget_if_idle(name)
         self.worker_metrics.sync_connectors()
 

@@ -93,6 +93,10 @@ class Rebalancing(ConfigReactions):
         assignment, member = joined.assignment, self.member
         configs = self._kafka_configs()
         assert member is not None
+        # Revoked work is stopped in the generation it ran in, as Kafka's onRevoked comes
+        # before onAssigned adopts the new one: its UNASSIGNED then hides no RUNNING of the
+        # same generation (core/distributed/status_store.py).
+        previous = self.statuses.generation if self.statuses is not None else 0
         self._generation = joined.generation
         self._leader_url = assignment.leader_url or None
         self._is_leader = joined.is_leader
@@ -136,7 +140,7 @@ class Rebalancing(ConfigReactions):
             f"; rejoining in {assignment.delay_ms} ms" if assignment.delay_ms else "",
         )
         if revoked:
-            self._stop_revoked(revoked)
+            self._stop_revoked(revoked, previous)
             member.request_rejoin()  # cooperative: the revoked work is assigned next round
         for name in sorted(assignment.assigned.connectors):
             self._ops.post(name, "start connector", partial(self._start_connector, name))
@@ -182,9 +186,10 @@ class Rebalancing(ConfigReactions):
             log.warning("could not catch up with the config topic: %s", exc)
             return False
 
-    def _stop_revoked(self, revoked: Held) -> None:
+    def _stop_revoked(self, revoked: Held, generation: int) -> None:
         """Stop revoked work and wait for it: the next owner must not start it while it runs
-        here (a source task's last offsets are committed by then)."""
+        here (a source task's last offsets are committed by then). ``generation``: the one
+        the work ran in, which its UNASSIGNED statuses carry."""
         worker = self._worker()
         futures: list[Future[None]] = []
         by_connector: dict[str, list[int]] = {}
@@ -197,7 +202,11 @@ class Rebalancing(ConfigReactions):
                     name,
                     "revoke",
                     partial(
-                        self._revoke, name, by_connector.get(name, []), name in revoked.connectors
+                        self._revoke,
+                        name,
+                        by_connector.get(name, []),
+                        name in revoked.connectors,
+                        generation,
                     ),
                 )
             )
@@ -217,12 +226,13 @@ class Rebalancing(ConfigReactions):
         metadata now says it runs nothing)."""
         held, self._assigned = self._assigned, Held()
         if held:
-            self._stop_revoked(held)
+            self._stop_revoked(held, self.statuses.generation if self.statuses is not None else 0)
 
-    def _revoke(self, name: str, tasks: Sequence[int], instance: bool) -> None:
+    def _revoke(self, name: str, tasks: Sequence[int], instance: bool, generation: int) -> None:
         worker = self._worker()
         here = [task for task in tasks if self._task_runs_here(name, task)]
-        worker.stop_tasks_of(name, here)  # together: one graceful timeout for all of them
+        # together: one graceful timeout for all of them
+        worker.stop_tasks_of(name, here, generation=generation)
         self.task_stops += len(here)
         if instance and worker.instance_running(name):
             self._stop_instance(name)

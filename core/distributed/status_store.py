@@ -10,24 +10,28 @@ copy of the topic). Kafka Connect's records:
 * ``status-topic-<topic>:connector-<name>``: ``{"topic": {"name", "connector", "task",
   "discoverTimestamp"}}``, the topics a connector used (KIP-558); tombstoned on reset.
 
-``generation`` is the group generation of the worker that wrote the status. When rebalances
-come fast, a worker that just gave a task up may write UNASSIGNED after the new owner wrote
-RUNNING; an UNASSIGNED of a generation not newer than the RUNNING one it would replace is
-ignored on reading, as Kafka does. So is a task status another worker wrote in an older
-generation than the one held, when the held one is of this worker's group as it is now (its
-generation not beyond this worker's): a zombie worker (frozen, cut off) whose task was moved
-writes FAILED when it wakes up and its task is fenced out, after the new owner wrote RUNNING
-(Kafka writes those with ``putSafe``, which skips them only once the zombie has read the newer
-status; it usually has not).
+``generation`` is the group generation of the worker that wrote the status. A task stopping
+writes UNASSIGNED stamped with the generation its worker was in when told to stop: a rebalance
+stops the work it revokes before it adopts its new generation, as Kafka's onRevoked comes
+before onAssigned. An UNASSIGNED (without a trace: a stop's) of a generation not newer than the
+RUNNING it would replace is ignored on reading, whoever wrote either, as Kafka's
+readTaskStatus does (KAFKA-12525): a task moved off a worker in the generation it started in
+keeps showing its RUNNING there until the new owner's RUNNING (the new owner writes no
+UNASSIGNED over a RUNNING when the task starts, core/worker.py); a task that ran through a
+rebalance shows UNASSIGNED once stopped; a worker that gave a task up and writes UNASSIGNED
+after the new owner's RUNNING hides nothing. A Spark task whose attempt was lost says so in an
+UNASSIGNED with a trace, which applies.
+So is a task status another worker wrote in an older generation than the one held, when the
+held one is of this worker's group as it is now (its generation not beyond this worker's): a
+zombie worker (frozen, cut off) whose task was moved writes FAILED when it wakes up and its
+task is fenced out, after the new owner wrote RUNNING (Kafka writes those with ``putSafe``,
+which skips them only once the zombie has read the newer status; it usually has not). A thawed
+zombie that rejoins in a generation newer than the new owner's stops the task it lost in the
+generation it ran in, so its UNASSIGNED hides nothing either.
 
-A thawed zombie may instead rejoin first, in a generation newer than the new owner's, and only
-then stop the task it lost: its UNASSIGNED, stamped with that generation, won over the new
-owner's RUNNING on every worker (Kafka's ``putSafe`` has the same gap). So a task's last
-UNASSIGNED carries the generation its instance started in (``Status.generation`` set by the
-task's runner; the store stamps only statuses that carry none): older than the new owner's
-status, it is ignored by the rules above. An UNASSIGNED replaces the writer's own RUNNING
-whatever their generations; a task on Spark is its driving worker's own, though its RUNNING
-names the executor (``_writer``).
+The writer applies what it writes to its own copy by the same rules, so every worker answers
+alike (Kafka's workers update theirs only on reading the topic back). A task on Spark is its
+driving worker's own, though its RUNNING names the executor (``_writer``).
 
 Generations start again at 1 when the group is recreated: a group left empty with nothing
 committed is deleted by the broker (a whole cluster stopped for a while, or Copycat taking
@@ -208,8 +212,8 @@ class KafkaStatusStore:
             return True  # a status from the task's previous owner, written too late
         return (
             incoming.state is State.UNASSIGNED
+            and incoming.trace is None  # a stop's, not a Spark attempt lost (which says why)
             and current.state is State.RUNNING
-            and other_writer
             and current.generation >= incoming.generation
         )
 
@@ -220,7 +224,7 @@ class KafkaStatusStore:
 
     def _stamped(self, status: Status) -> Status:
         if status.generation:
-            return status  # a stopped task's UNASSIGNED, in the generation it started in
+            return status  # a stopped task's UNASSIGNED, in the generation it was stopped in
         return replace(status, generation=self.generation)
 
     def set_connector(self, name: str, status: Status) -> None:
@@ -232,7 +236,8 @@ class KafkaStatusStore:
     def set_task(self, name: str, task: int, status: Status) -> None:
         stamped = self._stamped(status)
         with self._lock:
-            self._tasks[(name, task)] = stamped
+            if not self._stale(self._tasks.get((name, task)), stamped, self.generation):
+                self._tasks[(name, task)] = stamped
         self._send(f"{TASK_PREFIX}{name}-{task}", status_value(stamped))
 
     def update_task(self, name: str, task: int, **changes: object) -> None:

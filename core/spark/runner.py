@@ -17,10 +17,11 @@ but the task loop runs on an executor (:mod:`core.spark.executor`). The thread:
    *attempt*. Each attempt has a number; the worker answers only the current one, so an
    attempt given up for lost that comes back is told to stop and can commit nothing.
 
-Status follows the local runtime's: UNASSIGNED until the executor reports the task started,
-then RUNNING (or PAUSED) with ``worker_id`` naming the executor, its host (as Spark's UI names
-it), the task's Spark job group and the worker that drives it (the group's member, in
-distributed mode); FAILED with the executor's trace; UNASSIGNED again (with a trace saying why)
+Status follows the local runtime's: UNASSIGNED (or a RUNNING it starts over) until the
+executor reports the task started, then RUNNING (or PAUSED) with ``worker_id`` naming the
+executor, its host (as Spark's UI names it), the task's Spark job group and the worker that
+drives it (the group's member, in distributed mode); FAILED with the executor's trace;
+UNASSIGNED again (with a trace saying why, which applies over its RUNNING)
 from the moment an attempt is known lost while it is being replaced (an executor Spark removed
 is noticed on the watchdog's next tick, not after the heartbeat timeout).
 
@@ -133,7 +134,7 @@ class SparkTaskRunner(_TaskRunner):
             driver.unregister(self)
             self.started.set()
             if not self.failed:
-                self._report(State.UNASSIGNED, generation=self.generation)
+                self._report(State.UNASSIGNED, generation=self.stop_generation)
         if self.failed and not self.stopping.is_set():
             self.worker.task_failed(self)
 

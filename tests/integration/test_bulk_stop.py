@@ -164,9 +164,9 @@ def test_a_worker_stop_stops_every_task_together(
             for runner in connector.tasks.values():
                 original = runner.request_stop
 
-                def request_stop(original: object = original) -> None:
+                def request_stop(generation: int = 0, original: object = original) -> None:
                     signalled.append(time.monotonic())
-                    original()  # type: ignore[operator]
+                    original(generation)  # type: ignore[operator]
 
                 runner.request_stop = request_stop  # type: ignore[method-assign]
         # When each connector instance is asked to stop (its host's "stop" call).

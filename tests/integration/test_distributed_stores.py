@@ -444,10 +444,11 @@ def test_a_thawed_zombies_unassigned_does_not_hide_the_new_owners_running(
     broker: KafkaCluster, topic_name: str
 ) -> None:
     """A worker frozen past its session loses its task to another worker; thawed, it rejoins
-    (a newer generation) before it has stopped the task, and stopping it writes UNASSIGNED.
-    That UNASSIGNED carries the generation the task started in (core.worker), so no worker,
-    the zombie included, takes it over the new owner's RUNNING. Stamped with the zombie's
-    generation of now, it won on every worker (seen once in CI under load)."""
+    (a newer generation) and stops the task, writing UNASSIGNED. That UNASSIGNED carries the
+    generation the zombie was in when told to stop, the one before its rejoin (a rebalance
+    stops revoked work before adopting its generation), so no worker, the zombie included,
+    takes it over the new owner's RUNNING. Stamped with the zombie's generation of now, it won
+    on every worker (seen once in CI under load)."""
     topic = _compacted(broker, topic_name + "-status")
     zombie = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
     survivor = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
@@ -470,19 +471,59 @@ def test_a_thawed_zombies_unassigned_does_not_hide_the_new_owners_running(
             store.log.read_to_end().result(START_TIMEOUT_S)
         for store in (survivor, zombie, newcomer):
             assert store.task("c", 0) == Status(State.RUNNING, "w2:8083", generation=2)
-        # Its own UNASSIGNED still replaces its own RUNNING, whatever their generations,
-        # a task on Spark's too (its RUNNING names the executor and the driving worker).
+        # Its own UNASSIGNED of a newer generation than its RUNNING (a task that ran through
+        # a rebalance) replaces it, a task on Spark's too (its RUNNING names the executor and
+        # the driving worker).
         survivor.set_task("c", 1, Status(State.RUNNING, "w2:8083"))
-        survivor.set_task("c", 1, Status(State.UNASSIGNED, "w2:8083", generation=3))
+        survivor.set_task("c", 1, Status(State.UNASSIGNED, "w2:8083", generation=4))
         on_spark = "executor 0 on 127.0.0.1 (Spark job group copycat-1-c-2, driver w2:8083)"
         survivor.set_task("c", 2, Status(State.RUNNING, on_spark))
-        survivor.set_task("c", 2, Status(State.UNASSIGNED, "w2:8083", generation=3))
+        survivor.set_task("c", 2, Status(State.UNASSIGNED, "w2:8083", generation=4))
         survivor.flush(START_TIMEOUT_S)
         zombie.log.read_to_end().result(START_TIMEOUT_S)
-        assert zombie.task("c", 1) == Status(State.UNASSIGNED, "w2:8083", generation=3)
-        assert zombie.task("c", 2) == Status(State.UNASSIGNED, "w2:8083", generation=3)
+        for store in (survivor, zombie):
+            assert store.task("c", 1) == Status(State.UNASSIGNED, "w2:8083", generation=4)
+            assert store.task("c", 2) == Status(State.UNASSIGNED, "w2:8083", generation=4)
     finally:
         for store in (zombie, survivor, newcomer):
+            if store is not None:
+                store.stop()
+
+
+def test_a_task_stopped_in_the_generation_it_started_in_keeps_showing_running(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    """Kafka's readTaskStatus ignores an UNASSIGNED over a RUNNING of the same or a newer
+    generation, whoever wrote them (KAFKA-12525): a task moved off a worker in the generation
+    it started in shows its RUNNING there until the new owner's RUNNING, on every worker, the
+    one that stopped it included (its own copy follows the same rule)."""
+    topic = _compacted(broker, topic_name + "-status")
+    old = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    other = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    for store in (old, other):
+        store.start(START_TIMEOUT_S)
+    newcomer = None
+    try:
+        old.generation = other.generation = 5
+        old.set_task("c", 0, Status(State.RUNNING, "w1:8083"))
+        old.set_task("c", 0, Status(State.UNASSIGNED, "w1:8083", generation=5))
+        on_spark = "executor 1 on 127.0.0.1 (Spark job group copycat-1-c-1, driver w1:8083)"
+        old.set_task("c", 1, Status(State.RUNNING, on_spark))
+        old.set_task("c", 1, Status(State.UNASSIGNED, "w1:8083", generation=5))
+        old.flush(START_TIMEOUT_S)
+        other.log.read_to_end().result(START_TIMEOUT_S)
+        newcomer = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+        newcomer.start(START_TIMEOUT_S)
+        for store in (old, other, newcomer):
+            assert store.task("c", 0) == Status(State.RUNNING, "w1:8083", generation=5)
+            assert store.task("c", 1) == Status(State.RUNNING, on_spark, generation=5)
+        other.generation = old.generation = 7  # the new owner's RUNNING replaces it
+        other.set_task("c", 0, Status(State.RUNNING, "w2:8083"))
+        other.flush(START_TIMEOUT_S)
+        old.log.read_to_end().result(START_TIMEOUT_S)
+        assert old.task("c", 0) == Status(State.RUNNING, "w2:8083", generation=7)
+    finally:
+        for store in (old, other, newcomer):
             if store is not None:
                 store.stop()
 

@@ -222,13 +222,20 @@ def test_tasks_stopped_together_share_one_graceful_timeout(
     assert took < 3.5, f"two hung tasks took {took:.1f} s to stop (graceful timeout: 2 s)"
 
 
-def test_a_stopped_task_says_unassigned_in_the_generation_it_started_in(
+def test_a_task_keeps_a_running_status_while_it_starts_and_stops_in_its_generation(
     bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
 ) -> None:
-    """A worker that rejoins its group late (frozen past its session, then thawed) stops the
-    tasks it lost only once it is in a newer generation than their new owners' RUNNING: its
-    UNASSIGNED must carry the generation the task started in, or the status topic's readers
-    take it as newer news than the new owner's status (core/distributed/status_store.py)."""
+    """A task starting over a RUNNING status (its previous instance's, on another worker or
+    restarted here) writes no UNASSIGNED first: Kafka's WorkerTask writes nothing before it
+    has started, so during a rebalance the moved task shows its previous owner's RUNNING
+    until the new owner's (it used to show UNASSIGNED for the seconds its host took to
+    start). Over anything else (no status, UNASSIGNED, FAILED) it is UNASSIGNED until
+    started, as before. Its stop's UNASSIGNED carries the generation its worker was in when
+    told to stop: the one a rebalance revoked it in (passed by the herder, which adopts its
+    new generation only after), else the worker's present one. A worker that rejoins late
+    (a thawed zombie) thus stops the tasks it lost in its old generation, and the status
+    topic's readers ignore that UNASSIGNED under the new owner's RUNNING
+    (core/distributed/status_store.py)."""
     data = tmp_path / "in.txt"
     data.write_text("a\nb\n")
     status = _Writes()
@@ -237,13 +244,24 @@ def test_a_stopped_task_says_unassigned_in_the_generation_it_started_in(
     name = f"gen-{topic_name}"
     try:
         _start_file_source(worker, name, data, topic_name)
-        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
-        assert runner.wait_started(60)
-        status.generation = 6  # the worker rejoined in a later generation, then stops it
+        status.set_task(name, 0, Status(State.RUNNING, "w0"))  # the previous owner's
+        first = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert first.wait_started(60)
+        status.generation = 6  # the rebalance that revoked it (in generation 5) is adopted
+        worker.stop_tasks_of(name, [0], generation=5)
+        second = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert second.wait_started(60)
         worker.stop_task(name, 0)
     finally:
         worker.stop()
-    written = status.statuses_by(runner)
-    assert [s.state for s in written] == [State.RUNNING, State.UNASSIGNED]
+    written = [status for _, status in status.writes][1:]
+    assert [(s.state, s.worker_id) for s in written] == [
+        (State.RUNNING, "w1"),
+        (State.UNASSIGNED, "w1"),
+        (State.UNASSIGNED, "w1"),  # over its own UNASSIGNED: as before
+        (State.RUNNING, "w1"),
+        (State.UNASSIGNED, "w1"),
+    ]
     assert written[0].generation == 0  # the store stamps its present generation
-    assert written[-1].generation == 4
+    assert written[1].generation == 5
+    assert written[4].generation == 6
