@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-import random
 import select
-import sysconfig
 import threading
 import time
 import traceback
@@ -85,6 +83,8 @@ def retry_backoff_s(attempt: int, max_delay_ms: int) -> float:
     """Delay before retry ``attempt`` (1-based): Kafka's RetryWithToleranceOperator backoff,
     300 ms doubling up to ``max_delay_ms``, plus up to 10 % jitter. The one backoff of every
     retry loop, in the host (converters, SMTs, poll) and in the worker (a sink's put())."""
+    import random  # when first retried: every host imports this module at start
+
     delay = min(INITIAL_RETRY_DELAY_MS << (attempt - 1), max_delay_ms)
     return float(delay + random.uniform(0, delay / 10)) / 1000
 
@@ -120,7 +120,7 @@ def raised_at(exc: BaseException) -> str | None:
             where = tb.tb_frame.f_code.co_filename
             # Not the host's own code, nor importlib's frozen frames.
             if not where.startswith("<") and os.path.dirname(os.path.abspath(where)) != _HOST_DIR:
-                if os.path.abspath(where).startswith(_STDLIB):
+                if os.path.abspath(where).startswith(_stdlib_dir()):
                     library = (where, tb.tb_lineno)
                 else:
                     found = (where, tb.tb_lineno)  # the plugin's (or its dependencies') code
@@ -135,8 +135,20 @@ def raised_at(exc: BaseException) -> str | None:
 
 # The host's own modules (this directory): never "where" a plugin failed.
 _HOST_DIR = os.path.dirname(os.path.abspath(__file__))
-# The standard library: a plugin that called json.loads() wants its own line, not json's.
-_STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+_STDLIB: str | None = None
+
+
+def _stdlib_dir() -> str:
+    """The standard library's directory: a plugin that called json.loads() wants its own
+    line, not json's. Asked of ``sysconfig`` when first needed (a plugin failed), since
+    importing it costs every host's start a few milliseconds (tests/unit/isolation/
+    test_host_start_imports.py)."""
+    global _STDLIB
+    if _STDLIB is None:
+        import sysconfig
+
+        _STDLIB = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+    return _STDLIB
 
 
 def _exception_line(exc: BaseException) -> str:
@@ -183,6 +195,17 @@ def exception_trace(exc: BaseException) -> str:
 class ContractViolation(ConnectException):
     """A plugin's call returned what the API forbids (e.g. ``pre_commit()`` a str): the
     worker tells it from an exception the plugin raised itself (error kind ``contract``)."""
+
+
+class RetriablePut(RetriableException):
+    """A put() that raised RetriableException, with the redelivery delay the task asked for
+    (``context.timeout()`` before it raised; None if it did not), as data for the worker.
+    Here, not in copycat_pipeline, so that a host that runs no task need not import that."""
+
+    def __init__(self, cause: RetriableException, retry_after_ms: int | None) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.retry_after_ms = retry_after_ms
 
 
 class StageFailure(Exception):

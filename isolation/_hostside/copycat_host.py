@@ -23,7 +23,6 @@ business: :func:`main` serves it over pipes, the worker's in-process twin
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import math
 import os
@@ -32,29 +31,20 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import copycat_protocol as protocol
 import copycat_wire as wire
 from copycat_errors import (
     ContractViolation,
     ErrorPolicy,
+    RetriablePut,
     StopRequest,
     describe,
     exception_trace,
     raised_at,
 )
 from copycat_loader import LocationRegistry, ModuleConflictError, resolve
-from copycat_pipeline import (
-    HostSinkTaskContext,
-    HostSourceTaskContext,
-    Pipeline,
-    RetriablePut,
-    SinkRunner,
-    SourceRunner,
-    TransformStage,
-)
-from copycat_transactions import HostTransactionContext
 from plugin_api.config import config_infos
 
 import plugin_api
@@ -69,6 +59,15 @@ from plugin_api import (
     SourceTask,
 )
 
+if TYPE_CHECKING:
+    from copycat_pipeline import Pipeline
+
+# What a host needs at start is imported above; what only some hosts need later is imported
+# by the operation that needs it, since every connector and task start pays for a host's
+# imports (~0.15 s of CPU before this rule, docs/benchmarks.md): a task's data path
+# (copycat_pipeline, copycat_transactions, copycat_batch, copycat_sink_columns) when a task
+# starts, json with the first log record. tests/unit/isolation/test_host_start_imports.py
+# checks that a ready host has not imported them.
 # An object made by ``new`` that has this method gets the host's ``callback`` (to ask the worker
 # something while a request is served): how the runtime's own objects that run in a host (a
 # task's data path, core/runtime/in_host.py) reach the worker. Plugin classes never need it.
@@ -452,6 +451,8 @@ class Host:
             raise _config_error_of(exc, prefix, f"{what} ({spec[0].replace(':', '.')})") from exc
 
     def _pipeline(self, spec: Mapping[str, Any]) -> Pipeline:
+        from copycat_pipeline import Pipeline, TransformStage
+
         stages = []
         for alias, transform, predicate, negate, *rest in spec.get("transforms", ()):
             predicate_alias = rest[0] if rest else None
@@ -487,6 +488,9 @@ class Host:
     ) -> tuple[Any, ...]:
         """Start a source task; ``connector_boundaries``: it defines its own transactions
         (``transaction.boundary=connector``), so it gets a transaction context."""
+        from copycat_pipeline import HostSourceTaskContext, SourceRunner
+        from copycat_transactions import HostTransactionContext
+
         task = resolve(target)()
         if not isinstance(task, SourceTask):
             raise plugin_api.ConnectException(f"{target} is not a SourceTask")
@@ -511,6 +515,8 @@ class Host:
         pipeline: Mapping[str, Any],
         errant_reporting: bool = False,
     ) -> str:
+        from copycat_pipeline import HostSinkTaskContext, SinkRunner
+
         task = resolve(target)()
         if not isinstance(task, SinkTask):
             raise plugin_api.ConnectException(f"{target} is not a SinkTask")
@@ -593,6 +599,8 @@ class _RecordsToWorker(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
+            import json  # with the first record: a host that logs nothing never needs it
+
             fields = [record.levelno, record.name, self.format(record)]
             sys.stderr.write(protocol.LOG_RECORD_MARK + json.dumps(fields) + "\n")
             sys.stderr.flush()

@@ -12,18 +12,20 @@ That case is detected and reported as :class:`ModuleConflictError` naming the mo
 owners, never resolved silently; the worker then gives the plugin a host of its own.
 
 ``plugin_api`` is parent-first: it always comes from the runtime, never from a location.
+
+Every host imports this module at start, and most never attach a location: what only
+attaching needs (``importlib.metadata``, ``pathlib``, ``zipfile``; ~25-30 ms of a host's start
+together) is imported by the functions that use it, not here (tests/unit/isolation/
+test_host_start_imports.py).
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
-import importlib.metadata
 import sys
 import zipimport
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from types import ModuleType
 
 # Provided by the runtime and shared by every plugin, like org.apache.kafka.connect.* in Kafka.
@@ -47,8 +49,10 @@ class ModuleConflictError(ImportError):
 
 def top_level_names(location: str) -> dict[str, str]:
     """Map each top-level module of ``location`` to the ``dist==version`` that ships it."""
+    from importlib import metadata
+
     owners: dict[str, str] = {}
-    for dist in importlib.metadata.distributions(path=[location]):
+    for dist in metadata.distributions(path=[location]):
         owner = f"{dist.metadata['Name']}=={dist.version}"
         for file in dist.files or ():
             parts = file.parts
@@ -86,6 +90,8 @@ def _listing(location: str) -> set[str]:
                 elif entry.endswith(".py") and "/" not in entry and entry != "__main__.py":
                     names.add(entry[:-3])
     else:
+        from pathlib import Path
+
         root = Path(location)
         for child in root.iterdir() if root.is_dir() else ():
             if child.is_dir() and (child / "__init__.py").exists():
@@ -102,8 +108,11 @@ def _same_dist(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-class _LocationFinder(importlib.abc.MetaPathFinder):
-    """Answers imports of the top-level names one location owns, from that location only."""
+class _LocationFinder:
+    """Answers imports of the top-level names one location owns, from that location only.
+
+    A meta path finder needs only ``find_spec``; not deriving from ``importlib.abc``'s ABC
+    spares every host importing it (and ``importlib.resources`` with it) at start."""
 
     def __init__(self, location: str, names: Sequence[str]) -> None:
         self.location = location
@@ -139,11 +148,13 @@ class LocationRegistry:
         spec = importlib.machinery.PathFinder.find_spec(name)
         if spec is None:
             return None
+        from importlib import metadata
+
         if self._primary_dists is None:
-            self._primary_dists = importlib.metadata.packages_distributions()
+            self._primary_dists = metadata.packages_distributions()
         owner = "unknown version"
         for dist_name in self._primary_dists.get(name, ()):
-            owner = f"{dist_name}=={importlib.metadata.version(dist_name)}"
+            owner = f"{dist_name}=={metadata.version(dist_name)}"
             break
         return (spec.origin or str(spec.submodule_search_locations), owner)
 

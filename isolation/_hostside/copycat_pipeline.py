@@ -30,6 +30,7 @@ from copycat_errors import (
     ContractViolation,
     ErrorPolicy,
     NotTolerated,
+    RetriablePut,
     RetryStopped,
     StageFailure,
     describe,
@@ -69,16 +70,6 @@ OffsetPairs = Sequence[tuple[Any, Any]]
 
 # A callback into the worker, answered before the current request completes.
 Callback = Callable[[str, tuple[Any, ...]], Any]
-
-
-class RetriablePut(RetriableException):
-    """A put() that raised RetriableException, with the redelivery delay the task asked for
-    (``context.timeout()`` before it raised; None if it did not), as data for the worker."""
-
-    def __init__(self, cause: RetriableException, retry_after_ms: int | None) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
-        self.retry_after_ms = retry_after_ms
 
 
 _TIMESTAMP_TYPES = list(TimestampType)
