@@ -13,7 +13,10 @@ the bundled FileStream plugin, installed offline into a temporary plugin path) a
 * loaded: ready plus ``new FileStreamSourceConnector`` (the plugin's module imported and the
   class constructed), what a connector's start waits for before its own ``start()``;
 * the host's CPU (user + system, ``time.process_time()`` asked of the host right after each
-  step, so the worker's side does not count) at both points.
+  step, so the worker's side does not count) at both points;
+* modules: how many modules the host had imported when ready (``len(sys.modules)``);
+* imports: what ``python -X importtime`` counts for importing ``copycat_host`` (cumulative,
+  everything it imports included) in a fresh interpreter of the same venv.
 
 With ``--baseline REF`` the host-side modules (isolation/_hostside) of git revision ``REF``
 are extracted to a temporary directory and started the same way, alternating with the
@@ -39,11 +42,19 @@ sys.path.insert(0, str(ROOT))
 import isolation.host as host_module  # noqa: E402
 from core.bundled import prebuilt_wheel  # noqa: E402
 from isolation.client import HostClient  # noqa: E402
-from isolation.host import PluginHost  # noqa: E402
+from isolation.host import PluginHost, plugin_api_root  # noqa: E402
 from registry import install  # noqa: E402
 
 CONNECTOR = "copycat_file:FileStreamSourceConnector"
-COLUMNS = ("ready wall", "ready CPU", "loaded wall", "loaded CPU")
+# Column titles and the factor each median is printed with (seconds are printed in ms).
+COLUMNS = {
+    "ready wall": 1000,
+    "ready CPU": 1000,
+    "loaded wall": 1000,
+    "loaded CPU": 1000,
+    "modules": 1,
+    "imports": 1000,
+}
 
 
 def extract_hostside(ref: str, into: Path) -> Path:
@@ -65,8 +76,9 @@ def extract_hostside(ref: str, into: Path) -> Path:
     return into
 
 
-def one_start(python: Path, hostside: Path) -> tuple[float, float, float, float]:
-    """(ready wall, ready CPU, loaded wall, loaded CPU) of one host, in seconds."""
+def one_start(python: Path, hostside: Path) -> tuple[float, ...]:
+    """(ready wall, ready CPU, loaded wall, loaded CPU) of one host in seconds, and how many
+    modules it had imported when ready."""
     host_module.HOSTSIDE_DIR = hostside
     channel = PluginHost(python, name="bench-start")
     client = HostClient(channel)
@@ -75,13 +87,34 @@ def one_start(python: Path, hostside: Path) -> tuple[float, float, float, float]
         channel.start()
         ready = time.perf_counter() - began
         ready_cpu = float(client.eval("time:process_time"))
+        modules = int(client.eval("sys:modules.__len__"))
         began = time.perf_counter()
         client.new(CONNECTOR)
         loaded = ready + time.perf_counter() - began
         loaded_cpu = float(client.eval("time:process_time"))
     finally:
         client.close()
-    return ready, ready_cpu, loaded, loaded_cpu
+    return ready, ready_cpu, loaded, loaded_cpu, modules
+
+
+def runtime_imports(python: Path, hostside: Path) -> float:
+    """Seconds ``-X importtime`` counts for importing ``copycat_host`` (and all it imports)
+    with the bootstrap's ``sys.path``, in a fresh interpreter of ``python``."""
+    code = (
+        f"import sys; sys.path[0:0] = [{str(plugin_api_root())!r}, {str(hostside)!r}]; "
+        "import copycat_host"
+    )
+    report = subprocess.run(
+        [str(python), "-I", "-X", "importtime", "-c", code],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stderr
+    for line in report.splitlines():
+        _, _, cumulative, name = (part.strip() for part in line.replace(":", "|", 1).split("|"))
+        if name == "copycat_host":
+            return int(cumulative) / 1e6
+    raise AssertionError(f"no copycat_host in the import times:\n{report}")
 
 
 def bare_start(python: Path) -> tuple[float, float]:
@@ -119,13 +152,20 @@ def main() -> None:
             if round_ % 2:
                 order.reverse()
             for name, hostside in order:
-                results[name].append(one_start(env.python, hostside))
+                start = one_start(env.python, hostside)
+                results[name].append((*start, runtime_imports(env.python, hostside)))
             bare.append(bare_start(env.python))
-        print(f"plugin host start, FileStream venv, median of {args.rounds} (ms)")
+        print(
+            f"plugin host start, FileStream venv, median of {args.rounds} (ms; modules: how "
+            "many the host had imported when ready; imports: -X importtime of copycat_host)"
+        )
         print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
         print(f"{'':28}" + "".join(f"{title:>12}" for title in COLUMNS))
         for name, rows in results.items():
-            medians = [statistics.median(column) * 1000 for column in zip(*rows, strict=True)]
+            medians = [
+                statistics.median(column) * factor
+                for column, factor in zip(zip(*rows, strict=True), COLUMNS.values(), strict=True)
+            ]
             print(f"{name:28}" + "".join(f"{value:12.1f}" for value in medians))
         floor = [statistics.median(column) * 1000 for column in zip(*bare, strict=True)]
         print(f"{'python -I -c pass':28}" + "".join(f"{value:12.1f}" for value in floor))
