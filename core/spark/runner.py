@@ -84,6 +84,9 @@ class SparkTaskRunner(_TaskRunner):
         self._topics: set[str] = set()
         self._beating = False  # the current attempt has reported at least once
         self._reported_start = False
+        # Whether the worker's task-startup metrics have this task: once, as the local
+        # runner's start (its first attempt that started, or the failure before any did).
+        self._start_counted = False
         self._last_beat = time.monotonic()
         self._lost: str | None = None  # why the current attempt was given up, if it was
 
@@ -146,7 +149,15 @@ class SparkTaskRunner(_TaskRunner):
             return
         self.failed = True
         log.error("task %s failed to start on Spark: %s", self.spec.name, exc)
+        self._count_start(ok=False)
         self._report(State.FAILED, failure_trace(exc))
+
+    def _count_start(self, ok: bool) -> None:
+        """The task's start in the worker's task-startup metrics (Kafka's WorkerMetricsGroup
+        counts a success at onStartup, a failure when the task fails before it started)."""
+        if not self._start_counted:
+            self._start_counted = True
+            self.worker.worker_metrics.task_started(ok=ok)
 
     def _keep_running(self, archives: dict[str, str]) -> None:
         driver, spec = self.driver, self.spec
@@ -185,6 +196,7 @@ class SparkTaskRunner(_TaskRunner):
             if outcome == FAILED:
                 self.failed = True
                 log.error("task %s failed on Spark", spec.name)
+                self._count_start(ok=False)  # no effect once it had started
                 self._report(State.FAILED, detail)
                 return
             if self.stopping.is_set():
@@ -232,6 +244,7 @@ class SparkTaskRunner(_TaskRunner):
             self._task_started(body)
         if state == "FAILED" and body.get("trace") and not self.stopping.is_set():
             self.failed = True  # the job's outcome follows; status shows it at once
+            self._count_start(ok=False)  # no effect once it had started
             self._report(State.FAILED, str(body["trace"]))
         known = body.get("known_target")
         wait = min(float(body.get("wait_s", 0)), self.driver.settings.heartbeat_interval_s)
@@ -254,6 +267,7 @@ class SparkTaskRunner(_TaskRunner):
         self._reported_start = True
         self.placement = self.driver.locate(self.group) or self._placement_reported(body)
         log.info("task %s runs on Spark: %s", self.spec.name, self.where)
+        self._count_start(ok=True)
         if not self.stopping.is_set():
             state = State.PAUSED if self.paused.is_set() else State.RUNNING
             self._report(state, version=self.spec.version)

@@ -87,6 +87,19 @@ def _wait_state(http: httpx.Client, name: str, state: str, timeout_s: float) -> 
     return _status(http, name)
 
 
+def _task_startups(http: httpx.Client) -> dict[str, float]:
+    """The worker's task-startup counters from ``GET /metrics``: attempts, success, failure."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    prefix = "kafka_connect_connect_worker_task_startup_"
+    counts = {}
+    for family in text_string_to_metric_families(http.get("/metrics").text):
+        for sample in family.samples:
+            if sample.name.startswith(prefix) and sample.name.endswith("_total"):
+                counts[sample.name[len(prefix) :].removesuffix("_total")] = sample.value
+    return counts
+
+
 def _runner(worker: RestWorker, name: str, task: int = 0) -> Any:
     assert worker.herder.worker is not None
     return worker.herder.worker.connectors[name].tasks[task]
@@ -467,6 +480,9 @@ def test_a_connector_refused_for_want_of_slots_stays_failed_until_a_restart_star
             http.put("/connectors/y/config", json={**source, "tasks.max": "1"}).status_code == 201
         )
         _wait_state(http, "y", "RUNNING", TASK_START_S)
+        # A task started on Spark counts in the worker's task-startup metrics, as a local one
+        # (they stayed at 0 for Spark-run tasks).
+        assert _task_startups(http) == {"attempts": 1, "success": 1, "failure": 0}
         assert (
             http.put("/connectors/x/config", json={**source, "tasks.max": "2"}).status_code == 201
         )
@@ -491,4 +507,6 @@ def test_a_connector_refused_for_want_of_slots_stays_failed_until_a_restart_star
         )
         assert _status(http, "x")["connector"]["state"] == "RUNNING"
         assert len(http.get("/connectors/x/tasks").json()) == 2
+        # x refused for want of slots started no task; its restart started two.
+        assert _task_startups(http) == {"attempts": 3, "success": 3, "failure": 0}
         assert all("Spark job group" in t["worker_id"] for t in _status(http, "x")["tasks"])
