@@ -56,7 +56,7 @@ class ConfigReactions(ExactlyOnceSupport):
             runtime.deleted = False
         runtime.kind = self._kind(self._config(connector))
         if new:
-            self._rebalance_if_leader()
+            self._request_rebalance(f"connector {connector} was created")
         elif connector in self._assigned.connectors:
             self._ops.post(connector, "reconfigure", partial(self._restart_instance, connector))
 
@@ -67,11 +67,12 @@ class ConfigReactions(ExactlyOnceSupport):
             runtime.deleted = True
         self._reclaim_if_stuck(connector)
         self._ops.post(connector, "remove", partial(self._remove_here, connector))
-        self._rebalance_if_leader()
+        if runtime is not None:
+            self._request_rebalance(f"connector {connector} was deleted")
 
     def on_task_configs_update(self, connector: str) -> None:
         self._ops.post(connector, "task configs", partial(self._apply_task_configs, connector))
-        self._rebalance_if_leader()
+        self._request_rebalance(f"connector {connector}'s task configs changed")
 
     def on_target_state_change(self, connector: str) -> None:
         if self.configs.snapshot().target_state(connector) is TargetState.STOPPED:

@@ -93,8 +93,12 @@ class DistributedHerderBase(WorkerHerder):
                 return url
         return None
 
-    def _rebalance_if_leader(self) -> None:
-        if self._is_leader and self.member is not None:
+    def _request_rebalance(self, why: str) -> None:
+        """Rejoin the group: work to spread changed. Every worker asks, as it reads the
+        change from the config topic (Kafka's ``needsReconfigRebalance``), so the rebalance
+        completes once all have read it, not at the followers' next heartbeats."""
+        if self.member is not None:
+            log.debug("requesting a rebalance: %s", why)
             self.member.request_rejoin()
             self._wakeup.set()
 
