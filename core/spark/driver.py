@@ -58,6 +58,8 @@ log = logging.getLogger("copycat.spark")
 
 # Spark's monitoring REST API answers from the driver's own UI server, in milliseconds.
 STATUS_API_TIMEOUT_S = 5.0
+# The class name Spark puts before a failed task's reason.
+SPARK_EXCEPTION = "org.apache.spark.SparkException: "
 # How often the watchdog looks for tasks whose executor was lost or that stopped reporting; a
 # small fraction of task.spark.heartbeat.timeout.ms.
 WATCHDOG_INTERVAL_S = 1.0
@@ -401,6 +403,32 @@ class SparkDriver:
                             stage,
                             int(task["taskId"]),
                         )
+        return None
+
+    def task_failure(self, placement: Placement) -> str | None:
+        """Why Spark failed the task attempt ``placement`` names (its executor lives on: the
+        Python worker running it exited, say), or None while it has not failed. Spark runs
+        the task again by itself, but the attempt is over; the watchdog asks every second, so
+        the task's status says so before Spark's retry comes back (which imports Copycat in a
+        fresh Python worker first: seconds)."""
+        if placement.stage_id is None or placement.spark_task_id is None:
+            return None
+        stage = self.sc.statusTracker().getStageInfo(placement.stage_id)
+        if stage is not None and not stage.numFailedTasks:
+            return None  # one task per job: none failed yet (cheap, no HTTP)
+        for attempt in self._status_api(f"stages/{placement.stage_id}") or []:
+            path = f"stages/{placement.stage_id}/{attempt['attemptId']}/taskList"
+            for task in self._status_api(path) or []:
+                if task.get("taskId") == placement.spark_task_id and task.get("status") in (
+                    "FAILED",
+                    "KILLED",
+                ):
+                    error = str(task.get("errorMessage") or "").strip() or "no reason given"
+                    first = error.splitlines()[0].removeprefix(SPARK_EXCEPTION)
+                    return (
+                        f"Spark failed its task on executor {placement.executor_id} on "
+                        f"{placement.host}: {first}"
+                    )
         return None
 
     # -- control requests ----------------------------------------------------------------------

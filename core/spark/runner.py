@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 from core.runtime.counters import FIELDS
 from core.runtime.spec import TaskSpec
 from core.spark.driver import Placement, SparkDriver
-from core.spark.executor import FAILED, PAUSED, RUNNING, STOP, STOPPED, Assignment
+from core.spark.executor import FAILED, PAUSED, RETRIED, RUNNING, STOP, STOPPED, Assignment
 from core.status import State
 from core.worker import _TaskRunner
 from plugin_api import ConfigException
@@ -191,6 +191,9 @@ class SparkTaskRunner(_TaskRunner):
                 outcome, detail = "lost", str(exc)[:JOB_FAILURE_CHARS]
             self.attempt = 0
             lost, self._lost = self._lost, None
+            if outcome == RETRIED and lost is None and self.placement is not None:
+                # Spark ran the task again before the watchdog saw it fail: say why it did.
+                lost = self.driver.task_failure(self.placement)
             if outcome == STOPPED:
                 return
             if outcome == FAILED:
@@ -285,8 +288,9 @@ class SparkTaskRunner(_TaskRunner):
     def check_alive(self, now: float, lost_executors: Collection[str] = ()) -> None:
         """The driver's watchdog: the current attempt is given up (fenced) and its job
         cancelled, so that it is submitted again, when Spark removed the executor it runs on
-        (``lost_executors``: ids Spark listed before and no longer does), or when it has been
-        silent for longer than the heartbeat timeout (a hung executor, a cut network)."""
+        (``lost_executors``: ids Spark listed before and no longer does), when it has been
+        silent for longer than the heartbeat timeout (a hung executor, a cut network), or when
+        Spark failed its task (its Python worker exited, the executor living on)."""
         attempt, placement = self.attempt, self.placement
         if not attempt:
             return
@@ -297,6 +301,8 @@ class SparkTaskRunner(_TaskRunner):
             )
         elif self._beating and now - self._last_beat > self.driver.settings.heartbeat_timeout_s:
             self._give_up(attempt, f"no heartbeat for {now - self._last_beat:.0f} s")
+        elif placement is not None and (failure := self.driver.task_failure(placement)):
+            self._give_up(attempt, failure)
 
     def _give_up(self, attempt: int, reason: str) -> None:
         """Fence ``attempt`` (its heartbeats are told it is not current, its commits refused),

@@ -345,6 +345,55 @@ def test_a_task_on_an_executor_killed_leaves_running_at_once_not_after_the_heart
     print(f"\nthe task left RUNNING {left_running_s:.1f} s after its executor was killed")
 
 
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_task_whose_python_worker_dies_leaves_running_at_once(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
+) -> None:
+    """The executor lives on, the Python worker running the task (and its plugin host) dies:
+    Spark fails its task and runs it again, which hands the decision back to the worker. The
+    task showed RUNNING until that retry came back (2.5 s idle, 14 s at load, an exploratory
+    tester found; 5.7 s, and once over 30 s, at load 8 here), its trace "lost (retried)"; the
+    watchdog now sees Spark fail the task, gives the attempt up and says why."""
+    _, module, _ = probe_plugins(tmp_path, plugins)
+    topic = _new_topic(broker, "pyworker")
+    extra = {"task.spark.heartbeat.timeout.ms": "600000"}
+    with _worker(tmp_path, bootstrap_servers, plugins, **extra) as worker, worker.client() as http:
+        config = {"connector.class": f"{module}.Source", "topic": topic, "interval.ms": "200"}
+        assert http.put(f"/connectors/{module}/config", json=config).status_code == 201
+        _wait_state(http, module, "RUNNING", TASK_START_S)
+        runner = _runner(worker, module)
+        wait_for(lambda: runner.remote.get("host_pids"), 30, "the task's plugin host")
+        placement = runner.placement
+        assert placement is not None
+        host = runner.remote["host_pids"][0]
+        python_worker = _parent(host)
+        jvm = executor_jvm_of(host)
+        assert jvm is not None and python_worker != jvm, (host, python_worker, jvm)
+        executors = set(_active_executors(spark))
+        os.kill(python_worker, signal.SIGKILL)
+        killed = time.monotonic()
+        seen: list[tuple[float, str | None]] = []
+
+        def left_running() -> bool:
+            seen.append((round(time.monotonic() - killed, 2), _task_state(http, module)))
+            return seen[-1][1] != "RUNNING"
+
+        wait_for(left_running, 30, "the task not RUNNING")
+        left_running_s = time.monotonic() - killed
+        task = _status(http, module)["tasks"][0]
+        # Submitted again; no executor was lost.
+        _wait_state(http, module, "RUNNING", TASK_START_S)
+        assert runner.attempts >= 2
+        assert set(_active_executors(spark)) == executors
+    print(f"\nthe task left RUNNING {left_running_s:.1f} s after its Python worker died: {seen}")
+    assert task["state"] == "UNASSIGNED", task
+    assert "was lost (Spark failed its task on executor " in task["trace"], task
+    assert "Python worker exited unexpectedly" in task["trace"], task
+
+
 def _values(bootstrap: str, topic: str, expected: int) -> list[str]:
     return [m.value().decode() for m in read_all(bootstrap, topic, expected, timeout_s=120)]
 
