@@ -72,6 +72,7 @@ class ConnectorOffsetStores:
         worker_keys: The worker topic's key prefix (shared topics).
         worker_key_forms: Every form of offset keys in the worker's topic (its store's
             :meth:`~core.distributed.offset_store.KafkaOffsetBackingStore.key_forms`).
+        worker_written_forms: Its store's ``written_forms``.
 
     Connectors' topics are read ``read_committed`` in every mode: one written by exactly-once
     tasks may hold offsets of aborted transactions, which must never count.
@@ -86,6 +87,7 @@ class ConnectorOffsetStores:
         worker_topic: str | None = None,
         worker_keys: ClusterKeys | None = None,
         worker_key_forms: KeyForms | None = None,
+        worker_written_forms: KeyForms | None = None,
     ) -> None:
         self.config = config
         self.worker_store = worker_store
@@ -93,6 +95,7 @@ class ConnectorOffsetStores:
         self.worker_topic = worker_topic
         self.worker_keys = worker_keys or ClusterKeys(None)
         self.worker_key_forms = worker_key_forms
+        self.worker_written_forms = worker_written_forms
 
     @staticmethod
     def own_topic(connector_props: Mapping[str, str]) -> str | None:
@@ -112,6 +115,7 @@ class ConnectorOffsetStores:
                 topic=self.worker_topic,
                 encode_key=self.worker_keys.encode,
                 key_forms=self.worker_key_forms,
+                written_forms=self.worker_written_forms,
             )
         client = {
             **self.client_props,
@@ -148,6 +152,7 @@ class ConnectorOffsetStores:
             self.worker_store,
             topic=topic,
             key_forms=backing.key_forms,
+            written_forms=backing.written_forms,
             on_close=backing.stop,
         )
 

@@ -270,6 +270,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             worker_topic=offset_topic,
             worker_keys=self.keys,
             worker_key_forms=self.offset_backing.key_forms,
+            worker_written_forms=self.offset_backing.written_forms,
         )
         self.fencing = LeaderFencing(configs, self.group_id, self._leader_write)
         self.worker = worker = Worker(

@@ -14,14 +14,15 @@ memory and tails it, so a task that moves to another worker finds its offsets th
   every worker sees the same order of writes.
 * Kafka Connect writes a partition's JSON object in its HashMap order, we write sorted keys:
   keys are compared in a canonical form (sorted), so offsets written by Kafka Connect are
-  found, and a tombstone also covers the variant Kafka Connect wrote.
+  found; a tombstone covers every form written, and a value goes to every form already in
+  the topic (:meth:`written_forms`): Kafka Connect finds offsets by their key's bytes, so after
+  a migration back it reads what we wrote under its own form.
 
 Threads: the log's work thread updates the copy; task threads and the herder call the rest.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Collection, Mapping
@@ -32,10 +33,10 @@ from typing import Any
 
 from core.distributed.kafka_log import NEVER_GIVE_UP, KafkaBasedLog, LogRecord
 from core.distributed.keys import ClusterKeys
-from core.stores.offsets import WriteWaiter, offset_key
+from core.stores.offsets import WriteWaiter, canonical_offset_key
 from plugin_api import ConnectException
 
-__all__ = ["KafkaOffsetBackingStore", "canonical_offset_key"]
+__all__ = ["KafkaOffsetBackingStore"]
 
 log = logging.getLogger("copycat.offsets")
 
@@ -43,22 +44,6 @@ log = logging.getLogger("copycat.offsets")
 # loaded machine with three workers and a broker needed more than 5 s in the system tests),
 # and flush() for acknowledgements unless the worker sets offset.flush.timeout.ms (it does).
 READ_TIMEOUT_S = 30.0
-
-
-def canonical_offset_key(key: bytes) -> bytes:
-    """``["c",{"b":1,"a":2}]`` -> ``["c",{"a":2,"b":1}]``; keys that are no offset key as is."""
-    try:
-        parsed = json.loads(key)
-    except (ValueError, UnicodeDecodeError):
-        return key
-    if (
-        isinstance(parsed, list)
-        and len(parsed) == 2
-        and isinstance(parsed[0], str)
-        and isinstance(parsed[1], dict)
-    ):
-        return offset_key(parsed[0], parsed[1])
-    return key
 
 
 class KafkaOffsetBackingStore:
@@ -143,10 +128,21 @@ class KafkaOffsetBackingStore:
         with self._lock:
             return {key: {key, *self._variants.get(canonical_offset_key(key), ())} for key in keys}
 
+    def written_forms(self, keys: Collection[bytes]) -> dict[bytes, set[bytes]]:
+        """The forms of each of ``keys`` this worker has read from the topic (its own alone
+        when none): where a new value of it goes. No read to the end: Kafka Connect's forms
+        of a migrated cluster's keys were read at start."""
+        with self._lock:
+            return {
+                key: set(self._variants.get(canonical_offset_key(key), ())) or {key} for key in keys
+            }
+
     def set(self, values: Mapping[bytes, bytes | None]) -> WriteWaiter:
         """Send ``values``; the waiter returned waits for these records' acknowledgements."""
         tombstones = [key for key, value in values.items() if value is None]
-        forms = self.key_forms(tombstones) if tombstones else {}
+        forms = self.written_forms([key for key, value in values.items() if value is not None])
+        if tombstones:
+            forms.update(self.key_forms(tombstones))
         futures = []
         for key, value in values.items():
             for raw in forms.get(key, {key}):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
@@ -31,7 +32,9 @@ __all__ = [
     "OffsetBackingStore",
     "OffsetStorage",
     "WriteWaiter",
+    "canonical_offset_key",
     "check_storable",
+    "connect_json",
     "offset_key",
     "parse_offset_key",
 ]
@@ -39,9 +42,57 @@ __all__ = [
 FILE_FORMAT_VERSION = 1
 
 
+# An escape json.dumps wrote (\\uXXXX in lower case), or an escaped backslash (which may
+# precede a literal "u" that is no escape); a code point beyond the BMP.
+_ESCAPE = re.compile(r"\\\\|\\u[0-9a-f]{4}")
+# A code point beyond the BMP, or a lone surrogate (json.loads makes one of "\\ud83d").
+_UTF16 = re.compile("[\U00010000-\U0010ffff\ud800-\udfff]")
+
+
+def _utf16_escapes(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code < 0x10000:
+        return f"\\u{code:04X}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04X}\\u{0xDC00 + (code & 0x3FF):04X}"
+
+
+def _upper_escape(match: re.Match[str]) -> str:
+    escape = match.group()
+    return escape if escape == "\\\\" else "\\u" + escape[2:].upper()
+
+
+def connect_json(value: Any, *, sort_keys: bool = False) -> bytes:
+    """``value`` as Kafka Connect's JsonConverter (Jackson) writes it: no spaces, text beyond
+    ASCII as UTF-8 bytes, except code points beyond the BMP, which Jackson writes as escaped
+    surrogate pairs (``\\uD83D\\uDE00``); other escapes in upper case (``\\u001F``).
+    Kafka Connect looks source offsets up by their key's bytes, so a key it reads must be
+    these bytes to be found."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
+    return _UTF16.sub(_utf16_escapes, _ESCAPE.sub(_upper_escape, text)).encode()
+
+
 def offset_key(connector: str, partition: Mapping[str, Any]) -> bytes:
-    """The ``connect-offsets`` key for one source partition (keys sorted, so lookups match)."""
-    return json.dumps([connector, dict(partition)], separators=(",", ":"), sort_keys=True).encode()
+    """The ``connect-offsets`` key for one source partition, in its canonical form (fields
+    sorted, so lookups match whatever order a writer used; see :func:`canonical_offset_key`)."""
+    return connect_json([connector, dict(partition)], sort_keys=True)
+
+
+def canonical_offset_key(key: bytes) -> bytes:
+    """``["c",{"b":1,"a":2}]`` -> ``["c",{"a":2,"b":1}]``, whatever the writer's field order
+    and escapes (Kafka Connect's, an older Copycat's); keys that are no offset key as is."""
+    try:
+        parsed = json.loads(key)
+    except (ValueError, UnicodeDecodeError):
+        return key
+    if (
+        isinstance(parsed, list)
+        and len(parsed) == 2
+        and isinstance(parsed[0], str)
+        and isinstance(parsed[1], dict)
+    ):
+        return offset_key(parsed[0], parsed[1])
+    return key
 
 
 def check_storable(connector: str, partition: Any, offset: Any) -> None:
@@ -160,8 +211,9 @@ class FileOffsetBackingStore(MemoryOffsetBackingStore):
                 f"offsets file {self.path} is not a Copycat offsets file ({exc}); move it away "
                 "to start from scratch"
             ) from exc
+        # Canonical keys: a file an older version wrote escaped text beyond ASCII.
         self._data = {
-            key.encode(): json.dumps(value, separators=(",", ":")).encode()
+            canonical_offset_key(key.encode()): connect_json(value)
             for key, value in entries.items()
             if value is not None
         }
@@ -221,7 +273,7 @@ class OffsetStorage:
         for partition, offset in entries:
             check_storable(connector, partition, offset)
             values[offset_key(connector, partition)] = (
-                None if offset is None else json.dumps(offset, separators=(",", ":")).encode()
+                None if offset is None else connect_json(offset)
             )
         return self.backing.set(values) if values else _written
 

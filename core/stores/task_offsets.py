@@ -24,13 +24,12 @@ Threads: the task's thread (its loop) and the host callback serving the task's o
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from core.offsets import OffsetStore, WriteWaiter
-from core.stores.offsets import check_storable, offset_key
+from core.stores.offsets import check_storable, connect_json, offset_key
 
 __all__ = ["KeyForms", "TaskOffsetStore"]
 
@@ -38,6 +37,10 @@ log = logging.getLogger("copycat.offsets")
 
 # ``connect-offsets`` keys -> every form of each in a topic (Kafka Connect's field order, ours).
 KeyForms = Callable[[Collection[bytes]], Mapping[bytes, Collection[bytes]]]
+
+
+def _alone(keys: Collection[bytes]) -> dict[bytes, set[bytes]]:
+    return {key: {key} for key in keys}
 
 
 class TaskOffsetStore:
@@ -53,6 +56,8 @@ class TaskOffsetStore:
         key_forms: Every form of each ``connect-offsets`` key already in ``topic`` (Kafka
             Connect orders a partition's fields its own way): what a tombstone in
             :meth:`records` must cover. Default: the key alone.
+        written_forms: The forms of each key read from ``topic`` so far, without reading
+            to its end (the key alone when none): where a value in :meth:`records` goes.
         on_close: Releases what belongs to this task alone (a connector topic's reader).
     """
 
@@ -64,13 +69,15 @@ class TaskOffsetStore:
         topic: str | None = None,
         encode_key: Callable[[bytes], bytes] = lambda key: key,
         key_forms: KeyForms | None = None,
+        written_forms: KeyForms | None = None,
         on_close: Callable[[], None] = lambda: None,
     ) -> None:
         self.primary = primary
         self.secondary = secondary
         self.topic = topic
         self._encode_key = encode_key
-        self._key_forms: KeyForms = key_forms or (lambda keys: {key: {key} for key in keys})
+        self._key_forms: KeyForms = key_forms or _alone
+        self._written_forms: KeyForms = written_forms or _alone
         self._on_close = on_close
         self._pending: list[tuple[str, list[tuple[Mapping[str, Any], Any]]]] = []
         # Waiters of this task's writes to the primary since its last flush (the store is the
@@ -138,12 +145,11 @@ class TaskOffsetStore:
             check_storable(connector, partition, offset)
         keyed = [(offset_key(connector, partition), offset) for partition, offset in entries]
         tombstones = [key for key, offset in keyed if offset is None]
-        forms = self._key_forms(tombstones) if tombstones else {}
+        forms = dict(self._written_forms([key for key, offset in keyed if offset is not None]))
+        if tombstones:
+            forms.update(self._key_forms(tombstones))
         return [
-            (
-                self._encode_key(form),
-                None if offset is None else json.dumps(offset, separators=(",", ":")).encode(),
-            )
+            (self._encode_key(form), None if offset is None else connect_json(offset))
             for key, offset in keyed
             for form in sorted(forms.get(key, {key}))
         ]

@@ -332,6 +332,38 @@ def test_offsets_round_trip_and_kafka_connects_key_order_is_found(
     assert (java_key, None) in keys
 
 
+def test_a_new_offset_goes_under_the_key_form_kafka_connect_wrote(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    """Kafka Connect finds a source offset by its key's bytes: after a migration back it must
+    read what Copycat wrote meanwhile under its own form of the key (its HashMap's field
+    order, its escapes), not an older value. Copycat wrote its own form only, so Kafka Connect
+    resent what Copycat had sent (found by an exploratory tester, FileStreamSource)."""
+    topic = _compacted(broker, topic_name + "-offsets", partitions=3)
+    # Jackson's bytes: UTF-8 for the accented letters, the emoji as escaped surrogates.
+    java_key = '["src-\u00fc\\uD83D\\uDE00",{"zeta":1,"filename":"f-\u00e9.txt"}]'.encode()
+    writer = KafkaOffsetBackingStore(topic, _props(broker), ClusterKeys(None))
+    writer.start(START_TIMEOUT_S)
+    try:
+        writer.set({java_key: b'{"position":220}'})()
+    finally:
+        writer.stop()
+    backing = KafkaOffsetBackingStore(topic, _props(broker), ClusterKeys(None))
+    backing.start(START_TIMEOUT_S)
+    try:
+        storage = OffsetStorage(backing)
+        partition = {"filename": "f-\u00e9.txt", "zeta": 1}
+        assert list(storage.get("src-\u00fc\U0001f600", [partition]).values()) == [
+            {"position": 220}
+        ]
+        storage.put("src-\u00fc\U0001f600", [(partition, {"position": 275})])()
+    finally:
+        backing.stop()
+    keys = [(m.key(), m.value()) for p in range(3) for m in _read_partition(broker, topic, p)]
+    assert (java_key, b'{"position":275}') in keys, keys
+    assert len(keys) == 2, keys  # under Kafka Connect's form alone
+
+
 def _read_partition(broker: KafkaCluster, topic: str, partition: int) -> list:  # type: ignore[type-arg]
     from confluent_kafka import Consumer, TopicPartition
 

@@ -129,6 +129,22 @@ def test_a_tombstone_record_covers_every_form_of_its_key_in_the_topic() -> None:
     assert asked == [[offset_key("c", partition)]]
 
 
+def test_a_value_record_goes_under_the_forms_of_its_key_already_in_the_topic() -> None:
+    """A migrated partition's offset goes under Kafka Connect's form of its key (which Kafka
+    Connect looks up by its bytes after a migration back), without reading the topic."""
+    kafka_form = b'["c",{"table":"t","db":"d"}]'
+    partition = {"db": "d", "table": "t"}
+
+    def written(keys: Iterable[bytes]) -> dict[bytes, set[bytes]]:
+        return {key: {kafka_form} if key == offset_key("c", partition) else {key} for key in keys}
+
+    store = TaskOffsetStore(MemoryOffsetStore(), topic="offsets", written_forms=written)
+    assert store.records("c", [(partition, {"pos": 3}), (A, {"pos": 4})]) == [
+        (kafka_form, b'{"pos":3}'),
+        (offset_key("c", A), b'{"pos":4}'),
+    ]
+
+
 def test_tombstones_first_reach_the_worker_store_alone() -> None:
     journal: list[str] = []
     primary, secondary = Recording("connector", journal), Recording("worker", journal)
