@@ -402,6 +402,10 @@ def _connectors_router(herder: Herder) -> APIRouter:
     )
     def alter_offsets(connector: str, body: m.ConnectorOffsets = Body(...)) -> Any:
         offsets = [o.model_dump() for o in body.offsets or []]
+        if not offsets:  # before the connector is looked up, as Kafka's ConnectorsResource
+            raise BadRequestError(
+                "Partitions / offsets need to be provided for an alter offsets request"
+            )
         return JSONResponse({"message": herder.alter_connector_offsets(connector, offsets)})
 
     @r.delete(

@@ -744,6 +744,12 @@ def test_source_offsets(http: httpx.Client, tmp_path: Path, topic_name: str) -> 
         400,
         "Partitions / offsets need to be provided",
     )
+    # The body is checked before the connector is looked up (Kafka's ConnectorsResource).
+    _assert_error(
+        http.patch("/connectors/no-such-connector/offsets", json={"offsets": []}),
+        400,
+        "Partitions / offsets need to be provided",
+    )
     _assert_error(
         http.patch(
             f"/connectors/{name}/offsets",
