@@ -214,6 +214,9 @@ def test_connector_metadata() -> None:
     assert connector.alter_offsets({"file": "f"}, {partition: {"position": 3}})
     with pytest.raises(Exception, match='partition {"filename": "f"} must be a non-negative'):
         connector.alter_offsets({"file": "f"}, {partition: {"position": -1}})
+    # Kafka's message when the key is missing, with the partition and what was given.
+    with pytest.raises(Exception, match="should either be null or contain the key 'position'"):
+        connector.alter_offsets({"file": "f"}, {partition: {"pos": 11}})
     # A partition that is not a file's (Kafka's check); a reset of it is let through, so stray
     # partitions can be cleaned up.
     stray = freeze_partition({"file": "x"})

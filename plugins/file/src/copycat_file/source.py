@@ -149,7 +149,13 @@ class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
         for partition, offset in offsets.items():
             if offset is None:
                 continue
-            position = offset.get(POSITION_FIELD) if isinstance(offset, Mapping) else None
+            if not isinstance(offset, Mapping) or POSITION_FIELD not in offset:
+                raise ConnectException(
+                    f"Offset objects should either be null or contain the key "
+                    f"'{POSITION_FIELD}' (the offset of partition {_shown(partition)} is "
+                    f"{json.dumps(offset)})"
+                )
+            position = offset[POSITION_FIELD]
             if not isinstance(position, int) or isinstance(position, bool) or position < 0:
                 raise ConnectException(
                     f"The value for the '{POSITION_FIELD}' key in the offset of partition "
