@@ -1024,7 +1024,9 @@ class WorkerHerder(AbstractHerder):
         return self._target(name) is TargetState.STOPPED
 
     def _connector_alter_offsets(self, name: str, offsets: Mapping[Any, Any]) -> bool:
-        """Let the connector plugin see (and veto) the change, on a fresh instance."""
+        """Let the connector plugin see (and veto) the change, on a fresh instance, in a warm
+        host (core/host_pool.py: a host started for each request made a PATCH take ~0.8 s
+        where Kafka Connect takes ~0.12 s)."""
         config = self._config(name)
         plugin = self.catalogue.resolve(
             "connector",
@@ -1032,17 +1034,19 @@ class WorkerHerder(AbstractHerder):
             config.get("connector.plugin.version"),
         )
         resolved = self.resolver.resolve(config)
-        host = self._worker().start_host(plugin, f"offsets:{plugin.name}", resolved.config)
-        try:
+        env = self.catalogue.environment(plugin)
+        with self.host_pool.lease(env, f"offsets:{plugin.name}") as host:
             handle = host.new(plugin.target)
-            return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
-        except RemotePluginError as exc:
-            raise BadRequestError(
-                f"Failed to alter offsets for connector {name}: alter_offsets() raised "
-                f"{exc.remote_type.rsplit('.', 1)[-1]}: {resolved.scrub(exc.remote_message)}"
-            ) from None
-        finally:
-            host.close()
+            try:
+                return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
+            except RemotePluginError as exc:
+                raise BadRequestError(
+                    f"Failed to alter offsets for connector {name}: alter_offsets() raised "
+                    f"{exc.remote_type.rsplit('.', 1)[-1]}: {resolved.scrub(exc.remote_message)}"
+                ) from None
+            finally:
+                if host.alive:
+                    host.drop(handle)
 
     def alter_connector_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
         self._require_stopped(name)
