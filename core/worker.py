@@ -956,11 +956,13 @@ class Worker:
         connector = self._task_group(name, props, plugin)
         connector.tasks[task_id] = runner
         current = self.status.task(name, task_id)
-        if current is None or current.state is not State.RUNNING:
-            # UNASSIGNED until its start() returns. Not over a RUNNING, which stays until
-            # the task reports: Kafka's WorkerTask writes nothing before it has started, so
-            # a task moved by a rebalance (or restarted) in the generation it started in shows
-            # its previous instance's RUNNING meanwhile (core/distributed/status_store.py).
+        if current is None or current.state not in (State.RUNNING, State.RESTARTING):
+            # UNASSIGNED until its start() returns. Not over a RUNNING or a RESTARTING, which
+            # stay until the task reports: Kafka's WorkerTask writes nothing before it has
+            # started, so a task moved by a rebalance (or restarted) in the generation it
+            # started in shows its previous instance's RUNNING meanwhile
+            # (core/distributed/status_store.py), and a task restarted with its connector
+            # (KIP-745: stopped, then marked RESTARTING) shows RESTARTING until RUNNING.
             self.status.set_task(name, task_id, Status(State.UNASSIGNED, self.worker_id))
         self.worker_metrics.sync_connectors()
         runner.start()

@@ -889,12 +889,15 @@ class WorkerHerder(AbstractHerder):
             "its instance" if restart_connector else "not its instance",
             tasks,
         )
-        # Kafka's order: stop what is planned and mark it RESTARTING, then start it again.
+        # Kafka's order: stop what is planned (the tasks together, as its stopAndAwaitTasks)
+        # and mark it RESTARTING, then start it again: a task's start writes no UNASSIGNED
+        # over its RESTARTING (Worker.start_task), so it reads RESTARTING until RUNNING.
         if restart_connector:
             worker.stop_connector_instance(name)
             worker.status.set_connector(name, Status(State.RESTARTING, worker.worker_id))
+        if tasks:
+            worker.stop_tasks_of(name, tasks)
         for task in tasks:
-            worker.stop_task(name, task)
             worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
         # The planned tasks start from their stored configs whether or not the connector's
         # start succeeds, as in Kafka's restartConnectorAndTasks.

@@ -381,19 +381,25 @@ class ConfigReactions(ExactlyOnceSupport):
                 worker.status.remove_task(name, task)
 
     def _restart_here(self, request: RestartRequest) -> None:
-        """A KIP-745 restart request from the config topic: restart our part of it."""
+        """A KIP-745 restart request from the config topic: restart our part of it.
+
+        In Kafka's order (DistributedHerder.doRestartConnectorAndTasks): stop the connector's
+        instance, mark it RESTARTING; stop the planned tasks together, mark them RESTARTING;
+        then start the instance and the tasks. A task stopped in the generation it started in
+        thus reads RUNNING, RESTARTING, RUNNING: its stop's UNASSIGNED lands on its RUNNING (and
+        is ignored, core/distributed/status_store.py), and its start writes nothing before
+        RUNNING over the RESTARTING (Worker.start_task). Marked first, it read RESTARTING,
+        UNASSIGNED (the stop's, then the start's, for as long as its host took to start),
+        RUNNING."""
         worker = self._worker()
         name = request.connector
         status = worker.status.connector(name)
-        if name in self._assigned.connectors and (
+        restart_connector = name in self._assigned.connectors and (
             not request.only_failed or (status is not None and status.state is State.FAILED)
-        ):
-            worker.status.set_connector(name, Status(State.RESTARTING, worker.worker_id))
-            self._restart_instance(name)
-        if not request.include_tasks:
-            return
+        )
+        tasks: list[int] = []
         for task, task_status in sorted(worker.status.tasks_of(name).items()):
-            if (name, task) not in self._assigned.tasks:
+            if not request.include_tasks or (name, task) not in self._assigned.tasks:
                 continue
             if request.only_failed and task_status.state is not State.FAILED:
                 continue
@@ -408,10 +414,21 @@ class ConfigReactions(ExactlyOnceSupport):
                     self.task_stops += 1
                 worker.status.remove_task(name, task)
                 continue
-            worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
-            if self._task_runs_here(name, task):
-                worker.stop_task(name, task)
-                self.task_stops += 1
+            tasks.append(task)
+        if restart_connector:
+            if worker.instance_running(name):
+                self._stop_instance(name)
+            worker.status.set_connector(name, Status(State.RESTARTING, worker.worker_id))
+        if tasks:
+            running = [task for task in tasks if self._task_runs_here(name, task)]
+            if running:
+                worker.stop_tasks_of(name, running)
+                self.task_stops += len(running)
+            for task in tasks:
+                worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
+        if restart_connector:
+            self._start_connector(name)
+        for task in tasks:
             self._start_task(name, task)
 
     def _reconfiguration_requested(self, name: str) -> None:

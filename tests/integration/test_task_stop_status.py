@@ -9,6 +9,9 @@
 
 Before, both wrote FAILED with the trace of their host's death: a REST restart of a task hung in
 poll() showed FAILED between the two instances.
+
+What a task says as it starts is checked here too: its start writes no UNASSIGNED over a
+RUNNING or a RESTARTING.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pytest
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State, Status, StatusBoard
+from core.stores import StatusStore
 from core.worker import Worker
 from tests.support.processes import wait_until
 
@@ -57,7 +61,7 @@ def _worker(
     plugin_dirs: list[Path],
     bootstrap_servers: str,
     props: dict[str, str],
-    status: StatusBoard | None = None,
+    status: StatusStore | None = None,
 ) -> Worker:
     """Worker ``w1`` with string converters (``props`` over them) and a memory offset store,
     writing its statuses to ``status`` if given."""
@@ -265,3 +269,34 @@ def test_a_task_keeps_a_running_status_while_it_starts_and_stops_in_its_generati
     assert written[0].generation == 0  # the store stamps its present generation
     assert written[1].generation == 5
     assert written[4].generation == 6
+
+
+def test_a_task_restarted_shows_restarting_until_it_runs(
+    bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    """A restart (KIP-745) stops the task, marks it RESTARTING, then starts it, as Kafka's
+    herders do: the start writes nothing over the RESTARTING before RUNNING (it wrote
+    UNASSIGNED, which REST showed for as long as the task's host took to start)."""
+    data = tmp_path / "in.txt"
+    data.write_text("a\n")
+    status = _Writes()
+    worker = _worker([bundled_plugin_path], bootstrap_servers, {}, status)
+    name = f"restart-{topic_name}"
+    try:
+        _start_file_source(worker, name, data, topic_name)
+        first = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert first.wait_started(60)
+        worker.stop_task(name, 0)
+        status.set_task(name, 0, Status(State.RESTARTING, "w1"))
+        second = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert second.wait_started(60)
+    finally:
+        worker.stop()
+    assert [s.state for _, s in status.writes] == [
+        State.UNASSIGNED,  # the first start, over no status
+        State.RUNNING,
+        State.UNASSIGNED,  # its stop
+        State.RESTARTING,
+        State.RUNNING,
+        State.UNASSIGNED,  # the worker's stop
+    ]
