@@ -411,9 +411,11 @@ class _TaskRunner(threading.Thread):
                     take_at = now + TAKE_EVERY_S
                     metrics.absorb(loop.take_counters())
                 if changed and not self.stopping.is_set():
-                    state = State.PAUSED if paused else State.RUNNING
-                    metrics.state(state)
-                    self.worker.status.update_task(self.connector, self.task_id, state=state)
+                    # A fresh status of this worker's present generation, as Kafka's
+                    # onPause/onResume write (not the one it replaces with another state).
+                    self._report(
+                        State.PAUSED if paused else State.RUNNING, version=self.spec.version
+                    )
                 if not moved:
                     if paused:
                         wakeup.wait(max(IDLE_BACKOFF_S, loop.paused_wait_s))

@@ -10,7 +10,9 @@ copy of the topic). Kafka Connect's records:
 * ``status-topic-<topic>:connector-<name>``: ``{"topic": {"name", "connector", "task",
   "discoverTimestamp"}}``, the topics a connector used (KIP-558); tombstoned on reset.
 
-``generation`` is the group generation of the worker that wrote the status. A task stopping
+``generation`` is the group generation of the worker that wrote the status: every status is
+stamped with the one its worker is in now (a task's PAUSED and RUNNING on a pause and a resume
+too, as Kafka's onPause/onResume write them), but for one. A task stopping
 writes UNASSIGNED stamped with the generation its worker was in when told to stop: a rebalance
 stops the work it revokes before it adopts its new generation, as Kafka's onRevoked comes
 before onAssigned. An UNASSIGNED (without a trace: a stop's) of a generation not newer than the
@@ -224,7 +226,9 @@ class KafkaStatusStore:
 
     def _stamped(self, status: Status) -> Status:
         if status.generation:
-            return status  # a stopped task's UNASSIGNED, in the generation it was stopped in
+            # A stopped task's UNASSIGNED, in the generation it was stopped in (or a status
+            # changed in place by update_task, which keeps its own).
+            return status
         return replace(status, generation=self.generation)
 
     def set_connector(self, name: str, status: Status) -> None:
@@ -241,6 +245,9 @@ class KafkaStatusStore:
         self._send(f"{TASK_PREFIX}{name}-{task}", status_value(stamped))
 
     def update_task(self, name: str, task: int, **changes: object) -> None:
+        """Change fields of the task's present status, which keeps its worker and generation
+        unless changed: not for a new state the task reports (a pause, a resume), which is a
+        status of this worker's present generation (``set_task``)."""
         with self._lock:
             current = self._tasks.get((name, task))
         if current is not None:

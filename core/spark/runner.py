@@ -262,9 +262,8 @@ class SparkTaskRunner(_TaskRunner):
         visible in ``remote``."""
         if state not in (RUNNING, PAUSED) or not self._reported_start or self.stopping.is_set():
             return
-        new = State.PAUSED if state == PAUSED else State.RUNNING
-        self.metrics.state(new)
-        self.worker.status.update_task(self.connector, self.task_id, state=new)
+        # A fresh status of this worker's present generation, as Kafka's onPause/onResume.
+        self._report(State.PAUSED if state == PAUSED else State.RUNNING, version=self.spec.version)
 
     def _task_started(self, body: Mapping[str, Any]) -> None:
         self._reported_start = True

@@ -28,7 +28,9 @@ class StatusStore(Protocol):
     def set_task(self, name: str, task: int, status: Status) -> None: ...
 
     def update_task(self, name: str, task: int, **changes: object) -> None:
-        """Change fields of a task's present status (no status: nothing happens)."""
+        """Change fields of a task's present status (no status: nothing happens); the rest,
+        its worker and generation included, stay. A new state a task reports (PAUSED, RUNNING)
+        is a new status (``set_task``), of the generation its worker is in now."""
         ...
 
     def remove_connector(self, name: str) -> None:

@@ -10,12 +10,14 @@
 Before, both wrote FAILED with the trace of their host's death: a REST restart of a task hung in
 poll() showed FAILED between the two instances.
 
-What a task says as it starts is checked here too: its start writes no UNASSIGNED over a
-RUNNING or a RESTARTING.
+What a task says as it starts, pauses and resumes is checked here too: its start writes no
+UNASSIGNED over a RUNNING or a RESTARTING, and its PAUSED and RUNNING on a pause and a resume
+are fresh statuses of this worker's present generation, as Kafka's WorkerTask onPause/onResume.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -27,11 +29,14 @@ from typing import Any
 
 import pytest
 
+from core.distributed import ClusterKeys, KafkaStatusStore
 from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State, Status, StatusBoard
 from core.stores import StatusStore
 from core.worker import Worker
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.kafka import read_all
 from tests.support.processes import wait_until
 
 pytestmark = pytest.mark.integration
@@ -299,4 +304,63 @@ def test_a_task_restarted_shows_restarting_until_it_runs(
         State.RESTARTING,
         State.RUNNING,
         State.UNASSIGNED,  # the worker's stop
+    ]
+
+
+@pytest.mark.apache_kafka_only(reason="reading the status topic to its end needs Kafka's")
+def test_pause_and_resume_statuses_are_of_the_present_generation(
+    bundled_plugin_path: Path, broker: KafkaCluster, topic_name: str, tmp_path: Path
+) -> None:
+    """Kafka's WorkerTask writes a fresh PAUSED or RUNNING on a pause or a resume, of this
+    worker and the generation it is in now (AbstractHerder.onPause/onResume). They kept the
+    generation of the status they replaced: after a rebalance that left the task here, a pause
+    and a resume, its stop's UNASSIGNED (of the present generation) replaced its RUNNING, where
+    Kafka ignores it (KAFKA-12525), and the status topic's generations went backwards."""
+    status_topic = f"{topic_name}-status"
+    broker.create_topic(status_topic, 1, {"cleanup.policy": "compact"})
+    props = {"bootstrap.servers": broker.bootstrap_servers}
+    store = KafkaStatusStore(status_topic, props, ClusterKeys(None))
+    reader = KafkaStatusStore(status_topic, props, ClusterKeys(None))
+    for each in (store, reader):
+        each.start(30)
+    data = tmp_path / "in.txt"
+    data.write_text("a\n")
+    name = f"pause-{topic_name}"
+    worker = _worker([bundled_plugin_path], broker.bootstrap_servers, {}, store)
+    try:
+        store.generation = reader.generation = 4
+        _start_file_source(worker, name, data, topic_name)
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        assert runner.wait_started(60)
+        store.generation = reader.generation = 6  # a rebalance that left the task here
+        for paused, state in ((True, State.PAUSED), (False, State.RUNNING)):
+            worker.pause(name, paused)
+
+            def reported(state: State = state) -> bool:
+                task = store.task(name, 0)
+                return task is not None and task.state is state
+
+            wait_until(reported, 30, f"the task's {state.value}")
+        worker.stop_task(name, 0)
+        store.flush(30)
+        reader.log.read_to_end().result(30)
+        for each in (store, reader):
+            task = each.task(name, 0)
+            assert task is not None
+            assert (task.state, task.worker_id, task.generation) == (State.RUNNING, "w1", 6)
+    finally:
+        worker.stop()
+        for each in (store, reader):
+            each.stop()
+    written = [
+        (json.loads(m.value())["state"], json.loads(m.value())["generation"])
+        for m in read_all(broker.bootstrap_servers, status_topic, 6)
+        if m.key() == f"status-task-{name}-0".encode()
+    ]
+    assert written == [
+        ("UNASSIGNED", 4),
+        ("RUNNING", 4),
+        ("PAUSED", 6),
+        ("RUNNING", 6),
+        ("UNASSIGNED", 6),  # its stop's, ignored over its RUNNING of the same generation
     ]
