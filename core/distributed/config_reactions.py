@@ -394,9 +394,19 @@ class ConfigReactions(ExactlyOnceSupport):
         worker = self._worker()
         name = request.connector
         status = worker.status.connector(name)
-        restart_connector = name in self._assigned.connectors and (
+        if name in self._assigned.connectors and (
             not request.only_failed or (status is not None and status.state is State.FAILED)
-        )
+        ):
+            restart_connector = True
+            if worker.instance_running(name):
+                self._stop_instance(name)
+            worker.status.set_connector(name, Status(State.RESTARTING, worker.worker_id))
+        else:
+            restart_connector = False
+        # Planned after the instance's stop (which changes no task status), so that the tasks
+        # marked RESTARTING are the ones held here right before: one a rebalance moved away
+        # meanwhile is not started here (_start_task), and its RESTARTING could land on its
+        # new owner's RUNNING, which nothing would replace.
         tasks: list[int] = []
         for task, task_status in sorted(worker.status.tasks_of(name).items()):
             if not request.include_tasks or (name, task) not in self._assigned.tasks:
@@ -415,16 +425,12 @@ class ConfigReactions(ExactlyOnceSupport):
                 worker.status.remove_task(name, task)
                 continue
             tasks.append(task)
-        if restart_connector:
-            if worker.instance_running(name):
-                self._stop_instance(name)
-            worker.status.set_connector(name, Status(State.RESTARTING, worker.worker_id))
-        if tasks:
-            running = [task for task in tasks if self._task_runs_here(name, task)]
-            if running:
-                worker.stop_tasks_of(name, running)
-                self.task_stops += len(running)
-            for task in tasks:
+        running = [task for task in tasks if self._task_runs_here(name, task)]
+        if running:
+            worker.stop_tasks_of(name, running)
+            self.task_stops += len(running)
+        for task in tasks:
+            if (name, task) in self._assigned.tasks:  # not moved away during the stop
                 worker.status.set_task(name, task, Status(State.RESTARTING, worker.worker_id))
         if restart_connector:
             self._start_connector(name)
