@@ -977,7 +977,11 @@ def test_a_storm_of_every_lifecycle_call_through_every_worker_leaves_each_connec
 
     everywhere = _listed_everywhere(cluster, "dmix")
     for name in sorted(everywhere):
-        wait_until(partial(_settled_everywhere, cluster, name, 2), 60, f"{name} settled")
+        try:
+            wait_until(partial(_settled_everywhere, cluster, name, 2), 60, f"{name} settled")
+        except AssertionError as exc:
+            seen = [cluster.status(name, via=i) for i in range(WORKERS)]
+            raise AssertionError(f"{exc}; its status on each worker: {seen}") from None
         assert cluster.request("PUT", f"/connectors/{name}/resume").status_code == 202
         cluster.wait_running(name, 2)
     for name in set(names) - everywhere:
