@@ -21,7 +21,12 @@ from core.runtime.exactly_once import TRANSACTION_TIMEOUT_S, ExactlyOnceSourceTa
 from core.runtime.hosted import start_hosted
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskFencing, TaskServices
-from core.runtime.sink import SinkTaskLoop, cooperative_protocol, max_records_per_put
+from core.runtime.sink import (
+    SinkTaskLoop,
+    cooperative_protocol,
+    max_records_per_put,
+    offset_reset,
+)
 from core.runtime.source import SourceTaskLoop, producer_settings
 from core.runtime.spec import DATA_PATH_HOST, TaskSpec
 from core.runtime.transactions import boundary_for
@@ -292,6 +297,7 @@ def _sink(
         join_hold_s=int(spec.clients.consumer.get("session.timeout.ms") or 45_000) / 1000,
         max_records=max_records_per_put(spec.clients.consumer),
         new_consumer=new_consumer,
+        reset=offset_reset(spec.clients.consumer),
     )
     holder.append(loop)
     return loop

@@ -11,6 +11,10 @@ Exactly-once sinks keep their offsets in the target, atomically with the data: t
 fetching a newly assigned partition exactly there: the offsets go into the consumer's
 assignment from the rebalance callback itself (:meth:`SinkTaskLoop._on_assign`), so not one
 record from the group's committed offset (or ``auto.offset.reset``) reaches ``put()`` first.
+Every other newly assigned partition starts at its position, looked up there as Kafka's
+``consumer.position()`` (the committed offset, else ``auto.offset.reset``'s end of the log),
+and the next commit that has anything new commits it too, as Kafka Connect's does: a
+partition the task has not read from yet keeps its place across restarts, stop and resume.
 """
 
 from __future__ import annotations
@@ -98,6 +102,20 @@ TOPICS_REGEX_REFRESH_S = 10.0
 # and how soon a listing that failed, or a matched topic reported missing, is tried again.
 METADATA_TIMEOUT_S = 2.0
 TOPICS_REGEX_RETRY_S = 1.0
+# How long the rebalance callback may wait for the broker to learn the positions of the
+# partitions just assigned (the group's committed offsets, then the log ends auto.offset.reset
+# points at), as Kafka's consumer.position() blocks there. Partitions still unknown then are
+# assigned as before (librdkafka looks their start up itself) and logged.
+POSITION_LOOKUP_TIMEOUT_S = 10.0
+# librdkafka's auto.offset.reset values (and the Java client's), by what they reset to; any
+# other value (Kafka's none, librdkafka's error) resets nowhere: the task fails naming the
+# partition (see SinkTaskLoop._no_offset).
+EARLIEST_RESETS = frozenset({"earliest", "smallest", "beginning"})
+LATEST_RESETS = frozenset({"latest", "largest", "end"})
+# ListOffsets' timestamps for a log's end and its beginning (librdkafka's OFFSET_END and
+# OFFSET_BEGINNING), which offsets_for_times() passes on as they are.
+LIST_OFFSETS_LATEST = -1
+LIST_OFFSETS_EARLIEST = -2
 # How long a task failing under auto.offset.reset=none asks the coordinator which other
 # partitions lack a committed offset, to name them all.
 NO_OFFSET_LOOKUP_TIMEOUT_S = 5.0
@@ -150,6 +168,18 @@ def max_records_per_put(consumer_config: Mapping[str, Any]) -> int:
     return min(records, CONSUME_MAX_MESSAGES)
 
 
+def offset_reset(consumer_config: Mapping[str, Any]) -> str | None:
+    """Where a consumer made from ``consumer_config`` starts a partition its group has no
+    committed offset for: ``"earliest"``, ``"latest"`` (librdkafka's default, when the key is
+    absent), or None (Kafka's ``none``, librdkafka's ``error``: it fails instead)."""
+    value = str(consumer_config.get("auto.offset.reset", "latest")).strip().lower()
+    if value in EARLIEST_RESETS:
+        return "earliest"
+    if value in LATEST_RESETS:
+        return "latest"
+    return None
+
+
 def cooperative_protocol(consumer_config: Mapping[str, Any]) -> bool:
     """Whether a consumer made from ``consumer_config`` rebalances cooperatively."""
     strategies = str(consumer_config.get("partition.assignment.strategy", "range,roundrobin"))
@@ -178,6 +208,7 @@ class SinkTaskLoop:
         join_hold_s: float = 0.0,
         max_records: int = MAX_RECORDS_PER_PUT,
         new_consumer: Callable[[], Consumer] | None = None,
+        reset: str | None = "earliest",
     ) -> None:
         """``cooperative``: the consumer rebalances with the COOPERATIVE protocol (see
         :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets.
@@ -187,7 +218,8 @@ class SinkTaskLoop:
         past the stop's deadline, on the close's own thread. ``max_records``: the most
         records one put() gets (see :func:`max_records_per_put`). ``new_consumer``: makes a
         consumer like ``consumer``, to rejoin the group after :meth:`relinquish` closed the
-        first."""
+        first. ``reset``: the consumer's ``auto.offset.reset``, as :func:`offset_reset`
+        reads it (Kafka Connect's sink default, earliest, unless given)."""
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
         self.connector = connector
@@ -207,7 +239,14 @@ class SinkTaskLoop:
         self.commit_interval_s = commit_interval_ms / 1000
         self._clock = clock
         self._next_commit = clock() + self.commit_interval_s
-        self._current: dict[tuple[str, int], int] = {}  # next offset to consume, per partition
+        self._reset = reset
+        # The next offset to consume, per partition: from its assignment on, its position
+        # then (see _positions), as Kafka's currentOffsets.
+        self._current: dict[tuple[str, int], int] = {}
+        # The last committed offset, per partition, or its position at assignment while the
+        # task has committed nothing of it (Kafka's lastCommittedOffsets): each commit with
+        # anything new commits all of these, so a partition not read from yet gets its
+        # position committed too, and a later task starts there, not at auto.offset.reset.
         self._committed: dict[tuple[str, int], int] = {}
         # The first offset put of each partition since it was assigned: where a rewind goes
         # while nothing of it is committed (Kafka's position at assignment).
@@ -451,22 +490,81 @@ class SinkTaskLoop:
         partitions: list[KafkaTopicPartition],
         starts: Mapping[tuple[str, int], int],
     ) -> None:
-        """Take the assignment ``partitions`` with fetching starting at ``starts`` (the others
-        at their committed offset), from within the rebalance callback."""
+        """Take the assignment ``partitions`` with fetching starting at ``starts`` (where
+        the task rewound them), the others at their position (:meth:`_positions`), from within
+        the rebalance callback. Each start is the partition's current and last committed
+        offset, as Kafka's onPartitionsAssigned records ``consumer.position()`` and its
+        rewind() the task's offsets: the next commit with anything new commits it, also for
+        a partition the task never reads from. Fetching starts exactly there, so nothing
+        between librdkafka's own lookup and ours can make them differ."""
+        tps = [(p.topic, p.partition) for p in partitions]
+        positions = self._positions(consumer, [tp for tp in tps if tp not in starts])
+        positions.update(starts)
         assignment = [
-            KafkaTopicPartition(p.topic, p.partition, starts[(p.topic, p.partition)])
-            if (p.topic, p.partition) in starts
-            else KafkaTopicPartition(p.topic, p.partition)
-            for p in partitions
+            KafkaTopicPartition(topic, partition, positions[(topic, partition)])
+            if (topic, partition) in positions
+            else KafkaTopicPartition(topic, partition)
+            for topic, partition in tps
         ]
         if self._cooperative:
             consumer.incremental_assign(assignment)
         else:
             consumer.assign(assignment)
-        for tp, offset in starts.items():
+        for tp, offset in positions.items():
             self._pending_seeks.pop(tp, None)
             self._current[tp] = offset
+            self._committed[tp] = offset
         self._recount_active()  # Kafka's assignedOffsets
+
+    def _positions(
+        self, consumer: Consumer, tps: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """Kafka's ``consumer.position()`` of each of ``tps``: the group's committed offset,
+        else where auto.offset.reset puts it now (the log's end or its beginning; under
+        ``none`` nowhere: librdkafka then reports the partition, see :meth:`_no_offset`).
+        One OffsetFetch for all of them, one ListOffsets for those without a committed
+        offset, from the rebalance callback (it blocks there, as Kafka's position() does).
+        A partition the broker could not say for within :data:`POSITION_LOOKUP_TIMEOUT_S`
+        is left out (librdkafka looks its start up itself, and it is committed only once
+        read from), and logged."""
+        if not tps:
+            return {}
+        deadline = time.monotonic() + POSITION_LOOKUP_TIMEOUT_S
+        positions: dict[tuple[str, int], int] = {}
+        unset: list[tuple[str, int]] = []  # no committed offset
+        failure = "no answer for them"
+        try:
+            committed = consumer.committed(
+                [KafkaTopicPartition(t, p) for t, p in tps], timeout=POSITION_LOOKUP_TIMEOUT_S
+            )
+            for tp in committed:
+                if tp.error is None and tp.offset >= 0:
+                    positions[(tp.topic, tp.partition)] = tp.offset
+                elif tp.error is None:
+                    unset.append((tp.topic, tp.partition))
+            if unset and self._reset is not None:
+                at = LIST_OFFSETS_LATEST if self._reset == "latest" else LIST_OFFSETS_EARLIEST
+                found = consumer.offsets_for_times(
+                    [KafkaTopicPartition(t, p, at) for t, p in unset],
+                    timeout=max(0.1, deadline - time.monotonic()),
+                )
+                for tp in found:
+                    if tp.error is None and tp.offset >= 0:
+                        positions[(tp.topic, tp.partition)] = tp.offset
+        except KafkaException as exc:
+            failure = str(wrap_kafka_error(exc, "the lookup failed"))
+        # Under auto.offset.reset=none a partition without a committed offset has no position.
+        unknown = [tp for tp in tps if tp not in positions and (self._reset or tp not in unset)]
+        if unknown:
+            log.warning(
+                "task %s: could not learn the start offset of its newly assigned partitions "
+                "%s (%s); they start where the consumer finds itself, and their offsets are "
+                "committed only once records of them are consumed",
+                self.name,
+                ", ".join(f"{topic}-{partition}" for topic, partition in unknown),
+                failure,
+            )
+        return positions
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._joined_again()  # a rebalance: the group assigns again
@@ -1036,13 +1134,20 @@ class SinkTaskLoop:
             return
         committable = actions.commit
         self._apply(actions)
-        wanted: dict[tuple[str, int], int] = {}
+        if not committable:  # the task opted out (an exactly-once sink, say): nothing to do
+            self.counters.commit((time.monotonic() - started) * 1000, ok=True)
+            return
+        # As Kafka's commitOffsets: the last committed offsets of the partitions asked about
+        # (their positions at assignment, if nothing was committed of them since), with what
+        # the task returned over them; committed whole when anything changed.
+        last = self._committed
+        wanted = {tp: last[tp] for tp in current if tp in last}
         for tp, offset in committable.items():
             tp = (tp[0], tp[1])
             if tp not in current or offset is None:
                 continue  # never commit a partition we no longer own or have not consumed
             wanted[tp] = min(offset, current[tp])
-        if not any(self._committed.get(tp) != offset for tp, offset in wanted.items()):
+        if not any(last.get(tp) != offset for tp, offset in wanted.items()):
             self.counters.commit((time.monotonic() - started) * 1000, ok=True)
             return
         if self.errors is not None:
@@ -1051,14 +1156,10 @@ class SinkTaskLoop:
             for tp, first in self.errors.unwritten.items():
                 if tp in wanted:
                     wanted[tp] = min(wanted[tp], first)
-        offsets = [
-            KafkaTopicPartition(tp[0], tp[1], offset)
-            for tp, offset in wanted.items()
-            if self._committed.get(tp) != offset
-        ]
-        if not offsets:
+        if not any(last.get(tp) != offset for tp, offset in wanted.items()):
             self.counters.commit((time.monotonic() - started) * 1000, ok=True)
             return
+        offsets = [KafkaTopicPartition(tp[0], tp[1], offset) for tp, offset in wanted.items()]
         if asynchronous:
             try:
                 self.consumer.commit(offsets=offsets, asynchronous=True)

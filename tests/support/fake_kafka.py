@@ -388,6 +388,28 @@ class FakeConsumer:
         if asynchronous and self._on_commit is not None:
             self._on_commit(error, list(offsets or []))
 
+    def committed(
+        self, partitions: Sequence[TopicPartition], timeout: float = -1
+    ) -> list[TopicPartition]:
+        """The group's committed offsets (OFFSET_INVALID where it has none)."""
+        committed = self.cluster.committed[self.group]
+        return [
+            TopicPartition(tp.topic, tp.partition, committed.get((tp.topic, tp.partition), -1001))
+            for tp in partitions
+        ]
+
+    def offsets_for_times(
+        self, partitions: Sequence[TopicPartition], timeout: float = -1
+    ) -> list[TopicPartition]:
+        """Only ListOffsets' special timestamps: -1 the log's end, -2 its beginning (0)."""
+        out = []
+        for tp in partitions:
+            if tp.offset not in (-1, -2):
+                raise AssertionError("the fake consumer lists only the log's ends")
+            end = len(self.cluster.logs.get((tp.topic, tp.partition), []))
+            out.append(TopicPartition(tp.topic, tp.partition, end if tp.offset == -1 else 0))
+        return out
+
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
         self.paused |= {(tp.topic, tp.partition) for tp in partitions}
 

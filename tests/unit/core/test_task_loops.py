@@ -69,7 +69,11 @@ def _spec(kind: str, connector_config: dict[str, str]) -> TaskSpec:
         connector_config={"name": "c", "connector.class": target, **connector_config},
         plugin=_ref(kind, target),
         pipeline=PipelineSpec(value_converter=converter),
-        clients=ClientConfigs(producer={"client.id": "p"}, consumer={"group.id": "connect-c"}),
+        # auto.offset.reset: Kafka Connect's sink default, as core.task_specs merges it.
+        clients=ClientConfigs(
+            producer={"client.id": "p"},
+            consumer={"group.id": "connect-c", "auto.offset.reset": "earliest"},
+        ),
         settings=TaskSettings(
             commit_interval_s=COMMIT_INTERVAL_S, topic_creation_enabled=False, call_timeout_s=30.0
         ),
