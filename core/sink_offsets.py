@@ -4,7 +4,8 @@ Offsets are read stable (``require_stable``, the read_committed of group offsets
 offset committed in a transaction that is still open is not answered until it ends.
 Kafka's shapes: a partition is ``{"kafka_topic": str, "kafka_partition": int}`` and an offset
 ``{"kafka_offset": int}`` (``null`` resets that partition). Reading, altering and deleting go
-through the admin client; the connector is STOPPED, so the group has no members.
+through the admin client; the connector is STOPPED, so the group should have no members
+(one that has, a task not stopped yet or another consumer, is refused at once, as by Kafka).
 """
 
 from __future__ import annotations
@@ -112,14 +113,14 @@ def parse_sink_offsets(offsets: list[dict[str, Any]]) -> dict[tuple[str, int], i
     return parsed
 
 
-# Errors retried until the deadline. Right after a sink is stopped its consumer may still be
-# leaving the group (the first five). The rest are the connection to the broker failing under
-# a request: librdkafka reports them as not retriable, but the Java admin client that Kafka
-# Connect uses retries such calls, and a REST call must not fail for a dropped connection.
+# Errors retried until the deadline: the group's coordinator moving or loading (the first
+# four), and the connection to the broker failing under a request: librdkafka reports those
+# as not retriable, but the Java admin client that Kafka Connect uses retries such calls, and
+# a REST call must not fail for a dropped connection. A group that still has a member is not
+# retried (see GroupNotEmptyError).
 _TRANSIENT = frozenset(
     {
         KafkaError.REBALANCE_IN_PROGRESS,
-        KafkaError.NON_EMPTY_GROUP,
         KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
         KafkaError.NOT_COORDINATOR,
         KafkaError.COORDINATOR_NOT_AVAILABLE,
@@ -205,6 +206,17 @@ class SinkOffsetsError(Exception):
     """The broker refused to change the offsets of some partitions; the message names them."""
 
 
+class GroupNotEmptyError(Exception):
+    """The group still has a member (a task not stopped yet, or another consumer), so the
+    broker refused to change its offsets (UNKNOWN_MEMBER_ID for a commit from outside the
+    group, NON_EMPTY_GROUP for its deletion) and nothing was changed. Answered at once, as
+    Kafka Connect does: retrying would only hold the REST call while the member stays."""
+
+
+# What the broker answers a change of the offsets of a group that has members.
+_GROUP_HAS_MEMBERS = frozenset({KafkaError.UNKNOWN_MEMBER_ID, KafkaError.NON_EMPTY_GROUP})
+
+
 def _missing_partitions(
     partitions: Iterable[tuple[str, int]], topics: Mapping[str, Any]
 ) -> list[str]:
@@ -231,6 +243,8 @@ def _partition_errors(result: ConsumerGroupTopicPartitions) -> ConsumerGroupTopi
     ``KafkaException`` that ``_retrying`` retries."""
     failed = [(tp, tp.error) for tp in result.topic_partitions or [] if tp.error is not None]
     for _, error in failed:
+        if error.code() in _GROUP_HAS_MEMBERS:
+            raise KafkaException(error)  # GroupNotEmptyError, in SinkOffsets.alter
         if error.code() in _TRANSIENT or error.retriable():
             raise KafkaException(error)  # retried: seen for a new group on Kafka 4.1
     if failed:
@@ -304,6 +318,7 @@ class SinkOffsets:
 
         Raises:
             SinkOffsetsError: the broker refused some partitions (named).
+            GroupNotEmptyError: the group has a member; nothing was changed.
         """
         to_set = {tp: o for tp, o in offsets.items() if o is not None}
         if any(o is None for o in offsets.values()):
@@ -336,9 +351,16 @@ class SinkOffsets:
                 f"alter the offsets of group {self.group}",
             )
         except KafkaException as exc:
+            if exc.args[0].code() in _GROUP_HAS_MEMBERS:
+                raise GroupNotEmptyError(exc.args[0].str()) from exc
             raise wrap_kafka_error(exc, f"could not alter offsets of group {self.group}") from exc
 
     def reset(self) -> None:
+        """Delete the group (its offsets); one already gone is fine.
+
+        Raises:
+            GroupNotEmptyError: the group has a member; nothing was changed.
+        """
         try:
             _retrying(
                 self._admin,
@@ -351,5 +373,7 @@ class SinkOffsets:
                 f"delete group {self.group}",
             )
         except KafkaException as exc:
+            if exc.args[0].code() in _GROUP_HAS_MEMBERS:
+                raise GroupNotEmptyError(exc.args[0].str()) from exc
             if exc.args[0].code() not in _GROUP_GONE:
                 raise wrap_kafka_error(exc, f"could not delete group {self.group}") from exc

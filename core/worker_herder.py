@@ -33,13 +33,20 @@ from core.herder import (
     BadRequestError,
     ConflictError,
     ForbiddenError,
+    HerderError,
     NotFoundError,
     RequestTimeoutError,
 )
 from core.offset_topics import ConnectorOffsetStores
 from core.plugins import component_locations
 from core.serial import KeyedSerialExecutor
-from core.sink_offsets import SinkOffsets, SinkOffsetsError, parse_sink_offsets, sink_group_id
+from core.sink_offsets import (
+    GroupNotEmptyError,
+    SinkOffsets,
+    SinkOffsetsError,
+    parse_sink_offsets,
+    sink_group_id,
+)
 from core.source_offsets import check_offset_format
 from core.status import State, Status, failure_trace
 from core.stores.config import ConfigStore, TargetState
@@ -78,6 +85,14 @@ _NOT_STOPPED = (
 )
 # Kafka's message (its answer is a 500); ours goes on to name the partitions at fault.
 _SINK_ALTER_FAILED = "Failed to alter consumer group offsets for connector {name}"
+# Kafka's answers (500s) when the group still has a member, by operation ("alter", "reset").
+_SINK_GROUP_NOT_EMPTY = (
+    "Failed to {verb} consumer group offsets for connector {name} either because its tasks "
+    "haven't stopped completely yet or the connector was resumed before the request to {verb} "
+    "its offsets could be successfully completed. If the connector is in a stopped state, this "
+    "operation can be safely retried. If it doesn't eventually succeed, the Connect cluster may "
+    "need to be restarted to get rid of the zombie sink tasks."
+)
 _ALTERED = "The offsets for this connector have been {verb} successfully"
 _ALTERED_EXTERNAL = (
     "The Connect framework-managed offsets for this connector have been {verb} "
@@ -1080,6 +1095,9 @@ class WorkerHerder(AbstractHerder):
                 group.alter(parsed)
             except SinkOffsetsError as exc:
                 raise BadRequestError(f"{_SINK_ALTER_FAILED.format(name=name)}: {exc}") from exc
+            except GroupNotEmptyError as exc:
+                log.error("connector %s: its consumer group has a member: %s", name, exc)
+                raise HerderError(_SINK_GROUP_NOT_EMPTY.format(verb="alter", name=name)) from exc
         else:
             entries = []
             for entry in offsets:
@@ -1121,7 +1139,11 @@ class WorkerHerder(AbstractHerder):
                     for r in current
                 },
             )
-            self._sink_offsets(name).reset()
+            try:
+                self._sink_offsets(name).reset()
+            except GroupNotEmptyError as exc:
+                log.error("connector %s: its consumer group has a member: %s", name, exc)
+                raise HerderError(_SINK_GROUP_NOT_EMPTY.format(verb="reset", name=name)) from exc
         else:
             self._before_source_offsets_change(name)
             store = self._offsets_of(name)

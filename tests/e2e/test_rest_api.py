@@ -11,6 +11,7 @@ import logging
 import os
 import resource
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from pathlib import Path
 import copycat_file
 import httpx
 import pytest
+from confluent_kafka import Consumer
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.faulty import install_faulty
@@ -27,6 +29,10 @@ from tests.support.processes import host_pids
 from tests.support.rest import RestWorker, wait_for
 
 pytestmark = pytest.mark.integration
+
+# How soon a sink offsets call must be refused while the group has a member: at once, as
+# Kafka's is (one admin round trip), not after retrying for 30 s.
+MEMBER_REFUSAL_S = 10.0
 
 
 @pytest.fixture(scope="module")
@@ -980,6 +986,76 @@ def test_sink_offsets_for_partitions_that_do_not_exist_change_nothing(
         _assert_error(response, 400, f"Failed to alter consumer group offsets for connector {sink}")
         assert named in response.json()["message"]
         assert http.get(f"/connectors/{sink}/offsets").json() == kept
+    http.delete(f"/connectors/{sink}")
+
+
+def _group_member(
+    bootstrap: str, group: str, topic: str, stop: threading.Event, assigned: threading.Event
+) -> None:
+    """A consumer outside the worker, in ``group``, polling ``topic`` until ``stop``."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
+    consumer.subscribe([topic], on_assign=lambda _c, partitions: assigned.set())
+    try:
+        while not stop.is_set():
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
+
+
+def test_sink_offsets_of_a_group_with_a_member_are_refused_at_once(
+    http: httpx.Client, tmp_path: Path, topic_name: str, broker: KafkaCluster
+) -> None:
+    """As Kafka Connect: PATCH and DELETE of a STOPPED sink's offsets while another consumer is
+    in its group answer at once, a 500 with Kafka's message naming the connector, and change
+    nothing. Before, PATCH was a 400 "...: Broker: Unknown member" and DELETE retried for 30 s
+    before a 500 that blamed the cluster ("did not answer successfully within 30 s")."""
+    broker.create_topic(topic_name, 1)
+    sink = _name("sink-member")
+    created = http.post(
+        "/connectors",
+        json={"name": sink, "config": _sink(tmp_path, topic_name), "initial_state": "STOPPED"},
+    )
+    assert created.status_code == 201, created.text
+    tp = {"kafka_topic": topic_name, "kafka_partition": 0}
+    kept = {"offsets": [{"partition": tp, "offset": {"kafka_offset": 2}}]}
+    assert http.patch(f"/connectors/{sink}/offsets", json=kept).status_code == 200
+    stop, assigned = threading.Event(), threading.Event()
+    member = threading.Thread(
+        target=_group_member,
+        args=(broker.bootstrap_servers, f"connect-{sink}", topic_name, stop, assigned),
+        daemon=True,
+    )
+    member.start()
+    try:
+        assert assigned.wait(60), "the outside consumer was never assigned"
+        tail = (
+            "its offsets could be successfully completed. If the connector is in a stopped "
+            "state, this operation can be safely retried. If it doesn't eventually succeed, "
+            "the Connect cluster may need to be restarted to get rid of the zombie sink tasks."
+        )
+        for method, offsets, verb in [
+            ("PATCH", [{"partition": tp, "offset": {"kafka_offset": 5}}], "alter"),
+            ("PATCH", [{"partition": tp, "offset": None}], "alter"),  # a reset of one partition
+            ("DELETE", None, "reset"),
+        ]:
+            began = time.monotonic()
+            body = {"offsets": offsets} if offsets is not None else None
+            response = http.request(method, f"/connectors/{sink}/offsets", json=body)
+            took = time.monotonic() - began
+            expected = (
+                f"Failed to {verb} consumer group offsets for connector {sink} either because "
+                "its tasks haven't stopped completely yet or the connector was resumed before "
+                f"the request to {verb} {tail}"
+            )
+            _assert_error(response, 500)
+            assert response.json()["message"] == expected
+            assert took < MEMBER_REFUSAL_S, f"{method} took {took:.1f} s"
+            assert http.get(f"/connectors/{sink}/offsets").json() == kept
+    finally:
+        stop.set()
+        member.join(30)
     http.delete(f"/connectors/{sink}")
 
 
