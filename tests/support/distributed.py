@@ -283,7 +283,15 @@ class DistributedCluster:
         try:
             return wait_until(settled, timeout_s, f"{name}: {tasks} tasks {state} on every worker")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}\n{self.warnings()}") from None
+            seen: list[Any] = []
+            for via in range(len(self.workers)):
+                try:
+                    seen.append(self.status(name, via=via))
+                except httpx.HTTPError as error:
+                    seen.append(f"(no answer: {error})")
+            raise AssertionError(
+                f"{exc}\nits status on each worker: {seen}\n{self.warnings()}"
+            ) from None
 
     def warnings(self, per_worker: int = 80) -> str:
         """The last ``per_worker`` lines of each worker's warnings and errors, with the lines
