@@ -31,6 +31,15 @@ which skips them only once the zombie has read the newer status; it usually has 
 zombie that rejoins in a generation newer than the new owner's stops the task it lost in the
 generation it ran in, so its UNASSIGNED hides nothing either.
 
+A connector's status written by another worker in an older generation than the one held is
+ignored by the same two rules (any such status once this worker's group has reached the held
+one's generation; an UNASSIGNED over a RUNNING always), which Kafka does not have: its
+readConnectorStatus takes every record, and the ``putSafe`` of a stop's UNASSIGNED skips only
+what its writer has read. A worker cut off from the group coordinator stops its connectors and
+writes their UNASSIGNED, which waits in its producer until the broker is back and may land
+after the RUNNING of the connector's new owner; taken, it would show the running connector
+UNASSIGNED on every worker until its owner writes again.
+
 The writer applies what it writes to its own copy by the same rules, so every worker answers
 alike (Kafka's workers update theirs only on reading the topic back). A task on Spark is its
 driving worker's own, though its RUNNING names the executor (``_writer``).
@@ -172,7 +181,9 @@ class KafkaStatusStore:
             with self._lock:
                 if value is None:
                     self._connectors.pop(name, None)
-                elif status is not None:
+                elif status is not None and not self._stale_connector(
+                    self._connectors.get(name), status, self.generation
+                ):
                     self._connectors[name] = status
         elif key.startswith(TASK_PREFIX):
             match = _TASK_KEY.match(key)
@@ -219,6 +230,24 @@ class KafkaStatusStore:
             and current.generation >= incoming.generation
         )
 
+    @staticmethod
+    def _stale_connector(current: Status | None, incoming: Status, generation: int) -> bool:
+        """Whether a connector's ``incoming`` status is a previous owner's, written after the
+        present owner's (see the module docstring), for a worker whose group is at
+        ``generation``."""
+        if current is None or _writer(current.worker_id) == _writer(incoming.worker_id):
+            return False
+        if incoming.generation >= current.generation:
+            return False
+        if current.generation <= generation:
+            return True
+        # Whatever this worker's generation: a stop of an older generation by another worker.
+        return (
+            incoming.state is State.UNASSIGNED
+            and incoming.trace is None
+            and current.state is State.RUNNING
+        )
+
     # -- StatusStore ------------------------------------------------------------------------------
 
     def _send(self, key: str, value: bytes | None) -> None:
@@ -234,7 +263,8 @@ class KafkaStatusStore:
     def set_connector(self, name: str, status: Status) -> None:
         stamped = self._stamped(status)
         with self._lock:
-            self._connectors[name] = stamped
+            if not self._stale_connector(self._connectors.get(name), stamped, self.generation):
+                self._connectors[name] = stamped
         self._send(CONNECTOR_PREFIX + name, status_value(stamped))
 
     def set_task(self, name: str, task: int, status: Status) -> None:

@@ -560,6 +560,63 @@ def test_a_task_stopped_in_the_generation_it_started_in_keeps_showing_running(
                 store.stop()
 
 
+def test_a_cut_off_workers_late_unassigned_does_not_hide_the_new_owners_running_connector(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    """A worker cut off from the group coordinator stops its connector and writes UNASSIGNED
+    in the generation it ran it in; the write waits in its producer until the broker is back
+    and can land after the RUNNING of the connector's new owner. No worker takes it over that
+    RUNNING, the cut-off one included, whichever generation it has reached (before, every
+    worker showed the running connector UNASSIGNED until its owner wrote again). The owner's
+    own UNASSIGNED (a later revocation) still applies, and so does a newer status of the old
+    worker once the connector comes back to it."""
+    topic = _compacted(broker, topic_name + "-status")
+    cut_off = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    owner = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    for store in (cut_off, owner):
+        store.start(START_TIMEOUT_S)
+    newcomer = None
+    try:
+        cut_off.generation = owner.generation = 5
+        cut_off.set_connector("c", Status(State.RUNNING, "w1:8083"))
+        cut_off.flush(START_TIMEOUT_S)
+        owner.generation = 7  # the cut-off worker's connector moved
+        owner.set_connector("c", Status(State.RUNNING, "w2:8083"))
+        owner.flush(START_TIMEOUT_S)
+        cut_off.log.read_to_end().result(START_TIMEOUT_S)
+        # Its stop, stamped with the generation it ran the connector in, lands last; the
+        # cut-off worker has not adopted generation 7 yet.
+        cut_off.set_connector("c", Status(State.UNASSIGNED, "w1:8083"))
+        cut_off.flush(START_TIMEOUT_S)
+        newcomer = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+        newcomer.generation = 7
+        owner.log.read_to_end().result(START_TIMEOUT_S)
+        newcomer.start(START_TIMEOUT_S)
+        for store in (owner, cut_off, newcomer):
+            assert store.connector("c") == Status(State.RUNNING, "w2:8083", generation=7)
+        # A FAILED of the old owner's generation, written late, once its group is at 7.
+        cut_off.generation = 7
+        cut_off.set_connector("c", Status(State.FAILED, "w1:8083", "trace", generation=5))
+        cut_off.flush(START_TIMEOUT_S)
+        owner.log.read_to_end().result(START_TIMEOUT_S)
+        for store in (owner, cut_off):
+            assert store.connector("c") == Status(State.RUNNING, "w2:8083", generation=7)
+        # The owner's revocation applies; so does the old worker's RUNNING of a newer
+        # generation when the connector comes back to it.
+        owner.generation = cut_off.generation = 8
+        owner.set_connector("c", Status(State.UNASSIGNED, "w2:8083"))
+        cut_off.set_connector("c", Status(State.RUNNING, "w1:8083"))
+        for store in (owner, cut_off):
+            store.flush(START_TIMEOUT_S)
+        for store in (owner, cut_off, newcomer):
+            store.log.read_to_end().result(START_TIMEOUT_S)
+            assert store.connector("c") == Status(State.RUNNING, "w1:8083", generation=8)
+    finally:
+        for store in (cut_off, owner, newcomer):
+            if store is not None:
+                store.stop()
+
+
 def test_clusters_sharing_topics_never_see_each_others_records(
     broker: KafkaCluster, topic_name: str
 ) -> None:
