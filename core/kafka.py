@@ -254,6 +254,45 @@ LIBRDKAFKA_MIN_MESSAGE_MAX_BYTES = 1_000
 LIBRDKAFKA_MAX_FETCH_MAX_BYTES = 2_147_483_135
 
 
+# librdkafka-style worker keys -> kafka-python's (the client of the worker group's membership
+# and of the OffsetDelete requests librdkafka's Python binding lacks), for the connection
+# settings both understand.
+_KAFKA_PYTHON_KEYS = {
+    "bootstrap.servers": "bootstrap_servers",
+    "security.protocol": "security_protocol",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "request.timeout.ms": "request_timeout_ms",
+    "reconnect.backoff.ms": "reconnect_backoff_ms",
+    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
+    "metadata.max.age.ms": "metadata_max_age_ms",
+}
+
+
+def kafka_python_settings(client_props: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection settings of the worker's librdkafka config that kafka-python takes
+    (Java security keys, such as ``sasl.jaas.config``, first take librdkafka's names)."""
+    client_props = librdkafka_keys(client_props)
+    out: dict[str, Any] = {}
+    for key, target in _KAFKA_PYTHON_KEYS.items():
+        if client_props.get(key) is not None:
+            value = client_props[key]
+            if target.endswith("_ms"):
+                value = int(value)
+            out[target] = value
+    if str(client_props.get("ssl.endpoint.identification.algorithm", "")).lower() == "none":
+        out["ssl_check_hostname"] = False
+    if "bootstrap_servers" in out and isinstance(out["bootstrap_servers"], str):
+        out["bootstrap_servers"] = [s.strip() for s in out["bootstrap_servers"].split(",")]
+    return out
+
+
 def consumer_keys(config: Mapping[str, Any]) -> dict[str, Any]:
     """A consumer's ``config`` (after :func:`librdkafka_keys`) with fetch.max.bytes made
     acceptable to librdkafka, as the Java consumer accepts any value from 0.

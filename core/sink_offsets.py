@@ -4,7 +4,8 @@ Offsets are read stable (``require_stable``, the read_committed of group offsets
 offset committed in a transaction that is still open is not answered until it ends.
 Kafka's shapes: a partition is ``{"kafka_topic": str, "kafka_partition": int}`` and an offset
 ``{"kafka_offset": int}`` (``null`` resets that partition). Reading, altering and deleting go
-through the admin client; the connector is STOPPED, so the group should have no members
+through the admin client (OffsetDelete, which resets single partitions, through kafka-python's:
+librdkafka's Python binding lacks it); the connector is STOPPED, so the group should have no members
 (one that has, a task not stopped yet or another consumer, is refused at once, as by Kafka).
 """
 
@@ -20,9 +21,17 @@ from typing import Any, TypeVar
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient
+from kafka import errors as kafka_errors
+from kafka.admin import KafkaAdminClient
+from kafka.structs import TopicPartition as KafkaPythonTopicPartition
 
 from core.herder import BadRequestError
-from core.kafka import RetriableKafkaError, admin_client, wrap_kafka_error
+from core.kafka import (
+    RetriableKafkaError,
+    admin_client,
+    kafka_python_settings,
+    wrap_kafka_error,
+)
 
 log = logging.getLogger("copycat.sink_offsets")
 
@@ -41,6 +50,7 @@ ADMIN_ATTEMPT_TIMEOUT_S = 10.0
 RETRY_BACKOFF_S = 0.1
 RETRY_BACKOFF_MAX_S = 1.0
 T = TypeVar("T")
+C = TypeVar("C")
 _GROUP_GONE = {KafkaError.GROUP_ID_NOT_FOUND, KafkaError.UNKNOWN_TOPIC_OR_PART}
 
 
@@ -140,9 +150,7 @@ class _AttemptTimedOut(Exception):
     """One attempt's future did not complete in ADMIN_ATTEMPT_TIMEOUT_S."""
 
 
-def _retrying(
-    connect: Callable[[], AdminClient], call: Callable[[AdminClient, float], T], what: str
-) -> T:
+def _retrying(connect: Callable[[], C], call: Callable[[C, float], T], what: str) -> T:
     """Run ``call(admin, attempt_timeout_s)`` until it succeeds, a non-transient error, or the
     deadline; each attempt with a new admin client from ``connect``.
 
@@ -202,6 +210,27 @@ def _stable(result: ConsumerGroupTopicPartitions) -> ConsumerGroupTopicPartition
     return result
 
 
+class _OffsetsAdmin(KafkaAdminClient):  # type: ignore[misc]  # kafka-python has no annotations
+    """kafka-python's admin client, closed again (its IO thread stopped) when its constructor
+    fails: kafka-python's starts that thread, then bootstraps, and leaves the thread running
+    when the bootstrap fails, one per attempt during an outage. Uses two internals of it
+    (``_net``, ``_closed``), as core/distributed/membership.py does others (hence the <3.1 pin).
+    """
+
+    def __init__(self, **configs: Any) -> None:
+        try:
+            super().__init__(**configs)
+        except BaseException:
+            if hasattr(self, "_net"):
+                self._closed = False
+                self.close()
+            raise
+
+
+class _NoOffsetDelete(Exception):
+    """The broker does not support OffsetDelete (API key 47)."""
+
+
 class SinkOffsetsError(Exception):
     """The broker refused to change the offsets of some partitions; the message names them."""
 
@@ -213,8 +242,31 @@ class GroupNotEmptyError(Exception):
     Kafka Connect does: retrying would only hold the REST call while the member stays."""
 
 
-# What the broker answers a change of the offsets of a group that has members.
-_GROUP_HAS_MEMBERS = frozenset({KafkaError.UNKNOWN_MEMBER_ID, KafkaError.NON_EMPTY_GROUP})
+# What the broker answers a change of the offsets of a group that has members: a commit from
+# outside the group, the group's deletion, and the deletion of the offsets of a partition of a
+# topic the group's members subscribe to (Kafka Connect's GroupSubscribedToTopicException).
+_GROUP_HAS_MEMBERS = frozenset(
+    {
+        KafkaError.UNKNOWN_MEMBER_ID,
+        KafkaError.NON_EMPTY_GROUP,
+        KafkaError.GROUP_SUBSCRIBED_TO_TOPIC,
+    }
+)
+
+
+def _as_kafka_exception(exc: kafka_errors.KafkaError) -> KafkaException:
+    """A kafka-python error as the confluent-kafka one ``_retrying`` and the callers read: a
+    broker's error keeps its code; a client-side one (no connection, no answer in time) is a
+    transport error, retriable when kafka-python says so."""
+    retriable = bool(getattr(exc, "retriable", False))
+    errno = getattr(exc, "errno", None)
+    if isinstance(exc, kafka_errors.BrokerResponseError) and isinstance(errno, int):
+        # as librdkafka words a broker's error
+        code, reason = errno, f"Broker: {exc.description or exc.message}"
+    else:
+        code = KafkaError._TRANSPORT if retriable else KafkaError._FAIL
+        reason = str(exc)
+    return KafkaException(KafkaError(code, reason, retriable=retriable))
 
 
 def _missing_partitions(
@@ -299,8 +351,7 @@ class SinkOffsets:
     def missing_partitions(self, partitions: Iterable[tuple[str, int]]) -> list[str]:
         """What is wrong with each of ``partitions`` the cluster does not have; empty if all
         exist. Checked before anything changes: a broker refuses offsets for a partition it
-        does not have but applies the rest of the request, and the group is deleted and
-        rewritten when some partitions are reset."""
+        does not have but applies the rest of the request."""
         metadata = _retrying(
             self._admin,
             lambda admin, timeout_s: admin.list_topics(timeout=timeout_s),
@@ -311,49 +362,114 @@ class SinkOffsets:
     def alter(self, offsets: Mapping[tuple[str, int], int | None]) -> None:
         """Set the given partitions' offsets; ``None`` removes a partition's committed offset.
 
-        librdkafka has no per-partition delete of group offsets, so removing some means: read
-        the group's offsets, delete the group, and write back the ones that stay. The
-        connector is STOPPED, so no member can commit in between. The caller checks first
-        that every partition exists (``missing_partitions``).
+        As Kafka Connect's Worker: the offsets given are committed (OffsetCommit from outside
+        the group), and the partitions reset have their offsets deleted one by one
+        (OffsetDelete); every other partition's committed offset stays as it was. The caller
+        checks first that every partition exists (``missing_partitions``).
+
+        A broker without OffsetDelete (the dev broker; Kafka before 2.4) resets partitions as
+        before: the group's other offsets are read, the group deleted and they are written
+        back, which an error in between can lose (a warning says so).
 
         Raises:
             SinkOffsetsError: the broker refused some partitions (named).
             GroupNotEmptyError: the group has a member; nothing was changed.
         """
         to_set = {tp: o for tp, o in offsets.items() if o is not None}
-        if any(o is None for o in offsets.values()):
-            keep = {
-                (r["partition"][KAFKA_TOPIC_KEY], r["partition"][KAFKA_PARTITION_KEY]): r["offset"][
-                    KAFKA_OFFSET_KEY
-                ]
-                for r in self.get()
-            }
-            for tp, offset in offsets.items():
-                if offset is None:
-                    keep.pop(tp, None)
-            to_set = {**keep, **to_set}
-            self.reset()
-        if not to_set:
-            return
-        partitions = [KafkaTopicPartition(t, p, o) for (t, p), o in to_set.items()]
+        to_delete = sorted(tp for tp, o in offsets.items() if o is None)
         try:
-            _retrying(
-                self._admin,
-                lambda admin, timeout_s: _partition_errors(
-                    _result(
-                        admin.alter_consumer_group_offsets(
-                            [ConsumerGroupTopicPartitions(self.group, partitions)],
-                            request_timeout=timeout_s,
-                        )[self.group],
-                        timeout_s,
-                    )
-                ),
-                f"alter the offsets of group {self.group}",
-            )
+            if to_set:
+                self._commit(to_set)
+            if to_delete:
+                try:
+                    self._delete(to_delete)
+                except _NoOffsetDelete:
+                    self._delete_by_rewriting(to_delete)
         except KafkaException as exc:
             if exc.args[0].code() in _GROUP_HAS_MEMBERS:
                 raise GroupNotEmptyError(exc.args[0].str()) from exc
             raise wrap_kafka_error(exc, f"could not alter offsets of group {self.group}") from exc
+
+    def _commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        partitions = [KafkaTopicPartition(t, p, o) for (t, p), o in offsets.items()]
+        _retrying(
+            self._admin,
+            lambda admin, timeout_s: _partition_errors(
+                _result(
+                    admin.alter_consumer_group_offsets(
+                        [ConsumerGroupTopicPartitions(self.group, partitions)],
+                        request_timeout=timeout_s,
+                    )[self.group],
+                    timeout_s,
+                )
+            ),
+            f"alter the offsets of group {self.group}",
+        )
+
+    def _delete(self, partitions: list[tuple[str, int]]) -> None:
+        """Delete the committed offsets of ``partitions`` alone (OffsetDelete); a group that
+        does not exist has none to delete."""
+
+        def attempt(_: None, timeout_s: float) -> None:
+            settings = {
+                **kafka_python_settings(self.client_config),
+                "client_id": f"copycat-offsets-{self.group}",
+                "request_timeout_ms": int(timeout_s * 1000),
+                "bootstrap_timeout_ms": int(timeout_s * 1000),
+            }
+            try:
+                admin = _OffsetsAdmin(**settings)
+            except kafka_errors.KafkaError as exc:
+                raise _as_kafka_exception(exc) from exc
+            try:
+                results = admin.delete_group_offsets(
+                    self.group, [KafkaPythonTopicPartition(t, p) for t, p in partitions]
+                )
+            except kafka_errors.GroupIdNotFoundError:
+                return
+            except kafka_errors.UnsupportedVersionError as exc:
+                raise _NoOffsetDelete() from exc
+            except kafka_errors.KafkaError as exc:
+                raise _as_kafka_exception(exc) from exc
+            finally:
+                admin.close()
+            failed = []
+            for tp, error in sorted(results.items()):
+                if error is kafka_errors.NoError:
+                    continue
+                converted = _as_kafka_exception(error())
+                code = converted.args[0].code()
+                if code in _GROUP_HAS_MEMBERS or code in _TRANSIENT or error.retriable:
+                    raise converted  # GroupNotEmptyError in alter(), or retried
+                failed.append(f"{tp.topic}-{tp.partition}: {converted.args[0].str()}")
+            if failed:
+                raise SinkOffsetsError("; ".join(failed))
+
+        _retrying(
+            lambda: None, attempt, f"delete the offsets of some partitions of group {self.group}"
+        )
+
+    def _delete_by_rewriting(self, partitions: list[tuple[str, int]]) -> None:
+        """``_delete`` on a broker without OffsetDelete: delete the group and write back the
+        offsets of the partitions not reset. The connector is STOPPED, so no member commits in
+        between, but an error between the two loses the offsets written back."""
+        log.warning(
+            "the Kafka cluster does not support OffsetDelete: resetting %d partition(s) of "
+            "group %s by deleting the group and writing back its other offsets",
+            len(partitions),
+            self.group,
+        )
+        reset = set(partitions)
+        keep = {
+            (r["partition"][KAFKA_TOPIC_KEY], r["partition"][KAFKA_PARTITION_KEY]): r["offset"][
+                KAFKA_OFFSET_KEY
+            ]
+            for r in self.get()
+        }
+        keep = {tp: o for tp, o in keep.items() if tp not in reset}
+        self.reset()
+        if keep:
+            self._commit(keep)
 
     def reset(self) -> None:
         """Delete the group (its offsets); one already gone is fine.

@@ -46,7 +46,7 @@ from core.distributed.protocol import (
     MemberMetadata,
     ProtocolError,
 )
-from core.kafka import librdkafka_keys
+from core.kafka import kafka_python_settings
 from plugin_api import ConnectException
 
 __all__ = [
@@ -89,43 +89,6 @@ class JoinedGroup:
     member_id: str
     assignment: Assignment
     is_leader: bool
-
-
-# librdkafka-style worker keys -> kafka-python's, for the connection settings both understand.
-_SETTINGS = {
-    "bootstrap.servers": "bootstrap_servers",
-    "security.protocol": "security_protocol",
-    "ssl.ca.location": "ssl_cafile",
-    "ssl.certificate.location": "ssl_certfile",
-    "ssl.key.location": "ssl_keyfile",
-    "ssl.key.password": "ssl_password",
-    "sasl.mechanism": "sasl_mechanism",
-    "sasl.mechanisms": "sasl_mechanism",
-    "sasl.username": "sasl_plain_username",
-    "sasl.password": "sasl_plain_password",
-    "request.timeout.ms": "request_timeout_ms",
-    "reconnect.backoff.ms": "reconnect_backoff_ms",
-    "reconnect.backoff.max.ms": "reconnect_backoff_max_ms",
-    "metadata.max.age.ms": "metadata_max_age_ms",
-}
-
-
-def kafka_python_settings(client_props: Mapping[str, Any]) -> dict[str, Any]:
-    """The connection settings of the worker's librdkafka config that kafka-python takes
-    (Java security keys, such as ``sasl.jaas.config``, first take librdkafka's names)."""
-    client_props = librdkafka_keys(client_props)
-    out: dict[str, Any] = {}
-    for key, target in _SETTINGS.items():
-        if client_props.get(key) is not None:
-            value = client_props[key]
-            if target.endswith("_ms"):
-                value = int(value)
-            out[target] = value
-    if str(client_props.get("ssl.endpoint.identification.algorithm", "")).lower() == "none":
-        out["ssl_check_hostname"] = False
-    if "bootstrap_servers" in out and isinstance(out["bootstrap_servers"], str):
-        out["bootstrap_servers"] = [s.strip() for s in out["bootstrap_servers"].split(",")]
-    return out
 
 
 class _Coordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python has no annotations

@@ -21,7 +21,8 @@ from pathlib import Path
 import copycat_file
 import httpx
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
+from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.faulty import install_faulty
@@ -986,6 +987,57 @@ def test_sink_offsets_for_partitions_that_do_not_exist_change_nothing(
         _assert_error(response, 400, f"Failed to alter consumer group offsets for connector {sink}")
         assert named in response.json()["message"]
         assert http.get(f"/connectors/{sink}/offsets").json() == kept
+    http.delete(f"/connectors/{sink}")
+
+
+@pytest.mark.apache_kafka_only(
+    reason="the dev broker has no OffsetDelete: a partition is reset by rewriting the group"
+)
+def test_sink_offsets_reset_of_some_partitions_leaves_the_others_untouched(
+    http: httpx.Client, tmp_path: Path, topic_name: str, broker: KafkaCluster
+) -> None:
+    """A PATCH resetting one partition (offset null) deletes that partition's offset alone, as
+    Kafka Connect does with the admin client's per-partition OffsetDelete: the others are not
+    rewritten. Before, the whole group was deleted and the others written back, so an error in
+    between lost them; their commit metadata (which a rewrite drops) shows they were kept."""
+    broker.create_topic(topic_name, 3)
+    sink = _name("sink-reset-one")
+    created = http.post(
+        "/connectors",
+        json={"name": sink, "config": _sink(tmp_path, topic_name), "initial_state": "STOPPED"},
+    )
+    assert created.status_code == 201, created.text
+    group = f"connect-{sink}"
+    committed = [KafkaTopicPartition(topic_name, p, 10 + p, metadata="kept") for p in range(3)]
+    broker.admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, committed)])[
+        group
+    ].result(30)
+
+    reset = http.patch(
+        f"/connectors/{sink}/offsets",
+        json={
+            "offsets": [
+                {"partition": {"kafka_topic": topic_name, "kafka_partition": 1}, "offset": None}
+            ]
+        },
+    )
+    assert reset.status_code == 200, reset.text
+    assert http.get(f"/connectors/{sink}/offsets").json() == {
+        "offsets": [
+            {
+                "partition": {"kafka_topic": topic_name, "kafka_partition": p},
+                "offset": {"kafka_offset": 10 + p},
+            }
+            for p in (0, 2)
+        ]
+    }
+    listed = broker.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[
+        group
+    ].result(30)
+    kept = {
+        (tp.partition, tp.offset, tp.metadata) for tp in listed.topic_partitions if tp.offset >= 0
+    }
+    assert kept == {(0, 10, "kept"), (2, 12, "kept")}
     http.delete(f"/connectors/{sink}")
 
 
