@@ -8,11 +8,39 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 
 class _Entity(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
+
+
+class _RequestEntity(_Entity):
+    """A request body Kafka maps onto an entity class: as Jackson there, a field the entity
+    does not have is refused, naming it (Kafka Connect answers that with a 500; the REST
+    layer answers 400 like any malformed body, see docs/rest.md). ``extra="forbid"`` says so
+    in /openapi.json (``additionalProperties: false``); the check below words the error."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields_only(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = [field.alias or name for name, field in cls.model_fields.items()]
+            unknown = [key for key in data if key not in known]
+            if unknown:
+                raise PydanticCustomError(
+                    "unrecognized_field",
+                    "Unrecognized field{s} {unknown} (known fields: {known})",
+                    {
+                        "s": "s" if len(unknown) > 1 else "",
+                        "unknown": ", ".join(f'"{key}"' for key in unknown),
+                        "known": ", ".join(f'"{key}"' for key in known),
+                    },
+                )
+        return data
 
 
 class ErrorMessage(_Entity):
@@ -73,18 +101,18 @@ class TaskInfo(_Entity):
     config: dict[str, str]
 
 
-class CreateConnectorRequest(_Entity):
+class CreateConnectorRequest(_RequestEntity):
     name: str | None = None
     config: dict[str, Any] | None = None
     initial_state: str | None = Field(default=None, description="RUNNING, PAUSED or STOPPED")
 
 
-class ConnectorOffset(_Entity):
+class ConnectorOffset(_RequestEntity):
     partition: dict[str, Any] | None = None
     offset: dict[str, Any] | None = None
 
 
-class ConnectorOffsets(_Entity):
+class ConnectorOffsets(_RequestEntity):
     offsets: list[ConnectorOffset] | None = None
 
 

@@ -45,6 +45,9 @@ DEVIATIONS = {
     "malformed json": (400, 500, "a body that is not JSON is the client's error"),
     "config not an object": (400, 500, "a body of the wrong shape is the client's error"),
     "alter offsets bad body": (400, 500, "a body of the wrong shape is the client's error"),
+    "alter offsets unknown field": (400, 500, "an unknown field is the client's error"),
+    "alter offsets unknown entry field": (400, 500, "an unknown field is the client's error"),
+    "create unknown field": (400, 500, "an unknown field is the client's error"),
 }
 
 
@@ -139,6 +142,22 @@ def _steps(file: str, topic: str) -> list[Step]:
         ),
         Step("altered offsets", "GET", "/connectors/{name}/offsets"),
         Step("alter offsets bad body", "PATCH", "/connectors/{name}/offsets", {"offsets": 5}),
+        Step(
+            "alter offsets unknown field",
+            "PATCH",
+            "/connectors/{name}/offsets",
+            {
+                "offsets": [{"partition": {"filename": file}, "offset": {"position": 1}}],
+                "foo": 1,
+            },
+        ),
+        Step(
+            "alter offsets unknown entry field",
+            "PATCH",
+            "/connectors/{name}/offsets",
+            {"offsets": [{"partition": {"filename": file}, "offset": None, "foo": 1}]},
+        ),
+        Step("offsets after unknown fields", "GET", "/connectors/{name}/offsets"),
         Step("reset offsets", "DELETE", "/connectors/{name}/offsets"),
         Step("reset offsets read", "GET", "/connectors/{name}/offsets"),
         Step("unknown connector", "GET", "/connectors/nope-{name}"),
@@ -155,6 +174,12 @@ def _steps(file: str, topic: str) -> list[Step]:
         ),
         Step("accept xml only", "GET", "/connectors/{name}", headers={"Accept": "application/xml"}),
         Step("config not an object", "POST", "/connectors", {"name": "{name}-2", "config": 7}),
+        Step(
+            "create unknown field",
+            "POST",
+            "/connectors",
+            {"name": "{name}-3", "config": good, "foo": 1},
+        ),
         Step(
             "create with the name only in its config",
             "POST",

@@ -1041,6 +1041,43 @@ def test_sink_offsets_reset_of_some_partitions_leaves_the_others_untouched(
     http.delete(f"/connectors/{sink}")
 
 
+def test_unknown_fields_in_offsets_and_create_bodies_are_refused(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    """A field Kafka's entity does not have is refused, naming it (Kafka Connect answers a 500
+    "Unrecognized field ..."; a 400 here, as for every malformed body), and nothing changes.
+    Before, it was ignored: the offsets were altered and the connector created."""
+    name = _name("unknown-fields")
+    config = _source(tmp_path, topic_name)
+    created = http.post(
+        "/connectors", json={"name": name, "config": config, "initial_state": "STOPPED"}
+    )
+    assert created.status_code == 201, created.text
+    partition = {"filename": config["file"]}
+    for body, named in [
+        (
+            {"offsets": [{"partition": partition, "offset": {"position": 1}}], "foo": 1},
+            'Unrecognized field "foo" (known fields: "offsets")',
+        ),
+        (
+            {"offsets": [{"partition": partition, "offset": None, "bar": 2}]},
+            'offsets.0: Unrecognized field "bar" (known fields: "partition", "offset")',
+        ),
+    ]:
+        _assert_error(http.patch(f"/connectors/{name}/offsets", json=body), 400, named)
+    assert http.get(f"/connectors/{name}/offsets").json() == {"offsets": []}
+
+    other = _name("unknown-fields-create")
+    refused = http.post("/connectors", json={"name": other, "config": config, "foo": 1})
+    _assert_error(
+        refused,
+        400,
+        'Unrecognized field "foo" (known fields: "name", "config", "initial_state")',
+    )
+    assert http.get(f"/connectors/{other}").status_code == 404
+    http.delete(f"/connectors/{name}")
+
+
 def _group_member(
     bootstrap: str, group: str, topic: str, stop: threading.Event, assigned: threading.Event
 ) -> None:
