@@ -1139,14 +1139,44 @@ class SinkTaskLoop:
             return
         # As Kafka's commitOffsets: the last committed offsets of the partitions asked about
         # (their positions at assignment, if nothing was committed of them since), with what
-        # the task returned over them; committed whole when anything changed.
+        # the task returned over them; committed whole when anything changed. An offset past
+        # what was consumed, or of a partition not assigned, is ignored with a warning.
         last = self._committed
         wanted = {tp: last[tp] for tp in current if tp in last}
         for tp, offset in committable.items():
             tp = (tp[0], tp[1])
-            if tp not in current or offset is None:
-                continue  # never commit a partition we no longer own or have not consumed
-            wanted[tp] = min(offset, current[tp])
+            if offset is None:
+                continue
+            if tp in current:
+                if offset <= current[tp]:
+                    wanted[tp] = offset
+                else:
+                    log.warning(
+                        "task %s: ignoring the offset pre_commit() returned for partition "
+                        "%s-%d: not consumed yet (returned %d, consumed up to %d)",
+                        self.name,
+                        tp[0],
+                        tp[1],
+                        offset,
+                        current[tp],
+                    )
+            elif tp not in self._assigned:
+                log.warning(
+                    "task %s: ignoring the offset pre_commit() returned for partition %s-%d: "
+                    "not assigned to this task (assigned: %s)",
+                    self.name,
+                    tp[0],
+                    tp[1],
+                    ", ".join(f"{t}-{p}" for t, p in sorted(self._assigned)),
+                )
+            else:
+                log.debug(
+                    "task %s: ignoring the offset pre_commit() returned for partition %s-%d: "
+                    "not among those committed now",
+                    self.name,
+                    tp[0],
+                    tp[1],
+                )
         if not any(last.get(tp) != offset for tp, offset in wanted.items()):
             self.counters.commit((time.monotonic() - started) * 1000, ok=True)
             return
