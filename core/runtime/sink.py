@@ -1056,6 +1056,14 @@ class SinkTaskLoop:
             self._unfetch(set(seeks), rewind=False)
         for (topic, partition), offset in seeks.items():
             self._seek(topic, partition, offset)
+            # As Kafka's rewind(): the offset is the partition's last committed one from now
+            # on too, so the next commit with anything new commits it, even if pre_commit()
+            # leaves the partition out. (After _seek: it accounts the put batch against the
+            # committed offsets before the rewind.)
+            if (topic, partition) in self._assigned:
+                self._committed[(topic, partition)] = offset
+        if seeks:
+            self._recount_active(record=False)
         if actions.pause:
             paused = [(t, p) for t, p in actions.pause]
             self._unfetch(set(paused), rewind=True)

@@ -5,6 +5,9 @@ with ``context.offset()``, as Kafka Connect 4.1.1's WorkerSinkTask does.
   ignored with a warning: its partition keeps its last committed offset. Copycat cut it to
   the consumed position and committed that. One for a partition not assigned is ignored with
   a warning.
+* ``rewind()``: a partition the task rewinds takes the offset as its current *and* last
+  committed offset, so the next commit that has anything new commits it even when
+  ``pre_commit()`` leaves that partition out. Copycat kept the older last committed offset.
 
 A test plugin in a real plugin host, a real broker; the group's committed offsets are read
 from the broker.
@@ -143,3 +146,35 @@ def test_an_offset_past_what_was_consumed_is_ignored_not_cut_to_the_position(
         caplog.text
     )
     assert "partition not-assigned-0: not assigned to this task" in caplog.text
+
+
+def test_a_rewind_becomes_the_last_committed_offset_of_its_partition(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    broker: KafkaCluster,
+    topic_name: str,
+    tmp_path: Path,
+) -> None:
+    """The task rewinds partition 1 to 3 in put() and never returns partition 1 from
+    pre_commit(): as Kafka's rewind() made 3 its last committed offset, the next commit
+    (partition 0 moved on) commits 3 for it. Before, Copycat committed partition 1's
+    position at assignment (0) instead."""
+    broker.create_topic(topic_name, partitions=2)
+    _produce(bootstrap_servers, topic_name, 0, 5)
+    _produce(bootstrap_servers, topic_name, 1, 5)
+    name = f"rewind-{topic_name}"
+    group = f"connect-{name}"
+    marker = tmp_path / "marker"
+    worker = _worker(catalogue, bootstrap_servers)
+    try:
+        _start(worker, name, topic_name, "rewind", marker)
+        wait_for(marker.exists, 60, "the task's rewind of partition 1")
+        _produce(bootstrap_servers, topic_name, 0, 5)  # something new to commit after it
+        wait_for(
+            lambda: committed(bootstrap_servers, group, topic_name, 0) == 10,
+            60,
+            "partition 0 committed at 10",
+        )
+        assert committed(bootstrap_servers, group, topic_name, 1) == 3
+    finally:
+        worker.stop()
