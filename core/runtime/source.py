@@ -302,6 +302,10 @@ class SourceTaskLoop:
         # A commit found records in flight (failures-only reports): no new poll until the
         # producer's queue is empty, then the commit (see the module docstring).
         self._draining = False
+        # Under errors.tolerance=none, the failure of a record whose poll's earlier records
+        # are still queued (a wait for room or for the topic was cut short): raised once they
+        # are sent, as Kafka's sendRecords() has sent them when it fails the task.
+        self._failing: BaseException | None = None
         # When a commit found records in flight: it is made once they are acknowledged.
         self._commit_waiting_since: float | None = None
         # Polled by waits on the broker (a full producer queue, too many unacked records) so a
@@ -542,6 +546,13 @@ class SourceTaskLoop:
         """
         self._raise_if_failed()
         self.producer.poll(0)
+        if self._failing is not None:
+            try:
+                self._send_queued()
+            except _Interrupted:
+                return 0
+            failure, self._failing = self._failing, None
+            raise failure
         if (
             not self._wants_acks
             and self._submitted.batches
@@ -574,6 +585,8 @@ class SourceTaskLoop:
         if not self.host.pending:
             self._submit_poll()
         self._collect()
+        if self._failing is not None:
+            return moved  # no new poll: the next iteration sends the rest, then fails
         self._submit_poll()
         try:
             moved += self._send_queued()
@@ -641,13 +654,18 @@ class SourceTaskLoop:
         errors.report_source(result.failures)
         self._queue(result)
         if not errors.tolerate_all:
+            _seq, where, *info = result.failures[0]
+            failure = errors.fail(where, info)
             if not self.transactional:
                 try:
                     self._send_queued()
                 except _Interrupted:
-                    pass
-            _seq, where, *info = result.failures[0]
-            raise errors.fail(where, info)
+                    # Cut short by a wait (for room, for the topic): the next iterations
+                    # send the rest first. Failing now dropped them (seen when the poll's
+                    # first records went to a topic the broker was still creating).
+                    self._failing = failure
+                    return
+            raise failure
 
     def _send_queued(self) -> int:
         """Produce the queued rows, oldest first; returns how many rows were sent.

@@ -417,6 +417,50 @@ def test_with_tolerance_none_a_failing_source_record_is_logged_and_those_before_
     assert any(f"Error encountered in task {name}-0" in m for m in logged), logged
 
 
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_with_tolerance_none_records_before_the_failing_one_are_sent_after_a_wait_for_room(
+    catalogue: PluginCatalogue,
+    broker: KafkaCluster,
+    topic_name: str,
+    tmp_path: Path,
+    data_path: str,
+) -> None:
+    """Kafka's sendRecords() has handed a poll's records before the failing one to its
+    producer when it fails the task, and they reach the topic. Copycat's loop sent them too,
+    but a wait for room in the producer's queue (or for a topic the broker was still
+    creating) that its driver cut short made it fail at once, dropping the rest: only ``1``
+    was written. Here the producer holds one message and lingers 2 s, so ``2`` waits."""
+    broker.create_topic(topic_name, 1)
+    source = tmp_path / "in.txt"
+    source.write_text("1\n2\nabc\n4\n")
+    worker = in_process_worker(catalogue, broker.bootstrap_servers)
+    name = f"wait-strict-{topic_name}"
+    start_connector(
+        worker,
+        name,
+        {
+            "connector.class": "FileStreamSource",
+            "topic": topic_name,
+            "file": str(source),
+            "task.data.path": data_path,
+            "transforms": "c",
+            "transforms.c.type": "org.apache.kafka.connect.transforms.Cast$Value",
+            "transforms.c.spec": "int32",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter.schemas.enable": "false",
+            "producer.override.linger.ms": "2000",
+            "producer.override.queue.buffering.max.messages": "1",
+        },
+    )
+    try:
+        assert "Value (abc) was out of range" in _failed_trace(worker, name)
+    finally:
+        worker.stop()
+    sent = read_all(broker.bootstrap_servers, topic_name, 2, timeout_s=10)
+    assert [m.value() for m in sent] == [b"1", b"2"]
+    assert [o for _, o in worker.offsets.connector_offsets(name)] == [{"position": 4}]
+
+
 def test_transient_put_failures_are_retried_and_a_permanent_one_fails_after_the_timeout(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
