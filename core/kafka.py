@@ -711,11 +711,28 @@ class _AdminPoller:
 _ADMIN_POLLER = _AdminPoller()
 
 
+class _WatchedAdminClient(AdminClient):
+    """confluent-kafka's admin client, with the first authentication failure its error
+    callback was told of (see :class:`_AuthenticationWatch`; served by the admin poller)."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        settings, self._authentication = _watched(config, "admin client")
+        super().__init__(settings)
+
+
 def admin_client(config: Mapping[str, Any]) -> AdminClient:
     """An AdminClient whose librdkafka log lines and errors go through LIBRDKAFKA_LOG."""
-    client = AdminClient(client_config(config))
+    client = _WatchedAdminClient(client_config(config))
     _ADMIN_POLLER.add(client)
     return client
+
+
+def raise_if_refused_login(client: object) -> None:
+    """Raises: KafkaAuthenticationError if the cluster refused the login of ``client`` (an
+    admin client of :func:`admin_client`): its calls then time out without saying why."""
+    watch: _AuthenticationWatch | None = getattr(client, "_authentication", None)
+    if watch is not None:
+        watch.raise_if_failed()
 
 
 def kafka_cluster_id(

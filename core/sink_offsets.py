@@ -30,6 +30,7 @@ from core.kafka import (
     RetriableKafkaError,
     admin_client,
     kafka_python_settings,
+    raise_if_refused_login,
     wrap_kafka_error,
 )
 
@@ -48,6 +49,8 @@ ADMIN_ATTEMPT_TIMEOUT_S = 10.0
 # Pause between attempts, doubling up to the maximum (the Java admin client's
 # retry.backoff.ms and retry.backoff.max.ms).
 RETRY_BACKOFF_S = 0.1
+# How often a wait for an answer looks whether the cluster refused the client's login.
+LOGIN_CHECK_S = 0.5
 RETRY_BACKOFF_MAX_S = 1.0
 T = TypeVar("T")
 C = TypeVar("C")
@@ -171,8 +174,9 @@ def _retrying(connect: Callable[[], C], call: Callable[[C, float], T], what: str
     while True:
         attempt += 1
         remaining = deadline - time.monotonic()
+        client = connect()
         try:
-            return call(connect(), max(0.1, min(ADMIN_ATTEMPT_TIMEOUT_S, remaining)))
+            return call(client, max(0.1, min(ADMIN_ATTEMPT_TIMEOUT_S, remaining)))
         except KafkaException as exc:
             error = exc.args[0]
             if not (error.code() in _TRANSIENT or error.retriable()):
@@ -181,6 +185,9 @@ def _retrying(connect: Callable[[], C], call: Callable[[C, float], T], what: str
             reason = error.str()
         except _AttemptTimedOut as exc:
             last, reason = exc, f"no answer within {ADMIN_ATTEMPT_TIMEOUT_S:.0f} s"
+        # A refused login is never answered, only reported to the client's error callback:
+        # said at once, not as a cluster that does not answer.
+        raise_if_refused_login(client)
         if time.monotonic() + backoff >= deadline:
             raise RetriableKafkaError(
                 f"could not {what}: the Kafka cluster did not answer successfully within "
@@ -192,11 +199,17 @@ def _retrying(connect: Callable[[], C], call: Callable[[C, float], T], what: str
         backoff = min(backoff * 2, RETRY_BACKOFF_MAX_S)
 
 
-def _result(future: concurrent.futures.Future[T], timeout_s: float) -> T:
-    try:
-        return future.result(timeout_s)
-    except concurrent.futures.TimeoutError:
-        raise _AttemptTimedOut() from None  # librdkafka completes the future later, unread
+def _result(future: concurrent.futures.Future[T], timeout_s: float, admin: object = None) -> T:
+    """The future's result within ``timeout_s``; waited for in slices, ending as soon as the
+    cluster refused ``admin``'s login."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return future.result(max(0.0, min(LOGIN_CHECK_S, deadline - time.monotonic())))
+        except concurrent.futures.TimeoutError:
+            raise_if_refused_login(admin)
+            if time.monotonic() >= deadline:
+                raise _AttemptTimedOut() from None  # librdkafka completes the future later
 
 
 def _stable(result: ConsumerGroupTopicPartitions) -> ConsumerGroupTopicPartitions:
@@ -328,6 +341,7 @@ class SinkOffsets:
                             request, request_timeout=timeout_s, require_stable=True
                         )[self.group],
                         timeout_s,
+                        admin,
                     )
                 ),
                 f"read the offsets of group {self.group}",
@@ -401,6 +415,7 @@ class SinkOffsets:
                         request_timeout=timeout_s,
                     )[self.group],
                     timeout_s,
+                    admin,
                 )
             ),
             f"alter the offsets of group {self.group}",
@@ -485,6 +500,7 @@ class SinkOffsets:
                         self.group
                     ],
                     timeout_s,
+                    admin,
                 ),
                 f"delete group {self.group}",
             )

@@ -101,6 +101,9 @@ _ALTERED_EXTERNAL = (
 )
 
 
+ADMIN_OVERRIDE_PREFIX = "admin.override."
+
+
 @dataclass
 class _Runtime:
     """What this worker knows about one connector beyond its stored config."""
@@ -1016,8 +1019,22 @@ class WorkerHerder(AbstractHerder):
     # -- Herder: offsets (KIP-875) -------------------------------------------------------------
 
     def _sink_offsets(self, name: str) -> SinkOffsets:
+        """The sink's consumer group, reached as Kafka's Worker reaches it: with the
+        connector's admin client settings (the worker's, its ``admin.*`` keys, the connector's
+        ``admin.override.*``), so a sink that reads another cluster, or as another principal,
+        has its offsets read and altered there."""
         self._worker()
-        return SinkOffsets(self.client_props, sink_group_id(name, self._config(name)))
+        config = self.resolver.resolve(self._config(name)).config
+        admin = {
+            **self.client_props,
+            **self.config.admin_overrides(),
+            **{
+                key[len(ADMIN_OVERRIDE_PREFIX) :]: value
+                for key, value in config.items()
+                if key.startswith(ADMIN_OVERRIDE_PREFIX)
+            },
+        }
+        return SinkOffsets(admin, sink_group_id(name, config))
 
     def connector_offsets(self, name: str) -> dict[str, Any]:
         deployed = self._get(name)
