@@ -52,6 +52,19 @@ ERROR_HEADERS = (
 DLQ_FLUSH_TIMEOUT_S = 30.0
 
 
+# A consumed record's timestamp types (librdkafka's), as Kafka's TimestampType names them.
+TIMESTAMP_TYPES = {1: "CreateTime", 2: "LogAppendTime"}
+
+
+def _consumed(topic: str, partition: int, offset: int, row: Sequence[Any] | None) -> str:
+    """Kafka's LogReporter.Sink words for a consumed record: where it is and its timestamp,
+    nothing of its contents."""
+    text = f", where consumed record is {{topic='{topic}', partition={partition}, offset={offset}"
+    if row is not None and row[4] in TIMESTAMP_TYPES:
+        text += f", timestamp={row[3]}, timestampType={TIMESTAMP_TYPES[row[4]]}"
+    return text + "}"
+
+
 class ErrorReporter:
     """Logs tolerated failures and sends them to the dead letter queue of one task."""
 
@@ -115,12 +128,8 @@ class ErrorReporter:
             # The original record's timestamp, as Kafka's DeadLetterQueueReporter passes it
             # (none when the record had none: the producer stamps it then).
             timestamp = row[3] if row is not None and row[3] is not None and row[3] >= 0 else 0
-            where = (
-                f"consumed record is {{topic='{topic}', partition={partition}, offset={offset}}}"
-            )
-            if self.log_messages and row is not None:
-                where += f" with key {key!r} and value {value!r}"
-            self._log(info, where)
+            if self.log_enabled:
+                self._log(info, _consumed(topic, partition, offset, row))
             if self._producer is not None:
                 context = {"topic": topic, "partition": str(partition), "offset": str(offset)}
                 record = f"record {topic}-{partition}@{offset}"
@@ -163,7 +172,8 @@ class ErrorReporter:
             self._count(len(failures))
         for _seq, description, *raw_info in failures:
             info = self._scrubbed(raw_info)
-            self._log(info, description)
+            if self.log_enabled:
+                self._log(info, f", where source record is = {description}")
             if self._producer is not None and self.tolerate_all:
                 value = json.dumps({"record": description}).encode()
                 self._send(None, value, [], {}, info, description)
@@ -191,21 +201,20 @@ class ErrorReporter:
         provider quotes its value in its error (``Unknown field: <the field>``)."""
         return [scrub_with(part, self.secrets) for part in info]
 
-    def _log(self, info: Sequence[str], where: str) -> None:
+    def _log(self, info: Sequence[str], record: str) -> None:
+        """Log a failure as Kafka's LogReporter (errors.log.enable): the stage and class,
+        ``record`` (what failed, with errors.log.include.messages) and the exception with its
+        stack trace. Never a consumed record's key or value, as Kafka."""
         stage, class_name, exc_class, message, trace = info
-        if self.log_enabled or not self.tolerate_all:
-            log.error(
-                "Error encountered in task %s-%d. Executing stage '%s' with class '%s', "
-                "where %s. %s: %s",
-                self.connector,
-                self.task_id,
-                stage,
-                class_name,
-                where,
-                exc_class,
-                message,
-            )
-            log.debug("%s", trace)
+        log.error(
+            "Error encountered in task %s-%d. Executing stage '%s' with class '%s'%s.\n%s",
+            self.connector,
+            self.task_id,
+            stage,
+            class_name,
+            record if self.log_messages else "",
+            trace.rstrip("\n") or f"{exc_class}: {message}",
+        )
 
     def _send(
         self,

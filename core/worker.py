@@ -67,6 +67,25 @@ SLOW_START_REPORT_S = 30.0
 _RUNTIME_TASK_KEYS = ("topics", "topics.regex")
 
 
+# What Kafka's WorkerTask logs when a task fails, after the task's name (kafka_task_name).
+UNRECOVERABLE = (
+    "Task threw an uncaught and unrecoverable exception. Task is being killed and will not "
+    "recover until manually restarted"
+)
+
+
+def kafka_task_name(spec: TaskSpec) -> str:
+    """A task as Kafka's WorkerTask subclasses name themselves in their logs
+    (``WorkerSinkTask{id=name-0}``)."""
+    if spec.kind == "sink":
+        kind = "WorkerSinkTask"
+    elif spec.exactly_once is not None:
+        kind = "ExactlyOnceWorkerSourceTask"
+    else:
+        kind = "WorkerSourceTask"
+    return f"{kind}{{id={spec.name}}}"
+
+
 @dataclass(frozen=True)
 class RestartPolicy:
     """``task.restart.*``: automatic restarts of failed tasks with bounded exponential backoff
@@ -429,8 +448,10 @@ class _TaskRunner(threading.Thread):
                 # and is not FAILED (nor restarted) for it.
                 log.warning("task %s failed while stopping: %s", self.spec.name, exc)
             else:
-                log.error("task %s failed: %s", self.spec.name, exc, exc_info=True)
-                self._report(State.FAILED, failure_trace(exc))
+                trace = failure_trace(exc)
+                # Kafka's WorkerTask words, which operators' alerts match.
+                log.error("%s %s\n%s", kafka_task_name(self.spec), UNRECOVERABLE, trace)
+                self._report(State.FAILED, trace)
                 reported_failure = True
         finally:
             try:

@@ -42,7 +42,7 @@ from core.runtime.spec import TaskSpec
 from core.spark.driver import Placement, SparkDriver
 from core.spark.executor import FAILED, PAUSED, RETRIED, RUNNING, STOP, STOPPED, Assignment
 from core.status import State
-from core.worker import _TaskRunner
+from core.worker import UNRECOVERABLE, _TaskRunner, kafka_task_name
 from plugin_api import ConfigException
 
 if TYPE_CHECKING:
@@ -198,7 +198,7 @@ class SparkTaskRunner(_TaskRunner):
                 return
             if outcome == FAILED:
                 self.failed = True
-                log.error("task %s failed on Spark", spec.name)
+                log.error("%s %s (on Spark)\n%s", kafka_task_name(spec), UNRECOVERABLE, detail)
                 self._count_start(ok=False)  # no effect once it had started
                 self._report(State.FAILED, detail)
                 return

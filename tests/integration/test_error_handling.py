@@ -313,6 +313,7 @@ def test_with_tolerance_none_the_failing_record_is_logged_and_in_the_dlq_before_
             **{
                 "errors.tolerance": "none",
                 "errors.log.enable": "true",
+                "errors.log.include.messages": "true",
                 "errors.deadletterqueue.context.headers.enable": "true",
             },
         ),
@@ -335,6 +336,108 @@ def test_with_tolerance_none_the_failing_record_is_logged_and_in_the_dlq_before_
         logged
     )
     assert committed(bootstrap_servers, f"connect-{name}", topic_name) <= 2
+
+
+@pytest.mark.parametrize("include_messages", [True, False])
+def test_the_error_log_names_the_stage_and_the_record_as_kafkas_log_reporter(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    caplog: pytest.LogCaptureFixture,
+    include_messages: bool,
+) -> None:
+    """As Kafka's LogReporter: the stage and class, the consumed record's coordinates and
+    timestamp when errors.log.include.messages is set (never its key or value), then the
+    exception with its stack trace."""
+    broker.create_topic(topic_name, 1)
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    producer.produce(topic_name, b'{"n": 0}', b"k0", timestamp=1_700_000_000_000)
+    producer.produce(topic_name, b"poison-value", b"k1", timestamp=1_700_000_000_001)
+    assert producer.flush(30) == 0
+    worker = in_process_worker(catalogue, bootstrap_servers)
+    name = f"logged-{topic_name}"
+    caplog.set_level(logging.DEBUG, logger="copycat.errors")
+    start_connector(
+        worker,
+        name,
+        {
+            **_tolerant_json_sink(topic_name, tmp_path / "out.txt", f"{topic_name}-dlq"),
+            "errors.log.enable": "true",
+            "errors.log.include.messages": str(include_messages).lower(),
+        },
+    )
+    try:
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 2,
+            60,
+            "both offsets committed",
+        )
+    finally:
+        worker.stop()
+    logged = [r.getMessage() for r in caplog.records if r.name == "copycat.errors"]
+    assert len(logged) == 1, logged
+    first, *trace = logged[0].splitlines()
+    record = (
+        f", where consumed record is {{topic='{topic_name}', partition=0, offset=1, "
+        "timestamp=1700000000001, timestampType=CreateTime}"
+        if include_messages
+        else ""
+    )
+    assert first == (
+        f"Error encountered in task {name}-0. Executing stage 'VALUE_CONVERTER' with class "
+        f"'org.apache.kafka.connect.json.JsonConverter'{record}."
+    )
+    assert trace[0].startswith("org.apache.kafka.connect.errors.DataException: "), trace
+    assert "Traceback (most recent call last):" in trace
+    assert "poison-value" not in logged[0] and "k1" not in logged[0]
+
+
+def test_with_the_error_log_off_a_failing_task_is_logged_once_as_kafkas_worker_task(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """errors.log.enable=false (the default) logs no record error, also under
+    errors.tolerance=none (Kafka's LogReporter is off); the task's failure is logged once,
+    in Kafka's WorkerTask words, with its cause."""
+    broker.create_topic(topic_name, 1)
+    produce(bootstrap_servers, topic_name, [b'{"n": 0}', b"not json at all"])
+    worker = in_process_worker(catalogue, bootstrap_servers)
+    name = f"unlogged-{topic_name}"
+    caplog.set_level(logging.INFO)
+    start_connector(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(tmp_path / "out.txt"),
+            "value.converter": "JsonConverter",
+            "value.converter.schemas.enable": "false",
+        },
+    )
+    try:
+        _failed_trace(worker, name)
+    finally:
+        worker.stop()
+    assert [r.getMessage() for r in caplog.records if r.name == "copycat.errors"] == []
+    failures = [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and name in r.getMessage()
+    ]
+    assert len(failures) == 1, failures
+    first, *trace = failures[0].splitlines()
+    assert first == (
+        f"WorkerSinkTask{{id={name}-0}} Task threw an uncaught and unrecoverable exception. "
+        "Task is being killed and will not recover until manually restarted"
+    )
+    assert any("DataException" in line for line in trace), trace
 
 
 @pytest.mark.parametrize("data_path", ["host", "worker"])
