@@ -310,7 +310,7 @@ class _TaskRunner(threading.Thread):
             self.failed = True
             log.error("task %s failed to start: %s", spec.name, exc)
             worker.worker_metrics.task_started(ok=False)
-            self._report(State.FAILED, failure_trace(exc))
+            self._report(State.FAILED, failure_trace(exc), version=spec.version)
             worker.task_failed(self)
             return
         watch.cancel()
@@ -451,7 +451,7 @@ class _TaskRunner(threading.Thread):
                 trace = failure_trace(exc)
                 # Kafka's WorkerTask words, which operators' alerts match.
                 log.error("%s %s\n%s", kafka_task_name(self.spec), UNRECOVERABLE, trace)
-                self._report(State.FAILED, trace)
+                self._report(State.FAILED, trace, version=self.spec.version)
                 reported_failure = True
         finally:
             try:
@@ -667,6 +667,7 @@ class Worker:
         (:meth:`stop_connector`: restart, delete) or its instance goes elsewhere.
         """
         host: HostClient | None = None
+        held: str | None = None  # the version of the plugin once the worker holds it
         log.info("creating connector %s of type %s", name, props.get("connector.class"))
         try:
             plugin = self.resolve_connector(props)
@@ -674,6 +675,7 @@ class Worker:
             # tasks'.
             self._restart_policy(props, plugin)
             self._hold_connector(name, plugin, plugin.version)
+            held = plugin.version
             host = self._spawn_connector_host(name, plugin, props)
             handle = host.new(plugin.target)
             host.call(handle, "start", dict(props))
@@ -684,7 +686,8 @@ class Worker:
                 host.close(self.graceful_timeout_s)
             self.worker_metrics.connector_started(ok=False)
             self.status.set_connector(
-                name, Status(State.FAILED, self.worker_id, trace=failure_trace(exc))
+                name,
+                Status(State.FAILED, self.worker_id, trace=failure_trace(exc), version=held),
             )
             raise
         with self._lock:
@@ -698,11 +701,18 @@ class Worker:
                 self.connectors[name] = _Connector(name, dict(props), plugin, host, handle, version)
         self.status.set_connector(name, Status(State.RUNNING, self.worker_id, version=version))
         self.worker_metrics.connector_started(ok=True)
-        held = self._connector_metrics.get(name)
-        if held is not None:
-            held.version = version
+        metrics = self._connector_metrics.get(name)
+        if metrics is not None:
+            metrics.version = version
         log.info("connector %s started (%s %s)", name, plugin.class_name, version)
         return version
+
+    def connector_version(self, name: str) -> str | None:
+        """The version of connector ``name``'s plugin if this worker holds it (its instance
+        runs here or failed here), else None: the version a FAILED status names, as Kafka's
+        ``Worker.connectorVersion``."""
+        metrics = self._connector_metrics.get(name)
+        return metrics.version if metrics is not None else None
 
     def _hold_connector(self, name: str, plugin: PluginDescriptor, version: str) -> None:
         """``connector-metrics`` for a connector this worker holds (its instance runs here,
@@ -769,7 +779,13 @@ class Worker:
             error = remote_error(host.name, event.error)
             log.error("connector %s raised an error: %s", name, error)
             self.status.set_connector(
-                name, Status(State.FAILED, self.worker_id, trace=failure_trace(error))
+                name,
+                Status(
+                    State.FAILED,
+                    self.worker_id,
+                    trace=failure_trace(error),
+                    version=connector.version,
+                ),
             )
 
     def _connector_host_died(self, name: str, host: HostClient, crash: PluginHostCrashed) -> None:
@@ -779,7 +795,13 @@ class Worker:
             return
         log.error("connector %s failed: %s", name, crash)
         self.status.set_connector(
-            name, Status(State.FAILED, self.worker_id, trace=failure_trace(crash))
+            name,
+            Status(
+                State.FAILED,
+                self.worker_id,
+                trace=failure_trace(crash),
+                version=connector.version,
+            ),
         )
 
     def task_configs(self, name: str) -> list[dict[str, str]]:
@@ -1206,6 +1228,7 @@ class Worker:
                     State.FAILED,
                     self.worker_id,
                     trace=f"gave up after {policy.max_attempts} automatic restarts\n{trace}",
+                    version=status.version if status is not None else None,
                 ),
             )
             return

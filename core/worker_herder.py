@@ -305,7 +305,16 @@ class WorkerHerder(AbstractHerder):
         timer.daemon = True
         timer.start()
 
-    def _fail_connector(self, name: str, exc: BaseException, scrub: Resolved | None) -> None:
+    def _fail_connector(
+        self,
+        name: str,
+        exc: BaseException,
+        scrub: Resolved | None,
+        version: str | None = None,
+    ) -> None:
+        """Connector ``name`` is FAILED; its status names the version of its plugin (as
+        Kafka's, KIP-891) when the worker holds it, or ``version``, the one it held before
+        its instance was stopped."""
         message = scrub.scrub(str(exc)) if scrub else str(exc)
         log.error("connector %s failed: %s", name, message)
         worker = self._worker()
@@ -315,6 +324,7 @@ class WorkerHerder(AbstractHerder):
                 State.FAILED,
                 worker.worker_id,
                 trace=scrub.scrub(failure_trace(exc)) if scrub else failure_trace(exc),
+                version=version or worker.connector_version(name),
             ),
         )
 
@@ -386,12 +396,13 @@ class WorkerHerder(AbstractHerder):
                 self._apply_target(name)  # a reconfigured one's tasks run on meanwhile
                 return
             running = worker.connectors.get(name)
+            version = worker.connector_version(name)
             if running is not None and running.tasks:  # a reconfigured one's tasks run on
                 worker.stop_connector_instance(name)
             elif running is not None:
                 worker.stop_connector(name)
             if not deployed.deleted:
-                self._fail_connector(name, exc, resolved)
+                self._fail_connector(name, exc, resolved, version)
             return
         _end_task_retry(deployed)
         if self._tasks_current(name, task_class, task_configs, resolved):
@@ -453,9 +464,10 @@ class WorkerHerder(AbstractHerder):
             # instance stops (left running, a pause and resume showed it RUNNING with no
             # task) and its new task configs are not stored, so a restart once slots are
             # free asks the instance for them again and starts them (_reconfigure_tasks).
+            version = worker.connector_version(name)
             worker.stop_connector(name)
             if not deployed.deleted:
-                self._fail_connector(name, exc, resolved)
+                self._fail_connector(name, exc, resolved, version)
             return
         config = self._config(name)
         self.configs.put_task_configs(

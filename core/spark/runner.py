@@ -150,7 +150,7 @@ class SparkTaskRunner(_TaskRunner):
         self.failed = True
         log.error("task %s failed to start on Spark: %s", self.spec.name, exc)
         self._count_start(ok=False)
-        self._report(State.FAILED, failure_trace(exc))
+        self._report(State.FAILED, failure_trace(exc), version=self.spec.version)
 
     def _count_start(self, ok: bool) -> None:
         """The task's start in the worker's task-startup metrics (Kafka's WorkerMetricsGroup
@@ -200,7 +200,7 @@ class SparkTaskRunner(_TaskRunner):
                 self.failed = True
                 log.error("%s %s (on Spark)\n%s", kafka_task_name(spec), UNRECOVERABLE, detail)
                 self._count_start(ok=False)  # no effect once it had started
-                self._report(State.FAILED, detail)
+                self._report(State.FAILED, detail, version=spec.version)
                 return
             if self.stopping.is_set():
                 return
@@ -248,7 +248,7 @@ class SparkTaskRunner(_TaskRunner):
         if state == "FAILED" and body.get("trace") and not self.stopping.is_set():
             self.failed = True  # the job's outcome follows; status shows it at once
             self._count_start(ok=False)  # no effect once it had started
-            self._report(State.FAILED, str(body["trace"]))
+            self._report(State.FAILED, str(body["trace"]), version=self.spec.version)
         known = body.get("known_target")
         wait = min(float(body.get("wait_s", 0)), self.driver.settings.heartbeat_interval_s)
         deadline = time.monotonic() + wait
