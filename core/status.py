@@ -48,6 +48,10 @@ def failure_trace(exc: BaseException) -> str:
     """
     text = exception_trace(exc)  # the exception first, as Kafka's traces
     if isinstance(exc, RemotePluginError):
+        # The plugin's exception, by its Kafka class name, on the first line (Kafka's trace
+        # starts with the exception the task threw); the worker's frames, naming the plugin
+        # host, after it.
+        text = f"{_first_line(exc)}\n{text}"
         text += f"\nCaused by (in plugin host {exc.plugin}): {exc.remote_traceback}"
     elif isinstance(exc, PluginHostCrashed):
         if exc.exit_reason not in text:
@@ -58,6 +62,13 @@ def failure_trace(exc: BaseException) -> str:
     if isinstance(cause, RemotePluginError) and cause is not exc:
         text += f"\nCaused by (in plugin host {cause.plugin}): {cause.remote_traceback}"
     return _bounded(text)
+
+
+def _first_line(exc: RemotePluginError) -> str:
+    """The first line of the plugin's own trace (its exception by Kafka's class name, and its
+    message), else its type and message."""
+    first = exc.remote_traceback.split("\n", 1)[0]
+    return first or f"{exc.remote_type}: {exc.remote_message}"
 
 
 def _bounded(text: str) -> str:

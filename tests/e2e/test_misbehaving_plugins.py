@@ -342,7 +342,9 @@ def test_a_source_offset_that_cannot_be_stored_fails_the_task_before_its_records
         assert (
             f"FaultySourceTask.poll() returned a source record for topic {topic_name!r}" in first
         ), first
-        assert first.startswith(f"isolation.errors.RemotePluginError: {name}-0: "), first
+        # The plugin host's error, by its class, on the line after it.
+        second = status["trace"].splitlines()[1]
+        assert second.startswith(f"isolation.errors.RemotePluginError: {name}-0: "), second
         assert f"record 2 of the batch, whose {what} cannot be stored" in first, first
         assert expected in first, first
         response = http.get(f"/connectors/{name}/offsets")

@@ -150,6 +150,10 @@ def test_a_failed_task_names_its_version_and_kafkas_exception_first(
     wait_for(lambda: worker.status.task(name, 0).state is State.FAILED, 60, "task FAILED")
     status = worker.status.task(name, 0)
     assert status.version == "1.3"
+    assert status.trace is not None
+    first = status.trace.splitlines()[0]
+    assert first == "org.apache.kafka.connect.errors.ConnectException: poll failed", first
+    assert f"Caused by (in plugin host {name}-0)" in status.trace
 
 
 def test_a_connector_whose_start_failed_names_its_version(failing_worker: Worker) -> None:
@@ -161,3 +165,6 @@ def test_a_connector_whose_start_failed_names_its_version(failing_worker: Worker
     status = worker.status.connector(name)
     assert status is not None and status.state is State.FAILED
     assert status.version == "1.3"
+    assert status.trace is not None
+    first = status.trace.splitlines()[0]
+    assert first == "org.apache.kafka.connect.errors.ConnectException: start failed", first
