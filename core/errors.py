@@ -103,13 +103,22 @@ class ErrorReporter:
         self.counters = TaskCounters()
         if self.dlq_topic and producer is not None:
             self._producer = producer()
-            TopicCreator(
-                admin or (lambda: None),
-                {
-                    "topic.creation.default.replication.factor": str(policy.dlq_replication_factor),
-                    "topic.creation.default.partitions": "1",
-                },
-            ).ensure(self.dlq_topic)
+            try:
+                TopicCreator(
+                    admin or (lambda: None),
+                    {
+                        "topic.creation.default.replication.factor": str(
+                            policy.dlq_replication_factor
+                        ),
+                        "topic.creation.default.partitions": "1",
+                    },
+                ).ensure(self.dlq_topic)
+            except Exception as exc:
+                # Kafka's DeadLetterQueueReporter's words first, the broker's reason after.
+                self.close()
+                raise ConnectException(
+                    f"Could not initialize dead letter queue with topic={self.dlq_topic}"
+                ) from exc
 
     # -- reporting ---------------------------------------------------------------------------
 

@@ -440,6 +440,39 @@ def test_with_the_error_log_off_a_failing_task_is_logged_once_as_kafkas_worker_t
     assert any("DataException" in line for line in trace), trace
 
 
+@pytest.mark.parametrize("problem", ["replication", "name"])
+def test_a_dlq_that_cannot_be_created_fails_the_task_in_kafkas_words(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    problem: str,
+) -> None:
+    """As Kafka's DeadLetterQueueReporter: "Could not initialize dead letter queue with
+    topic=<name>" first, the broker's reason after it."""
+    broker.create_topic(topic_name, 1)
+    dlq = f"{topic_name}-dlq" if problem == "replication" else "bad name!"
+    worker = in_process_worker(catalogue, bootstrap_servers)
+    name = f"dlq-{problem}-{topic_name}"
+    config = _tolerant_json_sink(topic_name, tmp_path / "out.txt", dlq)
+    if problem == "replication":
+        config["errors.deadletterqueue.topic.replication.factor"] = "3"  # one broker
+    worker.start_connector(name, {"name": name, **config})
+    try:
+        worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
+        trace = _failed_trace(worker, name)
+    finally:
+        worker.stop()
+    first, *rest = trace.splitlines()
+    assert first == (
+        "org.apache.kafka.connect.errors.ConnectException: Could not initialize dead letter "
+        f"queue with topic={dlq}"
+    ), trace
+    reason = "replication factor" if problem == "replication" else "Topic name is invalid"
+    assert any(line.startswith("Caused by") and reason in line for line in rest), trace
+
+
 @pytest.mark.parametrize("data_path", ["host", "worker"])
 def test_a_failed_sink_commits_the_records_put_before_the_failing_batch_and_restarts_after_them(
     catalogue: PluginCatalogue,
