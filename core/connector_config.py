@@ -29,6 +29,7 @@ from plugin_api.config import (
     Importance,
     NonEmptyString,
     Range,
+    ValidString,
     Width,
     config_infos,
 )
@@ -369,7 +370,7 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
         "errors.retry.timeout",
         _T.LONG,
         0,
-        Range.at_least(-1),
+        None,  # as Kafka: any negative value retries forever
         _MEDIUM,
         "Total ms to retry a failed operation; 0 = no retries, -1 = forever.",
         e,
@@ -381,7 +382,7 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
         "errors.retry.delay.max.ms",
         _T.LONG,
         _MAX_RETRY_DELAY_MS,
-        Range.at_least(0),
+        None,  # as Kafka; 0 or less: a retriable failure is not retried
         _MEDIUM,
         "Maximum delay between consecutive retries.",
         e,
@@ -393,7 +394,7 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
         "errors.tolerance",
         _T.STRING,
         "none",
-        CaseInsensitiveValidString.in_("none", "all"),
+        ValidString.in_("none", "all"),  # case-sensitive, as Kafka's
         _MEDIUM,
         "none: a record error fails the task; all: skip bad records.",
         e,
@@ -543,7 +544,7 @@ def _build_sink() -> ConfigDef:
         "errors.deadletterqueue.topic.replication.factor",
         _T.SHORT,
         _DLQ_REPLICATION_FACTOR,
-        _replication_factor,
+        None,  # as Kafka: a value the broker refuses fails the task at its start
         _MEDIUM,
         "Replication factor of a created dead letter queue topic.",
         e,
@@ -1019,7 +1020,7 @@ class ConnectorConfig(AbstractConfig):
     @property
     def errors_tolerance(self) -> str:
         """``none`` or ``all``."""
-        return str(self.get("errors.tolerance")).lower()
+        return str(self.get("errors.tolerance"))
 
     @property
     def errors_log_enable(self) -> bool:

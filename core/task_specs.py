@@ -403,7 +403,8 @@ def errors_policy(config: ConnectorConfig) -> ErrorsPolicy:
     """``errors.*`` of a parsed connector config (sink-only keys default for sources)."""
     if config.is_sink:
         dlq_topic = config.errors_deadletterqueue_topic_name
-        replication = config.errors_deadletterqueue_topic_replication_factor or 3
+        configured = config.errors_deadletterqueue_topic_replication_factor
+        replication = 3 if configured is None else configured
         context_headers = config.errors_deadletterqueue_context_headers_enable
     else:
         values = _source_dead_letter_queue(config.originals())

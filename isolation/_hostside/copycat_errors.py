@@ -85,7 +85,7 @@ def retry_backoff_s(attempt: int, max_delay_ms: int) -> float:
     retry loop, in the host (converters, SMTs, poll) and in the worker (a sink's put())."""
     import random  # when first retried: every host imports this module at start
 
-    delay = min(INITIAL_RETRY_DELAY_MS << (attempt - 1), max_delay_ms)
+    delay = max(0, min(INITIAL_RETRY_DELAY_MS << (attempt - 1), max_delay_ms))
     return float(delay + random.uniform(0, delay / 10)) / 1000
 
 
@@ -366,8 +366,11 @@ class ErrorPolicy:
         return retry_backoff_s(attempt, self.retry_delay_max_ms)
 
     def retries_left(self, started: float, attempt: int) -> float | None:
-        """Seconds to sleep before the next attempt, or None when retrying is over."""
-        if self.retry_timeout_ms == 0:
+        """Seconds to sleep before the next attempt, or None when retrying is over: at once
+        with errors.retry.timeout=0, or with errors.retry.delay.max.ms of 0 or less (Kafka's
+        backoff cannot pick a delay under such a maximum and fails the record); never with a
+        negative timeout."""
+        if self.retry_timeout_ms == 0 or self.retry_delay_max_ms <= 0:
             return None
         delay = self.backoff_s(attempt)
         if self.retry_timeout_ms > 0:

@@ -440,7 +440,7 @@ def test_with_the_error_log_off_a_failing_task_is_logged_once_as_kafkas_worker_t
     assert any("DataException" in line for line in trace), trace
 
 
-@pytest.mark.parametrize("problem", ["replication", "name"])
+@pytest.mark.parametrize("problem", ["replication", "name", "zero replicas"])
 def test_a_dlq_that_cannot_be_created_fails_the_task_in_kafkas_words(
     catalogue: PluginCatalogue,
     bootstrap_servers: str,
@@ -452,12 +452,14 @@ def test_a_dlq_that_cannot_be_created_fails_the_task_in_kafkas_words(
     """As Kafka's DeadLetterQueueReporter: "Could not initialize dead letter queue with
     topic=<name>" first, the broker's reason after it."""
     broker.create_topic(topic_name, 1)
-    dlq = f"{topic_name}-dlq" if problem == "replication" else "bad name!"
+    dlq = "bad name!" if problem == "name" else f"{topic_name}-dlq"
     worker = in_process_worker(catalogue, bootstrap_servers)
-    name = f"dlq-{problem}-{topic_name}"
+    name = f"dlq-{problem.replace(' ', '-')}-{topic_name}"
     config = _tolerant_json_sink(topic_name, tmp_path / "out.txt", dlq)
     if problem == "replication":
         config["errors.deadletterqueue.topic.replication.factor"] = "3"  # one broker
+    elif problem == "zero replicas":  # valid config, as in Kafka; the broker refuses it
+        config["errors.deadletterqueue.topic.replication.factor"] = "0"
     worker.start_connector(name, {"name": name, **config})
     try:
         worker.start_task(name, 0, worker.task_configs(name)[0]).wait_started(60)
@@ -469,7 +471,11 @@ def test_a_dlq_that_cannot_be_created_fails_the_task_in_kafkas_words(
         "org.apache.kafka.connect.errors.ConnectException: Could not initialize dead letter "
         f"queue with topic={dlq}"
     ), trace
-    reason = "replication factor" if problem == "replication" else "Topic name is invalid"
+    reason = {
+        "replication": "replication factor",
+        "name": "Topic name is invalid",
+        "zero replicas": "Replication factor must be larger than 0",
+    }[problem]
     assert any(line.startswith("Caused by") and reason in line for line in rest), trace
 
 

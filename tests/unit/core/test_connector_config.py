@@ -135,7 +135,7 @@ def test_typed_values_and_case_insensitive_enums() -> None:
         {
             **SOURCE,
             "tasks.max": "4",
-            "errors.tolerance": "ALL",
+            "errors.tolerance": "all",
             "errors.retry.timeout": "-1",
             "exactly.once.support": "Required",
             "transaction.boundary": "INTERVAL",
@@ -153,6 +153,33 @@ def test_typed_values_and_case_insensitive_enums() -> None:
     assert cfg.transaction_boundary_interval_ms == 500
     assert cfg.plugin_version == "[1.0,2.0)"
     assert cfg.offsets_storage_topic == "my-offsets"
+
+
+@pytest.mark.parametrize("value", ["ALL", "None"])
+def test_errors_tolerance_is_case_sensitive_as_kafkas_valid_string(value: str) -> None:
+    errors = _errors(validate_connector_config({**SINK, "errors.tolerance": value}, True))
+    assert errors == {
+        "errors.tolerance": [
+            f"Invalid value {value} for configuration errors.tolerance: "
+            "String must be one of: none, all"
+        ]
+    }
+
+
+def test_errors_numbers_have_no_range_as_in_kafka() -> None:
+    """Kafka's ConnectorConfig/SinkConnectorConfig define these without a validator."""
+    props = {
+        **SINK,
+        "errors.retry.timeout": "-5",
+        "errors.retry.delay.max.ms": "-1",
+        "errors.deadletterqueue.topic.name": "dlq",
+        "errors.deadletterqueue.topic.replication.factor": "0",
+    }
+    assert _errors(validate_connector_config(props, is_sink=True)) == {}
+    cfg = ConnectorConfig.from_properties(props, is_sink=True)
+    assert cfg.errors_retry_timeout_ms == -5
+    assert cfg.errors_retry_delay_max_ms == -1
+    assert cfg.errors_deadletterqueue_topic_replication_factor == 0
 
 
 def test_missing_connector_class_message() -> None:
