@@ -356,7 +356,8 @@ class SinkOffsets:
                 continue
             rows.append(
                 {
-                    "partition": {KAFKA_TOPIC_KEY: tp.topic, KAFKA_PARTITION_KEY: tp.partition},
+                    # Kafka's key order (its answer's JSON text).
+                    "partition": {KAFKA_PARTITION_KEY: tp.partition, KAFKA_TOPIC_KEY: tp.topic},
                     "offset": {KAFKA_OFFSET_KEY: tp.offset},
                 }
             )
