@@ -178,10 +178,10 @@ def _java_double(number: float) -> str:
 
 
 def _java_float32(number: float) -> str:
-    special = _special(number)
+    single = _to_float32(number)  # what a Java float holds: 1e39 is Infinity, 1e-50 zero
+    special = _special(single)
     if special is not None:
         return special
-    single = _to_float32(number)
     for digits in range(1, _FLOAT32_MAX_DIGITS + 1):
         text = f"{single:.{digits - 1}e}"  # the n-digit decimal closest to the value
         if _to_float32(float(text)) == single:

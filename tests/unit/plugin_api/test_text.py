@@ -65,3 +65,16 @@ def test_structs_maps_lists_and_scalars_as_java_prints_them() -> None:
     assert java_string(moment) == "Sat Nov 28 18:59:56 UTC 2026"
     assert java_string(b"caf\xc3\xa9") == "café"
     assert java_string([b"\xff"]) == "[[-1]]"
+
+
+def test_a_float32_value_is_rounded_to_a_java_float_before_it_prints() -> None:
+    # A FLOAT32 payload of 1e39 is Java's Float.POSITIVE_INFINITY ((float) 1e39); the file
+    # sink failed on it with decimal.InvalidOperation (Kafka Connect 4.1.1 writes Infinity).
+    assert java_string(1e39, FLOAT32_SCHEMA) == "Infinity"
+    assert java_string(-1e39, FLOAT32_SCHEMA) == "-Infinity"
+    assert java_string(3.4028236e38, FLOAT32_SCHEMA) == "Infinity"
+    assert java_string(3.4028235e38, FLOAT32_SCHEMA) == "3.4028235E38"
+    # ... and one too small for a float is a (signed) zero.
+    assert java_string(1e-50, FLOAT32_SCHEMA) == "0.0"
+    assert java_string(-1e-50, FLOAT32_SCHEMA) == "-0.0"
+    assert java_string([1e39], SchemaBuilder.array(FLOAT32_SCHEMA).build()) == "[Infinity]"
