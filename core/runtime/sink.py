@@ -902,6 +902,14 @@ class SinkTaskLoop:
         except RetriableException as exc:
             self._retry_later(batch, exc)
             return
+        except RemotePluginError as exc:
+            carried = exc.info.sink_actions
+            if carried is not None and batch is not None:
+                # put() raised: the task fails with its error, but the records its batch
+                # reported first go to the DLQ (the task's stop flushes it), as in Kafka.
+                # The batch was not put: none of its offsets is accounted.
+                self._report_before_failing(batch, SinkActions(*carried))
+            raise
         assert batch is not None
         self._retry_started = None
         self._retry_attempt = 0
@@ -934,6 +942,17 @@ class SinkTaskLoop:
         self._account()  # normally done already; never lose a batch's positions
         self._unaccounted = batch
         self._apply(actions)
+
+    def _report_before_failing(self, batch: Batch, actions: SinkActions) -> None:
+        """Count and report the failed and errant records of a put() that raised."""
+        if actions.errors is not None:
+            failures, retries = actions.errors
+            self.counters.record_failures += failures
+            self.counters.retries += retries
+        failed, reported = actions.failed, actions.reported
+        if failed or reported:
+            self.counters.record_failures += len(reported)
+            self._report(batch, failed, reported)
 
     def _account(self) -> int:
         """Record the last put batch's offsets as consumed (committable once pre_commit

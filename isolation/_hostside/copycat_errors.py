@@ -208,6 +208,18 @@ class RetriablePut(RetriableException):
         self.retry_after_ms = retry_after_ms
 
 
+class FailedPut(Exception):
+    """A put() that raised a non-retriable error, with the call's :class:`SinkActions` (a
+    tuple): the records of its batch that had already failed and been tolerated, and those
+    the task reported errant, still go to the dead letter queue, as Kafka reports each as it
+    happens. Here for the same reason as :class:`RetriablePut`."""
+
+    def __init__(self, cause: Exception, actions: tuple[Any, ...]) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.actions = actions
+
+
 class StageFailure(Exception):
     """One stage failed on one record; carries the stage and the component that failed."""
 

@@ -38,6 +38,7 @@ import copycat_wire as wire
 from copycat_errors import (
     ContractViolation,
     ErrorPolicy,
+    FailedPut,
     RetriablePut,
     StopRequest,
     describe,
@@ -112,8 +113,11 @@ def _error_info(exc: BaseException) -> protocol.ErrorInfo:
     if isinstance(carried, tuple) and len(carried) == len(protocol.ErrorInfo._fields):
         return protocol.ErrorInfo(*carried)  # a plugin's error, from a host nested in this one
     retry_after_ms = None
+    sink_actions = None
     if isinstance(exc, RetriablePut):
         retry_after_ms, exc = exc.retry_after_ms, exc.cause
+    elif isinstance(exc, FailedPut):
+        sink_actions, exc = exc.actions, exc.cause
     kind = protocol.OTHER
     if isinstance(exc, RetriableException):
         kind = protocol.RETRIABLE
@@ -133,6 +137,7 @@ def _error_info(exc: BaseException) -> protocol.ErrorInfo:
         kind,
         exception_trace(exc),
         retry_after_ms,
+        sink_actions,
     )
 
 

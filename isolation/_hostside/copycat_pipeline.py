@@ -29,6 +29,7 @@ from copycat_errors import (
     VALUE_CONVERTER,
     ContractViolation,
     ErrorPolicy,
+    FailedPut,
     NotTolerated,
     RetriablePut,
     RetryStopped,
@@ -772,6 +773,11 @@ class SinkRunner:
             retry_after_ms = self.context.timeout_ms
             self.context.reset()
             raise RetriablePut(exc, retry_after_ms) from exc
+        except Exception as exc:
+            # The task fails, but what the batch reported before (failures tolerated while
+            # converting it, errant records) still goes to the dead letter queue.
+            actions = self.context.drain(failed=failed, errors=self.errors.take_counts())
+            raise FailedPut(exc, actions) from exc
         put = (len(records), (time.monotonic() - started) * 1000)
         errors = self.errors
         counts = errors.take_counts() if errors.failures else None

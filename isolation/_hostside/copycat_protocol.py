@@ -80,6 +80,10 @@ class ErrorInfo(NamedTuple):
     # For a retriable put(): the delay the task asked for with context.timeout() before it
     # raised (when the worker should redeliver the batch), else None.
     retry_after_ms: int | None = None
+    # For a put() that raised anything else: the call's SinkActions (as a tuple), whose
+    # ``failed`` and ``reported`` records (its batch's tolerated failures, the task's errant
+    # records) the worker still sends to the dead letter queue before it fails the task.
+    sink_actions: tuple[Any, ...] | None = None
 
 
 class HostInfo(NamedTuple):

@@ -42,6 +42,7 @@ class ScriptedSinkTask(SinkTask):
         self.transient = int(props.get("transient.failures", "0"))
         self.always_retriable = props.get("always.retriable") == "true"
         self.errant = props.get("errant.value")
+        self.fatal = props.get("fatal.value")
         self.slow_flag = props.get("slow.unless.exists")
         self.flush_each_put = props.get("flush.each.put") == "true"
         self.failures = 0
@@ -60,6 +61,8 @@ class ScriptedSinkTask(SinkTask):
             if self.errant is not None and str(value) == self.errant:
                 reporter.report(r, ValueError(f"cannot store {value}"))
                 continue
+            if self.fatal is not None and str(value) == self.fatal:
+                raise ArithmeticError(f"crashed on {value}")
             self.out.write(f"{value}\\n")
         if self.flush_each_put:
             self.out.flush()
@@ -698,6 +701,51 @@ def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_c
     assert len(_lines(tmp_path / "out.txt")) == 1999
 
 
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_a_put_that_crashes_still_sends_its_batchs_failed_and_errant_records_to_the_dlq(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    data_path: str,
+) -> None:
+    """Kafka converts a whole batch (reporting each failure to the DLQ as it goes) before
+    put(), and its errant record reporter sends at once: put() raising an unexpected error
+    afterwards fails the task, but the records reported before are in the DLQ (its producer
+    is flushed as it closes)."""
+    broker.create_topic(topic_name, 1)
+    values = [b'{"n": 0}', b'{"n": 1, broken', b'{"n": 2}', b'{"n": 3}']
+    produce(bootstrap_servers, topic_name, values)
+    dlq = f"{topic_name}-dlq"
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
+    name = f"crash-{topic_name}"
+    start_connector(
+        worker,
+        name,
+        _tolerant_json_sink(
+            topic_name,
+            tmp_path / "out.txt",
+            dlq,
+            **{
+                "errant.value": "0",
+                "fatal.value": "3",
+                "errors.deadletterqueue.context.headers.enable": "true",
+            },
+        ),
+    )
+    try:
+        trace = _failed_trace(worker, name)
+        assert "crashed on 3" in trace
+        dead = read_all(bootstrap_servers, dlq, 2, timeout_s=15)
+    finally:
+        worker.stop()
+    stages = {header_text(m)["__connect.errors.offset"]: header_text(m) for m in dead}
+    assert sorted(stages) == ["0", "1"], [m.value() for m in dead]
+    assert stages["0"]["__connect.errors.stage"] == "TASK_PUT"
+    assert stages["1"]["__connect.errors.stage"] == "VALUE_CONVERTER"
+
+
 def _rss_mb() -> float:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -928,7 +976,7 @@ def test_dlq_records_keep_their_timestamp_and_name_kafkas_classes(
     )
     start_connector(worker, name, config)
     try:
-        dead = read_all(bootstrap_servers, dlq, 2)
+        dead = read_all(bootstrap_servers, dlq, 2, timeout_s=15)
     finally:
         worker.stop()
     assert [m.value() for m in dead] == [b"not json", b"42"]
