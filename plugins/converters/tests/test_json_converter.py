@@ -291,6 +291,31 @@ def test_schemaless_reads_keep_ints_and_floats_apart() -> None:
     assert enveloped == (None, {"x": 2.5, "y": [1]})
 
 
+@pytest.mark.parametrize("data", [b"", b" ", b"\n\t \r\n"])
+def test_empty_input_is_a_missing_envelope_with_schemas_and_null_without(data: bytes) -> None:
+    # Jackson reads empty (or whitespace-only) input as a missing node: not the envelope
+    # Kafka's JsonConverter requires with schemas.enable=true, null without it.
+    with pytest.raises(DataException) as raised:
+        make().to_connect_data("t", data)
+    assert str(raised.value) == (
+        'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
+        "contain additional fields. If you are trying to deserialize plain JSON data, set "
+        "schemas.enable=false in your converter configuration."
+    )
+    assert make(schemas_enable="false").to_connect_data("t", data) == (None, None)
+    assert list(make().to_connect_data_batch("t", [b'{"schema":null,"payload":1}'], [None])) == [
+        (None, 1)
+    ]
+    with pytest.raises(DataException, match="requires .schema. and .payload."):
+        make().to_connect_data_batch("t", [data], [None])
+
+
+def test_only_jsons_own_whitespace_counts_as_empty_input() -> None:
+    # Jackson skips space, tab, CR and LF only; a vertical tab is an unexpected character.
+    with pytest.raises(DataException, match="serialization error"):
+        make(schemas_enable="false").to_connect_data("t", b"\x0b")
+
+
 def test_schemaless_non_string_keys_become_pairs() -> None:
     converter = make(schemas_enable="false")
     assert converter.from_connect_data("t", None, {1: "a"}) == b'[[1,"a"]]'

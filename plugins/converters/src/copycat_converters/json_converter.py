@@ -92,6 +92,9 @@ ENVELOPE_ERROR = (
     "configuration."
 )
 
+# What JSON (and Jackson) skips between tokens; Python's str.strip() would skip more.
+_JSON_WHITESPACE = " \t\r\n"
+
 # Kafka's serializer writes the envelope in this exact layout; recognising it lets
 # us cache parsed schemas by their JSON text instead of re-building them per record.
 _ENVELOPE_HEAD = '{"schema":'
@@ -597,9 +600,13 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             raise DataException(
                 f"Converting byte[] to Kafka Connect data failed due to serialization error: {exc}"
             ) from exc
+        if not text.strip(_JSON_WHITESPACE):
+            # Jackson reads empty input as a missing node: null without schemas, and not
+            # the envelope that schemas.enable=true requires.
+            if not self._schemas_enabled:
+                return NULL_SCHEMA_AND_VALUE
+            raise DataException(ENVELOPE_ERROR)
         if not self._schemas_enabled:
-            if not text.strip():
-                return NULL_SCHEMA_AND_VALUE  # Jackson reads empty input as a missing node
             return SchemaAndValue(None, _loads(_FLOAT_DECODER, text))
         if text.startswith(_ENVELOPE_HEAD):
             found = self._read_envelope_fast(text)
