@@ -134,7 +134,7 @@ from plugin_api.testing import (
     run_source_task,
     sink_records,
 )
-from plugin_api.text import java_string
+from plugin_api.text import java_class_name, java_string
 from plugin_api.values import parse_string
 
 __all__ = [
@@ -249,6 +249,7 @@ __all__ = [
     "run_source_task",
     "sink_records",
     # text
+    "java_class_name",
     "java_string",
     "parse_string",
 ]

@@ -399,13 +399,25 @@ def test_malformed_input_raises_data_exception(data: bytes, message: str) -> Non
 def test_required_null_and_wrong_types_fail_on_write() -> None:
     with pytest.raises(DataException, match="null value for field that is required"):
         make().from_connect_data("t", INT32_SCHEMA, None)
-    with pytest.raises(DataException, match="Invalid type for INT32"):
+    with pytest.raises(DataException, match="^Invalid type for INT32: class java.lang.String$"):
         make().from_connect_data("t", INT32_SCHEMA, "1")
+    with pytest.raises(
+        DataException,
+        match="^Invalid type for Decimal, expected BigDecimal but was class java.lang.Double$",
+    ):
+        make().from_connect_data("t", Decimal.schema(2), 1.5)
     other = SchemaBuilder.struct().field("x", INT32_SCHEMA).build()
     with pytest.raises(DataException, match="Mismatching schema"):
         make().from_connect_data("t", NESTED, Struct(other).put("x", 1))
     with pytest.raises(DataException, match="does not have corresponding schema type"):
         make().from_connect_data("t", None, object())
+    # Kafka's message names the Java class (a Decimal is a BigDecimal, which has no schema
+    # type of its own).
+    with pytest.raises(
+        DataException,
+        match=r"^Java class class java\.math\.BigDecimal does not have corresponding schema type\.$",  # noqa: E501
+    ):
+        make().from_connect_data("t", None, {"d": decimal.Decimal("1.5")})
 
 
 def test_invalid_config_names_the_key() -> None:

@@ -144,12 +144,13 @@ def test_data_errors() -> None:
         apply_transform(CastValue, {"spec": "a:int8"}, rec({"a": {"x": 1}}))
     with pytest.raises(
         DataException,
-        match=r"Only Map objects supported in absence of schema for \[cast types\], found: list",
+        match=r"Only Map objects supported in absence of schema for \[cast types\], found: java\.util\.ArrayList",  # noqa: E501
     ):
         apply_transform(CastValue, {"spec": "a:int8"}, rec([1]))
     schema = SchemaBuilder.struct().field("a", Schema.INT8_SCHEMA).build()
     with pytest.raises(
-        DataException, match=r"Only Struct objects supported for \[cast types\], found: dict"
+        DataException,
+        match=r"Only Struct objects supported for \[cast types\], found: java\.util\.HashMap",
     ):
         apply_transform(CastValue, {"spec": "a:int16"}, rec({"a": 1}, schema))
     with pytest.raises(DataException, match="binary values can only be cast to string"):

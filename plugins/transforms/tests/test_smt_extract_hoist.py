@@ -63,17 +63,36 @@ def test_field_path_v2(path, steps) -> None:
 
 def test_extract_errors() -> None:
     schema = SchemaBuilder.struct().field("magic", Schema.INT32_SCHEMA).build()
-    with pytest.raises(DataException, match="Unknown field: nope"):
+    # Kafka throws java.lang.IllegalArgumentException (not a DataException): the DLQ's
+    # __connect.errors.exception.class.name header names it (KAFKA_CLASS_ALIASES).
+    with pytest.raises(ValueError, match="^Unknown field: nope$") as raised:
         apply_transform(
             ExtractFieldValue, {"field": "nope"}, rec(Struct(schema).put("magic", 1), schema)
         )
+    assert not isinstance(raised.value, DataException)
+    assert type(raised.value).KAFKA_CLASS_ALIASES == ("java.lang.IllegalArgumentException",)
+    nested = SchemaBuilder.struct().field("n", schema).build()
+    with pytest.raises(ValueError, match="^Unknown field: n.zz$") as raised:
+        apply_transform(
+            ExtractFieldValue,
+            {"field": "n.zz", "field.syntax.version": "V2"},
+            rec(Struct(nested).put("n", Struct(schema).put("magic", 1)), nested),
+        )
+    assert type(raised.value).KAFKA_CLASS_ALIASES == ("java.lang.IllegalArgumentException",)
+    # A value that is not a struct names the Java class its schema says Kafka holds.
     with pytest.raises(
         DataException,
-        match=r"Only Map objects supported in absence of schema for \[field extraction\], found: int",  # noqa: E501
+        match=r"^Only Struct objects supported for \[field extraction\], found: java\.lang\.Integer$",  # noqa: E501
+    ):
+        apply_transform(ExtractFieldValue, {"field": "magic"}, rec(7, Schema.INT32_SCHEMA))
+    with pytest.raises(
+        DataException,
+        match=r"Only Map objects supported in absence of schema for \[field extraction\], found: java\.lang\.Long",  # noqa: E501
     ):
         apply_transform(ExtractFieldValue, {"field": "a"}, rec(5))
     with pytest.raises(
-        DataException, match=r"Only Struct objects supported for \[field extraction\], found: dict"
+        DataException,
+        match=r"Only Struct objects supported for \[field extraction\], found: java\.util\.HashMap",
     ):
         apply_transform(ExtractFieldValue, {"field": "magic"}, rec({"magic": 1}, schema))
     for config, key in [

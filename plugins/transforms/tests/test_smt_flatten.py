@@ -59,19 +59,29 @@ def test_tombstone_passes_through() -> None:
 def test_data_errors() -> None:
     with pytest.raises(
         DataException,
-        match=r"Only Map objects supported in absence of schema for \[flattening\], found: str",
+        match=r"Only Map objects supported in absence of schema for \[flattening\], found: java\.lang\.String",  # noqa: E501
     ):
         apply_transform(FlattenValue, {}, rec("x"))
     schema = SchemaBuilder.struct().field("a", Schema.INT8_SCHEMA).build()
     with pytest.raises(
-        DataException, match=r"Only Struct objects supported for \[flattening\], found: dict"
+        DataException,
+        match=r"Only Struct objects supported for \[flattening\], found: java\.util\.HashMap",
     ):
         apply_transform(FlattenValue, {}, rec({"a": 1}, schema))
     with pytest.raises(
         DataException,
-        match=r"Flatten transformation does not support set for record without schemas \(for field a.b\)",  # noqa: E501
+        match=r"^Flatten transformation was passed a value of type class java\.util\.HashSet which "
+        r"is not supported by Connect's data API$",
     ):
         apply_transform(FlattenValue, {}, rec({"a": {"b": {1}}}))
+    # A Struct inside a schemaless map: Kafka names its class.
+    inner = Struct(SchemaBuilder.struct().field("x", Schema.INT32_SCHEMA).build()).put("x", 1)
+    with pytest.raises(
+        DataException,
+        match=r"^Flatten transformation does not support class org\.apache\.kafka\.connect\.data"
+        r"\.Struct for record without schemas \(for field a\.b\)\.$",
+    ):
+        apply_transform(FlattenValue, {}, rec({"a": {"b": inner}}))
 
 
 def test_bad_config() -> None:

@@ -61,7 +61,7 @@ def test_data_errors() -> None:
     config = {"fields": "a", "headers": "h", "operation": "copy"}
     with pytest.raises(
         DataException,
-        match=r"Only Map objects supported in absence of schema for \[header copy\], found: str",
+        match=r"Only Map objects supported in absence of schema for \[header copy\], found: java\.lang\.String",  # noqa: E501
     ):
         apply_transform(HeaderFromValue, config, rec("x"))
     with pytest.raises(DataException, match=r"Only Struct objects supported for \[header copy\]"):

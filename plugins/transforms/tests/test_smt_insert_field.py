@@ -105,7 +105,11 @@ def test_tombstone_passes_through() -> None:
 
 def test_offset_requires_sink_record() -> None:
     record = SourceRecord(None, None, "t", 0, None, None, None, {"a": 1})
-    with pytest.raises(DataException, match=r"Only SinkRecord supported for \[field insertion\]"):
+    with pytest.raises(
+        DataException,
+        match=r"^Only SinkRecord supported for \[field insertion\], found: "
+        r"org\.apache\.kafka\.connect\.source\.SourceRecord$",
+    ):
         apply_transform(InsertFieldValue, {"offset.field": "o"}, record)
     # Without offset.field a source record is fine.
     out = apply_transform(InsertFieldValue, {"topic.field": "t"}, record)
@@ -115,12 +119,13 @@ def test_offset_requires_sink_record() -> None:
 def test_wrong_data_types() -> None:
     schema = SchemaBuilder.struct().field("a", INT32_SCHEMA).build()
     with pytest.raises(
-        DataException, match=r"Only Struct objects supported for \[field insertion\], found: str"
+        DataException,
+        match=r"Only Struct objects supported for \[field insertion\], found: java\.lang\.String",
     ):
         apply_transform(InsertFieldValue, ALL, sink(schema, "nope"))
     with pytest.raises(
         DataException,
-        match=r"Only Map objects supported in absence of schema for \[field insertion\], found: int",  # noqa: E501
+        match=r"Only Map objects supported in absence of schema for \[field insertion\], found: java\.lang\.Long",  # noqa: E501
     ):
         apply_transform(InsertFieldValue, ALL, sink(None, 42))
 

@@ -68,7 +68,7 @@ def test_tombstone_and_wrong_data() -> None:
     assert apply_transform(ReplaceFieldValue, {"exclude": "a"}, r) is r
     with pytest.raises(
         DataException,
-        match=r"Only Map objects supported in absence of schema for \[field replacement\], found: int",  # noqa: E501
+        match=r"Only Map objects supported in absence of schema for \[field replacement\], found: java\.lang\.Long",  # noqa: E501
     ):
         apply_transform(ReplaceFieldValue, {"exclude": "a"}, rec(1))
     schema = SchemaBuilder.struct().field("a", Schema.INT8_SCHEMA).build()

@@ -78,3 +78,41 @@ def test_a_float32_value_is_rounded_to_a_java_float_before_it_prints() -> None:
     assert java_string(1e-50, FLOAT32_SCHEMA) == "0.0"
     assert java_string(-1e-50, FLOAT32_SCHEMA) == "-0.0"
     assert java_string([1e39], SchemaBuilder.array(FLOAT32_SCHEMA).build()) == "[Infinity]"
+
+
+def test_java_class_name_is_the_class_kafka_connect_would_hold() -> None:
+    from decimal import Decimal as BigDecimal
+
+    from plugin_api import (
+        INT8_SCHEMA,
+        INT16_SCHEMA,
+        INT32_SCHEMA,
+        SinkRecord,
+        SourceRecord,
+        java_class_name,
+    )
+
+    assert java_class_name(None) == "null"
+    assert java_class_name("s") == "java.lang.String"
+    assert java_class_name(True) == "java.lang.Boolean"
+    # Without a schema an int is a Long (how a schemaless JsonConverter reads numbers).
+    assert java_class_name(1) == "java.lang.Long"
+    assert java_class_name(1, INT8_SCHEMA) == "java.lang.Byte"
+    assert java_class_name(1, INT16_SCHEMA) == "java.lang.Short"
+    assert java_class_name(1, INT32_SCHEMA) == "java.lang.Integer"
+    assert java_class_name(1.5) == "java.lang.Double"
+    assert java_class_name(1.5, FLOAT32_SCHEMA) == "java.lang.Float"
+    assert java_class_name(b"x") == "[B"
+    assert java_class_name(BigDecimal("1.5")) == "java.math.BigDecimal"
+    assert java_class_name(datetime.datetime(2026, 1, 1)) == "java.util.Date"
+    assert java_class_name(datetime.date(2026, 1, 1)) == "java.util.Date"
+    assert java_class_name({}) == "java.util.HashMap"
+    assert java_class_name([]) == "java.util.ArrayList"
+    schema = SchemaBuilder.struct().field("a", INT32_SCHEMA).build()
+    assert java_class_name(Struct(schema)) == "org.apache.kafka.connect.data.Struct"
+    source = SourceRecord(None, None, "t", 0, None, None, None, 1)
+    assert java_class_name(source) == "org.apache.kafka.connect.source.SourceRecord"
+    assert java_class_name(SinkRecord("t", 0, None, None, None, 1, 0)) == (
+        "org.apache.kafka.connect.sink.SinkRecord"
+    )
+    assert java_class_name(object()) == "object"

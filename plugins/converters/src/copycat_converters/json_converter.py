@@ -73,6 +73,7 @@ from plugin_api import (
     Timestamp,
     Type,
     Width,
+    java_class_name,
 )
 
 __all__ = ["JsonConverter"]
@@ -212,7 +213,7 @@ class _LRU:
 
 def _type_error(schema: Schema | None, value: object) -> DataException:
     kind = schema.type.name if schema is not None else "unknown schema"
-    return DataException(f"Invalid type for {kind}: {type(value).__name__}")
+    return DataException(f"Invalid type for {kind}: class {java_class_name(value)}")
 
 
 class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
@@ -507,8 +508,8 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         if name == Decimal.LOGICAL_NAME:
             if not isinstance(value, decimal.Decimal):
                 raise DataException(
-                    "Invalid type for Decimal, expected decimal.Decimal but was "
-                    f"{type(value).__name__}"
+                    "Invalid type for Decimal, expected BigDecimal but was "
+                    f"class {java_class_name(value)}"
                 )
             if self._decimal_numeric:
                 if not value.is_finite():
@@ -929,7 +930,7 @@ def _infer_type(value: object) -> Type:
     if isinstance(value, Struct):
         return Type.STRUCT
     raise DataException(
-        f"Python type {type(value).__name__} does not have corresponding schema type."
+        f"Java class class {java_class_name(value)} does not have corresponding schema type."
     )
 
 

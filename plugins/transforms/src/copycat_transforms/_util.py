@@ -28,6 +28,7 @@ from plugin_api import (
     SinkRecord,
     Struct,
     Type,
+    java_class_name,
 )
 
 REPLACE_NULL_WITH_DEFAULT_CONFIG = "replace.null.with.default"
@@ -148,9 +149,24 @@ class SideAware:
 # -- Kafka's Requirements ------------------------------------------------------------------
 
 
-def class_name(value: object) -> str:
-    """The type name used in error messages (Kafka's ``nullSafeClassName``)."""
-    return "null" if value is None else type(value).__name__
+class IllegalArgumentException(ValueError):  # noqa: N818 - Kafka's name, for the DLQ header
+    """Where Kafka's SMTs throw ``java.lang.IllegalArgumentException`` rather than a
+    DataException (ExtractField's unknown field): the runtime names it so in the dead letter
+    queue's ``__connect.errors.exception.class.name`` header and the trace's first line."""
+
+    KAFKA_CLASS_ALIASES = ("java.lang.IllegalArgumentException",)
+
+
+def class_name(value: object, schema: Schema | None = None) -> str:
+    """The class Kafka's error messages name (its ``nullSafeClassName``): the Java class
+    Kafka Connect would hold for ``value`` of ``schema``, ``java.lang.String`` for a str."""
+    return java_class_name(value, schema)
+
+
+def java_class(value: object, schema: Schema | None = None) -> str:
+    """Java's ``value.getClass()`` as Kafka concatenates it into a message:
+    ``class java.lang.String``."""
+    return f"class {java_class_name(value, schema)}"
 
 
 def require_map(value: object, purpose: str) -> Mapping[str, Any]:
@@ -170,18 +186,21 @@ def require_map_or_null(value: object, purpose: str) -> Mapping[str, Any] | None
     return None if value is None else require_map(value, purpose)
 
 
-def require_struct(value: object, purpose: str) -> Struct:
-    """Return ``value`` if it is a Struct, else raise Kafka's DataException."""
+def require_struct(value: object, purpose: str, schema: Schema | None = None) -> Struct:
+    """Return ``value`` if it is a Struct, else raise Kafka's DataException (``schema``, the
+    value's, names a number's Java class: ``java.lang.Integer`` for an INT32)."""
     if not isinstance(value, Struct):
         raise DataException(
-            f"Only Struct objects supported for [{purpose}], found: {class_name(value)}"
+            f"Only Struct objects supported for [{purpose}], found: {class_name(value, schema)}"
         )
     return value
 
 
-def require_struct_or_null(value: object, purpose: str) -> Struct | None:
+def require_struct_or_null(
+    value: object, purpose: str, schema: Schema | None = None
+) -> Struct | None:
     """Like :func:`require_struct` but lets ``None`` through."""
-    return None if value is None else require_struct(value, purpose)
+    return None if value is None else require_struct(value, purpose, schema)
 
 
 def require_schema(schema: Schema | None, purpose: str) -> Schema:

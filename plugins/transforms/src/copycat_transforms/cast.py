@@ -28,6 +28,7 @@ from copycat_transforms._util import (
     copy_schema_basics,
     define_replace_null_with_default,
     field_value,
+    java_class,
     require_map,
     require_struct,
 )
@@ -239,7 +240,7 @@ def cast_value(schema: Schema | None, value: Any, target: Type) -> Any:
     source = _schemaless_type(value) if schema is None else schema.type
     if source is None:
         raise DataException(
-            f"Cast transformation was passed a value of type {type(value).__name__} which is "
+            f"Cast transformation was passed a value of type {java_class(value)} which is "
             "not supported by Connect's data API"
         )
     if source not in SUPPORTED_INPUT_TYPES:
@@ -344,7 +345,7 @@ class Cast(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             return self.new_record(  # type: ignore[no-any-return]
                 record, updated_schema, cast_value(schema, raw, self._whole)
             )
-        struct = require_struct(raw, PURPOSE)
+        struct = require_struct(raw, PURPOSE, schema)
         cast_struct = Struct(updated_schema)
         for field in struct.schema.fields:
             original = field_value(struct, field.name, self._replace_null_with_default)

@@ -15,6 +15,7 @@ from copycat_transforms._fieldpath import (
 )
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
+    IllegalArgumentException,
     KeySide,
     SideAware,
     ValueSide,
@@ -28,7 +29,6 @@ from plugin_api import (
     ConfigDef,
     ConfigType,
     ConnectRecord,
-    DataException,
     Importance,
     Transformation,
 )
@@ -84,7 +84,8 @@ class ExtractField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         """Return the record with the key/value replaced by the field's value.
 
         Raises:
-            DataException: If the value is not a map/struct, or the schema lacks the field.
+            DataException: If the value is not a map/struct.
+            IllegalArgumentException: If the schema lacks the field (as Kafka's).
         """
         schema = self.operating_schema(record)
         raw = self.operating_value(record)
@@ -92,10 +93,10 @@ class ExtractField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             mapping = require_map_or_null(raw, PURPOSE)
             extracted = None if mapping is None else map_value_from(mapping, self._steps)
             return self.new_record(record, None, extracted)  # type: ignore[no-any-return]
-        struct = require_struct_or_null(raw, PURPOSE)
+        struct = require_struct_or_null(raw, PURPOSE, schema)
         field = field_from(schema, self._steps)
         if field is None:
-            raise DataException(f"Unknown field: {self._field}")
+            raise IllegalArgumentException(f"Unknown field: {self._field}")
         extracted = (
             None
             if struct is None

@@ -13,6 +13,7 @@ from copycat_transforms._util import (
     VersionedPlugin,
     builder_like,
     copy_schema_basics,
+    java_class,
     require_map,
     require_struct,
 )
@@ -101,7 +102,7 @@ class Flatten(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             flat: dict[str, Any] = {}
             self._flatten_map(require_map(raw, PURPOSE), "", flat)
             return self.new_record(record, None, flat)  # type: ignore[no-any-return]
-        struct = require_struct(raw, PURPOSE)
+        struct = require_struct(raw, PURPOSE, schema)
         updated_schema = self._cache.get(schema) or self._cache.put(
             schema, self._flat_schema(schema)
         )
@@ -122,11 +123,15 @@ class Flatten(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 out[name] = item
             elif kind == "map":
                 self._flatten_map(item, name, out)
-            else:
-                what = "STRUCT" if kind == "struct" else type(item).__name__
+            elif kind == "struct":
                 raise DataException(
-                    f"Flatten transformation does not support {what} for record without "
-                    f"schemas (for field {name})."
+                    f"Flatten transformation does not support {java_class(item)} for record "
+                    f"without schemas (for field {name})."
+                )
+            else:  # a Decimal or a date: no type of Connect's data API without a schema
+                raise DataException(
+                    f"Flatten transformation was passed a value of type {java_class(item)} "
+                    "which is not supported by Connect's data API"
                 )
 
     # -- schemaful -------------------------------------------------------------------------

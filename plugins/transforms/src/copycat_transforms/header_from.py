@@ -130,7 +130,7 @@ class HeaderFrom(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                     updated.pop(name, None)
                 headers.add(header, value.get(name), None)
             return self.new_record(record, None, updated, headers=headers)  # type: ignore[no-any-return]
-        struct = require_struct(raw, purpose)
+        struct = require_struct(raw, purpose, schema)
         for name, header in zip(self._fields, self._headers, strict=True):
             field = schema.field(name)
             if field is None:

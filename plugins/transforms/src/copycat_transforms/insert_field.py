@@ -238,7 +238,11 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
     def _apply_with_schema(self, record: ConnectRecord, raw: object) -> ConnectRecord:
         """The input's values copied unchecked (a valid struct's), the inserted ones checked
         as put() would; see :meth:`_apply_rebuilding` for the reference behaviour."""
-        value = raw if type(raw) is Struct else require_struct(raw, PURPOSE)
+        value = (
+            raw
+            if type(raw) is Struct
+            else require_struct(raw, PURPOSE, self.operating_schema(record))
+        )
         schema = value.schema
         plan = self._last_plan if schema is self._last_schema else self._plan(schema)
         updated_schema, fields, inserted = plan
@@ -356,7 +360,7 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
     def _apply_rebuilding(self, record: ConnectRecord, raw: object) -> ConnectRecord:
         """Kafka's way: a new struct, every field put (and so checked) again. The reference
         for :meth:`_apply_with_schema`, which checks only what it adds (tests compare them)."""
-        value = require_struct(raw, PURPOSE)
+        value = require_struct(raw, PURPOSE, self.operating_schema(record))
         updated_schema = self._cache.get(value.schema) or self._cache.put(
             value.schema, self._updated_schema(value.schema)
         )

@@ -18,6 +18,7 @@ from copycat_transforms._util import (
     VersionedPlugin,
     define_replace_null_with_default,
     field_value,
+    java_class,
     non_empty_list,
     require_map,
     require_struct,
@@ -87,7 +88,7 @@ def _empty_of(value: object) -> object:
         return []
     if isinstance(value, Mapping):
         return {}
-    raise DataException(f"Cannot mask value of type: {type(value).__name__}")
+    raise DataException(f"Cannot mask value of type: {java_class(value)}")
 
 
 # Exact types whose masked value is an immutable constant (the common case, no isinstance
@@ -189,7 +190,11 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         """The general path for a struct: the reference of the compiled one (which answers
         only the usual shapes), checking only what it changes; see :meth:`_apply_rebuilding`
         for Kafka's way."""
-        struct = raw if type(raw) is Struct else require_struct(raw, PURPOSE)
+        struct = (
+            raw
+            if type(raw) is Struct
+            else require_struct(raw, PURPOSE, self.operating_schema(record))
+        )
         schema = struct.schema
         plan = self._plan(schema)[0]
         values = struct.field_values()
@@ -277,12 +282,14 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         parse = _replacement_parser(value)
         if parse is None:
             raise DataException(
-                f"Cannot mask value of type {type(value).__name__} with custom replacement."
+                f"Cannot mask value of type {java_class(value)} with custom replacement."
             )
         try:
             return parse(self._replacement)
         except (ValueError, ArithmeticError) as exc:
-            raise DataException(f"Unable to convert {self._replacement} (str) to number") from exc
+            raise DataException(
+                f"Unable to convert {self._replacement} (class java.lang.String) to number"
+            ) from exc
 
 
 class MaskFieldKey(KeySide, MaskField):

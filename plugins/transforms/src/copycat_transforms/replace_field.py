@@ -167,7 +167,11 @@ class ReplaceField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 self._renamed(k): v for k, v in value.items() if self._keep(k)
             }
             return self.new_record(record, None, updated)  # type: ignore[no-any-return]
-        struct = require_struct(raw, PURPOSE)
+        struct = (
+            raw
+            if type(raw) is Struct
+            else require_struct(raw, PURPOSE, self.operating_schema(record))
+        )
         schema = self._cache.get(struct.schema) or self._cache.put(
             struct.schema, self._updated_schema(struct.schema)
         )

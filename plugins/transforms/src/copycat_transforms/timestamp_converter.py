@@ -18,6 +18,7 @@ from copycat_transforms._util import (
     copy_schema_basics,
     define_replace_null_with_default,
     field_value,
+    java_class,
     require_map_or_null,
     require_struct_or_null,
 )
@@ -172,7 +173,7 @@ def _type_of_value(value: object) -> str:
     if isinstance(value, str):
         return TYPE_STRING
     raise DataException(
-        f"TimestampConverter does not support {type(value).__name__} objects as timestamps"
+        f"TimestampConverter does not support {java_class(value)} objects as timestamps"
     )
 
 
@@ -226,7 +227,7 @@ class TimestampConverter(VersionedPlugin, SideAware, Transformation[ConnectRecor
         if source == TYPE_STRING:
             if not isinstance(value, str):
                 raise DataException(
-                    f"Expected string timestamp to be a String, but found {type(value).__name__}"
+                    f"Expected string timestamp to be a String, but found {java_class(value)}"
                 )
             if self._format is None:
                 raise DataException(
@@ -243,7 +244,7 @@ class TimestampConverter(VersionedPlugin, SideAware, Transformation[ConnectRecor
         if source == TYPE_UNIX:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise DataException(
-                    f"Expected Unix timestamp to be a Long, but found {type(value).__name__}"
+                    f"Expected Unix timestamp to be a Long, but found {java_class(value)}"
                 )
             per_ms, ms_per = _PRECISIONS[self._precision]
             return value * ms_per if per_ms == 1 else _trunc_div(value, per_ms)

@@ -79,7 +79,7 @@ class ValueToKey(VersionedPlugin, Transformation[ConnectRecord]):
             value = require_map(record.value, PURPOSE)
             key = {name: value.get(name) for name in self._fields}
             return record.new_record(key_schema=None, key=key)
-        struct = require_struct(record.value, PURPOSE)
+        struct = require_struct(record.value, PURPOSE, record.value_schema)
         key_schema = self._cache.get(struct.schema) or self._cache.put(
             struct.schema, self._key_schema(struct.schema)
         )
