@@ -4,7 +4,15 @@ import pytest
 from copycat_transforms import FlattenKey, FlattenValue
 from plugin_api.testing import apply_transform
 
-from plugin_api import ConfigException, DataException, Schema, SchemaBuilder, SinkRecord, Struct
+from plugin_api import (
+    ConfigException,
+    DataException,
+    Schema,
+    SchemaBuilder,
+    SinkRecord,
+    Struct,
+    Type,
+)
 
 
 def rec(value, schema=None, key=None, key_schema=None) -> SinkRecord:
@@ -88,3 +96,28 @@ def test_bad_config() -> None:
     with pytest.raises(ConfigException) as info:
         FlattenValue().configure({"delimiter": 5})
     assert info.value.name == "delimiter"
+
+
+def test_a_map_with_schemas_is_refused_and_an_array_kept() -> None:
+    # Kafka's Flatten keeps ARRAY fields as they are and refuses MAP fields with schemas (at
+    # any depth); a MAP was kept as a leaf.
+    attrs = SchemaBuilder.map(Schema.STRING_SCHEMA, Schema.INT32_SCHEMA).build()
+    schema = SchemaBuilder.struct().field("id", Schema.INT32_SCHEMA).field("attrs", attrs).build()
+    value = Struct(schema).put("id", 1).put("attrs", {"k": 1})
+    with pytest.raises(
+        DataException,
+        match=r"^Flatten transformation does not support MAP for record with schemas "
+        r"\(for field attrs\)\.$",
+    ):
+        apply_transform(FlattenValue, {}, rec(value, schema))
+    outer = SchemaBuilder.struct().field("a", schema).build()
+    with pytest.raises(DataException, match=r"\(for field a\.attrs\)\.$"):
+        apply_transform(FlattenValue, {}, rec(Struct(outer).put("a", value), outer))
+    listed = SchemaBuilder.array(Schema.INT32_SCHEMA).build()
+    inner = SchemaBuilder.struct().field("l", listed).build()
+    outer = SchemaBuilder.struct().field("a", inner).build()
+    out = apply_transform(
+        FlattenValue, {}, rec(Struct(outer).put("a", Struct(inner).put("l", [1, 2])), outer)
+    )
+    assert out.value.get("a.l") == [1, 2]
+    assert out.value_schema.field("a.l").schema.type is Type.ARRAY

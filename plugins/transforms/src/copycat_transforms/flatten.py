@@ -45,8 +45,9 @@ CONFIG_DEF = ConfigDef().define(
     "generating field names for the output record",
 )
 
-# Values kept as they are: everything but nested maps (schemaless) or structs (schemaful).
-_LEAF_TYPES = frozenset(t for t in Type if t is not Type.STRUCT)
+# Fields kept as they are with schemas (Kafka's): primitives and arrays. A STRUCT is
+# flattened into its parent; a MAP is refused (Kafka flattens maps only without schemas).
+_LEAF_TYPES = frozenset(t for t in Type if t not in (Type.STRUCT, Type.MAP))
 
 
 def _schemaless_kind(value: object) -> str | None:
@@ -92,7 +93,8 @@ class Flatten(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         """Return the record with a flat key/value.
 
         Raises:
-            DataException: For values flatten cannot represent (a Struct in schemaless data).
+            DataException: For values flatten cannot represent (a Struct in schemaless data, a
+                MAP field with schemas).
         """
         raw = self.operating_value(record)
         if raw is None:
@@ -166,9 +168,14 @@ class Flatten(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 if default is not None:
                     leaf.default_value(default)
                 builder.field(name, leaf.build())
-            else:
+            elif field.schema.type is Type.STRUCT:
                 nested_default = default if isinstance(default, Struct) else None
                 self._add_fields(field.schema, name, builder, field_optional, nested_default)
+            else:
+                raise DataException(
+                    f"Flatten transformation does not support {field.schema.type.name} for "
+                    f"record with schemas (for field {name})."
+                )
 
     def _flatten_struct(self, value: Struct | None, prefix: str, out: Struct) -> None:
         if value is None:
