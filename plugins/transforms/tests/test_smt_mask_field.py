@@ -95,7 +95,7 @@ def test_custom_replacement() -> None:
     assert out.value == {"email": "123", "phone": 123, "score": 123.0, "flag": True}
     with pytest.raises(
         DataException,
-        match="Unable to convert \\*\\*\\* \\(class java\\.lang\\.String\\) to number",
+        match=r"^Unable to convert \*\*\* \(class java\.lang\.String\) to a number$",
     ):
         apply_transform(MaskFieldValue, {"fields": "phone", "replacement": "***"}, record(value))
     with pytest.raises(
@@ -103,6 +103,71 @@ def test_custom_replacement() -> None:
         match=r"Cannot mask value of type class java\.lang\.Boolean with custom replacement\.",
     ):
         apply_transform(MaskFieldValue, {"fields": "flag", "replacement": "x"}, record(value))
+
+
+def test_numeric_replacements_convert_as_kafkas_values() -> None:
+    # Kafka converts the replacement with Values.convertToLong/Integer/Short/Byte (the long
+    # of a BigDecimal: truncated, then narrowed by a cast) and convertToDouble/Float.
+    schema = (
+        SchemaBuilder.struct()
+        .field("i8", Schema.INT8_SCHEMA)
+        .field("i16", Schema.INT16_SCHEMA)
+        .field("i32", Schema.INT32_SCHEMA)
+        .field("i64", Schema.INT64_SCHEMA)
+        .field("f32", Schema.FLOAT32_SCHEMA)
+        .field("f64", Schema.FLOAT64_SCHEMA)
+        .field("dec", Decimal.schema(2))
+        .build()
+    )
+    value = (
+        Struct(schema)
+        .put("i8", 1)
+        .put("i16", 1)
+        .put("i32", 1)
+        .put("i64", 1)
+        .put("f32", 1.0)
+        .put("f64", 1.0)
+        .put("dec", decimal.Decimal("1.00"))
+    )
+    every = {"fields": "i8,i16,i32,i64,f32,f64"}
+
+    def masked(replacement: str) -> Struct:
+        return apply_transform(
+            MaskFieldValue, {**every, "replacement": replacement}, record(value, schema)
+        ).value
+
+    out = masked("12.5")
+    assert [out.get(n) for n in ("i8", "i16", "i32", "i64")] == [12, 12, 12, 12]
+    assert out.get("f32") == 12.5 and out.get("f64") == 12.5
+    out = masked("-7.9e0")
+    assert [out.get(n) for n in ("i8", "i16", "i32", "i64")] == [-7, -7, -7, -7]
+    out = masked("300")  # (byte) 300 == 44, (short) 70000 == 4464
+    assert out.get("i8") == 44 and out.get("i16") == 300
+    out = masked("70000")
+    assert out.get("i16") == 4464 and out.get("i32") == 70000
+    out = masked("1e19")  # BigDecimal.longValue keeps the low 64 bits
+    assert out.get("i64") == 10**19 - 2**64
+    out = masked("0.1")
+    assert out.get("f32") == 0.10000000149011612 and out.get("f64") == 0.1
+    # Schemaless, an int is a Long (what a schemaless JsonConverter reads).
+    schemaless = apply_transform(
+        MaskFieldValue, {"fields": "n", "replacement": "12.5"}, record({"n": 5})
+    )
+    assert schemaless.value == {"n": 12}
+    assert masked(" 12 ").get("i64") == 12  # (a config string is trimmed, as Kafka's)
+    for bad in ("1_000", "1 2", "NaN", "0x10", "+-1"):
+        with pytest.raises(DataException, match="to a number$"):
+            masked(bad)
+    decimals = {"fields": "dec", "replacement": "1e1"}
+    assert apply_transform(MaskFieldValue, decimals, record(value, schema)).value.get(
+        "dec"
+    ) == decimal.Decimal("1e1")
+    with pytest.raises(
+        DataException, match=r"^Unable to convert NaN \(class java\.lang\.String\) to number$"
+    ):
+        apply_transform(
+            MaskFieldValue, {"fields": "dec", "replacement": "NaN"}, record(value, schema)
+        )
 
 
 def test_schemaful_custom_replacement() -> None:

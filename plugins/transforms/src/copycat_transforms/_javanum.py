@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import re
 import struct
 
 INT_BITS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
@@ -51,6 +52,31 @@ def to_java_int(value: int | float | decimal.Decimal, bits: int) -> int:
             else wrap(wrap(int(value), 32), bits)
         )
     return wrap(value, bits)
+
+
+# java.math.BigDecimal's string syntax (Python's Decimal also takes NaN, Infinity, "_" and
+# surrounding whitespace).
+_JAVA_DECIMAL_RE = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def java_big_decimal(text: str) -> decimal.Decimal:
+    """``new BigDecimal(text)``.
+
+    Raises:
+        ValueError: Where Java throws NumberFormatException.
+    """
+    if _JAVA_DECIMAL_RE.fullmatch(text) is None:
+        raise ValueError(f"not a java.math.BigDecimal: {text!r}")
+    return decimal.Decimal(text)
+
+
+def big_decimal_long(value: decimal.Decimal) -> int:
+    """``BigDecimal.longValue()``: the integer part (truncated), its low 64 bits."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int)  # finite: java_big_decimal's
+    if exponent >= 64:  # a multiple of 10**64, so of 2**64 (and cheap to answer)
+        return 0
+    return wrap(int(value), 64)
 
 
 def to_float32(value: float) -> float:

@@ -7,6 +7,7 @@ import decimal
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from copycat_transforms._javanum import big_decimal_long, java_big_decimal, to_float32, wrap
 from copycat_transforms._structcode import MASK_ZEROS, compile_struct_function, prelude
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
@@ -34,6 +35,7 @@ from plugin_api import (
     Schema,
     Struct,
     Transformation,
+    Type,
 )
 
 __all__ = ["MaskField", "MaskFieldKey", "MaskFieldValue"]
@@ -99,15 +101,37 @@ _NO_EMPTY = object()
 _Fast = Callable[[list[Any], Callable[[list[Any]], Struct] | None], Struct | None]
 
 
-def _replacement_parser(value: object) -> Callable[[str], object] | None:
+_INT_BITS = {Type.INT8: 8, Type.INT16: 16, Type.INT32: 32, Type.INT64: 64}
+
+
+def _java_number(text: str) -> decimal.Decimal:
+    """The replacement as Kafka's Values.convertToLong/Double read a string (a BigDecimal),
+    with their error."""
+    try:
+        return java_big_decimal(text)
+    except ValueError as exc:
+        raise DataException(
+            f"Unable to convert {text} (class java.lang.String) to a number"
+        ) from exc
+
+
+def _replacement_parser(value: object, schema: Schema | None) -> Callable[[str], object] | None:
+    """How Kafka's MaskField converts the replacement for ``value`` (of ``schema``, the
+    field's, if any: an int without one is a Long): Values.convertToByte/Short/Integer/Long
+    (a BigDecimal's long, narrowed as a cast does: ``12.5`` is 12, ``300`` a byte 44),
+    convertToFloat/Double, ``new BigDecimal``; None for a type it cannot replace."""
     if isinstance(value, bool):
         return None
+    kind = schema.type if schema is not None else Type.INT64
     if isinstance(value, int):
-        return int
+        bits = _INT_BITS.get(kind, 64)
+        return lambda text: wrap(big_decimal_long(_java_number(text)), bits)
     if isinstance(value, float):
-        return float
+        if kind is Type.FLOAT32:
+            return lambda text: to_float32(float(_java_number(text)))
+        return lambda text: float(_java_number(text))
     if isinstance(value, decimal.Decimal):
-        return decimal.Decimal
+        return java_big_decimal
     if isinstance(value, str):
         return str
     return None
@@ -212,7 +236,7 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 if masked is not _NO_EMPTY:
                     values[index] = masked
                     continue
-            masked = self._masked(original)
+            masked = self._masked(original, field.schema)
             field.schema.validate_value(masked, field.name)
             values[index] = masked
         return self.new_record(  # type: ignore[no-any-return]
@@ -225,7 +249,10 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         masked = Struct(struct.schema)
         for field in struct.schema.fields:
             original = field_value(struct, field.name, self._replace_null_with_default)
-            masked.put(field, self._masked(original) if field.name in self._fields else original)
+            masked.put(
+                field,
+                self._masked(original, field.schema) if field.name in self._fields else original,
+            )
         return self.new_record(record, struct.schema, masked)  # type: ignore[no-any-return]
 
     def _plan(self, schema: Schema) -> tuple[StructPlan, _Fast | None]:
@@ -273,13 +300,14 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
 
         return compile_struct_function("v, make", None, body)
 
-    def _masked(self, value: object) -> object:
+    def _masked(self, value: object, schema: Schema | None = None) -> object:
+        """The masked ``value`` (of field schema ``schema``, if any)."""
         if value is None:
             return None
         if self._replacement is None:
             empty = _IMMUTABLE_EMPTY.get(type(value), _NO_EMPTY)
             return empty if empty is not _NO_EMPTY else _empty_of(value)
-        parse = _replacement_parser(value)
+        parse = _replacement_parser(value, schema)
         if parse is None:
             raise DataException(
                 f"Cannot mask value of type {java_class(value)} with custom replacement."
