@@ -130,6 +130,24 @@ def test_float32_schema_renders_like_java_float() -> None:
     assert out.value == "0.1"
 
 
+def test_a_float32_value_is_a_java_float_whatever_it_is_cast_to() -> None:
+    # Kafka holds a FLOAT32 as a Float: widening it to a double shows the float's binary
+    # value, and the integer casts see the float, not the double Python holds.
+    def cast(value: float, target: str) -> object:
+        return apply_transform(CastValue, {"spec": target}, rec(value, Schema.FLOAT32_SCHEMA)).value
+
+    assert cast(0.1, "float64") == 0.10000000149011612
+    assert cast(1e39, "float64") == float("inf")
+    assert cast(16777217.0, "int32") == 16777216
+    assert cast(16777217.0, "int64") == 16777216
+    assert cast(0.1, "float32") == 0.10000000149011612
+    struct_schema = SchemaBuilder.struct().field("f", Schema.FLOAT32_SCHEMA).build()
+    out = apply_transform(
+        CastValue, {"spec": "f:float64"}, rec(Struct(struct_schema).put("f", 0.1), struct_schema)
+    )
+    assert out.value.get("f") == 0.10000000149011612
+
+
 def test_tombstone_passes_through() -> None:
     r = rec(None)
     assert apply_transform(CastValue, {"spec": "int8"}, r) is r

@@ -259,6 +259,10 @@ def cast_value(schema: Schema | None, value: Any, target: Type) -> Any:
         )
     if schema is not None and schema.name is not None and target is not Type.STRING:
         value = _encode_logical(schema, value)
+    if source is Type.FLOAT32 and isinstance(value, float):
+        # Kafka holds a Float: widened to a double it is 0.10000000149011612 for 0.1, and
+        # the integer casts see the float.
+        value = to_float32(value)
     try:
         if target is Type.STRING:
             return _to_string(value, schema)
