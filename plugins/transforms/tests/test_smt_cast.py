@@ -10,6 +10,7 @@ from plugin_api.testing import apply_transform
 from plugin_api import (
     ConfigException,
     DataException,
+    Date,
     Decimal,
     Schema,
     SchemaBuilder,
@@ -146,6 +147,26 @@ def test_a_float32_value_is_a_java_float_whatever_it_is_cast_to() -> None:
         CastValue, {"spec": "f:float64"}, rec(Struct(struct_schema).put("f", 0.1), struct_schema)
     )
     assert out.value.get("f") == 0.10000000149011612
+
+
+def test_dates_before_1970_01_02_cast_to_time_only_text() -> None:
+    # Values.dateFormatFor picks the time-only format for any value under one day, negative
+    # ones included (ts=-1 is 23:59:59.999Z); a day boundary after that is a date.
+    utc = datetime.UTC
+
+    def text(value: object, schema: Schema) -> object:
+        return apply_transform(CastValue, {"spec": "string"}, rec(value, schema)).value
+
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=utc)
+    assert text(epoch - datetime.timedelta(milliseconds=1), Timestamp.SCHEMA) == "23:59:59.999Z"
+    assert text(epoch - datetime.timedelta(days=400), Timestamp.SCHEMA) == "00:00:00.000Z"
+    assert text(datetime.date(1969, 12, 31), Date.SCHEMA) == "00:00:00.000Z"
+    assert text(datetime.date(1970, 1, 1), Date.SCHEMA) == "00:00:00.000Z"
+    assert text(datetime.date(1970, 1, 2), Date.SCHEMA) == "1970-01-02"
+    assert (
+        text(epoch + datetime.timedelta(days=1, milliseconds=5), Timestamp.SCHEMA)
+        == "1970-01-02T00:00:00.005Z"
+    )
 
 
 def test_tombstone_passes_through() -> None:

@@ -188,7 +188,7 @@ def _date_string(value: datetime.date | datetime.time) -> str:
         millis = (value - _EPOCH.date()).days * _MS_PER_DAY
     else:
         millis = Time.from_logical(Time.SCHEMA, value)
-    if 0 <= millis < _MS_PER_DAY:
+    if millis < _MS_PER_DAY:  # negatives too, as Kafka's Values.dateFormatFor
         return _TIME_FORMAT.format(millis)
     if millis % _MS_PER_DAY == 0:
         return _DATE_FORMAT.format(millis)
