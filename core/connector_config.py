@@ -720,10 +720,21 @@ def connector_config_def(
     return d
 
 
-def _cross_key_errors(values: Mapping[str, ConfigValue], is_sink: bool | None) -> None:
+def _cross_key_errors(
+    values: Mapping[str, ConfigValue], is_sink: bool | None, props: Mapping[str, object]
+) -> None:
     """Add the errors that involve several keys to ``values`` (in place)."""
     predicates = values["predicates"].value or []
     for alias in values["transforms"].value or []:
+        # Kafka's ConnectorConfig.enrich: the type's validator refuses a negate key (any
+        # value) without a predicate key.
+        negate, predicate = f"transforms.{alias}.negate", f"transforms.{alias}.predicate"
+        type_cv = values.get(f"transforms.{alias}.type")
+        if type_cv is not None and negate in props and predicate not in props:
+            type_cv.add_error_message(
+                f"Config '{negate}' was provided but there is no config '{predicate}' "
+                "defining a predicate to be negated."
+            )
         result = values.get(f"transforms.{alias}.predicate")
         if result is not None and result.value and result.value not in predicates:
             result.add_error_message(
@@ -774,7 +785,7 @@ def validate_connector_config(
     """
     config_def = connector_config_def(props, is_sink, topic_creation_enabled=topic_creation_enabled)
     results = config_def.validate(props)
-    _cross_key_errors({r.name: r for r in results}, is_sink)
+    _cross_key_errors({r.name: r for r in results}, is_sink, props)
     return results
 
 
@@ -854,7 +865,7 @@ class ConnectorConfig(AbstractConfig):
             props, is_sink, topic_creation_enabled=topic_creation_enabled
         )
         results = config_def.validate(props)
-        _cross_key_errors({r.name: r for r in results}, is_sink)
+        _cross_key_errors({r.name: r for r in results}, is_sink, props)
         problems = [(r.name, m) for r in results for m in r.error_messages]
         if problems:
             messages = list(dict.fromkeys(m for _, m in problems))  # shared cross-key messages once

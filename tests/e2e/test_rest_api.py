@@ -1364,6 +1364,35 @@ def test_empty_component_classes_are_invalid_and_nothing_is_stored(
         assert name not in http.get("/connectors").json()
 
 
+def test_negate_without_a_predicate_is_invalid_on_the_transform_type(
+    http: httpx.Client, tmp_path: Path, topic_name: str
+) -> None:
+    # Kafka's validator of transforms.<alias>.type refuses a negate key without a predicate
+    # key; Copycat accepted the connector (the negate meaning nothing).
+    name = _name("negate-alone")
+    config = {
+        **_sink(tmp_path, topic_name),
+        "transforms": "x",
+        "transforms.x.type": "org.apache.kafka.connect.transforms.InsertHeader",
+        "transforms.x.header": "h",
+        "transforms.x.value.literal": "v",
+        "transforms.x.negate": "true",
+    }
+    expected = (
+        "Config 'transforms.x.negate' was provided but there is no config "
+        "'transforms.x.predicate' defining a predicate to be negated."
+    )
+    infos = http.put(
+        "/connector-plugins/FileStreamSink/config/validate", json={**config, "name": name}
+    ).json()
+    by_name = {c["value"]["name"]: c["value"]["errors"] for c in infos["configs"]}
+    assert by_name["transforms.x.type"] == [expected], by_name
+    assert infos["error_count"] == 1, infos
+    response = http.post("/connectors", json={"name": name, "config": config})
+    _assert_error(response, 400, "contains the following 1 error(s):\n" + expected)
+    _assert_error(http.get(f"/connectors/{name}"), 404)
+
+
 def test_a_source_dead_letter_queue_key_task_specs_would_refuse_is_invalid(
     http: httpx.Client, tmp_path: Path, topic_name: str
 ) -> None:

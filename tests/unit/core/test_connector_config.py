@@ -401,6 +401,31 @@ def test_transform_predicate_must_be_defined() -> None:
     assert _error(props, True).name == "transforms.t.predicate"
 
 
+def test_negate_without_a_predicate_is_an_error_of_the_transform_type() -> None:
+    # Kafka's ConnectorConfig.enrich (validateProps, run by the type's validator): a negate
+    # key without a predicate key, whatever its value, is refused on transforms.<alias>.type.
+    message = (
+        "Config 'transforms.t.negate' was provided but there is no config "
+        "'transforms.t.predicate' defining a predicate to be negated."
+    )
+    for negate in ("true", "false"):
+        props = {**SINK, "transforms": "t", "transforms.t.type": "X", "transforms.t.negate": negate}
+        assert _errors(validate_connector_config(props, True)) == {"transforms.t.type": [message]}
+        error = _error(props, True)
+        assert str(error) == message and error.name == "transforms.t.type"
+    # A predicate key (a listed predicate) and no negate key are both fine.
+    fine = {**SINK, "transforms": "t", "transforms.t.type": "X"}
+    assert _errors(validate_connector_config(fine, True)) == {}
+    with_predicate = {
+        **fine,
+        "transforms.t.predicate": "p",
+        "transforms.t.negate": "true",
+        "predicates": "p",
+        "predicates.p.type": "Y",
+    }
+    assert _errors(validate_connector_config(with_predicate, True)) == {}
+
+
 def test_invalid_negate_value() -> None:
     errors = _errors(
         validate_connector_config(
@@ -408,7 +433,8 @@ def test_invalid_negate_value() -> None:
             True,
         )
     )
-    assert list(errors) == ["transforms.t.negate"]
+    # (and, as in Kafka, a negate key without a predicate is the type's error too)
+    assert sorted(errors) == ["transforms.t.negate", "transforms.t.type"]
 
 
 def test_enriched_definition_has_per_alias_groups() -> None:
