@@ -177,3 +177,57 @@ def test_poison_records_reach_the_dlq_with_the_same_headers(
     assert len(theirs) == POISON
     assert differences(_reconcile_messages(ours, theirs), theirs) == []
     assert our_lines == their_lines
+
+
+def test_a_float32_beyond_a_float_is_infinity_and_the_batch_poison_still_reaches_the_dlq(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """A FLOAT32 payload of 1e39 is a Java float's Infinity: FileStreamSink writes it and the
+    task runs on. Copycat's sink failed printing it (decimal.InvalidOperation), and lost the
+    poison record before it in the same batch, never sent to the DLQ."""
+    topic = f"dlq-f32-in-{uuid.uuid4().hex[:8]}"
+    apache_kafka.create_topic(topic, 1)
+    values = [
+        b'{"schema":{"type":"int32"},"payload":1}',
+        b"not json",
+        b'{"schema":{"type":"float"},"payload":1e39}',
+        b'{"schema":{"type":"float"},"payload":-1e39}',
+        b'{"schema":{"type":"float"},"payload":3.5}',
+    ]
+    producer = Producer({"bootstrap.servers": apache_kafka.bootstrap_servers})
+    for value in values:
+        producer.produce(topic, value)
+    assert producer.flush(30) == 0
+
+    def run(peer: Peer) -> tuple[list[Record], str, str | None]:
+        name = f"dlq-f32-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+        output = tmp_path / f"{name}.out"
+        config = {
+            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+            "tasks.max": "1",
+            "topics": topic,
+            "file": str(output),
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": f"{name}-dlq",
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+        }
+        with peer.client() as client:
+            create(client, name, config)
+            try:
+                dead = read_records(apache_kafka.bootstrap_servers, f"{name}-dlq", 1)
+                lines = _written(output, 4, peer.name)
+                state = _task_state(client, name)
+            finally:
+                delete(client, name)
+        return _normalised(dead, name), lines, state
+
+    ours, our_lines, our_state = run(copycat)
+    theirs, their_lines, their_state = run(kafka_connect)
+
+    assert their_lines.splitlines() == ["1", "Infinity", "-Infinity", "3.5"]
+    assert our_lines == their_lines
+    assert our_state == their_state == "RUNNING"
+    assert [value for _, value, _ in theirs] == [b"not json"]
+    assert differences(_reconcile_messages(ours, theirs), theirs) == []
