@@ -1,0 +1,183 @@
+"""SMT failures and conversions on Copycat and on Apache Kafka Connect 4.1.1, side by side.
+
+Each case runs a FileStreamSink with a JsonConverter (schemas on), one transform and
+``errors.tolerance=all`` into a DLQ on each worker: the DLQ records (Kafka's
+``__connect.errors.*`` headers, the exception class and message included) and the written
+lines must be the same. Found by an exploratory comparison: Copycat's messages named Python
+types (``found: str``, ``Cannot mask value of type: Struct``), ExtractField's unknown field
+was a DataException (Kafka: java.lang.IllegalArgumentException), Flatten kept a MAP with
+schemas, MaskField could not take ``12.5`` for an INT64, Cast widened a FLOAT32 as the
+double Python holds and wrote pre-1970 dates in full.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.differential.test_dead_letter_queue import _normalised, _written
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import Peer, Record, create, delete, differences, read_records
+from tests.support.kafka import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+T = "org.apache.kafka.connect.transforms."
+
+
+def _envelope(schema: object, payload: object) -> bytes:
+    return json.dumps({"schema": schema, "payload": payload}).encode()
+
+
+_INNER = {"type": "struct", "fields": [{"field": "x", "type": "int32"}]}
+NESTED = [
+    _envelope({"type": "struct", "fields": [{"field": "n", **_INNER}]}, {"n": {"x": 1}}),
+    _envelope({"type": "string"}, "plain"),
+]
+_NUMBERS = {
+    "type": "struct",
+    "fields": [
+        {"field": "big", "type": "int64", "optional": True},
+        {"field": "f32", "type": "float", "optional": True},
+        {"field": "s", "type": "string", "optional": True},
+    ],
+}
+NUMBERS = [_envelope(_NUMBERS, {"big": 5, "f32": 0.1, "s": "x"})]
+_MAPPED = {
+    "type": "struct",
+    "fields": [
+        {"field": "id", "type": "int32"},
+        {
+            "field": "attrs",
+            "type": "map",
+            "keys": {"type": "string"},
+            "values": {"type": "int32"},
+            "optional": True,
+        },
+    ],
+}
+MAPPED = [_envelope(_MAPPED, {"id": 1, "attrs": {"k": 1}})]
+_DATES = {
+    "type": "struct",
+    "fields": [
+        {
+            "field": "ts",
+            "type": "int64",
+            "name": "org.apache.kafka.connect.data.Timestamp",
+            "optional": True,
+        },
+        {
+            "field": "d",
+            "type": "int32",
+            "name": "org.apache.kafka.connect.data.Date",
+            "optional": True,
+        },
+    ],
+}
+DATES = [
+    _envelope(_DATES, {"ts": -1, "d": -1}),
+    _envelope(_DATES, {"ts": 86_399_999, "d": 0}),
+    _envelope(_DATES, {"ts": 86_400_001, "d": 1}),
+]
+
+# (case, input, transform config, DLQ records, written lines)
+CASES = [
+    (
+        "extract-v2-missing",
+        NESTED,
+        {"type": T + "ExtractField$Value", "field": "n.zz", "field.syntax.version": "V2"},
+        2,
+        0,
+    ),
+    ("mask-a-struct", NESTED, {"type": T + "MaskField$Value", "fields": "n"}, 2, 0),
+    (
+        "insert-into-a-string",
+        NESTED,
+        {"type": T + "InsertField$Value", "static.field": "s", "static.value": "v"},
+        1,
+        1,
+    ),
+    ("flatten-a-map", MAPPED, {"type": T + "Flatten$Value"}, 1, 0),
+    (
+        "mask-int64-with-12.5",
+        NUMBERS,
+        {"type": T + "MaskField$Value", "fields": "big", "replacement": "12.5"},
+        0,
+        1,
+    ),
+    ("cast-float32-to-float64", NUMBERS, {"type": T + "Cast$Value", "spec": "f32:float64"}, 0, 1),
+    ("cast-dates-to-string", DATES, {"type": T + "Cast$Value", "spec": "ts:string,d:string"}, 0, 3),
+]
+
+
+def _run(
+    peer: Peer,
+    broker: KafkaCluster,
+    topic: str,
+    tmp: Path,
+    transform: dict[str, str],
+    dead: int,
+    lines: int,
+) -> tuple[list[Record], str]:
+    name = f"smt-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+    dlq = f"{name}-dlq"
+    output = tmp / f"{name}.out"
+    config = {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "file": str(output),
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "transforms": "x",
+        **{f"transforms.x.{k}": v for k, v in transform.items()},
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            records = read_records(broker.bootstrap_servers, dlq, dead) if dead else []
+            if lines:
+                text = _written(output, lines, peer.name)
+            else:  # every record failed: the sink's file is there, and stays empty
+                wait_for(output.exists, 60, f"{peer.name} opening its file")
+                text = output.read_text()
+        finally:
+            delete(client, name)
+    return _normalised(records, name), text
+
+
+@pytest.mark.parametrize(
+    ("values", "transform", "dead", "lines"),
+    [pytest.param(*case[1:], id=case[0]) for case in CASES],
+)
+def test_an_smt_fails_or_converts_as_kafkas_does(
+    copycat: Peer,
+    kafka_connect: Peer,
+    apache_kafka: KafkaCluster,
+    tmp_path: Path,
+    values: list[bytes],
+    transform: dict[str, str],
+    dead: int,
+    lines: int,
+) -> None:
+    topic = f"smt-in-{uuid.uuid4().hex[:8]}"
+    apache_kafka.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": apache_kafka.bootstrap_servers})
+    for value in values:
+        producer.produce(topic, value)
+    assert producer.flush(30) == 0
+
+    ours, our_text = _run(copycat, apache_kafka, topic, tmp_path, transform, dead, lines)
+    theirs, their_text = _run(kafka_connect, apache_kafka, topic, tmp_path, transform, dead, lines)
+
+    assert len(theirs) == dead
+    assert len(their_text.splitlines()) == lines
+    assert differences(ours, theirs) == []
+    assert our_text == their_text
