@@ -279,7 +279,10 @@ class Utf8Texts(Sequence[str]):
             raise TypeError(
                 f"Utf8Texts: entry {index} is {type(items[index]).__name__}, not bytes"
             ) from None
-        if not ascii_only and not _valid_utf8(b"".join(items)):
+        # Joined with an ASCII separator, which no character can span: the column is valid
+        # exactly when every entry is (joined without one, a character split across two
+        # entries passed).
+        if not ascii_only and not _valid_utf8(b"\n".join(items)):
             for index, item in enumerate(items):
                 try:
                     item.decode()
