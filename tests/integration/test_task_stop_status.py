@@ -200,12 +200,18 @@ def test_a_failed_task_reports_its_failure_once(
         worker.stop()
     status = worker.status.task(name, 0)
     assert status is not None and status.state is State.FAILED
-    about_task = [r for r in caplog.records if f"task {name}-0" in r.getMessage()]
+    about_task = [r for r in caplog.records if f"{name}-0" in r.getMessage()]
     failures = [r for r in about_task if r.levelno >= logging.WARNING]
-    assert [(r.levelname, r.getMessage().split(":")[0]) for r in failures] == [
-        ("ERROR", f"task {name}-0 failed")
+    # Kafka's WorkerTask words, then the status trace on the lines after them.
+    assert [(r.levelname, r.getMessage().split("\n")[0]) for r in failures] == [
+        (
+            "ERROR",
+            f"WorkerSourceTask{{id={name}-0}} Task threw an uncaught and unrecoverable "
+            "exception. Task is being killed and will not recover until manually restarted",
+        )
     ]
-    assert failures[0].exc_info is not None  # the trace, once
+    assert status.trace is not None
+    assert failures[0].getMessage().endswith(status.trace)  # the trace, once
 
 
 @hung_in_both_data_paths(graceful_ms=2000)
