@@ -151,6 +151,8 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._fields: frozenset[str] = frozenset()
         self._field_order: list[str] = []
         self._replacement: str | None = None
+        # The replacement converted, per value type and field type (it is one string).
+        self._replaced: dict[tuple[type, Type | None], object] = {}
         self._replace_null_with_default = True
         self._plans: dict[Schema, tuple[StructPlan, _Fast | None]] = {}
         self._last_schema: Schema | None = None
@@ -174,6 +176,7 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         self._field_order = list(dict.fromkeys(conf.get_list(FIELDS_CONFIG) or []))
         self._fields = frozenset(self._field_order)
         self._replacement = conf.get_string(REPLACEMENT_CONFIG)
+        self._replaced = {}
         self._replace_null_with_default = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
         self._plans = {}
         self._last_schema = self._last_fast = self._last_make = None
@@ -307,13 +310,18 @@ class MaskField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         if self._replacement is None:
             empty = _IMMUTABLE_EMPTY.get(type(value), _NO_EMPTY)
             return empty if empty is not _NO_EMPTY else _empty_of(value)
+        key = (type(value), schema.type if schema is not None else None)
+        replaced = self._replaced.get(key, _NO_EMPTY)
+        if replaced is not _NO_EMPTY:
+            return replaced
         parse = _replacement_parser(value, schema)
         if parse is None:
             raise DataException(
                 f"Cannot mask value of type {java_class(value)} with custom replacement."
             )
         try:
-            return parse(self._replacement)
+            replaced = self._replaced[key] = parse(self._replacement)
+            return replaced
         except (ValueError, ArithmeticError) as exc:
             raise DataException(
                 f"Unable to convert {self._replacement} (class java.lang.String) to number"
