@@ -603,11 +603,13 @@ def test_a_cut_off_workers_late_unassigned_does_not_hide_the_new_owners_running_
             assert store.connector("c") == Status(State.RUNNING, "w2:8083", generation=7)
         # The owner's revocation applies; so does the old worker's RUNNING of a newer
         # generation when the connector comes back to it.
+        # The revocation is flushed before the new start is written, as a rebalance orders them
+        # (two producers' writes sent together land in either order).
         owner.generation = cut_off.generation = 8
         owner.set_connector("c", Status(State.UNASSIGNED, "w2:8083"))
+        owner.flush(START_TIMEOUT_S)
         cut_off.set_connector("c", Status(State.RUNNING, "w1:8083"))
-        for store in (owner, cut_off):
-            store.flush(START_TIMEOUT_S)
+        cut_off.flush(START_TIMEOUT_S)
         for store in (owner, cut_off, newcomer):
             store.log.read_to_end().result(START_TIMEOUT_S)
             assert store.connector("c") == Status(State.RUNNING, "w1:8083", generation=8)
