@@ -19,14 +19,13 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
-from core.worker import Worker
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, wait_for
 from tests.support.plugins import catalogue_with
 from tests.support.processes import host_pids
+from tests.support.workers import in_process_worker
 
 pytestmark = pytest.mark.integration
 
@@ -170,19 +169,8 @@ def test_offsets_kept_in_the_target_survive_rebalances_and_a_host_crash(
         "db": str(db),
         "put.delay.ms": str(PUT_DELAY_MS),
     }
-    worker = Worker(
-        "w1",
-        {
-            "key.converter": "StringConverter",
-            "value.converter": "StringConverter",
-            "offset.flush.interval.ms": "200",  # pre_commit often: it must commit nothing
-            "consumer.session.timeout.ms": "6000",
-            "consumer.heartbeat.interval.ms": "1000",
-        },
-        catalogue,
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap_servers},
-    )
+    # Offsets flushed every 200 ms: pre_commit runs often, and must commit nothing.
+    worker = in_process_worker(catalogue, bootstrap_servers)
     source = _SteadyProducer(bootstrap_servers, topic_name)
 
     def progress(what: str) -> None:

@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.worker import Worker
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import committed, wait_for
 from tests.support.plugins import catalogue_with, one_task_sink
+from tests.support.workers import in_process_worker
 
 pytestmark = pytest.mark.integration
 
@@ -78,22 +78,6 @@ def catalogue(
     )
 
 
-def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
-    return Worker(
-        "w1",
-        {
-            "key.converter": "StringConverter",
-            "value.converter": "StringConverter",
-            "offset.flush.interval.ms": "200",
-            "consumer.session.timeout.ms": "6000",
-            "consumer.heartbeat.interval.ms": "1000",
-        },
-        catalogue,
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap},
-    )
-
-
 def _produce(bootstrap: str, topic: str, partition: int, count: int) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     for i in range(count):
@@ -129,7 +113,7 @@ def test_an_offset_past_what_was_consumed_is_ignored_not_cut_to_the_position(
     _produce(bootstrap_servers, topic_name, 1, 5)
     name = f"beyond-{topic_name}"
     group = f"connect-{name}"
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     caplog.set_level(logging.WARNING, logger="copycat")
     try:
         _start(worker, name, topic_name, "beyond", tmp_path / "marker")
@@ -165,7 +149,7 @@ def test_a_rewind_becomes_the_last_committed_offset_of_its_partition(
     name = f"rewind-{topic_name}"
     group = f"connect-{name}"
     marker = tmp_path / "marker"
-    worker = _worker(catalogue, bootstrap_servers)
+    worker = in_process_worker(catalogue, bootstrap_servers)
     try:
         _start(worker, name, topic_name, "rewind", marker)
         wait_for(marker.exists, 60, "the task's rewind of partition 1")

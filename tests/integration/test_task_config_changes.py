@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from core.offsets import MemoryOffsetStore
 from core.plugins import PluginCatalogue
 from core.status import State
 from core.worker import Worker
@@ -24,6 +23,7 @@ from registry import install
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import wait_for
 from tests.support.wheels import build_wheel
+from tests.support.workers import in_process_worker
 
 pytestmark = [
     pytest.mark.integration,
@@ -80,22 +80,6 @@ class VersionedSink(SinkConnector):
     def config(self):
         return ConfigDef()
 """
-
-
-def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
-    return Worker(
-        "w0",
-        {
-            "key.converter": "StringConverter",
-            "value.converter": "StringConverter",
-            "offset.flush.interval.ms": "200",
-            "consumer.session.timeout.ms": "6000",
-            "consumer.heartbeat.interval.ms": "1000",
-        },
-        catalogue,
-        MemoryOffsetStore(),
-        client_props={"bootstrap.servers": bootstrap},
-    )
 
 
 def _files(tmp_path: Path) -> list[Path]:
@@ -170,7 +154,7 @@ def test_two_tasks_on_one_worker_both_run_a_transform_added_to_the_config(
 ) -> None:
     broker.create_topic(topic_name, 2)
     bootstrap = broker.bootstrap_servers
-    worker = _worker(PluginCatalogue.scan([bundled_plugin_path]), bootstrap)
+    worker = in_process_worker(PluginCatalogue.scan([bundled_plugin_path]), bootstrap)
     name = f"snk-{topic_name}"
     files = _files(tmp_path)
     old = {
@@ -206,7 +190,7 @@ def test_two_tasks_on_one_worker_both_run_a_newly_pinned_plugin_version(
         install(str(wheel), plugins, offline=True)
     broker.create_topic(topic_name, 2)
     bootstrap = broker.bootstrap_servers
-    worker = _worker(PluginCatalogue.scan([bundled_plugin_path, plugins]), bootstrap)
+    worker = in_process_worker(PluginCatalogue.scan([bundled_plugin_path, plugins]), bootstrap)
     name = f"ver-{topic_name}"
     files = _files(tmp_path)
     old = {
