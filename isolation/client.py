@@ -212,6 +212,11 @@ class HostClient:
         else:
             self.channel.submit_encoded(protocol.PUT, frame)
 
+    def submit_put_held(self, handle: int) -> None:
+        """put() the records the last put held for the dead letter queue (its answer had
+        ``failed`` records and ``put`` None); the answer comes from :meth:`put_result`."""
+        self.channel.submit(protocol.PUT_HELD, handle)
+
     def put_result(self, timeout_s: float | None = None) -> SinkActions:
         return SinkActions(*self.channel.result(timeout_s))
 

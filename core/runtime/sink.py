@@ -258,6 +258,11 @@ class SinkTaskLoop:
         self._assigned: set[tuple[str, int]] = set()
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: Batch | None = None
+        # The put() in flight, or the one to retry, is that of records the host holds for the
+        # dead letter queue (see _put_held), not the batch's wire.
+        self._inflight_held = False
+        self._retry_held = False
+        self._tolerates_all = errors is not None and errors.tolerate_all
         self._next: Batch | None = None  # consumed, not yet handed to put()
         self._next_frame: Frame | None = None  # put() request for _next, serialized
         self._inflight: Batch | None = None  # in put() in the host now
@@ -647,6 +652,7 @@ class SinkTaskLoop:
         self.consumer = self._new_consumer()  # before the task's calls: they may pause, seek
         self._relinquished = False
         self._retry_batch = None  # its partitions are lost; their next owner reads them
+        self._retry_held = False
         self._lose(sorted(self._assigned))
         self._next, self._next_frame = None, None
         if subscribe:
@@ -742,7 +748,12 @@ class SinkTaskLoop:
             if self._clock() >= self._retry_at:
                 batch, self._retry_batch = self._retry_batch, None
                 self._inflight = batch
-                self.host.submit_put(self.handle, batch.wire())
+                if self._retry_held:
+                    self._retry_held = False
+                    self._inflight_held = True
+                    self.host.submit_put_held(self.handle)
+                else:
+                    self.host.submit_put(self.handle, batch.wire())
             else:
                 time.sleep(min(0.05, max(0.0, self._retry_at - self._clock())))
         elif self._next:
@@ -897,10 +908,12 @@ class SinkTaskLoop:
         batch's offsets are recorded by :meth:`_account`, which may come after the next
         submit (anything that reads or moves the positions accounts first)."""
         batch, self._inflight = self._inflight, None
+        held, self._inflight_held = self._inflight_held, False
         try:
             actions = self.host.put_result()
         except RetriableException as exc:
             self._retry_later(batch, exc)
+            self._retry_held = held
             return
         except RemotePluginError as exc:
             carried = exc.info.sink_actions
@@ -911,6 +924,9 @@ class SinkTaskLoop:
                 self._report_before_failing(batch, SinkActions(*carried))
             raise
         assert batch is not None
+        if actions.failed and actions.put is None and self._tolerates_all:
+            self._put_held(batch, actions)
+            return
         self._retry_started = None
         self._retry_attempt = 0
         if actions.put is not None:
@@ -942,6 +958,25 @@ class SinkTaskLoop:
         self._account()  # normally done already; never lose a batch's positions
         self._unaccounted = batch
         self._apply(actions)
+
+    def _put_held(self, batch: Batch, actions: SinkActions) -> None:
+        """The host converted ``batch`` and holds its records: some failed and are tolerated,
+        and there is a dead letter queue. Report them, wait until the DLQ has acknowledged
+        them, then have the held records put. A failed record the DLQ refuses (too large for
+        its topic, an authorization error) fails the task before anything of the batch is put
+        or accounted, so nothing past the last record fully handled is committed, and a
+        restart once the DLQ takes it delivers each record once. Only batches with failures
+        come here: the others are put at once, with no round trip to wait for."""
+        assert self.errors is not None
+        if actions.errors is not None:
+            failures, retries = actions.errors
+            self.counters.record_failures += failures
+            self.counters.retries += retries
+        self._report(batch, actions.failed, [])
+        self.errors.flush()
+        self._inflight, self._inflight_held = batch, True
+        self.host.submit_put_held(self.handle)
+        self._settle()
 
     def _report_before_failing(self, batch: Batch, actions: SinkActions) -> None:
         """Count and report the failed and errant records of a put() that raised."""

@@ -95,6 +95,7 @@ class ErrorsPolicy:
             "errors.retry.timeout": self.retry_timeout_ms,
             "errors.retry.delay.max.ms": self.retry_delay_max_ms,
             "errors.tolerance": "all" if self.tolerance_all else "none",
+            "errors.deadletterqueue.topic.name": self.dlq_topic or "",
         }
 
     @property

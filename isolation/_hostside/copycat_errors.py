@@ -353,6 +353,9 @@ class ErrorPolicy:
         self.retry_timeout_ms = int(configs.get("errors.retry.timeout", 0))
         self.retry_delay_max_ms = int(configs.get("errors.retry.delay.max.ms", 60_000))
         self.tolerate_all = str(configs.get("errors.tolerance", "none")).lower() == "all"
+        # A dead letter queue takes the failed records: a sink's batch with failures waits
+        # for it before it is put (copycat_pipeline.SinkRunner.put).
+        self.dead_letters = bool(configs.get("errors.deadletterqueue.topic.name"))
         self.stop = stop if stop is not None else StopRequest()
         # Failed attempts and retries since :meth:`take_counts` (Kafka's ErrorHandlingMetrics
         # total-record-failures and total-retries), handed to the worker with an answer.

@@ -559,6 +559,10 @@ class Host:
         result: tuple[Any, ...] = self.runners[obj_id].put(batch)
         return result
 
+    def op_put_held(self, obj_id: int) -> tuple[Any, ...]:
+        result: tuple[Any, ...] = self.runners[obj_id].put_held()
+        return result
+
     def op_pre_commit(self, obj_id: int, offsets: Mapping[tuple[str, int], int]) -> tuple[Any, ...]:
         result: tuple[Any, ...] = self.runners[obj_id].pre_commit(offsets)
         return result

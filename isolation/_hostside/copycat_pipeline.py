@@ -723,6 +723,9 @@ class SinkRunner:
         self._headers_later = sink_columns.headers_later(
             pipeline.key_converter, pipeline.value_converter, pipeline.header_converter
         )
+        # The records of a batch with tolerated failures, converted and not yet put, while the
+        # worker waits for the dead letter queue to take the failed ones (see put()).
+        self._held: SinkRecordBatch | None = None
         if context._reporter is not None:
             context._reporter.task_class = kafka_class_name(type(task))
 
@@ -733,7 +736,14 @@ class SinkRunner:
         conversion or transformation failed and was tolerated (it is not put). Under
         ``errors.tolerance=none`` the first such record ends the call: ``failed`` holds it
         alone, nothing is put, and the worker fails the task once it has reported it.
+
+        With a dead letter queue, a batch with tolerated failures is not put either: its
+        records are held, the answer's ``put`` is None, and the worker calls
+        :meth:`put_held` once the dead letter queue has acknowledged the failed records (a
+        record it refuses fails the task before anything past it is put). A batch without
+        failures is put at once.
         """
+        self._held = None
         batch = batch_from_wire(wire)
         failed: list[tuple[Any, ...]] = []
         try:
@@ -764,6 +774,26 @@ class SinkRunner:
                 "its batch is not put"
             )
             raise RetriablePut(cause, None) from stopped
+        if failed and self.errors.dead_letters:
+            self._held = records
+            return self.context.drain(failed=failed, errors=self.errors.take_counts())
+        return self._put(records, failed)
+
+    def put_held(self) -> tuple[Any, ...]:
+        """``put()`` the records :meth:`put` held, now that the dead letter queue has taken
+        the batch's failed records; they stay held if the task raises a retriable error (the
+        worker asks again later, and the failed records are not reported twice)."""
+        records, self._held = self._held, None
+        if records is None:
+            raise ConnectException("put_held() without a held batch")
+        try:
+            return self._put(records, [])
+        except RetriablePut:
+            self._held = records
+            raise
+
+    def _put(self, records: SinkRecordBatch, failed: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+        """The task's ``put()`` of the converted ``records`` and the call's answer."""
         started = time.monotonic()
         try:
             self.task.put(records)

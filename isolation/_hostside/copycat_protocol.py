@@ -31,6 +31,9 @@ START_SINK_TASK = "start_sink_task"
 POLL = "poll"
 ACKED = "acked"
 PUT = "put"
+# put() of the records a put held (its batch had failures for the dead letter queue), once the
+# worker has their acknowledgement.
+PUT_HELD = "put_held"
 PRE_COMMIT = "pre_commit"
 OPEN = "open"
 CLOSE = "close"
@@ -148,7 +151,8 @@ class SinkActions(NamedTuple):
     # pre_commit(): the offsets the task says are safe to commit.
     commit: dict[tuple[str, int], int]
     # put(): ``(records handed to put(), its duration in ms)``, the sink's metrics
-    # (sink-record-send, put-batch-time); None for any other call.
+    # (sink-record-send, put-batch-time); None for any other call, and for a put() whose
+    # batch is held for the dead letter queue (``failed`` not empty, see PUT_HELD).
     put: tuple[int, float] | None = None
     # put(): ``(failed attempts, retries)`` of conversions and transforms under
     # errors.retry.* since the last answer that carried them (task-error-metrics); None for

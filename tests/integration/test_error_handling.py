@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
 from core.plugins import PluginCatalogue
 from core.status import State
@@ -1009,13 +1010,13 @@ def test_a_failed_sink_whose_dlq_refuses_a_record_commits_the_records_put_before
     data_path: str,
 ) -> None:
     """A record the DLQ refuses (too large) fails the task, a documented deviation; the
-    records put before it are committed all the same, as a failed task commits what it put,
-    and the refused record is not: a restart fails on it again without writing k0 twice. k0
-    was not committed and was written again after each restart."""
+    batches put before its own are committed all the same, as a failed task commits what it
+    put, and the refused record is not: a restart fails on it again without writing k0 twice.
+    k0 was not committed and was written again after each restart. (A record of the refused
+    one's own batch is not put at all: see the test after this one.)"""
     broker.create_topic(topic_name, 1)
     producer = Producer({"bootstrap.servers": bootstrap_servers, "message.max.bytes": 1_048_576})
-    for value in (b'{"n": 0}', b"<" + b"x" * 1_048_399):
-        producer.produce(topic_name, value, key=b"k")
+    producer.produce(topic_name, b'{"n": 0}', key=b"k")
     assert producer.flush(30) == 0
     out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
     worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
@@ -1025,6 +1026,13 @@ def test_a_failed_sink_whose_dlq_refuses_a_record_commits_the_records_put_before
     )
     start_connector(worker, name, config)
     try:
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 1,
+            30,
+            "k0 put and committed",
+        )
+        producer.produce(topic_name, b"<" + b"x" * 1_048_399, key=b"k")
+        assert producer.flush(30) == 0
         assert f"record {topic_name}-0@1" in _failed_trace(worker, name)
         _commits_through_a_restart(worker, name, bootstrap_servers, topic_name, 1)
     finally:
@@ -1055,6 +1063,110 @@ def test_a_record_the_dlq_refuses_fails_the_task_naming_the_dlq_and_the_record(
     assert f"dead letter queue {dlq}" in trace
     assert f"record {topic_name}-0@1" in trace
     assert committed(bootstrap_servers, f"connect-{name}", topic_name) <= 1
+
+
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_no_record_is_put_past_a_dlq_record_the_broker_refused(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    data_path: str,
+) -> None:
+    """A batch with a record that fails conversion waits for the DLQ's acknowledgement before
+    its records are put: when the broker refuses the DLQ record (its topic's max.message.bytes
+    is smaller than the record with its context headers) the task fails having put nothing of
+    the batch, and once the DLQ topic takes it, a restarted task delivers each good record
+    once and the poison record reaches the DLQ. The records after the poison one were put
+    before the DLQ answered, and each restart put them again."""
+    broker.create_topic(topic_name, 1)
+    dlq = f"{topic_name}-dlq"
+    broker.create_topic(dlq, 1, {"max.message.bytes": "300"})
+    values = [b'"good0"', b'"good1"', b"poison", b'"good3"', b'"good4"']
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 1000})
+    for value in values:  # one producer batch: the task consumes them in one batch
+        producer.produce(topic_name, value, key=b"k")
+    assert producer.flush(30) == 0
+    out = tmp_path / "out.txt"
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
+    name = f"dlq-refused-batch-{topic_name}"
+    group = f"connect-{name}"
+    config = {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "topics": topic_name,
+        "file": str(out),
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+    start_connector(worker, name, config)
+    try:
+        assert f"record {topic_name}-0@2" in _failed_trace(worker, name)
+        assert committed(bootstrap_servers, group, topic_name) <= 2
+        # Restarted while the DLQ still refuses: it fails again, putting nothing twice.
+        worker.stop_task(name, 0)
+        [task_config] = worker.task_configs(name)
+        assert worker.start_task(name, 0, task_config).wait_started(60)
+        assert f"record {topic_name}-0@2" in _failed_trace(worker, name)
+        worker.stop_task(name, 0)
+        assert committed(bootstrap_servers, group, topic_name) <= 2
+        bigger = ConfigEntry(
+            "max.message.bytes", "1048588", incremental_operation=AlterConfigOpType.SET
+        )
+        resource = ConfigResource(ResourceType.TOPIC, dlq, incremental_configs=[bigger])
+        broker.admin.incremental_alter_configs([resource])[resource].result(timeout=30)
+        assert worker.start_task(name, 0, task_config).wait_started(60)
+        dead = read_all(bootstrap_servers, dlq, 1, timeout_s=30)
+        wait_for(
+            lambda: committed(bootstrap_servers, group, topic_name) == 5,
+            60,
+            "the whole batch committed once the DLQ takes the poison record",
+        )
+        assert worker.status.task(name, 0).state is State.RUNNING
+    finally:
+        worker.stop()
+    assert [m.value() for m in dead] == [b"poison"]
+    assert _lines(out) == ["good0", "good1", "good3", "good4"]
+
+
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_a_retried_put_of_a_batch_with_dead_letters_sends_them_once(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    data_path: str,
+) -> None:
+    """The put() of a batch whose failed records went to the DLQ first is retried with the
+    records already converted (as Kafka redelivers its batch), so the failed ones are not
+    reported again."""
+    broker.create_topic(topic_name, 1)
+    producer = Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 1000})
+    for value in (b'{"n": 0}', b"not json", b'{"n": 2}'):  # one batch
+        producer.produce(topic_name, value)
+    assert producer.flush(30) == 0
+    out, dlq = tmp_path / "out.txt", f"{topic_name}-dlq"
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
+    name = f"dlq-retried-{topic_name}"
+    start_connector(
+        worker, name, _tolerant_json_sink(topic_name, out, dlq, **{"transient.failures": "2"})
+    )
+    try:
+        wait_for(
+            lambda: committed(bootstrap_servers, f"connect-{name}", topic_name) == 3,
+            60,
+            "the batch put after its retries and committed",
+        )
+        dead = read_all(bootstrap_servers, dlq, 1, timeout_s=10)
+    finally:
+        worker.stop()
+    assert [m.value() for m in dead] == [b"not json"]
+    assert _lines(out) == ["0", "2"]
 
 
 BIG_LINE_BYTES = 2_000_000  # over the producer's request size (Kafka's default: 1 MiB)
