@@ -655,6 +655,10 @@ class SourceTaskLoop:
         self._queue(result)
         if not errors.tolerate_all:
             _seq, where, *info = result.failures[0]
+            # The record as Kafka's SourceRecord.toString() prints it, without its key, value
+            # and headers (the error log has them with errors.log.include.messages): where
+            # it came from, not what it holds, in the task's trace.
+            where = where.partition(" ConnectRecord{")[0]
             failure = errors.fail(where, info)
             if not self.transactional:
                 try:

@@ -40,6 +40,7 @@ from copycat_errors import (
 from copycat_protocol import SinkActions
 from copycat_transactions import HostTransactionContext, batch_boundary
 from plugin_api.connector import freeze_partition
+from plugin_api.text import java_string
 
 from plugin_api import (
     ConnectException,
@@ -392,7 +393,7 @@ class SourceRunner:
                     # sent, so no offset of theirs is committed; those before it are sent.
                     raise _StoppedAt(index - seq, _rows_batch(seq, rows)) from None
                 if isinstance(row, StageFailure):
-                    failures.append((index, _describe_source(original), *row.info()))
+                    failures.append((index, source_record_text(original), *row.info()))
                     if not self.errors.tolerate_all:
                         raise _StoppedAt(index - seq, _rows_batch(seq, rows)) from None
                     row = None
@@ -608,6 +609,61 @@ def _describe_source(record: SourceRecord) -> str:
         f"source record for topic {record.topic!r} (source partition "
         f"{record.source_partition}, offset {record.source_offset})"
     )
+
+
+def source_record_text(record: SourceRecord) -> str:
+    """A failed source record as Kafka's LogReporter.Source logs it with
+    errors.log.include.messages: its ``SourceRecord.toString()``, the ConnectRecord part
+    after it (``SourceRecord{sourcePartition={f=a}, sourceOffset={p=1}} ConnectRecord{topic='t',
+    kafkaPartition=null, key=null, keySchema=null, value=x, valueSchema=Schema{STRING},
+    timestamp=null, headers=ConnectHeaders(headers=)}``), values as Java prints them
+    (:func:`plugin_api.text.java_string`). A bytes key or value is written as
+    ``Arrays.toString`` where Java writes the array's identity (``[B@1b6d3586``). Never
+    raises: a value that cannot be printed leaves the record described by where it is."""
+    try:
+        headers = record._headers
+        listed = (
+            "["
+            + ", ".join(
+                f"ConnectHeader(key={h.key}, value={_java_value(h.value, h.schema)}, "
+                f"schema={_schema_text(h.schema)})"
+                for h in headers
+            )
+            + "]"
+            if headers
+            else ""
+        )
+        partition = record.kafka_partition
+        return (
+            f"SourceRecord{{sourcePartition={_java_value(record.source_partition, None)}, "
+            f"sourceOffset={_java_value(record.source_offset, None)}}} "
+            f"ConnectRecord{{topic='{record.topic}', "
+            f"kafkaPartition={'null' if partition is None else partition}, "
+            f"key={_java_value(record.key, record.key_schema)}, "
+            f"keySchema={_schema_text(record.key_schema)}, "
+            f"value={_java_value(record.value, record.value_schema)}, "
+            f"valueSchema={_schema_text(record.value_schema)}, "
+            f"timestamp={'null' if record.timestamp is None else record.timestamp}, "
+            f"headers=ConnectHeaders(headers={listed})}}"
+        )
+    except Exception:  # noqa: BLE001 - the log line must not fail the error handling
+        return _describe_source(record)
+
+
+def _java_value(value: object, schema: Any) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return "[" + ", ".join(str(b - 256 if b > 127 else b) for b in bytes(value)) + "]"
+    return java_string(value, schema)
+
+
+def _schema_text(schema: Any) -> str:
+    """Kafka's ConnectSchema.toString: ``Schema{name:TYPE}``, ``Schema{TYPE}``, or null."""
+    if schema is None:
+        return "null"
+    name = schema.name
+    if name is None:
+        return f"Schema{{{schema.type.name}}}"
+    return f"Schema{{{name}:{schema.type.name}}}"
 
 
 class _CollectingReporter(ErrantRecordReporter):

@@ -375,7 +375,7 @@ def test_a_transform_returning_no_record_fails_the_task_naming_its_alias(
         status = _failed(http, "transform-returns-dict", task=True)
         http.delete("/connectors/transform-returns-dict")
     trace = status["trace"]
-    assert "TRANSFORMATION (faulty_plugin.FaultyTransform) failed on source record" in trace
+    assert "TRANSFORMATION (faulty_plugin.FaultyTransform) failed on SourceRecord{" in trace
     assert (
         "transform 'shape' (faulty_plugin.FaultyTransform) returned dict, not a SourceRecord "
         "or None" in trace

@@ -342,6 +342,56 @@ def test_with_tolerance_none_the_failing_record_is_logged_and_in_the_dlq_before_
     assert committed(bootstrap_servers, f"connect-{name}", topic_name) <= 2
 
 
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_a_failed_source_record_is_logged_as_kafkas_source_record_to_string(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    broker: KafkaCluster,
+    caplog: pytest.LogCaptureFixture,
+    data_path: str,
+) -> None:
+    """With errors.log.include.messages, Kafka's LogReporter.Source appends the record as
+    polled, ``SourceRecord.toString()`` (Kafka 4.1.1's form, checked with its connect-api):
+    the source partition and offset, then ConnectRecord's fields, values as Java prints
+    them. Copycat wrote ``source record for topic 't' (source partition {...}, offset
+    {...})``."""
+    broker.create_topic(topic_name, 1)
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"task.data.path": data_path})
+    name = f"source-log-{topic_name}"
+    caplog.set_level(logging.ERROR, logger="copycat.errors")
+    start_connector(
+        worker,
+        name,
+        {
+            "connector.class": "MixedSource",
+            "topic": topic_name,
+            "count": "10",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "errors.tolerance": "all",
+            "errors.log.enable": "true",
+            "errors.log.include.messages": "true",
+        },
+    )
+
+    def logged() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "copycat.errors"]
+
+    try:
+        wait_for(logged, 30, "the failed record logged")
+    finally:
+        worker.stop()
+    first_line = logged()[0].splitlines()[0]
+    assert first_line == (
+        f"Error encountered in task {name}-0. Executing stage 'VALUE_CONVERTER' with class "
+        "'org.apache.kafka.connect.json.JsonConverter', where source record is = "
+        "SourceRecord{sourcePartition={src=mixed}, sourceOffset={n=10}} "
+        f"ConnectRecord{{topic='{topic_name}', kafkaPartition=null, key=null, keySchema=null, "
+        "value=bad-9, valueSchema=Schema{INT32}, timestamp=null, "
+        "headers=ConnectHeaders(headers=)}."
+    )
+
+
 @pytest.mark.parametrize("include_messages", [True, False])
 def test_the_error_log_names_the_stage_and_the_record_as_kafkas_log_reporter(
     catalogue: PluginCatalogue,
@@ -553,7 +603,7 @@ def test_with_tolerance_none_a_failing_source_record_is_logged_and_those_before_
     try:
         trace = _failed_trace(worker, name)
         assert "Tolerance exceeded in error handler" in trace
-        assert "offset {'n': 10}" in trace
+        assert "failed on SourceRecord{sourcePartition={src=mixed}, sourceOffset={n=10}}:" in trace
     finally:
         worker.stop()
     sent = read_all(bootstrap_servers, topic_name, 9)
