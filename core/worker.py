@@ -74,6 +74,11 @@ UNRECOVERABLE = (
 )
 
 
+# Set (True) on the exception of a connector whose own start() raised, as opposed to a failure
+# to load or instantiate it: Kafka logs the two differently (see WorkerHerder._fail_connector).
+CONNECTOR_START_THREW = "_copycat_connector_start_threw"
+
+
 def kafka_task_name(spec: TaskSpec) -> str:
     """A task as Kafka's WorkerTask subclasses name themselves in their logs
     (``WorkerSinkTask{id=name-0}``)."""
@@ -308,9 +313,12 @@ class _TaskRunner(threading.Thread):
             if self.stopping.is_set():
                 return  # stopped (its host killed) while starting: not a failure
             self.failed = True
-            log.error("task %s failed to start: %s", spec.name, exc)
+            trace = failure_trace(exc)
+            # As Kafka's WorkerTask logs a task whose start() threw (doRun), which operators'
+            # alerts match: its name, the sentence, the trace (with the cause) once after it.
+            log.error("%s %s\n%s", kafka_task_name(spec), UNRECOVERABLE, trace)
             worker.worker_metrics.task_started(ok=False)
-            self._report(State.FAILED, failure_trace(exc), version=spec.version)
+            self._report(State.FAILED, trace, version=spec.version)
             worker.task_failed(self)
             return
         watch.cancel()
@@ -678,7 +686,13 @@ class Worker:
             held = plugin.version
             host = self._spawn_connector_host(name, plugin, props)
             handle = host.new(plugin.target)
-            host.call(handle, "start", dict(props))
+            try:
+                host.call(handle, "start", dict(props))
+            except BaseException as exc:
+                # Kafka logs a connector whose start() threw in WorkerConnector's words, any
+                # other failure to start it in Worker's (the herder logs it, scrubbed).
+                setattr(exc, CONNECTOR_START_THREW, True)
+                raise
             version = str(host.call(handle, "version"))
         except BaseException as exc:
             self._starting.pop(name, None)

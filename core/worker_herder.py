@@ -51,7 +51,12 @@ from core.source_offsets import check_offset_format
 from core.status import State, Status, failure_trace
 from core.stores.config import ConfigStore, TargetState
 from core.stores.task_offsets import TaskOffsetStore
-from core.worker import TaskConfigsReturnError, TooManyTasksException, Worker
+from core.worker import (
+    CONNECTOR_START_THREW,
+    TaskConfigsReturnError,
+    TooManyTasksException,
+    Worker,
+)
 from core.worker_config import WorkerConfig
 from isolation import PluginHostError, RemotePluginError
 from plugin_api import ConfigException, ConnectException, TopicPartition
@@ -311,19 +316,29 @@ class WorkerHerder(AbstractHerder):
         exc: BaseException,
         scrub: Resolved | None,
         version: str | None = None,
+        *,
+        starting: bool = False,
     ) -> None:
         """Connector ``name`` is FAILED; its status names the version of its plugin (as
         Kafka's, KIP-891) when the worker holds it, or ``version``, the one it held before
-        its instance was stopped."""
-        message = scrub.scrub(str(exc)) if scrub else str(exc)
-        log.error("connector %s failed: %s", name, message)
+        its instance was stopped. ``starting``: its instance failed to start, logged as
+        Kafka logs it, with the trace once: ``WorkerConnector{id=<name>} Error while starting
+        connector`` when its start() raised, else ``Failed to start connector <name>``."""
+        trace = scrub.scrub(failure_trace(exc)) if scrub else failure_trace(exc)
+        if not starting:
+            message = scrub.scrub(str(exc)) if scrub else str(exc)
+            log.error("connector %s failed: %s", name, message)
+        elif getattr(exc, CONNECTOR_START_THREW, False):
+            log.error("WorkerConnector{id=%s} Error while starting connector\n%s", name, trace)
+        else:
+            log.error("Failed to start connector %s\n%s", name, trace)
         worker = self._worker()
         worker.status.set_connector(
             name,
             Status(
                 State.FAILED,
                 worker.worker_id,
-                trace=scrub.scrub(failure_trace(exc)) if scrub else failure_trace(exc),
+                trace=trace,
                 version=version or worker.connector_version(name),
             ),
         )
@@ -354,7 +369,7 @@ class WorkerHerder(AbstractHerder):
             self._worker().start_connector(name, resolved.config)
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
             if not runtime.deleted:
-                self._fail_connector(name, exc, resolved)
+                self._fail_connector(name, exc, resolved, starting=True)
             return None
         return resolved
 

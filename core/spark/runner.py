@@ -148,9 +148,10 @@ class SparkTaskRunner(_TaskRunner):
         if self.stopping.is_set():
             return
         self.failed = True
-        log.error("task %s failed to start on Spark: %s", self.spec.name, exc)
+        trace = failure_trace(exc)
+        log.error("%s %s (on Spark)\n%s", kafka_task_name(self.spec), UNRECOVERABLE, trace)
         self._count_start(ok=False)
-        self._report(State.FAILED, failure_trace(exc), version=self.spec.version)
+        self._report(State.FAILED, trace, version=self.spec.version)
 
     def _count_start(self, ok: bool) -> None:
         """The task's start in the worker's task-startup metrics (Kafka's WorkerMetricsGroup

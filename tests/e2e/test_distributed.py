@@ -497,7 +497,8 @@ def test_failed_connectors_and_tasks_are_restarted(
 
 def _failures_logged(cluster: DistributedCluster, name: str) -> int:
     """How many times the workers logged connector ``name``'s instance failing."""
-    return sum(w.text().count(f"connector {name} failed: ") for w in cluster.workers)
+    words = f"WorkerConnector{{id={name}}} Error while starting connector"
+    return sum(w.text().count(words) for w in cluster.workers)
 
 
 def _connector_failed_tasks_running(

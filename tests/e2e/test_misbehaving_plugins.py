@@ -83,6 +83,18 @@ def test_unprintable_exception_from_connector_start_fails_the_connector(
         status = _failed(http, "up-start", task=False)
     assert UNPRINTABLE in status["trace"], status["trace"]
     _no_host_crashed(worker, "up-start")
+    # As Kafka's WorkerConnector logs a start() that threw: one ERROR, the trace after it once
+    # (it said "connector up-start failed: <message>", without the trace).
+    errors = [
+        line
+        for line in worker.log_lines
+        if line.startswith("ERROR") and "up-start" in line.split("\n")[0]
+    ]
+    assert [line.split("\n")[0] for line in errors] == [
+        "ERROR copycat.herder: WorkerConnector{id=up-start} Error while starting connector"
+    ], errors
+    assert errors[0].endswith(status["trace"])
+    assert errors[0].count(UNPRINTABLE) == status["trace"].count(UNPRINTABLE)
 
 
 def test_unprintable_exception_from_poll_fails_the_task(

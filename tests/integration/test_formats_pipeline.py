@@ -261,7 +261,7 @@ def test_a_config_error_of_a_transforms_configure_names_its_key_and_alias(
     first = traces[header].splitlines()[0]
     assert "predicate 'has' of transform 'route'" in first, first
     assert 'Missing required configuration "predicates.has.name"' in first, first
-    logged = [r.getMessage() for r in caplog.records if "failed to start" in r.getMessage()]
+    logged = [r.getMessage() for r in caplog.records if "Task is being killed" in r.getMessage()]
     assert any("transforms.route.replacement" in m and "'route'" in m for m in logged), logged
 
 

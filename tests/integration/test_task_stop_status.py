@@ -214,6 +214,54 @@ def test_a_failed_task_reports_its_failure_once(
     assert failures[0].getMessage().endswith(status.trace)  # the trace, once
 
 
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_a_task_whose_start_throws_is_logged_as_kafkas_worker_task(
+    data_path: str,
+    bundled_plugin_path: Path,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A FileStreamSink task whose file is a directory fails in start(): as Kafka's WorkerTask
+    (doRun) logs it, one ERROR, ``WorkerSinkTask{id=<name>-0} Task threw an uncaught and
+    unrecoverable exception...``, the trace with its cause once after it. Copycat logged
+    ``task <name>-0 failed to start: <message>``, without the trace."""
+    worker = _worker([bundled_plugin_path], bootstrap_servers, {"task.data.path": data_path})
+    name = f"start-fails-{topic_name}"
+    caplog.set_level(logging.INFO, logger="copycat.worker")
+    try:
+        worker.start_connector(
+            name,
+            {
+                "name": name,
+                "connector.class": "FileStreamSink",
+                "file": str(tmp_path),
+                "topics": topic_name,
+            },
+        )
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        runner.join(60)
+        assert not runner.is_alive()
+    finally:
+        worker.stop()
+    status = worker.status.task(name, 0)
+    assert status is not None and status.state is State.FAILED and status.trace is not None
+    failures = [
+        r for r in caplog.records if f"{name}-0" in r.getMessage() and r.levelno >= logging.WARNING
+    ]
+    assert [(r.levelname, r.getMessage().split("\n")[0]) for r in failures] == [
+        (
+            "ERROR",
+            f"WorkerSinkTask{{id={name}-0}} Task threw an uncaught and unrecoverable "
+            "exception. Task is being killed and will not recover until manually restarted",
+        )
+    ]
+    assert failures[0].getMessage().endswith(status.trace)  # the trace, once
+    assert failures[0].getMessage().count(str(tmp_path)) == status.trace.count(str(tmp_path))
+    assert str(tmp_path) in status.trace
+
+
 @hung_in_both_data_paths(graceful_ms=2000)
 def test_tasks_stopped_together_share_one_graceful_timeout(
     hung: tuple[Worker, _Writes, str], caplog: pytest.LogCaptureFixture
