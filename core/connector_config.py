@@ -86,7 +86,9 @@ def _nullable(check: Callable[[str, Any], None]) -> Callable[[str, Any], None]:
 
 
 def _connector_name(name: str, value: Any) -> None:
-    if value is None or value == "":
+    if value is None:  # missing: "Missing required configuration" says it (as in Kafka)
+        return
+    if value == "":
         raise ConfigException(name, value, "String may not be empty")
     control = [c for c in value if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F]
     if control:
@@ -105,7 +107,7 @@ def _unique_aliases(name: str, value: Any) -> None:
     if any(alias == "" for alias in value):
         raise ConfigException(name, ",".join(value), "Aliases may not be empty.")
     if len(set(value)) != len(value):
-        raise ConfigException(name, ",".join(value), "Duplicate alias provided.")
+        raise ConfigException(name, value, "Duplicate alias provided.")
 
 
 def _regex(name: str, value: Any) -> None:

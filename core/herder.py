@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from plugin_api.config import config_infos
+from plugin_api.config import ConfigType, config_infos, parse_type
 
 from core import secrets
 from core.client_overrides import AllPolicy, ConnectorClientConfigOverridePolicy, override_errors
@@ -73,6 +73,35 @@ _VALIDATE_HINT = (
     "You can also find the above list of errors at the endpoint "
     "`/connector-plugins/{connectorType}/config/validate`"
 )
+
+
+def _embedded_messages(
+    bare: str, name: str, type_name: str, props: Mapping[str, str]
+) -> dict[str, str]:
+    """A transform's or predicate's messages that Kafka words with the full key.
+
+    Kafka embeds the plugin's definition under ``transforms.<alias>.``: a missing key and a
+    value that does not parse are reported by the connector's definition, with the full key;
+    the plugin's own validators still see the short key (``Invalid value [a] for
+    configuration renames``). Converters are validated on their own, all with the short key.
+    """
+    reworded = {_missing(bare): _missing(name)}
+    raw = props.get(bare)
+    if raw is not None:
+        try:
+            parse_type(bare, raw, ConfigType(type_name))
+        except ConfigException as exc:
+            try:
+                parse_type(name, raw, ConfigType(type_name))
+            except ConfigException as full:
+                reworded[str(exc)] = str(full)
+        except ValueError:  # a type this runtime does not know: nothing to reword
+            pass
+    return reworded
+
+
+def _missing(name: str) -> str:
+    return f'Missing required configuration "{name}" which has no default value.'
 
 
 @dataclass(frozen=True)
@@ -547,13 +576,10 @@ class AbstractHerder:
             if bare in self._FRAMEWORK_SUBKEYS or name in present:
                 continue
             entry["definition"]["name"] = entry["value"]["name"] = name
-            # The plugin's messages name its bare key; at connector level it is the full one.
-            entry["value"]["errors"] = [
-                m.replace(f"configuration {bare}:", f"configuration {name}:").replace(
-                    f'"{bare}"', f'"{name}"'
-                )
-                for m in entry["value"]["errors"]
-            ]
+            if not key.endswith(".converter"):
+                reworded = _embedded_messages(bare, name, entry["definition"]["type"], sub)
+                errors = entry["value"]["errors"]
+                entry["value"]["errors"] = [reworded.get(m, m) for m in errors]
             infos["configs"].append(entry)
 
     @staticmethod

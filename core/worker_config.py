@@ -935,8 +935,10 @@ def _problems(
     values of ``pending`` keys (placeholders not yet resolved) are not checked."""
     checked = {k: v for k, v in props.items() if k not in pending}
     required = {k for k, key in WORKER_CONFIG_DEF.keys.items() if key.required}
+    # A key's first message is its problem; a missing or unparsable value's validator run
+    # on null (config/validate reports that too, as Kafka does) adds nothing here.
     errors = {
-        r.name: r.error_messages
+        r.name: r.error_messages[:1]
         for r in WORKER_CONFIG_DEF.validate(checked)
         if r.error_messages and not (r.name in pending and r.name in required)
     }

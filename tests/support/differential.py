@@ -105,3 +105,28 @@ def differences(ours: list[Record], theirs: list[Record]) -> list[str]:
         if mine != reference:
             lines.append(f"record {i}:\n  Copycat:       {mine!r}\n  Kafka Connect: {reference!r}")
     return lines
+
+
+def validation_errors(peer: Peer, plugin: str, config: Mapping[str, str]) -> dict[str, Any]:
+    """``PUT /connector-plugins/<plugin>/config/validate``: its ``error_count`` and the errors
+    of every key that has some, keyed by the key's name."""
+    with peer.client() as client:
+        response = client.put(f"/connector-plugins/{plugin}/config/validate", json=dict(config))
+    assert response.status_code == 200, f"{peer.name}: {response.status_code} {response.text}"
+    body = response.json()
+    errors: dict[str, Any] = {"error_count": body["error_count"]}
+    for entry in body["configs"]:
+        if entry["value"]["errors"]:
+            errors[entry["value"]["name"]] = entry["value"]["errors"]
+    return errors
+
+
+def create_refusal(peer: Peer, name: str, config: Mapping[str, str]) -> tuple[int, str | None]:
+    """POST /connectors with a config expected to be refused: the status and the message (a
+    connector that was created after all is deleted again)."""
+    with peer.client() as client:
+        response = client.post("/connectors", json={"name": name, "config": dict(config)})
+        if response.status_code == 201:
+            delete(client, name)
+            return 201, None
+    return response.status_code, response.json().get("message")

@@ -98,18 +98,50 @@ class ValidString(Validator):
 
 
 class CaseInsensitiveValidString(ValidString):
-    """A string from a fixed set, compared case-insensitively."""
+    """A string from a fixed set, compared case-insensitively.
+
+    Messages list the values as Kafka's do: upper-cased, in the order of a Java ``HashSet``
+    (``NUMERIC, BASE64`` for JsonConverter's ``decimal.format``), not in definition order.
+    """
+
+    def __init__(self, values: Iterable[str]) -> None:
+        """Create the validator; prefer :meth:`in_`."""
+        super().__init__(values)
+        self._folded = frozenset(v.casefold() for v in self.values)
+        self._shown = ", ".join(_java_hash_set_order([v.upper() for v in self.values]))
 
     def ensure_valid(self, name: str, value: object) -> None:
         """Check membership ignoring case."""
-        folded = {v.casefold() for v in self.values}
-        if not isinstance(value, str) or value.casefold() not in folded:
+        if not isinstance(value, str) or value.casefold() not in self._folded:
             raise ConfigException(
-                name, value, f"String must be one of (case insensitive): {', '.join(self.values)}"
+                name, value, f"String must be one of (case insensitive): {self._shown}"
             )
 
     def __str__(self) -> str:
-        return f"(case insensitive) [{', '.join(self.values)}]"
+        return f"(case insensitive) [{self._shown}]"
+
+
+def _java_string_hash(text: str) -> int:
+    """``String.hashCode()`` as an unsigned 32-bit number (over UTF-16 code units)."""
+    data = text.encode("utf-16-le")
+    h = 0
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "little")) & 0xFFFFFFFF
+    return h
+
+
+def _java_hash_set_order(values: list[str]) -> list[str]:
+    """The iteration order of a ``java.util.HashSet`` the values were added to in order."""
+    unique = list(dict.fromkeys(values))
+    capacity = 16
+    while len(unique) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(text: str) -> int:
+        h = _java_string_hash(text)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(unique, key=bucket)  # stable: a bucket keeps insertion order
 
 
 class NonEmptyString(Validator):

@@ -423,9 +423,11 @@ class ConfigDef:
                     value = parse_type(key.name, props[key.name], key.type)
                 except ConfigException as exc:
                     result.add_error_message(str(exc))
+                    _validate_null(key, result)
                     continue
             elif key.default is NO_DEFAULT:
                 result.add_error_message(_missing_message(key.name))
+                _validate_null(key, result)
                 continue
             else:
                 value = key.default
@@ -444,6 +446,21 @@ class ConfigDef:
                 except ConfigException as exc:
                     result.add_error_message(str(exc))
         return list(results.values())
+
+
+def _validate_null(key: ConfigKey, result: ConfigValue) -> None:
+    """Run the validator of a key that is missing or did not parse on ``None``, as Kafka does
+    (it reports that error too: a missing list is "Missing required configuration" and
+    "Empty list"). A validator written for real values only, that fails on ``None`` with
+    anything but a ConfigException, adds nothing."""
+    if key.validator is None:
+        return
+    try:
+        key.validator(key.name, None)
+    except ConfigException as exc:
+        result.add_error_message(str(exc))
+    except Exception:  # noqa: BLE001 - see the docstring
+        return
 
 
 def config_infos(

@@ -61,6 +61,17 @@ class SchemaBuilderException(DataException):
     """A :class:`~plugin_api.data.SchemaBuilder` was used inconsistently."""
 
 
+def _java_text(value: object) -> str:
+    """A value as Java's string concatenation shows it: ``null``, ``true``, ``[a, b]``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_java_text(v) for v in value) + "]"
+    return str(value)
+
+
 class ConfigException(ConnectException):
     """A configuration is invalid.
 
@@ -93,7 +104,7 @@ class ConfigException(ConnectException):
         else:
             self.name = name_or_message
             self.value = value
-            text = f"Invalid value {value} for configuration {name_or_message}"
+            text = f"Invalid value {_java_text(value)} for configuration {name_or_message}"
             if message is not None:
                 text += f": {message}"
         super().__init__(text)

@@ -384,7 +384,9 @@ def test_duplicate_and_empty_aliases() -> None:
         validate_connector_config({**SINK, "transforms": "a,a", "transforms.a.type": "X"}, True)
     )
     assert dup == {
-        "transforms": ["Invalid value a,a for configuration transforms: Duplicate alias provided."]
+        "transforms": [
+            "Invalid value [a, a] for configuration transforms: Duplicate alias provided."
+        ]
     }
     empty = _errors(
         validate_connector_config({**SINK, "predicates": "p,,", "predicates.p.type": "Y"}, True)

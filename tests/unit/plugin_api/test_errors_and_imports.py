@@ -43,7 +43,7 @@ def test_config_exception_plain_message_has_no_name() -> None:
 
 
 def test_config_exception_two_args() -> None:
-    assert str(ConfigException("k", None)) == "Invalid value None for configuration k"
+    assert str(ConfigException("k", None)) == "Invalid value null for configuration k"
 
 
 def test_plugin_api_imports_only_stdlib_and_itself() -> None:

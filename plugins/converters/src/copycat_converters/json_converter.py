@@ -65,7 +65,6 @@ from plugin_api import (
     HeaderConverter,
     Headers,
     Importance,
-    Range,
     Schema,
     SchemaAndValue,
     Struct,
@@ -138,7 +137,7 @@ CONFIG_DEF = (
         SCHEMAS_CACHE_SIZE_CONFIG,
         ConfigType.INT,
         1000,
-        Range.at_least(0),
+        None,  # no validator, as in Kafka: a negative size caches nothing
         Importance.HIGH,
         "The maximum number of schemas that can be cached in this converter instance.",
         "Schemas",
@@ -250,7 +249,7 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
             conf.get_string(DECIMAL_FORMAT_CONFIG) or ""
         ).upper() == DECIMAL_FORMAT_NUMERIC
         self._replace_null = bool(conf.get_boolean(REPLACE_NULL_WITH_DEFAULT_CONFIG))
-        size = conf.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0
+        size = max(0, conf.get_int(SCHEMAS_CACHE_SIZE_CONFIG) or 0)
         self._from_connect_cache = _LRU(size)
         self._to_connect_cache = _LRU(size)
         self._reset_compiled(size)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from copycat_transforms._util import config_error
+from copycat_transforms._util import config_error, invalid_value
 from plugin_api import ConfigException
 
 ReplacementPart = str | int
@@ -57,10 +57,15 @@ def compile_java_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(_translate(pattern))
 
 
+_NULL_REGEX = 'Invalid regex: Cannot invoke "String.isEmpty()" because "this.pattern" is null'
+
+
 def regex_validator(name: str, value: object) -> None:
     """ConfigDef validator: the value must be a valid Java regex (Kafka's RegexValidator)."""
     if value is None:
-        return
+        # Kafka's validator hands null to java.util.regex.Pattern and reports its
+        # NullPointerException (a missing key is two errors there)
+        raise invalid_value(name, None, _NULL_REGEX)
     try:
         compile_java_regex(str(value))
     except re.error as exc:

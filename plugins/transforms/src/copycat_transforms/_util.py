@@ -330,10 +330,26 @@ def config_error(name: str, value: object, message: str) -> ConfigException:
     return exc
 
 
+def java_text(value: object) -> str:
+    """A config value as Kafka's messages show it: ``null``, a list as ``[a, b]``."""
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(java_text(v) for v in value) + "]"
+    return str(value)
+
+
+def invalid_value(name: str, value: object, reason: str) -> ConfigException:
+    """Kafka's ``Invalid value <value> for configuration <name>: <reason>``."""
+    return config_error(
+        name, value, f"Invalid value {java_text(value)} for configuration {name}: {reason}"
+    )
+
+
 def non_empty_list(name: str, value: object) -> None:
-    """Kafka's NonEmptyListValidator."""
+    """Kafka's check of a list that must not be empty (also run on a missing key's null)."""
     if not value:
-        raise config_error(name, value, f"{name} cannot be empty")
+        raise invalid_value(name, value, "Empty list")
 
 
 def define_replace_null_with_default(config_def: ConfigDef) -> ConfigDef:

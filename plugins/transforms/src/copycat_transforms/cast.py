@@ -28,6 +28,7 @@ from copycat_transforms._util import (
     copy_schema_basics,
     define_replace_null_with_default,
     field_value,
+    invalid_value,
     java_class,
     require_map,
     require_struct,
@@ -101,12 +102,7 @@ def parse_spec(name: str, mappings: list[str]) -> dict[str, Type]:
     for mapping in mappings:
         parts = mapping.split(":")
         if len(parts) > 2:
-            raise config_error(
-                name,
-                mappings,
-                f"Invalid value {','.join(mappings)} for configuration {name}: "
-                f"Invalid cast mapping: {mapping}",
-            )
+            raise invalid_value(name, mappings, f"Invalid cast mapping: {mapping}")
         field, type_name = (WHOLE_VALUE, parts[0]) if len(parts) == 1 else parts
         try:
             target = Type(type_name.strip().lower())
@@ -137,7 +133,7 @@ CONFIG_DEF = define_replace_null_with_default(
         SPEC_CONFIG,
         ConfigType.LIST,
         validator=LambdaValidator(
-            lambda n, v: parse_spec(n, list(v)),  # type: ignore[call-overload]
+            lambda n, v: parse_spec(n, list(v or ())),  # type: ignore[call-overload]
             "list of colon-delimited pairs, e.g. <code>foo:bar,abc:xyz</code>",
         ),
         importance=Importance.HIGH,

@@ -12,10 +12,10 @@ from copycat_transforms._util import (
     SideAware,
     ValueSide,
     VersionedPlugin,
-    config_error,
     copy_schema_basics,
     define_replace_null_with_default,
     field_value,
+    invalid_value,
     require_map,
     require_struct,
 )
@@ -51,12 +51,7 @@ def parse_renames(name: str, mappings: list[str]) -> dict[str, str]:
     for mapping in mappings:
         parts = mapping.split(":")
         if len(parts) != 2:
-            raise config_error(
-                name,
-                mappings,
-                f"Invalid value {','.join(mappings)} for configuration {name}: "
-                f"Invalid rename mapping: {mapping}",
-            )
+            raise invalid_value(name, mappings, f"Invalid rename mapping: {mapping}")
         renames[parts[0]] = parts[1]
     return renames
 

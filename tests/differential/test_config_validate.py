@@ -1,0 +1,94 @@
+"""Config validation errors of transforms, predicates and converters, on Copycat and on
+Apache Kafka Connect 4.1.1, side by side.
+
+``PUT .../config/validate`` must give the same ``error_count`` and the same error list for
+every key, and ``POST /connectors`` the same refusal. Found by an exploratory comparison:
+Kafka runs a key's validator on null when the key is missing (or did not parse) and reports
+that error too (a missing MaskField ``fields`` is two errors: "Missing required
+configuration" and "Empty list"); a plugin validator's message names the plugin's own short
+key (``renames``, not ``transforms.x.renames``); a list value reads ``[a, b]``.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from tests.support.differential import Peer, create_refusal, validation_errors
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+T = "org.apache.kafka.connect.transforms."
+PLUGIN = "FileStreamSinkConnector"
+BASE = {
+    "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+    "tasks.max": "1",
+    "topics": "validate-topic",
+    "file": "/dev/null",
+}
+
+
+def _transform(kind: str, **props: str) -> dict[str, str]:
+    return {
+        "transforms": "x",
+        "transforms.x.type": T + kind,
+        **{f"transforms.x.{k.replace('__', '.')}": v for k, v in props.items()},
+    }
+
+
+def _predicate(kind: str, **props: str) -> dict[str, str]:
+    return {
+        **_transform("Filter", predicate="p"),
+        "predicates": "p",
+        "predicates.p.type": T + "predicates." + kind,
+        **{f"predicates.p.{k}": v for k, v in props.items()},
+    }
+
+
+CASES = {
+    # missing required keys: the validator runs on null as well
+    "cast-no-spec": _transform("Cast$Value"),
+    "regex-router-no-regex": _transform("RegexRouter", replacement="x"),
+    "insert-header-no-value": _transform("InsertHeader", header="h"),
+    "insert-header-no-header": _transform("InsertHeader", value__literal="v"),
+    "value-to-key-no-fields": _transform("ValueToKey"),
+    "mask-no-fields": _transform("MaskField$Value"),
+    "topic-matches-no-pattern": _predicate("TopicNameMatches"),
+    "tasks-max-not-a-number": {"tasks.max": "x"},
+    # a plugin validator names its own key, a list reads [a, b]
+    "replace-bad-renames": _transform("ReplaceField$Value", renames="a"),
+    "timestamp-bad-target": _transform("TimestampConverter$Value", target__type="foo"),
+    "header-from-bad-operation": _transform(
+        "HeaderFrom$Value", fields="a", headers="h", operation="steal"
+    ),
+    "extract-v3": _transform("ExtractField$Value", field="a", field__syntax__version="V3"),
+    "duplicate-alias": {"transforms": "x,x", "transforms.x.type": T + "Flatten$Value"},
+    "mask-empty-fields": _transform("MaskField$Value", fields=""),
+    "drop-headers-empty": _transform("DropHeaders", headers=""),
+    # a converter's keys are validated on their own: short keys throughout, and Kafka lists
+    # a case-insensitive choice upper-cased in its HashSet's order
+    "json-bad-decimal-format": {
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.decimal.format": "HEX",
+    },
+    "json-bad-cache-size": {
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.cache.size": "x",
+    },
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_a_bad_config_is_refused_as_kafkas_is(
+    copycat: Peer, kafka_connect: Peer, case: str
+) -> None:
+    config = {**BASE, **CASES[case]}
+    theirs = validation_errors(kafka_connect, PLUGIN, config)
+    assert theirs["error_count"] > 1, theirs  # "name" is missing, and the case's own error
+    assert validation_errors(copycat, PLUGIN, config) == theirs
+
+    name = f"validate-{case}-{uuid.uuid4().hex[:6]}"
+    their_refusal = create_refusal(kafka_connect, name, {**config, "name": name})
+    assert their_refusal[0] == 400
+    assert create_refusal(copycat, name, {**config, "name": name}) == their_refusal
