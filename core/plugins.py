@@ -76,6 +76,30 @@ _KIND_NAMES = {
 }
 
 
+# Kinds a connector config names by a key of their own (value.converter, transforms.x.type);
+# Kafka words a class it cannot use there differently from an unknown connector.class.
+_COMPONENT_KINDS = frozenset({"converter", "header_converter", "transformation", "predicate"})
+
+
+def _component_not_found(
+    snapshot: _Snapshot, kinds: tuple[str, ...], key: str, name: str
+) -> ConfigException:
+    """Kafka's error for a converter, transform or predicate class that is not installed: an
+    abstract transform (``Cast``, whose ``Cast$Key``/``Cast$Value`` are) is named as such."""
+    variants = [
+        f"{name}${side}"
+        for side in ("Key", "Value")
+        if any(p.kind in kinds for p in snapshot.by_name.get(f"{name}${side}", []))
+    ]
+    if len(variants) == 2:
+        exc = ConfigException(
+            f"This class is abstract and cannot be created. Did you mean {', '.join(variants)}?"
+        )
+        exc.name, exc.value = key, name
+        return exc
+    return ConfigException(key, name, f"Class {name} could not be found.")
+
+
 class AmbiguousPluginName(ConfigException):
     """A config names a plugin by an alias that several plugins claim, so it names none of
     them (as in Kafka); ``claimants`` are their full class names."""
@@ -397,6 +421,14 @@ class PluginCatalogue:
             other_kinds = sorted(
                 {_KIND_NAMES[p.kind] for p in snapshot.by_name.get(name.strip(), [])}
             )
+            component = kind in _COMPONENT_KINDS and key != "connector.class"
+            if other_kinds and component:  # Kafka's words for a class of another kind
+                exc = ConfigException(
+                    f"Class class {name.strip()} does not implement the "
+                    f"{_KIND_NAMES[kind]} interface"
+                )
+                exc.name, exc.value = key, name
+                raise exc
             if other_kinds:  # Kafka's "Not a Transformation", and what it is instead
                 raise ConfigException(
                     key,
@@ -424,6 +456,8 @@ class PluginCatalogue:
                         f"{why} (at {where})" if where not in why else why for where, why in broken
                     ),
                 )
+            if component:
+                raise _component_not_found(snapshot, kinds, key, name.strip())
             available = sorted({p.class_name for p in self.of_kind(*kinds)})
             raise ConfigException(
                 key,

@@ -64,6 +64,17 @@ CASES = {
     ),
     "extract-v3": _transform("ExtractField$Value", field="a", field__syntax__version="V3"),
     "duplicate-alias": {"transforms": "x,x", "transforms.x.type": T + "Flatten$Value"},
+    # a class that is not installed, of another kind, or abstract (Cast: Cast$Key/Cast$Value)
+    "unknown-transform": {"transforms": "x", "transforms.x.type": "com.example.Nope"},
+    "unknown-predicate": {**_predicate("Nope"), **{"predicates.p.type": "com.example.P"}},
+    "unknown-converter": {"value.converter": "com.example.Nope"},
+    "converter-as-transform": {
+        "transforms": "x",
+        "transforms.x.type": "org.apache.kafka.connect.json.JsonConverter",
+    },
+    "transform-as-predicate": {**_predicate("Nope"), **{"predicates.p.type": T + "Flatten$Value"}},
+    "transform-as-converter": {"value.converter": T + "Flatten$Value"},
+    "abstract-transform": {"transforms": "x", "transforms.x.type": T + "Cast"},
     "mask-empty-fields": _transform("MaskField$Value", fields=""),
     "drop-headers-empty": _transform("DropHeaders", headers=""),
     # a converter's keys are validated on their own: short keys throughout, and Kafka lists

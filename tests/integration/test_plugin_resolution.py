@@ -217,16 +217,18 @@ def test_a_class_of_another_kind_or_an_empty_name_is_refused_as_kafka_refuses_it
     predicate = "org.apache.kafka.connect.transforms.predicates.HasHeaderKey"
     with pytest.raises(ConfigException) as info:
         catalogue.resolve("transformation", predicate, key="transforms.a.type")
-    # Kafka: "... transforms.a.type: Not a Transformation"; it is installed, so no list of
-    # the installed transformations, which read as if it were not.
+    # Kafka Connect 4.1.1's words; it is installed, so no list of the installed
+    # transformations, which would read as if it were not.
     assert str(info.value) == (
-        f"Invalid value {predicate} for configuration transforms.a.type: "
-        "Not a Transformation (it is installed as a Predicate)"
+        f"Class class {predicate} does not implement the Transformation interface"
     )
     assert info.value.name == "transforms.a.type"
     with pytest.raises(ConfigException) as info:
         catalogue.resolve("predicate", "RegexRouter", key="predicates.p.type")
-    assert str(info.value).endswith(": Not a Predicate (it is installed as a Transformation)")
+    assert str(info.value) == ("Class class RegexRouter does not implement the Predicate interface")
+    with pytest.raises(ConfigException) as info:  # a connector.class keeps Copycat's words
+        catalogue.resolve("connector", predicate)
+    assert str(info.value).endswith(": Not a Connector (it is installed as a Predicate)")
     with pytest.raises(ConfigException) as info:
         catalogue.resolve("converter", "", key="key.converter")
     assert (

@@ -71,8 +71,8 @@ IDLE_WAIT_SECONDS = 0.1
 
 def _single_topic(name: str, value: object) -> None:
     NonEmptyString()(name, value)
-    if value is None:
-        raise ConfigException(name, value, "Missing topic")
+    if value is None:  # missing: "Missing required configuration" says it, as in Kafka
+        return
     if "," in str(value):
         raise ConfigException(name, value, "must be a single topic, not a comma-separated list")
 
