@@ -75,6 +75,14 @@ CASES = {
     "transform-as-predicate": {**_predicate("Nope"), **{"predicates.p.type": T + "Flatten$Value"}},
     "transform-as-converter": {"value.converter": T + "Flatten$Value"},
     "abstract-transform": {"transforms": "x", "transforms.x.type": T + "Cast"},
+    # Kafka's own words, odd as they are
+    "cast-unknown-type": _transform("Cast$Value", spec="a: Foo "),
+    "cast-three-parts": _transform("Cast$Value", spec="a:b:c"),
+    # Java's PatternSyntaxException messages
+    "regex-router-unclosed-group": _transform("RegexRouter", regex="a(b", replacement="x"),
+    "regex-router-unmatched-paren": _transform("RegexRouter", regex="ab)", replacement="x"),
+    "regex-router-dangling": _transform("RegexRouter", regex="a**", replacement="x"),
+    "topic-matches-unclosed-class": _predicate("TopicNameMatches", pattern="ab[c"),
     "mask-empty-fields": _transform("MaskField$Value", fields=""),
     "drop-headers-empty": _transform("DropHeaders", headers=""),
     # a converter's keys are validated on their own: short keys throughout, and Kafka lists

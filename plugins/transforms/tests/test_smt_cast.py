@@ -200,8 +200,8 @@ def test_data_errors() -> None:
     ("spec", "message"),
     [
         ("", "Must specify at least one field to cast."),
-        ("a:int8:x", "Invalid cast mapping: a:int8:x"),
-        ("a:nope", "Invalid type found in casting spec: nope"),
+        ("a:int8:x", r"configuration renames: Invalid rename mapping: a:int8:x"),
+        ("a:nope", "Schema.Type.NOPE for configuration Invalid type found in casting spec: nope"),
         ("a:bytes", "does not support casting to BYTES"),
         ("a:struct", "does not support casting to STRUCT"),
         ("int8,a:int16", "may only specify a single cast"),

@@ -60,16 +60,40 @@ def compile_java_regex(pattern: str) -> re.Pattern[str]:
 _NULL_REGEX = 'Invalid regex: Cannot invoke "String.isEmpty()" because "this.pattern" is null'
 
 
+def _java_syntax_error(pattern: str, exc: re.error) -> str:
+    """The message java.util.regex.PatternSyntaxException gives for the common mistakes
+    (``Unclosed group near index 1`` with the pattern under it, and a caret when the index
+    is inside it); :mod:`re`'s own message for the rest."""
+    message, pos = exc.msg, exc.pos
+    same = _translate(pattern) == pattern  # positions are the translated pattern's
+    if message.startswith("missing ), unterminated subpattern"):
+        desc, index = "Unclosed group", len(pattern)
+    elif message == "unterminated character set":
+        desc, index = "Unclosed character class", len(pattern) - 1
+    elif message == "unbalanced parenthesis" and same and pos:
+        desc, index = "Unmatched closing ')'", pos - 1
+    elif message in ("nothing to repeat", "multiple repeat") and same and pos is not None:
+        desc, index = f"Dangling meta character '{pattern[pos]}'", pos
+    else:
+        return str(exc)
+    text = f"{desc} near index {index}\n{pattern}"
+    if 0 <= index < len(pattern):
+        text += "\n" + " " * index + "^"
+    return text
+
+
 def regex_validator(name: str, value: object) -> None:
     """ConfigDef validator: the value must be a valid Java regex (Kafka's RegexValidator)."""
     if value is None:
         # Kafka's validator hands null to java.util.regex.Pattern and reports its
         # NullPointerException (a missing key is two errors there)
         raise invalid_value(name, None, _NULL_REGEX)
+    pattern = str(value)
     try:
-        compile_java_regex(str(value))
+        compile_java_regex(pattern)
     except re.error as exc:
-        raise ConfigException(name, value, f"Invalid regex: {exc}") from None
+        reason = f"Invalid regex: {_java_syntax_error(pattern, exc)}"
+        raise ConfigException(name, value, reason) from None
 
 
 def parse_replacement(

@@ -28,8 +28,8 @@ from copycat_transforms._util import (
     copy_schema_basics,
     define_replace_null_with_default,
     field_value,
-    invalid_value,
     java_class,
+    java_text,
     require_map,
     require_struct,
 )
@@ -102,13 +102,25 @@ def parse_spec(name: str, mappings: list[str]) -> dict[str, Type]:
     for mapping in mappings:
         parts = mapping.split(":")
         if len(parts) > 2:
-            raise invalid_value(name, mappings, f"Invalid cast mapping: {mapping}")
+            # Kafka's Cast names ReplaceField's key and words here (a copy in its source)
+            raise config_error(
+                name,
+                mappings,
+                f"Invalid value {java_text(mappings)} for configuration renames: "
+                f"Invalid rename mapping: {mapping}",
+            )
         field, type_name = (WHOLE_VALUE, parts[0]) if len(parts) == 1 else parts
         try:
             target = Type(type_name.strip().lower())
         except ValueError:
+            # Kafka's words: Schema.Type.valueOf's exception passed as the value, and the
+            # sentence as the key, of ConfigException(name, value)
             raise config_error(
-                name, mappings, f"Invalid type found in casting spec: {type_name.strip()}"
+                name,
+                mappings,
+                "Invalid value java.lang.IllegalArgumentException: No enum constant "
+                f"org.apache.kafka.connect.data.Schema.Type.{type_name.strip().upper()} for "
+                f"configuration Invalid type found in casting spec: {type_name.strip()}",
             ) from None
         if target not in SUPPORTED_OUTPUT_TYPES:
             raise config_error(
