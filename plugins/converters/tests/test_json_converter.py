@@ -611,3 +611,22 @@ def test_the_recursion_limit_is_left_as_it_was() -> None:
     make(schemas_enable="false").to_connect_data("t", nested_arrays(1000))
     make().from_connect_data("t", None, nested_list(999))
     assert sys.getrecursionlimit() == before
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "message"),
+    [
+        (Date.SCHEMA, 5, "Invalid type for Date, expected Date but was class java.lang.Integer"),
+        (Time.SCHEMA, "x", "Invalid type for Time, expected Date but was class java.lang.String"),
+        (
+            Timestamp.SCHEMA,
+            5,
+            "Invalid type for Timestamp, expected Date but was class java.lang.Long",
+        ),
+    ],
+)
+def test_a_logical_date_of_the_wrong_type_names_javas_classes(schema, value, message) -> None:
+    """Kafka's JsonConverter expects a java.util.Date for all three, and names the value's
+    Java class (here, by the schema's type) rather than Python's."""
+    with pytest.raises(DataException, match=f"^{re.escape(message)}$"):
+        make().from_connect_data("t", schema, value)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 
 import pytest
 from copycat_transforms import TimestampConverterKey, TimestampConverterValue, TimestampRouter
@@ -271,3 +272,25 @@ def test_timestamp_router_errors() -> None:
         for r in TimestampRouter().config().validate({"timestamp.format": "'x"})
     }
     assert errors["timestamp.format"]
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "message"),
+    [
+        (
+            Timestamp.SCHEMA,
+            5,
+            "Expected Timestamp to be a java.util.Date, but found class java.lang.Long",
+        ),
+        (Date.SCHEMA, 5, "Expected Date to be a java.util.Date, but found class java.lang.Integer"),
+        (
+            Time.SCHEMA,
+            "x",
+            "Expected Time to be a java.util.Date, but found class java.lang.String",
+        ),
+    ],
+)
+def test_a_logical_date_of_the_wrong_type_names_javas_classes(schema, value, message) -> None:
+    """Kafka's TimestampConverter holds all three as java.util.Date, and says so."""
+    with pytest.raises(DataException, match=f"^{re.escape(message)}$"):
+        apply_transform(TimestampConverterValue, {"target.type": "unix"}, rec(value, schema))

@@ -519,20 +519,22 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
         if name == Date.LOGICAL_NAME:
             if not isinstance(value, datetime.date):
                 raise DataException(
-                    f"Invalid type for Date, expected datetime.date but was {type(value).__name__}"
+                    f"Invalid type for Date, expected Date but was "
+                    f"class {java_class_name(value, schema)}"
                 )
             return Date.from_logical(schema, value)
         if name == Time.LOGICAL_NAME:
             if not isinstance(value, datetime.time):
                 raise DataException(
-                    f"Invalid type for Time, expected datetime.time but was {type(value).__name__}"
+                    f"Invalid type for Time, expected Date but was "
+                    f"class {java_class_name(value, schema)}"
                 )
             return Time.from_logical(schema, value)
         if name == Timestamp.LOGICAL_NAME:
             if not isinstance(value, datetime.datetime):
                 raise DataException(
-                    "Invalid type for Timestamp, expected datetime.datetime but was "
-                    f"{type(value).__name__}"
+                    "Invalid type for Timestamp, expected Date but was "
+                    f"class {java_class_name(value, schema)}"
                 )
             return Timestamp.from_logical(schema, value)
         return _NOT_LOGICAL

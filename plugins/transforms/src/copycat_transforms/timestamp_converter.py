@@ -251,21 +251,22 @@ class TimestampConverter(VersionedPlugin, SideAware, Transformation[ConnectRecor
         if source == TYPE_TIMESTAMP:
             if not isinstance(value, datetime.datetime):
                 raise DataException(
-                    "Expected Timestamp to be a datetime.datetime, but found "
-                    f"{type(value).__name__}"
+                    "Expected Timestamp to be a java.util.Date, but found "
+                    f"{java_class(value, Timestamp.SCHEMA)}"
                 )
             return Timestamp.from_logical(Timestamp.SCHEMA, value)
         if source == TYPE_DATE:
             if not isinstance(value, datetime.date):
                 raise DataException(
-                    f"Expected Date to be a datetime.date, but found {type(value).__name__}"
+                    "Expected Date to be a java.util.Date, but found "
+                    f"{java_class(value, Date.SCHEMA)}"
                 )
             if isinstance(value, datetime.datetime):
                 return Timestamp.from_logical(Timestamp.SCHEMA, value)
             return Date.from_logical(Date.SCHEMA, value) * _MS_PER_DAY
         if not isinstance(value, datetime.time):
             raise DataException(
-                f"Expected Time to be a datetime.time, but found {type(value).__name__}"
+                f"Expected Time to be a java.util.Date, but found {java_class(value, Time.SCHEMA)}"
             )
         return Time.from_logical(Time.SCHEMA, value)
 
