@@ -630,3 +630,22 @@ def test_a_logical_date_of_the_wrong_type_names_javas_classes(schema, value, mes
     Java class (here, by the schema's type) rather than Python's."""
     with pytest.raises(DataException, match=f"^{re.escape(message)}$"):
         make().from_connect_data("t", schema, value)
+
+
+def test_a_negative_zero_reads_as_kafkas_bigdecimal_does() -> None:
+    """Kafka parses JSON numbers as BigDecimal, which has no -0: -0.0 reads as 0.0, and a
+    negative too small for a double still rounds to -0.0; on every read path."""
+    schemaless = make(schemas_enable="false")  # a deviation: orjson's -0.0, not checked for
+    value = schemaless.to_connect_data("t", b"[-0.0, -1e-400, -0.5, 0]").value
+    assert [math.copysign(1.0, v) for v in value] == [-1.0, -1.0, -1.0, 1.0]
+    nulled = make().to_connect_data("t", b'{"schema":null,"payload":[-0.0,-1e-400]}').value
+    assert [math.copysign(1.0, v) for v in nulled] == [1.0, -1.0]
+    fields = '[{"field":"d","type":"double"}'
+    exact = ',{"field":"n","type":"bytes","optional":true,"name":"' + Decimal.LOGICAL_NAME + '"}'
+    for extra in ("", exact):  # float and Decimal parsing; each read twice (compiled reader)
+        converter = make()
+        for payload, sign in (("-0.0", 1.0), ("-0.0", 1.0), ("-1e-400", -1.0), ("-0", 1.0)):
+            data = f'{{"schema":{{"type":"struct","fields":{fields}{extra}]}},'
+            data += f'"payload":{{"d":{payload}}}}}'
+            read = converter.to_connect_data("t", data.encode()).value.get("d")
+            assert math.copysign(1.0, read) == sign, (extra, payload)

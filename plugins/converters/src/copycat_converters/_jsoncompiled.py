@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +70,7 @@ _COMMON: dict[str, Any] = {
     "_date": datetime.date,
     "_time": datetime.time,
     "_Dec": decimal.Decimal,
+    "_copysign": math.copysign,
     "_b64decode": base64.b64decode,
     "_b64_text": _b64_text,
     "_decimal_from_b64": _decimal_from_b64,
@@ -207,12 +209,16 @@ def compile_reader(schema: Schema, replace_null: bool, exact: bool) -> Callable[
                 "    raise _FB",
             ]
         if kind is Type.FLOAT32 or kind is Type.FLOAT64:
+            # Kafka reads numbers as BigDecimal, which has no -0: a -0.0 parsed as a float
+            # falls back to the exact path, which reads its text (-0.0 there is 0.0, a
+            # negative too small for a double stays -0.0); a zero Decimal is 0.0.
             return [
                 *lines,
                 f"elif type({var}) is float:",
-                "    pass",
+                f"    if {var} == 0.0 and _copysign(1.0, {var}) < 0.0:",
+                "        raise _FB",
                 f"elif type({var}) is int" + (f" or type({var}) is _Dec:" if exact else ":"),
-                f"    {var} = float({var})",
+                f"    {var} = float({var}) if {var} else 0.0",
                 "else:",
                 "    raise _FB",
             ]

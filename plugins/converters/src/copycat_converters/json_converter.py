@@ -111,7 +111,13 @@ _NON_FINITE_FLOATS = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.
 _EXACT_DECODER = json.JSONDecoder(
     parse_float=decimal.Decimal, parse_constant=lambda c: _reject_constant(c)
 )
-_FLOAT_DECODER = json.JSONDecoder(parse_constant=lambda c: _reject_constant(c))
+# Payloads under a schema: a FLOAT64/FLOAT32 reads as Kafka's BigDecimal would (no -0.0).
+_FLOAT_DECODER = json.JSONDecoder(
+    parse_float=lambda text: _java_float(text), parse_constant=lambda c: _reject_constant(c)
+)
+# schemas.enable=false when orjson declines a document: the same numbers orjson reads (a
+# schemaless -0.0 stays -0.0, see docs/operator-guide.md).
+_SCHEMALESS_DECODER = json.JSONDecoder(parse_constant=lambda c: _reject_constant(c))
 # Envelope layouts (schema texts) whose compiled readers are tried first, most recent first: a
 # topic usually carries one schema, sometimes a few in turn (keys and values use separate
 # converters). Each miss costs a prefix comparison; past this, the schema's slow first read.
@@ -609,7 +615,7 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                 return NULL_SCHEMA_AND_VALUE
             raise DataException(ENVELOPE_ERROR)
         if not self._schemas_enabled:
-            return SchemaAndValue(None, _loads(_FLOAT_DECODER, text))
+            return SchemaAndValue(None, _loads(_SCHEMALESS_DECODER, text))
         if text.startswith(_ENVELOPE_HEAD):
             found = self._read_envelope_fast(text)
             if found is not None:
@@ -757,6 +763,8 @@ class JsonConverter(VersionedPlugin, Converter, HeaderConverter):
                 return _NON_FINITE_FLOATS[node]
             if isinstance(node, bool) or not isinstance(node, (int, float, decimal.Decimal)):
                 raise _node_error(kind, node)
+            if type(node) is decimal.Decimal and not node:
+                return 0.0  # a zero BigDecimal, whatever its sign in the text
             return float(node)
         if kind is Type.BOOLEAN:
             if not isinstance(node, bool):
@@ -935,10 +943,20 @@ def _infer_type(value: object) -> Type:
     )
 
 
+def _java_float(text: str) -> float:
+    """A JSON number with a fraction or exponent, as Kafka reads it: through a BigDecimal,
+    which has no negative zero (``-0.0`` and ``-0e5`` are 0.0; ``-1e-400``, not zero but too
+    small for a double, is -0.0 as in Java)."""
+    value = float(text)
+    if value == 0.0 and not text.lstrip("-").split("e")[0].split("E")[0].strip("0."):
+        return 0.0
+    return value
+
+
 def _schemaless(node: object) -> object:
     """Schemaless JSON to Connect: only exact-parsed numbers need changing (to float)."""
     if isinstance(node, decimal.Decimal):
-        return float(node)
+        return float(node) if node else 0.0
     if isinstance(node, list):
         return [_schemaless(item) for item in node]
     if isinstance(node, dict):
