@@ -2,7 +2,8 @@
 Apache Kafka Connect 4.1.1, side by side.
 
 ``PUT .../config/validate`` must give the same ``error_count`` and the same error list for
-every key, and ``POST /connectors`` the same refusal. Found by an exploratory comparison:
+every key, and ``POST /connectors`` and ``PUT /connectors/<name>/config`` the same refusal.
+Found by an exploratory comparison:
 Kafka runs a key's validator on null when the key is missing (or did not parse) and reports
 that error too (a missing MaskField ``fields`` is two errors: "Missing required
 configuration" and "Empty list"); a plugin validator's message names the plugin's own short
@@ -111,3 +112,5 @@ def test_a_bad_config_is_refused_as_kafkas_is(
     their_refusal = create_refusal(kafka_connect, name, {**config, "name": name})
     assert their_refusal[0] == 400
     assert create_refusal(copycat, name, {**config, "name": name}) == their_refusal
+    assert create_refusal(copycat, name, config, put=True) == their_refusal
+    assert create_refusal(kafka_connect, name, config, put=True) == their_refusal

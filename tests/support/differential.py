@@ -121,12 +121,18 @@ def validation_errors(peer: Peer, plugin: str, config: Mapping[str, str]) -> dic
     return errors
 
 
-def create_refusal(peer: Peer, name: str, config: Mapping[str, str]) -> tuple[int, str | None]:
-    """POST /connectors with a config expected to be refused: the status and the message (a
-    connector that was created after all is deleted again)."""
+def create_refusal(
+    peer: Peer, name: str, config: Mapping[str, str], put: bool = False
+) -> tuple[int, str | None]:
+    """POST /connectors (or ``put``: PUT /connectors/<name>/config) with a config expected to
+    be refused: the status and the message (a connector that was created after all is
+    deleted again)."""
     with peer.client() as client:
-        response = client.post("/connectors", json={"name": name, "config": dict(config)})
-        if response.status_code == 201:
+        if put:
+            response = client.put(f"/connectors/{name}/config", json=dict(config))
+        else:
+            response = client.post("/connectors", json={"name": name, "config": dict(config)})
+        if response.status_code in (200, 201):
             delete(client, name)
             return 201, None
     return response.status_code, response.json().get("message")
