@@ -370,6 +370,7 @@ class ConfigReactions(ExactlyOnceSupport):
         else:
             worker.forget_connector(name)  # a FAILED or STOPPED one held here
         worker.forget_topics(name)  # a deleted connector's active topics go with it
+        held_here = owned_instance or any(t[0] == name for t in self._assigned.tasks)
         self._assigned = Held.of(
             (c for c in self._assigned.connectors if c != name),
             (t for t in self._assigned.tasks if t[0] != name),
@@ -379,6 +380,13 @@ class ConfigReactions(ExactlyOnceSupport):
         else:
             for task in tasks:
                 worker.status.remove_task(name, task)
+        if held_here and self.configs.snapshot().contains(name):
+            # Created again while this removal waited (behind a stop that took its graceful
+            # timeout, say): a round assigned meanwhile read the name configured and this
+            # worker still holding it, so the leader counts it as running here. Rejoin without
+            # it, and it is assigned as lost work; else nobody would run it until the next
+            # rebalance.
+            self._request_rebalance(f"connector {name} was created again while it was removed")
 
     def _restart_here(self, request: RestartRequest) -> None:
         """A KIP-745 restart request from the config topic: restart our part of it.

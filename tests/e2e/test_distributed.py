@@ -947,6 +947,37 @@ def test_a_create_delete_storm_through_every_worker_leaves_one_consistent_cluste
         assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
 
 
+def test_a_connector_created_again_while_its_removal_runs_is_assigned_and_runs(
+    cluster: DistributedCluster,
+) -> None:
+    """A delete followed at once by a create of the same name (a script re-deploying, or the
+    storm above): the worker holding the old connector is still removing it (here its stop()
+    hangs until the graceful timeout reclaims it) when the leader assigns the next round and
+    reads the name configured again, so it counts the connector as still running there. Once
+    that worker has let go of the old one, it rejoins and the new one is assigned and runs.
+    Before, nobody ran it and its status was a 404 until something else rebalanced the
+    group (CI saw a create-delete storm leave one such connector for 60 s)."""
+    name = "recreated"
+    hanging = {
+        "connector.class": "FaultySource",
+        "topic": "unused",
+        "tasks.max": "2",
+        "hang.in": "connector.stop",
+    }
+    plain = {k: v for k, v in hanging.items() if k != "hang.in"}
+    for round_ in range(3):
+        created = lifecycle_call(cluster.urls[round_ % WORKERS], "create", name, hanging)
+        assert created.status_code == 201, created.text
+        cluster.wait_running(name, 2)
+        deleted = lifecycle_call(cluster.urls[(round_ + 1) % WORKERS], "delete", name, {})
+        assert deleted.status_code == 204, deleted.text
+        again = lifecycle_call(cluster.urls[(round_ + 2) % WORKERS], "create", name, plain)
+        assert again.status_code == 201, again.text
+        cluster.wait_running(name, 2, timeout_s=45)
+        assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204
+        wait_until(partial(no_hosts_of, name), 30, f"no plugin host left of {name}")
+
+
 def _settled_everywhere(cluster: DistributedCluster, name: str, tasks: int) -> str | None:
     """The connector's state when every worker reports the same status and its tasks agree
     with it (RUNNING or PAUSED with ``tasks`` tasks in that state, STOPPED with none)."""
