@@ -275,10 +275,11 @@ class ConfigReactions(ExactlyOnceSupport):
         # Tasks beyond the new count are no longer this worker's, running or not: still
         # counted as held, they would be reported as running at the next rebalance, and a
         # connector growing again would never get them assigned.
-        self._assigned = Held.of(
-            self._assigned.connectors,
-            (t for t in self._assigned.tasks if t[0] != name or t[1] < len(tasks)),
-        )
+        with self._assigned_lock:
+            self._assigned = Held.of(
+                self._assigned.connectors,
+                (t for t in self._assigned.tasks if t[0] != name or t[1] < len(tasks)),
+            )
         worker = self.worker
         if worker is None:
             return
@@ -370,11 +371,13 @@ class ConfigReactions(ExactlyOnceSupport):
         else:
             worker.forget_connector(name)  # a FAILED or STOPPED one held here
         worker.forget_topics(name)  # a deleted connector's active topics go with it
-        held_here = owned_instance or any(t[0] == name for t in self._assigned.tasks)
-        self._assigned = Held.of(
-            (c for c in self._assigned.connectors if c != name),
-            (t for t in self._assigned.tasks if t[0] != name),
-        )
+        with self._assigned_lock:
+            held = self._assigned
+            self._assigned = Held.of(
+                (c for c in held.connectors if c != name),
+                (t for t in held.tasks if t[0] != name),
+            )
+        held_here = name in held.connectors or any(t[0] == name for t in held.tasks)
         if owned_instance:
             worker.status.remove_connector(name)  # the connector and every task it knows
         else:

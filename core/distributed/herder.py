@@ -138,6 +138,9 @@ class DistributedHerder(Rebalancing, HerderApi):
         self._prepared = False
         # Group state, written by the tick thread.
         self._assigned = Held()  # what the leader gave this worker, minus what it revoked
+        # Its read-modify-writes, from the tick thread and connector operation threads: one
+        # lost would leave work counted as held here that nothing runs, or the reverse.
+        self._assigned_lock = threading.Lock()
         self._generation = -1
         self._last_completed_generation = -1
         self._leader_url: str | None = None

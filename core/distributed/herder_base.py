@@ -53,8 +53,10 @@ class DistributedHerderBase(WorkerHerder):
     """The distributed herder's shared state and leadership checks (see the module docstring).
 
     Every attribute is set by ``DistributedHerder.__init__`` (and ``start()`` for the stores).
-    Group state (``_assigned`` ... ``_rebalances``) is written by the tick thread only;
-    ``_members`` by kafka-python's IO thread while it assigns, as the leader.
+    Group state (``_assigned`` ... ``_rebalances``) is written by the tick thread only, except
+    ``_assigned``, which connector operation threads also narrow (a deleted connector, a task
+    count that shrank): every change of it is made under ``_assigned_lock``. ``_members`` is
+    written by kafka-python's IO thread while it assigns, as the leader.
     """
 
     group_id: str
@@ -72,6 +74,7 @@ class DistributedHerderBase(WorkerHerder):
     _wakeup: threading.Event
     _last_tick: float  # when the tick thread last went round (health checks read it)
     _assigned: Held
+    _assigned_lock: threading.Lock
     _generation: int
     _last_completed_generation: int
     _leader_url: str | None

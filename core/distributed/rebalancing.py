@@ -122,7 +122,8 @@ class Rebalancing(ConfigReactions):
         else:
             configs.relinquish_write_privileges()
         revoked = assignment.revoked
-        self._assigned = self._assigned.minus(revoked).plus(assignment.assigned)
+        with self._assigned_lock:
+            self._assigned = self._assigned.minus(revoked).plus(assignment.assigned)
         self._rebalances += 1
         self.rebalance_metrics.rebalance_succeeded(joined.generation, assignment.leader_url or "")
         log.info(
@@ -224,7 +225,8 @@ class Rebalancing(ConfigReactions):
         (:mod:`.membership`), so the group may already have given this worker's work to
         others: stop all of it here. The next rebalance assigns it again (this worker's join
         metadata now says it runs nothing)."""
-        held, self._assigned = self._assigned, Held()
+        with self._assigned_lock:
+            held, self._assigned = self._assigned, Held()
         if held:
             self._stop_revoked(held, self.statuses.generation if self.statuses is not None else 0)
 
