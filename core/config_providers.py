@@ -67,20 +67,42 @@ class ConfigProvider(Protocol):
 
 
 class _AllowedPaths:
-    """``allowed.paths``: when set, only files under these directories may be read."""
+    """``allowed.paths``: when set, only files under these directories may be read.
+
+    As Kafka's: the allowed paths must be absolute and exist (else the worker does not start);
+    a path asked for is normalised without touching the file system (``..`` collapsed, links
+    not followed) and is allowed when it lies under one of them. A path that is not (a relative
+    one included) is no error: the provider finds nothing there and logs a warning.
+    """
 
     def __init__(self) -> None:
         self.roots: list[Path] | None = None
 
     def configure(self, configs: Mapping[str, str]) -> None:
         raw = configs.get("allowed.paths", "").strip()
-        self.roots = [Path(p.strip()).resolve() for p in raw.split(",") if p.strip()] or None
+        roots = []
+        for entry in (p.strip() for p in raw.split(",")):
+            if not entry:
+                continue
+            root = Path(os.path.normpath(entry))
+            if not root.is_absolute():
+                raise ConfigException(f"Path {root} is not absolute")
+            if not root.exists():
+                raise ConfigException(f"Path {root} does not exist")
+            roots.append(root)
+        self.roots = roots or None
 
-    def check(self, path: str) -> Path:
-        resolved = Path(path).resolve()
-        if self.roots is not None and not any(resolved.is_relative_to(r) for r in self.roots):
-            raise ConfigException(f"{path} is not allowed by allowed.paths")
-        return resolved
+    def check(self, path: str, provider: str) -> Path | None:
+        """The path to read, or None (logged) when ``allowed.paths`` does not allow it."""
+        if self.roots is None:
+            return Path(path)
+        normalised = Path(os.path.normpath(path))
+        if any(normalised.is_relative_to(root) for root in self.roots):
+            return normalised
+        logging.getLogger(f"{log.name}.{provider}").warning(
+            "The path %s is not allowed to be accessed", path
+        )
+        return None
 
 
 class FileConfigProvider:
@@ -95,7 +117,9 @@ class FileConfigProvider:
     def get(self, path: str, keys: Iterable[str]) -> dict[str, str]:
         if not path:  # ${file:key}: no file named, nothing found (Kafka's answer)
             return {}
-        file = self._allowed.check(path)
+        file = self._allowed.check(path, type(self).__name__)
+        if file is None:
+            return {}
         try:
             props = parse_properties(file.read_text(encoding="utf-8"))
         except OSError as exc:
@@ -121,13 +145,22 @@ class DirectoryConfigProvider:
     def get(self, path: str, keys: Iterable[str]) -> dict[str, str]:
         if not path:  # ${dir:file}: no directory named, nothing found (Kafka's answer)
             return {}
-        directory = self._allowed.check(path)
+        directory = self._allowed.check(path, type(self).__name__)
+        if directory is None:
+            return {}
+        if not directory.is_dir():
+            log.warning("The path %s is not a directory", path)
+            return {}
         found = {}
         for key in keys:
             file = directory / key
             if file.parent != directory or not file.is_file():
                 continue  # only regular files directly in the directory, like Kafka
-            found[key] = file.read_text(encoding="utf-8")
+            try:
+                found[key] = file.read_text(encoding="utf-8")
+            except OSError as exc:
+                log.error("Could not read file %s for property %s: %s", file, key, exc.strerror)
+                raise ConfigException(f"Could not read file {file} for property {key}") from None
         return found
 
     def close(self) -> None:

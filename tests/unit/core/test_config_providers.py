@@ -56,14 +56,40 @@ def test_resolves_each_builtin_provider_and_can_scrub(
     )
 
 
-def test_allowed_paths_and_unreadable_files(tmp_path: Path) -> None:
-    resolver = _resolver(tmp_path, **{"allowed.paths": str(tmp_path / "ok")})
-    with pytest.raises(ConfigException, match="not allowed"):
-        resolver.resolve({"k": "${file:/etc/passwd:root}"})
+def test_allowed_paths_and_unreadable_files(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Outside ``allowed.paths`` (normalised as Kafka's: ``..`` collapsed, a relative path
+    never allowed) a provider finds nothing and warns, as Kafka's; a file it may read but
+    cannot is an error."""
     (tmp_path / "ok").mkdir()
-    with pytest.raises(ConfigException, match="Could not read") as info:
+    (tmp_path / "s.properties").write_text("root=x\n")
+    resolver = _resolver(tmp_path, **{"allowed.paths": str(tmp_path / "ok")})
+    outside = [
+        "${file:/etc/passwd:root}",
+        f"${{file:{tmp_path}/ok/../s.properties:root}}",
+        "${file:s.properties:root}",
+    ]
+    config = {f"k{i}": v for i, v in enumerate(outside)}
+    with caplog.at_level("WARNING", "copycat.config_providers"):
+        assert resolver.resolve(config).config == config
+    assert "The path /etc/passwd is not allowed to be accessed" in caplog.text
+    with pytest.raises(ConfigException, match="Could not read"):
         resolver.resolve({"k": f"${{file:{tmp_path}/ok/missing.properties:x}}"})
-    assert info.value.name == "k"
+
+
+@pytest.mark.parametrize(
+    ("allowed", "message"),
+    [("relative/dir", "Path relative/dir is not absolute"), ("/no/such", "Path /no/such does")],
+)
+def test_allowed_paths_must_be_absolute_and_exist(allowed: str, message: str) -> None:
+    """Kafka's AllowedPaths refuses them when the provider is configured (the worker's start)."""
+    with pytest.raises(ConfigException, match=message):
+        ConfigResolver.from_worker_config(
+            ["file"],
+            {"file": {"class": "FileConfigProvider", "param.allowed.paths": allowed}},
+            BUILTIN_PROVIDERS,
+        )
 
 
 def test_unknown_provider_class_is_a_config_error() -> None:
