@@ -179,7 +179,9 @@ class EnvVarConfigProvider:
 
     def get(self, path: str, keys: Iterable[str]) -> dict[str, str]:
         if path:
-            raise ConfigException("EnvVarConfigProvider takes no path: use ${env:VARIABLE}")
+            message = f"Path is not supported for EnvVarConfigProvider, invalid value '{path}'"
+            log.error("%s", message)
+            raise ConfigException(message)
         return {
             k: os.environ[k]
             for k in keys
@@ -256,8 +258,9 @@ class ConfigResolver:
         have, is left as it is.
 
         Raises:
-            ConfigException: a provider failed (e.g. unreadable file); the message names the
-                config key and the placeholder, never a secret.
+            ConfigException: a provider failed (e.g. unreadable file), with the provider's
+                message as Kafka's ConfigTransformer passes it on (Kafka's providers name the
+                path, never a value).
         """
         out: dict[str, str] = {}
         found_secrets: dict[str, str] = {}
@@ -266,17 +269,12 @@ class ConfigResolver:
                 out[key] = value
                 continue
 
-            def substitute(match: re.Match[str], key: str = key, raw: str = value) -> str:
+            def substitute(match: re.Match[str]) -> str:
                 provider = self.providers.get(match.group(1))
                 if provider is None:
                     return match.group(0)
                 path, name = match.group(2) or "", match.group(3)
-                try:
-                    found = provider.get(path, [name])
-                except ConfigException as exc:
-                    # Kafka's form; the value named is the raw one (placeholders, no secret):
-                    # "Invalid value ${file:/x:pw} for configuration pw: Could not read ..."
-                    raise ConfigException(key, raw, str(exc)) from None
+                found = provider.get(path, [name])  # its ConfigException is the answer
                 if name not in found:
                     return match.group(0)
                 found_secrets[found[name]] = match.group(0)

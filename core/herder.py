@@ -415,16 +415,20 @@ class AbstractHerder:
 
         Placeholders are resolved for validation; the response shows the submitted values
         (placeholders), PASSWORD values as ``[hidden]``, and no error message quotes a secret.
+
+        Raises:
+            HerderError: a config provider failed (500, its message, as Kafka answers).
         """
         self._plugins_settled()
         connector_class = config.get("connector.class")
         if not connector_class:
             raise BadRequestError("Connector config contains no connector type")
-        resolve_error: ConfigException | None = None
         try:
             resolved = self.resolver.resolve(config)
         except ConfigException as exc:
-            resolve_error, resolved = exc, Resolved(dict(config), {})
+            # Kafka resolves before it validates: a provider's failure is no validation
+            # error but the request's, a 500 with the provider's message (on create too).
+            raise HerderError(str(exc)) from None
         try:
             plugin = self.catalogue.resolve(
                 "connector", connector_class, config.get("connector.plugin.version")
@@ -473,8 +477,6 @@ class AbstractHerder:
             if plugin.kind == "source" and self.exactly_once_source == "enabled":
                 for key, message in self._exactly_once_errors(plugin, resolved.config):
                     self._add_error(infos, key, message)
-        if resolve_error is not None:
-            self._add_error(infos, resolve_error.name or "connector.class", str(resolve_error))
         self._show_submitted(infos, config, resolved)
         infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
         return infos

@@ -5,7 +5,8 @@ by side, with the same worker properties (file, dir and env providers, ``allowed
 Found by an exploratory comparison: a path outside ``allowed.paths`` (or relative, or the
 ``${env`` of a nested reference) is not an error in Kafka: its File- and
 DirectoryConfigProvider log a warning and find nothing, so the placeholder stays and the
-connector is created and runs.
+connector is created and runs. A provider that fails (an unreadable file, a path given to the
+env provider) fails the request: 500 with the provider's message, on create and on validate.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, create, delete, wait_running
+from tests.support.differential import Peer, create, create_refusal, delete, wait_running
 from tests.support.jvm import run_owner_pid
 from tests.support.kafka import wait_for
 from tests.support.kafka_connect import KafkaConnect
@@ -177,3 +178,41 @@ def test_path_outside_allowed_paths_leaves_the_placeholder(
         )
     assert answers["Kafka Connect"] == (200, 0, 201, value)
     assert answers["Copycat"] == answers["Kafka Connect"]
+
+
+FAILING = {
+    "missing-file": {"x.pw": "${file:%(allowed)s/nope.properties:pw}"},
+    "file-is-a-directory": {"x.pw": "${file:%(allowed)s/d:pw}"},
+    "file-names-the-sink-file": {"file": "${file:%(allowed)s/nope.properties:file}"},
+    "env-with-a-path": {"x.pw": "${env:foo:%(env)s}"},
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILING))
+def test_a_failing_provider_fails_the_request(
+    workers: tuple[Peer, Peer], secrets: Path, case: str
+) -> None:
+    """A provider's ConfigException is no validation error in Kafka: validate and create both
+    answer 500 with the provider's message (validate's names Java's exception class too)."""
+    config = {
+        **SINK,
+        **{k: v % {"allowed": secrets, "env": ENV_VAR} for k, v in FAILING[case].items()},
+    }
+    name = f"providers-{case}"
+    kafka, copycat = workers
+    theirs, ours = (create_refusal(peer, name, config) for peer in workers)
+    assert theirs[0] == 500
+    assert ours == theirs
+    validated = {}
+    for peer in workers:
+        with peer.client() as client:
+            response = client.put(
+                "/connector-plugins/FileStreamSinkConnector/config/validate",
+                json={**config, "name": name},
+            )
+        validated[peer.name] = (response.status_code, response.json()["message"])
+    assert validated["Kafka Connect"] == (
+        500,
+        f"org.apache.kafka.common.config.ConfigException: {theirs[1]}",
+    )
+    assert validated["Copycat"] == (500, theirs[1])
