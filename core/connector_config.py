@@ -259,7 +259,7 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
         "config.action.reload",
         _T.STRING,
         "restart",
-        CaseInsensitiveValidString.in_("none", "restart"),
+        ValidString.in_("none", "restart"),  # case-sensitive, as Kafka's
         _LOW,
         "What to do when a config provider reports changed values.",
         c,

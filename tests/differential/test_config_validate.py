@@ -76,6 +76,9 @@ CASES = {
     "transform-as-predicate": {**_predicate("Nope"), **{"predicates.p.type": T + "Flatten$Value"}},
     "transform-as-converter": {"value.converter": T + "Flatten$Value"},
     "abstract-transform": {"transforms": "x", "transforms.x.type": T + "Cast"},
+    # a case-sensitive choice (ValidString), unlike most of Kafka's
+    "reload-upper-case": {"config.action.reload": "NONE"},
+    "reload-unknown": {"config.action.reload": "sometimes"},
     # Kafka's own words, odd as they are
     "cast-unknown-type": _transform("Cast$Value", spec="a: Foo "),
     "cast-three-parts": _transform("Cast$Value", spec="a:b:c"),
