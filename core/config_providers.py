@@ -122,8 +122,9 @@ class FileConfigProvider:
             return {}
         try:
             props = parse_properties(file.read_text(encoding="utf-8"))
-        except OSError as exc:
-            log.error("Could not read properties from file %s: %s", path, exc.strerror)
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+            log.error("Could not read properties from file %s: %s", path, reason)
             raise ConfigException(f"Could not read properties from file {path}") from None
         except PropertiesError:  # its message quotes the line, which may hold a secret
             raise ConfigException(f"{path} is not a valid properties file") from None
@@ -156,10 +157,11 @@ class DirectoryConfigProvider:
             file = directory / key
             if file.parent != directory or not file.is_file():
                 continue  # only regular files directly in the directory, like Kafka
-            try:
-                found[key] = file.read_text(encoding="utf-8")
-            except OSError as exc:
-                log.error("Could not read file %s for property %s: %s", file, key, exc.strerror)
+            try:  # the exact text, line ends included (read_text would translate them)
+                found[key] = file.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8"
+                log.error("Could not read file %s for property %s: %s", file, key, reason)
                 raise ConfigException(f"Could not read file {file} for property {key}") from None
         return found
 

@@ -5,8 +5,9 @@ by side, with the same worker properties (file, dir and env providers, ``allowed
 Found by an exploratory comparison: a path outside ``allowed.paths`` (or relative, or the
 ``${env`` of a nested reference) is not an error in Kafka: its File- and
 DirectoryConfigProvider log a warning and find nothing, so the placeholder stays and the
-connector is created and runs. A provider that fails (an unreadable file, a path given to the
-env provider) fails the request: 500 with the provider's message, on create and on validate.
+connector is created and runs. A provider that fails (an unreadable file, or one not in
+UTF-8, a path given to the env provider) fails the request: 500 with the provider's message,
+on create and on validate.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ def secrets(tmp_path_factory: pytest.TempPathFactory) -> Path:
         f"pw=hunter2\nkafka.file={root / 'kafka.out'}\ncopycat.file={root / 'copycat.out'}\n"
     )
     (allowed / "d" / "token").write_text("tok-123")
+    (allowed / "d" / "latin-1").write_bytes(b"caf\xe9")  # no UTF-8
+    (allowed / "latin-1.properties").write_bytes(b"pw=caf\xe9\n")
     (root / "outside.properties").write_text("pw=outside\n")
     return allowed
 
@@ -185,6 +188,8 @@ FAILING = {
     "file-is-a-directory": {"x.pw": "${file:%(allowed)s/d:pw}"},
     "file-names-the-sink-file": {"file": "${file:%(allowed)s/nope.properties:file}"},
     "env-with-a-path": {"x.pw": "${env:foo:%(env)s}"},
+    "dir-file-not-utf-8": {"x.pw": "${dir:%(allowed)s/d:latin-1}"},
+    "file-not-utf-8": {"x.pw": "${file:%(allowed)s/latin-1.properties:pw}"},
 }
 
 

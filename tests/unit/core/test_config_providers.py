@@ -114,3 +114,15 @@ def test_provider_failures_read_as_kafkas(tmp_path: Path) -> None:
     no_key = f"${{file:{tmp_path}/db.properties}}"
     assert resolver.resolve({"x.pw": no_key}).config == {"x.pw": no_key}
     assert resolver.resolve({"d": "${dir:token}"}).config == {"d": "${dir:token}"}
+
+
+def test_a_directory_file_is_read_verbatim(tmp_path: Path) -> None:
+    """Kafka's DirectoryConfigProvider gives a file's exact UTF-8 text: its line ends too
+    (measured on Kafka Connect 4.1.1: a CRLF file's "\\r\\n" is kept)."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "crlf").write_bytes(b"line1\r\nline2\r\n")
+    (tmp_path / "d" / "cr").write_bytes(b"a\rb")
+    resolved = _resolver(tmp_path).resolve(
+        {"a": f"${{dir:{tmp_path}/d:crlf}}", "b": f"${{dir:{tmp_path}/d:cr}}"}
+    )
+    assert resolved.config == {"a": "line1\r\nline2\r\n", "b": "a\rb"}
