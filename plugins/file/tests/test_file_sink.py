@@ -123,6 +123,14 @@ def test_large_batches_are_written_in_order(tmp_path: Path) -> None:
     assert path.read_text().splitlines() == values
 
 
+@pytest.mark.skipif(not Path("/dev/null").exists(), reason="needs /dev/null")
+def test_a_file_that_cannot_be_synced_still_commits() -> None:
+    """``file=/dev/null`` (a pipe, a terminal): fsync refuses such files (EINVAL), and
+    Kafka's task only flushes its stream, so its offsets are committed; they were not."""
+    run = run_sink_task(FileStreamSinkTask, {"file": "/dev/null"}, sink_records("t", ["x", "y"]))
+    assert run.committed == {TopicPartition("t", 0): 2}
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 def test_a_failed_write_fails_its_put_or_the_flush_before_offsets_move() -> None:
     task = FileStreamSinkTask()

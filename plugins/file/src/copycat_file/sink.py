@@ -3,9 +3,11 @@
 Recovery guarantee: at-least-once. ``flush()`` (called by the default
 ``pre_commit``) flushes the buffer and fsyncs the file before offsets are
 committed, so after a crash lines since the last commit may be written twice,
-but no committed record is ever missing. A crash in the middle of a write may leave
-part of a line at the end of the file: the task ends it with a newline when it starts
-(with a warning), so the records delivered again each get a whole line.
+but no committed record is ever missing. A file that is no regular file
+(``/dev/null``, a pipe) is only flushed: there is nothing to make durable. A crash in
+the middle of a write may leave part of a line at the end of the file: the task ends it
+with a newline when it starts (with a warning), so the records delivered again each get
+a whole line.
 """
 
 from __future__ import annotations
@@ -292,7 +294,11 @@ class FileStreamSinkTask(SinkTask):
                 sys.stdout.flush()
             else:
                 self._out.flush()
-                os.fsync(self._out.fileno())
+                fd = self._out.fileno()
+                # /dev/null, a pipe or a terminal has nothing to make durable, and fsync
+                # refuses it (EINVAL); Kafka's task only flushes its stream.
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.fsync(fd)
         except OSError as exc:
             raise ConnectException(
                 f"Failed to flush file '{self._filename or 'stdout'}': {exc}"
