@@ -6,21 +6,24 @@ quoted strings, the empty string, ``null``), HeaderFrom copy and move (a non-ASC
 key, duplicate keys), DropHeaders, each with SimpleHeaderConverter (the default),
 StringConverter and JsonConverter with and without schemas: every header's bytes must be
 the same. A sink reading headers its JsonConverter cannot read sends the records to the DLQ
-with the same ``__connect.errors.*`` headers. Found the same in an exploratory comparison;
-the one difference, kept and documented (docs/operator-guide.md), is an empty or mixed
-array/map literal: Kafka types it as an ARRAY/MAP with no element schema, Copycat with no
-schema, which only JsonConverter with schemas shows, so the literals here leave it out.
+with the same ``__connect.errors.*`` headers, and so does HeaderFrom on a sink. Found by an
+exploratory comparison: HeaderFrom on a struct without the field failed with our own
+DataException where Kafka's fails with a NullPointerException (fixed). Kept and documented
+(docs/operator-guide.md): an empty or mixed array/map literal, which Kafka types as an
+ARRAY/MAP with no element schema and Copycat with no schema; only JsonConverter with schemas
+shows it, so the literals here leave it out.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 
-from tests.differential.test_dead_letter_queue import _normalised, _reconcile_messages
+from tests.differential.test_dead_letter_queue import _normalised, _reconcile_messages, _written
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
     Peer,
@@ -214,3 +217,85 @@ def test_headers_a_sink_cannot_read_reach_the_dlq_the_same(
     assert len(theirs) == len(SINK_INPUT) - len(SINK_WRITTEN)
     # Our JSON parse errors add the parser's words after Kafka's message (kept, as for values).
     assert differences(_reconcile_messages(ours, theirs), theirs) == []
+
+
+_AB = {
+    "type": "struct",
+    "fields": [
+        {"field": "a", "type": "int32", "optional": True},
+        {"field": "b", "type": "string"},
+    ],
+}
+HEADER_FROM_INPUT = [
+    json.dumps({"schema": _AB, "payload": {"a": 1, "b": "x"}}).encode(),
+    json.dumps({"schema": _AB, "payload": {"a": None, "b": "y"}}).encode(),
+    # A schema without the field: Kafka's HeaderFrom fails on it with a NullPointerException.
+    json.dumps(
+        {
+            "schema": {"type": "struct", "fields": [{"field": "b", "type": "string"}]},
+            "payload": {"b": "q"},
+        }
+    ).encode(),
+    json.dumps({"schema": {"type": "string"}, "payload": "str"}).encode(),
+    json.dumps({"schema": None, "payload": {"a": 5, "b": "z"}}).encode(),
+    json.dumps({"schema": None, "payload": {"b": "w"}}).encode(),
+]
+HEADER_FROM_WRITTEN = 4
+
+
+def _header_from_sink(
+    peer: Peer, broker: KafkaCluster, topic: str, tmp: Path, operation: str
+) -> tuple[list[Record], str]:
+    name = f"hdr-from-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+    dlq = f"{name}-dlq"
+    output = tmp / f"{name}.out"
+    config = {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
+        "tasks.max": "1",
+        "topics": topic,
+        "file": str(output),
+        "value.converter": JSON,
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+        "transforms": "from",
+        "transforms.from.type": T + "HeaderFrom$Value",
+        "transforms.from.fields": "a",
+        "transforms.from.headers": "ha",
+        "transforms.from.operation": operation,
+    }
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            dead = read_records(
+                broker.bootstrap_servers, dlq, len(HEADER_FROM_INPUT) - HEADER_FROM_WRITTEN
+            )
+            text = _written(output, HEADER_FROM_WRITTEN, peer.name)
+        finally:
+            delete(client, name)
+    return _normalised(dead, name), text
+
+
+@pytest.mark.parametrize("operation", ["copy", "move"])
+def test_header_from_on_a_sink_writes_and_fails_the_same(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path, operation: str
+) -> None:
+    """What HeaderFrom leaves of each value, and the DLQ record of each it cannot take. Copycat
+    refused a struct without the field with its own DataException ("Field a not found in the
+    value schema"); Kafka's fails there with a java.lang.NullPointerException."""
+    topic = f"hdr-from-in-{uuid.uuid4().hex[:8]}"
+    apache_kafka.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": apache_kafka.bootstrap_servers})
+    for value in HEADER_FROM_INPUT:
+        producer.produce(topic, value)
+    assert producer.flush(30) == 0
+
+    ours, our_text = _header_from_sink(copycat, apache_kafka, topic, tmp_path, operation)
+    theirs, their_text = _header_from_sink(kafka_connect, apache_kafka, topic, tmp_path, operation)
+
+    kept = "a=1," if operation == "copy" else ""
+    assert their_text.splitlines()[0] == f"Struct{{{kept}b=x}}"
+    assert our_text == their_text
+    assert len(theirs) == len(HEADER_FROM_INPUT) - HEADER_FROM_WRITTEN
+    assert differences(ours, theirs) == []

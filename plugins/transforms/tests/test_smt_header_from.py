@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 from copycat_transforms import HeaderFromKey, HeaderFromValue
+from copycat_transforms._util import NullPointerException
 from plugin_api.testing import apply_transform
 
 from plugin_api import (
@@ -66,12 +67,18 @@ def test_data_errors() -> None:
         apply_transform(HeaderFromValue, config, rec("x"))
     with pytest.raises(DataException, match=r"Only Struct objects supported for \[header copy\]"):
         apply_transform(HeaderFromValue, config, rec({"a": 1}, SCHEMA))
-    with pytest.raises(DataException, match="Field nope not found"):
+    with pytest.raises(NullPointerException) as missing:
         apply_transform(
             HeaderFromValue,
             {**config, "fields": "nope"},
             rec(Struct(SCHEMA).put("a", "A").put("b", 1), SCHEMA),
         )
+    # Kafka's HeaderFrom 4.1.1 fails there with the JVM's message, measured side by side.
+    assert str(missing.value) == (
+        'Cannot invoke "org.apache.kafka.connect.data.Field.schema()" because the return '
+        'value of "org.apache.kafka.connect.data.Schema.field(String)" is null'
+    )
+    assert NullPointerException.KAFKA_CLASS_ALIASES == ("java.lang.NullPointerException",)
 
 
 @pytest.mark.parametrize(

@@ -157,6 +157,14 @@ class IllegalArgumentException(ValueError):  # noqa: N818 - Kafka's name, for th
     KAFKA_CLASS_ALIASES = ("java.lang.IllegalArgumentException",)
 
 
+class NullPointerException(ValueError):  # noqa: N818 - Kafka's name, for the DLQ header
+    """Where Kafka's SMTs fail with ``java.lang.NullPointerException`` on input they do not
+    check (HeaderFrom on a schema without the field): the same class and message in the dead
+    letter queue's headers and the trace's first line."""
+
+    KAFKA_CLASS_ALIASES = ("java.lang.NullPointerException",)
+
+
 def class_name(value: object, schema: Schema | None = None) -> str:
     """The class Kafka's error messages name (its ``nullSafeClassName``): the Java class
     Kafka Connect would hold for ``value`` of ``schema``, ``java.lang.String`` for a str."""

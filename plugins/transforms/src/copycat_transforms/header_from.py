@@ -8,6 +8,7 @@ from typing import Any
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     KeySide,
+    NullPointerException,
     SchemaCache,
     SideAware,
     ValueSide,
@@ -25,7 +26,6 @@ from plugin_api import (
     ConfigDef,
     ConfigType,
     ConnectRecord,
-    DataException,
     Importance,
     Schema,
     SchemaBuilder,
@@ -41,6 +41,12 @@ HEADERS_CONFIG = "headers"
 OPERATION_CONFIG = "operation"
 MOVE = "move"
 COPY = "copy"
+# Kafka's HeaderFrom does not check that a schema has the field: the JVM's helpful
+# NullPointerException message is what its DLQ and task trace carry.
+MISSING_FIELD_MESSAGE = (
+    'Cannot invoke "org.apache.kafka.connect.data.Field.schema()" because the return value '
+    'of "org.apache.kafka.connect.data.Schema.field(String)" is null'
+)
 
 CONFIG_DEF = define_replace_null_with_default(
     ConfigDef()
@@ -116,7 +122,8 @@ class HeaderFrom(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         """Return the record with the new headers (and, for ``move``, without the fields).
 
         Raises:
-            DataException: If the key/value is not a map/struct, or a schema lacks a field.
+            DataException: If the key/value is not a map/struct.
+            NullPointerException: If the schema lacks a field (Kafka's class and message).
         """
         purpose = f"header {MOVE if self._move else COPY}"
         raw = self.operating_value(record)
@@ -133,10 +140,8 @@ class HeaderFrom(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
         struct = require_struct(raw, purpose, schema)
         for name, header in zip(self._fields, self._headers, strict=True):
             field = schema.field(name)
-            if field is None:
-                raise DataException(
-                    f"Field {name} not found in the {self.SIDE} schema for [{purpose}]"
-                )
+            if field is None:  # Kafka's asks the missing field for its schema
+                raise NullPointerException(MISSING_FIELD_MESSAGE)
             headers.add(
                 header, field_value(struct, name, self._replace_null_with_default), field.schema
             )
