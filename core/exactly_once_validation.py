@@ -1,12 +1,15 @@
 """Pre-flight validation of a source connector for exactly-once support (KIP-618).
 
-When the worker runs source tasks exactly-once (``exactly.once.source.support=enabled``),
-``config/validate`` and every create or update also ask the connector plugin, on a fresh
-instance in a plugin host, as Kafka's DistributedHerder does:
+A distributed worker, whatever its own ``exactly.once.source.support``, and a standalone one
+with it ``enabled``, check in ``config/validate`` and every create or update what a source
+connector asks for, asking the connector plugin on a fresh instance in a plugin host, as
+Kafka's DistributedHerder does:
 
-* with ``exactly.once.support=required``: ``SourceConnector.exactly_once_support(props)``
-  must answer SUPPORTED; None (the connector does not say), UNSUPPORTED or an exception is an
-  error on ``exactly.once.support`` (``requested``, the default, skips the question);
+* with ``exactly.once.support=required``: the worker must have the support ``enabled``
+  ("preparing" is not enough), else an error on ``exactly.once.support``; and
+  ``SourceConnector.exactly_once_support(props)`` must answer SUPPORTED; None (the connector
+  does not say), UNSUPPORTED or an exception is an error on the key too (``requested``, the
+  default, skips both);
 * with ``transaction.boundary=connector``: ``can_define_transaction_boundaries(props)`` must
   answer SUPPORTED, else an error on ``transaction.boundary``.
 
@@ -35,9 +38,11 @@ _NO_ANSWER = (
 _UNSUPPORTED = (
     "The connector does not support exactly-once semantics with the provided configuration."
 )
+_NOT_ENABLED = "This worker does not have exactly-once source support enabled."
+# Kafka's words, so that a client matching them reads the same refusal.
 _NO_BOUNDARIES = (
     "The connector does not support connector-defined transaction boundaries with the given "
-    "configuration. Use another transaction.boundary (poll or interval)."
+    "configuration. Please reconfigure it to use a different transaction boundary definition."
 )
 _NEEDS_TOPIC = (
     "Exactly-once source support in a standalone worker needs the connector's offsets in a "
@@ -46,12 +51,20 @@ _NEEDS_TOPIC = (
 
 
 def exactly_once_errors(
-    host: HostClient, handle: int, props: Mapping[str, str], *, needs_offsets_topic: bool
+    host: HostClient,
+    handle: int,
+    props: Mapping[str, str],
+    *,
+    worker_enabled: bool,
+    needs_offsets_topic: bool,
 ) -> list[tuple[str, str]]:
     """``(config key, message)`` for each reason the connector (``handle``, a fresh instance
-    in ``host``) cannot run with ``props`` under exactly-once support."""
+    in ``host``) cannot run with ``props`` on this worker (``worker_enabled``: its
+    ``exactly.once.source.support`` is ``enabled``)."""
     errors: list[tuple[str, str]] = []
     if (props.get("exactly.once.support") or "requested").strip().lower() == "required":
+        if not worker_enabled:
+            errors.append(("exactly.once.support", _NOT_ENABLED))
         try:
             support = host.call(handle, "exactly_once_support", dict(props))
         except RemotePluginError as exc:

@@ -257,6 +257,9 @@ class AbstractHerder:
     # connector's offsets in a topic of its own for that.
     exactly_once_source: str = "disabled"
     exactly_once_needs_offsets_topic: bool = False
+    # Whether that validation runs whatever exactly_once_source is (distributed workers, as
+    # Kafka's DistributedHerder: "required" on a worker without the support is an error).
+    exactly_once_always_validated: bool = False
     # The first-time install of the bundled plugins, when one runs in the background: calls
     # that resolve plugins wait for it rather than answer "not installed" meanwhile.
     bundled_install: threading.Thread | None = None
@@ -389,6 +392,7 @@ class AbstractHerder:
                     host,
                     handle,
                     props,
+                    worker_enabled=self.exactly_once_source == "enabled",
                     needs_offsets_topic=self.exactly_once_needs_offsets_topic,
                 )
             finally:
@@ -474,7 +478,9 @@ class AbstractHerder:
             if plugin.kind == "source":
                 for key, message in source_dead_letter_queue_errors(resolved.config):
                     self._add_error(infos, key, message)
-            if plugin.kind == "source" and self.exactly_once_source == "enabled":
+            if plugin.kind == "source" and (
+                self.exactly_once_source == "enabled" or self.exactly_once_always_validated
+            ):
                 for key, message in self._exactly_once_errors(plugin, resolved.config):
                     self._add_error(infos, key, message)
         self._show_submitted(infos, config, resolved)

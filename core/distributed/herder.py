@@ -112,6 +112,7 @@ class DistributedHerder(Rebalancing, HerderApi):
         # older generations); "preparing" only makes this worker able to lead such a cluster
         # (it answers fencing requests), for a rolling upgrade.
         self.exactly_once_source = self.config.exactly_once_source_support
+        self.exactly_once_always_validated = True
         self.fencing: LeaderFencing | None = None
         self.plugin_call_timeout_s = self.config.get("plugin.call.timeout.ms") / 1000
         self.host_pool = HostPool(self.plugin_call_timeout_s)

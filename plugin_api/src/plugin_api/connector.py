@@ -258,8 +258,9 @@ class SourceConnector(Connector):
     def exactly_once_support(self, props: Mapping[str, str]) -> ExactlyOnceSupport | None:
         """Say whether exactly-once is possible for ``props``; ``None`` means unknown.
 
-        Called on a fresh instance during validation when exactly-once source
-        support is enabled on the worker; must not block.
+        Called on a fresh instance during validation of a config with
+        ``exactly.once.support=required`` (by a distributed worker, or a standalone one
+        with exactly-once source support enabled); must not block.
         """
         return None
 
