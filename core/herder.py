@@ -180,8 +180,10 @@ class Herder(Protocol):
     def connector_config(self, name: str) -> dict[str, str]: ...
 
     def create_connector(
-        self, name: str, config: Mapping[str, str], initial_state: TargetState = TargetState.STARTED
-    ) -> dict[str, Any]: ...
+        self, name: str, config: Mapping[str, str], initial_state: TargetState | None = None
+    ) -> dict[str, Any]:
+        """Create ``name``; ``initial_state`` None: the request gave none (it starts)."""
+        ...
 
     def put_connector_config(
         self, name: str, config: Mapping[str, str]

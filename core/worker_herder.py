@@ -767,9 +767,10 @@ class WorkerHerder(AbstractHerder):
         self,
         name: str,
         config: Mapping[str, str],
-        initial_state: TargetState = TargetState.STARTED,
+        initial_state: TargetState | None = None,
     ) -> dict[str, Any]:
         config = self._named(name, config)
+        initial_state = initial_state or TargetState.STARTED
         if self._live(name) is not None:
             raise AlreadyExistsError(f"Connector {name} already exists")
         self.ensure_valid(config)  # plugin calls: outside any lock

@@ -113,7 +113,7 @@ class HerderApi(ConfigReactions):
         self,
         name: str,
         config: Mapping[str, str],
-        initial_state: TargetState = TargetState.STARTED,
+        initial_state: TargetState | None = None,
     ) -> dict[str, Any]:
         config = self._named(name, config)
         self._worker()

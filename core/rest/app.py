@@ -250,7 +250,13 @@ def _connectors_router(herder: Herder) -> APIRouter:
         if body.config is None:
             raise BadRequestError("Connector configuration must be provided")
         try:
-            state = TargetState.from_initial_state(body.initial_state)
+            # None when the request gives no initial_state: as Kafka, a distributed worker
+            # then writes no target-state record (a connector without one is started).
+            state = (
+                None
+                if body.initial_state is None
+                else TargetState.from_initial_state(body.initial_state)
+            )
         except ValueError as exc:
             raise BadRequestError(str(exc)) from None
         info = herder.create_connector(name, config, state)

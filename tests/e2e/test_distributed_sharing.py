@@ -180,7 +180,7 @@ def test_clusters_sharing_internal_topics_see_only_their_own_work(
     for name, cluster in clusters.items():
         prefix = f"{cluster.group}." if CLUSTERS[name] else ""
         assert f"{prefix}connector-same" in config_keys, name
-        assert f"{prefix}target-state-only-{name}" in config_keys, name
+        assert f"{prefix}connector-only-{name}" in config_keys, name
         assert f"{prefix}status-task-same-0" in status_keys, name
         assert f'{prefix}["same",{{"filename":"{sources[name]}"}}]' in offset_keys, name
 
