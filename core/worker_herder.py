@@ -65,6 +65,10 @@ __all__ = ["REST_REQUEST_TIMEOUT_S", "WorkerHerder", "reverse_transform"]
 
 log = logging.getLogger("copycat.herder")
 
+# The error kinds of a plugin's ConnectException and its subclasses (the host's classification,
+# isolation/_hostside/copycat_protocol.py).
+_CONNECT_EXCEPTION_KINDS = frozenset({"retriable", "data", "config", "connect"})
+
 T = TypeVar("T")
 
 # How long a REST call waits for its operation on a connector (Kafka's REST request timeout).
@@ -1103,9 +1107,21 @@ class WorkerHerder(AbstractHerder):
             try:
                 return bool(host.call(handle, "alter_offsets", resolved.config, dict(offsets)))
             except RemotePluginError as exc:
-                raise BadRequestError(
-                    f"Failed to alter offsets for connector {name}: alter_offsets() raised "
-                    f"{exc.remote_type.rsplit('.', 1)[-1]}: {resolved.scrub(exc.remote_message)}"
+                # As Kafka's Worker: the plugin's ConnectException is the answer, a 500 with
+                # its own message; anything else is wrapped (the trace is logged).
+                log.error(
+                    "Failed to modify offsets for %s connector %s: alter_offsets() raised "
+                    "%s: %s\n%s",
+                    plugin.kind,
+                    name,
+                    exc.remote_type.rsplit(".", 1)[-1],
+                    resolved.scrub(exc.remote_message),
+                    resolved.scrub(exc.remote_traceback),
+                )
+                if exc.kind in _CONNECT_EXCEPTION_KINDS:
+                    raise HerderError(resolved.scrub(exc.remote_message)) from None
+                raise HerderError(
+                    f"Failed to modify offsets for {plugin.kind} connector {name}"
                 ) from None
             finally:
                 if host.alive:

@@ -144,3 +144,30 @@ def test_create_writes_kafkas_config_records(
         ]
         written[peer.name] = [k for k in keys if k.split("-")[0] in ("target", "connector")][:2]
     assert written["Copycat"] == written["Kafka Connect"]
+
+
+def test_an_offsets_change_the_connector_refuses_is_kafkas_500(
+    workers: Workers, tmp_path: Path
+) -> None:
+    """A connector's ``alter_offsets`` raising ConnectException (FileStreamSource: a position
+    that is no number) fails the PATCH as Kafka's does: a 500 with the connector's own message,
+    not wrapped. (The two FileStreamSources word the reason each their own way.)"""
+    source = tmp_path / "in.txt"
+    source.write_text("a\n")
+    name = "eos-offsets-refused"
+    config = {**BASE, "file": str(source), "name": name}
+    patch = {"offsets": [{"partition": {"filename": str(source)}, "offset": {"position": "x"}}]}
+    answers = {}
+    for peer in (workers.copycat, workers.kafka_connect):
+        with peer.client() as client:
+            created = client.post(
+                "/connectors", json={"name": name, "config": config, "initial_state": "STOPPED"}
+            )
+            assert created.status_code == 201, f"{peer.name}: {created.text}"
+            try:
+                response = client.patch(f"/connectors/{name}/offsets", json=patch)
+            finally:
+                client.delete(f"/connectors/{name}")
+        answers[peer.name] = (response.status_code, response.json()["message"])
+    assert answers["Copycat"][0] == answers["Kafka Connect"][0] == 500, answers
+    assert answers["Copycat"][1].startswith("The value for the 'position' key"), answers

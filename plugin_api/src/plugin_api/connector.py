@@ -277,7 +277,9 @@ class SourceConnector(Connector):
 
         Called on a fresh instance while the connector is STOPPED. Return True
         if the connector handled it (e.g. manages offsets externally). Raising
-        rejects the request with the error message.
+        ConnectException (or a subclass) rejects the request with its message (a
+        500, as Kafka Connect); any other exception rejects it with "Failed to modify
+        offsets for ... connector <name>", the exception in the worker's log.
         """
         return False
 
