@@ -151,7 +151,8 @@ def test_an_offsets_change_the_connector_refuses_is_kafkas_500(
 ) -> None:
     """A connector's ``alter_offsets`` raising ConnectException (FileStreamSource: a position
     that is no number) fails the PATCH as Kafka's does: a 500 with the connector's own message,
-    not wrapped. (The two FileStreamSources word the reason each their own way.)"""
+    not wrapped. Copycat's FileStreamSource says Kafka's sentence, then which partition's
+    offset it was."""
     source = tmp_path / "in.txt"
     source.write_text("a\n")
     name = "eos-offsets-refused"
@@ -170,4 +171,4 @@ def test_an_offsets_change_the_connector_refuses_is_kafkas_500(
                 client.delete(f"/connectors/{name}")
         answers[peer.name] = (response.status_code, response.json()["message"])
     assert answers["Copycat"][0] == answers["Kafka Connect"][0] == 500, answers
-    assert answers["Copycat"][1].startswith("The value for the 'position' key"), answers
+    assert answers["Copycat"][1].startswith(answers["Kafka Connect"][1] + " ("), answers

@@ -156,10 +156,18 @@ class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
                     f"{json.dumps(offset)})"
                 )
             position = offset[POSITION_FIELD]
-            if not isinstance(position, int) or isinstance(position, bool) or position < 0:
+            # Kafka's sentences, then which partition's offset it was.
+            if not isinstance(position, int) or isinstance(position, bool):
                 raise ConnectException(
-                    f"The value for the '{POSITION_FIELD}' key in the offset of partition "
-                    f"{_shown(partition)} must be a non-negative integer, got {position!r}"
+                    f"The value for the '{POSITION_FIELD}' key in the offset is expected to be "
+                    f"a Long value (the offset of partition {_shown(partition)} has "
+                    f"{json.dumps(position)})"
+                )
+            if position < 0:
+                raise ConnectException(
+                    f"The value for the '{POSITION_FIELD}' key in the offset should be a "
+                    f"non-negative value (the offset of partition {_shown(partition)} has "
+                    f"{position})"
                 )
             if partition is None:
                 raise ConnectException("Partition objects cannot be null")
