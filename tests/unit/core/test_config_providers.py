@@ -101,7 +101,7 @@ def test_unknown_provider_class_is_a_config_error() -> None:
 
 def test_provider_failures_read_as_kafkas(tmp_path: Path) -> None:
     """A provider's failure is its own ConfigException, with Kafka's message (measured on
-    Kafka Connect 4.1.1, tests/differential/test_config_providers.py); a placeholder naming no
+    Kafka Connect 4.1.1, tests/differential/test_config_placeholders.py); a placeholder naming no
     file is left as it is, as Kafka's FileConfigProvider finds nothing under an empty path."""
     resolver = _resolver(tmp_path, **{"allowed.paths": str(tmp_path)})
     missing = f"${{file:{tmp_path}/missing.properties:pw}}"
