@@ -483,9 +483,15 @@ class _TaskRunner(threading.Thread):
             self.worker.task_failed(self)
 
     def topics(self) -> set[str]:
-        """Topics the task produced to or is assigned (KIP-558)."""
+        """Topics the task produced to or consumed from since the last reset (KIP-558)."""
         loop = self.loop
         return loop.topics() if loop is not None else set()
+
+    def forget_topics(self) -> None:
+        """Any thread: the connector's active topics were reset (see TaskLoop.forget_topics)."""
+        loop = self.loop
+        if loop is not None:
+            loop.forget_topics()
 
     def request_stop(self, generation: int = 0) -> None:
         """Ask the task to stop (:meth:`Worker._stop_runners` waits for it): its driver ends
@@ -1296,8 +1302,13 @@ class Worker:
         return target.replace(":", ".")
 
     def forget_topics(self, name: str) -> None:
-        """Drop what :meth:`task_topics` kept of ``name``'s stopped tasks (a reset, a delete)."""
+        """Forget ``name``'s active topics (a reset, a delete): what :meth:`task_topics` kept of
+        its stopped tasks, and its running tasks' own, which they record again with their
+        next record, as Kafka's tasks do."""
         self._stopped_topics.pop(name, None)
+        connector = self.connectors.get(name)
+        for runner in list(connector.tasks.values()) if connector is not None else ():
+            runner.forget_topics()
 
     def stop_task(self, name: str, task_id: int, timeout_s: float | None = None) -> None:
         """Stop one task of ``name`` (gracefully, then by killing its host)."""
@@ -1326,8 +1337,8 @@ class Worker:
         self.worker_metrics.sync_connectors()
 
     def task_topics(self, name: str) -> set[str]:
-        """Topics the connector's tasks produced to or are assigned (KIP-558): its current
-        ones', and those of its tasks stopped here since :meth:`forget_topics`."""
+        """Topics the connector's tasks produced to or consumed from (KIP-558): its current
+        ones', and those of its tasks stopped here, since :meth:`forget_topics`."""
         connector = self.connectors.get(name)
         topics: set[str] = set(self._stopped_topics.get(name, ()))
         for runner in list(connector.tasks.values()) if connector is not None else ():

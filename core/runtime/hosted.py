@@ -255,8 +255,12 @@ class HostedTaskLoop:
         # The host's loop's counters, from its answers, until the driver takes them.
         self._counters = SnapshotsSince()
         # Added to by the TOPIC_SEEN callback (on this driver thread, inside a request) and by
-        # answers; only ever grows (KIP-558's topics used since the last reset).
+        # answers; KIP-558's topics used since the last reset. A reset (forget_topics, another
+        # thread) empties it, and the host's loop forgets its own at the next slice; until the
+        # host has been told, its answers' topics are from before the reset and are ignored.
         self._topics: set[str] = set() if topics is None else topics
+        self._resets = 0  # resets asked so far
+        self._resets_told = 0  # ... of which the host's loop has forgotten its topics
 
     @property
     def name(self) -> str:
@@ -269,6 +273,11 @@ class HostedTaskLoop:
     def topics(self) -> set[str]:
         return set(self._topics)
 
+    def forget_topics(self) -> None:
+        self._resets += 1
+        self._topics.clear()
+        self.host.wake()  # an idle slice answers now: the next one tells the host
+
     def take_counters(self) -> tuple[float, ...] | None:
         counters = self._counters.take()
         return None if counters is None else tuple(counters)
@@ -276,6 +285,10 @@ class HostedTaskLoop:
     def call(self, method: str, *args: Any, timeout_s: float | None = None) -> Any:
         """One request to the hosted task; its log records are logged here even when it
         fails (what the loop logged before failing explains the failure)."""
+        resets = self._resets
+        telling = resets != self._resets_told and method in ("poll", "put")
+        if telling:
+            args = (*args, True)  # run(..., forget_topics=True)
         try:
             answer = self.host.call(self.handle, method, *args, timeout_s=timeout_s)
         except BaseException:
@@ -289,7 +302,10 @@ class HostedTaskLoop:
             moved, (records_moved, at), topics, records, counters = answer
             self.progress = (records_moved, at)
             self._counters.add(counters)
-            self._topics.update(topics)
+            if telling:
+                self._resets_told = resets
+            if self._resets_told == self._resets:
+                self._topics.update(topics)
             self._log(records)
             return moved
         return answer

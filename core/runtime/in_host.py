@@ -253,7 +253,9 @@ class HostedTask:
     def _heard_again(self) -> None:
         self._quiet = False  # the loop itself rejoins (or, stopping, closes what it lost)
 
-    def run(self, paused: bool, slice_s: float, idle_s: float = 0.0) -> tuple[Any, ...]:
+    def run(
+        self, paused: bool, slice_s: float, idle_s: float = 0.0, forget_topics: bool = False
+    ) -> tuple[Any, ...]:
         """Iterate for up to ``slice_s`` (at least once) while records move; an iteration that
         moved nothing ends the slice, unless nothing moved in it at all: an idle task then
         goes on iterating here (each iteration lasting at least :data:`IDLE_BACKOFF_S`) for up to
@@ -261,11 +263,15 @@ class HostedTask:
         rather than one per iteration, as its loop would cost in the worker. The worker's
         wake-up (a pause or resume) or stop request ends that at once; a request that pauses
         or resumes is answered without idling (the driver reports the state then). Answers
-        ``(moved, progress, topics, log records, counters)``. Called as ``poll`` (a source
-        task) or ``put`` (a sink task): the host's crash and deadline messages name the call
-        ("... during poll"), as they do when the data path runs in the worker."""
+        ``(moved, progress, topics, log records, counters)``. ``forget_topics``: the
+        connector's active topics were reset; the loop forgets its own first. Called as
+        ``poll`` (a source task) or ``put`` (a sink task): the host's crash and deadline
+        messages name the call ("... during poll"), as they do when the data path runs in the
+        worker."""
         loop = self._running()
         self._heard_again()
+        if forget_topics:
+            loop.forget_topics()
         if paused != self._paused:
             (loop.pause if paused else loop.resume)()
             self._paused = paused

@@ -76,7 +76,13 @@ class TaskLoop(Protocol):
         ...
 
     def topics(self) -> set[str]:
-        """Topics the task produced to or is assigned (KIP-558 active topics)."""
+        """Topics the task produced to or consumed records from since its last
+        :meth:`forget_topics` (KIP-558 active topics)."""
+        ...
+
+    def forget_topics(self) -> None:
+        """Any thread: the connector's active topics were reset; :meth:`topics` is empty until
+        the task produces to or consumes from a topic again, as in Kafka."""
         ...
 
     @property

@@ -255,6 +255,14 @@ class SinkTaskLoop:
         # reading a partition not committed yet), summed over the partitions: Kafka's
         # sink-record-active-count, kept up to date a batch at a time (see _account).
         self._active = 0
+        # KIP-558: the topics of records consumed since the last reset (Kafka's WorkerSinkTask
+        # records a record's topic once it is converted, not its assignment). Replaced, not
+        # cleared, by forget_topics() (another thread); the loop notices the new set, and
+        # records the topic of each partition in _unrecorded at its next batch (see _account:
+        # no work per batch otherwise, beyond two attribute reads).
+        self._topics_seen: set[str] = set()
+        self._seen_at = self._topics_seen  # the set the loop recorded into last
+        self._unrecorded: set[tuple[str, int]] = set()
         self._assigned: set[tuple[str, int]] = set()
         self._paused_by_task: set[tuple[str, int]] = set()
         self._retry_batch: Batch | None = None
@@ -329,7 +337,25 @@ class SinkTaskLoop:
         return self.counters.take()
 
     def topics(self) -> set[str]:
-        return {topic for topic, _ in set(self._assigned)}
+        return set(self._topics_seen)
+
+    def forget_topics(self) -> None:
+        """Any thread: a reset of the connector's active topics; the task records each topic
+        again with its next record from it, as Kafka's does."""
+        self._topics_seen = set()
+
+    def _record_topics(self, positions: Mapping[tuple[str, int], int]) -> None:
+        """Record the topics of the partitions in ``positions`` not recorded since the last
+        reset (see _account)."""
+        seen = self._topics_seen
+        if seen is not self._seen_at:  # a reset: every partition read from counts anew
+            self._seen_at = seen
+            self._unrecorded = set(self._first_put)
+        unrecorded = self._unrecorded
+        new = unrecorded.intersection(positions)
+        if new:
+            unrecorded -= new
+            seen.update(topic for topic, _ in new)
 
     def pause(self) -> None:
         """Pause every assigned partition and keep polling: the consumer stays in its group
@@ -719,6 +745,7 @@ class SinkTaskLoop:
             self._current.pop(tp, None)
             self._committed.pop(tp, None)
             self._first_put.pop(tp, None)
+            self._unrecorded.discard(tp)
             self._paused_by_task.discard(tp)
             self._pending_seeks.pop(tp, None)
         self._recount_active()  # Kafka's clearOffsets
@@ -912,6 +939,9 @@ class SinkTaskLoop:
         try:
             actions = self.host.put_result()
         except RetriableException as exc:
+            if batch is not None:
+                # put() had the records, converted: their topics count already in Kafka.
+                self._topics_seen.update(topic for topic, _ in batch.positions())
             self._retry_later(batch, exc)
             self._retry_held = held
             return
@@ -1001,6 +1031,9 @@ class SinkTaskLoop:
         if not first_put.keys() >= positions.keys():  # a partition's first batch
             _, first = batch.without(positions.keys() - first_put.keys())
             first_put.update(first)
+            self._unrecorded.update(first)
+        if self._unrecorded or self._topics_seen is not self._seen_at:
+            self._record_topics(positions)  # KIP-558 (its first batch, or after a reset)
         # sink-record-active-count: what the batch moves past the committed offsets (Kafka's
         # recordConsumedOffsets), per partition of the batch, not per record.
         active = self._active

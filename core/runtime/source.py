@@ -285,7 +285,10 @@ class SourceTaskLoop:
         self._topic_creator = topic_creator
         self._wants_acks = wants_acks
         self.errors = errors
+        # KIP-558: the topics sent to since the last reset (replaced by forget_topics(), from
+        # another thread), and every topic sent to (its first send's hook ran).
         self._topics_seen: set[str] = set()
+        self._topics_known: set[str] = set()
         # The task's metrics' counts (core.runtime.counters), shared with its error reporter.
         self.counters: TaskCounters = errors.counters if errors is not None else TaskCounters()
         self._topic_waits: dict[str, list[float | None]] = {}  # see _wait_for_topic
@@ -343,6 +346,9 @@ class SourceTaskLoop:
 
     def topics(self) -> set[str]:
         return set(self._topics_seen)
+
+    def forget_topics(self) -> None:
+        self._topics_seen = set()
 
     def _commit_if_due(self) -> None:
         if self._clock() >= self._next_commit:
@@ -776,7 +782,11 @@ class SourceTaskLoop:
 
     def _see_topic(self, topic: str) -> None:
         if topic not in self._topics_seen:
-            self._first_send_to(topic)
+            if topic in self._topics_known:
+                self.on_new_topic(topic)  # again, after a reset of the active topics
+            else:
+                self._first_send_to(topic)
+                self._topics_known.add(topic)
             self._topics_seen.add(topic)
 
     def _send_rows(self, unsent: _Unsent) -> None:

@@ -143,6 +143,12 @@ class _Heartbeat(threading.Thread):
                 self.done.wait(min(1.0, assignment.heartbeat_interval_s))
                 continue
             self.last_contact = time.monotonic()
+            resets = int(answer.get("topic_resets", 0))
+            loop = self.task.loop
+            if resets != self.task.topic_resets:
+                if loop is not None:  # (none yet: nothing recorded before the reset)
+                    loop.forget_topics()
+                self.task.topic_resets = resets
             target = str(answer["target"])
             if target != self.target:
                 self.target = target
@@ -192,6 +198,8 @@ class ExecutorTask:
         # The loop's counters, taken after each iteration, sent with the next heartbeat (the
         # worker makes the task's metrics of them, core/connect_metrics.py).
         self.counters = SnapshotsSince()
+        # The worker's active topic resets the loop has applied (see SparkTaskRunner).
+        self.topic_resets = 0
         self.where = {"host": socket.gethostname(), "pid": os.getpid(), **_executor_hints()}
 
     def _client(self) -> ControlClient:
@@ -213,6 +221,7 @@ class ExecutorTask:
             "where": self.where,
             "records": loop.records_moved if loop is not None else 0,
             "topics": sorted(loop.topics()) if loop is not None else [],
+            "topic_resets": self.topic_resets,
             "host_pids": hosts.pids() if hosts is not None else [],
         }
         if hosts is not None:

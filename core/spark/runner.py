@@ -82,6 +82,9 @@ class SparkTaskRunner(_TaskRunner):
         self.remote: Mapping[str, Any] = {}  # the last heartbeat's report
         self.records_moved = 0
         self._topics: set[str] = set()
+        # Active topic resets asked so far: each answer says how many, the executor's loop
+        # forgets its topics when that grows, and its reports count again once they say it has.
+        self._resets = 0
         self._beating = False  # the current attempt has reported at least once
         self._reported_start = False
         # Whether the worker's task-startup metrics have this task: once, as the local
@@ -94,6 +97,10 @@ class SparkTaskRunner(_TaskRunner):
 
     def topics(self) -> set[str]:
         return set(self._topics)
+
+    def forget_topics(self) -> None:
+        self._resets += 1
+        self._topics.clear()
 
     def kill_host(self, reason: str) -> None:
         """Reclaim a task that does not stop in time: cancel its Spark job (Spark kills its
@@ -243,7 +250,9 @@ class SparkTaskRunner(_TaskRunner):
         counters = body.get("counters")
         if isinstance(counters, list) and len(counters) == len(FIELDS):
             self.metrics.absorb(tuple(counters))
-        self._topics.update(body.get("topics", ()))
+        resets = self._resets
+        if body.get("topic_resets", 0) == resets:
+            self._topics.update(body.get("topics", ()))
         if state in (RUNNING, PAUSED) and not self._reported_start:
             self._task_started(body)
         if state == "FAILED" and body.get("trace") and not self.stopping.is_set():
@@ -253,9 +262,9 @@ class SparkTaskRunner(_TaskRunner):
         known = body.get("known_target")
         wait = min(float(body.get("wait_s", 0)), self.driver.settings.heartbeat_interval_s)
         deadline = time.monotonic() + wait
-        while self.target() == known and time.monotonic() < deadline:
+        while self.target() == known and self._resets == resets and time.monotonic() < deadline:
             time.sleep(TARGET_POLL_S)
-        return {"target": self.target()}
+        return {"target": self.target(), "topic_resets": self._resets}
 
     def _paused_or_resumed(self, state: Any) -> None:
         """The executor says its loop has paused or resumed: the task's status follows (as a
