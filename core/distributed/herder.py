@@ -289,6 +289,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             metrics=self.metrics,
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested
+        self.statuses.on_topics_reset = worker.forget_topics
         with self._lock:
             for name in configs.snapshot().connectors():
                 self._runtime.setdefault(name, _Runtime(self._kind(self._config(name))))

@@ -63,7 +63,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -151,6 +151,10 @@ class KafkaStatusStore:
         self._connectors: dict[str, Status] = {}
         self._tasks: dict[tuple[str, int], Status] = {}
         self._topics: dict[str, dict[str, TopicStatus]] = {}
+        # Called (the log's reader thread) when another worker's reset or delete tombstones a
+        # connector's active topic known here: this worker's tasks forget theirs too, and
+        # record them again with their next record, as Kafka's tasks do (set by the herder).
+        self.on_topics_reset: Callable[[str], None] = lambda connector: None
         # The group generation stamped on what this worker writes (set by the herder).
         self.generation = 0
         self.log = KafkaBasedLog(topic, client_props, self._on_record, name="statuses")
@@ -200,10 +204,13 @@ class KafkaStatusStore:
                     self._tasks[task_key] = status
         elif key.startswith(TOPIC_PREFIX) and TOPIC_SEPARATOR in key:
             topic, _, connector = key[len(TOPIC_PREFIX) :].partition(TOPIC_SEPARATOR)
+            if value is None:
+                with self._lock:
+                    known = self._topics.get(connector, {}).pop(topic, None)
+                if known is not None:  # (this worker's own reset dropped it already)
+                    self.on_topics_reset(connector)
+                return
             with self._lock:
-                if value is None:
-                    self._topics.get(connector, {}).pop(topic, None)
-                    return
                 inner = value.get("topic") if isinstance(value, dict) else None
                 if not isinstance(inner, dict):
                     return

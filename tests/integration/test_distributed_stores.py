@@ -375,6 +375,35 @@ def _read_partition(broker: KafkaCluster, topic: str, partition: int) -> list:  
         consumer.close()
 
 
+def test_an_active_topics_reset_reaches_the_other_workers_tasks(
+    broker: KafkaCluster, topic_name: str
+) -> None:
+    """A reset on one worker tombstones the connector's topics; every other worker that knew
+    them has its tasks forget theirs (they record them again with their next record, as
+    Kafka's tasks do), and the resetting worker, which forgot at once, is not told again."""
+    topic = _compacted(broker, topic_name + "-status")
+    one = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    two = KafkaStatusStore(topic, _props(broker), ClusterKeys(None))
+    resets: dict[str, list[str]] = {"one": [], "two": []}
+    one.on_topics_reset = resets["one"].append
+    two.on_topics_reset = resets["two"].append
+    one.start(START_TIMEOUT_S)
+    two.start(START_TIMEOUT_S)
+    try:
+        one.put_topic("c", "orders", 0)
+        one.flush(START_TIMEOUT_S)
+        assert wait_for(lambda: two.topics_of("c")) == ["orders"]
+        one.reset_topics("c")
+        one.flush(START_TIMEOUT_S)
+        wait_for(lambda: resets["two"], what="the reset on the other worker")
+        one.log.read_to_end().result(START_TIMEOUT_S)
+        assert resets == {"one": [], "two": ["c"]}
+        assert one.topics_of("c") == two.topics_of("c") == []
+    finally:
+        one.stop()
+        two.stop()
+
+
 def test_statuses_are_kafka_connects_records_and_every_worker_reads_them(
     broker: KafkaCluster, topic_name: str
 ) -> None:
