@@ -261,6 +261,7 @@ class HostedTaskLoop:
         self._topics: set[str] = set() if topics is None else topics
         self._resets = 0  # resets asked so far
         self._resets_told = 0  # ... of which the host's loop has forgotten its topics
+        self._topics_lock = threading.Lock()  # an answer's topics are not added past a reset
 
     @property
     def name(self) -> str:
@@ -274,8 +275,9 @@ class HostedTaskLoop:
         return set(self._topics)
 
     def forget_topics(self) -> None:
-        self._resets += 1
-        self._topics.clear()
+        with self._topics_lock:
+            self._resets += 1
+            self._topics.clear()
         self.host.wake()  # an idle slice answers now: the next one tells the host
 
     def take_counters(self) -> tuple[float, ...] | None:
@@ -304,8 +306,9 @@ class HostedTaskLoop:
             self._counters.add(counters)
             if telling:
                 self._resets_told = resets
-            if self._resets_told == self._resets:
-                self._topics.update(topics)
+            with self._topics_lock:
+                if self._resets_told == self._resets:
+                    self._topics.update(topics)
             self._log(records)
             return moved
         return answer

@@ -33,6 +33,7 @@ Threads: the runner's own thread submits and waits; the control server's threads
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,7 @@ class SparkTaskRunner(_TaskRunner):
         # Active topic resets asked so far: each answer says how many, the executor's loop
         # forgets its topics when that grows, and its reports count again once they say it has.
         self._resets = 0
+        self._topics_lock = threading.Lock()  # a report's topics are not added past a reset
         self._beating = False  # the current attempt has reported at least once
         self._reported_start = False
         # Whether the worker's task-startup metrics have this task: once, as the local
@@ -99,8 +101,9 @@ class SparkTaskRunner(_TaskRunner):
         return set(self._topics)
 
     def forget_topics(self) -> None:
-        self._resets += 1
-        self._topics.clear()
+        with self._topics_lock:
+            self._resets += 1
+            self._topics.clear()
 
     def kill_host(self, reason: str) -> None:
         """Reclaim a task that does not stop in time: cancel its Spark job (Spark kills its
@@ -250,9 +253,10 @@ class SparkTaskRunner(_TaskRunner):
         counters = body.get("counters")
         if isinstance(counters, list) and len(counters) == len(FIELDS):
             self.metrics.absorb(tuple(counters))
-        resets = self._resets
-        if body.get("topic_resets", 0) == resets:
-            self._topics.update(body.get("topics", ()))
+        with self._topics_lock:
+            resets = self._resets
+            if body.get("topic_resets", 0) == resets:
+                self._topics.update(body.get("topics", ()))
         if state in (RUNNING, PAUSED) and not self._reported_start:
             self._task_started(body)
         if state == "FAILED" and body.get("trace") and not self.stopping.is_set():
