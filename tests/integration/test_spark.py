@@ -439,6 +439,11 @@ def test_offsets_written_on_spark_are_read_locally_and_back(
         ]
 
 
+def _active_topics(http: Any, name: str) -> list[str]:
+    topics: list[str] = http.get(f"/connectors/{name}/topics").json()[name]["topics"]
+    return topics
+
+
 def test_rest_controls_a_task_on_spark_within_seconds(
     spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
@@ -471,9 +476,17 @@ def test_rest_controls_a_task_on_spark_within_seconds(
         paused_at = len(numbers())
         time.sleep(2)
         assert len(numbers()) == paused_at, "records moved while paused"
+        # KIP-558: a reset empties the list; the executor's loop forgets its topic (its next
+        # report says it has), and records it again with the next record sent.
+        assert _active_topics(http, module) == [topic]
+        assert http.put(f"/connectors/{module}/topics/reset").status_code == 202
+        assert _active_topics(http, module) == []
+        wait_for(lambda: runner.remote.get("topic_resets") == 1, CONTROL_S, "the reset applied")
+        assert _active_topics(http, module) == []
 
         assert http.put(f"/connectors/{module}/resume").status_code == 202
         timed("resume", lambda: len(numbers()) > paused_at)
+        wait_for(lambda: _active_topics(http, module) == [topic], CONTROL_S, "the topic again")
         assert _task_state(http, module) == "RUNNING"
 
         before = len(numbers())
