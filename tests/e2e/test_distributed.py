@@ -213,6 +213,48 @@ def test_pause_and_resume_through_different_workers(
     assert _wait_lines(sink, 20) == [_line(i).strip() for i in range(20)]
 
 
+def _active_topics(cluster: DistributedCluster, name: str, via: int) -> list[str]:
+    response = cluster.request("GET", f"/connectors/{name}/topics", via=via)
+    assert response.status_code == 200, response.text
+    topics: list[str] = response.json()[name]["topics"]
+    return topics
+
+
+def test_an_active_topics_reset_through_another_worker_reaches_the_running_task(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """KIP-558: a reset through a worker that does not run the sink's task empties the list
+    on every worker, the task's own included (its task forgets its topic, where before it
+    kept it and the worker published it again), until the next record."""
+    source, sink = _file_pipeline(cluster, tmp_path, "active", broker)
+    topic = f"{cluster.group}-active"
+    source.write_text("".join(_line(i) for i in range(5)))
+    _wait_lines(sink, 5)
+    owner_id = cluster.status("active-sink", via=0)["tasks"][0]["worker_id"]
+    owner = next(i for i in range(WORKERS) if cluster.worker_id(i) == owner_id)
+    everywhere = range(WORKERS)
+    wait_until(
+        lambda: all(_active_topics(cluster, "active-sink", i) == [topic] for i in everywhere),
+        60,
+        "the sink's topic on every worker",
+    )
+    reset = cluster.request("PUT", "/connectors/active-sink/topics/reset", via=(owner + 1) % 3)
+    assert reset.status_code == 202, reset.text
+    wait_until(
+        lambda: all(_active_topics(cluster, "active-sink", i) == [] for i in everywhere),
+        60,
+        "no active topic on any worker, the task's own included",
+    )
+    with source.open("a") as fh:
+        fh.write(_line(5))
+    _wait_lines(sink, 6)
+    wait_until(
+        lambda: all(_active_topics(cluster, "active-sink", i) == [topic] for i in everywhere),
+        60,
+        "the sink's topic again on every worker",
+    )
+
+
 def _paused_without_tasks(cluster: DistributedCluster, name: str) -> bool:
     return all(
         cluster.status(name, via=i).get("connector", {}).get("state") == "PAUSED"
