@@ -32,6 +32,7 @@ import http.client
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -160,12 +161,24 @@ class ControlClient:
     """A task's end, for one thread: requests carry the task's identity and attempt."""
 
     def __init__(
-        self, host: str, port: int, token: str, connector: str, task: int, attempt: int
+        self,
+        host: str,
+        port: int,
+        token: str,
+        connector: str,
+        task: int,
+        attempt: int,
+        deadline: Callable[[], float] | None = None,
     ) -> None:
+        """``deadline``: the monotonic time after which the worker counts as lost (its last
+        heartbeat answer plus the heartbeat timeout); no request waits past it. A worker that
+        is frozen (a long pause, SIGSTOP) keeps its connections open and answers nothing, and
+        without it a request would wait for its own timeout, twice."""
         self.host, self.port = host, port
         self._auth = f"Bearer {token}"
         self.identity = {"connector": connector, "task": task, "attempt": attempt}
         self._conn: http.client.HTTPConnection | None = None
+        self._deadline = deadline
 
     def request(self, op: str, timeout_s: float = 0.0, **body: Any) -> dict[str, Any]:
         """Send one request and return the worker's answer.
@@ -177,7 +190,7 @@ class ControlClient:
         data = json.dumps({"op": op, **self.identity, **body}, separators=(",", ":")).encode()
         headers = {"Authorization": self._auth, "Content-Type": "application/json"}
         for retry in (False, True):  # a kept-alive connection the server closed: once more
-            conn = self._connection(timeout_s + ANSWER_SLACK_S)
+            conn = self._connection(self._wait_limit(timeout_s + ANSWER_SLACK_S))
             try:
                 conn.request("POST", CONTROL_PATH, data, headers)
                 response = conn.getresponse()
@@ -201,6 +214,22 @@ class ControlClient:
                 )
             return answer
         raise AssertionError("unreachable")
+
+    def _wait_limit(self, timeout_s: float) -> float:
+        """``timeout_s``, cut to what is left until the deadline.
+
+        Raises:
+            ControlError: the deadline has passed (the worker counts as lost).
+        """
+        if self._deadline is None:
+            return timeout_s
+        left = self._deadline() - time.monotonic()
+        if left <= 0:
+            raise ControlError(
+                f"the worker's control endpoint {self.host}:{self.port} has not answered a "
+                "heartbeat for the heartbeat timeout"
+            )
+        return min(timeout_s, left)
 
     def _connection(self, timeout_s: float) -> http.client.HTTPConnection:
         if self._conn is None:

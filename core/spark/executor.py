@@ -25,7 +25,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,10 +109,12 @@ class RemoteOffsets:
 class _Heartbeat(threading.Thread):
     """Reports the task's state and applies the target the worker answers with."""
 
-    def __init__(self, task: ExecutorTask, control: ControlClient) -> None:
+    def __init__(
+        self, task: ExecutorTask, client: Callable[[Callable[[], float]], ControlClient]
+    ) -> None:
         super().__init__(name=f"copycat-heartbeat-{task.spec.name}", daemon=True)
         self.task = task
-        self.control = control
+        self.control = client(self.deadline)
         self.target = PAUSED if task.assignment.paused else RUNNING
         self.stop_requested = threading.Event()
         # Set when the target changes or a stop is asked: ends a paused loop's wait.
@@ -120,6 +122,12 @@ class _Heartbeat(threading.Thread):
         self.fenced = False
         self.done = threading.Event()
         self.last_contact = time.monotonic()
+
+    def deadline(self) -> float:
+        """When the worker counts as lost: the last answer plus the heartbeat timeout. No
+        request to the worker (a heartbeat, an offsets commit) waits past it, so a frozen
+        worker's task stops then, as the worker gives the attempt up then too."""
+        return self.last_contact + self.task.assignment.heartbeat_timeout_s
 
     def run(self) -> None:
         assignment = self.task.assignment
@@ -202,7 +210,7 @@ class ExecutorTask:
         self.topic_resets = 0
         self.where = {"host": socket.gethostname(), "pid": os.getpid(), **_executor_hints()}
 
-    def _client(self) -> ControlClient:
+    def _client(self, deadline: Callable[[], float]) -> ControlClient:
         a = self.assignment
         return ControlClient(
             a.control_host,
@@ -211,6 +219,7 @@ class ExecutorTask:
             self.spec.connector,
             self.spec.task_id,
             a.attempt,
+            deadline,
         )
 
     def report(self) -> dict[str, Any]:
@@ -240,9 +249,9 @@ class ExecutorTask:
         a = self.assignment
         _log_to_stderr()
         allocator.tune_gc()
-        heartbeat = _Heartbeat(self, self._client())
+        heartbeat = _Heartbeat(self, self._client)
         heartbeat.start()
-        control = self._client()
+        control = self._client(heartbeat.deadline)
         try:
             self.hosts = ExecutorHosts(a.archives, resolve_cache_dir(a.env_cache_dir))
             services = TaskServices(hosts=self.hosts, offsets=RemoteOffsets(control))

@@ -3,7 +3,10 @@ server and client on loopback, the worker's side played by a small handler."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,7 +14,7 @@ from plugin_api.connector import freeze_partition
 
 from core.offsets import MemoryOffsetStore
 from core.spark.control import ControlClient, ControlError, ControlServer, Fenced, Request
-from core.spark.executor import RemoteOffsets
+from core.spark.executor import RemoteOffsets, _Heartbeat
 from plugin_api import ConfigException
 
 TOKEN = "t0ken"
@@ -104,6 +107,75 @@ def test_an_unreachable_worker_is_a_control_error() -> None:
     server.close()
     with pytest.raises(ControlError, match="cannot reach"):
         client.request("heartbeat")
+
+
+class _FrozenWorker(_Worker):
+    """A worker that answers ``answers`` requests, then freezes (a long pause, SIGSTOP): its
+    connections stay open and nothing answers, until :attr:`thaw` is set."""
+
+    def __init__(self, answers: int) -> None:
+        super().__init__()
+        self.answers = answers
+        self.thaw = threading.Event()
+
+    def __call__(self, request: Request) -> tuple[int, dict[str, Any]]:
+        if self.answers <= 0:
+            self.thaw.wait(120)
+            return 503, {"error": "thawed"}
+        self.answers -= 1
+        return super().__call__(request)
+
+
+@pytest.fixture
+def frozen() -> Iterator[tuple[_FrozenWorker, ControlServer]]:
+    handler = _FrozenWorker(answers=1)
+    server = ControlServer("127.0.0.1", TOKEN, handler)
+    try:
+        yield handler, server
+    finally:
+        handler.thaw.set()
+        server.close()
+
+
+def test_no_request_waits_for_a_frozen_worker_past_the_deadline(frozen: Any) -> None:
+    """Without a deadline each request to a worker that stopped answering waited for its own
+    timeout plus 30 s, twice: a task on Spark whose worker froze went on for ~61 s whatever
+    the heartbeat timeout (an exploratory run: ~30,000 records produced again by then)."""
+    _, server = frozen
+    deadline = time.monotonic() + 1.0
+    client = ControlClient(server.host, server.port, TOKEN, "c", 0, 2, lambda: deadline)
+    assert client.request("heartbeat") == {"target": "RUNNING"}
+    started = time.monotonic()
+    with pytest.raises(ControlError):
+        client.request("offsets.commit", entries=[])
+    assert time.monotonic() - started < 10  # ~1 s; 60 s before
+    with pytest.raises(ControlError, match="has not answered a heartbeat"):
+        client.request("heartbeat")  # past the deadline: at once
+
+
+def test_a_task_stops_when_its_worker_freezes_for_the_heartbeat_timeout(frozen: Any) -> None:
+    """The heartbeat thread stops the task (as fenced: nothing more is committed) once the
+    worker has not answered for task.spark.heartbeat.timeout.ms, frozen or gone alike."""
+    _, server = frozen
+    assignment = SimpleNamespace(paused=False, heartbeat_interval_s=0.2, heartbeat_timeout_s=1.5)
+    task = SimpleNamespace(
+        assignment=assignment,
+        spec=SimpleNamespace(name="c-0"),
+        loop=None,
+        topic_resets=0,
+        report=lambda: {"state": "RUNNING"},
+    )
+
+    def client(deadline: Any) -> ControlClient:
+        return ControlClient(server.host, server.port, TOKEN, "c", 0, 2, deadline)
+
+    heartbeat = _Heartbeat(task, client)  # type: ignore[arg-type]
+    heartbeat.start()
+    try:
+        assert heartbeat.stop_requested.wait(15), "the task went on past the heartbeat timeout"
+        assert heartbeat.fenced
+    finally:
+        heartbeat.done.set()
 
 
 def test_speculation_is_refused_before_spark_starts() -> None:
