@@ -58,7 +58,7 @@ from core.worker import (
     Worker,
 )
 from core.worker_config import WorkerConfig
-from isolation import PluginHostError, RemotePluginError
+from isolation import PluginHostCrashed, PluginHostError, RemotePluginError
 from plugin_api import ConfigException, ConnectException, TopicPartition
 
 __all__ = ["REST_REQUEST_TIMEOUT_S", "WorkerHerder", "reverse_transform"]
@@ -77,6 +77,12 @@ REST_REQUEST_TIMEOUT_S = 90.0
 # Extra time a delete or stop gives a connector operation already running (e.g. a start that
 # hangs) beyond the graceful timeout, before that operation's plugin host is killed.
 RECLAIM_MARGIN_S = 1.0
+# A connector's plugin host still being spawned when a stop signal reaches the worker's process
+# group (a terminal's Ctrl-C, a service manager's SIGTERM) may get it too, before it has a
+# session of its own (isolation/launcher.py); the worker's handler runs on the main thread, so
+# the start's failure may be seen first: it waits this long for the worker's stop.
+STOP_SIGNAL_WAIT_S = 2.0
+_STOP_SIGNAL_NAMES = ("SIGTERM", "SIGINT", "SIGHUP")  # core/bootstrap.py's STOP_SIGNALS
 # A connector whose task_configs() raised is asked again after this, doubling up to the
 # maximum, until it answers (Kafka's DistributedHerder RECONFIGURE_CONNECTOR_TASKS_BACKOFF_*
 # _INITIAL_MS and _MAX_MS): a cause that goes away (a database back up) heals the connector
@@ -372,10 +378,29 @@ class WorkerHerder(AbstractHerder):
         try:
             self._worker().start_connector(name, resolved.config)
         except Exception as exc:  # noqa: BLE001 - shown as FAILED in the status, like Kafka
-            if not runtime.deleted:
-                self._fail_connector(name, exc, resolved, starting=True)
+            if runtime.deleted:
+                return None
+            if self._stopped_by_signal(exc):
+                # Not the connector's failure: the worker is stopping, and it stops anyway.
+                log.info("connector %s not started: the worker is stopping (%s)", name, exc)
+                return None
+            self._fail_connector(name, exc, resolved, starting=True)
             return None
         return resolved
+
+    def _stopped_by_signal(self, exc: BaseException) -> bool:
+        """Whether a stop signal to the worker is what ended a connector's start: the worker
+        is stopping, or its plugin host was killed by a stop signal and the worker's stop
+        follows within :data:`STOP_SIGNAL_WAIT_S` (see there)."""
+        stop = self.stop_requested
+        if stop is None:
+            return False
+        if stop.is_set():
+            return True
+        reason = exc.exit_reason if isinstance(exc, PluginHostCrashed) else ""
+        if any(f"killed by {signal} " in reason for signal in _STOP_SIGNAL_NAMES):
+            return stop.wait(STOP_SIGNAL_WAIT_S)
+        return False
 
     def _start(self, name: str) -> None:
         """Start the connector and its tasks per its target state (its operation thread)."""

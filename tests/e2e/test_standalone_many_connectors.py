@@ -213,3 +213,46 @@ def test_a_signal_while_many_connectors_start_stops_the_worker_cleanly(
     assert not host_pids("slow-"), host_pids("slow-")
     # The starts in progress end (each start() takes 1.5 s), then everything stops.
     assert took < 30, took
+
+
+def test_a_connector_host_killed_by_the_stop_signal_as_it_starts_is_no_failure(
+    tmp_path: Path,
+    bootstrap_servers: str,
+    faulty_plugin_dirs: list[Path],
+    topic_name: str,
+) -> None:
+    """A stop signal to the worker's process group can reach a connector's plugin host still
+    being spawned, before it has a session of its own: a CI run's clean shutdown logged
+    ``Failed to start connector ...`` and a trace (``PluginHostCrashed: plugin host for ...
+    killed by SIGTERM (signal 15) during hello``). Here the host sends itself SIGTERM in
+    start() right after the worker got its signal: the start is no failure of the connector,
+    and the worker stops cleanly."""
+    doomed = tmp_path / "doomed"
+    name = f"doomed-{topic_name}"
+    connectors = [
+        {
+            "name": name,
+            "connector.class": "FaultySource",
+            "topic": topic_name,
+            "tasks.max": "1",
+            "connector.start.sigterm.after": str(doomed),
+        }
+    ]
+    plugin_path = ",".join(str(p) for p in faulty_plugin_dirs)
+    worker = CliWorker(
+        tmp_path, _worker_props(tmp_path, bootstrap_servers, plugin_path), connectors
+    )
+    worker.spawn().wait_listening(120)
+    try:
+        wait_until(lambda: f"creating connector {name}" in worker.text(), 120, "its start")
+        worker.signal_group(signal.SIGTERM)
+        doomed.touch()
+        code = worker.wait(60)
+    finally:
+        worker.close()
+    text = worker.text()
+    assert code == 0, text[-3000:]
+    assert "Traceback" not in text and "Failed to start connector" not in text, text[-3000:]
+    assert f"connector {name} not started: the worker is stopping" in text, text[-3000:]
+    assert "killed by SIGTERM" in text
+    assert not host_pids(name), host_pids(name)

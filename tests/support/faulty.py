@@ -13,6 +13,9 @@
 * ``connector.start.fail``: a message the connector's start() raises as a ConnectException.
 * ``connector.start.fail.if``: a file; while it exists, the connector's start() raises a
   ConnectException (a connector that fails on demand, e.g. on its next restart).
+* ``connector.start.sigterm.after``: a file; the connector's start() waits until it exists,
+  then its plugin host sends itself SIGTERM (as a stop signal to the worker's process group
+  reaches a host still being spawned, before it has a session of its own).
 * ``connector.validate.ms``: how long validate() takes; it prints
   ``faulty: validating for <ms> ms`` first.
 * ``fail.with``: a message the task's poll()/put() raises as a ConnectException.
@@ -244,6 +247,12 @@ class _FaultyConnector:
         self.props = dict(props)
         _hang(props, "connector.start")
         _raise(props, "connector.start")
+        doomed = props.get("connector.start.sigterm.after")
+        if doomed:
+            while not os.path.exists(doomed):
+                time.sleep(0.02)
+            os.kill(os.getpid(), 15)
+            time.sleep(30)
         time.sleep(int(props.get("connector.start.ms", "0")) / 1000)
         if props.get("connector.start.fail"):
             raise ConnectException(props["connector.start.fail"])
