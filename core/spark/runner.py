@@ -215,17 +215,23 @@ class SparkTaskRunner(_TaskRunner):
                 return
             if self.stopping.is_set():
                 return
+            if lost is not None and outcome == "lost":
+                # The watchdog gave the attempt up and cancelled its job: the job's error is
+                # that cancellation (Py4J's "An error occurred while calling ...", Spark's
+                # SPARK_JOB_CANCELLED), not why the attempt was lost, which ``lost`` says.
+                log.debug("task %s: attempt %d's job ended: %s", spec.name, self.attempts, detail)
+                detail = ""
+            first_line = detail.splitlines()[0] if detail else ""
             log.warning(
-                "task %s: attempt %d on Spark ended without stopping (%s: %s); submitting it again",
+                "task %s: attempt %d on Spark ended without stopping (%s); submitting it again",
                 spec.name,
                 self.attempts,
-                outcome,
-                detail.splitlines()[0] if detail else "",
+                f"{outcome}: {first_line}" if first_line else outcome,
             )
             self._report(
                 State.UNASSIGNED,
                 f"attempt {self.attempts} of this task on Spark was lost ({lost or outcome}); "
-                f"submitting it again\n{detail}",
+                "submitting it again" + (f"\n{detail}" if detail else ""),
             )
             self.stopping.wait(RESUBMIT_BACKOFF_S)
 

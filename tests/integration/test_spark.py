@@ -326,6 +326,7 @@ def test_a_task_on_an_executor_killed_leaves_running_at_once_not_after_the_heart
         _wait_state(http, busy, "RUNNING", TASK_START_S)
         victim = executor_jvm_of(runner.remote["host_pids"][0])
         assert victim is not None
+        traces = _record_task_traces(worker, module)
         os.kill(victim, signal.SIGKILL)
         killed = time.monotonic()
         wait_for(lambda: _task_state(http, module) != "RUNNING", 20, "the task not RUNNING")
@@ -343,6 +344,27 @@ def test_a_task_on_an_executor_killed_leaves_running_at_once_not_after_the_heart
         host = _active_executors(spark)[placement.executor_id]
         assert f"executor {placement.executor_id} on {host} (" in status["tasks"][0]["worker_id"]
     print(f"\nthe task left RUNNING {left_running_s:.1f} s after its executor was killed")
+    # Each status the task had on the way says why it was lost, and none is the Spark job's
+    # cancellation the watchdog itself caused (Py4J's text and the JVM's stack were appended
+    # when the cancelled job returned).
+    assert any("was lost (Spark lost executor" in t for t in traces), traces
+    assert not [t for t in traces if "SPARK_JOB_CANCELLED" in t or "error occurred" in t], traces
+
+
+def _record_task_traces(worker: RestWorker, name: str, task: int = 0) -> list[str]:
+    """Every trace the worker writes for the task from now on (its StatusBoard's set_task)."""
+    assert worker.herder.worker is not None
+    board = worker.herder.worker.status
+    traces: list[str] = []
+    write = board.set_task
+
+    def recording(connector: str, task_id: int, status: Any) -> None:
+        if (connector, task_id) == (name, task) and status.trace:
+            traces.append(status.trace)
+        write(connector, task_id, status)
+
+    board.set_task = recording  # type: ignore[method-assign,assignment]
+    return traces
 
 
 def _parent(pid: int) -> int:
