@@ -34,7 +34,6 @@ from tests.support.differential import (
     read_records,
     wait_running,
 )
-from tests.support.kafka import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -160,8 +159,20 @@ SINK_INPUT: list[tuple[bytes, list[tuple[str, str | bytes | None]]]] = [
 SINK_WRITTEN = ["v1", "v3", "v10"]
 
 
-def _sink(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[Record], str]:
-    name = f"hdr-sink-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+def _dlq_sink(
+    peer: Peer,
+    broker: KafkaCluster,
+    topic: str,
+    tmp: Path,
+    prefix: str,
+    settings: dict[str, str],
+    dead: int,
+    written: int,
+) -> tuple[list[Record], str]:
+    """Run a FileStreamSink with a DLQ (tolerance all, context headers) and ``settings`` over
+    ``topic`` on ``peer``: its ``dead`` DLQ records, normalised, and the file's text once it
+    holds ``written`` lines."""
+    name = f"{prefix}-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
     dlq = f"{name}-dlq"
     output = tmp / f"{name}.out"
     config = {
@@ -169,13 +180,27 @@ def _sink(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list
         "tasks.max": "1",
         "topics": topic,
         "file": str(output),
-        "value.converter": JSON,
-        "value.converter.schemas.enable": "false",
-        "header.converter": JSON,
         "errors.tolerance": "all",
         "errors.deadletterqueue.topic.name": dlq,
         "errors.deadletterqueue.topic.replication.factor": "1",
         "errors.deadletterqueue.context.headers.enable": "true",
+        **settings,
+    }
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            records = read_records(broker.bootstrap_servers, dlq, dead)
+            text = _written(output, written, peer.name)
+        finally:
+            delete(client, name)
+    return _normalised(records, name), text
+
+
+def _sink(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[Record], str]:
+    settings = {
+        "value.converter": JSON,
+        "value.converter.schemas.enable": "false",
+        "header.converter": JSON,
         "transforms": "drop,insert",
         "transforms.drop.type": T + "DropHeaders",
         "transforms.drop.headers": "a",
@@ -183,20 +208,8 @@ def _sink(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list
         "transforms.insert.header": "b",
         "transforms.insert.value.literal": "1",
     }
-    with peer.client() as client:
-        create(client, name, config)
-        try:
-            dead = read_records(broker.bootstrap_servers, dlq, len(SINK_INPUT) - len(SINK_WRITTEN))
-            text: str = wait_for(
-                lambda: (
-                    output.exists() and output.read_text().count("\n") >= 3 and output.read_text()
-                ),
-                90,
-                f"{peer.name} writing",
-            )
-        finally:
-            delete(client, name)
-    return _normalised(dead, name), text
+    dead = len(SINK_INPUT) - len(SINK_WRITTEN)
+    return _dlq_sink(peer, broker, topic, tmp, "hdr-sink", settings, dead, len(SINK_WRITTEN))
 
 
 def test_headers_a_sink_cannot_read_reach_the_dlq_the_same(
@@ -246,35 +259,16 @@ HEADER_FROM_WRITTEN = 4
 def _header_from_sink(
     peer: Peer, broker: KafkaCluster, topic: str, tmp: Path, operation: str
 ) -> tuple[list[Record], str]:
-    name = f"hdr-from-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
-    dlq = f"{name}-dlq"
-    output = tmp / f"{name}.out"
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "file": str(output),
+    settings = {
         "value.converter": JSON,
-        "errors.tolerance": "all",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
         "transforms": "from",
         "transforms.from.type": T + "HeaderFrom$Value",
         "transforms.from.fields": "a",
         "transforms.from.headers": "ha",
         "transforms.from.operation": operation,
     }
-    with peer.client() as client:
-        create(client, name, config)
-        try:
-            dead = read_records(
-                broker.bootstrap_servers, dlq, len(HEADER_FROM_INPUT) - HEADER_FROM_WRITTEN
-            )
-            text = _written(output, HEADER_FROM_WRITTEN, peer.name)
-        finally:
-            delete(client, name)
-    return _normalised(dead, name), text
+    dead = len(HEADER_FROM_INPUT) - HEADER_FROM_WRITTEN
+    return _dlq_sink(peer, broker, topic, tmp, "hdr-from", settings, dead, HEADER_FROM_WRITTEN)
 
 
 @pytest.mark.parametrize("operation", ["copy", "move"])
