@@ -31,6 +31,7 @@ from plugin_api.config import (
     Importance,
     Range,
     ValidString,
+    parse_type,
 )
 from plugin_api.errors import ConfigException
 
@@ -950,7 +951,35 @@ def _problems(
             problems.append((key, _unknown_key_message(key)))
     for key, messages in errors.items():  # missing required keys
         problems.extend((key, message) for message in messages)
+    problems.extend(_spark_heartbeat_problems(checked, {k for k, _ in problems}))
     return problems
+
+
+def _spark_heartbeat_problems(props: Mapping[str, str], faulty: set[str]) -> list[tuple[str, str]]:
+    """A Spark task whose heartbeat interval reaches the heartbeat timeout would be given up
+    for lost between two of its own heartbeats, and would stop itself likewise: refused, as
+    Kafka's consumers refuse a heartbeat interval at or above their session timeout."""
+    interval_key, timeout_key = (
+        "task.spark.heartbeat.interval.ms",
+        "task.spark.heartbeat.timeout.ms",
+    )
+    if interval_key not in props and timeout_key not in props:
+        return []
+    if faulty & {interval_key, timeout_key}:
+        return []
+    keys = WORKER_CONFIG_DEF.keys
+    interval, timeout = (
+        parse_type(k, props[k], keys[k].type) if k in props else keys[k].default
+        for k in (interval_key, timeout_key)
+    )
+    if interval < timeout:
+        return []
+    return [
+        (
+            interval_key,
+            f"{interval_key} ({interval}) must be lower than {timeout_key} ({timeout})",
+        )
+    ]
 
 
 def _problems_error(problems: list[tuple[str, str]], source: str) -> ConfigException:

@@ -102,6 +102,19 @@ class DistributedHerder(Rebalancing, HerderApi):
                 signature,
                 "Signature algorithm must be present in inter.worker.verification.algorithms list",
             )
+        heartbeat, session = (
+            self.config.get("heartbeat.interval.ms"),
+            self.config.get("session.timeout.ms"),
+        )
+        if heartbeat >= session:
+            # Kafka's group member refuses it as it starts (its Heartbeat's check); found
+            # here, before any topic is read, and naming both keys.
+            raise ConfigException(
+                "heartbeat.interval.ms",
+                heartbeat,
+                "Heartbeat must be set lower than the session timeout "
+                f"(session.timeout.ms={session})",
+            )
         self.group_id: str = self.config.get("group.id")
         self.override_policy = override_policy(self.config, self.extensions)
         # The worker's metrics (GET /metrics, metric.reporters), for as long as it runs.

@@ -96,3 +96,12 @@ def test_required_keys_may_come_from_config_providers(monkeypatch: pytest.Monkey
         DistributedHerder(None, worker_props=props)
     monkeypatch.setenv("CONNECT_GROUP", "cluster-a")
     assert DistributedHerder(None, worker_props=props).group_id == "cluster-a"
+
+
+@pytest.mark.parametrize("heartbeat", ["10000", "20000"])
+def test_a_heartbeat_interval_not_below_the_session_timeout_is_refused(heartbeat: str) -> None:
+    props = {**REQUIRED, "session.timeout.ms": "10000", "heartbeat.interval.ms": heartbeat}
+    with pytest.raises(ConfigException, match="lower than the session timeout") as caught:
+        DistributedHerder(None, worker_props=props)
+    assert "configuration heartbeat.interval.ms" in str(caught.value)
+    assert "session.timeout.ms=10000" in str(caught.value)

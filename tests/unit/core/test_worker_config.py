@@ -449,3 +449,29 @@ def test_an_empty_offsets_file_is_called_empty_by_the_standalone_worker(tmp_path
     assert str(info.value) == (
         f"{worker}: offset.storage.file.filename is empty; standalone mode needs a value for it"
     )
+
+
+@pytest.mark.parametrize(
+    ("interval", "timeout", "shown"),
+    [
+        ("30000", None, "(30000) must be lower than task.spark.heartbeat.timeout.ms (30000)"),
+        ("500", "400", "(500) must be lower than task.spark.heartbeat.timeout.ms (400)"),
+    ],
+)
+def test_a_spark_heartbeat_interval_not_below_its_timeout_is_refused(
+    interval: str, timeout: str | None, shown: str
+) -> None:
+    props = {**MINIMAL, "task.spark.heartbeat.interval.ms": interval}
+    if timeout is not None:
+        props["task.spark.heartbeat.timeout.ms"] = timeout
+    err = _error(props)
+    assert str(err) == f"worker.properties: task.spark.heartbeat.interval.ms {shown}"
+
+
+def test_spark_heartbeat_keys_in_order_or_invalid_add_no_second_problem() -> None:
+    assert (
+        _config(task_spark_heartbeat_interval_ms="500").get("task.spark.heartbeat.interval.ms")
+        == 500
+    )
+    err = _error({**MINIMAL, "task.spark.heartbeat.interval.ms": "soon"})
+    assert [key for key, _ in err.problems] == ["task.spark.heartbeat.interval.ms"]  # type: ignore[attr-defined]
