@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from tests.support.processes import assert_data_path, host_pids, wait_until
-from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, module_worker
 
 pytestmark = pytest.mark.integration
 
@@ -37,28 +37,12 @@ GRACEFUL_MS = 3_000
 UNAFFECTED_S = GRACEFUL_MS / 1000 * 0.8
 
 
-@pytest.fixture(scope="module")
-def worker(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    bootstrap_servers: str,
-    bundled_plugin_path: Path,
-) -> Iterator[RestWorker]:
-    # Tests of hanging *tasks* run in both data paths (BOTH_DATA_PATHS).
-    extra = {
-        "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
-        "task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS),
-    }
-    with data_path_worker(
-        request,
-        tmp_path_factory,
-        bootstrap_servers,
-        bundled_plugin_path,
-        "blocking",
-        extra,
-        faulty=True,
-    ) as w:
-        yield w
+# Tests of hanging *tasks* run in both data paths (BOTH_DATA_PATHS).
+_WORKER_PROPS = {
+    "plugin.call.timeout.ms": str(CALL_TIMEOUT_MS),
+    "task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS),
+}
+worker = module_worker("blocking", _WORKER_PROPS, faulty=True)
 
 
 def _config(kind: str, topic: str, **extra: str) -> dict[str, str]:

@@ -4,32 +4,20 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from isolation.host import OUTPUT_BURST_LINES, OUTPUT_LINES_PER_S
 from tests.support.processes import assert_data_path, host_pids, wait_until
-from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, module_worker
 
 pytestmark = pytest.mark.integration
 
 MEMORY_LIMIT = 512 * 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def worker(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    bootstrap_servers: str,
-    bundled_plugin_path: Path,
-) -> Iterator[RestWorker]:
-    # Every test here runs a task, in both places its data path can run (BOTH_DATA_PATHS).
-    with data_path_worker(
-        request, tmp_path_factory, bootstrap_servers, bundled_plugin_path, "limits", faulty=True
-    ) as w:
-        yield w
+# Every test here runs a task, in both places its data path can run (BOTH_DATA_PATHS).
+worker = module_worker("limits", faulty=True)
 
 
 @BOTH_DATA_PATHS

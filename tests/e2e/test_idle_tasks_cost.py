@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.processes import host_pids, wait_until
-from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, module_worker
 
 pytestmark = pytest.mark.integration
 
@@ -42,17 +42,7 @@ ACTS_WITHIN_S = 0.75
 STOPS_WITHIN_S = 2.0
 
 
-@pytest.fixture(scope="module")
-def worker(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    bootstrap_servers: str,
-    bundled_plugin_path: Path,
-) -> Iterator[RestWorker]:
-    with data_path_worker(
-        request, tmp_path_factory, bootstrap_servers, bundled_plugin_path, "idle", faulty=True
-    ) as w:
-        yield w
+worker = module_worker("idle", faulty=True)
 
 
 def _thread_use(task_dir: Path) -> tuple[float, int]:

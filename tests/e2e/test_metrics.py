@@ -24,7 +24,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.metric_reporters import RecordingReporter
-from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker, wait_for
+from tests.support.rest import (
+    BOTH_DATA_PATHS,
+    RestWorker,
+    data_path_worker,
+    module_worker,
+    wait_for,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -35,30 +41,14 @@ REPORTERS = (
 )
 
 
-@pytest.fixture(scope="module")
-def worker(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    bootstrap_servers: str,
-    bundled_plugin_path: Path,
-) -> Iterator[RestWorker]:
-    extra = {
-        "metric.reporters": REPORTERS,
-        "metrics.context.connect.kafka.cluster.id": "test-cluster",
-        "offset.flush.interval.ms": "200",
-        # Windowed stats forget within 2 x 5 s (test_an_idle_source_keeps_committing...).
-        "metrics.sample.window.ms": "5000",
-    }
-    with data_path_worker(
-        request,
-        tmp_path_factory,
-        bootstrap_servers,
-        bundled_plugin_path,
-        "metrics",
-        extra,
-        faulty=True,
-    ) as running:
-        yield running
+_WORKER_PROPS = {
+    "metric.reporters": REPORTERS,
+    "metrics.context.connect.kafka.cluster.id": "test-cluster",
+    "offset.flush.interval.ms": "200",
+    # Windowed stats forget within 2 x 5 s (test_an_idle_source_keeps_committing...).
+    "metrics.sample.window.ms": "5000",
+}
+worker = module_worker("metrics", _WORKER_PROPS, faulty=True)
 
 
 @pytest.fixture

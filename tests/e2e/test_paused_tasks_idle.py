@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import read_all
 from tests.support.processes import host_pids, wait_until
-from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, module_worker
 
 pytestmark = pytest.mark.integration
 
@@ -38,17 +37,7 @@ ACTS_WITHIN_S = 1.0
 SLOW_START_MS = 6_000
 
 
-@pytest.fixture(scope="module")
-def worker(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    bootstrap_servers: str,
-    bundled_plugin_path: Path,
-) -> Iterator[RestWorker]:
-    with data_path_worker(
-        request, tmp_path_factory, bootstrap_servers, bundled_plugin_path, "paused", faulty=True
-    ) as w:
-        yield w
+worker = module_worker("paused", faulty=True)
 
 
 def _cpu_s(stat: Path) -> float:

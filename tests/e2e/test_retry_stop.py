@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import pytest
 
 from tests.support.kafka import produce
 from tests.support.processes import assert_data_path, wait_until
-from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, module_worker
 
 pytestmark = pytest.mark.integration
 
@@ -35,24 +34,9 @@ PROMPT_S = 3.0
 RETRYING = "faulty: retriable failure in transform.apply"
 
 
-@pytest.fixture(scope="module")
-def worker(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    bootstrap_servers: str,
-    bundled_plugin_path: Path,
-) -> Iterator[RestWorker]:
-    extra = {"task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS)}
-    with data_path_worker(
-        request,
-        tmp_path_factory,
-        bootstrap_servers,
-        bundled_plugin_path,
-        "retry-stop",
-        extra,
-        faulty=True,
-    ) as w:
-        yield w
+worker = module_worker(
+    "retry-stop", {"task.shutdown.graceful.timeout.ms": str(GRACEFUL_MS)}, faulty=True
+)
 
 
 def _status(http: httpx.Client, name: str) -> dict[str, Any]:

@@ -11,7 +11,6 @@ A real standalone worker over HTTP, the bundled FileStreamSink and FileStreamSou
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -19,22 +18,12 @@ import pytest
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import produce
-from tests.support.rest import BOTH_DATA_PATHS, RestWorker, data_path_worker, wait_for
+from tests.support.rest import BOTH_DATA_PATHS, RestWorker, module_worker, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.also_on_dev_broker]
 
 
-@pytest.fixture(scope="module")
-def worker(
-    request: pytest.FixtureRequest,
-    tmp_path_factory: pytest.TempPathFactory,
-    bootstrap_servers: str,
-    bundled_plugin_path: Path,
-) -> Iterator[RestWorker]:
-    with data_path_worker(
-        request, tmp_path_factory, bootstrap_servers, bundled_plugin_path, "active-topics"
-    ) as w:
-        yield w
+worker = module_worker("active-topics")
 
 
 def _lines(path: Path) -> list[str]:

@@ -119,6 +119,33 @@ def data_path_worker(
         yield worker
 
 
+def module_worker(
+    name: str, extra: Mapping[str, str] | None = None, *, faulty: bool = False
+) -> Any:
+    """A module-scoped ``worker`` fixture made by :func:`data_path_worker` (assign it to
+    ``worker`` in the module): ``worker = module_worker("idle", faulty=True)``."""
+
+    @pytest.fixture(scope="module", name="worker")
+    def fixture(
+        request: pytest.FixtureRequest,
+        tmp_path_factory: pytest.TempPathFactory,
+        bootstrap_servers: str,
+        bundled_plugin_path: Path,
+    ) -> Iterator[RestWorker]:
+        with data_path_worker(
+            request,
+            tmp_path_factory,
+            bootstrap_servers,
+            bundled_plugin_path,
+            name,
+            extra,
+            faulty=faulty,
+        ) as w:
+            yield w
+
+    return fixture
+
+
 def _no_resolved_secret(response: httpx.Response) -> None:
     from core import secrets
 
