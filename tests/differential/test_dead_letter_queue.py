@@ -22,7 +22,19 @@ import pytest
 from confluent_kafka import Producer
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, Record, create, delete, differences, read_records
+from tests.support.differential import (
+    Peer,
+    Record,
+    create,
+    delete,
+    differences,
+    dlq_sink_config,
+    normalised,
+    read_records,
+    reconcile_messages,
+    run_dlq_sink,
+    written,
+)
 from tests.support.kafka import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
@@ -45,94 +57,39 @@ INPUT: list[tuple[bytes | None, bytes, list[tuple[str, str | bytes | None]]]] = 
 POISON = 4
 GOOD = len(INPUT) - POISON
 
-_NAME_HEADER = "__connect.errors.connector.name"
-_TRACE_HEADER = "__connect.errors.exception.stacktrace"
-_MESSAGE_HEADER = "__connect.errors.exception.message"
-
-
-def _normalised(records: list[Record], connector: str) -> list[Record]:
-    out = []
-    for key, value, headers in records:
-        fixed = []
-        for name, data in headers:
-            if name == _NAME_HEADER:
-                assert data == connector.encode(), (name, data)
-                data = b"<connector>"
-            elif name == _TRACE_HEADER:
-                assert data, "an empty stack trace header"
-                data = b"<stack trace>"
-            fixed.append((name, data))
-        out.append((key, value, tuple(fixed)))
-    return out
-
-
-def _reconcile_messages(ours: list[Record], theirs: list[Record]) -> list[Record]:
-    """Our records with each exception message cut to Kafka's where it starts with Kafka's."""
-    out = []
-    for (key, value, headers), (_, _, reference) in zip(ours, theirs, strict=False):
-        expected = dict(reference).get(_MESSAGE_HEADER) or b""
-        fixed = tuple(
-            (
-                name,
-                expected
-                if name == _MESSAGE_HEADER and (data or b"").startswith(expected) and expected
-                else data,
-            )
-            for name, data in headers
-        )
-        out.append((key, value, fixed))
-    return out + ours[len(out) :]
-
 
 def _run(
     peer: Peer, broker: KafkaCluster, topic: str, tmp: Path, tolerance: str = "all"
 ) -> tuple[list[Record], str]:
     """The DLQ records and the output file; with ``tolerance`` none, the DLQ's one record and
     the task's state once it failed."""
-    name = f"dlq-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
-    dlq = f"{name}-dlq"
-    output = tmp / f"{name}.out"
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "file": str(output),
+    settings = {
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "false",
-        "errors.tolerance": tolerance,
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
     }
+    if tolerance == "all":
+        return run_dlq_sink(
+            peer, broker.bootstrap_servers, topic, tmp, "dlq", settings, POISON, GOOD
+        )
+    name = f"dlq-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+    dlq = f"{name}-dlq"
     with peer.client() as client:
-        create(client, name, config)
+        create(
+            client,
+            name,
+            {**dlq_sink_config(topic, tmp / f"{name}.out", dlq, tolerance), **settings},
+        )
         try:
-            if tolerance == "none":
-                state = wait_for(
-                    lambda: _task_state(client, name) == "FAILED" and "FAILED",
-                    90,
-                    f"{peer.name} failing the task",
-                )
-                dead = read_records(broker.bootstrap_servers, dlq, 1)
-                return _normalised(dead, name), state
-            dead = read_records(broker.bootstrap_servers, dlq, POISON)
-            lines = _written(output, GOOD, peer.name)
+            state = wait_for(
+                lambda: _task_state(client, name) == "FAILED" and "FAILED",
+                90,
+                f"{peer.name} failing the task",
+            )
+            dead = read_records(broker.bootstrap_servers, dlq, 1)
         finally:
             delete(client, name)
-    return _normalised(dead, name), lines
-
-
-def _written(output: Path, count: int, who: str) -> str:
-    """The sink file's text once it holds at least ``count`` lines."""
-    text: str = wait_for(
-        lambda: (
-            output.exists() and len(output.read_text().splitlines()) >= count and output.read_text()
-        ),
-        90,
-        f"{who} writing {count} lines",
-    )
-    return text
+    return normalised(dead, name), state
 
 
 def _task_state(client: httpx.Client, name: str) -> str | None:
@@ -158,7 +115,7 @@ def test_with_tolerance_none_the_first_poison_record_reaches_the_dlq_before_the_
 
     assert our_state == their_state == "FAILED"
     assert [value for _, value, _ in theirs] == [b"not json"]
-    assert differences(_reconcile_messages(ours, theirs), theirs) == []
+    assert differences(reconcile_messages(ours, theirs), theirs) == []
 
 
 def test_poison_records_reach_the_dlq_with_the_same_headers(
@@ -175,7 +132,7 @@ def test_poison_records_reach_the_dlq_with_the_same_headers(
     theirs, their_lines = _run(kafka_connect, apache_kafka, topic, tmp_path)
 
     assert len(theirs) == POISON
-    assert differences(_reconcile_messages(ours, theirs), theirs) == []
+    assert differences(reconcile_messages(ours, theirs), theirs) == []
     assert our_lines == their_lines
 
 
@@ -203,25 +160,18 @@ def test_a_float32_beyond_a_float_is_infinity_and_the_batch_poison_still_reaches
         name = f"dlq-f32-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
         output = tmp_path / f"{name}.out"
         config = {
-            "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-            "tasks.max": "1",
-            "topics": topic,
-            "file": str(output),
+            **dlq_sink_config(topic, output, f"{name}-dlq"),
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-            "errors.tolerance": "all",
-            "errors.deadletterqueue.topic.name": f"{name}-dlq",
-            "errors.deadletterqueue.topic.replication.factor": "1",
-            "errors.deadletterqueue.context.headers.enable": "true",
         }
         with peer.client() as client:
             create(client, name, config)
             try:
                 dead = read_records(apache_kafka.bootstrap_servers, f"{name}-dlq", 1)
-                lines = _written(output, 4, peer.name)
+                lines = written(output, 4, peer.name)
                 state = _task_state(client, name)
             finally:
                 delete(client, name)
-        return _normalised(dead, name), lines, state
+        return normalised(dead, name), lines, state
 
     ours, our_lines, our_state = run(copycat)
     theirs, their_lines, their_state = run(kafka_connect)
@@ -230,4 +180,4 @@ def test_a_float32_beyond_a_float_is_infinity_and_the_batch_poison_still_reaches
     assert our_lines == their_lines
     assert our_state == their_state == "RUNNING"
     assert [value for _, value, _ in theirs] == [b"not json"]
-    assert differences(_reconcile_messages(ours, theirs), theirs) == []
+    assert differences(reconcile_messages(ours, theirs), theirs) == []

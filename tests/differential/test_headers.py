@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.differential.test_dead_letter_queue import _normalised, _reconcile_messages, _written
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
     Peer,
@@ -32,6 +31,8 @@ from tests.support.differential import (
     delete,
     differences,
     read_records,
+    reconcile_messages,
+    run_dlq_sink,
     wait_running,
 )
 
@@ -159,43 +160,6 @@ SINK_INPUT: list[tuple[bytes, list[tuple[str, str | bytes | None]]]] = [
 SINK_WRITTEN = ["v1", "v3", "v10"]
 
 
-def _dlq_sink(
-    peer: Peer,
-    broker: KafkaCluster,
-    topic: str,
-    tmp: Path,
-    prefix: str,
-    settings: dict[str, str],
-    dead: int,
-    written: int,
-) -> tuple[list[Record], str]:
-    """Run a FileStreamSink with a DLQ (tolerance all, context headers) and ``settings`` over
-    ``topic`` on ``peer``: its ``dead`` DLQ records, normalised, and the file's text once it
-    holds ``written`` lines."""
-    name = f"{prefix}-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
-    dlq = f"{name}-dlq"
-    output = tmp / f"{name}.out"
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "file": str(output),
-        "errors.tolerance": "all",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
-        **settings,
-    }
-    with peer.client() as client:
-        create(client, name, config)
-        try:
-            records = read_records(broker.bootstrap_servers, dlq, dead)
-            text = _written(output, written, peer.name)
-        finally:
-            delete(client, name)
-    return _normalised(records, name), text
-
-
 def _sink(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[Record], str]:
     settings = {
         "value.converter": JSON,
@@ -209,7 +173,9 @@ def _sink(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list
         "transforms.insert.value.literal": "1",
     }
     dead = len(SINK_INPUT) - len(SINK_WRITTEN)
-    return _dlq_sink(peer, broker, topic, tmp, "hdr-sink", settings, dead, len(SINK_WRITTEN))
+    return run_dlq_sink(
+        peer, broker.bootstrap_servers, topic, tmp, "hdr-sink", settings, dead, len(SINK_WRITTEN)
+    )
 
 
 def test_headers_a_sink_cannot_read_reach_the_dlq_the_same(
@@ -229,7 +195,7 @@ def test_headers_a_sink_cannot_read_reach_the_dlq_the_same(
     assert our_text == their_text
     assert len(theirs) == len(SINK_INPUT) - len(SINK_WRITTEN)
     # Our JSON parse errors add the parser's words after Kafka's message (kept, as for values).
-    assert differences(_reconcile_messages(ours, theirs), theirs) == []
+    assert differences(reconcile_messages(ours, theirs), theirs) == []
 
 
 _AB = {
@@ -268,7 +234,9 @@ def _header_from_sink(
         "transforms.from.operation": operation,
     }
     dead = len(HEADER_FROM_INPUT) - HEADER_FROM_WRITTEN
-    return _dlq_sink(peer, broker, topic, tmp, "hdr-from", settings, dead, HEADER_FROM_WRITTEN)
+    return run_dlq_sink(
+        peer, broker.bootstrap_servers, topic, tmp, "hdr-from", settings, dead, HEADER_FROM_WRITTEN
+    )
 
 
 @pytest.mark.parametrize("operation", ["copy", "move"])

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.differential.test_dead_letter_queue import _normalised, _written
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, Record, create, delete, differences, read_records
+from tests.support.differential import Peer, Record, differences, run_dlq_sink
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -55,29 +54,11 @@ def _exact(payload: str) -> bytes:
 def _run(
     peer: Peer, broker: KafkaCluster, topic: str, tmp: Path, schemas: bool, dead: int, lines: int
 ) -> tuple[list[Record], str]:
-    name = f"json-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
-    dlq = f"{name}-dlq"
-    output = tmp / f"{name}.out"
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "file": str(output),
+    settings = {
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": str(schemas).lower(),
-        "errors.tolerance": "all",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
     }
-    with peer.client() as client:
-        create(client, name, config)
-        try:
-            records = read_records(broker.bootstrap_servers, dlq, dead) if dead else []
-            text = _written(output, lines, peer.name)
-        finally:
-            delete(client, name)
-    return _normalised(records, name), text
+    return run_dlq_sink(peer, broker.bootstrap_servers, topic, tmp, "json", settings, dead, lines)
 
 
 @pytest.mark.parametrize(

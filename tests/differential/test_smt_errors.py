@@ -19,10 +19,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.differential.test_dead_letter_queue import _normalised, _written
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, Record, create, delete, differences, read_records
-from tests.support.kafka import wait_for
+from tests.support.differential import Peer, Record, differences, run_dlq_sink
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -123,34 +121,12 @@ def _run(
     dead: int,
     lines: int,
 ) -> tuple[list[Record], str]:
-    name = f"smt-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
-    dlq = f"{name}-dlq"
-    output = tmp / f"{name}.out"
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "file": str(output),
+    settings = {
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "transforms": "x",
         **{f"transforms.x.{k}": v for k, v in transform.items()},
-        "errors.tolerance": "all",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
     }
-    with peer.client() as client:
-        create(client, name, config)
-        try:
-            records = read_records(broker.bootstrap_servers, dlq, dead) if dead else []
-            if lines:
-                text = _written(output, lines, peer.name)
-            else:  # every record failed: the sink's file is there, and stays empty
-                wait_for(output.exists, 60, f"{peer.name} opening its file")
-                text = output.read_text()
-        finally:
-            delete(client, name)
-    return _normalised(records, name), text
+    return run_dlq_sink(peer, broker.bootstrap_servers, topic, tmp, "smt", settings, dead, lines)
 
 
 @pytest.mark.parametrize(

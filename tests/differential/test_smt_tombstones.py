@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.differential.test_dead_letter_queue import _normalised, _reconcile_messages, _written
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, Record, create, delete, differences, read_records
+from tests.support.differential import Peer, Record, differences, reconcile_messages, run_dlq_sink
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -24,33 +23,15 @@ GOOD = 2
 
 
 def _run(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> tuple[list[Record], str]:
-    name = f"mask-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
-    dlq = f"{name}-dlq"
-    output = tmp / f"{name}.out"
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSinkConnector",
-        "tasks.max": "1",
-        "topics": topic,
-        "file": str(output),
+    settings = {
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "false",
         "transforms": "mask",
         "transforms.mask.type": "org.apache.kafka.connect.transforms.MaskField$Value",
         "transforms.mask.fields": "a",
-        "errors.tolerance": "all",
-        "errors.deadletterqueue.topic.name": dlq,
-        "errors.deadletterqueue.topic.replication.factor": "1",
-        "errors.deadletterqueue.context.headers.enable": "true",
     }
-    with peer.client() as client:
-        create(client, name, config)
-        try:
-            dead = read_records(broker.bootstrap_servers, dlq, 1)
-            lines = _written(output, GOOD, peer.name)
-        finally:
-            delete(client, name)
-    return _normalised(dead, name), lines
+    return run_dlq_sink(peer, broker.bootstrap_servers, topic, tmp, "mask", settings, 1, GOOD)
 
 
 def test_mask_field_sends_a_tombstone_to_the_dlq_as_kafka_does(
@@ -67,6 +48,6 @@ def test_mask_field_sends_a_tombstone_to_the_dlq_as_kafka_does(
     theirs, their_lines = _run(kafka_connect, apache_kafka, topic, tmp_path)
     # Class names are Kafka's too (MaskField$Value), as docs/rest.md says.
     assert len(theirs) == 1 and theirs[0][1] is None
-    found = differences(_reconcile_messages(ours, theirs), theirs)
+    found = differences(reconcile_messages(ours, theirs), theirs)
     assert found == [], "\n".join(found)
     assert our_lines == their_lines

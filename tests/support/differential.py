@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,6 +27,11 @@ SCENARIO_TIMEOUT_S = 90.0
 EXTRA_RECORDS_GRACE_S = 1.0
 
 Record = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
+
+FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+NAME_HEADER = "__connect.errors.connector.name"
+TRACE_HEADER = "__connect.errors.exception.stacktrace"
+MESSAGE_HEADER = "__connect.errors.exception.message"
 
 
 @dataclass(frozen=True)
@@ -136,3 +142,95 @@ def create_refusal(
             delete(client, name)
             return 201, None
     return response.status_code, response.json().get("message")
+
+
+def dlq_sink_config(topic: str, output: Path, dlq: str, tolerance: str = "all") -> dict[str, str]:
+    """A FileStreamSink over ``topic`` into ``output`` with ``errors.tolerance`` and a
+    dead letter queue ``dlq`` carrying Kafka's context headers."""
+    return {
+        "connector.class": FILE_SINK,
+        "tasks.max": "1",
+        "topics": topic,
+        "file": str(output),
+        "errors.tolerance": tolerance,
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+
+
+def normalised(records: list[Record], connector: str) -> list[Record]:
+    """DLQ records with what cannot be equal between the two workers replaced: the connector
+    name (checked to be ``connector``) and the stack trace (checked to be there)."""
+    out = []
+    for key, value, headers in records:
+        fixed = []
+        for name, data in headers:
+            if name == NAME_HEADER:
+                assert data == connector.encode(), (name, data)
+                data = b"<connector>"
+            elif name == TRACE_HEADER:
+                assert data, "an empty stack trace header"
+                data = b"<stack trace>"
+            fixed.append((name, data))
+        out.append((key, value, tuple(fixed)))
+    return out
+
+
+def reconcile_messages(ours: list[Record], theirs: list[Record]) -> list[Record]:
+    """Our records with each exception message cut to Kafka's where it starts with Kafka's."""
+    out = []
+    for (key, value, headers), (_, _, reference) in zip(ours, theirs, strict=False):
+        expected = dict(reference).get(MESSAGE_HEADER) or b""
+        fixed = tuple(
+            (
+                name,
+                expected
+                if name == MESSAGE_HEADER and (data or b"").startswith(expected) and expected
+                else data,
+            )
+            for name, data in headers
+        )
+        out.append((key, value, fixed))
+    return out + ours[len(out) :]
+
+
+def written(output: Path, count: int, who: str) -> str:
+    """The sink file's text once it holds at least ``count`` lines."""
+    text: str = wait_for(
+        lambda: (
+            output.exists() and len(output.read_text().splitlines()) >= count and output.read_text()
+        ),
+        SCENARIO_TIMEOUT_S,
+        f"{who} writing {count} lines",
+    )
+    return text
+
+
+def run_dlq_sink(
+    peer: Peer,
+    bootstrap: str,
+    topic: str,
+    tmp: Path,
+    prefix: str,
+    settings: Mapping[str, str],
+    dead: int,
+    lines: int,
+) -> tuple[list[Record], str]:
+    """Run a FileStreamSink with a DLQ (tolerance all, context headers) and ``settings`` over
+    ``topic`` on ``peer``: its ``dead`` DLQ records, normalised, and the file's text once it
+    holds ``lines`` lines (with none expected, once the sink opened its file)."""
+    name = f"{prefix}-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+    output = tmp / f"{name}.out"
+    with peer.client() as client:
+        create(client, name, {**dlq_sink_config(topic, output, f"{name}-dlq"), **settings})
+        try:
+            records = read_records(bootstrap, f"{name}-dlq", dead) if dead else []
+            if lines:
+                text = written(output, lines, peer.name)
+            else:  # every record failed: the sink's file is there, and stays empty
+                wait_for(output.exists, SCENARIO_TIMEOUT_S, f"{peer.name} opening its file")
+                text = output.read_text()
+        finally:
+            delete(client, name)
+    return normalised(records, name), text
