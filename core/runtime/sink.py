@@ -502,6 +502,7 @@ class SinkTaskLoop:
             self._drain()
             self._assigned.update(tps)
             actions = self.host.open(self.handle, tps)
+            self._report_outside_put(actions)
             new = set(tps)
             starts = {tp: offset for tp, offset in actions.seeks.items() if tp in new}
             self._assign_at(consumer, partitions, starts)
@@ -608,7 +609,9 @@ class SinkTaskLoop:
             self._unfetch(set(tps), rewind=False)  # no longer ours: the next owner reads them
             if self._failure is None:
                 self._closing_commit(set(tps))
-            self._apply(self.host.close_partitions(self.handle, tps))
+            actions = self.host.close_partitions(self.handle, tps)
+            self._report_outside_put(actions)
+            self._apply(actions)
         except BaseException as exc:
             self._failure = exc
         finally:
@@ -1099,8 +1102,19 @@ class SinkTaskLoop:
         self._retry_batch = batch
         self._retry_at = now + delay
 
+    def _report_outside_put(self, actions: SinkActions) -> None:
+        """Send the records the task reported errant outside put() (in ``flush()`` /
+        ``pre_commit()``, ``open()``, ``close()``, or from a thread of its own after its last
+        call) to the DLQ, as Kafka's reporter takes a report at any time; a commit that
+        follows waits for them (:meth:`_flush_dead_letters`). Nothing to do, and nothing
+        done, when the task reported none."""
+        reported = actions.reported
+        if reported:
+            self.counters.record_failures += len(reported)
+            self._report(None, [], reported)
+
     def _report(
-        self, batch: Batch, failed: list[tuple[Any, ...]], reported: list[tuple[Any, ...]]
+        self, batch: Batch | None, failed: list[tuple[Any, ...]], reported: list[tuple[Any, ...]]
     ) -> None:
         """Log the records that failed (conversion, transforms, or reported errant by the
         task) and send them to the DLQ. Under errors.tolerance=none the first of them then
@@ -1108,7 +1122,8 @@ class SinkTaskLoop:
         errors = self.errors
         if errors is None:  # never in a built task; a loop built by hand in a test
             errors = ErrorReporter(self.connector, self.task_id, ErrorsPolicy())
-        rows = itertools.chain.from_iterable(b.rows() for b in (batch, *self._recent))
+        batches = self._recent if batch is None else (batch, *self._recent)
+        rows = itertools.chain.from_iterable(b.rows() for b in batches)
         errors.report_sink(rows, failed + reported)
         if not errors.tolerate_all:
             topic, partition, offset, *info = (failed or reported)[0]
@@ -1228,6 +1243,7 @@ class SinkTaskLoop:
             self.counters.commit((time.monotonic() - started) * 1000, ok=False)
             return
         committable = actions.commit
+        self._report_outside_put(actions)
         self._apply(actions)
         if not committable:  # the task opted out (an exactly-once sink, say): nothing to do
             self.counters.commit((time.monotonic() - started) * 1000, ok=True)
@@ -1543,7 +1559,8 @@ class SinkTaskLoop:
         finally:
             try:
                 if self.host.alive:
-                    self.host.close_partitions(self.handle, sorted(self._assigned))
+                    closed = self.host.close_partitions(self.handle, sorted(self._assigned))
+                    self._report_at_stop(closed)
                     self.host.stop_task(self.handle)
             finally:
                 try:
@@ -1551,6 +1568,19 @@ class SinkTaskLoop:
                 finally:
                     if self.errors is not None:
                         self.errors.close()
+
+    def _report_at_stop(self, actions: SinkActions) -> None:
+        """Records the task reported errant as its partitions closed at the stop: to the DLQ
+        (its close flushes them), as Kafka's reporter would send them. Their offsets are
+        committed already; a failure here is logged, the stop goes on."""
+        try:
+            self._report_outside_put(actions)
+        except Exception as exc:  # noqa: BLE001 - stopping: the stop must go on
+            log.warning(
+                "task %s: a record it reported errant while closing failed the task: %s",
+                self.name,
+                exc,
+            )
 
 
 def _bounded(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
@@ -677,14 +678,14 @@ class _CollectingReporter(ErrantRecordReporter):
     def report(self, record: SinkRecord, error: BaseException) -> Future[None]:
         failure = StageFailure(TASK_PUT, None, error)
         failure.component = self.task_class
-        self._sink.reported.append(
-            (
-                record.original_topic,
-                record.original_kafka_partition,
-                record.original_kafka_offset,
-                *failure.info(),
-            )
+        report = (
+            record.original_topic,
+            record.original_kafka_partition,
+            record.original_kafka_offset,
+            *failure.info(),
         )
+        with self._sink.reported_lock:  # any thread of the task's, as Kafka's reporter
+            self._sink.reported.append(report)
         done: Future[None] = Future()
         done.set_result(None)
         return done
@@ -697,6 +698,11 @@ class HostSinkTaskContext(SinkTaskContext):
         self._configs = dict(configs)
         self._assignment: set[TopicPartition] = set()
         self._reporter = _CollectingReporter(self) if errant_reporting else None
+        # Reports wait here for the reply of the task's next call, whichever it is (put,
+        # pre_commit, open, close), also one that ends in a retriable error: a report is never
+        # dropped, as Kafka's reporter sends each at once.
+        self.reported: list[tuple[Any, ...]] = []
+        self.reported_lock = threading.Lock()
         self.reset()
 
     def reset(self) -> None:
@@ -705,7 +711,6 @@ class HostSinkTaskContext(SinkTaskContext):
         self.resumed: list[TopicPartition] = []
         self.commit_requested = False
         self.timeout_ms: int | None = None
-        self.reported: list[tuple[Any, ...]] = []
 
     def drain(
         self,
@@ -716,13 +721,15 @@ class HostSinkTaskContext(SinkTaskContext):
     ) -> tuple[Any, ...]:
         """The :class:`SinkActions` of the call that just ended (as a plain tuple, the
         shape that crosses the channel), and a clean slate for the next one."""
+        with self.reported_lock:
+            reported, self.reported = self.reported, []
         actions = SinkActions(
             {(tp[0], tp[1]): off for tp, off in self.seeks.items()},
             [(tp[0], tp[1]) for tp in self.paused],
             [(tp[0], tp[1]) for tp in self.resumed],
             self.commit_requested,
             self.timeout_ms,
-            list(self.reported),
+            reported,
             failed or [],
             commit or {},
             put,

@@ -36,7 +36,9 @@ class _JoiningConsumer:
 
 
 def _loop(now: list[float], existing: tuple[str, ...] = ("t",)) -> SinkTaskLoop:
-    nothing = SimpleNamespace(seeks={}, pause=[], resume=[], request_commit=False, timeout_ms=None)
+    nothing = SimpleNamespace(
+        seeks={}, pause=[], resume=[], request_commit=False, timeout_ms=None, reported=[]
+    )
     host = SimpleNamespace(
         pending=False, overlaps=False, passes_objects=False, open=lambda *_: nothing
     )
