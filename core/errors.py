@@ -304,29 +304,48 @@ class ErrorReporter:
         if self._failure is None:
             self._failure = wrap_kafka_error(err, self._dlq_failure(record))
 
-    def flush(self) -> None:
-        """Wait until every DLQ record is acknowledged; raise if one could not be written."""
-        if self._producer is not None:
-            remaining = self._producer.flush(DLQ_FLUSH_TIMEOUT_S)
+    def flush(self, deadline: float | None = None) -> None:
+        """Wait until every DLQ record is acknowledged; raise if one could not be written.
+
+        ``deadline`` (monotonic), a stopping task's: wait until then rather than
+        :data:`DLQ_FLUSH_TIMEOUT_S`, and give up on the records still unacknowledged then
+        (purged: each is noted in :attr:`unwritten`, so the closing commit stops before it).
+        """
+        producer = self._producer
+        if producer is not None:
+            if deadline is None:
+                timeout = DLQ_FLUSH_TIMEOUT_S
+                within = f"within {DLQ_FLUSH_TIMEOUT_S:.0f} s"
+            else:
+                timeout = max(0.0, deadline - time.monotonic())
+                within = "before the task's stop (task.shutdown.graceful.timeout.ms)"
+            remaining = producer.flush(timeout)
+            if remaining and deadline is not None:
+                producer.purge()
+                producer.poll(0)  # their delivery reports: noted in self.unwritten
             if remaining and self._failure is None:
                 self._failure = ConnectException(
                     f"{remaining} records for dead letter queue {self.dlq_topic} were not "
-                    f"acknowledged within {DLQ_FLUSH_TIMEOUT_S:.0f} s"
+                    f"acknowledged {within}"
                 )
         if self._failure is not None:
             raise self._failure
 
-    def close(self) -> None:
-        """Flush the DLQ producer (for up to DLQ_FLUSH_TIMEOUT_S) and close it, at a task's
-        stop: its threads and connections end now, not when a garbage collection frees it.
+    def close(self, deadline: float | None = None) -> None:
+        """Flush the DLQ producer (until ``deadline``, monotonic: the stop's, else for up to
+        DLQ_FLUSH_TIMEOUT_S) and close it, at a task's stop: its threads and connections end
+        now, not when a garbage collection frees it.
         Never raises: a final commit has already flushed the records its offsets depend on
         (:meth:`flush`), and what is left unacknowledged is dropped, with a warning (closing
         with records queued would wait for them without end)."""
         producer, self._producer = self._producer, None
         if producer is None:
             return
+        timeout = DLQ_FLUSH_TIMEOUT_S
+        if deadline is not None:
+            timeout = min(timeout, max(0.0, deadline - time.monotonic()))
         try:
-            remaining = producer.flush(DLQ_FLUSH_TIMEOUT_S)
+            remaining = producer.flush(timeout)
             if remaining:
                 log.warning(
                     "task %s-%d stopped with %d records for dead letter queue %s not "

@@ -119,6 +119,10 @@ LIST_OFFSETS_EARLIEST = -2
 # How long a task failing under auto.offset.reset=none asks the coordinator which other
 # partitions lack a committed offset, to name them all.
 NO_OFFSET_LOOKUP_TIMEOUT_S = 5.0
+# The share of the stop's graceful timeout the closing commit waits for the dead letter queue
+# to acknowledge what was sent to it: the rest is for the commit and the consumer's close.
+# Dead letters still unacknowledged then are given up on, and the commit stops before them.
+DLQ_SHARE_OF_STOP_TIMEOUT = 0.5
 # How long a sink whose worker went quiet waits for its consumer's close (its LeaveGroup)
 # before it leaves the close to finish on its own thread (see SinkTaskLoop.relinquish).
 RELINQUISH_WAIT_S = 5.0
@@ -308,8 +312,10 @@ class SinkTaskLoop:
         self._closing = False
         self._finish_join_enabled = finish_join
         self._join_hold_s = join_hold_s
-        # Set by stop(): the synchronous commit and the close wait for the broker until then.
+        # Set by stop(): the synchronous commit and the close wait for the broker until then,
+        # the closing commit for the dead letter queue until _dlq_deadline.
         self._stop_deadline: float | None = None
+        self._dlq_deadline: float | None = None
         # A final commit still running past that deadline, which the close waits for.
         self._unfinished_commit: threading.Thread | None = None
         # The consumer's close the stop left running on its own thread (see _close_consumer).
@@ -1372,12 +1378,15 @@ class SinkTaskLoop:
         self._recount_active(record=False)
 
     def _flush_dead_letters(self, after_failure: bool) -> None:
-        """Wait until the reported records are in the DLQ, before their offsets commit."""
+        """Wait until the reported records are in the DLQ, before their offsets commit. At a
+        stop, until the stop's share for it (:data:`DLQ_SHARE_OF_STOP_TIMEOUT`): what the DLQ
+        has not acknowledged then stops the closing commit, as one it refused does."""
         assert self.errors is not None
+        stopping = self._dlq_deadline
         try:
-            self.errors.flush()
+            self.errors.flush(stopping)
         except ConnectException as exc:
-            if not after_failure:
+            if not after_failure and stopping is None:
                 raise
             log.warning(
                 "task %s: the dead letter queue did not take every failed record; the closing "
@@ -1543,6 +1552,7 @@ class SinkTaskLoop:
         """
         began = time.monotonic()
         self._stop_deadline = began + timeout_s * STOP_SHARE_OF_TIMEOUT
+        self._dlq_deadline = began + timeout_s * DLQ_SHARE_OF_STOP_TIMEOUT
         try:
             if self._relinquished and self.host.alive:
                 self._rejoin(subscribe=False)  # what it had is lost: nothing of it committed
@@ -1567,7 +1577,7 @@ class SinkTaskLoop:
                     self._close_consumer(began + timeout_s * JOIN_SHARE_OF_STOP_TIMEOUT)
                 finally:
                     if self.errors is not None:
-                        self.errors.close()
+                        self.errors.close(self._stop_deadline)
 
     def _report_at_stop(self, actions: SinkActions) -> None:
         """Records the task reported errant as its partitions closed at the stop: to the DLQ

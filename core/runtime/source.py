@@ -979,12 +979,13 @@ class SourceTaskLoop:
         stops it as a failed one.
         """
         failed = failed or fenced
+        deadline = time.monotonic() + timeout_s
         try:
             self._final_commit(timeout_s, failed)
         finally:
             self._release_producer()
             if self.errors is not None:
-                self.errors.close()
+                self.errors.close(deadline)
             try:
                 if self.host.alive:
                     self._collect(keep=False)

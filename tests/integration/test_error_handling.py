@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import socket
 import time
 from pathlib import Path
 
@@ -866,6 +867,58 @@ def test_records_reported_errant_outside_put_reach_the_dlq_before_their_commit(
     finally:
         worker.stop()
     assert [m.value() for m in dead] == [b"5"]
+
+
+def test_a_stop_with_dead_letters_the_dlq_does_not_acknowledge_keeps_to_the_graceful_timeout(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A task's stop is bounded by task.shutdown.graceful.timeout.ms, as Kafka's worker
+    bounds it, also when the DLQ's broker does not answer (here a socket that accepts and
+    never replies): the closing commit waits for the DLQ only part of that time, then
+    commits the records before the first dead letter not acknowledged, never past it, and
+    the stop ends in time, with no "Graceful stop of task ... failed" and no host killed."""
+    broker.create_topic(topic_name, 1)
+    produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(10)])
+    silent = socket.create_server(("127.0.0.1", 0))
+    out = tmp_path / "out.txt"
+    worker = in_process_worker(
+        catalogue,
+        bootstrap_servers,
+        **{"offset.flush.interval.ms": "600000", "task.shutdown.graceful.timeout.ms": "4000"},
+    )
+    name = f"dlq-silent-{topic_name}"
+    start_connector(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(out),
+            "flush.each.put": "true",
+            "errant.value": "5",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": f"{topic_name}-dlq",
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "producer.override.bootstrap.servers": f"127.0.0.1:{silent.getsockname()[1]}",
+        },
+    )
+    try:
+        wait_for(lambda: len(_lines(out)) == 9, 60, "the records but the reported one put")
+        caplog.set_level(logging.INFO, logger="copycat.worker")
+        began = time.monotonic()
+        worker.stop_task(name, 0)
+        elapsed = time.monotonic() - began
+        assert committed(bootstrap_servers, f"connect-{name}", topic_name) == 5
+    finally:
+        worker.stop()
+        silent.close()
+    assert not [r for r in caplog.records if "Graceful stop of task" in r.getMessage()]
+    assert elapsed < 4.0
 
 
 @pytest.mark.parametrize("data_path", ["host", "worker"])
