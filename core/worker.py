@@ -37,6 +37,7 @@ from core.task_specs import TaskSpecFactory
 from core.worker_config import WorkerConfig
 from isolation import (
     SHUTDOWN_GRACE_S,
+    TASK_SETUP_FAILED,
     ConnectorEvent,
     HostClient,
     PluginHostCrashed,
@@ -314,9 +315,14 @@ class _TaskRunner(threading.Thread):
                 return  # stopped (its host killed) while starting: not a failure
             self.failed = True
             trace = failure_trace(exc)
-            # As Kafka's WorkerTask logs a task whose start() threw (doRun), which operators'
-            # alerts match: its name, the sentence, the trace (with the cause) once after it.
-            log.error("%s %s\n%s", kafka_task_name(spec), UNRECOVERABLE, trace)
+            if getattr(exc, TASK_SETUP_FAILED, False):
+                # As Kafka's Worker.startTask logs a task it could not set up (its class, a
+                # converter, a transform, its dead letter queue), the trace once after it.
+                log.error("Failed to start task %s\n%s", spec.name, trace)
+            else:
+                # As Kafka's WorkerTask logs a task whose start() threw (doRun), which
+                # operators' alerts match: its name, the sentence, the trace once after it.
+                log.error("%s %s\n%s", kafka_task_name(spec), UNRECOVERABLE, trace)
             worker.worker_metrics.task_started(ok=False)
             self._report(State.FAILED, trace, version=spec.version)
             worker.task_failed(self)

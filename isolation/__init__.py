@@ -12,6 +12,7 @@ from isolation._hostside.copycat_batch import ConsumedBatch, MessageBatch, Produ
 from isolation._hostside.copycat_errors import exception_trace, retry_backoff_s
 from isolation._hostside.copycat_protocol import (
     NO_SINK_ACTIONS,
+    TASK_SETUP_FAILED,
     ConnectorEvent,
     ErrorInfo,
     HostInfo,
@@ -45,6 +46,7 @@ __all__ = [
     "ENTRY_POINT_GROUPS",
     "NO_SINK_ACTIONS",
     "SHUTDOWN_GRACE_S",
+    "TASK_SETUP_FAILED",
     "ConnectorEvent",
     "ConsumedBatch",
     "MessageBatch",

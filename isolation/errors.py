@@ -69,6 +69,8 @@ class RemotePluginError(ConnectException):
         self.broke_contract = info.kind == protocol.CONTRACT
         # Re-raised through an enclosing host, it crosses as the plugin's error (see there).
         setattr(self, protocol.CARRIED_ERROR_INFO, tuple(info))
+        if info.setup:  # a task's setup failed in the host, before its start()
+            setattr(self, protocol.TASK_SETUP_FAILED, True)
 
 
 class RemoteRetriableError(RemotePluginError, RetriableException):

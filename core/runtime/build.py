@@ -32,7 +32,7 @@ from core.runtime.spec import DATA_PATH_HOST, TaskSpec
 from core.runtime.transactions import boundary_for
 from core.stores.task_offsets import TaskOffsetStore
 from core.topics import TopicCreator
-from isolation import HostClient, RemotePluginError
+from isolation import TASK_SETUP_FAILED, HostClient, RemotePluginError
 from plugin_api import ConfigException, ConnectException
 
 __all__ = ["build_task"]
@@ -99,19 +99,27 @@ def _start(
     offsets: TaskOffsetStore | None,
     fencing: TaskFencing | None,
 ) -> TaskLoop:
-    for key, plugin in spec.pipeline.attachments():
-        try:
-            host.attach(services.hosts.import_path(plugin))
-        except RemotePluginError as exc:
-            raise ConfigException(
-                key,
-                plugin.class_name,
-                f"cannot load {plugin.distribution} into the task's plugin host: "
-                f"{exc.remote_message}",
-            ) from exc
-    task_target = host.task_class(host.new(spec.plugin.target))
-    handle = host.next_handle()
     clients = services.clients
+    try:
+        for key, plugin in spec.pipeline.attachments():
+            try:
+                host.attach(services.hosts.import_path(plugin))
+            except RemotePluginError as exc:
+                raise ConfigException(
+                    key,
+                    plugin.class_name,
+                    f"cannot load {plugin.distribution} into the task's plugin host: "
+                    f"{exc.remote_message}",
+                ) from exc
+        task_target = host.task_class(host.new(spec.plugin.target))
+    except BaseException as exc:
+        # What Kafka's Worker.startTask sets up before the task runs (the plugins it loads,
+        # its class; the host tags its converters and transforms the same way): "Failed to
+        # start task", not WorkerTask's words for a start() that threw. Its dead letter queue
+        # is WorkerTask's (doStart), as its consumer's subscription.
+        setattr(exc, TASK_SETUP_FAILED, True)
+        raise
+    handle = host.next_handle()
     errors = ErrorReporter(
         spec.connector,
         spec.task_id,

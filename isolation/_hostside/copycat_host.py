@@ -109,9 +109,11 @@ class HostConnectorContext(ConnectorContext):
 
 
 def _error_info(exc: BaseException) -> protocol.ErrorInfo:
+    setup = bool(getattr(exc, protocol.TASK_SETUP_FAILED, False))
     carried = getattr(exc, protocol.CARRIED_ERROR_INFO, None)
     if isinstance(carried, tuple) and len(carried) == len(protocol.ErrorInfo._fields):
-        return protocol.ErrorInfo(*carried)  # a plugin's error, from a host nested in this one
+        info = protocol.ErrorInfo(*carried)  # a plugin's error, from a host nested in this one
+        return info._replace(setup=True) if setup else info
     retry_after_ms = None
     sink_actions = None
     if isinstance(exc, RetriablePut):
@@ -138,6 +140,7 @@ def _error_info(exc: BaseException) -> protocol.ErrorInfo:
         exception_trace(exc),
         retry_after_ms,
         sink_actions,
+        setup,
     )
 
 
@@ -496,16 +499,20 @@ class Host:
         from copycat_pipeline import HostSourceTaskContext, SourceRunner
         from copycat_transactions import HostTransactionContext
 
-        task = resolve(target)()
-        if not isinstance(task, SourceTask):
-            raise plugin_api.ConnectException(f"{target} is not a SourceTask")
-        transactions = HostTransactionContext() if connector_boundaries else None
-        runner = SourceRunner(
-            task,
-            self._pipeline(pipeline),
-            ErrorPolicy(pipeline.get("errors"), self.stop),
-            transactions,
-        )
+        try:
+            task = resolve(target)()
+            if not isinstance(task, SourceTask):
+                raise plugin_api.ConnectException(f"{target} is not a SourceTask")
+            transactions = HostTransactionContext() if connector_boundaries else None
+            runner = SourceRunner(
+                task,
+                self._pipeline(pipeline),
+                ErrorPolicy(pipeline.get("errors"), self.stop),
+                transactions,
+            )
+        except BaseException as exc:
+            setattr(exc, protocol.TASK_SETUP_FAILED, True)  # before start(): see there
+            raise
         self.objects[obj_id] = task
         self.runners[obj_id] = runner
         task.initialize(HostSourceTaskContext(props, self.callback, transactions))
@@ -522,13 +529,20 @@ class Host:
     ) -> str:
         from copycat_pipeline import HostSinkTaskContext, SinkRunner
 
-        task = resolve(target)()
-        if not isinstance(task, SinkTask):
-            raise plugin_api.ConnectException(f"{target} is not a SinkTask")
-        context = HostSinkTaskContext(props, errant_reporting)
-        runner = SinkRunner(
-            task, self._pipeline(pipeline), context, ErrorPolicy(pipeline.get("errors"), self.stop)
-        )
+        try:
+            task = resolve(target)()
+            if not isinstance(task, SinkTask):
+                raise plugin_api.ConnectException(f"{target} is not a SinkTask")
+            context = HostSinkTaskContext(props, errant_reporting)
+            runner = SinkRunner(
+                task,
+                self._pipeline(pipeline),
+                context,
+                ErrorPolicy(pipeline.get("errors"), self.stop),
+            )
+        except BaseException as exc:
+            setattr(exc, protocol.TASK_SETUP_FAILED, True)  # before start(): see there
+            raise
         self.objects[obj_id] = task
         self.runners[obj_id] = runner
         task.initialize(context)

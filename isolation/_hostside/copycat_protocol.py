@@ -72,6 +72,12 @@ RAISE_ERROR = "raise_error"
 # isolation.direct): the worker then sees the plugin's own error, not the data path's wrapper.
 CARRIED_ERROR_INFO = "_copycat_error_info"
 
+# The attribute set (True) on an exception raised while a task was set up (its class, its
+# converters and transforms), before its start() was called: Kafka's Worker logs such a
+# failure as "Failed to start task <name>", its WorkerTask one of start() itself otherwise.
+# It crosses the channel as ErrorInfo.setup.
+TASK_SETUP_FAILED = "_copycat_task_setup_failed"
+
 
 class ErrorInfo(NamedTuple):
     """A plugin's exception, as data: the worker rebuilds its own exception from it."""
@@ -87,6 +93,8 @@ class ErrorInfo(NamedTuple):
     # ``failed`` and ``reported`` records (its batch's tolerated failures, the task's errant
     # records) the worker still sends to the dead letter queue before it fails the task.
     sink_actions: tuple[Any, ...] | None = None
+    # Raised while a task was set up, before its start() (see TASK_SETUP_FAILED).
+    setup: bool = False
 
 
 class HostInfo(NamedTuple):

@@ -35,9 +35,11 @@ from core.plugins import PluginCatalogue
 from core.status import State, Status, StatusBoard
 from core.stores import StatusStore
 from core.worker import Worker
+from registry import install
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import read_all
 from tests.support.processes import wait_until
+from tests.support.wheels import build_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -211,6 +213,78 @@ def test_a_failed_task_reports_its_failure_once(
         )
     ]
     assert status.trace is not None
+    assert failures[0].getMessage().endswith(status.trace)  # the trace, once
+
+
+BAD_CONVERTER = """
+from plugin_api import Converter
+
+class SetupFailingConverter(Converter):
+    def configure(self, configs, is_key):
+        raise ValueError("cannot use setting " + str(configs.get("mode")))
+    def from_connect_data(self, topic, schema, value, headers=None):
+        return None
+    def to_connect_data(self, topic, data, headers=None):
+        return None
+"""
+
+
+@pytest.mark.parametrize("data_path", ["host", "worker"])
+def test_a_task_whose_converter_cannot_be_configured_is_logged_as_kafkas_worker(
+    data_path: str,
+    bundled_plugin_path: Path,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A converter whose configure() raises fails the task before its start() is called: as
+    Kafka's Worker.startTask logs a task it could not set up, one ERROR, ``Failed to start
+    task <name>-0``, the trace once after it (not WorkerTask's "uncaught and unrecoverable
+    exception", which is for a task whose start() threw)."""
+    wheel = build_wheel(
+        tmp_path / "w",
+        "setup-failing-converter",
+        "1.0",
+        {"setup_failing_converter.py": BAD_CONVERTER},
+        entry_points={
+            "copycat.converters": {
+                "SetupFailingConverter": "setup_failing_converter:SetupFailingConverter"
+            }
+        },
+    )
+    install(str(wheel), tmp_path / "pp", offline=True)
+    worker = _worker(
+        [bundled_plugin_path, tmp_path / "pp"], bootstrap_servers, {"task.data.path": data_path}
+    )
+    name = f"setup-fails-{topic_name}"
+    caplog.set_level(logging.INFO, logger="copycat.worker")
+    try:
+        worker.start_connector(
+            name,
+            {
+                "name": name,
+                "connector.class": "FileStreamSink",
+                "file": str(tmp_path / "out.txt"),
+                "topics": topic_name,
+                "value.converter": "SetupFailingConverter",
+                "value.converter.mode": "fast",
+            },
+        )
+        runner = worker.start_task(name, 0, worker.task_configs(name)[0])
+        runner.join(60)
+        assert not runner.is_alive()
+    finally:
+        worker.stop()
+    status = worker.status.task(name, 0)
+    assert status is not None and status.state is State.FAILED and status.trace is not None
+    assert "cannot use setting fast" in status.trace
+    failures = [
+        r for r in caplog.records if f"{name}-0" in r.getMessage() and r.levelno >= logging.WARNING
+    ]
+    assert [(r.levelname, r.getMessage().split("\n")[0]) for r in failures] == [
+        ("ERROR", f"Failed to start task {name}-0")
+    ]
     assert failures[0].getMessage().endswith(status.trace)  # the trace, once
 
 
