@@ -99,6 +99,24 @@ def test_batch_size_is_respected(tmp_path: Path) -> None:
         task.stop()
 
 
+@pytest.mark.parametrize("batch_size", ["0", "-1"])
+def test_a_batch_size_below_one_reads_a_line_per_poll_as_kafka(
+    tmp_path: Path, batch_size: str
+) -> None:
+    """Kafka's batch.size has no validator, and its task returns a poll's records once they
+    are batch.size or more: below 1, after each line."""
+    path = tmp_path / "in.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(3)))
+    config = {"file": str(path), "topic": "t", "batch.size": batch_size}
+    assert not [v for v in FileStreamSourceConnector().validate(config) if v.error_messages]
+    assert run_connector(FileStreamSourceConnector, config) == [config]
+    task = started_task(path, **{"batch.size": batch_size})
+    try:
+        assert [len(task.poll() or []) for _ in range(4)] == [1, 1, 1, 0]
+    finally:
+        task.stop()
+
+
 def test_follows_appended_lines_and_holds_back_partial_line(tmp_path: Path) -> None:
     path = tmp_path / "grow.txt"
     path.write_text("first\npart")
@@ -195,7 +213,7 @@ def test_connector_single_task_and_validation(tmp_path: Path) -> None:
         run_connector(FileStreamSourceConnector, {"file": "x"})
     errors = {
         v.name: v.error_messages
-        for v in FileStreamSourceConnector().validate({"topic": "a,b", "batch.size": "0"})
+        for v in FileStreamSourceConnector().validate({"topic": "a,b", "batch.size": "many"})
     }
     assert errors["topic"] and errors["batch.size"] and not errors["file"]
 

@@ -41,7 +41,6 @@ from plugin_api import (
     ExactlyOnceSupport,
     Importance,
     NonEmptyString,
-    Range,
     SourceConnector,
     SourceRecordBatch,
     SourceTask,
@@ -98,7 +97,7 @@ CONFIG_DEF = (
         TASK_BATCH_SIZE_CONFIG,
         ConfigType.INT,
         DEFAULT_TASK_BATCH_SIZE,
-        Range.at_least(1),
+        None,  # as Kafka's: any int; below 1 a poll returns one line (see start())
         Importance.LOW,
         "The maximum number of records the source task can read from the file each time it is "
         "polled",
@@ -282,7 +281,9 @@ class FileStreamSourceTask(SourceTask):
         """
         parsed = CONFIG_DEF.parse(props)
         self._topic = parsed[TOPIC_CONFIG]
-        self._batch_size = parsed[TASK_BATCH_SIZE_CONFIG]
+        # Kafka's task returns a poll's records once they are batch.size or more: with 0 or
+        # less, after each line.
+        self._batch_size = max(parsed[TASK_BATCH_SIZE_CONFIG], 1)
         self._filename = parsed[FILE_CONFIG] or None
         self._stopping.clear()
         if self._filename is None:
