@@ -117,3 +117,21 @@ def test_a_bad_config_is_refused_as_kafkas_is(
     assert create_refusal(copycat, name, {**config, "name": name}) == their_refusal
     assert create_refusal(copycat, name, config, put=True) == their_refusal
     assert create_refusal(kafka_connect, name, config, put=True) == their_refusal
+
+
+@pytest.mark.parametrize("batch_size", ["0", "-1"])
+def test_a_file_source_batch_size_below_one_is_accepted_as_kafkas_is(
+    copycat: Peer, kafka_connect: Peer, batch_size: str
+) -> None:
+    """Kafka's FileStreamSource batch.size has no validator: 0 and -1 are valid (its task
+    then returns a line per poll); only the missing name is an error."""
+    config = {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+        "tasks.max": "1",
+        "topic": "validate-topic",
+        "file": "/dev/null",
+        "batch.size": batch_size,
+    }
+    theirs = validation_errors(kafka_connect, "FileStreamSourceConnector", config)
+    assert set(theirs) == {"error_count", "name"}, theirs
+    assert validation_errors(copycat, "FileStreamSourceConnector", config) == theirs
