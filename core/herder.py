@@ -31,7 +31,13 @@ from typing import Any, Literal, Protocol
 from plugin_api.config import ConfigType, config_infos, parse_type
 
 from core import secrets
-from core.client_overrides import AllPolicy, ConnectorClientConfigOverridePolicy, override_errors
+from core.client_key_types import check_client_override_types
+from core.client_overrides import (
+    AllPolicy,
+    ConnectorClientConfigOverridePolicy,
+    clients_used,
+    override_errors,
+)
 from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
 from core.exactly_once_validation import exactly_once_errors
@@ -469,12 +475,23 @@ class AbstractHerder:
                 framework["value"]["errors"] = list(dict.fromkeys(errors))
             infos["groups"] += [g for g in own["groups"] if g not in infos["groups"]]
             self._check_component_classes(infos, resolved.config)
+            exactly_once = self.exactly_once_source == "enabled"
+            try:
+                check_client_override_types(
+                    clients_used(plugin.kind, resolved.config, exactly_once=exactly_once),
+                    resolved.config,
+                )
+            except ConfigException as exc:
+                # Kafka parses an override's value with its client key's type before it asks
+                # the policy, and a value that does not parse fails the request (500), as a
+                # failing config provider does: no validation error on the key.
+                raise HerderError(resolved.scrub(str(exc))) from None
             for key, message in override_errors(
                 self.override_policy,
                 plugin.kind,
                 plugin.class_name,
                 resolved.config,
-                exactly_once=self.exactly_once_source == "enabled",
+                exactly_once=exactly_once,
             ):
                 self._add_error(infos, key, message)
             if plugin.kind == "source":

@@ -1,0 +1,67 @@
+"""Client override values parsed as Kafka's ConfigDef.parseType parses them (the cases were
+run against Kafka 4.1.1's kafka-clients jar)."""
+
+from __future__ import annotations
+
+import pytest
+from plugin_api.errors import ConfigException
+
+from core.client_key_types import check_client_override_types, parse_client_value
+
+
+@pytest.mark.parametrize(
+    ("client", "key", "value"),
+    [
+        ("consumer", "max.poll.records", " 5 "),  # Java's trim
+        ("consumer", "max.poll.records", "+5"),
+        ("consumer", "max.poll.records", "-2147483648"),
+        ("producer", "linger.ms", "99999999999"),
+        ("producer", "enable.idempotence", "TRUE"),
+        ("producer", "enable.idempotence", "\tfalse "),
+        ("producer", "sasl.login.refresh.window.factor", "1d"),
+        ("producer", "sasl.login.refresh.window.factor", ".5e3"),
+        ("producer", "sasl.login.refresh.window.factor", "-Infinity"),
+        ("producer", "sasl.login.refresh.window.factor", "0x1p3"),
+        ("producer", "acks", "maybe"),  # STRING: the client's validator, at task start
+        ("producer", "no.such.key", "x"),  # unknown: ignored, as Java's clients do
+        ("consumer", "linger.ms", "soon"),  # a producer key: not the consumer's
+    ],
+)
+def test_values_kafka_parses(client: str, key: str, value: str) -> None:
+    parse_client_value(client, key, value)
+
+
+@pytest.mark.parametrize(
+    ("client", "key", "value", "reason"),
+    [
+        ("consumer", "max.poll.records", "lots", "Not a number of type INT"),
+        ("consumer", "max.poll.records", "", "Not a number of type INT"),
+        ("consumer", "max.poll.records", "2147483648", "Not a number of type INT"),
+        ("consumer", "max.poll.records", "1_000", "Not a number of type INT"),
+        ("consumer", "max.poll.records", "\u0665", "Not a number of type INT"),  # Arabic 5
+        ("consumer", "max.poll.records", "\u00a05", "Not a number of type INT"),  # no-break
+        ("producer", "linger.ms", "1.5", "Not a number of type LONG"),
+        ("producer", "enable.idempotence", "yes", "Expected value to be either true or false"),
+        ("producer", "sasl.login.refresh.window.factor", "nan", "Not a number of type DOUBLE"),
+        ("admin", "request.timeout.ms", "1e3", "Not a number of type INT"),
+    ],
+)
+def test_values_kafka_refuses_with_its_message(
+    client: str, key: str, value: str, reason: str
+) -> None:
+    with pytest.raises(ConfigException) as caught:
+        parse_client_value(client, key, value)
+    assert str(caught.value) == f"Invalid value {value} for configuration {key}: {reason}"
+
+
+def test_only_the_clients_a_connector_uses_are_parsed_producer_first() -> None:
+    props = {
+        "consumer.override.max.poll.records": "lots",
+        "producer.override.linger.ms": "soon",
+        "admin.override.retries": "many",
+    }
+    check_client_override_types(["producer"], {"consumer.override.max.poll.records": "lots"})
+    with pytest.raises(ConfigException, match="linger.ms"):
+        check_client_override_types(["consumer", "admin", "producer"], props)
+    with pytest.raises(ConfigException, match="retries"):
+        check_client_override_types(["consumer", "admin"], props)
