@@ -19,6 +19,7 @@ from confluent_kafka import KafkaException
 
 from core.kafka import (
     Consumer,
+    KafkaClientError,
     Producer,
     admin_client,
     client_config,
@@ -63,10 +64,25 @@ class ConfluentClients:
         return _tolerant(Producer, config, "producer")
 
     def consumer(self, config: Mapping[str, Any]) -> Consumer:
+        group = config.get("group.id")
+        if isinstance(group, str) and not _java_trim(group):
+            # librdkafka's consumer aborts the process that makes it with a blank group id
+            # (confluent-kafka asserts on it): the plugin host, or the worker itself. Kafka's
+            # consumer refuses it with InvalidGroupIdException, which fails the task.
+            raise KafkaClientError(
+                "cannot create the task's consumer: The configured group.id should not be an "
+                "empty string or whitespace."
+            )
         return _tolerant(Consumer, config, "consumer")
 
     def admin(self, config: Mapping[str, Any]) -> Any:
         return _tolerant(admin_client, config, "admin client")
+
+
+def _java_trim(text: str) -> str:
+    """Java's ``String.trim`` (which Kafka's configs apply to strings): every character up to
+    U+0020 off both ends."""
+    return text.strip("".join(map(chr, range(33))))
 
 
 # librdkafka names one unknown property per attempt.

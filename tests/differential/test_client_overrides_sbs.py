@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
-from tests.support.differential import Peer, create_refusal
+from tests.support.differential import SCENARIO_TIMEOUT_S, Peer, create, create_refusal, delete
+from tests.support.kafka import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -116,3 +119,45 @@ def test_values_kafkas_type_parse_takes_pass_validation(
         assert response.status_code == 200, f"{peer.name}: {response.text}"
         answers[peer.name] = response.json()["error_count"]
     assert answers == {"Kafka Connect": 0, "Copycat": 0}
+
+
+INVALID_GROUP_ID = "The configured group.id should not be an empty string or whitespace."
+
+
+@pytest.mark.parametrize("group", ["", " \t"], ids=["empty", "whitespace"])
+def test_an_empty_group_id_override_fails_the_task_as_in_kafka(
+    copycat: Peer, kafka_connect: Peer, tmp_path: Path, group: str
+) -> None:
+    """``consumer.override.group.id`` empty or blank: both accept the config and fail the
+    sink's task with Kafka's InvalidGroupIdException text (librdkafka's consumer aborted the
+    process that made it, which took the plugin host down, or the worker itself when the task's
+    data path runs there), and the worker answers on."""
+    traces = {}
+    for peer in (kafka_connect, copycat):
+        name = f"ovr-group-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+        config = {**_config(SINK, tmp_path, name), "consumer.override.group.id": group}
+        with peer.client() as client:
+            create(client, name, config)
+            try:
+                status = _wait_failed(client, name)
+            finally:
+                delete(client, name)
+            assert client.get("/connectors").status_code == 200
+        traces[peer.name] = status["trace"]
+    assert INVALID_GROUP_ID in traces["Kafka Connect"]
+    assert INVALID_GROUP_ID in traces["Copycat"]
+    assert "PluginHostCrashed" not in traces["Copycat"]
+
+
+def _wait_failed(client: httpx.Client, name: str) -> dict[str, Any]:
+    """The connector's first task's status once FAILED."""
+
+    def failed() -> dict[str, Any] | None:
+        response = client.get(f"/connectors/{name}/status")
+        if response.status_code != 200:
+            return None
+        tasks = response.json()["tasks"]
+        return next((t for t in tasks if t["state"] == "FAILED"), None)
+
+    task: dict[str, Any] = wait_for(failed, SCENARIO_TIMEOUT_S, f"{name} FAILED")
+    return task
