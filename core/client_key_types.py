@@ -17,6 +17,8 @@ from collections.abc import Mapping
 
 from plugin_api.errors import ConfigException
 
+from core.client_overrides import client_overrides
+
 __all__ = ["check_client_override_types", "parse_client_value"]
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
@@ -274,14 +276,14 @@ def parse_client_value(client: str, key: str, value: str) -> None:
 
 
 def check_client_override_types(clients: list[str], props: Mapping[str, str]) -> None:
-    """Parse the ``<client>.override.*`` values of ``clients`` (in Kafka's order: producer,
-    admin, consumer), as Kafka does before it asks the override policy.
+    """Parse the ``<client>.override.*`` values of ``clients`` as Kafka does before it asks
+    the override policy, in Kafka's order: producer, admin, consumer, each client's keys in
+    its HashMap's order (:func:`core.client_overrides.java_hash_order`).
 
     Raises:
         ConfigException: the first value that is not of its key's type (Kafka's message).
     """
     for client in (c for c in (PRODUCER, ADMIN, CONSUMER) if c in clients):
-        prefix = f"{client}.override."
-        for name, value in props.items():
-            if name.startswith(prefix) and isinstance(value, str):
-                parse_client_value(client, name[len(prefix) :], value)
+        for name, value in client_overrides(client, props).items():
+            if isinstance(value, str):
+                parse_client_value(client, name, value)

@@ -37,7 +37,9 @@ __all__ = [
     "ConnectorClientConfigOverridePolicy",
     "NonePolicy",
     "PrincipalPolicy",
+    "client_overrides",
     "clients_used",
+    "java_hash_order",
     "override_errors",
 ]
 
@@ -135,6 +137,31 @@ BUILTIN_POLICIES: dict[str, Callable[[], ConnectorClientConfigOverridePolicy]] =
 }
 
 
+def _java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as an unsigned 32-bit number."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + (data[i] << 8 | data[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(keys: Sequence[str]) -> list[str]:
+    """``keys`` in the order a Java ``HashMap`` they were put into (in this order) iterates
+    them. Kafka collects a connector's overrides per client in such a map, so its policy
+    errors, and which unparsable value it reports, come in this order, which its 400
+    message shows."""
+    capacity = 16
+    while len(keys) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(key: str) -> int:
+        h = _java_string_hash(key)
+        return (h ^ (h >> 16)) & (capacity - 1)
+
+    return sorted(keys, key=bucket)  # stable: a bucket keeps the insertion order
+
+
 def clients_used(kind: str, props: Mapping[str, str], *, exactly_once: bool = False) -> list[str]:
     """The client types whose overrides a connector of ``kind`` uses: Kafka's
     ``connectorUsesProducer``/``Admin``/``Consumer``, plus the admin client of what Kafka's
@@ -163,12 +190,24 @@ def override_errors(
     """``(full key, message)`` for each override in ``props`` that ``policy`` refuses, for
     the clients a connector of ``kind`` uses (``exactly_once``: a source run so)."""
     errors = []
-    for client in clients_used(kind, props, exactly_once=exactly_once):
-        prefix = f"{client}.override."
-        own = {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
+    used = clients_used(kind, props, exactly_once=exactly_once)
+    # Kafka's order: the producer's, the consumer's, then the admin client's, each client's
+    # keys in its HashMap's order.
+    for client in (c for c in (PRODUCER, CONSUMER, ADMIN) if c in used):
+        own = client_overrides(client, props)
         if not own:
             continue
         request = ClientConfigRequest(props.get("name"), kind, connector_class, client, own)
-        for key, messages in policy.validate(request).items():
-            errors += [(prefix + key, str(m)) for m in messages]
+        refused = policy.validate(request)
+        prefix = f"{client}.override."
+        for key in [*(k for k in own if k in refused), *(k for k in refused if k not in own)]:
+            errors += [(prefix + key, str(m)) for m in refused[key]]
     return errors
+
+
+def client_overrides(client: str, props: Mapping[str, str]) -> dict[str, str]:
+    """The ``<client>.override.*`` keys of ``props`` without the prefix, in the order Kafka
+    collects them (:func:`java_hash_order`)."""
+    prefix = f"{client}.override."
+    own = {k[len(prefix) :]: v for k, v in props.items() if k.startswith(prefix)}
+    return {k: own[k] for k in java_hash_order(list(own))}

@@ -7,6 +7,7 @@ import pytest
 from plugin_api.errors import ConfigException
 
 from core.client_key_types import check_client_override_types, parse_client_value
+from core.client_overrides import java_hash_order
 
 
 @pytest.mark.parametrize(
@@ -65,3 +66,19 @@ def test_only_the_clients_a_connector_uses_are_parsed_producer_first() -> None:
         check_client_override_types(["consumer", "admin", "producer"], props)
     with pytest.raises(ConfigException, match="retries"):
         check_client_override_types(["consumer", "admin"], props)
+
+
+def test_overrides_come_in_the_order_of_javas_hash_map() -> None:
+    """The orders Java 17's HashMap iterates these keys in, put in this order (16 keys: the
+    table has grown to 32 buckets)."""
+    assert java_hash_order(["linger.ms", "sasl.mechanism"]) == ["sasl.mechanism", "linger.ms"]
+    keys = (
+        "max.poll.records,linger.ms,retries,fetch.min.bytes,sasl.jaas.config,security.protocol,"
+        "request.timeout.ms,acks,batch.size,compression.type,client.id,bootstrap.servers,a,b,"
+        "zz.top,\u00e9"
+    ).split(",")
+    assert ",".join(java_hash_order(keys)) == (
+        "compression.type,a,b,max.poll.records,request.timeout.ms,acks,batch.size,"
+        "bootstrap.servers,\u00e9,security.protocol,retries,sasl.jaas.config,fetch.min.bytes,"
+        "zz.top,linger.ms,client.id"
+    )
