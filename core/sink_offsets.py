@@ -57,8 +57,17 @@ C = TypeVar("C")
 _GROUP_GONE = {KafkaError.GROUP_ID_NOT_FOUND, KafkaError.UNKNOWN_TOPIC_OR_PART}
 
 
-def sink_group_id(name: str, props: Mapping[str, str]) -> str:
-    return props.get("consumer.override.group.id") or f"connect-{name}"
+def sink_group_id(
+    name: str, props: Mapping[str, str], worker_consumer: Mapping[str, str] | None = None
+) -> str:
+    """Sink ``name``'s consumer group, as its tasks' consumers have it: the connector's
+    ``consumer.override.group.id``, else the worker's ``consumer.group.id`` (``worker_consumer``:
+    the worker's ``consumer.*`` keys without the prefix), else ``connect-<name>``."""
+    return (
+        props.get("consumer.override.group.id")
+        or (worker_consumer or {}).get("group.id")
+        or f"connect-{name}"
+    )
 
 
 # Kafka parses partitions with Integer.parseInt and offsets with Long.parseLong.

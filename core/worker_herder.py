@@ -1091,7 +1091,8 @@ class WorkerHerder(AbstractHerder):
                 if key.startswith(ADMIN_OVERRIDE_PREFIX)
             },
         }
-        return SinkOffsets(admin, sink_group_id(name, config))
+        group = sink_group_id(name, config, self.config.consumer_overrides())
+        return SinkOffsets(admin, group)
 
     def connector_offsets(self, name: str) -> dict[str, Any]:
         deployed = self._get(name)

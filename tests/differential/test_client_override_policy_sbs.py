@@ -13,16 +13,22 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, Producer
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
     Peer,
+    create,
     create_refusal,
+    delete,
     validation_errors,
+    wait_running,
 )
 from tests.support.jvm import run_owner_pid
+from tests.support.kafka import wait_for
 from tests.support.kafka_connect import KafkaConnect
 from tests.support.rest import RestWorker
 
@@ -144,3 +150,57 @@ def test_create_refusals_are_kafkas(
     }
     assert answers["Kafka Connect"][0] == 400
     assert answers["Copycat"] == answers["Kafka Connect"]
+
+
+def test_a_workers_consumer_group_id_is_the_group_the_offsets_api_uses(
+    workers: dict[str, tuple[Peer, str]], apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    seen: dict[str, Any] = {}
+    for peer_name, (peer, group) in workers.items():
+        topic = f"wgroup-{uuid.uuid4().hex[:8]}"
+        apache_kafka.create_topic(topic, 1)
+        producer = Producer({"bootstrap.servers": apache_kafka.bootstrap_servers})
+        for i in range(3):
+            producer.produce(topic, value=f"v{i}".encode())
+        producer.flush(30)
+        name = f"wgroup-{uuid.uuid4().hex[:8]}"
+        with peer.client() as client:
+            create(
+                client,
+                name,
+                {
+                    "connector.class": SINK,
+                    "topics": topic,
+                    "file": str(tmp_path / f"{name}.txt"),
+                    "value.converter": STRING,
+                },
+            )
+            try:
+                wait_running(client, name)
+
+                def committed(group: str = group, topic: str = topic) -> list[Any] | None:
+                    listed = apache_kafka.admin.list_consumer_group_offsets(
+                        [ConsumerGroupTopicPartitions(group)]
+                    )[group].result(30)
+                    found = [(tp.topic, tp.offset) for tp in listed.topic_partitions]
+                    return found if (topic, 3) in found else None
+
+                wait_for(committed, 90, f"{peer_name}: offsets committed in {group}")
+                offsets = client.get(f"/connectors/{name}/offsets")
+                seen[peer_name] = (offsets.status_code, offsets.json())
+            finally:
+                delete(client, name)
+        for entry in seen[peer_name][1].get("offsets", []):
+            entry["partition"]["kafka_topic"] = "<topic>"
+    assert seen["Kafka Connect"] == (
+        200,
+        {
+            "offsets": [
+                {
+                    "partition": {"kafka_partition": 0, "kafka_topic": "<topic>"},
+                    "offset": {"kafka_offset": 3},
+                }
+            ]
+        },
+    )
+    assert seen["Copycat"] == seen["Kafka Connect"]
