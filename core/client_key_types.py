@@ -19,7 +19,7 @@ from plugin_api.errors import ConfigException
 
 from core.client_overrides import client_overrides
 
-__all__ = ["check_client_override_types", "parse_client_value"]
+__all__ = ["check_client_override_types", "java_trim", "parse_client_value"]
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 BOOLEAN, DOUBLE, INT, LONG, SHORT = "BOOLEAN", "DOUBLE", "INT", "LONG", "SHORT"
@@ -243,8 +243,9 @@ KEY_TYPES: dict[str, dict[str, frozenset[str]]] = {
 }
 
 
-def _java_trim(text: str) -> str:
-    """Java's ``String.trim``: every character up to U+0020 off both ends, nothing else."""
+def java_trim(text: str) -> str:
+    """Java's ``String.trim`` (which Kafka's configs apply to strings): every character up to
+    U+0020 off both ends, nothing else."""
     start, end = 0, len(text)
     while start < end and text[start] <= " ":
         start += 1
@@ -264,7 +265,7 @@ def parse_client_value(client: str, key: str, value: str) -> None:
     kind = next((t for t, keys in types.items() if key in keys), None)
     if kind is None:
         return
-    text = _java_trim(value)
+    text = java_trim(value)
     if kind == BOOLEAN:
         if text.lower() not in ("true", "false"):
             raise ConfigException(key, value, "Expected value to be either true or false")

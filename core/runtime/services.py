@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import KafkaException
 
+from core.client_key_types import java_trim
 from core.kafka import (
     Consumer,
     KafkaClientError,
@@ -65,7 +66,7 @@ class ConfluentClients:
 
     def consumer(self, config: Mapping[str, Any]) -> Consumer:
         group = config.get("group.id")
-        if isinstance(group, str) and not _java_trim(group):
+        if isinstance(group, str) and not java_trim(group):
             # librdkafka's consumer aborts the process that makes it with a blank group id
             # (confluent-kafka asserts on it): the plugin host, or the worker itself. Kafka's
             # consumer refuses it with InvalidGroupIdException, which fails the task.
@@ -77,12 +78,6 @@ class ConfluentClients:
 
     def admin(self, config: Mapping[str, Any]) -> Any:
         return _tolerant(admin_client, config, "admin client")
-
-
-def _java_trim(text: str) -> str:
-    """Java's ``String.trim`` (which Kafka's configs apply to strings): every character up to
-    U+0020 off both ends."""
-    return text.strip("".join(map(chr, range(33))))
 
 
 # librdkafka names one unknown property per attempt.
