@@ -42,7 +42,8 @@ from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
 from core.exactly_once_validation import exactly_once_errors
 from core.host_pool import HostPool
-from core.plugins import AmbiguousPluginName, PluginCatalogue
+from core.plugin_versions import plugin_version_key
+from core.plugins import AmbiguousPluginName, PluginCatalogue, VersionNotFound
 from core.status import Status
 from core.stores.config import TargetState
 from core.task_specs import source_dead_letter_queue_errors
@@ -364,12 +365,16 @@ class AbstractHerder:
                 return self.catalogue.resolve(kind, name, version)
             except AmbiguousPluginName as exc:
                 ambiguous = exc
+            except VersionNotFound as exc:
+                found_other_version = exc  # the plugin exists, not in that version
             except ConfigException as exc:
                 if version and exc.name and exc.name.endswith("plugin.version"):
-                    found_other_version = exc  # the plugin exists, not in that version
+                    # Kafka's answer to a range it cannot parse
+                    raise BadRequestError(f"Invalid version specification: {version}") from None
                 continue
         if found_other_version is not None:
-            raise NotFoundError(f"Unknown plugin {name} version {version}: {found_other_version}")
+            # Kafka: a 400 with its "not found that matches the version range" message
+            raise BadRequestError(str(found_other_version))
         if ambiguous is not None:
             raise NotFoundError(
                 f"Unknown plugin {name}: it is ambiguous ({', '.join(ambiguous.claimants)}); "
@@ -452,6 +457,8 @@ class AbstractHerder:
                 connector_class,
                 topic_creation_enabled=self.topic_creation_enabled,
             )
+            if isinstance(exc, VersionNotFound):
+                self._add_error(infos, exc.class_key, str(exc))
             self._add_error(infos, exc.name or "connector.class", str(exc))
         else:
             infos = connector_config_infos(
@@ -556,10 +563,23 @@ class AbstractHerder:
                 # passed validation and the connector was stored and started, to fail only
                 # when its task specs were made.
                 continue
+            version_key = plugin_version_key(key)
             try:
-                plugin = self.catalogue.resolve(kind, value, key=key)
-            except ConfigException as exc:
+                plugin = self.catalogue.resolve(kind, value, props.get(version_key), key=key)
+            except VersionNotFound as exc:
+                # Kafka: an error on the class key and on its version key alike
                 self._add_error(infos, key, str(exc))
+                self._add_error(infos, version_key, str(exc))
+                continue
+            except ConfigException as exc:
+                if exc.name == version_key:
+                    # a malformed range: Kafka reports it on a converter's version key, and on
+                    # a transform's or predicate's class key too
+                    if not key.endswith(".converter"):
+                        self._add_error(infos, key, str(exc))
+                    self._add_error(infos, version_key, str(exc))
+                else:
+                    self._add_error(infos, key, str(exc))
                 continue
             if key.endswith(".converter"):
                 self._add_component_infos(

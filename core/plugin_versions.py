@@ -45,6 +45,11 @@ def _maven(spec: str, key: str) -> Requirement:
     while pos < len(spec):
         match = _RESTRICTION.match(spec, pos)
         if match is None:
+            if not any(c in spec[pos:] for c in "])"):
+                # Maven's words, which Kafka Connect passes on
+                exc = ConfigException(f"Unbounded range: {spec}")
+                exc.name, exc.value = key, spec
+                raise exc
             raise ConfigException(key, spec, f"not a version range (at {spec[pos:]!r})")
         pos = match.end()
         low_incl, body, high_incl = match.group(1) == "[", match.group(2), match.group(3) == "]"
@@ -88,9 +93,12 @@ def requirement(spec: str | None, key: str) -> Requirement | None:
         ConfigException: naming ``key``, if ``spec`` is neither a version, a Maven range nor a
             PEP 440 specifier.
     """
-    if spec is None or not spec.strip() or spec.strip() == "latest":
+    if spec is None or spec.strip() == "latest":
         return None
     spec = spec.strip()
+    if not spec:
+        # Kafka encloses an empty value as it does a version, [], which nothing matches
+        return lambda v: False
     if spec[0] in "[(":
         return _maven(spec, key)
     if spec[0] in "<>=!~":
@@ -105,6 +113,24 @@ def requirement(spec: str | None, key: str) -> Requirement | None:
     except InvalidVersion:
         wanted = None  # a plugin's version() may be any string: then compare as text
     return lambda v: v == exact or (wanted is not None and _same(v, wanted))
+
+
+def range_text(spec: str) -> str:
+    """``spec`` as Kafka Connect's messages show a version range (Maven's ``VersionRange``):
+    each restriction as ``[low,high)``, a bare version as the hard range ``[v,v]``, an empty
+    one as ``[,]``; a PEP 440 specifier as given."""
+    spec = spec.strip()
+    if spec[:1] not in ("[", "("):
+        if spec[:1] and spec[0] in "<>=!~":
+            return spec
+        spec = f"[{spec}]"
+    parts = []
+    for match in _RESTRICTION.finditer(spec):
+        low, _, high = match.group(2).partition(",")
+        if "," not in match.group(2):
+            high = low
+        parts.append(f"{match.group(1)}{low.strip()},{high.strip()}{match.group(3)}")
+    return ",".join(parts) or spec
 
 
 def _in(specifier: SpecifierSet, version: str) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from core.plugin_versions import plugin_version_key, requirement
+from core.plugin_versions import plugin_version_key, range_text, requirement
 from core.runtime.spec import PluginRef
 from isolation import HostClient
 from isolation.environment import (
@@ -98,6 +98,21 @@ def _component_not_found(
         exc.name, exc.value = key, name
         return exc
     return ConfigException(key, name, f"Class {name} could not be found.")
+
+
+class VersionNotFound(ConfigException):
+    """A ``*.plugin.version`` (``name``, the version key) that no installed version of the
+    plugin the class key (``class_key``) names satisfies, worded as Kafka Connect words it
+    (the range as Maven shows it, and every version of that class installed, of any kind)."""
+
+    def __init__(
+        self, class_key: str, version_key: str, spec: str, plugin: str, versions: Sequence[str]
+    ) -> None:
+        super().__init__(
+            f"Plugin {plugin} not found that matches the version range {range_text(spec)}, "
+            f"available versions: [{', '.join(versions)}]"
+        )
+        self.name, self.value, self.class_key = version_key, spec, class_key
 
 
 class AmbiguousPluginName(ConfigException):
@@ -485,9 +500,15 @@ class PluginCatalogue:
                         f"the version of {name} it names cannot run on this runtime: "
                         f"{'; '.join(refused)}; versions this runtime can run: {have}",
                     )
-                raise ConfigException(
-                    version_key, version, f"{name} is installed only in versions {have}"
+                named = name.strip()
+                if "." not in named:  # an alias: Kafka names the class it stands for
+                    named = next(
+                        (a for a in candidates[0].aliases if "." in a), candidates[0].class_name
+                    )
+                every = sorted(
+                    (p.version for p in snapshot.by_name.get(name.strip(), [])), key=_version_key
                 )
+                raise VersionNotFound(key, version_key, version or "", named, every)
             candidates = pinned
         return max(candidates, key=snapshot.preference)
 

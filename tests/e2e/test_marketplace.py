@@ -340,12 +340,12 @@ def test_two_versions_run_side_by_side_and_upgrade_one_connector(
             assert r.status_code == 201, r.text
             assert r.json()["version"] == version and r.json()["locked"] is True
         assert sorted(p["version"] for p in _listed(http, class_name)) == ["1.0", "2.0"]
-        # One version's config definitions (KIP-891's ?version=); an unknown one is a 404.
+        # One version's config definitions (KIP-891's ?version=); an unknown one is Kafka's 400.
         for version in ("1.0", "[2.0]", None):
             r = http.get(f"/connector-plugins/{class_name}/config", params={"version": version})
             assert r.status_code == 200 and r.json(), r.text
         r = http.get(f"/connector-plugins/{class_name}/config", params={"version": "9.9"})
-        assert r.status_code == 404 and "1.0, 2.0" in r.json()["message"], r.text
+        assert r.status_code == 400 and "[1.0, 2.0]" in r.json()["message"], r.text
 
         old = _run_source(
             http, broker, f"old-{uid}", class_name, {"connector.plugin.version": "[1.0]"}

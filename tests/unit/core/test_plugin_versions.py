@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.plugin_versions import plugin_version_key, requirement
+from core.plugin_versions import plugin_version_key, range_text, requirement
 from plugin_api import ConfigException
 
 VERSIONS = ["0.9", "1.0", "1.1", "1.5.2", "2.0", "2.1-SNAPSHOT", "undefined"]
@@ -19,7 +19,7 @@ def allowed(spec: str | None) -> list[str] | None:
     ("spec", "expected"),
     [
         (None, None),
-        ("", None),
+        ("", []),  # Kafka encloses it as [], which nothing matches
         ("latest", None),
         ("1.0", ["1.0"]),  # a bare version is a hard requirement, as Kafka encloses it in []
         ("[1.0]", ["1.0"]),
@@ -42,6 +42,28 @@ def test_bad_specs_name_the_key(spec: str) -> None:
     with pytest.raises(ConfigException) as caught:
         requirement(spec, "transforms.x.plugin.version")
     assert caught.value.name == "transforms.x.plugin.version"
+
+
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        ("9.9", "[9.9,9.9]"),
+        ("abc", "[abc,abc]"),
+        ("", "[,]"),
+        ("[9.0,10.0)", "[9.0,10.0)"),
+        ("[ 1.0 , 2.0 ),[3.0]", "[1.0,2.0),[3.0,3.0]"),
+        ("(,)", "(,)"),
+        (">=1,<2", ">=1,<2"),
+    ],
+)
+def test_a_range_reads_as_kafkas_messages_show_it(spec: str, shown: str) -> None:
+    assert range_text(spec) == shown
+
+
+def test_an_unclosed_range_is_unbounded_in_mavens_words() -> None:
+    with pytest.raises(ConfigException) as caught:
+        requirement("[1.0", "value.converter.plugin.version")
+    assert str(caught.value) == "Unbounded range: [1.0"
 
 
 @pytest.mark.parametrize(
