@@ -378,7 +378,7 @@ def test_invalid_configs_are_400_listing_every_error(http: httpx.Client) -> None
             "config": {
                 "connector.class": "FileStreamSource",
                 "tasks.max": "zero",
-                "batch.size": "-1",
+                "batch.size": "x",
             },
         },
     )
