@@ -646,8 +646,8 @@ class AbstractHerder:
         """Validate for create/update; raise Kafka's 400 listing every error."""
         infos = self.validate_connector_config(config)
         if infos["error_count"]:
+            # Every key's errors, the same message on two keys twice, as Kafka lists them
             messages = [m for c in infos["configs"] for m in c["value"]["errors"]]
-            messages = list(dict.fromkeys(messages))
             raise BadRequestError(
                 "\n".join([_INVALID_CONFIG.format(n=len(messages)), *messages, _VALIDATE_HINT])
             )
