@@ -341,9 +341,12 @@ def test_two_versions_run_side_by_side_and_upgrade_one_connector(
             assert r.json()["version"] == version and r.json()["locked"] is True
         assert sorted(p["version"] for p in _listed(http, class_name)) == ["1.0", "2.0"]
         # One version's config definitions (KIP-891's ?version=); an unknown one is Kafka's 400.
-        for version in ("1.0", "[2.0]", None):
-            r = http.get(f"/connector-plugins/{class_name}/config", params={"version": version})
+        for params in ({"version": "1.0"}, {"version": "[2.0]"}, {}):
+            r = http.get(f"/connector-plugins/{class_name}/config", params=params)
             assert r.status_code == 200 and r.json(), r.text
+        # An empty version is Kafka's range [,], which no version matches.
+        r = http.get(f"/connector-plugins/{class_name}/config", params={"version": ""})
+        assert r.status_code == 400 and "range [,]" in r.json()["message"], r.text
         r = http.get(f"/connector-plugins/{class_name}/config", params={"version": "9.9"})
         assert r.status_code == 400 and "[1.0, 2.0]" in r.json()["message"], r.text
 
