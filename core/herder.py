@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from packaging.version import InvalidVersion, Version
 from plugin_api.config import ConfigType, config_infos, parse_type
 
 from core import secrets
@@ -74,7 +75,8 @@ log = logging.getLogger("copycat.herder")
 BUNDLED_INSTALL_WAIT_S = 120.0
 # How often a start-up wait for that install looks whether a stop was requested.
 STOP_CHECK_S = 0.2
-PLUGIN_TYPES = ("source", "sink", "converter", "header_converter", "transformation", "predicate")
+# In Kafka Connect's order of GET /connector-plugins (its ConnectorPluginsResource).
+PLUGIN_TYPES = ("sink", "source", "transformation", "predicate", "converter", "header_converter")
 _INVALID_CONFIG = "Connector configuration is invalid and contains the following {n} error(s):"
 _VALIDATE_HINT = (
     "You can also find the above list of errors at the endpoint "
@@ -126,6 +128,13 @@ HEALTHY = Health("healthy")
 
 class HerderError(ConnectException):
     status = 500
+
+
+def _version_order(version: str) -> tuple[int, Version | str]:
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, version)
 
 
 class BadRequestError(HerderError):
@@ -341,11 +350,13 @@ class AbstractHerder:
 
     def plugins(self, connectors_only: bool) -> list[dict[str, Any]]:
         self._plugins_settled()
-        kinds = ("source", "sink") if connectors_only else PLUGIN_TYPES
+        kinds = PLUGIN_TYPES[:2] if connectors_only else PLUGIN_TYPES
         seen: set[tuple[str, str, str]] = set()
         out = []
         for kind in kinds:
-            for plugin in sorted(self.catalogue.of_kind(kind), key=lambda p: p.class_name):
+            # by class name, then version, oldest first (Kafka's PluginDesc order)
+            plugins = self.catalogue.of_kind(kind)
+            for plugin in sorted(plugins, key=lambda p: (p.class_name, _version_order(p.version))):
                 key = (plugin.class_name, kind, plugin.version)
                 if key in seen:
                     continue

@@ -14,6 +14,7 @@ replaced by ``<installed>``.
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from typing import Any
 
@@ -167,3 +168,24 @@ def test_creating_with_a_version_not_installed_is_refused_as_kafkas_is(
     assert answers[0][0] == 400, answers
     assert "2 error(s)" in answers[0][1]["m"][0], answers
     assert answers[1] == answers[0]
+
+
+@pytest.mark.parametrize("connectors_only", ["true", "false"])
+def test_connector_plugins_are_listed_in_kafkas_order(
+    copycat: Peer, kafka_connect: Peer, connectors_only: str
+) -> None:
+    """Kafka lists sinks, sources, transforms, predicates, converters, then header
+    converters, each by class name (the two sides' classes and versions differ)."""
+    orders = []
+    for peer in (kafka_connect, copycat):
+        with peer.client() as client:
+            response = client.get("/connector-plugins", params={"connectorsOnly": connectors_only})
+        assert response.status_code == 200, response.text
+        listing = response.json()
+        assert {tuple(p) for p in listing} == {("class", "type", "version")}, listing
+        runs = [kind for kind, _ in itertools.groupby(p["type"] for p in listing)]
+        for kind in runs:
+            classes = [p["class"] for p in listing if p["type"] == kind]
+            assert classes == sorted(classes), (peer.name, kind, classes)
+        orders.append(runs)
+    assert orders[1] == orders[0]
