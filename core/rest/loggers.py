@@ -48,12 +48,13 @@ def _entry(name: str, logger: logging.Logger) -> dict[str, object]:
 
 
 def all_levels() -> dict[str, dict[str, object]]:
-    """Every logger with a level of its own, plus root (Kafka lists the configured ones)."""
+    """Every logger with a level of its own, plus root, by name with root among them (Kafka's
+    listing is a sorted map)."""
     out = {ROOT: _entry(ROOT, logging.getLogger())}
-    for name, logger in sorted(logging.root.manager.loggerDict.items()):
+    for name, logger in logging.root.manager.loggerDict.items():
         if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET:
             out[name] = _entry(name, logger)
-    return out
+    return dict(sorted(out.items()))
 
 
 def level(name: str) -> dict[str, object] | None:
