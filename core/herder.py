@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from packaging.version import InvalidVersion, Version
 from plugin_api.config import ConfigType, config_infos, parse_type
 
 from core import secrets
@@ -43,7 +42,7 @@ from core.config_providers import ConfigResolver, Resolved
 from core.connector_config import connector_config_def, connector_config_infos
 from core.exactly_once_validation import exactly_once_errors
 from core.host_pool import HostPool
-from core.plugin_versions import plugin_version_key
+from core.plugin_versions import plugin_version_key, version_order
 from core.plugins import AmbiguousPluginName, PluginCatalogue, VersionNotFound
 from core.status import Status
 from core.stores.config import TargetState
@@ -128,13 +127,6 @@ HEALTHY = Health("healthy")
 
 class HerderError(ConnectException):
     status = 500
-
-
-def _version_order(version: str) -> tuple[int, Version | str]:
-    try:
-        return (1, Version(version))
-    except InvalidVersion:
-        return (0, version)
 
 
 class BadRequestError(HerderError):
@@ -356,7 +348,7 @@ class AbstractHerder:
         for kind in kinds:
             # by class name, then version, oldest first (Kafka's PluginDesc order)
             plugins = self.catalogue.of_kind(kind)
-            for plugin in sorted(plugins, key=lambda p: (p.class_name, _version_order(p.version))):
+            for plugin in sorted(plugins, key=lambda p: (p.class_name, version_order(p.version))):
                 key = (plugin.class_name, kind, plugin.version)
                 if key in seen:
                     continue

@@ -22,6 +22,14 @@ _RESTRICTION = re.compile(r"\s*([\[(])([^\])]*)([\])])\s*(?:,|$)")
 Requirement = Callable[[str], bool]
 
 
+def version_order(version: str) -> tuple[int, Version | str]:
+    """A sort key for plugin versions: PEP 440 order, versions it cannot read first (by text)."""
+    try:
+        return (1, Version(version))
+    except InvalidVersion:
+        return (0, version)
+
+
 def plugin_version_key(class_key: str) -> str:
     """The ``*.plugin.version`` key for a class key: ``connector.class`` ->
     ``connector.plugin.version``, ``transforms.a.type`` -> ``transforms.a.plugin.version``,

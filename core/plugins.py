@@ -26,9 +26,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from core.plugin_versions import plugin_version_key, range_text, requirement
+from core.plugin_versions import plugin_version_key, range_text, requirement, version_order
 from core.runtime.spec import PluginRef
 from isolation import HostClient
 from isolation.environment import (
@@ -148,13 +148,6 @@ def _entry_point_names(ep: EntryPointInfo) -> set[str]:
     return names
 
 
-def _version_key(version: str) -> tuple[int, Version | str]:
-    try:
-        return (1, Version(version))
-    except InvalidVersion:
-        return (0, version)
-
-
 # How often a live catalogue may look at plugin.path for changes: a look is a few stat()
 # calls per plugin, cheap, but REST storms resolve plugins hundreds of times a second.
 RESCAN_INTERVAL_S = 0.1
@@ -262,7 +255,7 @@ class _Snapshot:
         ``version()`` was not bumped still replaces the one before it, as its upgrade meant);
         ``max()`` keeps plugin.path order among equals."""
         package = plugin.distribution.partition("==")[2]
-        return _version_key(plugin.version), plugin.location in self.locked, _version_key(package)
+        return version_order(plugin.version), plugin.location in self.locked, version_order(package)
 
     def warnings(self) -> dict[tuple[str, ...], str]:
         """What an operator should hear about this plugin.path, keyed by what it is about."""
@@ -506,7 +499,7 @@ class PluginCatalogue:
                         (a for a in candidates[0].aliases if "." in a), candidates[0].class_name
                     )
                 every = sorted(
-                    (p.version for p in snapshot.by_name.get(name.strip(), [])), key=_version_key
+                    (p.version for p in snapshot.by_name.get(name.strip(), [])), key=version_order
                 )
                 raise VersionNotFound(key, version_key, version or "", named, every)
             candidates = pinned
