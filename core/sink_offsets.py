@@ -1,9 +1,10 @@
 """Sink connector offsets over REST (KIP-875): the consumer group ``connect-<name>``.
 
 Offsets are read stable (``require_stable``, the read_committed of group offsets): an
-offset committed in a transaction that is still open is not answered until it ends.
+offset committed in a transaction that is still open is not answered until it ends. They are
+read through a consumer handle of the group, never the admin client (see ``SinkOffsets.get``).
 Kafka's shapes: a partition is ``{"kafka_topic": str, "kafka_partition": int}`` and an offset
-``{"kafka_offset": int}`` (``null`` resets that partition). Reading, altering and deleting go
+``{"kafka_offset": int}`` (``null`` resets that partition). Altering and deleting go
 through the admin client (OffsetDelete, which resets single partitions, through kafka-python's:
 librdkafka's Python binding lacks it); the connector is STOPPED, so the group should have no members
 (one that has, a task not stopped yet or another consumer, is refused at once, as by Kafka).
@@ -27,8 +28,12 @@ from kafka.structs import TopicPartition as KafkaPythonTopicPartition
 
 from core.herder import BadRequestError
 from core.kafka import (
+    READ_COMMITTED,
+    Consumer,
     RetriableKafkaError,
     admin_client,
+    client_config,
+    consumer_keys,
     kafka_python_settings,
     raise_if_refused_login,
     wrap_kafka_error,
@@ -221,15 +226,53 @@ def _result(future: concurrent.futures.Future[T], timeout_s: float, admin: objec
                 raise _AttemptTimedOut() from None  # librdkafka completes the future later
 
 
-def _stable(result: ConsumerGroupTopicPartitions) -> ConsumerGroupTopicPartitions:
-    """``result``, unless a partition's offset is still in an open transaction: librdkafka
-    reports UNSTABLE_OFFSET_COMMIT for the whole request or, as seen on Kafka 4.1, for the
-    partition alone; raised here too, so the read is retried until the transaction ends
-    instead of leaving the partition out."""
-    for tp in result.topic_partitions or []:
+def _stable(partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
+    """``partitions``, unless one's offset is still in an open transaction: librdkafka reports
+    UNSTABLE_OFFSET_COMMIT for the whole request or, as seen on Kafka 4.1, for the partition
+    alone; raised here too, so the read is retried until the transaction ends instead of
+    leaving the partition out."""
+    for tp in partitions:
         if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT:
             raise KafkaException(tp.error)
-    return result
+    return partitions
+
+
+def _topics(consumer: Consumer, deadline: float) -> Mapping[str, Any]:
+    """The cluster's topic metadata, asked in slices of LOGIN_CHECK_S until ``deadline`` so
+    that a refused login (told only to the client's error callback, which ``poll`` serves)
+    ends the wait at once."""
+    while True:
+        try:
+            left = deadline - time.monotonic()
+            metadata = consumer.list_topics(timeout=max(0.1, min(LOGIN_CHECK_S, left)))
+            topics: Mapping[str, Any] = metadata.topics
+            return topics
+        except KafkaException as exc:
+            code = exc.args[0].code()
+            if code not in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT):
+                raise
+            consumer.poll(0)  # raises KafkaAuthenticationError for a refused login
+            if time.monotonic() >= deadline:
+                raise
+
+
+def _read_committed(consumer: Consumer, timeout_s: float) -> list[KafkaTopicPartition]:
+    """The group's committed offsets (``consumer``'s group) of every partition of every
+    topic of the cluster, within ``timeout_s``; closes ``consumer``."""
+    deadline = time.monotonic() + timeout_s
+    try:
+        partitions = [
+            KafkaTopicPartition(name, number)
+            for name, topic in _topics(consumer, deadline).items()
+            if topic.error is None
+            for number in topic.partitions
+        ]
+        if not partitions:
+            return []
+        left = max(0.1, deadline - time.monotonic())
+        return _stable(consumer.committed(partitions, timeout=left))
+    finally:
+        consumer.close()
 
 
 class _OffsetsAdmin(KafkaAdminClient):  # type: ignore[misc]  # kafka-python has no annotations
@@ -339,20 +382,39 @@ class SinkOffsets:
     def _admin(self) -> AdminClient:
         return admin_client(self.client_config)
 
+    def _consumer(self) -> Consumer:
+        """A consumer of the group, for reading its committed offsets: never subscribed (it
+        never joins the group) and never committing. read_committed makes librdkafka ask for
+        stable offsets (require_stable), as the admin request did."""
+        return Consumer(
+            consumer_keys(
+                client_config(
+                    self.client_config,
+                    {
+                        "group.id": self.group,
+                        "enable.auto.commit": False,
+                        "enable.auto.offset.store": False,
+                        "isolation.level": READ_COMMITTED,
+                    },
+                )
+            )
+        )
+
     def get(self) -> list[dict[str, Any]]:
-        request = [ConsumerGroupTopicPartitions(self.group)]
+        """The group's committed offsets, by topic and partition.
+
+        Read with a consumer handle of the group (OffsetFetch for every partition of every
+        topic the cluster has), not with the admin client's ListConsumerGroupOffsets:
+        librdkafka (2.16) crashes the whole process when that admin request is answered
+        NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE (it refreshes the coordinator of the
+        admin handle's consumer group, which it has none of; librdkafka #5040,
+        confluent-kafka-python #1982), as Kafka 4.1 answers for a group just used or whose
+        coordinator moved. Unlike Kafka, offsets of topics that no longer exist are not listed.
+        """
         try:
-            result = _retrying(
-                self._admin,
-                lambda admin, timeout_s: _stable(
-                    _result(
-                        admin.list_consumer_group_offsets(
-                            request, request_timeout=timeout_s, require_stable=True
-                        )[self.group],
-                        timeout_s,
-                        admin,
-                    )
-                ),
+            committed = _retrying(
+                self._consumer,
+                _read_committed,
                 f"read the offsets of group {self.group}",
             )
         except KafkaException as exc:
@@ -360,7 +422,7 @@ class SinkOffsets:
                 return []
             raise wrap_kafka_error(exc, f"could not read offsets of group {self.group}") from exc
         rows = []
-        for tp in sorted(result.topic_partitions or [], key=lambda t: (t.topic, t.partition)):
+        for tp in sorted(committed, key=lambda t: (t.topic, t.partition)):
             if tp.offset is None or tp.offset < 0 or tp.error is not None:
                 continue
             rows.append(

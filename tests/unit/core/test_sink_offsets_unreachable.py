@@ -14,6 +14,7 @@ import pytest
 from core import sink_offsets
 from core.kafka import RetriableKafkaError
 from core.sink_offsets import SinkOffsets
+from tests.support.kafka import librdkafka_threads, wait_for_librdkafka_threads
 
 
 def _closed_port() -> int:
@@ -36,3 +37,15 @@ def test_attempts_against_no_cluster_leave_no_kafka_python_thread(
     assert "attempts" in str(raised.value)
     left = [t.name for t in threading.enumerate() if t.ident not in before and t.is_alive()]
     assert left == []
+
+
+def test_reading_offsets_of_no_cluster_ends_retriable_and_closes_its_consumers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sink_offsets, "ADMIN_TIMEOUT_S", 2.0)
+    monkeypatch.setattr(sink_offsets, "ADMIN_ATTEMPT_TIMEOUT_S", 0.5)
+    group = SinkOffsets({"bootstrap.servers": f"127.0.0.1:{_closed_port()}"}, "g")
+    before = len(librdkafka_threads())
+    with pytest.raises(RetriableKafkaError, match="could not read the offsets of group g"):
+        group.get()
+    wait_for_librdkafka_threads(at_most=before)
