@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Producer
+from confluent_kafka import Producer
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
@@ -28,7 +28,7 @@ from tests.support.differential import (
     wait_running,
 )
 from tests.support.jvm import run_owner_pid
-from tests.support.kafka import wait_for
+from tests.support.kafka import group_offsets, wait_for
 from tests.support.kafka_connect import KafkaConnect
 from tests.support.rest import RestWorker
 
@@ -74,13 +74,6 @@ def workers(
 
 
 NAMES = ("Kafka Connect", "Copycat")
-# A group's coordinator moving or still loading its offsets: asked again.
-COORDINATOR_NOT_READY = {
-    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-    KafkaError.COORDINATOR_NOT_AVAILABLE,
-    KafkaError.NOT_COORDINATOR,
-}
-
 # case -> (connector class, config): overrides the None policy refuses on some clients.
 CASES: dict[str, tuple[str, dict[str, str]]] = {
     "source-producer": (
@@ -185,15 +178,8 @@ def test_a_workers_consumer_group_id_is_the_group_the_offsets_api_uses(
                 wait_running(client, name)
 
                 def committed(group: str = group, topic: str = topic) -> list[Any] | None:
-                    try:
-                        listed = apache_kafka.admin.list_consumer_group_offsets(
-                            [ConsumerGroupTopicPartitions(group)]
-                        )[group].result(30)
-                    except KafkaException as exc:
-                        if exc.args[0].code() in COORDINATOR_NOT_READY:
-                            return None
-                        raise
-                    found = [(tp.topic, tp.offset) for tp in listed.topic_partitions]
+                    listed = group_offsets(apache_kafka.bootstrap_servers, group, [topic])
+                    found = [(tp.topic, tp.offset) for tp in listed]
                     return found if (topic, 3) in found else None
 
                 wait_for(committed, 90, f"{peer_name}: offsets committed in {group}")

@@ -16,6 +16,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import Peer
+from tests.support.kafka import group_offsets
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -64,11 +65,7 @@ def _run(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> dict[str, A
         )
         read = client.get(f"/connectors/{name}/offsets")
         client.delete(f"/connectors/{name}")
-    listed = (
-        broker.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group]
-        .result(30)
-        .topic_partitions
-    )
+    listed = group_offsets(broker.bootstrap_servers, group)
     return {
         "patch": (patched.status_code, patched.json()),
         "offsets": _offsets(read.json()),

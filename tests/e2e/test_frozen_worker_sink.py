@@ -21,10 +21,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, Producer
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from tests.support.apache_kafka import KafkaCluster
+from tests.support.kafka import group_offsets
 from tests.support.processes import CliWorker, host_pids, wait_until
 from tests.support.rest import RestWorker
 
@@ -90,9 +91,7 @@ def _describe_group(bootstrap: str, group: str) -> str:
             (m.member_id, sorted(tp.partition for tp in m.assignment.topic_partitions))
             for m in desc.members
         ]
-        request = [ConsumerGroupTopicPartitions(group)]
-        offsets = admin.list_consumer_group_offsets(request, request_timeout=5)[group].result(6)
-        committed = [(tp.partition, tp.offset) for tp in offsets.topic_partitions]
+        committed = [(tp.partition, tp.offset) for tp in group_offsets(bootstrap, group)]
         return f"group {group}: {desc.state}, members {members}, committed {committed}"
     except Exception as exc:  # noqa: BLE001 - only a report
         return f"group {group}: not described ({exc!r})"

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
 from core.plugins import PluginCatalogue
 from core.worker import Worker
 from tests.support.apache_kafka import KafkaCluster
+from tests.support.kafka import group_offsets
 from tests.support.processes import host_pids, wait_until
 from tests.support.workers import in_process_worker, start_connector
 
@@ -46,10 +46,7 @@ RECORDS = 200
 
 
 def _committed(broker: KafkaCluster, group: str, topic: str) -> int:
-    partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-    request = ConsumerGroupTopicPartitions(group, partitions)
-    answer = broker.admin.list_consumer_group_offsets([request])[group].result()
-    return sum(max(tp.offset, 0) for tp in answer.topic_partitions)
+    return sum(tp.offset for tp in group_offsets(broker.bootstrap_servers, group, [topic]))
 
 
 def _start_sinks(

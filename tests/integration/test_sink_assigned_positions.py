@@ -20,11 +20,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.kafka import produce
+from tests.support.kafka import group_offsets, produce
 from tests.support.rest import RestWorker, wait_for
 
 pytestmark = pytest.mark.integration
@@ -44,14 +42,7 @@ def worker(
 
 def _group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
     """What ``group`` has committed, per partition."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    [future] = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]).values()
-    listed = future.result(timeout=30)
-    return {
-        (tp.topic, tp.partition): tp.offset
-        for tp in listed.topic_partitions
-        if isinstance(tp, TopicPartition) and tp.offset >= 0
-    }
+    return {(tp.topic, tp.partition): tp.offset for tp in group_offsets(bootstrap, group)}
 
 
 def _rest_offsets(http: httpx.Client, name: str) -> dict[tuple[str, int], int]:

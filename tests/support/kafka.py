@@ -151,6 +151,50 @@ def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int
         consumer.close()
 
 
+def group_offsets(
+    bootstrap: str, group: str, topics: Iterable[str] | None = None
+) -> list[TopicPartition]:
+    """What ``group`` has committed (offset >= 0, with its metadata), by topic and partition,
+    for every partition of ``topics`` (default: every topic of the cluster).
+
+    Read through a consumer handle of the group that never joins it, never with the admin
+    client's list_consumer_group_offsets: librdkafka crashes the whole process (the pytest
+    worker) when that request is answered NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE, as
+    Kafka 4.1 answers for a group just used (librdkafka #5040, confluent-kafka-python #1982).
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "isolation.level": READ_COMMITTED,  # stable offsets (require_stable)
+        }
+    )
+    deadline = time.monotonic() + COMMITTED_RETRY_S
+    try:
+        metadata = consumer.list_topics(timeout=10).topics
+        wanted = set(metadata) if topics is None else set(topics)
+        partitions = [
+            TopicPartition(name, number)
+            for name in sorted(wanted)
+            if name in metadata and metadata[name].error is None
+            for number in sorted(metadata[name].partitions)
+        ]
+        while True:
+            try:
+                listed = consumer.committed(partitions, timeout=10) if partitions else []
+                break
+            except KafkaException as exc:
+                error = exc.args[0]
+                moving = error.code() in COORDINATOR_MOVING  # not flagged retriable here
+                if not (error.retriable() or moving) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
+    return [tp for tp in listed if tp.error is None and tp.offset >= 0]
+
+
 def header_text(message: Any) -> dict[str, str]:
     """A consumed message's headers as ``{key: text}`` (confluent-kafka gives a list of
     ``(key, bytes)`` pairs, or None)."""
