@@ -2,7 +2,7 @@
 
 A real worker and a real dev broker reached only through a proxy (the broker advertises the
 proxy's address). For each call below the proxy swallows the consumer group request and a
-second later resets its connection, so the admin request in flight fails with librdkafka's
+second later resets its connection, so the request in flight fails with librdkafka's
 "Broker transport failure", as it did under the parallel suite's load
 (tests/e2e/test_rest_api.py::test_sink_offsets_and_active_topics answered 500 then).
 """
@@ -85,7 +85,10 @@ def test_sink_offsets_calls_survive_dropped_broker_connections(
         assert reset.status_code == 200, reset.text
         assert http.get(f"/connectors/{name}/offsets").json() == {"offsets": []}
     retried = [line for line in worker.log_lines if "Broker transport failure); retrying" in line]
-    assert len(retried) == 3, worker.log_lines
+    # The commit is retried by SinkOffsets (a new admin client); the reads (GET, and DELETE's
+    # read of what it resets, which met the dropped OffsetFetch) by librdkafka's consumer
+    # itself, within the attempt: its committed() asks again on the new connection.
+    assert len(retried) == 1 and "alter the offsets of group" in retried[0], worker.log_lines
 
 
 def test_a_sink_stopped_while_its_final_commit_hangs_stops_in_time_and_loses_nothing(
