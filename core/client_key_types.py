@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from plugin_api.errors import ConfigException
 
 from core.client_overrides import client_overrides
+from core.kafka import java_trim
 
-__all__ = ["check_client_override_types", "java_trim", "parse_client_value"]
+__all__ = ["check_client_override_types", "parse_client_value"]
 
 PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 BOOLEAN, DOUBLE, INT, LONG, SHORT = "BOOLEAN", "DOUBLE", "INT", "LONG", "SHORT"
@@ -241,17 +242,6 @@ KEY_TYPES: dict[str, dict[str, frozenset[str]]] = {
         ),
     },
 }
-
-
-def java_trim(text: str) -> str:
-    """Java's ``String.trim`` (which Kafka's configs apply to strings): every character up to
-    U+0020 off both ends, nothing else."""
-    start, end = 0, len(text)
-    while start < end and text[start] <= " ":
-        start += 1
-    while end > start and text[end - 1] <= " ":
-        end -= 1
-    return text[start:end]
 
 
 def parse_client_value(client: str, key: str, value: str) -> None:

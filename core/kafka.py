@@ -658,12 +658,32 @@ class Producer(confluent_kafka.Producer):
     abort_transaction = raising_fatal_errors(confluent_kafka.Producer.abort_transaction)
 
 
+# Kafka's InvalidGroupIdException message for a group id that is empty or only whitespace.
+BLANK_GROUP_ID = "The configured group.id should not be an empty string or whitespace."
+
+
+def java_trim(text: str) -> str:
+    """Java's ``String.trim`` (which Kafka's configs apply to strings): every character up to
+    U+0020 off both ends, nothing else."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
 class Consumer(confluent_kafka.Consumer):
     """confluent-kafka's consumer; the calls that serve the client's error callback raise
     fatal errors (a static member fenced by another with its ``group.instance.id``) as
     KafkaException, and an authentication failure as KafkaAuthenticationError."""
 
     def __init__(self, config: Mapping[str, Any], **kwargs: Any) -> None:
+        group = config.get("group.id")
+        if isinstance(group, str) and not java_trim(group):
+            # confluent-kafka asserts on a blank group id: the process that makes the
+            # consumer aborts. Kafka's consumer refuses it with InvalidGroupIdException.
+            raise KafkaException(KafkaError(KafkaError.INVALID_GROUP_ID, BLANK_GROUP_ID))
         settings, self._authentication = _watched(config, "consumer")
         super().__init__(settings, **kwargs)
 

@@ -17,13 +17,14 @@ from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import KafkaException
 
-from core.client_key_types import java_trim
 from core.kafka import (
+    BLANK_GROUP_ID,
     Consumer,
     KafkaClientError,
     Producer,
     admin_client,
     client_config,
+    java_trim,
     librdkafka_keys,
     wrap_kafka_error,
 )
@@ -70,10 +71,7 @@ class ConfluentClients:
             # librdkafka's consumer aborts the process that makes it with a blank group id
             # (confluent-kafka asserts on it): the plugin host, or the worker itself. Kafka's
             # consumer refuses it with InvalidGroupIdException, which fails the task.
-            raise KafkaClientError(
-                "cannot create the task's consumer: The configured group.id should not be an "
-                "empty string or whitespace."
-            )
+            raise KafkaClientError(f"cannot create the task's consumer: {BLANK_GROUP_ID}")
         return _tolerant(Consumer, config, "consumer")
 
     def admin(self, config: Mapping[str, Any]) -> Any:
