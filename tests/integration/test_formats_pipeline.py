@@ -261,7 +261,8 @@ def test_a_config_error_of_a_transforms_configure_names_its_key_and_alias(
     first = traces[header].splitlines()[0]
     assert "predicate 'has' of transform 'route'" in first, first
     assert 'Missing required configuration "predicates.has.name"' in first, first
-    logged = [r.getMessage() for r in caplog.records if "Task is being killed" in r.getMessage()]
+    # A transform that cannot be configured is a task Kafka's Worker could not set up.
+    logged = [r.getMessage() for r in caplog.records if "Failed to start task" in r.getMessage()]
     assert any("transforms.route.replacement" in m and "'route'" in m for m in logged), logged
 
 
