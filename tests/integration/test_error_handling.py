@@ -175,6 +175,22 @@ def _tolerant_json_sink(topic: str, out: Path, dlq: str, **extra: str) -> dict[s
     }
 
 
+def _errant_sink(topic: str, out: Path, dlq: str, errant: str, **extra: str) -> dict[str, str]:
+    """ScriptedSink writing ``topic`` to ``out`` and reporting the record whose value is
+    ``errant`` through the errant record reporter, tolerated and sent to ``dlq``; ``extra``
+    is added to the config."""
+    return {
+        "connector.class": "ScriptedSink",
+        "topics": topic,
+        "file": str(out),
+        "errant.value": errant,
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": dlq,
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        **extra,
+    }
+
+
 def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
@@ -731,16 +747,13 @@ def test_errant_record_reporter_sends_reported_records_to_the_dlq_before_their_c
     start_connector(
         worker,
         name,
-        {
-            "connector.class": "ScriptedSink",
-            "topics": topic_name,
-            "file": str(tmp_path / "out.txt"),
-            "errant.value": "1234",
-            "errors.tolerance": "all",
-            "errors.deadletterqueue.topic.name": dlq,
-            "errors.deadletterqueue.topic.replication.factor": "1",
-            "errors.deadletterqueue.context.headers.enable": "true",
-        },
+        _errant_sink(
+            topic_name,
+            tmp_path / "out.txt",
+            dlq,
+            "1234",
+            **{"errors.deadletterqueue.context.headers.enable": "true"},
+        ),
     )
     try:
         wait_for(
@@ -793,15 +806,9 @@ def test_a_reported_record_the_dlq_refuses_fails_the_task_and_is_never_committed
     start_connector(
         worker,
         name,
-        {
-            "connector.class": "ScriptedSink",
-            "topics": topic_name,
-            "file": str(out),
-            "errant.value": "5",
-            "errors.tolerance": "all",
-            "errors.deadletterqueue.topic.name": dlq,
-            "errors.deadletterqueue.context.headers.enable": "true",
-        },
+        _errant_sink(
+            topic_name, out, dlq, "5", **{"errors.deadletterqueue.context.headers.enable": "true"}
+        ),
     )
     try:
         assert f"dead letter queue {dlq}" in _failed_trace(worker, name)
@@ -846,16 +853,7 @@ def test_records_reported_errant_outside_put_reach_the_dlq_before_their_commit(
     start_connector(
         worker,
         name,
-        {
-            "connector.class": "ScriptedSink",
-            "topics": topic_name,
-            "file": str(tmp_path / "out.txt"),
-            "errant.value": "5",
-            "errant.at.flush": "true",
-            "errors.tolerance": "all",
-            "errors.deadletterqueue.topic.name": dlq,
-            "errors.deadletterqueue.topic.replication.factor": "1",
-        },
+        _errant_sink(topic_name, tmp_path / "out.txt", dlq, "5", **{"errant.at.flush": "true"}),
     )
     try:
         wait_for(
@@ -895,17 +893,16 @@ def test_a_stop_with_dead_letters_the_dlq_does_not_acknowledge_keeps_to_the_grac
     start_connector(
         worker,
         name,
-        {
-            "connector.class": "ScriptedSink",
-            "topics": topic_name,
-            "file": str(out),
-            "flush.each.put": "true",
-            "errant.value": "5",
-            "errors.tolerance": "all",
-            "errors.deadletterqueue.topic.name": f"{topic_name}-dlq",
-            "errors.deadletterqueue.topic.replication.factor": "1",
-            "producer.override.bootstrap.servers": f"127.0.0.1:{silent.getsockname()[1]}",
-        },
+        _errant_sink(
+            topic_name,
+            out,
+            f"{topic_name}-dlq",
+            "5",
+            **{
+                "flush.each.put": "true",
+                "producer.override.bootstrap.servers": f"127.0.0.1:{silent.getsockname()[1]}",
+            },
+        ),
     )
     try:
         wait_for(lambda: len(_lines(out)) == 9, 60, "the records but the reported one put")
