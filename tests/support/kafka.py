@@ -135,20 +135,26 @@ def read_topic(
 def committed(bootstrap: str, group: str, topic: str, partition: int = 0) -> int:
     """The offset ``group`` committed for ``partition`` of ``topic`` (negative if none)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    deadline = time.monotonic() + COMMITTED_RETRY_S
     try:
-        while True:
-            try:
-                [tp] = consumer.committed([TopicPartition(topic, partition)], timeout=10)
-                return int(tp.offset)
-            except KafkaException as exc:
-                error = exc.args[0]
-                moving = error.code() in COORDINATOR_MOVING  # not flagged retriable here
-                if not (error.retriable() or moving) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        [tp] = _committed_retrying(consumer, [TopicPartition(topic, partition)])
+        return int(tp.offset)
     finally:
         consumer.close()
+
+
+def _committed_retrying(consumer: Consumer, partitions: list[TopicPartition]) -> list[Any]:
+    """``consumer.committed(partitions)``, asked again for COMMITTED_RETRY_S while the group's
+    coordinator moves or loads."""
+    deadline = time.monotonic() + COMMITTED_RETRY_S
+    while True:
+        try:
+            return list(consumer.committed(partitions, timeout=10))
+        except KafkaException as exc:
+            error = exc.args[0]
+            moving = error.code() in COORDINATOR_MOVING  # not flagged retriable here
+            if not (error.retriable() or moving) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def group_offsets(
@@ -170,7 +176,6 @@ def group_offsets(
             "isolation.level": READ_COMMITTED,  # stable offsets (require_stable)
         }
     )
-    deadline = time.monotonic() + COMMITTED_RETRY_S
     try:
         metadata = consumer.list_topics(timeout=10).topics
         wanted = set(metadata) if topics is None else set(topics)
@@ -180,16 +185,7 @@ def group_offsets(
             if name in metadata and metadata[name].error is None
             for number in sorted(metadata[name].partitions)
         ]
-        while True:
-            try:
-                listed = consumer.committed(partitions, timeout=10) if partitions else []
-                break
-            except KafkaException as exc:
-                error = exc.args[0]
-                moving = error.code() in COORDINATOR_MOVING  # not flagged retriable here
-                if not (error.retriable() or moving) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        listed = _committed_retrying(consumer, partitions) if partitions else []
     finally:
         consumer.close()
     return [tp for tp in listed if tp.error is None and tp.offset >= 0]
