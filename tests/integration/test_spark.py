@@ -130,7 +130,12 @@ def _new_topic(broker: Any, prefix: str) -> str:
 
 
 def test_tasks_run_in_executor_processes_from_envs_built_there_with_conflicting_libraries(
-    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
+    spark: Any,
+    tmp_path: Path,
+    bootstrap_servers: str,
+    plugins: Path,
+    broker: Any,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     lib, mod_a, mod_b = probe_plugins(tmp_path, plugins)
     topics = {m: f"probe-{m}-{uuid.uuid4().hex[:6]}" for m in (mod_a, mod_b)}
@@ -173,7 +178,8 @@ def test_tasks_run_in_executor_processes_from_envs_built_there_with_conflicting_
             # One attempt, one host: a second pid means the task was started again (say when).
             assert all(r["pid"] == latest["pid"] for r in records[module]), (
                 f"attempts: {runner.attempts}, status: {_status(http, module)}, records "
-                f"(n, host pid): {[(r['n'], r['pid']) for r in records[module]]}"
+                f"(n, host pid): {[(r['n'], r['pid']) for r in records[module]]}, Spark log: "
+                f"{[r.getMessage() for r in caplog.records if r.name.startswith('copycat.spark')]}"
             )
             # task.data.path=auto: the task's Kafka client runs in its host on the executor too.
             assert runner.spec.data_path == "host" and runs_kafka_client(latest["pid"])
