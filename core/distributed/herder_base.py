@@ -177,10 +177,13 @@ class DistributedHerderBase(WorkerHerder):
             )
         return configs
 
-    def _known(self, name: str) -> None:
+    def _known(self, name: str, missing: str = "Connector {name} not found") -> None:
+        """Raise NotFoundError(``missing``, formatted with the name) for a connector the config
+        topic does not hold: the wording is that of Kafka's distributed herder for the same
+        request, which differs from one request to another."""
         self._worker()
         if not self.configs.snapshot().contains(name):
-            raise NotFoundError(f"Connector {name} not found")
+            raise NotFoundError(missing.format(name=name))
 
     def _get(self, name: str) -> _Runtime:
         self._known(name)

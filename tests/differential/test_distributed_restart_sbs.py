@@ -1,0 +1,75 @@
+"""The restart API (KIP-745) of a distributed worker, on Copycat and on Apache Kafka Connect
+4.1.1 distributed workers side by side: the answers a client parses must be the same.
+
+* A connector the cluster does not know: Kafka's distributed herder says ``Unknown connector:
+  <name>`` to both restarts and to a task restart, and ``Unknown connector <name>`` (no colon)
+  to pause and resume (its AbstractHerder) and to stop. Copycat said ``Connector <name> not
+  found`` to all six (the wording of Kafka's GET, config and delete answers).
+
+Found by an exploratory side-by-side run of two-worker clusters; one worker each is enough
+here (the checks come before any forwarding, on both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import Peer
+from tests.support.distributed import DistributedCluster
+from tests.support.jvm import run_owner_pid
+from tests.support.kafka_connect import KafkaConnect
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+
+@dataclass(frozen=True)
+class Workers:
+    copycat: Peer
+    kafka_connect: Peer
+
+    def both(self) -> tuple[Peer, Peer]:
+        return self.copycat, self.kafka_connect
+
+
+@pytest.fixture(scope="module")
+def workers(
+    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Workers]:
+    """One distributed worker each (their own groups) on the run's Apache Kafka."""
+    connect = KafkaConnect(
+        tmp_path_factory.mktemp("kafka-connect"), apache_kafka.bootstrap_servers, mode="distributed"
+    ).start(run_owner_pid())
+    copycat = DistributedCluster(
+        tmp_path_factory.mktemp("copycat"), apache_kafka.bootstrap_servers, bundled_plugin_path, 1
+    )
+    try:
+        copycat.start()
+        yield Workers(Peer("Copycat", copycat.urls[0]), Peer("Kafka Connect", connect.url))
+    finally:
+        copycat.stop()
+        connect.stop()
+
+
+UNKNOWN = [
+    ("POST", "/restart"),
+    ("POST", "/restart?includeTasks=true&onlyFailed=true"),
+    ("POST", "/tasks/0/restart"),
+    ("PUT", "/pause"),
+    ("PUT", "/resume"),
+    ("PUT", "/stop"),
+]
+
+
+@pytest.mark.parametrize(("method", "suffix"), UNKNOWN, ids=[f"{m} {s}" for m, s in UNKNOWN])
+def test_unknown_connector_answers_are_kafkas(workers: Workers, method: str, suffix: str) -> None:
+    answers = {}
+    for peer in workers.both():
+        with peer.client() as client:
+            response = client.request(method, f"/connectors/restart-unknown{suffix}")
+        answers[peer.name] = (response.status_code, response.json())
+    assert answers["Copycat"] == answers["Kafka Connect"]
