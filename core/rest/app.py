@@ -112,9 +112,12 @@ def _errors(*codes: int, consumes_json: bool = True) -> dict[int | str, dict[str
     }
 
 
-def _bool(value: str | None, default: bool) -> bool:
-    """JAX-RS ``Boolean.parseBoolean``: only "true" (any case) is true."""
-    return default if value is None else value.strip().lower() == "true"
+def _flag(request: Request, name: str, default: bool) -> bool:
+    """A boolean query parameter as Kafka's Jersey reads it: ``Boolean.parseBoolean`` (only
+    "true", any case, nothing around it: " true" is false) of its first value, where FastAPI
+    would take the last. The route still declares it (a string) for the OpenAPI document."""
+    values = request.query_params.getlist(name)
+    return default if not values else values[0].lower() == "true"
 
 
 class _SafeRoute(APIRoute):
@@ -368,11 +371,14 @@ def _connectors_router(herder: Herder) -> APIRouter:
     )
     def restart_connector(
         connector: str,
-        includeTasks: str | None = Query(default=None),  # noqa: N803
-        onlyFailed: str | None = Query(default=None),
-    ) -> Response:  # noqa: N803
+        request: Request,
+        includeTasks: str | None = Query(default=None),  # noqa: N803 (read by _flag)
+        onlyFailed: str | None = Query(default=None),  # noqa: N803 (read by _flag)
+    ) -> Response:
         body = herder.restart_connector(
-            connector, _bool(includeTasks, False), _bool(onlyFailed, False)
+            connector,
+            _flag(request, "includeTasks", False),
+            _flag(request, "onlyFailed", False),
         )
         if body is None:
             return Response(status_code=204)
@@ -444,8 +450,11 @@ def _plugins_router(herder: Herder) -> APIRouter:
     r = APIRouter(route_class=_SafeRoute, tags=["connector-plugins"])
 
     @r.get("/connector-plugins", response_model=list[m.PluginInfo], responses=_errors())
-    def list_plugins(connectorsOnly: str | None = Query(default=None)) -> Any:  # noqa: N803
-        return JSONResponse(herder.plugins(_bool(connectorsOnly, True)))
+    def list_plugins(
+        request: Request,
+        connectorsOnly: str | None = Query(default=None),  # noqa: N803 (read by _flag)
+    ) -> Any:
+        return JSONResponse(herder.plugins(_flag(request, "connectorsOnly", True)))
 
     @r.get(
         "/connector-plugins/{plugin}/config",
