@@ -61,7 +61,14 @@ from core.worker_config import WorkerConfig
 from isolation import PluginHostCrashed, PluginHostError, RemotePluginError
 from plugin_api import ConfigException, ConnectException, TopicPartition
 
-__all__ = ["REST_REQUEST_TIMEOUT_S", "WorkerHerder", "reverse_transform"]
+__all__ = [
+    "NOT_FOUND",
+    "REST_REQUEST_TIMEOUT_S",
+    "UNKNOWN_TO_RESTART",
+    "UNKNOWN_TO_TARGET",
+    "WorkerHerder",
+    "reverse_transform",
+]
 
 log = logging.getLogger("copycat.herder")
 
@@ -74,6 +81,13 @@ T = TypeVar("T")
 # How long a REST call waits for its operation on a connector (Kafka's REST request timeout).
 # The operation goes on after that: the call answers 500 "Request timed out", as Kafka does.
 REST_REQUEST_TIMEOUT_S = 90.0
+
+# A connector the worker does not know, worded as Kafka's herders word it per request: most
+# say NOT_FOUND; a KIP-745 restart (and, distributed, any restart) says UNKNOWN_TO_RESTART;
+# pause and resume (and, distributed, stop) say UNKNOWN_TO_TARGET, without the colon.
+NOT_FOUND = "Connector {name} not found"
+UNKNOWN_TO_RESTART = "Unknown connector: {name}"
+UNKNOWN_TO_TARGET = "Unknown connector {name}"
 # Extra time a delete or stop gives a connector operation already running (e.g. a start that
 # hangs) beyond the graceful timeout, before that operation's plugin host is killed.
 RECLAIM_MARGIN_S = 1.0
@@ -222,15 +236,17 @@ class WorkerHerder(AbstractHerder):
             )
         return self.worker
 
-    def _get(self, name: str) -> _Runtime:
+    def _get(self, name: str, missing: str = NOT_FOUND) -> _Runtime:
+        """Connector ``name``'s runtime; raises NotFoundError(``missing``, formatted with the
+        name) if it does not exist."""
         runtime = self._runtime.get(name)
         if runtime is None or not self.configs.snapshot().contains(name):
-            raise NotFoundError(f"Connector {name} not found")
+            raise NotFoundError(missing.format(name=name))
         return runtime
 
-    def _known(self, name: str) -> None:
-        """Raises NotFoundError unless connector ``name`` exists (for reads of its config)."""
-        self._get(name)
+    def _known(self, name: str, missing: str = NOT_FOUND) -> None:
+        """Raises NotFoundError(``missing``) unless connector ``name`` exists."""
+        self._get(name, missing)
 
     def _deployed_for_status(self, name: str, missing: str) -> _Runtime:
         """What this worker knows of connector ``name`` for a status read; raises
@@ -931,7 +947,10 @@ class WorkerHerder(AbstractHerder):
     def restart_connector(
         self, name: str, include_tasks: bool, only_failed: bool
     ) -> dict[str, Any] | None:
-        self._get(name)
+        # Kafka's standalone herder: a KIP-745 restart of an unknown connector is "Unknown
+        # connector: <name>"; its legacy restart answers 500 (it goes on past the 404 into a
+        # NullPointerException), where Copycat keeps the 404 of its other requests.
+        self._get(name, UNKNOWN_TO_RESTART if include_tasks or only_failed else NOT_FOUND)
         self._worker()
         return self._run(
             name, "restart", partial(self._restart_connector, name, include_tasks, only_failed)
@@ -1017,15 +1036,17 @@ class WorkerHerder(AbstractHerder):
         return status, restart_connector, tasks
 
     def restart_task(self, name: str, task: int) -> None:
-        deployed = self._runtime.get(name)
-        if deployed is None or not 0 <= task < len(self._task_configs(name)):
-            raise NotFoundError(f"Unknown task: {name}-{task}")
+        # Kafka's standalone wording (for an unknown connector it goes on past its 404 into a
+        # NullPointerException, a 500; Copycat keeps the 404).
+        self._get(name)
+        if not 0 <= task < len(self._task_configs(name)):
+            raise NotFoundError(f"Task {name}-{task} not found")
         self._worker()
         self._run(name, "task restart", partial(self._restart_task, name, task))
 
     def pause_connector(self, name: str) -> None:
         with self._lock:
-            self._get(name)
+            self._get(name, UNKNOWN_TO_TARGET)
             previous = self._target(name)
             self.configs.put_target_state(name, TargetState.PAUSED)
         if previous is TargetState.STOPPED:
@@ -1037,7 +1058,7 @@ class WorkerHerder(AbstractHerder):
 
     def resume_connector(self, name: str) -> None:
         with self._lock:
-            self._get(name)
+            self._get(name, UNKNOWN_TO_TARGET)
             previous = self._target(name)
             self.configs.put_target_state(name, TargetState.STARTED)
         if previous is TargetState.STOPPED:

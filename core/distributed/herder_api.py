@@ -34,15 +34,13 @@ from core.herder import (
 )
 from core.status import State
 from core.stores.config import TargetState
-from core.worker_herder import _Runtime
+from core.worker_herder import UNKNOWN_TO_RESTART, UNKNOWN_TO_TARGET, _Runtime
 
 __all__ = ["HerderApi"]
 
-# Kafka's distributed herder words "no such connector" per request: "Unknown connector: <name>"
-# for the restarts (both kinds) and a task restart, "Unknown connector <name>" for pause,
-# resume and stop; GET, config and delete say "Connector <name> not found" (the default).
-_UNKNOWN_TO_RESTART = "Unknown connector: {name}"
-_UNKNOWN_TO_TARGET = "Unknown connector {name}"
+# Kafka's distributed herder words "no such connector" per request: UNKNOWN_TO_RESTART for the
+# restarts (both kinds) and a task restart, UNKNOWN_TO_TARGET for pause, resume and stop; GET,
+# config and delete say NOT_FOUND (the default).
 
 
 class HerderApi(ConfigReactions):
@@ -181,7 +179,7 @@ class HerderApi(ConfigReactions):
     def restart_connector(
         self, name: str, include_tasks: bool, only_failed: bool
     ) -> dict[str, Any] | None:
-        self._known(name, _UNKNOWN_TO_RESTART)
+        self._known(name, UNKNOWN_TO_RESTART)
         if not include_tasks and not only_failed:
             # Kafka's legacy restart: the worker running the instance restarts it.
             if name in self._assigned.connectors:
@@ -197,7 +195,7 @@ class HerderApi(ConfigReactions):
             lambda: self._kafka_configs().put_restart_request(
                 RestartRequest(name, only_failed, include_tasks)
             ),
-            partial(self._known, name, _UNKNOWN_TO_RESTART),
+            partial(self._known, name, UNKNOWN_TO_RESTART),
         )
         restart_connector = not only_failed or status["connector"]["state"] == "FAILED"
         if restart_connector:
@@ -208,7 +206,7 @@ class HerderApi(ConfigReactions):
         return status
 
     def restart_task(self, name: str, task: int) -> None:
-        self._known(name, _UNKNOWN_TO_RESTART)
+        self._known(name, UNKNOWN_TO_RESTART)
         if not 0 <= task < len(self._task_configs(name)):
             raise NotFoundError(f"Unknown task: {name}-{task}")
         if (name, task) in self._assigned.tasks:
@@ -220,22 +218,22 @@ class HerderApi(ConfigReactions):
         raise NotLeaderError(f"Task {name}-{task} does not run on this worker", owner)
 
     def pause_connector(self, name: str) -> None:
-        self._known(name, _UNKNOWN_TO_TARGET)
+        self._known(name, UNKNOWN_TO_TARGET)
         self.configs.put_target_state(name, TargetState.PAUSED)
 
     def resume_connector(self, name: str) -> None:
-        self._known(name, _UNKNOWN_TO_TARGET)
+        self._known(name, UNKNOWN_TO_TARGET)
         self.configs.put_target_state(name, TargetState.STARTED)
 
     def stop_connector(self, name: str) -> None:
         """Leader: no task configs, then target state STOPPED (Kafka's order, KIP-875)."""
-        self._known(name, _UNKNOWN_TO_TARGET)
+        self._known(name, UNKNOWN_TO_TARGET)
 
         def stop() -> None:
             self.configs.put_task_configs(name, [])
             self.configs.put_target_state(name, TargetState.STOPPED)
 
-        self._leader_write("stop a connector", stop, partial(self._known, name, _UNKNOWN_TO_TARGET))
+        self._leader_write("stop a connector", stop, partial(self._known, name, UNKNOWN_TO_TARGET))
 
     # -- Herder: offsets (KIP-875), on the leader ------------------------------------------------
 

@@ -33,7 +33,7 @@ from core.distributed.membership import WorkerGroupMember
 from core.distributed.offset_store import KafkaOffsetBackingStore
 from core.distributed.status_store import KafkaStatusStore
 from core.herder import ConflictError, NotFoundError, NotLeaderError, RequestTimeoutError
-from core.worker_herder import WorkerHerder, _Runtime
+from core.worker_herder import NOT_FOUND, WorkerHerder, _Runtime
 from plugin_api import ConnectException
 
 __all__ = ["NO_LEADER", "DistributedHerderBase"]
@@ -177,7 +177,7 @@ class DistributedHerderBase(WorkerHerder):
             )
         return configs
 
-    def _known(self, name: str, missing: str = "Connector {name} not found") -> None:
+    def _known(self, name: str, missing: str = NOT_FOUND) -> None:
         """Raise NotFoundError(``missing``, formatted with the name) for a connector the config
         topic does not hold: the wording is that of Kafka's distributed herder for the same
         request, which differs from one request to another."""
@@ -185,7 +185,7 @@ class DistributedHerderBase(WorkerHerder):
         if not self.configs.snapshot().contains(name):
             raise NotFoundError(missing.format(name=name))
 
-    def _get(self, name: str) -> _Runtime:
-        self._known(name)
+    def _get(self, name: str, missing: str = NOT_FOUND) -> _Runtime:
+        self._known(name, missing)
         with self._lock:
             return self._runtime.setdefault(name, _Runtime(self._kind(self._config(name))))

@@ -484,7 +484,7 @@ def test_unknown_connector_is_404_everywhere(http: httpx.Client) -> None:
     _assert_error(
         http.get("/connectors/nope/tasks/3/status"), 404, "No status found for task nope-3"
     )
-    _assert_error(http.post("/connectors/nope/tasks/3/restart"), 404, "Unknown task: nope-3")
+    _assert_error(http.post("/connectors/nope/tasks/3/restart"), 404, "Connector nope not found")
 
 
 # -- pause, resume, stop, restart ------------------------------------------------------------------
@@ -628,7 +628,7 @@ def test_restart_semantics(http: httpx.Client, tmp_path: Path, topic_name: str) 
 
     assert http.post(f"/connectors/{name}/tasks/0/restart").status_code == 204
     assert _settled(http, name, ("RUNNING", ["RUNNING"])) == ("RUNNING", ["RUNNING"])
-    _assert_error(http.post(f"/connectors/{name}/tasks/7/restart"), 404, f"Unknown task: {name}-7")
+    _assert_error(http.post(f"/connectors/{name}/tasks/7/restart"), 404, f"Task {name}-7 not found")
     http.delete(f"/connectors/{name}")
 
 
