@@ -47,10 +47,19 @@ KAFKA_500S = {
 }
 
 
+# Kafka Connect answers these for any name, known or not (its herder reads the status store's
+# topics without looking the connector up): 200 {"<name>": {"topics": []}} and a 202. Copycat
+# answers the 404 of every other request about an unknown connector (docs/rest.md).
+KAFKA_ANY_NAME = {
+    ("GET", "/topics"): 200,
+    ("PUT", "/topics/reset"): 202,
+}
+
+
 def _answer(peer: Peer, method: str, path: str) -> tuple[int, object]:
     with peer.client() as client:
         response = client.request(method, path)
-    return response.status_code, response.json()
+    return response.status_code, response.json() if response.content else None
 
 
 @pytest.mark.parametrize(("method", "suffix"), REQUESTS, ids=[f"{m} {s}" for m, s in REQUESTS])
@@ -95,3 +104,16 @@ def test_a_task_restart_of_a_task_the_connector_lacks_is_kafkas_404(
                 delete(client, "unknown-task-sbs")
     assert answers["Copycat"] == answers["Kafka Connect"]
     assert answers["Copycat"][1]["message"] == "Task unknown-task-sbs-3 not found"
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"), KAFKA_ANY_NAME, ids=[f"{m} {s}" for m, s in KAFKA_ANY_NAME]
+)
+def test_active_topics_of_an_unknown_connector_are_a_404_where_kafka_answers_any_name(
+    copycat: Peer, kafka_connect: Peer, method: str, suffix: str
+) -> None:
+    path = f"/connectors/unknown-sbs{suffix}"
+    status, _ = _answer(kafka_connect, method, path)
+    assert status == KAFKA_ANY_NAME[(method, suffix)]  # still Kafka's behaviour
+    expected = {"error_code": 404, "message": "Connector unknown-sbs not found"}
+    assert _answer(copycat, method, path) == (404, expected)
