@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, create, delete, wait_running
+from tests.support.differential import Peer, running_file_source
 from tests.support.distributed import DistributedCluster
 from tests.support.jvm import run_owner_pid
 from tests.support.kafka_connect import KafkaConnect
@@ -94,24 +94,11 @@ def test_restart_query_values_are_read_as_kafka_reads_them(
 ) -> None:
     """Which restart a query asks for shows in the answer: 204 (the instance only) or 202
     with RESTARTING on what is planned (on a RUNNING connector, only with onlyFailed=false)."""
-    source = tmp_path / "in.txt"
-    source.write_text("a\n")
     name = f"restart-query-{QUERIES.index(query)}"
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-        "file": str(source),
-        "topic": "restart-query-topic",
-        "tasks.max": "1",
-    }
     answers = {}
     for peer in workers.both():
-        with peer.client() as client:
-            create(client, name, config)
-            try:
-                wait_running(client, name)
-                response = client.post(f"/connectors/{name}/restart?{query}")
-            finally:
-                delete(client, name)
+        with peer.client() as client, running_file_source(client, name, tmp_path, "restart-query"):
+            response = client.post(f"/connectors/{name}/restart?{query}")
         body = response.json() if response.status_code == 202 else None
         states = (
             None

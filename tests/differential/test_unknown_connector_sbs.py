@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.differential import Peer, create, delete, wait_running
+from tests.support.differential import Peer, running_file_source
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -84,24 +84,12 @@ def test_where_kafka_fails_with_a_500_copycat_answers_its_404(
 def test_a_task_restart_of_a_task_the_connector_lacks_is_kafkas_404(
     copycat: Peer, kafka_connect: Peer, tmp_path: Path
 ) -> None:
-    source = tmp_path / "in.txt"
-    source.write_text("a\n")
-    config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
-        "file": str(source),
-        "topic": "unknown-task-sbs",
-        "tasks.max": "1",
-    }
+    name = "unknown-task-sbs"
     answers = {}
     for peer in (copycat, kafka_connect):
-        with peer.client() as client:
-            create(client, "unknown-task-sbs", config)
-            try:
-                wait_running(client, "unknown-task-sbs")
-                response = client.post("/connectors/unknown-task-sbs/tasks/3/restart")
-                answers[peer.name] = (response.status_code, response.json())
-            finally:
-                delete(client, "unknown-task-sbs")
+        with peer.client() as client, running_file_source(client, name, tmp_path, name):
+            response = client.post(f"/connectors/{name}/tasks/3/restart")
+            answers[peer.name] = (response.status_code, response.json())
     assert answers["Copycat"] == answers["Kafka Connect"]
     assert answers["Copycat"][1]["message"] == "Task unknown-task-sbs-3 not found"
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,26 @@ def wait_running(client: httpx.Client, name: str, tasks: int = 1) -> dict[str, A
 def delete(client: httpx.Client, name: str) -> None:
     response = client.delete(f"/connectors/{name}")
     assert response.status_code in (204, 404), response.text
+
+
+@contextmanager
+def running_file_source(client: httpx.Client, name: str, tmp: Path, topic: str) -> Iterator[None]:
+    """A one-task FileStreamSource ``name`` (on a one-line file under ``tmp``, to ``topic``),
+    RUNNING while the block runs, deleted after it."""
+    source = tmp / f"{name}.txt"
+    source.write_text("a\n")
+    config = {
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+        "file": str(source),
+        "topic": topic,
+        "tasks.max": "1",
+    }
+    create(client, name, config)
+    try:
+        wait_running(client, name)
+        yield
+    finally:
+        delete(client, name)
 
 
 def read_records(bootstrap: str, topic: str, expected: int) -> list[Record]:
