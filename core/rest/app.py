@@ -640,6 +640,10 @@ def create_app(
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        if all(err.get("loc", ("",))[0] == "path" for err in exc.errors()):
+            # A path that does not convert (a task id that is not a number) names no
+            # resource: Jersey's 404, as Kafka answers it.
+            return error(404, f"HTTP 404 {_HTTP_REASONS[404]}")
         return error(400, _validation_message(exc))
 
     @app.exception_handler(StarletteHTTPException)

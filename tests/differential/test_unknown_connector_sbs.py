@@ -5,7 +5,8 @@ Kafka's standalone herder words the 404 per request: ``Connector <name> not foun
 ``Unknown connector: <name>`` for a KIP-745 restart (with ``includeTasks`` or
 ``onlyFailed``), ``Unknown connector <name>`` (no colon) for pause and resume (its
 AbstractHerder), ``Task <name>-<n> not found`` for a task restart of a task the connector does
-not have. Clients that match on the message see the same text on both. Copycat said
+not have; a task id that is not a number is Jersey's ``HTTP 404 Not Found`` (Copycat said 400,
+a validation error). Clients that match on the message see the same text on both. Copycat said
 ``Connector <name> not found`` and ``Unknown task: <name>-<n>`` (the distributed herder's
 wording) throughout. tests/differential/test_distributed_restart_sbs.py holds the distributed
 herder's.
@@ -34,6 +35,10 @@ REQUESTS = [
     ("POST", "/restart?onlyFailed=true"),
     ("PUT", "/pause"),
     ("PUT", "/resume"),
+    # A task id that is not a number names no resource: Jersey's plain 404.
+    ("GET", "/tasks/abc/status"),
+    ("POST", "/tasks/abc/restart"),
+    ("POST", "/tasks/1.5/restart"),
 ]
 
 # Kafka Connect 4.1.1 standalone completes these with its 404 and then goes on (no return after
@@ -81,17 +86,22 @@ def test_where_kafka_fails_with_a_500_copycat_answers_its_404(
     assert _answer(copycat, method, path) == (404, {"error_code": 404, "message": message})
 
 
-def test_a_task_restart_of_a_task_the_connector_lacks_is_kafkas_404(
+def test_a_task_the_connector_lacks_is_kafkas_404(
     copycat: Peer, kafka_connect: Peer, tmp_path: Path
 ) -> None:
     name = "unknown-task-sbs"
     answers = {}
     for peer in (copycat, kafka_connect):
         with peer.client() as client, running_file_source(client, name, tmp_path, name):
-            response = client.post(f"/connectors/{name}/tasks/3/restart")
-            answers[peer.name] = (response.status_code, response.json())
+            answers[peer.name] = [
+                _answer(peer, "POST", f"/connectors/{name}/tasks/3/restart"),
+                _answer(peer, "GET", f"/connectors/{name}/tasks/x/status"),
+            ]
     assert answers["Copycat"] == answers["Kafka Connect"]
-    assert answers["Copycat"][1]["message"] == "Task unknown-task-sbs-3 not found"
+    assert answers["Copycat"][0][1] == {
+        "error_code": 404,
+        "message": "Task unknown-task-sbs-3 not found",
+    }
 
 
 @pytest.mark.parametrize(
