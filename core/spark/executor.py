@@ -48,6 +48,9 @@ log = logging.getLogger("copycat.spark.executor")
 
 # What a task sleeps after an iteration that moved nothing (as the local worker's threads).
 IDLE_BACKOFF_S = 0.01
+# Longest a report after a new target waits for the loop to act on it (a pause or resume
+# takes the loop milliseconds; one that takes longer is reported with a later heartbeat).
+APPLY_WAIT_S = 2.0
 # Outcomes a task's job returns to the worker.
 STOPPED, FAILED, FENCED, RETRIED = "stopped", "failed", "fenced", "retried"
 # Target states the worker gives.
@@ -122,6 +125,13 @@ class _Heartbeat(threading.Thread):
         self.fenced = False
         self.done = threading.Event()
         self.last_contact = time.monotonic()
+        # Targets received (``changes``) and how many of them the task's loop has acted on
+        # (``applied``): after a new target the next report waits for the loop, so that it
+        # carries the new state (the worker holds a report for up to the heartbeat interval).
+        self._changes = 0
+        self._applied = 0
+        self._awaited = 0  # the last change a report waited for
+        self._loop_caught_up = threading.Condition()
 
     def deadline(self) -> float:
         """When the worker counts as lost: the last answer plus the heartbeat timeout. No
@@ -132,6 +142,7 @@ class _Heartbeat(threading.Thread):
     def run(self) -> None:
         assignment = self.task.assignment
         while not self.done.is_set():
+            self._await_loop(assignment.heartbeat_interval_s)
             try:
                 answer = self.control.request(
                     "heartbeat",
@@ -160,6 +171,7 @@ class _Heartbeat(threading.Thread):
             target = str(answer["target"])
             if target != self.target:
                 self.target = target
+                self._changes += 1  # after the target: a loop that reads this count sees it
                 self._wake()
             if answer.get("fenced"):
                 self._stop(fenced=True)
@@ -167,6 +179,31 @@ class _Heartbeat(threading.Thread):
             if self.target == STOP:
                 self.stop_requested.set()
                 self._wake()
+
+    def changes(self) -> int:
+        """How many targets were received so far (read before :attr:`target`)."""
+        return self._changes
+
+    def applied(self, changes: int) -> None:
+        """The loop thread: it has acted on the target as of ``changes`` (:meth:`changes`)."""
+        with self._loop_caught_up:
+            if changes > self._applied:
+                self._applied = changes
+                self._loop_caught_up.notify_all()
+
+    def _await_loop(self, interval_s: float) -> None:
+        """Once per new target, until the loop has acted on it: at most half the interval
+        and :data:`APPLY_WAIT_S` (the worker counts the silence against the heartbeat
+        timeout), and not for a stop (the task reports it with its final heartbeat)."""
+        changes = self._changes
+        if self.target == STOP or changes == self._awaited:
+            return
+        self._awaited = changes
+        limit_s = min(interval_s / 2, APPLY_WAIT_S)
+        with self._loop_caught_up:
+            self._loop_caught_up.wait_for(
+                lambda: self._applied >= self._changes or self.done.is_set(), limit_s
+            )
 
     def _stop(self, fenced: bool) -> None:
         self.fenced = fenced
@@ -290,11 +327,13 @@ class ExecutorTask:
                 wakeup.clear()  # before the target is read: a change after it ends the wait
                 if heartbeat.stop_requested.is_set():
                     break
+                changes = heartbeat.changes()
                 want_paused = heartbeat.target == PAUSED
                 if want_paused != paused:
                     paused = want_paused
                     (loop.pause if paused else loop.resume)()
                     self.state = "PAUSED" if paused else "RUNNING"
+                heartbeat.applied(changes)  # its next report says so at once
                 moved = loop.iteration()
                 now = time.monotonic()
                 if now >= take_at:

@@ -563,6 +563,29 @@ def test_rest_controls_a_task_on_spark_within_seconds(
     print(f"\nREST control on Spark, seconds: {taken}")
 
 
+def test_a_pause_or_resume_shows_in_status_once_applied_not_a_heartbeat_interval_later(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
+) -> None:
+    """The executor's heartbeat that followed a new target carried the state from before the
+    loop applied it, and the worker held that report for the heartbeat interval: a pause or
+    resume reached the task at once but its status only an interval later (1.2 s with the
+    default 1 s; 20 s here). Kafka's task reports PAUSED as soon as its thread has paused."""
+    source = tmp_path / "in.txt"
+    source.write_text("")  # nobody appends: an idle source
+    topic = _new_topic(broker, "pause-status")
+    name = f"src-{topic}"
+    # A long interval, so that a report held for it cannot pass for a prompt one.
+    extra = {"task.spark.heartbeat.interval.ms": "20000"}
+    with _worker(tmp_path, bootstrap_servers, plugins, **extra) as worker, worker.client() as http:
+        config = {"connector.class": "FileStreamSource", "file": str(source), "topic": topic}
+        assert http.put(f"/connectors/{name}/config", json=config).status_code == 201
+        _wait_state(http, name, "RUNNING", TASK_START_S)
+        for verb, state in (("pause", "PAUSED"), ("resume", "RUNNING"), ("pause", "PAUSED")):
+            assert http.put(f"/connectors/{name}/{verb}").status_code == 202
+            _wait_state(http, name, state, CONTROL_S)
+        assert http.delete(f"/connectors/{name}").status_code == 204
+
+
 def test_a_connector_refused_for_want_of_slots_stays_failed_until_a_restart_starts_its_tasks(
     spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
