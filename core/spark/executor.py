@@ -185,7 +185,10 @@ class _Heartbeat(threading.Thread):
         return self._changes
 
     def applied(self, changes: int) -> None:
-        """The loop thread: it has acted on the target as of ``changes`` (:meth:`changes`)."""
+        """The loop thread: it has acted on the target as of ``changes`` (:meth:`changes`).
+        Once per loop iteration: the lock is taken only when there is news."""
+        if changes <= self._applied:
+            return
         with self._loop_caught_up:
             if changes > self._applied:
                 self._applied = changes
