@@ -310,6 +310,12 @@ class SinkTaskLoop:
         # :meth:`_finish_join`); once stopping, rebalance callbacks no longer reach the task.
         self._joining = False
         self._closing = False
+        # Partitions the closing commit closes in the task (revoked, or all at a stop): as
+        # Kafka's commitOffsets when closing, between pre_commit() and the consumer's commit,
+        # so that a close() that fails (a record it reports errant under errors.tolerance=none)
+        # commits nothing. _closed: what the task asked as they closed (see _close_once).
+        self._to_close: list[tuple[str, int]] | None = None
+        self._closed: SinkActions | None = None
         self._finish_join_enabled = finish_join
         self._join_hold_s = join_hold_s
         # Set by stop(): the synchronous commit and the close wait for the broker until then,
@@ -613,14 +619,18 @@ class SinkTaskLoop:
         try:
             self._drain()
             self._unfetch(set(tps), rewind=False)  # no longer ours: the next owner reads them
+            self._to_close = tps
             if self._failure is None:
                 self._closing_commit(set(tps))
-            actions = self.host.close_partitions(self.handle, tps)
-            self._report_outside_put(actions)
-            self._apply(actions)
+            self._close_once()
+            actions, self._closed = self._closed, None
+            if actions is not None:
+                self._report_outside_put(actions)
+                self._apply(actions)
         except BaseException as exc:
             self._failure = exc
         finally:
+            self._to_close = self._closed = None
             self._forget(tps)
 
     def _on_lost(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
@@ -1240,16 +1250,44 @@ class SinkTaskLoop:
         commit, or a synchronous one) is counted here, an asynchronous one by
         :meth:`on_commit`."""
         started = self._commit_started
+        failure: ConnectException | None = None
         try:
-            actions = self.host.pre_commit(self.handle, current)
-        except RemotePluginError as exc:
-            if not asynchronous or exc.broke_contract:
-                raise  # closing (see _closing_commit) or after a failure: the caller logs
-            self._rewind_to_committed(current, exc)
+            try:
+                actions = self.host.pre_commit(self.handle, current)
+            except RemotePluginError as exc:
+                if exc.broke_contract:
+                    raise  # not an error of its own: a task that cannot go on
+                failure = exc
+            else:
+                try:
+                    self._report_outside_put(actions)
+                except ConnectException as exc:
+                    if self._tolerates_all:
+                        raise  # the DLQ refused a record: as Kafka's awaitFutures, not caught
+                    # Under errors.tolerance=none Kafka's reporter throws into the task's
+                    # preCommit() (once the record is on its way to the DLQ): its failure.
+                    failure = exc
+        finally:
+            self._close_once()
+        if failure is not None:
+            if not asynchronous:  # closing (see _closing_commit) or after a failure
+                raise _PreCommitFailed(str(failure)) from failure
+            self._rewind_to_committed(current, failure)
             self.counters.commit((time.monotonic() - started) * 1000, ok=False)
             return
+        closed = self._closed
+        if closed is not None and closed.reported:
+            # Reported errant in close(): to the DLQ before the commit. Under tolerance none
+            # close() failed (Kafka's reporter throws into it), and nothing is committed: at
+            # a stop logged, at a revocation the task's failure, as Kafka's close() raising
+            # in its closing commit.
+            self._closed = closed._replace(reported=[])
+            if self._stop_deadline is None:
+                self._report_outside_put(closed)
+            elif not self._report_at_stop(closed):
+                self.counters.commit((time.monotonic() - started) * 1000, ok=False)
+                return
         committable = actions.commit
-        self._report_outside_put(actions)
         self._apply(actions)
         if not committable:  # the task opted out (an exactly-once sink, say): nothing to do
             self.counters.commit((time.monotonic() - started) * 1000, ok=True)
@@ -1498,16 +1536,25 @@ class SinkTaskLoop:
         except Exception as exc:  # noqa: BLE001 - the task has failed already
             log.debug("task %s: the put() in flight when it failed ended with: %s", self.name, exc)
 
+    def _close_once(self) -> None:
+        """Close the partitions the closing commit is for (:attr:`_to_close`) in the task, once:
+        within the commit once its ``pre_commit()`` is done, else (nothing to commit) by the
+        caller after it. What the task asked meanwhile is left in :attr:`_closed`."""
+        tps, self._to_close = self._to_close, None
+        if tps is not None:
+            self._closed = self.host.close_partitions(self.handle, tps)
+
     def _closing_commit(self, only: set[tuple[str, int]] | None) -> None:
         """The commit of partitions that close (revoked, or all of them at stop). A
-        ``pre_commit()`` that raises is logged and nothing of them is committed, as Kafka's
-        commitOffsets when closing ("Offset commit failed during close"): their next owner
-        reads again from the last committed offset."""
+        ``pre_commit()`` that raises, or reports a record errant under errors.tolerance=none,
+        is logged and nothing of them is committed, as Kafka's commitOffsets when closing
+        ("Offset commit failed during close"): their next owner reads again from the last
+        committed offset. The task closes them (:meth:`_close_once`) after its
+        ``pre_commit()`` and before the commit; a ``close()`` that fails fails the commit
+        (raised: the caller decides)."""
         try:
             self.commit(only=only)
-        except RemotePluginError as exc:
-            if exc.broke_contract:  # not an error of its own: a task that cannot go on
-                raise
+        except _PreCommitFailed as exc:
             log.warning(
                 "task %s: offset commit failed while closing its partitions; records put "
                 "since the last commit are delivered again: %s",
@@ -1553,6 +1600,7 @@ class SinkTaskLoop:
         began = time.monotonic()
         self._stop_deadline = began + timeout_s * STOP_SHARE_OF_TIMEOUT
         self._dlq_deadline = began + timeout_s * DLQ_SHARE_OF_STOP_TIMEOUT
+        planned = False  # the partitions to close are set: the closing commit closes them
         try:
             if self._relinquished and self.host.alive:
                 self._rejoin(subscribe=False)  # what it had is lost: nothing of it committed
@@ -1561,6 +1609,7 @@ class SinkTaskLoop:
                     self._settle_after_failure()
                 else:
                     self._drain()
+            self._to_close, planned = sorted(self._assigned), True
             if self.host.alive and not fenced:
                 if failed:
                     self._commit_after_failure()
@@ -1569,8 +1618,12 @@ class SinkTaskLoop:
         finally:
             try:
                 if self.host.alive:
-                    closed = self.host.close_partitions(self.handle, sorted(self._assigned))
-                    self._report_at_stop(closed)
+                    if not planned:
+                        self._to_close = sorted(self._assigned)
+                    self._close_once()  # unless the commit closed them (or tried to)
+                    closed, self._closed = self._closed, None
+                    if closed is not None:
+                        self._report_at_stop(closed)
                     self.host.stop_task(self.handle)
             finally:
                 try:
@@ -1579,18 +1632,28 @@ class SinkTaskLoop:
                     if self.errors is not None:
                         self.errors.close(self._stop_deadline)
 
-    def _report_at_stop(self, actions: SinkActions) -> None:
+    def _report_at_stop(self, actions: SinkActions) -> bool:
         """Records the task reported errant as its partitions closed at the stop: to the DLQ
-        (its close flushes them), as Kafka's reporter would send them. Their offsets are
-        committed already; a failure here is logged, the stop goes on."""
+        (the DLQ's close flushes them), as Kafka's reporter would send them. Under
+        errors.tolerance=none that fails the task's close(): logged, as Kafka's WorkerTask logs
+        a stopping task's failure, and the stop goes on; False then (the closing commit, if
+        it is still to come, commits nothing)."""
         try:
             self._report_outside_put(actions)
         except Exception as exc:  # noqa: BLE001 - stopping: the stop must go on
             log.warning(
-                "task %s: a record it reported errant while closing failed the task: %s",
+                "task %s: a record it reported errant while closing failed the task while "
+                "stopping; nothing more is committed: %s",
                 self.name,
                 exc,
             )
+            return False
+        return True
+
+
+class _PreCommitFailed(Exception):
+    """A synchronous commit's ``pre_commit()`` raised, or reported a record errant under
+    errors.tolerance=none (the cause): the commit committed nothing."""
 
 
 def _bounded(

@@ -48,6 +48,7 @@ class ScriptedSinkTask(SinkTask):
         self.slow_flag = props.get("slow.unless.exists")
         self.flush_each_put = props.get("flush.each.put") == "true"
         self.errant_at_flush = props.get("errant.at.flush") == "true"
+        self.errant_at_close = props.get("errant.at.close") == "true"
         self.held_errant = []
         self.failures = 0
     def put(self, records):
@@ -63,7 +64,7 @@ class ScriptedSinkTask(SinkTask):
         for r in records:
             value = r.value if not isinstance(r.value, dict) else r.value["n"]
             if self.errant is not None and str(value) == self.errant:
-                if self.errant_at_flush:  # an asynchronous sink: it finds out later
+                if self.errant_at_flush or self.errant_at_close:  # it finds out later
                     self.held_errant.append(r)
                 else:
                     reporter.report(r, ValueError(f"cannot store {value}"))
@@ -74,11 +75,17 @@ class ScriptedSinkTask(SinkTask):
         if self.flush_each_put:
             self.out.flush()
     def flush(self, offsets):
-        reporter = self.context.errant_record_reporter()
-        for r in self.held_errant:
-            reporter.report(r, ValueError(f"cannot store {r.value}"))
-        self.held_errant = []
+        if not self.errant_at_close:
+            self._report_held()
         self.out.flush()
+    def close(self, partitions):
+        if self.errant_at_close:
+            self._report_held()
+    def _report_held(self):
+        reporter = self.context.errant_record_reporter()
+        held, self.held_errant = self.held_errant, []
+        for r in held:
+            reporter.report(r, ValueError(f"cannot store {r.value}"))
     def stop(self):
         self.out.close()
 
@@ -916,6 +923,108 @@ def test_a_stop_with_dead_letters_the_dlq_does_not_acknowledge_keeps_to_the_grac
         silent.close()
     assert not [r for r in caplog.records if "Graceful stop of task" in r.getMessage()]
     assert elapsed < 4.0
+
+
+@pytest.mark.parametrize("where", ["flush", "close"])
+def test_with_tolerance_none_a_record_reported_errant_while_stopping_commits_nothing(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+    caplog: pytest.LogCaptureFixture,
+    where: str,
+) -> None:
+    """Under errors.tolerance=none Kafka's errant record reporter throws "Tolerance exceeded
+    in error handler" into the task's own call. A task that reports a record in flush()
+    (preCommit) or close() of its closing commit therefore fails that commit: Kafka logs
+    "Offset commit failed during close" (or, from close(), "After being scheduled for
+    shutdown, task threw an uncaught exception") and commits nothing (it closes the partitions
+    between preCommit and the consumer's commit); its stopping task is not FAILED. The stop
+    ends in time, logged as that commit's failure (not as a stop that failed), the record is
+    in the DLQ, and nothing past it (nor before it) is committed."""
+    broker.create_topic(topic_name, 1)
+    produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(10)])
+    out = tmp_path / "out.txt"
+    dlq = f"{topic_name}-dlq"
+    worker = in_process_worker(
+        catalogue,
+        bootstrap_servers,
+        **{"offset.flush.interval.ms": "600000", "task.shutdown.graceful.timeout.ms": "4000"},
+    )
+    name = f"errant-stop-{where}-{topic_name}"
+    start_connector(
+        worker,
+        name,
+        {
+            "connector.class": "ScriptedSink",
+            "topics": topic_name,
+            "file": str(out),
+            "errant.value": "5",
+            f"errant.at.{where}": "true",
+            "flush.each.put": "true",
+            "errors.tolerance": "none",
+            "errors.deadletterqueue.topic.name": dlq,
+            "errors.deadletterqueue.topic.replication.factor": "1",
+        },
+    )
+    try:
+        wait_for(lambda: len(_lines(out)) == 9, 60, "the records but the held one put")
+        began = time.monotonic()
+        worker.stop_task(name, 0)
+        elapsed = time.monotonic() - began
+        state = worker.status.task(name, 0).state
+        assert committed(bootstrap_servers, f"connect-{name}", topic_name) < 0
+        dead = read_all(bootstrap_servers, dlq, 1, timeout_s=10)
+    finally:
+        worker.stop()
+    assert elapsed < 4.0
+    assert state is State.UNASSIGNED
+    assert [m.value() for m in dead] == [b"5"]
+    messages = [r.getMessage() for r in caplog.records]
+    assert not [m for m in messages if "did not stop cleanly" in m]
+    expected = {
+        "flush": "offset commit failed while closing its partitions",
+        "close": "reported errant while closing failed the task while stopping",
+    }[where]
+    assert any(expected in m and "Tolerance exceeded" in m for m in messages)
+
+
+def test_with_tolerance_none_a_record_reported_errant_in_a_periodic_flush_rewinds(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+) -> None:
+    """Under errors.tolerance=none a record the task reports errant in a periodic flush()
+    makes Kafka's reporter throw into preCommit(): that offset commit fails ("Offset commit
+    failed, rewinding to last committed offsets"), the records are delivered again from the
+    last committed offset, and the task runs on (not FAILED). Each time the record goes to
+    the DLQ, and nothing past it is committed."""
+    broker.create_topic(topic_name, 1)
+    produce(bootstrap_servers, topic_name, [str(i).encode() for i in range(10)])
+    dlq = f"{topic_name}-dlq"
+    worker = in_process_worker(catalogue, bootstrap_servers, **{"offset.flush.interval.ms": "300"})
+    name = f"errant-periodic-{topic_name}"
+    start_connector(
+        worker,
+        name,
+        {
+            **_errant_sink(
+                topic_name, tmp_path / "out.txt", dlq, "5", **{"errant.at.flush": "true"}
+            ),
+            "errors.tolerance": "none",
+        },
+    )
+    try:
+        dead = read_all(bootstrap_servers, dlq, 2, timeout_s=60)
+        state = worker.status.task(name, 0).state
+        assert committed(bootstrap_servers, f"connect-{name}", topic_name) < 0
+    finally:
+        worker.stop()
+    assert len(dead) >= 2 and {m.value() for m in dead} == {b"5"}
+    assert state is State.RUNNING
 
 
 @pytest.mark.parametrize("data_path", ["host", "worker"])
