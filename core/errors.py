@@ -123,13 +123,25 @@ class ErrorReporter:
     # -- reporting ---------------------------------------------------------------------------
 
     def report_sink(
-        self, rows: Iterable[tuple[Any, ...]], failures: Sequence[tuple[Any, ...]]
+        self,
+        rows: Iterable[tuple[Any, ...]],
+        failures: Sequence[tuple[Any, ...]],
+        look_up: Callable[[list[tuple[str, int, int]]], Iterable[tuple[Any, ...]]] | None = None,
     ) -> None:
-        """Failures of consumed records; ``rows`` holds the batches they may come from."""
+        """Failures of consumed records; ``rows`` holds the batches they may come from.
+        ``look_up``: finds the rows of failed records not among ``rows`` (records a task
+        reported errant batches after it was given them), else those go out without their
+        key, value and headers."""
         if not failures:
             return
         self._count(len(failures))
         by_coordinates = {(r[0], r[1], r[2]): r for r in rows}
+        if look_up is not None:
+            absent = [
+                (f[0], f[1], f[2]) for f in failures if (f[0], f[1], f[2]) not in by_coordinates
+            ]
+            if absent:
+                by_coordinates.update({(r[0], r[1], r[2]): r for r in look_up(absent)})
         for index, (topic, partition, offset, *raw_info) in enumerate(failures):
             info = self._scrubbed(raw_info)
             row = by_coordinates.get((topic, partition, offset))

@@ -130,8 +130,10 @@ RELINQUISH_WAIT_S = 5.0
 # the task did not ask for another with context.timeout().
 DEFAULT_RETRY_BACKOFF_MS = 1_000
 # The errant record reporter may report records of earlier batches (an asynchronous sink);
-# their original bytes are kept this many batches back for the dead letter queue.
+# their original bytes are kept this many batches back for the dead letter queue. An older
+# one is read again from its partition for it, for up to REPORTED_LOOKUP_TIMEOUT_S.
 RECENT_BATCHES_FOR_REPORTS = 4
+REPORTED_LOOKUP_TIMEOUT_S = 5.0
 # Consumer errors that mean "a subscribed topic does not exist (yet)". Kafka Connect's sink
 # waits for such topics and consumes them once they are created; librdkafka reports them once
 # per subscription change and keeps looking (literal topics are looked up again at once,
@@ -1140,13 +1142,54 @@ class SinkTaskLoop:
             errors = ErrorReporter(self.connector, self.task_id, ErrorsPolicy())
         batches = self._recent if batch is None else (batch, *self._recent)
         rows = itertools.chain.from_iterable(b.rows() for b in batches)
-        errors.report_sink(rows, failed + reported)
+        errors.report_sink(rows, failed + reported, self._read_again if reported else None)
         if not errors.tolerate_all:
             topic, partition, offset, *info = (failed or reported)[0]
             where = f"record {topic}-{partition}@{offset}"
             if not failed:
                 where += " (reported errant by the task)"
             raise errors.fail(where, info)
+
+    def _read_again(self, wanted: list[tuple[str, int, int]]) -> list[tuple[Any, ...]]:
+        """The rows of records the task reported errant that are older than the batches kept
+        for it (:data:`RECENT_BATCHES_FOR_REPORTS`), read again from their partitions by a
+        consumer of their own (assigned, never in the group), as Kafka's reporter has the
+        whole record: for their key, value, headers and timestamp in the DLQ. Only on this
+        rare path; what is not found within :data:`REPORTED_LOOKUP_TIMEOUT_S` (or the stop's
+        share for the DLQ), or no longer in the log, goes out without them, and is logged."""
+        if self._new_consumer is None:
+            return []
+        deadline = time.monotonic() + REPORTED_LOOKUP_TIMEOUT_S
+        if self._dlq_deadline is not None:
+            deadline = min(deadline, self._dlq_deadline)
+        found: list[Any] = []
+        consumer = None
+        try:
+            consumer = self._new_consumer()
+            for topic, partition, offset in wanted:
+                consumer.assign([KafkaTopicPartition(topic, partition, offset)])
+                while (left := deadline - time.monotonic()) > 0:
+                    message = consumer.poll(min(left, 1.0))
+                    if message is None or message.error() is not None:
+                        continue
+                    if message.offset() == offset and message.topic() == topic:
+                        found.append(message)
+                    break
+        except KafkaException as exc:
+            log.debug("task %s: could not read reported records again: %s", self.name, exc)
+        finally:
+            if consumer is not None:
+                consumer.close()
+        rows = list(ConsumedBatch.from_messages(found).rows())
+        if len(rows) < len(wanted):
+            log.warning(
+                "task %s: %d of the records it reported errant could not be read again from "
+                "their partitions; the dead letter queue gets them without key, value and "
+                "headers",
+                self.name,
+                len(wanted) - len(rows),
+            )
+        return rows
 
     def _drain(self) -> None:
         """Settle the in-flight put() before anything else talks to the host."""

@@ -1027,6 +1027,47 @@ def test_with_tolerance_none_a_record_reported_errant_in_a_periodic_flush_rewind
     assert state is State.RUNNING
 
 
+def test_a_record_reported_errant_long_after_its_batch_reaches_the_dlq_whole(
+    catalogue: PluginCatalogue,
+    bootstrap_servers: str,
+    topic_name: str,
+    tmp_path: Path,
+    broker: KafkaCluster,
+) -> None:
+    """Kafka's errant record reporter has the whole record, however long ago it was put: an
+    asynchronous sink that reports a record many put() batches later (here in the closing
+    commit's flush(), one record per batch) still has its key, value and timestamp in the
+    DLQ, not only its topic, partition and offset."""
+    broker.create_topic(topic_name, 1)
+    producer = Producer({"bootstrap.servers": bootstrap_servers})
+    for i in range(10):
+        producer.produce(topic_name, str(i).encode(), f"k{i}".encode(), timestamp=1_000 + i)
+    producer.flush(30)
+    out = tmp_path / "out.txt"
+    dlq = f"{topic_name}-dlq"
+    worker = in_process_worker(
+        catalogue, bootstrap_servers, **{"offset.flush.interval.ms": "600000"}
+    )
+    name = f"errant-late-{topic_name}"
+    start_connector(
+        worker,
+        name,
+        {
+            **_errant_sink(topic_name, out, dlq, "2", **{"errant.at.flush": "true"}),
+            "flush.each.put": "true",
+            "consumer.override.max.poll.records": "1",
+        },
+    )
+    try:
+        wait_for(lambda: len(_lines(out)) == 9, 60, "the records but the held one put")
+        worker.stop_task(name, 0)
+        [dead] = read_all(bootstrap_servers, dlq, 1, timeout_s=10)
+        assert committed(bootstrap_servers, f"connect-{name}", topic_name) == 10
+    finally:
+        worker.stop()
+    assert (dead.key(), dead.value(), dead.timestamp()[1]) == (b"k2", b"2", 1_002)
+
+
 @pytest.mark.parametrize("data_path", ["host", "worker"])
 def test_a_put_that_crashes_still_sends_its_batchs_failed_and_errant_records_to_the_dlq(
     catalogue: PluginCatalogue,
