@@ -925,6 +925,7 @@ def test_a_stop_with_dead_letters_the_dlq_does_not_acknowledge_keeps_to_the_grac
     assert elapsed < 4.0
 
 
+@pytest.mark.parametrize("data_path", ["host", "worker"])
 @pytest.mark.parametrize("where", ["flush", "close"])
 def test_with_tolerance_none_a_record_reported_errant_while_stopping_commits_nothing(
     catalogue: PluginCatalogue,
@@ -934,6 +935,7 @@ def test_with_tolerance_none_a_record_reported_errant_while_stopping_commits_not
     broker: KafkaCluster,
     caplog: pytest.LogCaptureFixture,
     where: str,
+    data_path: str,
 ) -> None:
     """Under errors.tolerance=none Kafka's errant record reporter throws "Tolerance exceeded
     in error handler" into the task's own call. A task that reports a record in flush()
@@ -950,7 +952,11 @@ def test_with_tolerance_none_a_record_reported_errant_while_stopping_commits_not
     worker = in_process_worker(
         catalogue,
         bootstrap_servers,
-        **{"offset.flush.interval.ms": "600000", "task.shutdown.graceful.timeout.ms": "4000"},
+        **{
+            "task.data.path": data_path,
+            "offset.flush.interval.ms": "600000",
+            "task.shutdown.graceful.timeout.ms": "4000",
+        },
     )
     name = f"errant-stop-{where}-{topic_name}"
     start_connector(
