@@ -3,6 +3,8 @@ server and client on loopback, the worker's side played by a small handler."""
 
 from __future__ import annotations
 
+import json
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +15,14 @@ import pytest
 from plugin_api.connector import freeze_partition
 
 from core.offsets import MemoryOffsetStore
-from core.spark.control import ControlClient, ControlError, ControlServer, Fenced, Request
+from core.spark.control import (
+    CONTROL_PATH,
+    ControlClient,
+    ControlError,
+    ControlServer,
+    Fenced,
+    Request,
+)
 from core.spark.executor import RemoteOffsets, _Heartbeat
 from plugin_api import ConfigException
 
@@ -183,3 +192,24 @@ def test_speculation_is_refused_before_spark_starts() -> None:
 
     with pytest.raises(ConfigException, match="spark.speculation=false"):
         _session("w", {"spark.master": "local[1]", "spark.speculation": "true"})
+
+
+def test_an_answer_leaves_the_server_in_one_write(worker: tuple[_Worker, ControlServer]) -> None:
+    """Headers and body in one segment: written apart, the body waited behind Nagle's algorithm
+    for the client's delayed ACK (~40 ms a request, every heartbeat and offsets call). The
+    answer's first read holds all of it."""
+    _, server = worker
+    body = json.dumps({"op": "heartbeat", "connector": "c", "task": 0, "attempt": 2}).encode()
+    request = (
+        f"POST {CONTROL_PATH} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    with socket.create_connection((server.host, server.port), timeout=10) as sock:
+        for _ in range(5):  # on a connection past its first exchanges, as a task's
+            sock.sendall(request)
+            first = sock.recv(65536)
+            head, _, rest = first.partition(b"\r\n\r\n")
+            length = int(
+                next(h for h in head.split(b"\r\n") if h.startswith(b"Content-Length"))[15:]
+            )
+            assert len(rest) == length, first
