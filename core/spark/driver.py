@@ -357,11 +357,19 @@ class SparkDriver:
 
     # -- status API ----------------------------------------------------------------------------
 
-    def _status_api(self, path: str) -> Any:
+    @cached_property
+    def _status_api_root(self) -> str | None:
+        """The application's status API (None without a UI), asked of the JVM once: the
+        watchdog reads it every second, and each py4j round trip leaves native memory behind
+        (see :meth:`_java_status_tracker`)."""
         url = self.sc.uiWebUrl
-        if not url:
+        return f"{url}/api/v1/applications/{self.sc.applicationId}" if url else None
+
+    def _status_api(self, path: str) -> Any:
+        root = self._status_api_root
+        if root is None:
             return None
-        full = f"{url}/api/v1/applications/{self.sc.applicationId}/{path}"
+        full = f"{root}/{path}"
         try:
             with urllib.request.urlopen(full, timeout=STATUS_API_TIMEOUT_S) as response:
                 return json.loads(response.read())

@@ -462,6 +462,32 @@ def test_the_watchdogs_failure_check_of_a_healthy_task_takes_two_py4j_round_trip
     assert len(sent) <= 2 * 5, sent
 
 
+def test_the_watchdogs_executor_listing_takes_no_py4j_round_trip(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watchdog lists the application's executors every second through Spark's status API
+    (HTTP): the API's address (UI URL, application id) does not change while the application
+    runs, so it is not asked of the JVM again each time (five round trips a second)."""
+    from py4j.clientserver import ClientServerConnection
+
+    from core.spark.driver import SparkDriver
+
+    driver = SparkDriver.__new__(SparkDriver)
+    driver.sc = spark.sparkContext
+    assert driver.executors()  # warmed up: the address is asked for once
+    sent: list[str] = []
+    original = ClientServerConnection.send_command
+
+    def counted(self: Any, command: str) -> Any:
+        sent.append(command)
+        return original(self, command)
+
+    monkeypatch.setattr(ClientServerConnection, "send_command", counted)
+    for _ in range(5):
+        assert driver.executors()
+    assert sent == []
+
+
 def _values(bootstrap: str, topic: str, expected: int) -> list[str]:
     return [m.value().decode() for m in read_all(bootstrap, topic, expected, timeout_s=120)]
 
