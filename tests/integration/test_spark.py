@@ -426,6 +426,21 @@ def test_a_task_whose_python_worker_dies_leaves_running_at_once(
     assert "Python worker exited unexpectedly" in task["trace"], task
 
 
+def _py4j_commands(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The py4j commands this process sends to the JVM from now on (until the test ends)."""
+    from py4j.clientserver import ClientServerConnection
+
+    sent: list[str] = []
+    original = ClientServerConnection.send_command
+
+    def counted(self: Any, command: str) -> Any:
+        sent.append(command)
+        return original(self, command)
+
+    monkeypatch.setattr(ClientServerConnection, "send_command", counted)
+    return sent
+
+
 def test_the_watchdogs_failure_check_of_a_healthy_task_takes_two_py4j_round_trips(
     spark: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -434,8 +449,6 @@ def test_the_watchdogs_failure_check_of_a_healthy_task_takes_two_py4j_round_trip
     with two tasks grew 0.7 MB/min while pyspark's getStageInfo made nine of them per check;
     without the watchdog its RSS stayed flat), so a healthy task's check asks Spark's Java
     tracker for the stage and its failed-task count only."""
-    from py4j.clientserver import ClientServerConnection
-
     from core.spark.driver import Placement, SparkDriver
 
     sc = spark.sparkContext
@@ -449,14 +462,7 @@ def test_the_watchdogs_failure_check_of_a_healthy_task_takes_two_py4j_round_trip
     driver.sc = sc
     placement = Placement("0", "127.0.0.1", job.jobId, stage, 0)
     assert driver.task_failure(placement) is None  # warmed up (first use may resolve names)
-    sent: list[str] = []
-    original = ClientServerConnection.send_command
-
-    def counted(self: Any, command: str) -> Any:
-        sent.append(command)
-        return original(self, command)
-
-    monkeypatch.setattr(ClientServerConnection, "send_command", counted)
+    sent = _py4j_commands(monkeypatch)
     for _ in range(5):
         assert driver.task_failure(placement) is None
     assert len(sent) <= 2 * 5, sent
@@ -468,21 +474,12 @@ def test_the_watchdogs_executor_listing_takes_no_py4j_round_trip(
     """The watchdog lists the application's executors every second through Spark's status API
     (HTTP): the API's address (UI URL, application id) does not change while the application
     runs, so it is not asked of the JVM again each time (five round trips a second)."""
-    from py4j.clientserver import ClientServerConnection
-
     from core.spark.driver import SparkDriver
 
     driver = SparkDriver.__new__(SparkDriver)
     driver.sc = spark.sparkContext
     assert driver.executors()  # warmed up: the address is asked for once
-    sent: list[str] = []
-    original = ClientServerConnection.send_command
-
-    def counted(self: Any, command: str) -> Any:
-        sent.append(command)
-        return original(self, command)
-
-    monkeypatch.setattr(ClientServerConnection, "send_command", counted)
+    sent = _py4j_commands(monkeypatch)
     for _ in range(5):
         assert driver.executors()
     assert sent == []
