@@ -200,6 +200,14 @@ class HostClient:
     def acked(self, handle: int, acks: Sequence[tuple[Any, ...]]) -> None:
         self.channel.request(protocol.ACKED, handle, acks)
 
+    def offsets_before(self, handle: int, seq: int) -> list[tuple[Any, Any]] | None:
+        """The source offsets of the records polled with record ``seq`` before it (the last
+        per source partition); None when the host no longer keeps that poll."""
+        answer: list[tuple[Any, Any]] | None = self.channel.request(
+            protocol.OFFSETS_BEFORE, handle, seq
+        )
+        return answer
+
     def encode_put(self, handle: int, batch_wire: tuple[Any, ...]) -> Frame:
         """Serialize a put() ahead of time, while the host is busy with the previous one."""
         return self.channel.encode(protocol.PUT, handle, batch_wire)

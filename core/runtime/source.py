@@ -697,27 +697,51 @@ class SourceTaskLoop:
         sent_before = batch.size
         self._batch_starting()
         try:
-            if (
-                not self._wants_acks
-                and type(records.topics) is str
-                and type(records.partitions) is not list
-                and records.headers is None
-                and type(records.timestamps) is not list
-            ):
-                self._send_uniform(unsent)
-            else:
-                self._send_rows(unsent)
-        finally:
-            sent = batch.size - sent_before
-            self._submitted.records += sent
-            self.records_sent += sent
-            if sent:
-                self.progress = (self.records_sent, self._clock())
+            try:
+                if (
+                    not self._wants_acks
+                    and type(records.topics) is str
+                    and type(records.partitions) is not list
+                    and records.headers is None
+                    and type(records.timestamps) is not list
+                ):
+                    self._send_uniform(unsent)
+                else:
+                    self._send_rows(unsent)
+            finally:
+                sent = batch.size - sent_before
+                self._submitted.records += sent
+                self.records_sent += sent
+                if sent:
+                    self.progress = (self.records_sent, self._clock())
+        except ConnectException:
+            self._keep_sent_part(unsent)
+            raise
         for partition_, offset in unsent.offsets:
             batch.offsets[freeze_partition(partition_)] = (partition_, offset)
         self._submitted.batches.append(batch)
         self._batch_dispatched(batch)
         return records.size - start
+
+    def _keep_sent_part(self, unsent: _Unsent) -> None:
+        """A record of ``unsent`` fails the task (the producer refused it under
+        errors.tolerance=none): the records before it were handed to the producer, so their
+        offsets are committed once they are acknowledged, as Kafka's, whose source offsets
+        advance record by record (a restart would write them again otherwise). The host
+        says what those offsets are; the poll after this one, if any, is dropped (the task
+        is failing). Not in a transaction, which is aborted with everything in it."""
+        batch = unsent.batch
+        if self.transactional or not batch.size or not self.host.alive:
+            return
+        try:
+            self._collect(keep=False)
+            offsets = self.host.offsets_before(self.handle, unsent.records.seq + unsent.next)
+        except Exception:  # noqa: BLE001 - the task's own failure is the one to report
+            log.debug("task %s: no offsets for the records sent", self.name, exc_info=True)
+            return
+        for partition_, offset in offsets or ():
+            batch.offsets[freeze_partition(partition_)] = (partition_, offset)
+        self._submitted.batches.append(batch)
 
     def _send_uniform(self, unsent: _Unsent) -> None:
         """The usual batch, as cheaply as ``produce()`` allows: one topic, partition and

@@ -569,6 +569,9 @@ class Host:
     def op_acked(self, obj_id: int, acks: list[tuple[Any, ...]]) -> None:
         self.runners[obj_id].acked(acks)
 
+    def op_offsets_before(self, obj_id: int, seq: int) -> list[tuple[Any, Any]] | None:
+        return self.runners[obj_id].offsets_before(seq)  # type: ignore[no-any-return]
+
     def op_put(self, obj_id: int, batch: list[tuple[Any, ...]]) -> tuple[Any, ...]:
         result: tuple[Any, ...] = self.runners[obj_id].put(batch)
         return result

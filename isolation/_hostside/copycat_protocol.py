@@ -30,6 +30,7 @@ START_SOURCE_TASK = "start_source_task"
 START_SINK_TASK = "start_sink_task"
 POLL = "poll"
 ACKED = "acked"
+OFFSETS_BEFORE = "offsets_before"
 PUT = "put"
 # put() of the records a put held (its batch had failures for the dead letter queue), once the
 # worker has their acknowledgement.
