@@ -24,6 +24,7 @@ from plugin_api import (
     DataException,
     SchemaAndValue,
     SourceRecord,
+    SourceRecordBatch,
     SourceTask,
 )
 
@@ -194,3 +195,40 @@ def test_a_json_converter_gives_the_same_bytes_by_column() -> None:
     json.configure({"schemas.enable": "true"}, False)
     records = [r for r in _records(12) if r.value is not None]  # STRING_SCHEMA: required
     assert _poll(records, by_column=True, value=json) == _poll(records, by_column=False, value=json)
+
+
+def test_the_offset_before_a_refused_record_is_known_for_a_batch_poll_only() -> None:
+    """offsets_before(seq) (the worker asks when the producer refused record ``seq`` and the
+    task fails): the offset of the record before it in its SourceRecordBatch poll, nothing for
+    a poll's first record, and None for a list poll (not kept) or a poll no longer kept."""
+    partition = {"filename": "f"}
+
+    class Batches(SourceTask):
+        def __init__(self) -> None:
+            self.next = 0
+
+        def version(self) -> str:
+            return "1"
+
+        def start(self, props: Mapping[str, str]) -> None:
+            pass
+
+        def poll(self) -> SourceRecordBatch:
+            first, self.next = self.next, self.next + 3
+            offsets = [{"position": n} for n in range(first, first + 3)]
+            return SourceRecordBatch(partition, offsets, "t", [b"x"] * 3)
+
+        def stop(self) -> None:
+            pass
+
+    runner = SourceRunner(Batches(), Pipeline(_string(True), _string(False), None))
+    for _ in range(3):  # seqs 0-2, 3-5, 6-8; the last two polls are kept
+        runner.poll()
+    assert runner.offsets_before(7) == [(partition, {"position": 6})]
+    assert runner.offsets_before(6) == []
+    assert runner.offsets_before(5) == [(partition, {"position": 4})]
+    assert runner.offsets_before(1) is None
+
+    listed = SourceRunner(ListSource(_records(3)), Pipeline(_string(True), _string(False), None))
+    listed.poll()
+    assert listed.offsets_before(1) is None
