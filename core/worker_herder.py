@@ -883,6 +883,11 @@ class WorkerHerder(AbstractHerder):
         self._known(name)
         current = self._config(name)
         merged = {k: v for k, v in {**current, **patch}.items() if v is not None}
+        if "name" not in merged:
+            # Kafka validates the merged config as it is (only a PUT's resource puts the URL's
+            # name into the body): a patch removing the name is refused, "Missing required
+            # configuration "name" ...", where _put_config would put the name back.
+            self.ensure_valid(merged)
         _created, info = self._put_config(name, merged, must_exist=True)
         return info
 

@@ -1,0 +1,85 @@
+"""Changing a running connector's config (``PUT``/``PATCH /connectors/<name>/config``, KIP-477)
+on Copycat and on Apache Kafka Connect 4.1.1 distributed workers side by side: the answers a
+client parses must be the same.
+
+* A ``PATCH`` whose patch removes ``name`` (``{"name": null}``): Kafka's herder merges the patch
+  into the stored config and validates the result as it is (only a ``PUT``'s resource puts the
+  URL's name back into the body), so it answers 400 "Missing required configuration "name"
+  which has no default value." and keeps the connector as it was. Copycat put the name back
+  and answered 200.
+
+Found by an exploratory side-by-side run of two-worker clusters; one worker each is enough
+here (the answers are the leader's, on both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import Peer, running_file_source
+from tests.support.distributed import DistributedCluster
+from tests.support.jvm import run_owner_pid
+from tests.support.kafka_connect import KafkaConnect
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+
+@dataclass(frozen=True)
+class Workers:
+    copycat: Peer
+    kafka_connect: Peer
+
+    def both(self) -> tuple[Peer, Peer]:
+        return self.copycat, self.kafka_connect
+
+
+@pytest.fixture(scope="module")
+def workers(
+    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Workers]:
+    """One distributed worker each (their own groups) on the run's Apache Kafka."""
+    connect = KafkaConnect(
+        tmp_path_factory.mktemp("kafka-connect"), apache_kafka.bootstrap_servers, mode="distributed"
+    ).start(run_owner_pid())
+    copycat = DistributedCluster(
+        tmp_path_factory.mktemp("copycat"), apache_kafka.bootstrap_servers, bundled_plugin_path, 1
+    )
+    try:
+        copycat.start()
+        yield Workers(Peer("Copycat", copycat.urls[0]), Peer("Kafka Connect", connect.url))
+    finally:
+        copycat.stop()
+        connect.stop()
+
+
+def _answer(response: httpx.Response) -> tuple[int, Any]:
+    return response.status_code, response.json()
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [{"name": None}, {"name": None, "batch.size": "7"}],
+    ids=["name removed", "name removed with another change"],
+)
+def test_patch_removing_the_name_is_refused(
+    workers: Workers, tmp_path: Path, patch: dict[str, str | None]
+) -> None:
+    """Kafka validates the merged config without a name: 400, and the stored config stays."""
+    name = f"config-change-unname-{len(patch)}"
+    answers = {}
+    for peer in workers.both():
+        with peer.client() as client, running_file_source(client, name, tmp_path, name):
+            before = client.get(f"/connectors/{name}/config").json()
+            answer = _answer(client.patch(f"/connectors/{name}/config", json=patch))
+            after = client.get(f"/connectors/{name}/config").json()
+        assert after == before, f"{peer.name}: the refused patch changed the config"
+        answers[peer.name] = answer
+    assert answers["Copycat"] == answers["Kafka Connect"]
+    assert answers["Copycat"][0] == 400
