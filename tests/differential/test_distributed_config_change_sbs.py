@@ -17,7 +17,6 @@ here (the answers are the leader's, on both).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,40 +24,19 @@ import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, running_file_source
-from tests.support.distributed import DistributedCluster
-from tests.support.jvm import run_owner_pid
-from tests.support.kafka_connect import KafkaConnect
+from tests.support.differential import DistributedPeers, distributed_peers, running_file_source
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
-
-
-@dataclass(frozen=True)
-class Workers:
-    copycat: Peer
-    kafka_connect: Peer
-
-    def both(self) -> tuple[Peer, Peer]:
-        return self.copycat, self.kafka_connect
 
 
 @pytest.fixture(scope="module")
 def workers(
     apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Workers]:
-    """One distributed worker each (their own groups) on the run's Apache Kafka."""
-    connect = KafkaConnect(
-        tmp_path_factory.mktemp("kafka-connect"), apache_kafka.bootstrap_servers, mode="distributed"
-    ).start(run_owner_pid())
-    copycat = DistributedCluster(
-        tmp_path_factory.mktemp("copycat"), apache_kafka.bootstrap_servers, bundled_plugin_path, 1
-    )
-    try:
-        copycat.start()
-        yield Workers(Peer("Copycat", copycat.urls[0]), Peer("Kafka Connect", connect.url))
-    finally:
-        copycat.stop()
-        connect.stop()
+) -> Iterator[DistributedPeers]:
+    with distributed_peers(
+        apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory
+    ) as peers:
+        yield peers
 
 
 def _answer(response: httpx.Response) -> tuple[int, Any]:
@@ -71,7 +49,7 @@ def _answer(response: httpx.Response) -> tuple[int, Any]:
     ids=["name removed", "name removed with another change"],
 )
 def test_patch_removing_the_name_is_refused(
-    workers: Workers, tmp_path: Path, patch: dict[str, str | None]
+    workers: DistributedPeers, tmp_path: Path, patch: dict[str, str | None]
 ) -> None:
     """Kafka validates the merged config without a name: 400, and the stored config stays."""
     name = f"config-change-unname-{len(patch)}"
@@ -96,7 +74,7 @@ REFUSED = {
 
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_refused_change_leaves_the_running_connector_alone(
-    workers: Workers, tmp_path: Path, case: str
+    workers: DistributedPeers, tmp_path: Path, case: str
 ) -> None:
     """A refused PUT or PATCH on a RUNNING connector: the same 400 on both, and the connector
     keeps its config, its task config and its state."""

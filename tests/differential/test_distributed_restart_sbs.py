@@ -17,46 +17,24 @@ here (the checks come before any forwarding, on both).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, running_file_source
-from tests.support.distributed import DistributedCluster
-from tests.support.jvm import run_owner_pid
-from tests.support.kafka_connect import KafkaConnect
+from tests.support.differential import DistributedPeers, distributed_peers, running_file_source
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
-
-
-@dataclass(frozen=True)
-class Workers:
-    copycat: Peer
-    kafka_connect: Peer
-
-    def both(self) -> tuple[Peer, Peer]:
-        return self.copycat, self.kafka_connect
 
 
 @pytest.fixture(scope="module")
 def workers(
     apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Workers]:
-    """One distributed worker each (their own groups) on the run's Apache Kafka."""
-    connect = KafkaConnect(
-        tmp_path_factory.mktemp("kafka-connect"), apache_kafka.bootstrap_servers, mode="distributed"
-    ).start(run_owner_pid())
-    copycat = DistributedCluster(
-        tmp_path_factory.mktemp("copycat"), apache_kafka.bootstrap_servers, bundled_plugin_path, 1
-    )
-    try:
-        copycat.start()
-        yield Workers(Peer("Copycat", copycat.urls[0]), Peer("Kafka Connect", connect.url))
-    finally:
-        copycat.stop()
-        connect.stop()
+) -> Iterator[DistributedPeers]:
+    with distributed_peers(
+        apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory
+    ) as peers:
+        yield peers
 
 
 UNKNOWN = [
@@ -70,7 +48,9 @@ UNKNOWN = [
 
 
 @pytest.mark.parametrize(("method", "suffix"), UNKNOWN, ids=[f"{m} {s}" for m, s in UNKNOWN])
-def test_unknown_connector_answers_are_kafkas(workers: Workers, method: str, suffix: str) -> None:
+def test_unknown_connector_answers_are_kafkas(
+    workers: DistributedPeers, method: str, suffix: str
+) -> None:
     answers = {}
     for peer in workers.both():
         with peer.client() as client:
@@ -90,7 +70,7 @@ QUERIES = [
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_restart_query_values_are_read_as_kafka_reads_them(
-    workers: Workers, tmp_path: Path, query: str
+    workers: DistributedPeers, tmp_path: Path, query: str
 ) -> None:
     """Which restart a query asks for shows in the answer: 204 (the instance only) or 202
     with RESTARTING on what is planned (on a RUNNING connector, only with onlyFailed=false)."""
@@ -112,7 +92,7 @@ def test_restart_query_values_are_read_as_kafka_reads_them(
 @pytest.mark.parametrize(
     "query", ["connectorsOnly=%20true", "connectorsOnly=false&connectorsOnly=true"]
 )
-def test_connectors_only_is_read_as_kafka_reads_it(workers: Workers, query: str) -> None:
+def test_connectors_only_is_read_as_kafka_reads_it(workers: DistributedPeers, query: str) -> None:
     """The other boolean query parameter, read the same way: whether the plugin list holds
     only connectors (the plugins themselves differ between the two)."""
     only_connectors = {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from core.kafka import READ_COMMITTED
@@ -44,6 +45,38 @@ class Peer:
 
     def client(self) -> httpx.Client:
         return httpx.Client(base_url=self.url, timeout=60, transport=_KeepAliveTransport())
+
+
+@dataclass(frozen=True)
+class DistributedPeers:
+    """A distributed worker of each implementation, in groups of their own."""
+
+    copycat: Peer
+    kafka_connect: Peer
+
+    def both(self) -> tuple[Peer, Peer]:
+        return self.copycat, self.kafka_connect
+
+
+@contextmanager
+def distributed_peers(
+    bootstrap: str, plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DistributedPeers]:
+    """One distributed worker each (their own groups and internal topics) on ``bootstrap``."""
+    from tests.support.distributed import DistributedCluster
+    from tests.support.jvm import run_owner_pid
+    from tests.support.kafka_connect import KafkaConnect
+
+    connect = KafkaConnect(
+        tmp_path_factory.mktemp("kafka-connect"), bootstrap, mode="distributed"
+    ).start(run_owner_pid())
+    copycat = DistributedCluster(tmp_path_factory.mktemp("copycat"), bootstrap, plugin_path, 1)
+    try:
+        copycat.start()
+        yield DistributedPeers(Peer("Copycat", copycat.urls[0]), Peer("Kafka Connect", connect.url))
+    finally:
+        copycat.stop()
+        connect.stop()
 
 
 class _KeepAliveTransport(httpx.HTTPTransport):
