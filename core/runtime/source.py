@@ -444,8 +444,32 @@ class SourceTaskLoop:
             # the stop would report the failure a second time. Their offsets were never
             # committable.
             self._unsent.clear()
-        if self._failure is None:  # a producer that failed has nothing trustworthy to commit
+        if self._failure is None:
             self.commit_offsets(timeout_s)
+        else:
+            self._commit_after_delivery_failure(timeout_s)
+
+    def _commit_after_delivery_failure(self, timeout_s: float) -> None:
+        """The producer failed a record's delivery (errors.tolerance=none): commit the offsets
+        of the batches known to be acknowledged, as Kafka's final commit stores those of the
+        records acknowledged before the failure (a restart would write them again otherwise,
+        up to offset.flush.interval.ms of them). Nothing more is sent.
+
+        With per-record acks the batches settle as their acks arrive, up to the failed
+        record's batch (its acks are waited for up to ``timeout_s``, as Kafka's final commit
+        waits for its records in flight). Without, a batch is known acknowledged once the
+        producer's queue was seen empty with no failure after it was sent (the iterations and
+        commits look at every turn): those batches are in ``ready``; the ones still in flight
+        when the delivery failed stay uncommitted, since the failed record may be any of
+        theirs (at-least-once)."""
+        self._unsent.clear()
+        if self.host.alive:
+            # A poll in flight is dropped unsent (a poll of failed records would otherwise
+            # be reported and sent by the commit's collect).
+            self._collect(keep=False)
+        if self._wants_acks and timeout_s > 0:
+            self.producer.flush(timeout_s)  # serves the acks of the records before the failure
+        self.commit_offsets()
 
     def delivery_failed(self, err: KafkaError | None, msg: Message) -> None:
         """The producer's default delivery callback: called for failed deliveries only (or,

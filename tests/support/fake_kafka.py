@@ -130,6 +130,8 @@ class FakeProducer:
         self.holding = False
         # A broker refusing every record: deliveries fail with this error instead.
         self.failing: Any = None
+        # With ``failing``: only the records whose value this says yes to are refused.
+        self.failing_if: Callable[[Any], bool] | None = None
         # librdkafka's queue.buffering.max.messages: produce() raises BufferError when full.
         self.capacity: int | None = None
         self.transactional_id: str | None = config.get("transactional.id")
@@ -273,7 +275,9 @@ class FakeProducer:
             else None
         )
         for topic, value, key, partition, on_delivery, timestamp, headers in queued:
-            if refused is not None:
+            if refused is not None and (
+                self.failing_if is None or refused is not self.failing or self.failing_if(value)
+            ):
                 message = FakeMessage(topic, max(partition, 0), -1, key, value, timestamp, headers)
                 if on_delivery is not None:
                     on_delivery(refused, message)

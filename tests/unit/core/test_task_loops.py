@@ -289,6 +289,71 @@ def test_a_failed_delivery_fails_the_source_and_commits_nothing(
     assert services.offsets.connector_offsets("c") == []
 
 
+def test_a_failed_delivery_still_commits_the_polls_acknowledged_before_it(
+    tmp_path: Path, services: TaskServices
+) -> None:
+    # No per-record acks: "a" and "b" are known acknowledged once the producer's queue was
+    # seen empty; the delivery of "c" then fails the task, whose final commit stores them,
+    # as Kafka's does (offset.flush.interval.ms has not come round yet).
+    data = tmp_path / "in.txt"
+    data.write_text("a\nb\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    producer = _producer(services)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 2)
+    loop.iteration()  # the queue is empty: "a" and "b" are acknowledged
+    producer.failing = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+    with data.open("a") as fh:
+        fh.write("c\n")
+    with pytest.raises(ConnectException, match="could not send a record for topic .t. partition 0"):
+        run_until(loop, lambda: False)
+    assert services.offsets.connector_offsets("c") == []  # no periodic commit was due
+    loop.stop(failed=True, timeout_s=1)
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"position": 4}]
+
+
+def test_a_failed_delivery_commits_nothing_still_in_flight_with_it(
+    tmp_path: Path, services: TaskServices, cluster: FakeCluster
+) -> None:
+    # No per-record acks: "a" fails while "b", sent after it, is acknowledged; nothing says
+    # which poll the failed record was in, so neither poll's offsets are committed.
+    data = tmp_path / "in.txt"
+    data.write_text("a\n")
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    producer = _producer(services)
+    producer.holding = True
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 1)
+    with data.open("a") as fh:
+        fh.write("b\n")
+    run_until(loop, lambda: loop.records_moved == 2)
+    producer.failing = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+    producer.failing_if = lambda value: value == b"a"
+    producer.holding = False
+    with pytest.raises(ConnectException, match="could not send a record for topic .t. partition 0"):
+        run_until(loop, lambda: False)
+    loop.stop(failed=True, timeout_s=1)
+    assert cluster.values("t") == [b"b"]
+    assert services.offsets.connector_offsets("c") == []
+
+
+def test_a_failed_delivery_with_per_record_acks_commits_the_acknowledged_polls_before_it(
+    services: TaskServices,
+) -> None:
+    target = f"{__name__}:AckingSourceConnector"
+    spec = dataclasses.replace(_spec("source", {"topic": "t"}), plugin=_ref("source", target))
+    loop = build_task(spec, services)
+    producer = _producer(services)
+    producer.failing = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+    producer.failing_if = lambda value: b"r2" in value
+    loop.start()
+    with pytest.raises(ConnectException, match="could not send a record for topic .t."):
+        run_until(loop, lambda: False)
+    loop.stop(failed=True, timeout_s=1)
+    # r1 acknowledged, r2 refused: r3, acknowledged or not, is after the failed record.
+    assert [o for _, o in services.offsets.connector_offsets("c")] == [{"n": 1}]
+
+
 def test_a_source_overriding_commit_record_gets_each_records_acknowledgement(
     services: TaskServices, clock: Clock
 ) -> None:
