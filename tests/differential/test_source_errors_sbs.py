@@ -7,11 +7,18 @@ a line the producer refused under ``errors.tolerance=none`` (larger than
 ``producer.override.max.request.size``) failed the task on both, but Copycat committed no
 offset for the lines of the same poll before it, which the broker had acknowledged, so a
 restart wrote them again (Kafka commits them: its offsets advance record by record).
+
+The same after an asynchronous failure: a line the broker refuses (over the topic's
+max.message.bytes) fails the task on both, and Kafka's final commit stores the offsets of the
+lines acknowledged before it, polled earlier; Copycat committed nothing once a delivery had
+failed, so with offset.flush.interval.ms at its default (60 s) a restart wrote up to a
+minute of records again. That case runs on a worker of each with the 60 s interval.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +34,45 @@ from tests.support.differential import (
     differences,
     read_records,
 )
+from tests.support.jvm import run_owner_pid
 from tests.support.kafka import wait_for
+from tests.support.kafka_connect import KafkaConnect
+from tests.support.rest import RestWorker
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+
+
+# Kafka's default offset.flush.interval.ms: no periodic commit within a test's few seconds.
+SLOW_COMMITS = {"offset.flush.interval.ms": "60000"}
+
+
+@pytest.fixture(scope="module")
+def slow_commit_peers(
+    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Peer, Peer]]:
+    """(Copycat, Kafka Connect) standalone workers that commit source offsets every 60 s."""
+    kafka = KafkaConnect(
+        tmp_path_factory.mktemp("kafka-connect"),
+        apache_kafka.bootstrap_servers,
+        overrides=SLOW_COMMITS,
+    ).start(run_owner_pid())
+    extra = {
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        **SLOW_COMMITS,
+    }
+    try:
+        with RestWorker(
+            tmp_path_factory.mktemp("copycat"),
+            apache_kafka.bootstrap_servers,
+            bundled_plugin_path,
+            extra,
+        ) as copycat:
+            yield Peer("Copycat", copycat.url), Peer("Kafka Connect", kafka.url)
+    finally:
+        kafka.stop()
 
 
 def _task_state(client: httpx.Client, name: str, state: str) -> dict[str, Any] | None:
@@ -99,3 +140,61 @@ def test_a_record_the_producer_refuses_fails_the_task_after_committing_those_bef
     assert differences(ours[0], theirs[0]) == []
     assert theirs[1] == [{"partition": {"filename": ".txt"}, "offset": {"position": 2}}]
     assert ours[1] == theirs[1]
+
+
+def _run_broker_refusal(
+    peer: Peer, broker: KafkaCluster, tmp: Path
+) -> tuple[list[Record], list[dict[str, Any]], str]:
+    """Two lines, polled and acknowledged, then a line over the topic's max.message.bytes
+    (but under the producer's max.request.size, so the broker refuses it): the records, the
+    offsets committed once the failed connector is stopped, and the trace's first line."""
+    suffix = uuid.uuid4().hex[:8]
+    name, topic = f"src-brk-{suffix}", f"src-brk-{suffix}"
+    broker.create_topic(topic, 1, {"max.message.bytes": "1000"})
+    source = tmp / f"{name}.txt"
+    source.write_text("a\nb\n")
+    config = {
+        "connector.class": SOURCE,
+        "file": str(source),
+        "topic": topic,
+        "tasks.max": "1",
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "producer.override.max.request.size": "100000",
+        "errors.tolerance": "none",
+    }
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            read_records(broker.bootstrap_servers, topic, 2)  # the first poll is acknowledged
+            with source.open("a") as appended:
+                appended.write("c" * 3000 + "\n")
+            status = wait_for(lambda: _task_state(client, name, "FAILED"), 90, f"{peer.name}")
+            trace = (status["tasks"][0].get("trace") or "").split("\n", 1)[0]
+            records = read_records(broker.bootstrap_servers, topic, 2)
+            assert client.put(f"/connectors/{name}/stop").status_code == 204
+            wait_for(lambda: _stopped(client, name), 90, f"{peer.name} STOPPED")
+            response = client.get(f"/connectors/{name}/offsets")
+            assert response.status_code == 200, response.text
+            offsets: list[dict[str, Any]] = response.json()["offsets"]
+        finally:
+            delete(client, name)
+    for entry in offsets:  # the file's path differs between the runs
+        entry["partition"] = {"filename": Path(entry["partition"]["filename"]).suffix}
+    return records, offsets, trace
+
+
+def test_a_record_the_broker_refuses_fails_the_task_after_committing_those_acknowledged_before(
+    slow_commit_peers: tuple[Peer, Peer], apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    copycat, kafka_connect = slow_commit_peers
+    ours = _run_broker_refusal(copycat, apache_kafka, tmp_path)
+    theirs = _run_broker_refusal(kafka_connect, apache_kafka, tmp_path)
+
+    assert [value for _key, value, _headers in theirs[0]] == [b"a", b"b"]
+    assert differences(ours[0], theirs[0]) == []
+    assert theirs[1] == [{"partition": {"filename": ".txt"}, "offset": {"position": 4}}]
+    assert ours[1] == theirs[1]
+    # Both fail on the send's failure (the traces' wording is each implementation's own).
+    assert theirs[2].endswith("Unrecoverable exception from producer send callback"), theirs[2]
+    assert ours[2].startswith("core.kafka.KafkaClientError: task "), ours[2]
+    assert "Broker: Message size too large" in ours[2], ours[2]
