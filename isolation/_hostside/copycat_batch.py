@@ -246,7 +246,7 @@ class ProducedBatch(_Columns):
 
     ``seq`` is the first record's sequence number (the rest follow on: a task's acks name
     records by it). ``topics``: a record that the SMT chain dropped, or whose tolerated failure
-    was reported, has topic None (its source offset still counts). ``keys`` and ``headers``
+    was reported, has topic None (its source offset is not committed). ``keys`` and ``headers``
     are None when no record has one; ``values`` is always a list.
     """
 

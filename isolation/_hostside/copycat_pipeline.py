@@ -242,9 +242,11 @@ class SourceRunner:
 
         ``batch`` is the :meth:`ProducedBatch.wire` of the converted records, one per record
         polled, in order. A record the SMT chain dropped, or whose conversion failed and was
-        tolerated, has topic ``None``: its source offset still counts, as in Kafka Connect.
-        ``offsets`` holds ``(source partition, source offset)`` of the batch's last record per
-        partition: the worker commits offsets a whole batch at a time, so it needs no more. A
+        tolerated, has topic ``None``, and its source offset does not count: Kafka Connect
+        drops such a record before it tracks its offset, so only a later record of its source
+        partition that is sent moves the committed offset past it. ``offsets`` holds
+        ``(source partition, source offset)`` of the batch's last record sent per partition:
+        the worker commits offsets a whole batch at a time, so it needs no more. A
         failure is ``(seq, description, stage, class, exception class, message, stack trace)``.
         A boundary is ``(record index, "commit" | "abort", offsets up to that record)``.
         """
@@ -288,6 +290,7 @@ class SourceRunner:
         if self.wants_acks:
             self._in_flight.update(zip(range(seq, seq + size), records, strict=True))
         failures: list[tuple[Any, ...]] = []
+        dropped: list[int] = []
         batch = None
         if self._by_column:
             if type(records) is SourceRecordBatch:
@@ -296,13 +299,14 @@ class SourceRunner:
                 batch = self._convert_columns(seq, records)
         if batch is None:
             try:
-                batch = self._convert_rows(seq, records, failures)
+                batch = self._convert_rows(seq, records, failures, dropped)
             except _StoppedAt as stop:
                 # errors.tolerance=none: the records before the failing one are sent (as
                 # Kafka's sendRecords() has sent them), the failure is reported, and the
                 # worker fails the task.
                 batch, records = stop.batch, list(itertools.islice(records, stop.index))
-        offsets = _last_offsets(self.task, records) if records else []
+        sent = _without(records, dropped) if dropped else records
+        offsets = _last_offsets(self.task, sent) if sent else []
         # Once per source partition per poll, before any of its records is produced: what the
         # worker would store. (A record's offset that a later one of its partition replaces
         # is never stored, as in Kafka, which validates at each flush.)
@@ -311,7 +315,7 @@ class SourceRunner:
         counts = errors.take_counts() if errors.failures else None
         if transactions is None:
             return batch.wire(), failures, offsets, [], poll_ms, counts
-        boundaries = _record_boundaries(self.task, transactions, records)
+        boundaries = _record_boundaries(self.task, transactions, records, dropped)
         for _index, _action, ends in boundaries:
             _check_offsets(self.task, records, ends)
         boundaries += batch_boundary(transactions, offsets)
@@ -387,9 +391,15 @@ class SourceRunner:
         )
 
     def _convert_rows(
-        self, seq: int, records: Sequence[SourceRecord], failures: list[tuple[Any, ...]]
+        self,
+        seq: int,
+        records: Sequence[SourceRecord],
+        failures: list[tuple[Any, ...]],
+        dropped: list[int],
     ) -> ProducedBatch:
-        """Transform and convert record by record; failures go to ``failures``.
+        """Transform and convert record by record; failures go to ``failures``, and the
+        index in ``records`` of each record not sent (dropped, or its failure tolerated) to
+        ``dropped``.
 
         Raises:
             _StoppedAt: a failure that is not tolerated, or a stop requested while a record
@@ -412,7 +422,10 @@ class SourceRunner:
                     if not self.errors.tolerate_all:
                         raise _StoppedAt(index - seq, _rows_batch(seq, rows)) from None
                     row = None
-            rows.append(_DROPPED if row is None else row)
+            if row is None:
+                dropped.append(index - seq)
+                row = _DROPPED
+            rows.append(row)
         return _rows_batch(seq, rows)
 
     def _make_converter(self) -> Callable[[SourceRecord], tuple[Any, ...] | None]:
@@ -537,18 +550,23 @@ def _empty_poll(poll_ms: float | None, counts: tuple[int, int] | None) -> tuple[
 
 
 def _record_boundaries(
-    task: SourceTask, transactions: HostTransactionContext, records: Sequence[SourceRecord]
+    task: SourceTask,
+    transactions: HostTransactionContext,
+    records: Sequence[SourceRecord],
+    dropped: Sequence[int] = (),
 ) -> list[tuple[int, str, list[tuple[Any, Any]]]]:
     """The boundaries the task asked for after some of ``records``: ``(index, action, offsets
-    of the records up to it, the last per source partition)``, in record order (a
-    SourceRecordBatch's records are built here: the task named some of them)."""
+    of the records up to it, the last sent per source partition)``, in record order (a
+    SourceRecordBatch's records are built here: the task named some of them). The records
+    at the indexes ``dropped`` were not sent: a boundary after one counts, its offset not."""
     if not transactions.any_record_requests:
         return []
     boundaries: list[tuple[int, str, list[tuple[Any, Any]]]] = []
     ends: dict[Any, tuple[Any, Any]] = {}
+    unsent = set(dropped)
     for index, record in enumerate(records):
         partition = record.source_partition
-        if partition is not None:
+        if partition is not None and index not in unsent:
             if not isinstance(partition, Mapping):
                 _check_offsets(task, records, [(partition, None)])
             ends[freeze_partition(partition)] = (partition, record.source_offset)
@@ -556,6 +574,12 @@ def _record_boundaries(
         if action is not None:
             boundaries.append((index, action, list(ends.values())))
     return boundaries
+
+
+def _without(records: Sequence[SourceRecord], dropped: Sequence[int]) -> list[SourceRecord]:
+    """``records`` but those at the indexes ``dropped`` (ascending)."""
+    unsent = set(dropped)
+    return [record for index, record in enumerate(records) if index not in unsent]
 
 
 def _wrong_poll_result(records: object) -> str | None:

@@ -138,4 +138,25 @@ def test_a_transform_returning_no_record_is_tolerated_as_one_that_raised() -> No
     _batch, failures, offsets, *_ = runner.poll()
     assert [f[0] for f in failures] == [0, 1]
     assert "returned dict, not a SourceRecord or None" in failures[0][5]
-    assert offsets == [({"p": 0}, {"n": 1})]
+    # Skipped, so not sent: as in Kafka Connect, their source offsets are not committed.
+    assert offsets == []
+
+
+class _DropsX(Transformation[SourceRecord]):
+    def apply(self, record: SourceRecord) -> SourceRecord | None:
+        return None if record.value == "x" else record
+
+
+def test_each_partitions_offset_is_its_last_record_sent() -> None:
+    """As Kafka's sendRecords(), which tracks the offset of a record only once it is sent: a
+    dropped record after a sent one leaves that one's offset, a partition of dropped records
+    only has none."""
+    records = [
+        SourceRecord({"p": 0}, {"n": 0}, "t", value="a"),
+        SourceRecord({"p": 0}, {"n": 1}, "t", value="x"),
+        SourceRecord({"p": 1}, {"n": 0}, "t", value="x"),
+    ]
+    runner = SourceRunner(ListSource(records), _pipeline(TransformStage("drop", _DropsX())))
+    _batch, failures, offsets, *_ = runner.poll()
+    assert failures == []
+    assert offsets == [({"p": 0}, {"n": 0})]

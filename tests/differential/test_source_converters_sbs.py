@@ -1,0 +1,152 @@
+"""Source records that fail in a converter (or are dropped), on Copycat and on Apache Kafka
+Connect 4.1.1.
+
+A FileStreamSource on each worker, with the same config; once its task ran the connector is
+stopped and its committed source offsets (``GET /connectors/<name>/offsets``) and the records
+in its topic must be the same on both. Found by an exploratory comparison: under
+``errors.tolerance=all`` a record whose conversion failed is skipped on both, but Kafka does
+not commit its source offset (its sendRecords() drops it before it is submitted for offset
+tracking; only a later record of its source partition that is written moves the offset past
+it), where Copycat committed it. So after a restart, or once the converter is fixed, Kafka
+reads those lines again and Copycat had lost them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import Peer, Record, create, delete, differences, read_records
+from tests.support.kafka import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+INTEGER_CONVERTER = "org.apache.kafka.connect.converters.IntegerConverter"
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+
+
+def _running(client: httpx.Client, name: str) -> bool:
+    response = client.get(f"/connectors/{name}/status")
+    if response.status_code != 200:
+        return False
+    tasks = response.json()["tasks"]
+    assert not tasks or tasks[0]["state"] != "FAILED", response.text
+    return bool(tasks) and tasks[0]["state"] == "RUNNING"
+
+
+def _stopped(client: httpx.Client, name: str) -> bool:
+    response = client.get(f"/connectors/{name}/status")
+    return response.status_code == 200 and response.json()["connector"]["state"] == "STOPPED"
+
+
+def _polled(client: httpx.Client, name: str, count: int) -> bool:
+    """Copycat's ``GET /metrics`` counts ``count`` records polled by the task of ``name``."""
+    response = client.get("/metrics", headers={"Accept": "text/plain"})
+    assert response.status_code == 200, response.text
+    for line in response.text.splitlines():
+        if "source_record_poll_total{" in line and f'connector="{name}"' in line:
+            return float(line.rsplit(" ", 1)[1]) >= count
+    return False
+
+
+def _run(
+    peer: Peer,
+    broker: KafkaCluster,
+    tmp: Path,
+    lines: list[str],
+    settings: dict[str, str],
+    expected: int,
+) -> tuple[list[Record], list[dict[str, Any]]]:
+    """The connector's ``expected`` records (and any extra) and its committed offsets once
+    stopped. One poll returns the whole file: once a record of it is written, or on Copycat
+    once its metrics count every line polled, the task has handled every line."""
+    suffix = uuid.uuid4().hex[:8]
+    name, topic = f"src-conv-{suffix}", f"src-conv-{suffix}"
+    broker.create_topic(topic, 1)
+    source = tmp / f"{name}.txt"
+    source.write_text("".join(f"{line}\n" for line in lines))
+    config = {
+        "connector.class": SOURCE,
+        "file": str(source),
+        "topic": topic,
+        "tasks.max": "1",
+        "errors.tolerance": "all",
+        **settings,
+    }
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            wait_for(lambda: _running(client, name), 90, f"{peer.name} RUNNING")
+            if peer.name == "Copycat":
+                wait_for(lambda: _polled(client, name, len(lines)), 90, "every line polled")
+            records = read_records(broker.bootstrap_servers, topic, expected)
+            # A stop commits what the task finished: the poll it is in is finished with it.
+            assert client.put(f"/connectors/{name}/stop").status_code == 204
+            wait_for(lambda: _stopped(client, name), 90, f"{peer.name} STOPPED")
+            response = client.get(f"/connectors/{name}/offsets")
+            assert response.status_code == 200, response.text
+            offsets: list[dict[str, Any]] = response.json()["offsets"]
+        finally:
+            delete(client, name)
+    for entry in offsets:  # the file's path differs between the runs
+        entry["partition"] = {"filename": Path(entry["partition"]["filename"]).suffix}
+    return records, offsets
+
+
+def test_a_tolerated_converter_failure_commits_no_offset_of_its_own(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """Every line fails in the value converter: both skip them all, and commit no offset."""
+    lines = ["a", "b"]
+    settings = {"value.converter": INTEGER_CONVERTER}
+    theirs = _run(kafka_connect, apache_kafka, tmp_path, lines, settings, 0)
+    ours = _run(copycat, apache_kafka, tmp_path, lines, settings, 0)
+
+    assert theirs == ([], [])
+    assert ours == theirs
+
+
+def test_the_offset_stays_at_the_last_record_written_before_a_tolerated_failure(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """A line converted and written, then one that fails (TimestampConverter on text that is
+    no date): the committed offset is the written line's, not the file's end."""
+    lines = ["2024-01-02", "oops"]
+    settings = {
+        "transforms": "ts",
+        "transforms.ts.type": "org.apache.kafka.connect.transforms.TimestampConverter$Value",
+        "transforms.ts.format": "yyyy-MM-dd",
+        "transforms.ts.target.type": "Timestamp",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    }
+    theirs = _run(kafka_connect, apache_kafka, tmp_path, lines, settings, 1)
+    ours = _run(copycat, apache_kafka, tmp_path, lines, settings, 1)
+
+    assert [value for _key, value, _headers in theirs[0]] == [b"1704153600000"]
+    assert differences(ours[0], theirs[0]) == []
+    assert theirs[1] == [{"partition": {"filename": ".txt"}, "offset": {"position": 11}}]
+    assert ours[1] == theirs[1]
+
+
+def test_records_a_filter_drops_commit_no_offset(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """Kafka drops a filtered record where it drops one whose conversion failed: before it
+    is submitted for offset tracking. A Filter without predicate drops every line."""
+    settings = {
+        "transforms": "drop",
+        "transforms.drop.type": "org.apache.kafka.connect.transforms.Filter",
+        "value.converter": STRING_CONVERTER,
+    }
+    theirs = _run(kafka_connect, apache_kafka, tmp_path, ["a", "b"], settings, 0)
+    ours = _run(copycat, apache_kafka, tmp_path, ["a", "b"], settings, 0)
+
+    assert theirs == ([], [])
+    assert ours == theirs
