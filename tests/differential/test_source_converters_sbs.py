@@ -150,3 +150,60 @@ def test_records_a_filter_drops_commit_no_offset(
 
     assert theirs == ([], [])
     assert ours == theirs
+
+
+def _failed_trace(peer: Peer, broker: KafkaCluster, tmp: Path, settings: dict[str, str]) -> str:
+    """The status trace of a FileStreamSource task failed by ``settings`` (tolerance none)."""
+    suffix = uuid.uuid4().hex[:8]
+    name, topic = f"src-conv-{suffix}", f"src-conv-{suffix}"
+    broker.create_topic(topic, 1)
+    source = tmp / f"{name}.txt"
+    source.write_text("a\n")
+    config = {"connector.class": SOURCE, "file": str(source), "topic": topic, "tasks.max": "1"}
+    with peer.client() as client:
+        create(client, name, {**config, **settings})
+        try:
+
+            def failed() -> str | None:
+                response = client.get(f"/connectors/{name}/status")
+                tasks = response.json()["tasks"] if response.status_code == 200 else []
+                return tasks[0].get("trace") if tasks and tasks[0]["state"] == "FAILED" else None
+
+            trace: str = wait_for(failed, 90, f"{peer.name} FAILED")
+        finally:
+            delete(client, name)
+    return trace
+
+
+@pytest.mark.parametrize(
+    ("converter", "settings"),
+    [
+        ("LongConverter", {}),
+        (
+            "IntegerConverter",
+            {
+                "transforms": "hoist",
+                "transforms.hoist.type": "org.apache.kafka.connect.transforms.HoistField$Value",
+                "transforms.hoist.field": "line",
+            },
+        ),
+    ],
+)
+def test_a_number_converter_names_the_java_class_it_refused(
+    copycat: Peer,
+    kafka_connect: Peer,
+    apache_kafka: KafkaCluster,
+    tmp_path: Path,
+    converter: str,
+    settings: dict[str, str],
+) -> None:
+    """The converter's DataException, in the task's trace (and the error log), reads as
+    Kafka's: ``Failed to serialize to long (was class java.lang.String): ``."""
+    settings = {"value.converter": f"org.apache.kafka.connect.converters.{converter}", **settings}
+    theirs = _failed_trace(kafka_connect, apache_kafka, tmp_path, settings)
+    ours = _failed_trace(copycat, apache_kafka, tmp_path, settings)
+
+    cause = "org.apache.kafka.connect.errors.DataException: Failed to serialize to "
+    (message,) = [line.split(cause, 1)[1] for line in theirs.splitlines() if cause in line]
+    assert message.startswith(("long (was class java.lang.String): ", "integer (was class org"))
+    assert f"{cause}{message}" in ours

@@ -44,6 +44,7 @@ from plugin_api import (
     Schema,
     SchemaAndValue,
     Type,
+    java_class_name,
 )
 
 __all__ = [
@@ -94,7 +95,8 @@ class _NumberConverter(VersionedPlugin, Converter, HeaderConverter):
             value, int if self._INTEGRAL else (int, float)
         ):
             raise DataException(
-                f"Failed to serialize to {self.TYPE_NAME} (was {type(value).__name__}): "
+                f"Failed to serialize to {self.TYPE_NAME} "
+                f"(was class {java_class_name(value, schema)}): "
                 f"{type(self).__name__} expects a number"
             )
         try:
