@@ -152,13 +152,16 @@ def test_records_a_filter_drops_commit_no_offset(
     assert ours == theirs
 
 
-def _failed_trace(peer: Peer, broker: KafkaCluster, tmp: Path, settings: dict[str, str]) -> str:
-    """The status trace of a FileStreamSource task failed by ``settings`` (tolerance none)."""
+def _failed_trace(
+    peer: Peer, broker: KafkaCluster, tmp: Path, settings: dict[str, str], line: str = "a"
+) -> str:
+    """The status trace of a FileStreamSource task on a file of ``line``, failed by
+    ``settings`` (tolerance none)."""
     suffix = uuid.uuid4().hex[:8]
     name, topic = f"src-conv-{suffix}", f"src-conv-{suffix}"
     broker.create_topic(topic, 1)
     source = tmp / f"{name}.txt"
-    source.write_text("a\n")
+    source.write_text(f"{line}\n")
     config = {"connector.class": SOURCE, "file": str(source), "topic": topic, "tasks.max": "1"}
     with peer.client() as client:
         create(client, name, {**config, **settings})
@@ -207,3 +210,36 @@ def test_a_number_converter_names_the_java_class_it_refused(
     (message,) = [line.split(cause, 1)[1] for line in theirs.splitlines() if cause in line]
     assert message.startswith(("long (was class java.lang.String): ", "integer (was class org"))
     assert f"{cause}{message}" in ours
+
+
+@pytest.mark.parametrize(
+    ("spec", "converter", "refused"),
+    [
+        ("int32", "LongConverter", "long (was class java.lang.Integer): "),
+        ("int64", "IntegerConverter", "integer (was class java.lang.Long): "),
+        ("float32", "DoubleConverter", "double (was class java.lang.Float): "),
+    ],
+)
+def test_a_number_converter_refuses_a_number_its_schema_types_otherwise(
+    copycat: Peer,
+    kafka_connect: Peer,
+    apache_kafka: KafkaCluster,
+    tmp_path: Path,
+    spec: str,
+    converter: str,
+    refused: str,
+) -> None:
+    """Cast$Value makes the line ``1`` a number its schema types (INT32: a Java Integer):
+    Kafka's converter for another number type cannot serialize it and fails the task, where
+    Copycat's wrote it in its own width."""
+    settings = {
+        "transforms": "cast",
+        "transforms.cast.type": "org.apache.kafka.connect.transforms.Cast$Value",
+        "transforms.cast.spec": spec,
+        "value.converter": f"org.apache.kafka.connect.converters.{converter}",
+    }
+    cause = f"org.apache.kafka.connect.errors.DataException: Failed to serialize to {refused}"
+    theirs = _failed_trace(kafka_connect, apache_kafka, tmp_path, settings, "1")
+    assert cause in theirs
+    ours = _failed_trace(copycat, apache_kafka, tmp_path, settings, "1")
+    assert cause in ours

@@ -154,3 +154,36 @@ def test_kafka_class_names_and_entry_points() -> None:
     for cls in SCHEMAS:
         assert cls.__name__ in converters and cls.__name__ in headers
     assert "SimpleHeaderConverter" in headers
+
+
+@pytest.mark.parametrize(
+    ("converter", "schema", "value", "java"),
+    [
+        (LongConverter, OPTIONAL_INT32_SCHEMA, 1, "java.lang.Integer"),
+        (IntegerConverter, OPTIONAL_INT64_SCHEMA, 1, "java.lang.Long"),
+        (ShortConverter, OPTIONAL_INT32_SCHEMA, 1, "java.lang.Integer"),
+        (DoubleConverter, OPTIONAL_FLOAT32_SCHEMA, 1.5, "java.lang.Float"),
+        (FloatConverter, OPTIONAL_FLOAT64_SCHEMA, 1.5, "java.lang.Double"),
+        (DoubleConverter, OPTIONAL_INT32_SCHEMA, 1, "java.lang.Integer"),
+    ],
+)
+def test_a_value_its_schema_types_as_another_number_is_refused_as_kafka(
+    converter: type[LongConverter], schema: object, value: object, java: str
+) -> None:
+    """Kafka's serializer casts the Java object, which the schema's type says, so a
+    LongConverter refuses an INT32's Integer."""
+    c = converter()
+    c.configure({}, is_key=False)
+    with pytest.raises(DataException) as refused:
+        c.from_connect_data("t", schema, value)  # type: ignore[arg-type]
+    assert str(refused.value).startswith(
+        f"Failed to serialize to {c.TYPE_NAME} (was class {java}): "
+    )
+
+
+def test_a_value_with_no_or_a_matching_number_schema_is_written() -> None:
+    c = LongConverter()
+    c.configure({}, is_key=False)
+    assert c.from_connect_data("t", None, 1) == b"\x00" * 7 + b"\x01"
+    assert c.from_connect_data("t", OPTIONAL_INT64_SCHEMA, 1) == b"\x00" * 7 + b"\x01"
+    assert c.from_connect_data("t", STRING_SCHEMA, 1) == b"\x00" * 7 + b"\x01"

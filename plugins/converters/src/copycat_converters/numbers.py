@@ -14,12 +14,12 @@ DoubleConverter    OPTIONAL_FLOAT64    IEEE 754 double, big-endian (raw bits)
 BooleanConverter   OPTIONAL_BOOLEAN    one byte, 0x00 false / 0x01 true
 =================  ==================  ===========================================
 
-``None`` maps to ``None`` (a tombstone) both ways. As in Kafka the number converters
-ignore the schema they are given, and BooleanConverter rejects non-BOOLEAN schemas.
-Unlike Java's casts we accept an ``int`` for the float converters (Python has no
-boxed-type distinction to enforce) but reject ``bool`` for every number converter
-and integers outside the type's range, which Java's ``(Short) value`` cast would also
-refuse.
+``None`` maps to ``None`` (a tombstone) both ways. BooleanConverter rejects non-BOOLEAN
+schemas. A number converter refuses a value whose schema has another number type
+(INT8 ... FLOAT64), as Kafka's does: that schema's value is a Java ``Integer``, say, which
+``LongSerializer``'s cast refuses. A value with no schema (or a non-number one) has no
+such type: Python has no boxed-type distinction, so an ``int`` is taken by every number
+converter, within the type's range, and by the float converters too; ``bool`` by none.
 """
 
 from __future__ import annotations
@@ -58,6 +58,12 @@ __all__ = [
 
 _KAFKA_PACKAGE = "org.apache.kafka.connect.converters."
 
+# A value whose schema has one of these types is the Java Short ... Double it says: only
+# the converter of that type can serialize it in Kafka (its serializer's cast refuses others).
+_NUMBER_TYPES = frozenset(
+    {Type.INT8, Type.INT16, Type.INT32, Type.INT64, Type.FLOAT32, Type.FLOAT64}
+)
+
 # Kafka's NumberConverterConfig and BooleanConverterConfig hold only converter.type.
 _CONFIG_DEF = converter_config_def()
 
@@ -68,6 +74,7 @@ class _NumberConverter(VersionedPlugin, Converter, HeaderConverter):
     to_connect_data_reads_headers = False  # plugin_api 0.1.5
 
     TYPE_NAME: str
+    TYPE: Type
     SCHEMA: Schema
     _FORMAT: struct.Struct
     _INTEGRAL: bool
@@ -86,18 +93,18 @@ class _NumberConverter(VersionedPlugin, Converter, HeaderConverter):
         """Return the fixed-width big-endian encoding of ``value`` (``None`` for ``None``).
 
         Raises:
-            DataException: If ``value`` is not a number of this converter's kind or is
-                out of range.
+            DataException: If ``value`` is not a number of this converter's kind, its
+                schema has another number type, or it is out of range.
         """
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(
             value, int if self._INTEGRAL else (int, float)
         ):
-            raise DataException(
-                f"Failed to serialize to {self.TYPE_NAME} "
-                f"(was class {java_class_name(value, schema)}): "
-                f"{type(self).__name__} expects a number"
+            raise self._refused(value, schema, "expects a number")
+        if schema is not None and schema.type in _NUMBER_TYPES and schema.type is not self.TYPE:
+            raise self._refused(
+                value, schema, f"takes {self.TYPE.name} values, the schema is {schema.type.name}"
             )
         try:
             return self._FORMAT.pack(value)
@@ -105,6 +112,13 @@ class _NumberConverter(VersionedPlugin, Converter, HeaderConverter):
             raise DataException(
                 f"Failed to serialize to {self.TYPE_NAME}: {value!r} is out of range"
             ) from exc
+
+    def _refused(self, value: object, schema: Schema | None, why: str) -> DataException:
+        """Kafka's words for a value its serializer's cast refuses, then ours."""
+        return DataException(
+            f"Failed to serialize to {self.TYPE_NAME} "
+            f"(was class {java_class_name(value, schema)}): {type(self).__name__} {why}"
+        )
 
     def to_connect_data(
         self, topic: str, data: bytes | None, headers: Headers | None = None
@@ -139,6 +153,7 @@ class ShortConverter(_NumberConverter):
 
     KAFKA_CLASS_ALIASES = (_KAFKA_PACKAGE + "ShortConverter",)
     TYPE_NAME = "short"
+    TYPE = Type.INT16
     SCHEMA = OPTIONAL_INT16_SCHEMA
     _FORMAT = struct.Struct(">h")
     _INTEGRAL = True
@@ -149,6 +164,7 @@ class IntegerConverter(_NumberConverter):
 
     KAFKA_CLASS_ALIASES = (_KAFKA_PACKAGE + "IntegerConverter",)
     TYPE_NAME = "integer"
+    TYPE = Type.INT32
     SCHEMA = OPTIONAL_INT32_SCHEMA
     _FORMAT = struct.Struct(">i")
     _INTEGRAL = True
@@ -159,6 +175,7 @@ class LongConverter(_NumberConverter):
 
     KAFKA_CLASS_ALIASES = (_KAFKA_PACKAGE + "LongConverter",)
     TYPE_NAME = "long"
+    TYPE = Type.INT64
     SCHEMA = OPTIONAL_INT64_SCHEMA
     _FORMAT = struct.Struct(">q")
     _INTEGRAL = True
@@ -173,6 +190,7 @@ class FloatConverter(_NumberConverter):
 
     KAFKA_CLASS_ALIASES = (_KAFKA_PACKAGE + "FloatConverter",)
     TYPE_NAME = "float"
+    TYPE = Type.FLOAT32
     SCHEMA = OPTIONAL_FLOAT32_SCHEMA
     _FORMAT = struct.Struct(">f")
     _INTEGRAL = False
@@ -183,6 +201,7 @@ class DoubleConverter(_NumberConverter):
 
     KAFKA_CLASS_ALIASES = (_KAFKA_PACKAGE + "DoubleConverter",)
     TYPE_NAME = "double"
+    TYPE = Type.FLOAT64
     SCHEMA = OPTIONAL_FLOAT64_SCHEMA
     _FORMAT = struct.Struct(">d")
     _INTEGRAL = False
