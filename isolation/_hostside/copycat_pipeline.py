@@ -443,6 +443,14 @@ class SourceRunner:
             topic = record.topic
             headers = record._headers
             key, value = record.key, record.value
+            # Headers first, then key and value, as Kafka's sendRecords(): when more than
+            # one converter refuses the record, the header converter's error is reported.
+            raw_headers = None
+            if headers:
+                try:
+                    raw_headers = _encode_headers(hc, topic, headers)
+                except Exception as exc:
+                    raise StageFailure(HEADER_CONVERTER, hc, exc) from exc
             if kc is not None:
                 try:
                     key = kc.from_connect_data(topic, record.key_schema, key, headers)
@@ -453,8 +461,8 @@ class SourceRunner:
                     value = vc.from_connect_data(topic, record.value_schema, value, headers)
                 except Exception as exc:
                     raise StageFailure(VALUE_CONVERTER, vc, exc) from exc
-            raw_headers = None
-            if headers:
+            if headers is not None and len(headers) != (len(raw_headers) if raw_headers else 0):
+                # A key or value converter added headers (Converter.from_connect_data may).
                 try:
                     raw_headers = _encode_headers(hc, topic, headers)
                 except Exception as exc:

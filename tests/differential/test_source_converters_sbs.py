@@ -243,3 +243,26 @@ def test_a_number_converter_refuses_a_number_its_schema_types_otherwise(
     assert cause in theirs
     ours = _failed_trace(copycat, apache_kafka, tmp_path, settings, "1")
     assert cause in ours
+
+
+def test_a_source_records_headers_are_converted_before_its_key_and_value(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """Header and value converter both refuse the record: Kafka's sendRecords() converts
+    the headers first, so the header converter's error fails the task (stage
+    HEADER_CONVERTER in the error log), not the value converter's."""
+    settings = {
+        "transforms": "header",
+        "transforms.header.type": "org.apache.kafka.connect.transforms.InsertHeader",
+        "transforms.header.header": "h",
+        "transforms.header.value.literal": "x",
+        "header.converter": "org.apache.kafka.connect.converters.LongConverter",
+        "value.converter": INTEGER_CONVERTER,
+    }
+    cause = "org.apache.kafka.connect.errors.DataException: Failed to serialize to "
+    theirs = _failed_trace(kafka_connect, apache_kafka, tmp_path, settings)
+    assert f"{cause}long (was class java.lang.String)" in theirs
+    assert f"{cause}integer" not in theirs
+    ours = _failed_trace(copycat, apache_kafka, tmp_path, settings)
+    assert f"{cause}long (was class java.lang.String)" in ours
+    assert "HEADER_CONVERTER (org.apache.kafka.connect.converters.LongConverter)" in ours

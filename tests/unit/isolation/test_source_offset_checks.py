@@ -160,3 +160,27 @@ def test_each_partitions_offset_is_its_last_record_sent() -> None:
     _batch, failures, offsets, *_ = runner.poll()
     assert failures == []
     assert offsets == [({"p": 0}, {"n": 0})]
+
+
+class _AddsHeader(StringConverter):
+    def from_connect_data(
+        self, topic: str, schema: Any, value: object, headers: Any = None
+    ) -> bytes | None:
+        if headers is not None:
+            headers.add("added", "by-converter", None)
+        return super().from_connect_data(topic, schema, value, headers)
+
+
+def test_headers_a_value_converter_adds_are_sent_though_headers_convert_first() -> None:
+    """Headers are converted before key and value (as Kafka's sendRecords()), and again
+    when a converter added some (Converter.from_connect_data may)."""
+    header_converter = StringConverter()
+    header_converter.configure({}, is_key=None)
+    value_converter = _AddsHeader()
+    value_converter.configure({}, is_key=False)
+    runner = SourceRunner(ListSource([]), Pipeline(None, value_converter, header_converter, ()))
+    record = SourceRecord({"p": 0}, {"n": 0}, "t", value="v")
+    record.headers.add("given", "x", None)
+    row = runner._convert(record)
+    assert row is not None
+    assert row[4] == [("given", b"x"), ("added", b"by-converter")]
