@@ -227,10 +227,10 @@ class SourceRunner:
         self._by_column = not pipeline.stages
         self._next_seq = 0
         self._in_flight: dict[int, SourceRecord] = {}
-        # ``(first seq, batch)`` of the latest SourceRecordBatch polls, for
-        # :meth:`offsets_before`.
-        self._recent_polls: collections.deque[tuple[int, SourceRecordBatch]] = collections.deque(
-            maxlen=RECENT_POLLS_KEPT
+        # ``(first seq, batch, indexes of its records not sent)`` of the latest
+        # SourceRecordBatch polls, for :meth:`offsets_before`.
+        self._recent_polls: collections.deque[tuple[int, SourceRecordBatch, list[int]]] = (
+            collections.deque(maxlen=RECENT_POLLS_KEPT)
         )
         # Kafka calls commit_record() per acknowledged record; when the task keeps the no-op
         # default, neither the records nor their acks need to be kept or sent back.
@@ -285,12 +285,12 @@ class SourceRunner:
             return _empty_poll(poll_ms, None)
         seq = self._next_seq
         self._next_seq = seq + size
+        dropped: list[int] = []  # filled by _convert_rows
         if type(records) is SourceRecordBatch:
-            self._recent_polls.append((seq, records))
+            self._recent_polls.append((seq, records, dropped))
         if self.wants_acks:
             self._in_flight.update(zip(range(seq, seq + size), records, strict=True))
         failures: list[tuple[Any, ...]] = []
-        dropped: list[int] = []
         batch = None
         if self._by_column:
             if type(records) is SourceRecordBatch:
@@ -489,19 +489,21 @@ class SourceRunner:
         errors.wait(errors.backoff_s(self._poll_attempts))  # a stop ends it: nothing was polled
 
     def offsets_before(self, seq: int) -> list[tuple[Any, Any]] | None:
-        """``(source partition, source offset)`` of the record before record ``seq`` in its
-        poll (none when ``seq`` is the poll's first); None when that poll is not kept: only
+        """``(source partition, source offset)`` of the last record sent before record ``seq``
+        in its poll (none when no record before it in the poll was sent: the SMT chain dropped
+        them, or their failures were tolerated); None when that poll is not kept: only
         SourceRecordBatch polls are, see RECENT_POLLS_KEPT. The worker commits it when the
         producer refused record ``seq`` and the task fails (errors.tolerance=none): Kafka
         commits a source's offsets record by record, so the records acknowledged before the
         refused one count."""
-        for first, batch in self._recent_polls:
+        for first, batch, dropped in self._recent_polls:
             if first <= seq < first + len(batch):
-                before = seq - first
                 partition, offsets = batch.source_partition, batch.source_offsets
-                if not before or partition is None:
+                unsent = set(dropped)
+                last = next((i for i in range(seq - first - 1, -1, -1) if i not in unsent), None)
+                if last is None or partition is None:
                     return []
-                return [(partition, None if offsets is None else offsets[before - 1])]
+                return [(partition, None if offsets is None else offsets[last])]
         return None
 
     def acked(self, acks: Sequence[tuple[int, str | None, int, int, int | None]]) -> None:

@@ -184,3 +184,31 @@ def test_headers_a_value_converter_adds_are_sent_though_headers_convert_first() 
     row = runner._convert(record)
     assert row is not None
     assert row[4] == [("given", b"x"), ("added", b"by-converter")]
+
+
+def test_the_offset_before_a_refused_record_is_the_last_one_sent_before_it() -> None:
+    """offsets_before(seq) (the worker commits it when the producer refused record ``seq``
+    of a SourceRecordBatch poll and the task fails): a record the SMT chain dropped before
+    the refused one was never sent, so its offset is not the one committed."""
+    partition = {"filename": "f"}
+
+    class OneBatch(SourceTask):
+        def version(self) -> str:
+            return "1"
+
+        def start(self, props: Mapping[str, str]) -> None:
+            pass
+
+        def poll(self) -> SourceRecordBatch:
+            offsets = [{"position": n} for n in range(4)]
+            return SourceRecordBatch(partition, offsets, "t", ["a", "x", "b", "x"])
+
+        def stop(self) -> None:
+            pass
+
+    runner = SourceRunner(OneBatch(), _pipeline(TransformStage("drop", _DropsX())))
+    runner.poll()  # seqs 0-3: "x" at 1 and 3 dropped
+    assert runner.offsets_before(3) == [(partition, {"position": 2})]
+    assert runner.offsets_before(2) == [(partition, {"position": 0})]
+    assert runner.offsets_before(1) == [(partition, {"position": 0})]
+    assert runner.offsets_before(0) == []
