@@ -117,6 +117,44 @@ class ConnectorOffsetStores:
                 key_forms=self.worker_key_forms,
                 written_forms=self.worker_written_forms,
             )
+        client = self._ensure_topic(connector, connector_props, topic)
+        backing = KafkaOffsetBackingStore(
+            topic,
+            client,
+            ClusterKeys(None),
+            read_committed=True,
+            name=f"offsets-{connector}",
+            flush_timeout_s=int(self.config.get("offset.flush.timeout.ms")) / 1000,
+        )
+        backing.start(CONNECTOR_TOPIC_READ_TIMEOUT_S)
+        return TaskOffsetStore(
+            OffsetStorage(backing),
+            self.worker_store,
+            topic=topic,
+            key_forms=backing.key_forms,
+            written_forms=backing.written_forms,
+            on_close=backing.stop,
+        )
+
+    def check_connector_topic(self, connector: str, connector_props: Mapping[str, str]) -> None:
+        """Before source connector ``connector``'s instance starts: create its own offsets
+        topic if missing, and check it is compacted, as Kafka's WorkerConnector starts the
+        connector's offset store first (a bad topic fails the connector, which then makes no
+        task configs). Nothing to do without a topic of its own.
+
+        Raises:
+            ConfigException: the topic exists and is not compacted.
+            ConnectException: it could not be created.
+        """
+        topic = self.own_topic(connector_props)
+        if topic is not None and topic != self.worker_topic:
+            self._ensure_topic(connector, connector_props, topic)
+
+    def _ensure_topic(
+        self, connector: str, connector_props: Mapping[str, str], topic: str
+    ) -> dict[str, Any]:
+        """Create ``topic`` if missing and check its compaction; the client settings that
+        reach it (the worker's, with the connector's ``admin.override.*`` keys)."""
         client = {
             **self.client_props,
             **{
@@ -138,23 +176,7 @@ class ConnectorOffsetStores:
             ],
             check_compaction=bool(self.config.get("internal.topics.compaction.check.enable")),
         )
-        backing = KafkaOffsetBackingStore(
-            topic,
-            client,
-            ClusterKeys(None),
-            read_committed=True,
-            name=f"offsets-{connector}",
-            flush_timeout_s=int(self.config.get("offset.flush.timeout.ms")) / 1000,
-        )
-        backing.start(CONNECTOR_TOPIC_READ_TIMEOUT_S)
-        return TaskOffsetStore(
-            OffsetStorage(backing),
-            self.worker_store,
-            topic=topic,
-            key_forms=backing.key_forms,
-            written_forms=backing.written_forms,
-            on_close=backing.stop,
-        )
+        return client
 
 
 def write_offsets_in_transaction(

@@ -254,6 +254,7 @@ class StandaloneHerder(WorkerHerder):
             client_props=client,
             override_policy=self.override_policy,
             task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
+            source_offsets_check=stores.check_connector_topic,
             metrics=self.metrics,
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested

@@ -549,6 +549,7 @@ class Worker:
         status: StatusStore | None = None,
         clients: KafkaClients | None = None,
         task_offsets: Callable[[TaskSpec], TaskOffsetStore] | None = None,
+        source_offsets_check: Callable[[str, Mapping[str, str]], None] | None = None,
         override_policy: ConnectorClientConfigOverridePolicy | None = None,
         metrics: Metrics | None = None,
     ) -> None:
@@ -557,16 +558,19 @@ class Worker:
         the tasks' Kafka clients (tests, embedding), which runs every task's data path in the
         worker (``task.data.path=worker``): a plugin host makes confluent-kafka clients of its
         own. ``task_offsets`` makes a source task's offset store when it is not simply
-        ``offsets`` (connectors' own offsets topics, see :mod:`core.offset_topics`).
-        ``override_policy`` is checked again when a task's clients are configured (default:
-        All, see :mod:`core.client_overrides`). ``metrics``: the registry this worker's
-        metrics go to (the herder's, with its reporters); else one of its own."""
+        ``offsets`` (connectors' own offsets topics, see :mod:`core.offset_topics`);
+        ``source_offsets_check`` is called with a source connector's name and config before
+        its instance starts (its own offsets topic created and checked: raising fails the
+        connector). ``override_policy`` is checked again when a task's clients are
+        configured (default: All, see :mod:`core.client_overrides`). ``metrics``: the registry
+        this worker's metrics go to (the herder's, with its reporters); else one of its own."""
         if not isinstance(config, WorkerConfig):
             config = WorkerConfig.from_properties(config)
         self.worker_id = worker_id
         self.config = config
         self.catalogue = catalogue
         self.offsets = offsets
+        self._source_offsets_check = source_offsets_check
         self.client_props = dict(client_props)
         # Traces are scrubbed before any store sees them (the status topic is read by every
         # worker of the group, which cannot scrub values it never resolved).
@@ -696,6 +700,10 @@ class Worker:
             self._restart_policy(props, plugin)
             self._hold_connector(name, plugin, plugin.version)
             held = plugin.version
+            if plugin.kind == "source" and self._source_offsets_check is not None:
+                # Kafka's WorkerConnector starts a source connector's offset store before the
+                # connector: a bad offsets topic of its own fails the connector.
+                self._source_offsets_check(name, props)
             host = self._spawn_connector_host(name, plugin, props)
             handle = host.new(plugin.target)
             try:

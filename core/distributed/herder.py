@@ -299,6 +299,7 @@ class DistributedHerder(Rebalancing, HerderApi):
             override_policy=self.override_policy,
             status=self.statuses,
             task_offsets=lambda spec: stores.store_for(spec.connector, spec.connector_config),
+            source_offsets_check=stores.check_connector_topic,
             metrics=self.metrics,
         )
         worker.on_reconfiguration_requested = self._reconfiguration_requested

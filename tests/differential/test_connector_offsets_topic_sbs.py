@@ -1,0 +1,103 @@
+"""A source connector's own offsets topic (``offsets.storage.topic``, KIP-618) on Copycat and
+Apache Kafka Connect 4.1.1 distributed workers side by side (exactly-once support off).
+
+* The connector's topic exists and is not compacted: Kafka's WorkerConnector starts the
+  connector's offset store (its ``OffsetStorageReader``) before the connector itself, so the
+  *connector* is FAILED, with the ConfigException naming the topic, and it never makes task
+  configs. Copycat ran the connector and failed its task instead (the connector showed
+  RUNNING).
+
+Found by an exploratory side-by-side run; the same run found these the same on both: the topic
+created compacted with the worker's offsets partitions and replication; every offset written to
+the connector's topic and copied to the worker's, byte for byte; GET, PATCH and DELETE of a
+stopped connector's offsets; ``offsets.storage.topic`` empty or blank refused with the same
+message; the worker's config or status topic accepted.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import (
+    SCENARIO_TIMEOUT_S,
+    DistributedPeers,
+    Peer,
+    create,
+    delete,
+    distributed_peers,
+)
+from tests.support.kafka import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"
+
+
+@pytest.fixture(scope="module")
+def workers(
+    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DistributedPeers]:
+    with distributed_peers(
+        apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory
+    ) as peers:
+        yield peers
+
+
+def _source(tmp: Path, peer: Peer, name: str, offsets_topic: str) -> dict[str, str]:
+    source = tmp / f"{name}-{peer.name.replace(' ', '-')}.txt"
+    source.write_text("a\nb\n")
+    return {
+        "connector.class": FILE_SOURCE,
+        "file": str(source),
+        "topic": f"{name}-{uuid.uuid4().hex[:8]}",
+        "tasks.max": "1",
+        "offsets.storage.topic": offsets_topic,
+    }
+
+
+def _until_failed(client: httpx.Client, name: str) -> dict[str, Any]:
+    def failed() -> dict[str, Any] | None:
+        response = client.get(f"/connectors/{name}/status")
+        if response.status_code != 200:
+            return None
+        status: dict[str, Any] = response.json()
+        states = [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
+        return status if "FAILED" in states else None
+
+    result: dict[str, Any] = wait_for(failed, SCENARIO_TIMEOUT_S, f"{name} FAILED")
+    return result
+
+
+def test_a_connector_topic_that_is_not_compacted_fails_the_connector(
+    workers: DistributedPeers, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    name = "own-offsets-not-compacted"
+    seen = {}
+    for peer in workers.both():
+        topic = f"offsets-delete-{uuid.uuid4().hex[:8]}"
+        apache_kafka.create_topic(topic, config={"cleanup.policy": "delete"})
+        with peer.client() as client:
+            create(client, name, _source(tmp_path, peer, name, topic))
+            try:
+                status = _until_failed(client, name)
+                tasks = client.get(f"/connectors/{name}/tasks").json()
+            finally:
+                delete(client, name)
+        trace = status["connector"].get("trace", "")
+        seen[peer.name] = (
+            status["connector"]["state"],
+            [t["state"] for t in status["tasks"]],
+            len(tasks),
+            trace.startswith(f"{CONFIG_EXCEPTION}: "),
+            f"'{topic}'" in trace and "'cleanup.policy=delete'" in trace,
+        )
+    assert seen["Copycat"] == seen["Kafka Connect"]
+    assert seen["Kafka Connect"] == ("FAILED", [], 0, True, True)
