@@ -171,7 +171,8 @@ class ConnectorOffsetStores:
                     topic,
                     int(self.config.get("offset.storage.partitions")),
                     int(self.config.get("offset.storage.replication.factor")),
-                    f"source offsets of connector {connector}",
+                    # Kafka's words for every offsets topic, the connector's included.
+                    "source connector offsets",
                 )
             ],
             check_compaction=bool(self.config.get("internal.topics.compaction.check.enable")),

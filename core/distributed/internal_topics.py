@@ -141,9 +141,9 @@ def _check_compaction(admin: AdminClient, topics: Sequence[InternalTopic]) -> No
             )
         policies = {p.strip().lower() for p in policy.split(",") if p.strip()}
         if policies != {COMPACT}:
+            # Kafka's TopicAdmin says it without the "Invalid value ... for configuration"
+            # prefix of a keyed ConfigException.
             raise ConfigException(
-                topic.config_key,
-                topic.name,
                 f"Topic '{topic.name}' supplied via the '{topic.config_key}' property is required "
                 f"to have '{'cleanup.policy'}={COMPACT}' to guarantee consistency and durability "
                 f"of {topic.purpose}, but found the topic currently has "

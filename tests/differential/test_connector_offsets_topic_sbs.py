@@ -5,7 +5,9 @@ Apache Kafka Connect 4.1.1 distributed workers side by side (exactly-once suppor
   connector's offset store (its ``OffsetStorageReader``) before the connector itself, so the
   *connector* is FAILED, with the ConfigException naming the topic, and it never makes task
   configs. Copycat ran the connector and failed its task instead (the connector showed
-  RUNNING).
+  RUNNING), and its message began ``Invalid value <topic> for configuration
+  offsets.storage.topic:`` (Kafka's TopicAdmin has no such prefix, for any internal topic)
+  and said "source offsets of connector <name>" where Kafka says "source connector offsets".
 
 Found by an exploratory side-by-side run; the same run found these the same on both: the topic
 created compacted with the worker's offsets partitions and replication; every offset written to
@@ -38,7 +40,7 @@ from tests.support.kafka import wait_for
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
-CONFIG_EXCEPTION = "org.apache.kafka.common.config.ConfigException"
+WORKER_KEY, CONNECTOR_KEY = "'offset.storage.topic'", "'offsets.storage.topic'"
 
 
 @pytest.fixture(scope="module")
@@ -96,8 +98,9 @@ def test_a_connector_topic_that_is_not_compacted_fails_the_connector(
             status["connector"]["state"],
             [t["state"] for t in status["tasks"]],
             len(tasks),
-            trace.startswith(f"{CONFIG_EXCEPTION}: "),
-            f"'{topic}'" in trace and "'cleanup.policy=delete'" in trace,
+            # Kafka 4.1.1 names the worker's key here (its KAFKA-20430, fixed later, names the
+            # connector's): Copycat names the key the user set.
+            trace.splitlines()[0].replace(topic, "<topic>").replace(WORKER_KEY, CONNECTOR_KEY),
         )
     assert seen["Copycat"] == seen["Kafka Connect"]
-    assert seen["Kafka Connect"] == ("FAILED", [], 0, True, True)
+    assert seen["Kafka Connect"][:3] == ("FAILED", [], 0)
