@@ -15,7 +15,6 @@ object the worker hands around.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
@@ -111,12 +110,14 @@ def _unique_aliases(name: str, value: Any) -> None:
 
 
 def _regex(name: str, value: Any) -> None:
+    """A topic creation group's include/exclude entry: Java's syntax, matched against whole
+    topic names as Kafka's ``TopicCreationGroup`` does (:mod:`core.topic_names`)."""
     if not value:
         return
     try:
-        re.compile(value)
-    except re.error as exc:
-        raise ConfigException(name, value, f"Not a valid regular expression: {exc}") from None
+        compile_topics_regex(value)
+    except JavaRegexError as exc:
+        raise ConfigException(name, value, f"Syntax error in regular expression: {exc}") from None
 
 
 def _topics_regex(name: str, value: Any) -> None:
@@ -146,14 +147,17 @@ def _regex_list(name: str, value: Any) -> None:
 def _replication_factor(name: str, value: Any) -> None:
     if value is not None and value != -1 and value < 1:
         raise ConfigException(
-            name, value, "Replication factor must be positive or -1 (broker default)"
+            name,
+            value,
+            "Replication factor must be positive and not larger than the number of brokers in "
+            "the Kafka cluster, or -1 to use the broker's default",
         )
 
 
 def _partitions(name: str, value: Any) -> None:
     if value is not None and value != -1 and value < 1:
         raise ConfigException(
-            name, value, "Number of partitions must be positive or -1 (broker default)"
+            name, value, "Number of partitions must be positive, or -1 to use the broker's default"
         )
 
 
@@ -590,7 +594,9 @@ def _aliases(props: Mapping[str, object], key: str) -> list[str]:
 
 
 def _uses_topic_creation(props: Mapping[str, object]) -> bool:
-    return any(k.startswith(_TOPIC_CREATION_PREFIX) and k != "topic.creation.groups" for k in props)
+    """Kafka's ``SourceConnectorConfig.usesTopicCreation``: any ``topic.creation.*`` key,
+    ``topic.creation.groups`` included (the default group's settings are then required)."""
+    return any(k.startswith(_TOPIC_CREATION_PREFIX) for k in props)
 
 
 def connector_config_def(
@@ -675,7 +681,8 @@ def connector_config_def(
                 prefix + "include",
                 _T.LIST,
                 ".*" if is_default else "",
-                _regex_list,
+                # Kafka drops the default group's include and exclude unread.
+                None if is_default else _regex_list,
                 _LOW,
                 "Regexes of the topics this group applies to.",
                 group,
@@ -687,7 +694,7 @@ def connector_config_def(
                 prefix + "exclude",
                 _T.LIST,
                 "",
-                _regex_list,
+                None if is_default else _regex_list,
                 _LOW,
                 "Regexes of topics excluded from this group (wins over include).",
                 group,

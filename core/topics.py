@@ -1,10 +1,13 @@
 """Topic creation for source connectors (KIP-158: ``topic.creation.*``).
 
 When the worker has ``topic.creation.enable=true`` (the default) and a source connector sets
-``topic.creation.default.replication.factor`` and ``.partitions``, a topic the connector writes
-to for the first time is created with the settings of the first group whose include regexes
-match it (and exclude ones don't), falling back to ``default``. Existing topics are left alone,
-as in Kafka Connect.
+any ``topic.creation.*`` key (validation then requires
+``topic.creation.default.replication.factor`` and ``.partitions``), a topic the connector
+writes to for the first time is created with the settings of the first group whose include
+regexes match its whole name (and exclude ones don't), falling back to ``default``. The
+regexes are Java's syntax (:func:`core.topic_names.compile_topics_regex`); the default
+group's include and exclude are ignored, as Kafka Connect ignores them. Existing topics are
+left alone, as in Kafka Connect.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
 from core.kafka import wrap_kafka_error
+from core.topic_names import compile_topics_regex
 
 log = logging.getLogger("copycat.topics")
 
 # Seconds to wait for the controller to create a topic before the task fails.
 CREATE_TIMEOUT_S = 30.0
 _GROUP_KEYS = ("include", "exclude", "replication.factor", "partitions")
+_PREFIX = "topic.creation."
 
 
 @dataclass(frozen=True)
@@ -43,13 +48,14 @@ class TopicGroup:
 
 
 def _patterns(raw: str) -> tuple[re.Pattern[str], ...]:
-    return tuple(re.compile(p.strip()) for p in raw.split(",") if p.strip())
+    return tuple(compile_topics_regex(p.strip()) for p in raw.split(",") if p.strip())
 
 
 def topic_groups(props: Mapping[str, str]) -> list[TopicGroup]:
-    """The connector's topic creation groups, most specific first, ``default`` last."""
+    """The connector's topic creation groups, most specific first, ``default`` last; none
+    when no key starts with ``topic.creation.`` (Kafka's ``usesTopicCreation``)."""
     prefix = "topic.creation.default."
-    if prefix + "partitions" not in props and prefix + "replication.factor" not in props:
+    if not any(k.startswith(_PREFIX) for k in props):
         return []
     default_rf = int(props.get(prefix + "replication.factor", "-1"))
     default_parts = int(props.get(prefix + "partitions", "-1"))
@@ -65,8 +71,8 @@ def topic_groups(props: Mapping[str, str]) -> list[TopicGroup]:
         groups.append(
             TopicGroup(
                 name=name,
-                include=_patterns(props.get(gp + "include", ".*" if name == "default" else "")),
-                exclude=_patterns(props.get(gp + "exclude", "")),
+                include=_patterns(".*" if name == "default" else props.get(gp + "include", "")),
+                exclude=_patterns("" if name == "default" else props.get(gp + "exclude", "")),
                 replication_factor=int(props.get(gp + "replication.factor", default_rf)),
                 partitions=int(props.get(gp + "partitions", default_parts)),
                 configs=configs,
