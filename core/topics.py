@@ -119,5 +119,6 @@ class TopicCreator:
             )
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise wrap_kafka_error(exc, f"could not create topic {topic!r}") from exc
+                # Kafka's TopicAdmin.createOrFindTopics words, the broker's reason after.
+                raise wrap_kafka_error(exc, f"Unable to create topic(s) '{topic}'") from exc
         self._known.add(topic)

@@ -152,3 +152,42 @@ def test_invalid_settings_are_refused_with_kafkas_reason(
     reason = theirs[1].split(": ", 1)[1] if theirs[1].startswith("Invalid") else theirs[1]
     assert reason in ours[1], (ours, theirs)
     assert key in ours[1], ours
+
+
+def _failed_trace(client: Any, name: str) -> str:
+    def failed() -> str | None:
+        response = client.get(f"/connectors/{name}/status")
+        tasks = response.json().get("tasks", []) if response.status_code == 200 else []
+        return next((t["trace"] for t in tasks if t["state"] == "FAILED"), None)
+
+    trace: str = wait_for(failed, 90, f"{name} task FAILED")
+    return trace
+
+
+def test_a_topic_the_broker_refuses_fails_the_task_with_kafkas_words(
+    copycat: Peer, kafka_connect: Peer, tmp_path: Path
+) -> None:
+    tag = uuid.uuid4().hex[:6]
+    reasons = {}
+    for peer, side in ((copycat, "cc"), (kafka_connect, "kc")):
+        name = f"tc-refused-topic-{side}{tag}"
+        source = tmp_path / f"{name}.txt"
+        source.write_text("a\n")
+        config = {
+            "connector.class": SOURCE,
+            "file": str(source),
+            "topic": f"tc-{side}{tag}-bogus",
+            "tasks.max": "1",
+            **DEFAULTS,
+            "topic.creation.default.cleanup.policy": "bogus",
+        }
+        with peer.client() as client:
+            create(client, name, config)
+            try:
+                first_line = _failed_trace(client, name).splitlines()[0]
+            finally:
+                delete(client, name)
+        # The exception's class differs (Java's ConnectException, Copycat's own); the words
+        # after it are compared, with the side's topic name made the same.
+        reasons[peer.name] = first_line.split(": ", 1)[1].replace(f"tc-{side}", "tc-XX")
+    assert reasons["Copycat"] == reasons["Kafka Connect"], reasons
