@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer
+from tests.support.differential import DistributedPeers, Peer, distributed_peers
 from tests.support.kafka_connect import KafkaConnect
 from tests.support.rest import RestWorker
 
@@ -62,3 +62,14 @@ def copycat(
         extra,
     ) as worker:
         yield Peer("Copycat", worker.url)
+
+
+@pytest.fixture(scope="module")
+def distributed_pair(
+    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DistributedPeers]:
+    """One distributed worker of each implementation, for the module's tests."""
+    with distributed_peers(
+        apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory
+    ) as peers:
+        yield peers

@@ -19,7 +19,6 @@ message; the worker's config or status topic accepted.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,6 @@ from tests.support.differential import (
     Peer,
     create,
     delete,
-    distributed_peers,
 )
 from tests.support.kafka import wait_for
 
@@ -41,16 +39,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
 FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 WORKER_KEY, CONNECTOR_KEY = "'offset.storage.topic'", "'offsets.storage.topic'"
-
-
-@pytest.fixture(scope="module")
-def workers(
-    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DistributedPeers]:
-    with distributed_peers(
-        apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory
-    ) as peers:
-        yield peers
 
 
 def _source(tmp: Path, peer: Peer, name: str, offsets_topic: str) -> dict[str, str]:
@@ -79,11 +67,11 @@ def _until_failed(client: httpx.Client, name: str) -> dict[str, Any]:
 
 
 def test_a_connector_topic_that_is_not_compacted_fails_the_connector(
-    workers: DistributedPeers, apache_kafka: KafkaCluster, tmp_path: Path
+    distributed_pair: DistributedPeers, apache_kafka: KafkaCluster, tmp_path: Path
 ) -> None:
     name = "own-offsets-not-compacted"
     seen = {}
-    for peer in workers.both():
+    for peer in distributed_pair.both():
         topic = f"offsets-delete-{uuid.uuid4().hex[:8]}"
         apache_kafka.create_topic(topic, config={"cleanup.policy": "delete"})
         with peer.client() as client:

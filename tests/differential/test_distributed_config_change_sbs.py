@@ -16,27 +16,15 @@ here (the answers are the leader's, on both).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import DistributedPeers, distributed_peers, running_file_source
+from tests.support.differential import DistributedPeers, running_file_source
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
-
-
-@pytest.fixture(scope="module")
-def workers(
-    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DistributedPeers]:
-    with distributed_peers(
-        apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory
-    ) as peers:
-        yield peers
 
 
 def _answer(response: httpx.Response) -> tuple[int, Any]:
@@ -49,12 +37,12 @@ def _answer(response: httpx.Response) -> tuple[int, Any]:
     ids=["name removed", "name removed with another change"],
 )
 def test_patch_removing_the_name_is_refused(
-    workers: DistributedPeers, tmp_path: Path, patch: dict[str, str | None]
+    distributed_pair: DistributedPeers, tmp_path: Path, patch: dict[str, str | None]
 ) -> None:
     """Kafka validates the merged config without a name: 400, and the stored config stays."""
     name = f"config-change-unname-{len(patch)}"
     answers = {}
-    for peer in workers.both():
+    for peer in distributed_pair.both():
         with peer.client() as client, running_file_source(client, name, tmp_path, name):
             before = client.get(f"/connectors/{name}/config").json()
             answer = _answer(client.patch(f"/connectors/{name}/config", json=patch))
@@ -74,14 +62,14 @@ REFUSED = {
 
 @pytest.mark.parametrize("case", list(REFUSED))
 def test_refused_change_leaves_the_running_connector_alone(
-    workers: DistributedPeers, tmp_path: Path, case: str
+    distributed_pair: DistributedPeers, tmp_path: Path, case: str
 ) -> None:
     """A refused PUT or PATCH on a RUNNING connector: the same 400 on both, and the connector
     keeps its config, its task config and its state."""
     method, change = REFUSED[case]
     name = f"config-change-refused-{list(REFUSED).index(case)}"
     answers = {}
-    for peer in workers.both():
+    for peer in distributed_pair.both():
         with peer.client() as client, running_file_source(client, name, tmp_path, name):
             before = client.get(f"/connectors/{name}/tasks").json()
             config = client.get(f"/connectors/{name}/config").json()

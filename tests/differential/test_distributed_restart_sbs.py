@@ -16,25 +16,13 @@ here (the checks come before any forwarding, on both).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import DistributedPeers, distributed_peers, running_file_source
+from tests.support.differential import DistributedPeers, running_file_source
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
-
-
-@pytest.fixture(scope="module")
-def workers(
-    apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[DistributedPeers]:
-    with distributed_peers(
-        apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory
-    ) as peers:
-        yield peers
 
 
 UNKNOWN = [
@@ -49,10 +37,10 @@ UNKNOWN = [
 
 @pytest.mark.parametrize(("method", "suffix"), UNKNOWN, ids=[f"{m} {s}" for m, s in UNKNOWN])
 def test_unknown_connector_answers_are_kafkas(
-    workers: DistributedPeers, method: str, suffix: str
+    distributed_pair: DistributedPeers, method: str, suffix: str
 ) -> None:
     answers = {}
-    for peer in workers.both():
+    for peer in distributed_pair.both():
         with peer.client() as client:
             response = client.request(method, f"/connectors/restart-unknown{suffix}")
         answers[peer.name] = (response.status_code, response.json())
@@ -70,13 +58,13 @@ QUERIES = [
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_restart_query_values_are_read_as_kafka_reads_them(
-    workers: DistributedPeers, tmp_path: Path, query: str
+    distributed_pair: DistributedPeers, tmp_path: Path, query: str
 ) -> None:
     """Which restart a query asks for shows in the answer: 204 (the instance only) or 202
     with RESTARTING on what is planned (on a RUNNING connector, only with onlyFailed=false)."""
     name = f"restart-query-{QUERIES.index(query)}"
     answers = {}
-    for peer in workers.both():
+    for peer in distributed_pair.both():
         with peer.client() as client, running_file_source(client, name, tmp_path, "restart-query"):
             response = client.post(f"/connectors/{name}/restart?{query}")
         body = response.json() if response.status_code == 202 else None
@@ -92,11 +80,13 @@ def test_restart_query_values_are_read_as_kafka_reads_them(
 @pytest.mark.parametrize(
     "query", ["connectorsOnly=%20true", "connectorsOnly=false&connectorsOnly=true"]
 )
-def test_connectors_only_is_read_as_kafka_reads_it(workers: DistributedPeers, query: str) -> None:
+def test_connectors_only_is_read_as_kafka_reads_it(
+    distributed_pair: DistributedPeers, query: str
+) -> None:
     """The other boolean query parameter, read the same way: whether the plugin list holds
     only connectors (the plugins themselves differ between the two)."""
     only_connectors = {}
-    for peer in workers.both():
+    for peer in distributed_pair.both():
         with peer.client() as client:
             response = client.get(f"/connector-plugins?{query}")
         assert response.status_code == 200, f"{peer.name}: {response.text}"
