@@ -23,6 +23,12 @@ from typing import Any, Protocol
 
 from plugin_api.connector import freeze_partition
 
+from core.stores.java_offsets import (
+    JavaOffsetsError,
+    looks_java_serialized,
+    read_offsets_map,
+    write_offsets_map,
+)
 from plugin_api import ConnectException, DataException, validate_offset_format
 
 __all__ = [
@@ -180,11 +186,15 @@ class MemoryOffsetBackingStore:
 
 
 class FileOffsetBackingStore(MemoryOffsetBackingStore):
-    """Standalone offsets in one JSON file, replaced atomically on every flush.
+    """Standalone offsets in one file, replaced atomically on every flush.
 
-    The file is ``{"version": 1, "offsets": {<key JSON>: <offset JSON value>}}``: write a
-    temporary file, fsync it, rename it over the old one, fsync the directory, so a crash at
-    any point leaves either the old or the new complete file.
+    Copycat's own file is ``{"version": 1, "offsets": {<key JSON>: <offset JSON value>}}``.
+    A file Kafka Connect's ``connect-standalone`` wrote (a Java-serialized map of the same
+    keys and values, :mod:`core.stores.java_offsets`) is read too, and then kept in Kafka's
+    format, so the worker can move back to Kafka Connect. Every write goes to a temporary
+    file, fsynced, renamed over the old one, then the directory fsynced: a crash at any
+    point leaves either the old or the new complete file. An empty file is no offsets, as
+    on Kafka Connect.
     """
 
     def __init__(self, path: Path) -> None:
@@ -192,20 +202,34 @@ class FileOffsetBackingStore(MemoryOffsetBackingStore):
         self.path = path
         self._dirty = False
         self._flush_lock = threading.Lock()  # one writer of the temporary file at a time
+        # Kafka's format when the file was Kafka Connect's; then the key bytes it was found
+        # under (Kafka Connect looks offsets up by its own key bytes) by canonical key.
+        self._kafka_format = False
+        self._kafka_keys: dict[bytes, bytes] = {}
         self._load()
 
     def _load(self) -> None:
         try:
-            raw = self.path.read_text()
+            raw = self.path.read_bytes()
         except FileNotFoundError:
             return
         except OSError as exc:
             raise ConnectException(f"cannot read offsets file {self.path}: {exc}") from exc
+        if not raw:
+            return
+        if looks_java_serialized(raw):
+            self._load_kafka(raw)
+            return
         try:
             document = json.loads(raw)
             entries = document["offsets"]
             if not isinstance(entries, dict):
                 raise ValueError("'offsets' is not an object")
+        except UnicodeDecodeError as exc:
+            raise ConnectException(
+                f"offsets file {self.path} is neither a Copycat nor a Kafka Connect offsets "
+                f"file ({exc.reason} at byte {exc.start}); move it away to start from scratch"
+            ) from exc
         except (ValueError, KeyError, TypeError) as exc:
             raise ConnectException(
                 f"offsets file {self.path} is not a Copycat offsets file ({exc}); move it away "
@@ -217,6 +241,27 @@ class FileOffsetBackingStore(MemoryOffsetBackingStore):
             for key, value in entries.items()
             if value is not None
         }
+
+    def _load_kafka(self, raw: bytes) -> None:
+        try:
+            entries = read_offsets_map(raw)
+        except JavaOffsetsError as exc:
+            what = (
+                "is a Kafka Connect offsets file cut short"
+                if exc.truncated
+                else "is neither a Copycat nor a Kafka Connect offsets file"
+            )
+            # Kafka Connect takes a file cut short for no offsets and sends everything again.
+            raise ConnectException(
+                f"offsets file {self.path} {what} ({exc}); move it away to start from scratch"
+            ) from exc
+        for key, value in entries.items():
+            if value is None:
+                continue
+            canonical = canonical_offset_key(key)
+            self._data[canonical] = value
+            self._kafka_keys[canonical] = key
+        self._kafka_format = True
 
     def set(self, values: Mapping[bytes, bytes | None]) -> WriteWaiter:
         """Returns :meth:`flush`: the file holds every write (a flush under way when another
@@ -231,18 +276,24 @@ class FileOffsetBackingStore(MemoryOffsetBackingStore):
             with self._lock:
                 if not self._dirty:
                     return
-                document = {
-                    "version": FILE_FORMAT_VERSION,
-                    "offsets": {k.decode(): json.loads(v) for k, v in self._data.items()},
-                }
+                if self._kafka_format:
+                    content = write_offsets_map(
+                        {self._kafka_keys.get(k, k): v for k, v in self._data.items()}
+                    )
+                else:
+                    document = {
+                        "version": FILE_FORMAT_VERSION,
+                        "offsets": {k.decode(): json.loads(v) for k, v in self._data.items()},
+                    }
+                    content = json.dumps(document, separators=(",", ":")).encode()
                 self._dirty = False
-            self._write(document)
+            self._write(content)
 
-    def _write(self, document: dict[str, Any]) -> None:
+    def _write(self, content: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "w") as fh:
-            json.dump(document, fh, separators=(",", ":"))
+        with open(tmp, "wb") as fh:
+            fh.write(content)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
