@@ -310,8 +310,20 @@ class StandaloneHerder(WorkerHerder):
     def flush_offsets(self) -> None:
         """Make the source offsets committed so far durable (the bootstrap calls this every
         ``offset.flush.interval.ms``; tasks' commits already put them)."""
-        if self.worker is not None:
-            self.worker.offsets.flush()
+        worker = self.worker
+        if worker is None:
+            return
+        try:
+            worker.offsets.flush()
+        except (OSError, ConnectException) as exc:
+            # As Kafka's offset committer: logged, and the offsets stay pending for the next
+            # flush (a task's own wait for its write sees the failure too).
+            log.error(
+                "could not write the source offsets to %s: %s; will try again in "
+                "offset.flush.interval.ms",
+                self.config.get("offset.storage.file.filename"),
+                exc,
+            )
 
     def shutdown(self) -> None:
         self._ready.clear()

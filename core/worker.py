@@ -1222,7 +1222,12 @@ class Worker:
         self._stop_tasks_of_connectors(list(self.connectors), None)
         # Then every connector instance at once, as Kafka's Worker.stopAndAwaitConnectors.
         self._stop_connectors(list(self.connectors))
-        self.offsets.flush()
+        try:
+            self.offsets.flush()
+        except (OSError, ConnectException) as exc:
+            # The tasks' final commits logged it already; the stop goes on (Kafka logs
+            # "Failed to commit offsets" and stops as usual).
+            log.error("could not flush the source offsets at shutdown: %s", exc)
         if self._spark is not None:
             self._spark.close()
             self._spark = None

@@ -13,6 +13,7 @@ so a connector's offsets written by one are read by the other (and by Kafka Conn
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -287,16 +288,28 @@ class FileOffsetBackingStore(MemoryOffsetBackingStore):
                     }
                     content = json.dumps(document, separators=(",", ":")).encode()
                 self._dirty = False
-            self._write(content)
+            try:
+                self._write(content)
+            except OSError:
+                # Still pending: the waiter that calls next sees the failure too (it does not
+                # take it for written), and the next flush writes the file again.
+                with self._lock:
+                    self._dirty = True
+                raise
 
     def _write(self, content: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            fh.write(content)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        try:
+            with open(tmp, "wb") as fh:
+                fh.write(content)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):  # no temporary file left by a failed write
+                tmp.unlink(missing_ok=True)
+            raise
         dir_fd = os.open(self.path.parent, os.O_RDONLY)
         try:
             os.fsync(dir_fd)

@@ -117,3 +117,28 @@ def test_an_offset_stored_before_offsets_were_checked_can_still_be_reset() -> No
         storage.put("src", [({"shards": [1, 2]}, {"position": 4})])
     storage.put("src", [({"shards": [1, 2]}, None)])
     assert storage.connector_offsets("src") == []
+
+
+def test_a_write_that_failed_is_written_by_the_next_flush(tmp_path: Path) -> None:
+    """A failed write (directory read-only, disk full, here a directory where the file
+    goes) stays pending: the waiter of that write raises, and the next flush once the file can
+    be written writes it. The dirty flag used to be cleared before the write, so after the
+    periodic flush met the failure, the task's waiter returned as if durable and later flushes
+    wrote nothing until some new offset came."""
+    path = tmp_path / "connect.offsets"
+    storage = OffsetStorage(FileOffsetBackingStore(path))
+    storage.put("src", [({"filename": "/in"}, {"position": 1})])
+    storage.flush()
+    path.unlink()
+    path.mkdir()  # every write now fails (os.replace onto a directory)
+    (path / "keep").touch()
+    waiter = storage.put("src", [({"filename": "/in"}, {"position": 2})])
+    with pytest.raises(OSError):
+        storage.flush()  # the worker's periodic flush meets the failure first
+    with pytest.raises(OSError):
+        waiter()  # and the task's own wait for its write is told
+    (path / "keep").unlink()
+    path.rmdir()
+    storage.flush()
+    again = OffsetStorage(FileOffsetBackingStore(path))
+    assert again.connector_offsets("src") == [({"filename": "/in"}, {"position": 2})]
