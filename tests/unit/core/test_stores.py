@@ -14,6 +14,7 @@ from core.stores import (
     OffsetStorage,
     TargetState,
 )
+from core.stores.java_offsets import read_offsets_map, write_offsets_map
 from core.stores.offsets import offset_key
 from plugin_api import ConnectException
 
@@ -142,3 +143,19 @@ def test_a_write_that_failed_is_written_by_the_next_flush(tmp_path: Path) -> Non
     storage.flush()
     again = OffsetStorage(FileOffsetBackingStore(path))
     assert again.connector_offsets("src") == [({"filename": "/in"}, {"position": 2})]
+
+
+def test_a_kafka_connect_offsets_file_keeps_its_format_and_key_bytes(tmp_path: Path) -> None:
+    """connect-standalone's file (a Java-serialized map): read, and written back in its format
+    under the key bytes Kafka Connect wrote (it looks offsets up by those bytes), here a
+    partition whose fields a Java map gave in unsorted order."""
+    path = tmp_path / "connect.offsets"
+    kafka_key = b'["src",{"table":"t","db":"d"}]'
+    path.write_bytes(write_offsets_map({kafka_key: b'{"pos":1}', b'["src",{"p":9}]': b"{}"}))
+    storage = OffsetStorage(FileOffsetBackingStore(path))
+    assert storage.get("src", [{"db": "d", "table": "t"}]) == {
+        (("db", "d"), ("table", "t")): {"pos": 1}
+    }
+    storage.put("src", [({"db": "d", "table": "t"}, {"pos": 2}), ({"p": 9}, None)])
+    storage.flush()
+    assert read_offsets_map(path.read_bytes()) == {kafka_key: b'{"pos":2}'}
