@@ -116,6 +116,12 @@ SINK_CONSUMER_DEFAULTS: dict[str, Any] = {
     # is 5 minutes, so a sink created before its topics seemed stuck. Literal topics are
     # looked up again at once and only their metadata is fetched, so this costs them little.
     "topic.metadata.refresh.interval.ms": 10_000,
+    # The Java consumer's default, which Kafka Connect keeps: a topic named in ``topics`` that
+    # does not exist is created by the consumer's metadata request when the broker allows it
+    # (auto.create.topics.enable, true by default), also one deleted while the task runs.
+    # librdkafka's consumer default is false. A topics.regex sink never creates a topic, as
+    # Kafka's pattern subscription names none (see core.task_specs).
+    "allow.auto.create.topics": True,
 }
 
 

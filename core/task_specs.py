@@ -359,6 +359,11 @@ class TaskSpecFactory:
                     }
                 )
             )
+            if config.topics_regex:
+                # The sink subscribes to the topics its pattern matched, by name (see
+                # core.runtime.sink): auto-creation would bring back a matched topic deleted
+                # since, which Kafka's pattern subscription never does, whatever the setting.
+                consumer["allow.auto.create.topics"] = False
             return ClientConfigs(consumer=consumer, admin=admin, dlq_producer=dlq)
         producer = librdkafka_keys(
             {

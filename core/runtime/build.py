@@ -306,6 +306,10 @@ def _sink(
         max_records=max_records_per_put(spec.clients.consumer),
         new_consumer=new_consumer,
         reset=offset_reset(spec.clients.consumer),
+        create_missing_topics=str(spec.clients.consumer.get("allow.auto.create.topics"))
+        .strip()
+        .lower()
+        == "true",
     )
     holder.append(loop)
     return loop

@@ -215,6 +215,7 @@ class SinkTaskLoop:
         max_records: int = MAX_RECORDS_PER_PUT,
         new_consumer: Callable[[], Consumer] | None = None,
         reset: str | None = "earliest",
+        create_missing_topics: bool = False,
     ) -> None:
         """``cooperative``: the consumer rebalances with the COOPERATIVE protocol (see
         :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets.
@@ -225,7 +226,9 @@ class SinkTaskLoop:
         records one put() gets (see :func:`max_records_per_put`). ``new_consumer``: makes a
         consumer like ``consumer``, to rejoin the group after :meth:`relinquish` closed the
         first. ``reset``: the consumer's ``auto.offset.reset``, as :func:`offset_reset`
-        reads it (Kafka Connect's sink default, earliest, unless given)."""
+        reads it (Kafka Connect's sink default, earliest, unless given).
+        ``create_missing_topics``: the consumer's ``allow.auto.create.topics`` (see
+        :meth:`_waiting_for_topic`); never for a ``topics.regex`` sink."""
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
         self.connector = connector
@@ -246,6 +249,7 @@ class SinkTaskLoop:
         self._clock = clock
         self._next_commit = clock() + self.commit_interval_s
         self._reset = reset
+        self._create_missing_topics = create_missing_topics and not topics_regex
         # The next offset to consume, per partition: from its assignment on, its position
         # then (see _positions), as Kafka's currentOffsets.
         self._current: dict[tuple[str, int], int] = {}
@@ -870,7 +874,7 @@ class SinkTaskLoop:
                     clean.append(msg)
                 elif err.code() in MISSING_TOPIC_ERRORS:
                     if self._pattern is None:
-                        self._waiting_for_topic(err)
+                        self._waiting_for_topic(err, msg.topic())
                     else:  # a matched topic was deleted: match again soon, nothing to wait for
                         log.debug("task %s: %s", self.name, err.str())
                         self._next_match_at = min(
@@ -932,9 +936,20 @@ class SinkTaskLoop:
                 partition = None
         return MessageBatch(messages, topic, partition)
 
-    def _waiting_for_topic(self, error: KafkaError) -> None:
+    def _waiting_for_topic(self, error: KafkaError, topic: str | None) -> None:
         """A subscribed topic does not exist yet: keep running, as Kafka Connect does, and say
-        so once per distinct report (librdkafka repeats it after every rebalance)."""
+        so once per distinct report (librdkafka repeats it after every rebalance).
+
+        Under ``allow.auto.create.topics=true`` (Kafka Connect's, the Java consumer's default)
+        ask the cluster for the topic by name first, as the Java consumer's metadata request
+        does: a broker with ``auto.create.topics.enable=true`` creates it then, also one
+        deleted while the task runs. librdkafka's subscription never asks so (its issue
+        3395), but its metadata request for one topic does."""
+        if self._create_missing_topics and topic:
+            try:
+                self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)
+            except KafkaException as exc:
+                log.debug("task %s: could not ask for topic %s: %s", self.name, topic, exc)
         text = error.str()
         if text in self._missing_topics_logged:
             return
