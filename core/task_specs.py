@@ -359,6 +359,13 @@ class TaskSpecFactory:
                     }
                 )
             )
+            user_set = {**worker.consumer_overrides(), **config.consumer_overrides()}
+            if "metadata.max.age.ms" in user_set and (
+                "topic.metadata.refresh.interval.ms" not in user_set
+            ):
+                consumer["topic.metadata.refresh.interval.ms"] = metadata_refresh_ms(
+                    user_set["metadata.max.age.ms"]
+                )
             if config.topics_regex:
                 # The sink subscribes to the topics its pattern matched, by name (see
                 # core.runtime.sink): auto-creation would bring back a matched topic deleted
@@ -375,6 +382,24 @@ class TaskSpecFactory:
             }
         )
         return ClientConfigs(producer=producer, admin=admin, dlq_producer=dlq)
+
+
+# librdkafka's bounds for topic.metadata.refresh.interval.ms (its maximum, an hour), and the
+# shortest refresh a sink takes (Java's metadata.max.age.ms=0 refreshes at every poll; a
+# topics.regex sink lists the cluster's topics at this interval).
+METADATA_REFRESH_MIN_MS = 1_000
+METADATA_REFRESH_MAX_MS = 3_600_000
+
+
+def metadata_refresh_ms(max_age_ms: Any) -> int:
+    """A sink consumer's ``topic.metadata.refresh.interval.ms`` for Java's ``metadata.max.age.ms``
+    (how often Kafka's consumer refreshes its metadata, so sees new topics and partitions;
+    librdkafka's key of that name is only its cache's expiry), within librdkafka's bounds."""
+    try:
+        wanted = int(str(max_age_ms).strip())
+    except ValueError:
+        return int(SINK_CONSUMER_DEFAULTS["topic.metadata.refresh.interval.ms"])
+    return min(max(wanted, METADATA_REFRESH_MIN_MS), METADATA_REFRESH_MAX_MS)
 
 
 def _transactional(

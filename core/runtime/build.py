@@ -22,6 +22,7 @@ from core.runtime.hosted import start_hosted
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskFencing, TaskServices
 from core.runtime.sink import (
+    TOPICS_REGEX_REFRESH_S,
     SinkTaskLoop,
     cooperative_protocol,
     max_records_per_put,
@@ -306,6 +307,11 @@ def _sink(
         max_records=max_records_per_put(spec.clients.consumer),
         new_consumer=new_consumer,
         reset=offset_reset(spec.clients.consumer),
+        topics_regex_refresh_s=int(
+            spec.clients.consumer.get("topic.metadata.refresh.interval.ms")
+            or TOPICS_REGEX_REFRESH_S * 1000
+        )
+        / 1000,
         create_missing_topics=str(spec.clients.consumer.get("allow.auto.create.topics"))
         .strip()
         .lower()

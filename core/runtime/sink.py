@@ -216,6 +216,7 @@ class SinkTaskLoop:
         new_consumer: Callable[[], Consumer] | None = None,
         reset: str | None = "earliest",
         create_missing_topics: bool = False,
+        topics_regex_refresh_s: float = TOPICS_REGEX_REFRESH_S,
     ) -> None:
         """``cooperative``: the consumer rebalances with the COOPERATIVE protocol (see
         :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets.
@@ -228,7 +229,10 @@ class SinkTaskLoop:
         first. ``reset``: the consumer's ``auto.offset.reset``, as :func:`offset_reset`
         reads it (Kafka Connect's sink default, earliest, unless given).
         ``create_missing_topics``: the consumer's ``allow.auto.create.topics`` (see
-        :meth:`_waiting_for_topic`); never for a ``topics.regex`` sink."""
+        :meth:`_waiting_for_topic`); never for a ``topics.regex`` sink.
+        ``topics_regex_refresh_s``: how often a ``topics.regex`` sink lists the cluster's
+        topics (its consumer's topic.metadata.refresh.interval.ms, which a connector's
+        ``metadata.max.age.ms`` sets, as Kafka's consumer refreshes at that age)."""
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
         self.connector = connector
@@ -250,6 +254,7 @@ class SinkTaskLoop:
         self._next_commit = clock() + self.commit_interval_s
         self._reset = reset
         self._create_missing_topics = create_missing_topics and not topics_regex
+        self._regex_refresh_s = topics_regex_refresh_s
         # The next offset to consume, per partition: from its assignment on, its position
         # then (see _positions), as Kafka's currentOffsets.
         self._current: dict[tuple[str, int], int] = {}
@@ -462,7 +467,7 @@ class SinkTaskLoop:
             self._next_match_at = now + TOPICS_REGEX_RETRY_S
             log.debug("task %s: could not list topics to match topics.regex: %s", self.name, exc)
             return
-        self._next_match_at = now + TOPICS_REGEX_REFRESH_S
+        self._next_match_at = now + self._regex_refresh_s
         listed = [
             name
             for name, topic in metadata.topics.items()

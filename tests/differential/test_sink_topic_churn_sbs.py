@@ -134,3 +134,48 @@ def test_a_topics_regex_sink_never_creates_a_deleted_topic_again_as_in_kafka_con
     theirs = _regex_topic_deleted(kafka_connect, apache_kafka, tmp_path)
     assert ours == theirs
     assert theirs == {"lines": ["a1", "b1", "b2", "c1"], "a after": None, "status": "RUNNING"}
+
+
+# How soon a topic created while a topics.regex sink runs must reach its file when the
+# connector sets metadata.max.age.ms to METADATA_MAX_AGE_MS: the refresh, a rebalance and a
+# fetch, on a loaded machine. Copycat refreshed every 10 s whatever the setting.
+METADATA_MAX_AGE_MS = 1000
+NEW_TOPIC_BOUND_S = 6.0
+
+
+def _new_regex_topic(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[str, Any]:
+    tag = _tag(peer)
+    first, second = f"churn-new-{tag}-1", f"churn-new-{tag}-2"
+    name, out = f"churn-new-{tag}", tmp / f"{tag}.out"
+    broker.create_topic(first)
+    produce(broker.bootstrap_servers, first, [b"x1"])
+    config = {
+        "connector.class": SINK,
+        "topics.regex": f"churn-new-{tag}-.*",
+        "file": str(out),
+        "consumer.override.metadata.max.age.ms": str(METADATA_MAX_AGE_MS),
+        **STRINGS,
+    }
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            wait_running(client, name)
+            wait_for(lambda: _lines(out) == ["x1"], 60, f"x1 in {out}")
+            broker.create_topic(second)
+            produce(broker.bootstrap_servers, second, [b"y1"])
+            wait_for(
+                lambda: "y1" in _lines(out),
+                NEW_TOPIC_BOUND_S,
+                f"{peer.name}: y1 of a new topic within {NEW_TOPIC_BOUND_S} s",
+            )
+            return {"lines": _lines(out)}
+        finally:
+            delete(client, name)
+
+
+def test_a_regex_sink_sees_new_topics_at_its_metadata_max_age_as_kafka_connect_does(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    theirs = _new_regex_topic(kafka_connect, apache_kafka, tmp_path)
+    ours = _new_regex_topic(copycat, apache_kafka, tmp_path)
+    assert ours == theirs == {"lines": ["x1", "y1"]}
