@@ -149,8 +149,7 @@ def test_source_loop_paused_polls_nothing_and_resumes_where_it_was(
     run_until(loop, lambda: len(cluster.values("t")) == 2)
     loop.pause()
     loop.iteration()  # a poll already in flight when the pause came is collected and sent
-    with data.open("a") as fh:
-        fh.write("c\n")
+    _append(data, "c\n")
     for _ in range(20):
         assert loop.iteration() == 0
     assert cluster.values("t") == [b"a", b"b"]
@@ -220,27 +219,52 @@ def _producer(services: TaskServices) -> FakeProducer:
     return services.clients.producers[-1]  # type: ignore[attr-defined, no-any-return]
 
 
+def _file_source(
+    tmp_path: Path, services: TaskServices, text: str
+) -> tuple[Path, TaskLoop, FakeProducer]:
+    """A FileStreamSource loop (not started) on a file of ``text`` to topic ``t``: the file,
+    the loop and its producer."""
+    data = tmp_path / "in.txt"
+    data.write_text(text)
+    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
+    return data, loop, _producer(services)
+
+
+def _append(data: Path, text: str) -> None:
+    with data.open("a") as fh:
+        fh.write(text)
+
+
+def _acking_source(services: TaskServices) -> TaskLoop:
+    """An AckingSourceConnector loop (not started), to topic ``t``."""
+    target = f"{__name__}:AckingSourceConnector"
+    spec = dataclasses.replace(_spec("source", {"topic": "t"}), plugin=_ref("source", target))
+    return build_task(spec, services)
+
+
+def _too_large() -> KafkaError:
+    return KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+
+
+SEND_FAILED = "could not send a record for topic .t. partition 0"
+
+
 def test_source_offsets_wait_until_the_producer_has_every_record_acknowledged(
     tmp_path: Path, services: TaskServices, cluster: FakeCluster, clock: Clock
 ) -> None:
-    data = tmp_path / "in.txt"
-    data.write_text("a\nb\n")
-    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
-    producer = _producer(services)
+    data, loop, producer = _file_source(tmp_path, services, "a\nb\n")
     assert producer.config["delivery.report.only.error"] is True  # no per-record callbacks
     producer.holding = True  # the broker has not acknowledged anything yet
     loop.start()
     run_until(loop, lambda: loop.records_moved == 2)
     clock.now += COMMIT_INTERVAL_S
     loop.iteration()  # the commit is due with records in flight: it waits for them
-    with data.open("a") as fh:
-        fh.write("c\n")
+    _append(data, "c\n")
     run_until(loop, lambda: loop.records_moved == 3)  # polling goes on meanwhile
     assert services.offsets.connector_offsets("c") == []
     clock.now += DRAIN_AFTER_S  # the queue never emptied on its own: a drain
     loop.iteration()
-    with data.open("a") as fh:
-        fh.write("d\n")
+    _append(data, "d\n")
     for _ in range(5):
         assert loop.iteration() == 0  # the drain holds back further polls
     assert loop.records_moved == 3 and services.offsets.connector_offsets("c") == []
@@ -256,10 +280,7 @@ def test_source_offsets_wait_until_the_producer_has_every_record_acknowledged(
 def test_a_waiting_commit_is_made_once_the_queue_empties_on_its_own(
     tmp_path: Path, services: TaskServices, clock: Clock
 ) -> None:
-    data = tmp_path / "in.txt"
-    data.write_text("a\nb\n")
-    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
-    producer = _producer(services)
+    data, loop, producer = _file_source(tmp_path, services, "a\nb\n")
     producer.holding = True
     loop.start()
     run_until(loop, lambda: loop.records_moved == 2)
@@ -275,13 +296,10 @@ def test_a_waiting_commit_is_made_once_the_queue_empties_on_its_own(
 def test_a_failed_delivery_fails_the_source_and_commits_nothing(
     tmp_path: Path, services: TaskServices, clock: Clock
 ) -> None:
-    data = tmp_path / "in.txt"
-    data.write_text("a\nb\n")
-    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
-    producer = _producer(services)
+    data, loop, producer = _file_source(tmp_path, services, "a\nb\n")
     producer.failing = "MSG_SIZE_TOO_LARGE"
     loop.start()
-    with pytest.raises(ConnectException, match="could not send a record for topic .t. partition 0"):
+    with pytest.raises(ConnectException, match=SEND_FAILED):
         for _ in range(20):
             loop.iteration()
             clock.now += COMMIT_INTERVAL_S
@@ -295,17 +313,13 @@ def test_a_failed_delivery_still_commits_the_polls_acknowledged_before_it(
     # No per-record acks: "a" and "b" are known acknowledged once the producer's queue was
     # seen empty; the delivery of "c" then fails the task, whose final commit stores them,
     # as Kafka's does (offset.flush.interval.ms has not come round yet).
-    data = tmp_path / "in.txt"
-    data.write_text("a\nb\n")
-    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
-    producer = _producer(services)
+    data, loop, producer = _file_source(tmp_path, services, "a\nb\n")
     loop.start()
     run_until(loop, lambda: loop.records_moved == 2)
     loop.iteration()  # the queue is empty: "a" and "b" are acknowledged
-    producer.failing = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
-    with data.open("a") as fh:
-        fh.write("c\n")
-    with pytest.raises(ConnectException, match="could not send a record for topic .t. partition 0"):
+    producer.failing = _too_large()
+    _append(data, "c\n")
+    with pytest.raises(ConnectException, match=SEND_FAILED):
         run_until(loop, lambda: False)
     assert services.offsets.connector_offsets("c") == []  # no periodic commit was due
     loop.stop(failed=True, timeout_s=1)
@@ -317,20 +331,16 @@ def test_a_failed_delivery_commits_nothing_still_in_flight_with_it(
 ) -> None:
     # No per-record acks: "a" fails while "b", sent after it, is acknowledged; nothing says
     # which poll the failed record was in, so neither poll's offsets are committed.
-    data = tmp_path / "in.txt"
-    data.write_text("a\n")
-    loop = build_task(_spec("source", {"file": str(data), "topic": "t"}), services)
-    producer = _producer(services)
+    data, loop, producer = _file_source(tmp_path, services, "a\n")
     producer.holding = True
     loop.start()
     run_until(loop, lambda: loop.records_moved == 1)
-    with data.open("a") as fh:
-        fh.write("b\n")
+    _append(data, "b\n")
     run_until(loop, lambda: loop.records_moved == 2)
-    producer.failing = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+    producer.failing = _too_large()
     producer.failing_if = lambda value: value == b"a"
     producer.holding = False
-    with pytest.raises(ConnectException, match="could not send a record for topic .t. partition 0"):
+    with pytest.raises(ConnectException, match=SEND_FAILED):
         run_until(loop, lambda: False)
     loop.stop(failed=True, timeout_s=1)
     assert cluster.values("t") == [b"b"]
@@ -340,11 +350,9 @@ def test_a_failed_delivery_commits_nothing_still_in_flight_with_it(
 def test_a_failed_delivery_with_per_record_acks_commits_the_acknowledged_polls_before_it(
     services: TaskServices,
 ) -> None:
-    target = f"{__name__}:AckingSourceConnector"
-    spec = dataclasses.replace(_spec("source", {"topic": "t"}), plugin=_ref("source", target))
-    loop = build_task(spec, services)
+    loop = _acking_source(services)
     producer = _producer(services)
-    producer.failing = KafkaError(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+    producer.failing = _too_large()
     producer.failing_if = lambda value: b"r2" in value
     loop.start()
     with pytest.raises(ConnectException, match="could not send a record for topic .t."):
@@ -357,10 +365,7 @@ def test_a_failed_delivery_with_per_record_acks_commits_the_acknowledged_polls_b
 def test_a_source_overriding_commit_record_gets_each_records_acknowledgement(
     services: TaskServices, clock: Clock
 ) -> None:
-    target = f"{__name__}:AckingSourceConnector"
-    spec = _spec("source", {"topic": "t"})
-    spec = dataclasses.replace(spec, plugin=_ref("source", target))
-    loop = build_task(spec, services)
+    loop = _acking_source(services)
     assert "delivery.report.only.error" not in _producer(services).config
     loop.start()
     run_until(loop, lambda: loop.records_moved == 3)
@@ -386,8 +391,7 @@ def test_a_source_names_each_topic_to_its_driver_before_producing_to_it(
     loop.on_new_topic = lambda topic: queued_when_told.append((topic, len(producer)))  # type: ignore[attr-defined]
     loop.start()
     run_until(loop, lambda: len(cluster.values("t")) == 2)
-    with data.open("a") as fh:
-        fh.write("c\n")
+    _append(data, "c\n")
     run_until(loop, lambda: len(cluster.values("t")) == 3)
     assert queued_when_told == [("t", 0)]  # once, before its first record was produced
 
