@@ -20,24 +20,21 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
-    SCENARIO_TIMEOUT_S,
+    FILE_SOURCE,
     DistributedPeers,
     Peer,
     create,
     delete,
+    wait_failed,
 )
-from tests.support.kafka import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
-FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 WORKER_KEY, CONNECTOR_KEY = "'offset.storage.topic'", "'offsets.storage.topic'"
 
 
@@ -53,19 +50,6 @@ def _source(tmp: Path, peer: Peer, name: str, offsets_topic: str) -> dict[str, s
     }
 
 
-def _until_failed(client: httpx.Client, name: str) -> dict[str, Any]:
-    def failed() -> dict[str, Any] | None:
-        response = client.get(f"/connectors/{name}/status")
-        if response.status_code != 200:
-            return None
-        status: dict[str, Any] = response.json()
-        states = [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
-        return status if "FAILED" in states else None
-
-    result: dict[str, Any] = wait_for(failed, SCENARIO_TIMEOUT_S, f"{name} FAILED")
-    return result
-
-
 def test_a_connector_topic_that_is_not_compacted_fails_the_connector(
     distributed_pair: DistributedPeers, apache_kafka: KafkaCluster, tmp_path: Path
 ) -> None:
@@ -77,7 +61,7 @@ def test_a_connector_topic_that_is_not_compacted_fails_the_connector(
         with peer.client() as client:
             create(client, name, _source(tmp_path, peer, name, topic))
             try:
-                status = _until_failed(client, name)
+                status = wait_failed(client, name)
                 tasks = client.get(f"/connectors/{name}/tasks").json()
             finally:
                 delete(client, name)

@@ -13,7 +13,6 @@ reads those lines again and Copycat had lost them.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -21,28 +20,23 @@ import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, Record, create, delete, differences, read_records
+from tests.support.differential import (
+    Peer,
+    Record,
+    create,
+    delete,
+    differences,
+    file_source,
+    run_file_source,
+    task_state,
+    wait_running,
+)
 from tests.support.kafka import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
-SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 INTEGER_CONVERTER = "org.apache.kafka.connect.converters.IntegerConverter"
 STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
-
-
-def _running(client: httpx.Client, name: str) -> bool:
-    response = client.get(f"/connectors/{name}/status")
-    if response.status_code != 200:
-        return False
-    tasks = response.json()["tasks"]
-    assert not tasks or tasks[0]["state"] != "FAILED", response.text
-    return bool(tasks) and tasks[0]["state"] == "RUNNING"
-
-
-def _stopped(client: httpx.Client, name: str) -> bool:
-    response = client.get(f"/connectors/{name}/status")
-    return response.status_code == 200 and response.json()["connector"]["state"] == "STOPPED"
 
 
 def _polled(client: httpx.Client, name: str, count: int) -> bool:
@@ -65,37 +59,16 @@ def _run(
 ) -> tuple[list[Record], list[dict[str, Any]]]:
     """The connector's ``expected`` records (and any extra) and its committed offsets once
     stopped. One poll returns the whole file: once a record of it is written, or on Copycat
-    once its metrics count every line polled, the task has handled every line."""
-    suffix = uuid.uuid4().hex[:8]
-    name, topic = f"src-conv-{suffix}", f"src-conv-{suffix}"
-    broker.create_topic(topic, 1)
-    source = tmp / f"{name}.txt"
-    source.write_text("".join(f"{line}\n" for line in lines))
-    config = {
-        "connector.class": SOURCE,
-        "file": str(source),
-        "topic": topic,
-        "tasks.max": "1",
-        "errors.tolerance": "all",
-        **settings,
-    }
-    with peer.client() as client:
-        create(client, name, config)
-        try:
-            wait_for(lambda: _running(client, name), 90, f"{peer.name} RUNNING")
-            if peer.name == "Copycat":
-                wait_for(lambda: _polled(client, name, len(lines)), 90, "every line polled")
-            records = read_records(broker.bootstrap_servers, topic, expected)
-            # A stop commits what the task finished: the poll it is in is finished with it.
-            assert client.put(f"/connectors/{name}/stop").status_code == 204
-            wait_for(lambda: _stopped(client, name), 90, f"{peer.name} STOPPED")
-            response = client.get(f"/connectors/{name}/offsets")
-            assert response.status_code == 200, response.text
-            offsets: list[dict[str, Any]] = response.json()["offsets"]
-        finally:
-            delete(client, name)
-    for entry in offsets:  # the file's path differs between the runs
-        entry["partition"] = {"filename": Path(entry["partition"]["filename"]).suffix}
+    once its metrics count every line polled, the task has handled every line. A stop
+    commits what the task finished: the poll it is in is finished with it."""
+    source = file_source(broker, tmp, "src-conv", lines, {"errors.tolerance": "all", **settings})
+
+    def handled(client: httpx.Client) -> None:
+        wait_running(client, source.name)
+        if peer.name == "Copycat":
+            wait_for(lambda: _polled(client, source.name, len(lines)), 90, "every line polled")
+
+    records, offsets, _ = run_file_source(peer, broker, source, expected, handled)
     return records, offsets
 
 
@@ -157,24 +130,18 @@ def _failed_trace(
 ) -> str:
     """The status trace of a FileStreamSource task on a file of ``line``, failed by
     ``settings`` (tolerance none)."""
-    suffix = uuid.uuid4().hex[:8]
-    name, topic = f"src-conv-{suffix}", f"src-conv-{suffix}"
-    broker.create_topic(topic, 1)
-    source = tmp / f"{name}.txt"
-    source.write_text(f"{line}\n")
-    config = {"connector.class": SOURCE, "file": str(source), "topic": topic, "tasks.max": "1"}
+    source = file_source(broker, tmp, "src-conv", [line], settings)
     with peer.client() as client:
-        create(client, name, {**config, **settings})
+        create(client, source.name, source.config)
         try:
 
             def failed() -> str | None:
-                response = client.get(f"/connectors/{name}/status")
-                tasks = response.json()["tasks"] if response.status_code == 200 else []
-                return tasks[0].get("trace") if tasks and tasks[0]["state"] == "FAILED" else None
+                status = task_state(client, source.name, "FAILED")
+                return status["tasks"][0].get("trace") if status else None
 
             trace: str = wait_for(failed, 90, f"{peer.name} FAILED")
         finally:
-            delete(client, name)
+            delete(client, source.name)
     return trace
 
 

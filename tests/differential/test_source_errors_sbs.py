@@ -17,7 +17,6 @@ minute of records again. That case runs on a worker of each with the 60 s interv
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,19 +28,16 @@ from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
     Peer,
     Record,
-    create,
-    delete,
     differences,
+    file_source,
     read_records,
+    run_file_source,
+    standalone_peers,
+    task_state,
 )
-from tests.support.jvm import run_owner_pid
 from tests.support.kafka import wait_for
-from tests.support.kafka_connect import KafkaConnect
-from tests.support.rest import RestWorker
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
-
-SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 
 
 # Kafka's default offset.flush.interval.ms: no periodic commit within a test's few seconds.
@@ -53,40 +49,17 @@ def slow_commit_peers(
     apache_kafka: KafkaCluster, bundled_plugin_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[Peer, Peer]]:
     """(Copycat, Kafka Connect) standalone workers that commit source offsets every 60 s."""
-    kafka = KafkaConnect(
-        tmp_path_factory.mktemp("kafka-connect"),
-        apache_kafka.bootstrap_servers,
-        overrides=SLOW_COMMITS,
-    ).start(run_owner_pid())
-    extra = {
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        **SLOW_COMMITS,
-    }
-    try:
-        with RestWorker(
-            tmp_path_factory.mktemp("copycat"),
-            apache_kafka.bootstrap_servers,
-            bundled_plugin_path,
-            extra,
-        ) as copycat:
-            yield Peer("Copycat", copycat.url), Peer("Kafka Connect", kafka.url)
-    finally:
-        kafka.stop()
+    with standalone_peers(
+        apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory, SLOW_COMMITS
+    ) as peers:
+        yield peers
 
 
-def _task_state(client: httpx.Client, name: str, state: str) -> dict[str, Any] | None:
-    response = client.get(f"/connectors/{name}/status")
-    if response.status_code != 200:
-        return None
-    status: dict[str, Any] = response.json()
-    tasks = status["tasks"]
-    return status if tasks and tasks[0]["state"] == state else None
-
-
-def _stopped(client: httpx.Client, name: str) -> bool:
-    response = client.get(f"/connectors/{name}/status")
-    return response.status_code == 200 and response.json()["connector"]["state"] == "STOPPED"
+def _first_trace_line(client: httpx.Client, name: str, state: str, what: str) -> str:
+    """Once the connector's task is in ``state``: its trace's first line."""
+    status: dict[str, Any] = wait_for(lambda: task_state(client, name, state), 90, what)
+    trace: str = status["tasks"][0].get("trace") or ""
+    return trace.split("\n", 1)[0]
 
 
 def _run(
@@ -100,28 +73,14 @@ def _run(
 ) -> tuple[list[Record], list[dict[str, Any]], str]:
     """The connector's records, its committed offsets once stopped, and its task's trace's
     first line, after its task reached ``state``."""
-    suffix = uuid.uuid4().hex[:8]
-    name, topic = f"src-err-{suffix}", f"src-err-{suffix}"
-    broker.create_topic(topic, 1)
-    source = tmp / f"{name}.txt"
-    source.write_text("".join(f"{line}\n" for line in lines))
-    config = {"connector.class": SOURCE, "file": str(source), "topic": topic, "tasks.max": "1"}
-    with peer.client() as client:
-        create(client, name, {**config, **settings})
-        try:
-            status = wait_for(lambda: _task_state(client, name, state), 90, f"{peer.name} {state}")
-            trace = (status["tasks"][0].get("trace") or "").split("\n", 1)[0]
-            records = read_records(broker.bootstrap_servers, topic, expected)
-            assert client.put(f"/connectors/{name}/stop").status_code == 204
-            wait_for(lambda: _stopped(client, name), 90, f"{peer.name} STOPPED")
-            response = client.get(f"/connectors/{name}/offsets")
-            assert response.status_code == 200, response.text
-            offsets: list[dict[str, Any]] = response.json()["offsets"]
-        finally:
-            delete(client, name)
-    for entry in offsets:  # the file's path differs between the runs
-        entry["partition"] = {"filename": Path(entry["partition"]["filename"]).suffix}
-    return records, offsets, trace
+    source = file_source(broker, tmp, "src-err", lines, settings)
+    return run_file_source(
+        peer,
+        broker,
+        source,
+        expected,
+        lambda client: _first_trace_line(client, source.name, state, f"{peer.name} {state}"),
+    )
 
 
 def test_a_record_the_producer_refuses_fails_the_task_after_committing_those_before_it(
@@ -148,39 +107,22 @@ def _run_broker_refusal(
     """Two lines, polled and acknowledged, then a line over the topic's max.message.bytes
     (but under the producer's max.request.size, so the broker refuses it): the records, the
     offsets committed once the failed connector is stopped, and the trace's first line."""
-    suffix = uuid.uuid4().hex[:8]
-    name, topic = f"src-brk-{suffix}", f"src-brk-{suffix}"
-    broker.create_topic(topic, 1, {"max.message.bytes": "1000"})
-    source = tmp / f"{name}.txt"
-    source.write_text("a\nb\n")
-    config = {
-        "connector.class": SOURCE,
-        "file": str(source),
-        "topic": topic,
-        "tasks.max": "1",
+    settings = {
         "value.converter": "org.apache.kafka.connect.storage.StringConverter",
         "producer.override.max.request.size": "100000",
         "errors.tolerance": "none",
     }
-    with peer.client() as client:
-        create(client, name, config)
-        try:
-            read_records(broker.bootstrap_servers, topic, 2)  # the first poll is acknowledged
-            with source.open("a") as appended:
-                appended.write("c" * 3000 + "\n")
-            status = wait_for(lambda: _task_state(client, name, "FAILED"), 90, f"{peer.name}")
-            trace = (status["tasks"][0].get("trace") or "").split("\n", 1)[0]
-            records = read_records(broker.bootstrap_servers, topic, 2)
-            assert client.put(f"/connectors/{name}/stop").status_code == 204
-            wait_for(lambda: _stopped(client, name), 90, f"{peer.name} STOPPED")
-            response = client.get(f"/connectors/{name}/offsets")
-            assert response.status_code == 200, response.text
-            offsets: list[dict[str, Any]] = response.json()["offsets"]
-        finally:
-            delete(client, name)
-    for entry in offsets:  # the file's path differs between the runs
-        entry["partition"] = {"filename": Path(entry["partition"]["filename"]).suffix}
-    return records, offsets, trace
+    source = file_source(
+        broker, tmp, "src-brk", ["a", "b"], settings, {"max.message.bytes": "1000"}
+    )
+
+    def refused(client: httpx.Client) -> str:
+        read_records(broker.bootstrap_servers, source.topic, 2)  # the first poll is acknowledged
+        with source.file.open("a") as appended:
+            appended.write("c" * 3000 + "\n")
+        return _first_trace_line(client, source.name, "FAILED", f"{peer.name}")
+
+    return run_file_source(peer, broker, source, 2, refused)
 
 
 def test_a_record_the_broker_refuses_fails_the_task_after_committing_those_acknowledged_before(

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 import pytest
@@ -20,6 +20,11 @@ from confluent_kafka import Consumer, TopicPartition
 
 from core.kafka import READ_COMMITTED
 from tests.support.kafka import wait_for
+
+if TYPE_CHECKING:
+    from tests.support.apache_kafka import KafkaCluster
+
+T = TypeVar("T")
 
 # A differential scenario moves tens of records; both workers finish in seconds. The bound is
 # for a loaded 2-core machine where Kafka Connect's first task start is slow.
@@ -31,6 +36,11 @@ EXTRA_RECORDS_GRACE_S = 1.0
 Record = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
 
 FILE_SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
+FILE_SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
+# Kafka Connect's worker defaults (see tests/support/kafka_connect.py), so that a connector
+# config without converters means the same on both.
+KAFKA_CONNECT_CONVERTERS = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER}
 NAME_HEADER = "__connect.errors.connector.name"
 TRACE_HEADER = "__connect.errors.exception.stacktrace"
 MESSAGE_HEADER = "__connect.errors.exception.message"
@@ -79,6 +89,54 @@ def distributed_peers(
         connect.stop()
 
 
+@contextmanager
+def copycat_peer(
+    bootstrap: str,
+    plugin_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    settings: Mapping[str, str],
+) -> Iterator[Peer]:
+    """A Copycat standalone worker (REST on a free port) on ``bootstrap``, with Kafka
+    Connect's default converters and the worker ``settings``."""
+    from tests.support.rest import RestWorker
+
+    with RestWorker(
+        tmp_path_factory.mktemp("copycat"),
+        bootstrap,
+        plugin_path,
+        {**KAFKA_CONNECT_CONVERTERS, **settings},
+    ) as worker:
+        yield Peer("Copycat", worker.url)
+
+
+@contextmanager
+def standalone_peers(
+    bootstrap: str,
+    plugin_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    settings: Mapping[str, str],
+    copycat: Mapping[str, str] | None = None,
+    kafka_connect: Mapping[str, str] | None = None,
+) -> Iterator[tuple[Peer, Peer]]:
+    """(Copycat, Kafka Connect): a standalone worker of each of their own on ``bootstrap``,
+    both with the worker ``settings``, and each with its own extra ones over them."""
+    from tests.support.jvm import run_owner_pid
+    from tests.support.kafka_connect import KafkaConnect
+
+    kafka = KafkaConnect(
+        tmp_path_factory.mktemp("kafka-connect"),
+        bootstrap,
+        overrides={**settings, **(kafka_connect or {})},
+    ).start(run_owner_pid())
+    try:
+        with copycat_peer(
+            bootstrap, plugin_path, tmp_path_factory, {**settings, **(copycat or {})}
+        ) as ours:
+            yield ours, Peer("Kafka Connect", kafka.url)
+    finally:
+        kafka.stop()
+
+
 class _KeepAliveTransport(httpx.HTTPTransport):
     """Sends a request again, once, on a new connection when the server closed the kept-alive
     connection it went out on before answering. Seen once in CI from Kafka Connect's Jetty, on
@@ -102,25 +160,121 @@ def create(client: httpx.Client, name: str, config: Mapping[str, str]) -> httpx.
     return response
 
 
-def wait_running(client: httpx.Client, name: str, tasks: int = 1) -> dict[str, Any]:
-    """Until the connector and ``tasks`` tasks are RUNNING; fail at once if any FAILED."""
+def _wait_status(
+    client: httpx.Client, name: str, reached: Callable[[dict[str, Any]], bool], what: str
+) -> dict[str, Any]:
+    """The connector's status once ``reached`` says so of it."""
 
-    def running() -> dict[str, Any] | None:
+    def status() -> dict[str, Any] | None:
         response = client.get(f"/connectors/{name}/status")
         if response.status_code != 200:
             return None
-        status: dict[str, Any] = response.json()
-        states = [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
-        assert "FAILED" not in states, f"{client.base_url} {name}: {status}"
-        return status if states == ["RUNNING"] * (tasks + 1) else None
+        body: dict[str, Any] = response.json()
+        return body if reached(body) else None
 
-    result: dict[str, Any] = wait_for(running, SCENARIO_TIMEOUT_S, f"{name} RUNNING")
+    result: dict[str, Any] = wait_for(status, SCENARIO_TIMEOUT_S, f"{name} {what}")
     return result
+
+
+def _states(status: dict[str, Any]) -> list[str]:
+    return [status["connector"]["state"], *(t["state"] for t in status["tasks"])]
+
+
+def wait_running(client: httpx.Client, name: str, tasks: int = 1) -> dict[str, Any]:
+    """Until the connector and ``tasks`` tasks are RUNNING; fail at once if any FAILED."""
+
+    def running(status: dict[str, Any]) -> bool:
+        states = _states(status)
+        assert "FAILED" not in states, f"{client.base_url} {name}: {status}"
+        return states == ["RUNNING"] * (tasks + 1)
+
+    return _wait_status(client, name, running, "RUNNING")
+
+
+def wait_failed(client: httpx.Client, name: str) -> dict[str, Any]:
+    """Until the connector or one of its tasks is FAILED."""
+    return _wait_status(client, name, lambda status: "FAILED" in _states(status), "FAILED")
 
 
 def delete(client: httpx.Client, name: str) -> None:
     response = client.delete(f"/connectors/{name}")
     assert response.status_code in (204, 404), response.text
+
+
+def task_state(client: httpx.Client, name: str, state: str) -> dict[str, Any] | None:
+    """The connector's status once its first task is in ``state`` (else None: to wait for)."""
+    response = client.get(f"/connectors/{name}/status")
+    if response.status_code != 200:
+        return None
+    status: dict[str, Any] = response.json()
+    tasks = status["tasks"]
+    return status if tasks and tasks[0]["state"] == state else None
+
+
+def stopped(client: httpx.Client, name: str) -> bool:
+    response = client.get(f"/connectors/{name}/status")
+    return response.status_code == 200 and response.json()["connector"]["state"] == "STOPPED"
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """A one-task FileStreamSource connector's config; its topic has the connector's name."""
+
+    name: str
+    file: Path
+    config: dict[str, str]
+
+    @property
+    def topic(self) -> str:
+        return self.name
+
+
+def file_source(
+    broker: KafkaCluster,
+    tmp: Path,
+    prefix: str,
+    lines: Sequence[str],
+    settings: Mapping[str, str],
+    topic_config: Mapping[str, str] | None = None,
+) -> FileSource:
+    """A FileStreamSource ``<prefix>-<random>`` with ``settings`` over its config, on a file
+    of ``lines`` under ``tmp``, to a new one-partition topic of its name (``topic_config``)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(name, 1, topic_config)
+    source = tmp / f"{name}.txt"
+    source.write_text("".join(f"{line}\n" for line in lines))
+    config = {"connector.class": FILE_SOURCE, "file": str(source), "topic": name, "tasks.max": "1"}
+    return FileSource(name, source, {**config, **settings})
+
+
+def run_file_source(
+    peer: Peer,
+    broker: KafkaCluster,
+    source: FileSource,
+    expected: int,
+    until: Callable[[httpx.Client], T],
+) -> tuple[list[Record], list[dict[str, Any]], T]:
+    """Create ``source`` on ``peer``; once ``until`` returned, its ``expected`` records (and
+    any extra), the source offsets it committed once stopped (``GET
+    /connectors/<name>/offsets``, each file name cut to its suffix: the files differ between
+    the runs), and what ``until`` returned. The connector is deleted after."""
+    with peer.client() as client:
+        create(client, source.name, source.config)
+        try:
+            seen = until(client)
+            records = read_records(broker.bootstrap_servers, source.topic, expected)
+            assert client.put(f"/connectors/{source.name}/stop").status_code == 204
+            wait_for(
+                lambda: stopped(client, source.name), SCENARIO_TIMEOUT_S, f"{peer.name} STOPPED"
+            )
+            response = client.get(f"/connectors/{source.name}/offsets")
+            assert response.status_code == 200, response.text
+            offsets: list[dict[str, Any]] = response.json()["offsets"]
+        finally:
+            delete(client, source.name)
+    for entry in offsets:
+        entry["partition"] = {"filename": Path(entry["partition"]["filename"]).suffix}
+    return records, offsets, seen
 
 
 @contextmanager
@@ -130,7 +284,7 @@ def running_file_source(client: httpx.Client, name: str, tmp: Path, topic: str) 
     source = tmp / f"{name}.txt"
     source.write_text("a\n")
     config = {
-        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+        "connector.class": FILE_SOURCE,
         "file": str(source),
         "topic": topic,
         "tasks.max": "1",
