@@ -16,9 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import DistributedPeers, Peer, distributed_peers
+from tests.support.differential import (
+    DistributedPeers,
+    Peer,
+    copycat_peer,
+    distributed_peers,
+)
 from tests.support.kafka_connect import KafkaConnect
-from tests.support.rest import RestWorker
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -47,21 +51,16 @@ def copycat(
     tmp_path_factory: pytest.TempPathFactory,
     bundled_plugin_path: Path,
 ) -> Iterator[Peer]:
-    """A Copycat standalone worker (REST on a free port) on the same Apache Kafka."""
-    extra = {
-        # Kafka Connect's worker defaults (see tests/support/kafka_connect.py), so that a
-        # connector config without converters means the same on both.
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "offset.flush.interval.ms": "1000",
-    }
-    with RestWorker(
-        tmp_path_factory.mktemp("copycat"),
+    """A Copycat standalone worker (REST on a free port) on the same Apache Kafka, with
+    Kafka Connect's worker defaults (see tests/support/kafka_connect.py), so that a connector
+    config without converters means the same on both."""
+    with copycat_peer(
         apache_kafka.bootstrap_servers,
         bundled_plugin_path,
-        extra,
-    ) as worker:
-        yield Peer("Copycat", worker.url)
+        tmp_path_factory,
+        {"offset.flush.interval.ms": "1000"},
+    ) as peer:
+        yield peer
 
 
 @pytest.fixture(scope="module")

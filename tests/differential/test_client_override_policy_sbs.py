@@ -24,13 +24,11 @@ from tests.support.differential import (
     create,
     create_refusal,
     delete,
+    standalone_peers,
     validation_errors,
     wait_running,
 )
-from tests.support.jvm import run_owner_pid
 from tests.support.kafka import group_offsets, wait_for
-from tests.support.kafka_connect import KafkaConnect
-from tests.support.rest import RestWorker
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -46,31 +44,18 @@ def workers(
 ) -> Iterator[dict[str, tuple[Peer, str]]]:
     """Per implementation: its worker (policy None) and the worker's ``consumer.group.id``."""
     groups = {name: f"wg-{name.split()[0].lower()}-{uuid.uuid4().hex[:8]}" for name in NAMES}
-    kafka = KafkaConnect(
-        tmp_path_factory.mktemp("kafka-connect"),
+    with standalone_peers(
         apache_kafka.bootstrap_servers,
-        overrides={**POLICY, "consumer.group.id": groups["Kafka Connect"]},
-    ).start(run_owner_pid())
-    extra = {
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "offset.flush.interval.ms": "1000",
-        **POLICY,
-        "consumer.group.id": groups["Copycat"],
-    }
-    try:
-        with RestWorker(
-            tmp_path_factory.mktemp("copycat"),
-            apache_kafka.bootstrap_servers,
-            bundled_plugin_path,
-            extra,
-        ) as copycat:
-            yield {
-                "Kafka Connect": (Peer("Kafka Connect", kafka.url), groups["Kafka Connect"]),
-                "Copycat": (Peer("Copycat", copycat.url), groups["Copycat"]),
-            }
-    finally:
-        kafka.stop()
+        bundled_plugin_path,
+        tmp_path_factory,
+        POLICY,
+        copycat={"offset.flush.interval.ms": "1000", "consumer.group.id": groups["Copycat"]},
+        kafka_connect={"consumer.group.id": groups["Kafka Connect"]},
+    ) as (copycat, kafka):
+        yield {
+            "Kafka Connect": (kafka, groups["Kafka Connect"]),
+            "Copycat": (copycat, groups["Copycat"]),
+        }
 
 
 NAMES = ("Kafka Connect", "Copycat")

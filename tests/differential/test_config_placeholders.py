@@ -21,11 +21,15 @@ import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, create, create_refusal, delete, wait_running
-from tests.support.jvm import run_owner_pid
+from tests.support.differential import (
+    Peer,
+    create,
+    create_refusal,
+    delete,
+    standalone_peers,
+    wait_running,
+)
 from tests.support.kafka import wait_for
-from tests.support.kafka_connect import KafkaConnect
-from tests.support.rest import RestWorker
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -72,24 +76,12 @@ def workers(
         "config.providers.dir.param.allowed.paths": str(secrets),
         "config.providers.env.param.allowlist.pattern": "CPDIFF_.*",
     }
-    kafka = KafkaConnect(
-        tmp_path_factory.mktemp("kafka-connect"), apache_kafka.bootstrap_servers, overrides=props
-    ).start(run_owner_pid())
-    extra = {
-        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        **props,
-    }
     try:
-        with RestWorker(
-            tmp_path_factory.mktemp("copycat"),
-            apache_kafka.bootstrap_servers,
-            bundled_plugin_path,
-            extra,
-        ) as copycat:
-            yield Peer("Kafka Connect", kafka.url), Peer("Copycat", copycat.url)
+        with standalone_peers(
+            apache_kafka.bootstrap_servers, bundled_plugin_path, tmp_path_factory, props
+        ) as (copycat, kafka):
+            yield kafka, copycat
     finally:
-        kafka.stop()
         os.environ.pop(ENV_VAR, None)
 
 
