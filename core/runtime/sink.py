@@ -945,11 +945,12 @@ class SinkTaskLoop:
         """A subscribed topic does not exist yet: keep running, as Kafka Connect does, and say
         so once per distinct report (librdkafka repeats it after every rebalance).
 
-        Under ``allow.auto.create.topics=true`` (Kafka Connect's, the Java consumer's default)
-        ask the cluster for the topic by name first, as the Java consumer's metadata request
-        does: a broker with ``auto.create.topics.enable=true`` creates it then, also one
-        deleted while the task runs. librdkafka's subscription never asks so (its issue
-        3395), but its metadata request for one topic does."""
+        Under ``allow.auto.create.topics=true`` (Kafka Connect's, the Java consumer's default;
+        Copycat's only when given, see SINK_CONSUMER_DEFAULTS) ask the cluster for the topic
+        by name first, as the Java consumer's metadata request does: a broker with
+        ``auto.create.topics.enable=true`` creates it then, also one deleted while the task
+        runs. librdkafka's subscription never asks so (its issue 3395), but its metadata
+        request for one topic does."""
         if self._create_missing_topics and topic:
             try:
                 self.consumer.list_topics(topic, timeout=METADATA_TIMEOUT_S)

@@ -3,10 +3,6 @@
 Real dev broker, real plugin host (the bundled FileStreamSink). Before the fix the task failed
 within a second of starting, with ``SystemError: <method 'count' of 'list' objects> returned a
 result with an exception set`` (comparing librdkafka's UNKNOWN_TOPIC_OR_PART error with None).
-
-A sink on ``topics`` asks a broker that auto-creates topics to create a missing one, as Kafka
-Connect's consumer does (tests/differential/test_sink_topic_churn_sbs.py), so the waiting case
-turns that off (``consumer.allow.auto.create.topics=false``): the test creates the topic itself.
 """
 
 from __future__ import annotations
@@ -41,7 +37,6 @@ def _worker(catalogue: PluginCatalogue, bootstrap: str) -> Worker:
             "offset.flush.interval.ms": "500",
             "consumer.session.timeout.ms": "6000",
             "consumer.heartbeat.interval.ms": "1000",
-            "consumer.allow.auto.create.topics": "false",
         },
         catalogue,
         MemoryOffsetStore(),
