@@ -71,19 +71,28 @@ DRAIN_WAIT_S = 0.1
 # backlog's acknowledgements (up to ~50 ms measured here): once per 5 s is under 1 %, and a
 # commit comes at most this late (Kafka's offset.flush.interval.ms only says how often to try).
 DRAIN_AFTER_S = 5.0
-# produce() errors that stand for a record the producer refuses, not a broken producer: the
-# errors Java's producer hands to the send callback (RecordTooLargeException and the like),
-# which Kafka Connect skips under errors.tolerance=all (KIP-779). librdkafka raises the first
-# three from produce() itself. Retries being unbounded (message.timeout.ms=0, as Connect's
-# delivery.timeout.ms) and a missing topic being waited for (_wait_for_topic), the last three
-# reach the loop only where the producer gave a record up: a connector that bounds
-# delivery.timeout.ms (Java's callback then gets a TimeoutException, skipped under
-# errors.tolerance=all as well), or a topic deleted while the task writes to it.
+# produce() errors that stand for a record the producer or the broker refuses, not a broken
+# producer: the errors Java's producer hands to the send callback (RecordTooLargeException,
+# InvalidRecordException and the like), which Kafka Connect skips under errors.tolerance=all
+# (KIP-779). librdkafka raises the first three from produce() itself. The broker refuses a
+# record's contents with the next four: INVALID_RECORD for a record without a key sent to a
+# compacted topic, INVALID_TIMESTAMP for one outside the topic's
+# message.timestamp.*.difference.max.ms, INVALID_MSG (Kafka's CORRUPT_MESSAGE) and
+# RECORD_LIST_TOO_LARGE for a batch it cannot take. Retries being unbounded
+# (message.timeout.ms=0, as Connect's delivery.timeout.ms) and a missing topic being waited
+# for (_wait_for_topic), the last three reach the loop only where the producer gave a record
+# up: a connector that bounds delivery.timeout.ms (Java's callback then gets a
+# TimeoutException, skipped under errors.tolerance=all as well), or a topic deleted while the
+# task writes to it.
 REFUSED_RECORD_ERRORS = frozenset(
     {
         KafkaError.MSG_SIZE_TOO_LARGE,
         KafkaError._UNKNOWN_PARTITION,
         KafkaError._UNKNOWN_TOPIC,
+        KafkaError.INVALID_RECORD,
+        KafkaError.INVALID_TIMESTAMP,
+        KafkaError.INVALID_MSG,
+        KafkaError.RECORD_LIST_TOO_LARGE,
         KafkaError._MSG_TIMED_OUT,
         KafkaError.UNKNOWN_TOPIC_OR_PART,
     }

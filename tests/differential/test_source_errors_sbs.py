@@ -13,6 +13,11 @@ max.message.bytes) fails the task on both, and Kafka's final commit stores the o
 lines acknowledged before it, polled earlier; Copycat committed nothing once a delivery had
 failed, so with offset.flush.interval.ms at its default (60 s) a restart wrote up to a
 minute of records again. That case runs on a worker of each with the 60 s interval.
+
+Under errors.tolerance=all Kafka skips a record whatever the send callback reports (KIP-779):
+lines without a key sent to a compacted topic, which the broker refuses as invalid records,
+are skipped and their offsets committed. Copycat skipped only a record too large or one for a
+missing topic, and failed the task on the broker's INVALID_RECORD.
 """
 
 from __future__ import annotations
@@ -140,3 +145,40 @@ def test_a_record_the_broker_refuses_fails_the_task_after_committing_those_ackno
     assert theirs[2].endswith("Unrecoverable exception from producer send callback"), theirs[2]
     assert ours[2].startswith("core.kafka.KafkaClientError: task "), ours[2]
     assert "Broker: Message size too large" in ours[2], ours[2]
+
+
+def test_records_the_broker_refuses_as_invalid_are_skipped_under_tolerance_all(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """FileStreamSource lines have no key; a compacted topic refuses every one of them."""
+
+    def run(peer: Peer) -> tuple[list[Record], list[dict[str, Any]], str]:
+        settings = {
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "errors.tolerance": "all",
+        }
+        source = file_source(
+            apache_kafka, tmp_path, "src-inv", ["a", "b"], settings, {"cleanup.policy": "compact"}
+        )
+
+        def skipped(client: httpx.Client) -> str:
+            # Once the lines' offsets are committed (they were skipped), or the task failed.
+            def settled() -> str | None:
+                status = client.get(f"/connectors/{source.name}/status").json()
+                state = str(status["tasks"][0]["state"]) if status["tasks"] else None
+                offsets = client.get(f"/connectors/{source.name}/offsets").json()["offsets"]
+                return state if state == "FAILED" or (offsets and state) else None
+
+            found: str = wait_for(settled, 90, f"{peer.name} skipping the lines or failing")
+            return found
+
+        return run_file_source(peer, apache_kafka, source, 0, skipped)
+
+    ours, theirs = run(copycat), run(kafka_connect)
+
+    assert theirs == (
+        [],
+        [{"partition": {"filename": ".txt"}, "offset": {"position": 4}}],
+        "RUNNING",
+    )
+    assert ours == theirs
