@@ -28,7 +28,7 @@ from core.runtime.sink import (
     max_records_per_put,
     offset_reset,
 )
-from core.runtime.source import SourceTaskLoop, producer_settings
+from core.runtime.source import LIBRDKAFKA_BATCH_SIZE, SourceTaskLoop, producer_settings
 from core.runtime.spec import DATA_PATH_HOST, TaskSpec
 from core.runtime.transactions import boundary_for
 from core.stores.task_offsets import TaskOffsetStore
@@ -214,6 +214,7 @@ def _source(
         "max_request_size": int(
             spec.clients.producer.get("message.max.bytes", JAVA_MAX_REQUEST_SIZE)
         ),
+        "batch_size": int(spec.clients.producer.get("batch.size", LIBRDKAFKA_BATCH_SIZE)),
     }
     loop: SourceTaskLoop
     if eos is None:

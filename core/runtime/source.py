@@ -97,6 +97,9 @@ REFUSED_RECORD_ERRORS = frozenset(
         KafkaError.UNKNOWN_TOPIC_OR_PART,
     }
 )
+# librdkafka's default batch.size: a batch of one partition's records grows up to it (Java's
+# producer's default is 16 KiB), named when the broker refuses a batch as too large.
+LIBRDKAFKA_BATCH_SIZE = 1_000_000
 # Deliveries a closing producer drops (its queue purged at stop): not a record's failure.
 PURGED_ERRORS = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 # A record for a topic the cluster does not have waits for it, as in Kafka Connect: its producer
@@ -280,11 +283,13 @@ class SourceTaskLoop:
         clock: Callable[[], float] = time.monotonic,
         on_stop: Callable[[], None] = lambda: None,
         max_request_size: int = JAVA_MAX_REQUEST_SIZE,
+        batch_size: int = LIBRDKAFKA_BATCH_SIZE,
     ) -> None:
         self._on_stop = on_stop  # releases what the task alone used (its offsets topic reader)
-        # The producer's message.max.bytes (a connector's max.request.size), named when it
-        # refuses a record as too large.
+        # The producer's message.max.bytes (a connector's max.request.size) and batch.size,
+        # named when it or the broker refuses a record as too large.
         self._max_request_size = max_request_size
+        self._batch_size = batch_size
         self.connector = connector
         self.task_id = task_id
         self.host = host
@@ -509,14 +514,22 @@ class SourceTaskLoop:
         if not isinstance(err, KafkaError) or err.code() != KafkaError.MSG_SIZE_TOO_LARGE:
             return ""
         size = sum(len(part) for part in (key, value) if isinstance(part, bytes | bytearray))
-        limit = (
-            f"the producer's max.request.size, {self._max_request_size} bytes"
-            if by_producer
-            else "the topic's max.message.bytes on the broker"
-        )
+        if by_producer:
+            return (
+                f" (the record's key and value are {size} bytes, before headers and framing;"
+                f" the limit is the producer's max.request.size, {self._max_request_size} bytes)"
+            )
+        # The broker checks the topic's max.message.bytes against a whole batch, and fails
+        # every record of a batch over it. Java's producer splits such a batch and sends it
+        # again; librdkafka does not, so records that each fit the topic fail too when the
+        # topic's limit is below the producer's batch.size (Java's batches stay under 16 KiB).
         return (
-            f" (the record's key and value are {size} bytes, before headers and framing;"
-            f" the limit is {limit})"
+            f" (the record's key and value are {size} bytes, before headers and framing; the"
+            " broker refused a batch of records over the topic's max.message.bytes, and"
+            " librdkafka's producer, unlike Java's, does not split a refused batch: with a"
+            f" topic limit below the producer's batch.size ({self._batch_size} bytes), records"
+            " that fit the topic are refused too; set producer.override.batch.size below the"
+            " topic's max.message.bytes)"
         )
 
     def _skips(self, err: object) -> bool:

@@ -33,6 +33,8 @@ from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
     Peer,
     Record,
+    create,
+    delete,
     differences,
     file_source,
     read_records,
@@ -182,3 +184,35 @@ def test_records_the_broker_refuses_as_invalid_are_skipped_under_tolerance_all(
         "RUNNING",
     )
     assert ours == theirs
+
+
+def test_a_batch_over_the_topics_limit_of_records_that_fit_it_names_batch_size(
+    copycat: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """Found by an exploratory comparison: 300 lines of 1 KiB to a topic whose
+    max.message.bytes is 64 KiB. Kafka Connect writes them all (its producer's batches are 16
+    KiB, and a refused batch is split). librdkafka's batches reach its batch.size (1,000,000
+    bytes) and it never splits one the broker refuses: every record of it fails with "Message
+    size too large", though each fits the topic. The task's failure must say so and name the
+    setting that avoids it; the record's size alone (1000 bytes "over" a 64 KiB limit) misled."""
+    lines = [f"{i:04d}" + "x" * 996 for i in range(300)]
+    settings = {
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "errors.tolerance": "none",
+    }
+    source = file_source(
+        apache_kafka, tmp_path, "src-bat", lines, settings, {"max.message.bytes": "65536"}
+    )
+    with copycat.client() as client:
+        create(client, source.name, source.config)
+        try:
+            status: dict[str, Any] = wait_for(
+                lambda: task_state(client, source.name, "FAILED"), 90, "Copycat FAILED"
+            )
+        finally:
+            delete(client, source.name)
+    trace = status["tasks"][0]["trace"].split("\n", 1)[0]
+    assert "Broker: Message size too large" in trace, trace
+    assert "does not split" in trace, trace
+    assert "producer.override.batch.size" in trace, trace
+    assert "(1000000 bytes)" in trace, trace
