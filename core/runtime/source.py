@@ -80,10 +80,10 @@ DRAIN_AFTER_S = 5.0
 # message.timestamp.*.difference.max.ms, INVALID_MSG (Kafka's CORRUPT_MESSAGE) and
 # RECORD_LIST_TOO_LARGE for a batch it cannot take. Retries being unbounded
 # (message.timeout.ms=0, as Connect's delivery.timeout.ms) and a missing topic being waited
-# for (_wait_for_topic), the last three reach the loop only where the producer gave a record
-# up: a connector that bounds delivery.timeout.ms (Java's callback then gets a
-# TimeoutException, skipped under errors.tolerance=all as well), or a topic deleted while the
-# task writes to it.
+# for (_wait_for_topic), _MSG_TIMED_OUT reaches the loop only from a connector that bounds
+# delivery.timeout.ms (Java's callback then gets a TimeoutException, skipped under
+# errors.tolerance=all as well); the missing topic's errors in a delivery report, from a topic
+# deleted while the task writes to it, fail the task instead (MISSING_TOPIC_ERRORS).
 REFUSED_RECORD_ERRORS = frozenset(
     {
         KafkaError.MSG_SIZE_TOO_LARGE,
@@ -100,6 +100,15 @@ REFUSED_RECORD_ERRORS = frozenset(
 # librdkafka's default batch.size: a batch of one partition's records grows up to it (Java's
 # producer's default is 16 KiB), named when the broker refuses a batch as too large.
 LIBRDKAFKA_BATCH_SIZE = 1_000_000
+# Delivery reports for a topic that went missing while its records were queued (deleted on a
+# broker that does not create topics on first use): never skipped under errors.tolerance=all,
+# since Kafka's producer waits for the topic to come back and loses nothing. The task fails
+# instead, its offsets stop at the last record acknowledged, and a restart sends the rest.
+# (produce() raising them for a record's own partition, one the topic does not have, still
+# refuses that record, as Kafka's send() throwing does.)
+MISSING_TOPIC_ERRORS = frozenset(
+    {KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC, KafkaError.UNKNOWN_TOPIC_OR_PART}
+)
 # Deliveries a closing producer drops (its queue purged at stop): not a record's failure.
 PURGED_ERRORS = frozenset({KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT})
 # A record for a topic the cluster does not have waits for it, as in Kafka Connect: its producer
@@ -494,7 +503,7 @@ class SourceTaskLoop:
     def _delivery_failed(self, err: KafkaError, msg: Message) -> bool:
         """A record's delivery failed: skipped (True) when tolerated, else the task fails."""
         detail = self._too_large(err, msg.key(), msg.value(), by_producer=False)
-        if self._skips(err):
+        if self._skips(err) and err.code() not in MISSING_TOPIC_ERRORS:
             if err.code() not in PURGED_ERRORS:
                 self._report_refused(msg.topic(), msg.partition(), err.str() + detail)
             if not self._wants_acks:
