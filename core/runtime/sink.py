@@ -36,6 +36,7 @@ from core.errors import ErrorReporter
 from core.kafka import wrap_kafka_error
 from core.runtime.counters import TaskCounters
 from core.runtime.spec import ErrorsPolicy
+from core.runtime.topic_ids import TopicIds
 from core.topic_names import (
     JavaRegexError,
     compile_topics_regex,
@@ -141,6 +142,10 @@ REPORTED_LOOKUP_TIMEOUT_S = 5.0
 MISSING_TOPIC_ERRORS = frozenset(
     {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION}
 )
+# How soon the topic IDs of the assigned topics are looked up again after one of them was
+# missing (deleted: it may be created again at once) or the lookup failed; otherwise they are
+# looked up at the consumer's metadata refresh interval (see SinkTaskLoop._check_topic_ids).
+TOPIC_ID_RETRY_S = 1.0
 # librdkafka's rebalance protocol is COOPERATIVE only when every configured assignor is
 # cooperative, and "cooperative-sticky" is its only cooperative one. The protocol decides how
 # a rebalance callback must set the assignment: assign() under EAGER, incremental_assign()
@@ -217,6 +222,7 @@ class SinkTaskLoop:
         reset: str | None = "earliest",
         create_missing_topics: bool = False,
         topics_regex_refresh_s: float = TOPICS_REGEX_REFRESH_S,
+        topic_ids: TopicIds | None = None,
     ) -> None:
         """``cooperative``: the consumer rebalances with the COOPERATIVE protocol (see
         :func:`cooperative_protocol`); it decides how :meth:`_on_assign` sets start offsets.
@@ -232,7 +238,9 @@ class SinkTaskLoop:
         :meth:`_waiting_for_topic`); never for a ``topics.regex`` sink.
         ``topics_regex_refresh_s``: how often a ``topics.regex`` sink lists the cluster's
         topics (its consumer's topic.metadata.refresh.interval.ms, which a connector's
-        ``metadata.max.age.ms`` sets, as Kafka's consumer refreshes at that age)."""
+        ``metadata.max.age.ms`` sets, as Kafka's consumer refreshes at that age), and how
+        often the assigned topics' IDs are looked up with ``topic_ids`` (see
+        :meth:`_check_topic_ids`; without it, a topic created again is not noticed)."""
         if bool(topics) == bool(topics_regex):
             raise ConnectException("a sink task needs exactly one of topics or topics.regex")
         self.connector = connector
@@ -255,6 +263,11 @@ class SinkTaskLoop:
         self._reset = reset
         self._create_missing_topics = create_missing_topics and not topics_regex
         self._regex_refresh_s = topics_regex_refresh_s
+        # The ID of each assigned topic as last looked up (see _check_topic_ids), and when
+        # to look again: at once for a topic newly assigned.
+        self._topic_ids = topic_ids
+        self._known_ids: dict[str, str] = {}
+        self._next_id_check = math.inf
         # The next offset to consume, per partition: from its assignment on, its position
         # then (see _positions), as Kafka's currentOffsets.
         self._current: dict[tuple[str, int], int] = {}
@@ -570,6 +583,8 @@ class SinkTaskLoop:
             self._current[tp] = offset
             self._committed[tp] = offset
         self._recount_active()  # Kafka's assignedOffsets
+        if self._topic_ids is not None and any(t not in self._known_ids for t, _ in tps):
+            self._next_id_check = self._clock()  # learn the new topics' IDs right away
 
     def _positions(
         self, consumer: Consumer, tps: list[tuple[str, int]]
@@ -765,6 +780,98 @@ class SinkTaskLoop:
             for name in subscription
         )
 
+    def _recheck_topic_ids_soon(self) -> None:
+        """A topic went missing (or the lookup failed): look its ID up again in
+        :data:`TOPIC_ID_RETRY_S`, to notice at once when it is created again."""
+        if self._topic_ids is not None:
+            self._next_id_check = min(self._next_id_check, self._clock() + TOPIC_ID_RETRY_S)
+
+    def _check_topic_ids(self) -> None:
+        """Look up the IDs of the assigned topics; reset the partitions of a topic whose ID
+        changed (deleted and created again under its name) as Kafka's consumer does.
+
+        Called from the loop at the consumer's metadata refresh interval (its
+        topic.metadata.refresh.interval.ms, which a connector's metadata.max.age.ms sets),
+        right after new topics are assigned, and every :data:`TOPIC_ID_RETRY_S` while one of
+        them is missing: one DescribeTopics per call, never per record or batch."""
+        assert self._topic_ids is not None
+        topics = sorted({topic for topic, _ in self._assigned})
+        self._next_id_check = self._clock() + self._regex_refresh_s if topics else math.inf
+        if not topics:
+            return
+        try:
+            ids = self._topic_ids(topics)
+        except KafkaException as exc:
+            log.debug("task %s: could not look up its topics' IDs: %s", self.name, exc)
+            self._recheck_topic_ids_soon()
+            return
+        for topic in topics:
+            if topic not in ids:
+                continue  # no answer for it: as before
+            new = ids[topic]
+            if new is None:
+                self._recheck_topic_ids_soon()  # deleted: it may be back any moment
+                continue
+            old = self._known_ids.get(topic)
+            self._known_ids[topic] = new
+            if old is not None and old != new:
+                self._topic_recreated(topic)
+
+    def _topic_recreated(self, topic: str) -> None:
+        """``topic`` was deleted and created again since its partitions were assigned: what
+        Kafka's consumer does when it detects the log's truncation under the new topic ID.
+        Each of its partitions goes to ``auto.offset.reset`` in the new topic (earliest: the
+        log start); the positions kept of the old topic are dropped, so the old offsets are
+        never committed onto the new topic. Records of the old topic consumed but not yet
+        put are dropped (they are gone from the cluster); under auto.offset.reset=none the
+        task fails, as Kafka's consumer throws LogTruncationException there."""
+        tps = sorted(tp for tp in self._assigned if tp[0] == topic)
+        if not tps:
+            return
+        if self._reset is None:
+            raise ConnectException(
+                f"sink task {self.name}: topic {topic} was deleted and created again "
+                "(its topic ID changed) and auto.offset.reset=none gives its partitions "
+                f"{', '.join(f'{t}-{p}' for t, p in tps)} no position to start from"
+            )
+        self._drain()
+        self._unfetch(set(tps), rewind=False)
+        at = LIST_OFFSETS_LATEST if self._reset == "latest" else LIST_OFFSETS_EARLIEST
+        try:
+            found = self.consumer.offsets_for_times(
+                [KafkaTopicPartition(t, p, at) for t, p in tps], timeout=METADATA_TIMEOUT_S
+            )
+        except KafkaException as exc:
+            log.debug("task %s: could not look up %s's log start: %s", self.name, topic, exc)
+            self._known_ids.pop(topic, None)  # try again at the next check
+            self._recheck_topic_ids_soon()
+            return
+        starts = {
+            (tp.topic, tp.partition): tp.offset
+            for tp in found
+            if tp.error is None and tp.offset >= 0
+        }
+        if len(starts) < len(tps):
+            self._known_ids.pop(topic, None)
+            self._recheck_topic_ids_soon()
+            return
+        for tp, offset in starts.items():
+            self._first_put.pop(tp, None)
+            self._unrecorded.discard(tp)
+            self._committed[tp] = offset  # the next commit with anything new commits it
+            self._seek(tp[0], tp[1], offset)
+            self._current[tp] = offset
+        self._recount_active()
+        log.warning(
+            "task %s: topic %s was deleted and created again (its topic ID changed); its "
+            "partitions start again at auto.offset.reset=%s of the new topic (%s), and the "
+            "offsets of the old topic are dropped",
+            self.name,
+            topic,
+            self._reset,
+            ", ".join(f"{t}-{p}@{offset}" for (t, p), offset in sorted(starts.items())),
+        )
+
     def _forget(self, tps: list[tuple[str, int]]) -> None:
         """Drop every position kept for partitions no longer ours. A rewind still pending
         for one of them belonged to the old assignment: applied after the partition came
@@ -843,6 +950,8 @@ class SinkTaskLoop:
     def _consume(self) -> Batch:
         if self._pattern is not None and self._clock() >= self._next_match_at:
             self._match_topics()
+        if self._clock() >= self._next_id_check:
+            self._check_topic_ids()
         if self._pending_seeks:
             self._apply_seeks()
         consumer = self.consumer
@@ -878,6 +987,7 @@ class SinkTaskLoop:
                 if err is None:
                     clean.append(msg)
                 elif err.code() in MISSING_TOPIC_ERRORS:
+                    self._recheck_topic_ids_soon()
                     if self._pattern is None:
                         self._waiting_for_topic(err, msg.topic())
                     else:  # a matched topic was deleted: match again soon, nothing to wait for

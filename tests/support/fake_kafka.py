@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import collections
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -97,6 +99,30 @@ class FakeCluster:
     # Set by a test: a synchronous offset commit waits until this event is set (a broker that
     # does not answer), then commits.
     commit_held: threading.Event | None = None
+    # Each topic's ID (made on first use), which recreate() changes.
+    topic_ids: dict[str, str] = field(default_factory=dict)
+    # Topics deleted and not created again: DescribeTopics says they are unknown.
+    deleted: set[str] = field(default_factory=set)
+
+    def topic_id(self, topic: str) -> str:
+        return self.topic_ids.setdefault(topic, uuid.uuid4().hex)
+
+    def delete(self, topic: str) -> None:
+        """Delete ``topic``: its logs, its ID and every group's committed offsets of it (as
+        Kafka's group coordinator drops them). Consumers keep their positions, as librdkafka's."""
+        for tp in [tp for tp in self.logs if tp[0] == topic]:
+            del self.logs[tp]
+        for offsets in self.committed.values():
+            for tp in [tp for tp in offsets if tp[0] == topic]:
+                del offsets[tp]
+        self.topic_ids.pop(topic, None)
+        self.deleted.add(topic)
+
+    def recreate(self, topic: str) -> None:
+        """Delete ``topic`` and create it again, empty, under a new ID."""
+        self.delete(topic)
+        self.deleted.discard(topic)
+        self.topic_id(topic)
 
     def append(
         self,
@@ -470,4 +496,27 @@ class FakeClients:
         return consumer
 
     def admin(self, config: Mapping[str, Any]) -> Any:
-        raise AssertionError("no admin client in these tests: topic creation is off")
+        """Only DescribeTopics (the sink loop's topic IDs): topic creation is off here."""
+        return FakeAdmin(self.cluster)
+
+
+class FakeAdmin:
+    """The admin client's DescribeTopics, over a :class:`FakeCluster`."""
+
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster = cluster
+        self.describes = 0
+
+    def describe_topics(self, topics: Any, request_timeout: float = -1) -> dict[str, Future[Any]]:
+        self.describes += 1
+        futures: dict[str, Future[Any]] = {}
+        for name in topics.topic_names:
+            future: Future[Any] = Future()
+            if name in self.cluster.deleted:
+                future.set_exception(
+                    _kafka_error(KafkaError.UNKNOWN_TOPIC_OR_PART, "Broker: Unknown topic")
+                )
+            else:
+                future.set_result(SimpleNamespace(topic_id=self.cluster.topic_id(name)))
+            futures[name] = future
+        return futures

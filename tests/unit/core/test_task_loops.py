@@ -17,7 +17,7 @@ from core.offsets import MemoryOffsetStore
 from core.runtime.build import build_task
 from core.runtime.loop import TaskLoop
 from core.runtime.services import TaskServices
-from core.runtime.sink import CONSUME_TIMEOUT_S
+from core.runtime.sink import CONSUME_TIMEOUT_S, TOPIC_ID_RETRY_S, TOPICS_REGEX_REFRESH_S
 from core.runtime.source import DRAIN_AFTER_S
 from core.runtime.spec import (
     ClientConfigs,
@@ -481,6 +481,68 @@ def test_sink_loop_puts_every_record_and_commits_what_pre_commit_allows(
     assert cluster.committed["connect-c"] == {("in", 0): 300}
     assert out.read_text().splitlines() == [f"v{i}" for i in range(300)]
     assert loop.topics() == {"in"}
+
+
+def test_sink_loop_reads_a_topic_created_again_from_its_new_start_and_commits_no_old_offset(
+    tmp_path: Path,
+    services: TaskServices,
+    cluster: FakeCluster,
+    clock: Clock,
+    loops: list[TaskLoop],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The consumer keeps its position in a topic deleted and created again (librdkafka's
+    does); the loop notices the new topic ID at its next look-up and reads the new topic from
+    its start, as Kafka's consumer does, with one warning naming the topic."""
+    out = tmp_path / "out.txt"
+    _fill(cluster, 5)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loops.append(loop)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 5)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    assert cluster.committed["connect-c"] == {("in", 0): 5}
+    cluster.recreate("in")
+    for i in range(7):
+        cluster.append("in", 0, None, f"w{i}".encode())
+    # Not yet looked up: the consumer goes on from its old position, as librdkafka's.
+    run_until(loop, lambda: loop.records_moved == 7)
+    clock.now += TOPICS_REGEX_REFRESH_S  # the consumer's metadata refresh interval
+    run_until(loop, lambda: loop.records_moved == 14)
+    expected = [f"v{i}" for i in range(5)] + ["w5", "w6"] + [f"w{i}" for i in range(7)]
+    assert out.read_text().splitlines() == expected
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    assert cluster.committed["connect-c"] == {("in", 0): 7}
+    recreated = [r.getMessage() for r in caplog.records if "created again" in r.getMessage()]
+    assert len(recreated) == 1 and "topic in " in recreated[0] and "in-0@0" in recreated[0]
+
+
+def test_sink_loop_looks_a_deleted_topic_up_again_soon_and_resets_when_it_is_back(
+    tmp_path: Path,
+    services: TaskServices,
+    cluster: FakeCluster,
+    clock: Clock,
+    loops: list[TaskLoop],
+) -> None:
+    out = tmp_path / "out.txt"
+    _fill(cluster, 3)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loops.append(loop)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 3)
+    cluster.delete("in")
+    clock.now += TOPICS_REGEX_REFRESH_S
+    loop.iteration()  # the topic is missing: looked up again in TOPIC_ID_RETRY_S
+    cluster.recreate("in")
+    _fill(cluster, 4, start=10)
+    clock.now += TOPIC_ID_RETRY_S
+    run_until(loop, lambda: loop.records_moved == 7)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    assert out.read_text().splitlines() == [f"v{i}" for i in [0, 1, 2, 10, 11, 12, 13]]
+    assert cluster.committed["connect-c"] == {("in", 0): 4}
 
 
 def test_a_sink_on_a_direct_channel_never_waits_for_a_put_that_has_not_run(
