@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import Peer, create, delete, wait_running
@@ -180,3 +181,96 @@ def test_a_regex_sink_sees_new_topics_at_its_metadata_max_age_as_kafka_connect_d
     theirs = _new_regex_topic(kafka_connect, apache_kafka, tmp_path)
     ours = _new_regex_topic(copycat, apache_kafka, tmp_path)
     assert ours == theirs == {"lines": ["x1", "y1"]}
+
+
+# How long the records produced to a re-created topic may take to reach the sink's file. Kafka
+# Connect's consumer fetches by topic ID: the first fetch after the re-create fails, its
+# metadata update brings the new ID, and it resets to the new log start (0.3 s here). Copycat's
+# librdkafka consumer kept the old position and never delivered the records below it; it now
+# looks the topic IDs up at the consumer's metadata refresh interval (RECREATED_MAX_AGE_MS
+# here, 10 s by default).
+RECREATED_BOUND_S = 30.0
+RECREATED_MAX_AGE_MS = 1000
+
+
+def _create_again(broker: KafkaCluster, topic: str) -> None:
+    """Create ``topic`` as soon as the cluster lets us (it refuses while the deletion is in
+    progress)."""
+
+    def created() -> bool:
+        try:
+            broker.create_topic(topic)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+            return False
+        return True
+
+    wait_for(created, 60, f"{topic} created again")
+
+
+def _recreated_topic(
+    peer: Peer, broker: KafkaCluster, tmp: Path, *, at_once: bool
+) -> dict[str, Any]:
+    """A sink that consumed its topic to offset 2; the topic deleted, created again with the
+    same name and partition count (``at_once``: right away, before the sink's consumer can
+    have seen it gone; else once the cluster's metadata no longer lists it), and three
+    records produced to it (offsets 0-4: librdkafka went on at the old position, 2, and
+    skipped those below it)."""
+    tag = _tag(peer)
+    topic, name, out = f"churn-re-{tag}", f"churn-re-{tag}", tmp / f"{tag}.out"
+    group = f"connect-{name}"
+    broker.create_topic(topic)
+    produce(broker.bootstrap_servers, topic, [b"x1", b"x2"])
+    config = {
+        "connector.class": SINK,
+        "topics": topic,
+        "file": str(out),
+        "consumer.override.metadata.max.age.ms": str(RECREATED_MAX_AGE_MS),
+        **STRINGS,
+    }
+    seen: dict[str, Any] = {}
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            wait_running(client, name)
+            wait_for(lambda: len(_lines(out)) >= 2, 60, f"2 lines in {out}")
+            wait_for(lambda: _committed(broker, group) == {topic: 2}, 60, f"{group} at 2")
+            broker.delete_topics([topic])
+            if not at_once:
+                wait_for(lambda: _partitions(broker, topic) is None, 60, f"{topic} deleted")
+            _create_again(broker, topic)
+            produce(broker.bootstrap_servers, topic, [f"y{i}".encode() for i in range(1, 6)])
+            wanted = {"x1", "x2"} | {f"y{i}" for i in range(1, 6)}
+            wait_for(
+                lambda: set(_lines(out)) >= wanted,
+                RECREATED_BOUND_S,
+                f"{peer.name}: y1-y5 of the re-created {topic} within {RECREATED_BOUND_S} s",
+            )
+            wait_for(lambda: _committed(broker, group) == {topic: 5}, 60, f"{group} at 5")
+            produce(broker.bootstrap_servers, topic, [b"y6"])
+            wait_for(lambda: "y6" in _lines(out), 60, f"y6 in {out}")
+            # Copycat notices the new topic only at its next look-up of the topic IDs: the
+            # records at or past the old position it fetched before then are delivered twice
+            # (at-least-once), never lost. Kafka Connect delivers each once.
+            seen["lines"] = sorted(set(_lines(out)))
+            wait_for(lambda: _committed(broker, group) == {topic: 6}, 60, f"{group} at 6")
+            seen["status"] = client.get(f"/connectors/{name}/status").json()["tasks"][0]["state"]
+        finally:
+            delete(client, name)
+    return seen
+
+
+RECREATED_EXPECTED = {
+    "lines": sorted(["x1", "x2"] + [f"y{i}" for i in range(1, 7)]),
+    "status": "RUNNING",
+}
+
+
+@pytest.mark.parametrize("at_once", [True, False], ids=["at-once", "once-gone"])
+def test_a_sink_reads_a_re_created_topic_from_its_start_as_kafka_connect_does(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path, at_once: bool
+) -> None:
+    theirs = _recreated_topic(kafka_connect, apache_kafka, tmp_path, at_once=at_once)
+    ours = _recreated_topic(copycat, apache_kafka, tmp_path, at_once=at_once)
+    assert ours == theirs == RECREATED_EXPECTED
