@@ -647,7 +647,7 @@ class SinkTaskLoop:
             self._unfetch(set(tps), rewind=False)  # no longer ours: the next owner reads them
             self._to_close = tps
             if self._failure is None:
-                self._closing_commit(set(tps))
+                self._closing_commit(set(tps) - self._of_stale_topics(tps))
             self._close_once()
             actions, self._closed = self._closed, None
             if actions is not None:
@@ -816,6 +816,34 @@ class SinkTaskLoop:
             self._known_ids[topic] = new
             if old is not None and old != new:
                 self._topic_recreated(topic)
+
+    def _of_stale_topics(self, tps: list[tuple[str, int]]) -> set[tuple[str, int]]:
+        """Those of ``tps`` whose topic is gone or was created again since this task learnt
+        its ID: their offsets are of the old topic, and a closing commit must not write them
+        onto the new one (the next owner would start there and skip the new records below
+        them). One DescribeTopics per revocation; nothing is left out if it fails."""
+        if self._topic_ids is None or not tps:
+            return set()
+        topics = sorted({topic for topic, _ in tps})
+        try:
+            ids = self._topic_ids(topics)
+        except KafkaException as exc:
+            log.debug("task %s: could not look up its topics' IDs: %s", self.name, exc)
+            return set()
+        stale = {
+            topic
+            for topic in topics
+            if topic in ids
+            and (ids[topic] is None or self._known_ids.get(topic, ids[topic]) != ids[topic])
+        }
+        if stale:
+            log.info(
+                "task %s: not committing the offsets of %s on revocation: the topic was "
+                "deleted (or deleted and created again) since they were read",
+                self.name,
+                ", ".join(stale),
+            )
+        return {tp for tp in tps if tp[0] in stale}
 
     def _topic_recreated(self, topic: str) -> None:
         """``topic`` was deleted and created again since its partitions were assigned: what

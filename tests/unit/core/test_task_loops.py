@@ -545,6 +545,32 @@ def test_sink_loop_looks_a_deleted_topic_up_again_soon_and_resets_when_it_is_bac
     assert cluster.committed["connect-c"] == {("in", 0): 4}
 
 
+def test_sink_loop_a_revocation_commits_no_offset_read_before_its_topic_was_created_again(
+    tmp_path: Path,
+    services: TaskServices,
+    cluster: FakeCluster,
+    clock: Clock,
+    loops: list[TaskLoop],
+) -> None:
+    """The partition's next owner starts at the group's committed offset: an offset of the
+    old topic committed onto the new one would have it skip the new records below it."""
+    out = tmp_path / "out.txt"
+    _fill(cluster, 3)
+    loop = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loops.append(loop)
+    loop.start()
+    run_until(loop, lambda: loop.records_moved == 3)
+    clock.now += COMMIT_INTERVAL_S
+    loop.iteration()
+    assert cluster.committed["connect-c"] == {("in", 0): 3}
+    cluster.recreate("in")
+    _fill(cluster, 5, start=10)
+    run_until(loop, lambda: loop.records_moved == 5)  # v13, v14: read at the old position
+    consumer = services.clients.consumers[-1]  # type: ignore[attr-defined]
+    consumer.revoke_all()
+    assert cluster.committed["connect-c"] == {}
+
+
 def test_a_sink_on_a_direct_channel_never_waits_for_a_put_that_has_not_run(
     tmp_path: Path, cluster: FakeCluster, clock: Clock
 ) -> None:
