@@ -146,6 +146,11 @@ MISSING_TOPIC_ERRORS = frozenset(
 # missing (deleted: it may be created again at once) or the lookup failed; otherwise they are
 # looked up at the consumer's metadata refresh interval (see SinkTaskLoop._check_topic_ids).
 TOPIC_ID_RETRY_S = 1.0
+# Committed offsets carry the ID of the topic they were read from, as their metadata: a task
+# newly assigned a partition (it never knew the old ID) that finds an offset committed under
+# another ID resets it to auto.offset.reset instead of starting there in the new topic.
+# Kafka Connect commits empty metadata; an offset without this prefix is taken as it is.
+TOPIC_ID_METADATA_PREFIX = "copycat.topic.id="
 # librdkafka's rebalance protocol is COOPERATIVE only when every configured assignor is
 # cooperative, and "cooperative-sticky" is its only cooperative one. The protocol decides how
 # a rebalance callback must set the assignment: assign() under EAGER, incremental_assign()
@@ -566,7 +571,8 @@ class SinkTaskLoop:
         a partition the task never reads from. Fetching starts exactly there, so nothing
         between librdkafka's own lookup and ours can make them differ."""
         tps = [(p.topic, p.partition) for p in partitions]
-        positions = self._positions(consumer, [tp for tp in tps if tp not in starts])
+        ids = self._assigned_topic_ids({topic for topic, _ in tps})
+        positions = self._positions(consumer, [tp for tp in tps if tp not in starts], ids)
         positions.update(starts)
         assignment = [
             KafkaTopicPartition(topic, partition, positions[(topic, partition)])
@@ -583,11 +589,32 @@ class SinkTaskLoop:
             self._current[tp] = offset
             self._committed[tp] = offset
         self._recount_active()  # Kafka's assignedOffsets
-        if self._topic_ids is not None and any(t not in self._known_ids for t, _ in tps):
-            self._next_id_check = self._clock()  # learn the new topics' IDs right away
+
+    def _assigned_topic_ids(self, topics: set[str]) -> dict[str, str]:
+        """The IDs of newly assigned ``topics``, looked up from the rebalance callback (with
+        the positions, before any record of them is fetched). A topic this task knew under
+        another ID was created again: the check that follows resets its partitions. The
+        periodic check starts from these (any failure here leaves it to that check, soon)."""
+        if self._topic_ids is None or not topics:
+            return {}
+        try:
+            looked_up = self._topic_ids(sorted(topics))
+        except KafkaException as exc:
+            log.debug("task %s: could not look up its topics' IDs: %s", self.name, exc)
+            looked_up = {}
+        ids = {topic: topic_id for topic, topic_id in looked_up.items() if topic_id is not None}
+        for topic in topics:
+            if topic not in ids:
+                self._recheck_topic_ids_soon()
+            elif self._known_ids.get(topic, ids[topic]) != ids[topic]:
+                self._next_id_check = self._clock()  # reset at the next check, at once
+            else:
+                self._known_ids[topic] = ids[topic]
+        self._next_id_check = min(self._next_id_check, self._clock() + self._regex_refresh_s)
+        return ids
 
     def _positions(
-        self, consumer: Consumer, tps: list[tuple[str, int]]
+        self, consumer: Consumer, tps: list[tuple[str, int]], ids: Mapping[str, str] | None = None
     ) -> dict[tuple[str, int], int]:
         """Kafka's ``consumer.position()`` of each of ``tps``: the group's committed offset,
         else where auto.offset.reset puts it now (the log's end or its beginning; under
@@ -596,7 +623,8 @@ class SinkTaskLoop:
         offset, from the rebalance callback (it blocks there, as Kafka's position() does).
         A partition the broker could not say for within :data:`POSITION_LOOKUP_TIMEOUT_S`
         is left out (librdkafka looks its start up itself, and it is committed only once
-        read from), and logged."""
+        read from), and logged. An offset committed under another topic ID than the topic's
+        now (``ids``: the topic was deleted and created again since) counts as none."""
         if not tps:
             return {}
         deadline = time.monotonic() + POSITION_LOOKUP_TIMEOUT_S
@@ -608,7 +636,7 @@ class SinkTaskLoop:
                 [KafkaTopicPartition(t, p) for t, p in tps], timeout=POSITION_LOOKUP_TIMEOUT_S
             )
             for tp in committed:
-                if tp.error is None and tp.offset >= 0:
+                if tp.error is None and tp.offset >= 0 and not self._of_old_topic(tp, ids):
                     positions[(tp.topic, tp.partition)] = tp.offset
                 elif tp.error is None:
                     unset.append((tp.topic, tp.partition))
@@ -635,6 +663,27 @@ class SinkTaskLoop:
                 failure,
             )
         return positions
+
+    def _of_old_topic(self, tp: KafkaTopicPartition, ids: Mapping[str, str] | None) -> bool:
+        """Whether ``tp``'s committed offset was committed under another topic ID than its
+        topic's now (see :data:`TOPIC_ID_METADATA_PREFIX`); logged when so."""
+        metadata = tp.metadata
+        if not ids or not metadata or not metadata.startswith(TOPIC_ID_METADATA_PREFIX):
+            return False
+        now = ids.get(tp.topic)
+        if now is None or metadata[len(TOPIC_ID_METADATA_PREFIX) :] == now:
+            return False
+        log.warning(
+            "task %s: the committed offset %d of %s-%d is of a topic %s deleted since (its "
+            "topic ID changed); the partition starts at auto.offset.reset=%s instead",
+            self.name,
+            tp.offset,
+            tp.topic,
+            tp.partition,
+            tp.topic,
+            self._reset,
+        )
+        return True
 
     def _on_revoke(self, consumer: Consumer, partitions: list[KafkaTopicPartition]) -> None:
         self._joined_again()  # a rebalance: the group assigns again
@@ -1546,7 +1595,13 @@ class SinkTaskLoop:
         if not any(last.get(tp) != offset for tp, offset in wanted.items()):
             self.counters.commit((time.monotonic() - started) * 1000, ok=True)
             return
-        offsets = [KafkaTopicPartition(tp[0], tp[1], offset) for tp, offset in wanted.items()]
+        known = self._known_ids
+        offsets = [
+            KafkaTopicPartition(tp[0], tp[1], offset, f"{TOPIC_ID_METADATA_PREFIX}{known[tp[0]]}")
+            if tp[0] in known
+            else KafkaTopicPartition(tp[0], tp[1], offset)
+            for tp, offset in wanted.items()
+        ]
         if asynchronous:
             try:
                 self.consumer.commit(offsets=offsets, asynchronous=True)

@@ -99,6 +99,10 @@ class FakeCluster:
     # Set by a test: a synchronous offset commit waits until this event is set (a broker that
     # does not answer), then commits.
     commit_held: threading.Event | None = None
+    # The metadata committed with each group's offsets (where a commit gave any).
+    commit_metadata: dict[str, dict[tuple[str, int], str]] = field(
+        default_factory=lambda: collections.defaultdict(dict)
+    )
     # Each topic's ID (made on first use), which recreate() changes.
     topic_ids: dict[str, str] = field(default_factory=dict)
     # Topics deleted and not created again: DescribeTopics says they are unknown.
@@ -415,6 +419,8 @@ class FakeConsumer:
         if error is None:
             for tp in offsets or []:
                 self.cluster.committed[self.group][(tp.topic, tp.partition)] = tp.offset
+                if tp.metadata:
+                    self.cluster.commit_metadata[self.group][(tp.topic, tp.partition)] = tp.metadata
         if asynchronous and self._on_commit is not None:
             self._on_commit(error, list(offsets or []))
 
@@ -423,8 +429,14 @@ class FakeConsumer:
     ) -> list[TopicPartition]:
         """The group's committed offsets (OFFSET_INVALID where it has none)."""
         committed = self.cluster.committed[self.group]
+        metadata = self.cluster.commit_metadata[self.group]
         return [
-            TopicPartition(tp.topic, tp.partition, committed.get((tp.topic, tp.partition), -1001))
+            TopicPartition(
+                tp.topic,
+                tp.partition,
+                committed.get((tp.topic, tp.partition), -1001),
+                metadata=metadata.get((tp.topic, tp.partition), ""),
+            )
             for tp in partitions
         ]
 

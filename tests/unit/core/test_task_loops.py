@@ -571,6 +571,39 @@ def test_sink_loop_a_revocation_commits_no_offset_read_before_its_topic_was_crea
     assert cluster.committed["connect-c"] == {}
 
 
+def test_sink_loop_a_new_task_ignores_an_offset_committed_under_the_old_topic_id(
+    tmp_path: Path,
+    services: TaskServices,
+    cluster: FakeCluster,
+    clock: Clock,
+    loops: list[TaskLoop],
+) -> None:
+    """Another task (it never knew the old topic) is assigned the partition of a topic
+    created again, and the group still has the old topic's offset (written onto the new topic
+    before it was noticed, or not dropped yet): it starts at auto.offset.reset, not there."""
+    out = tmp_path / "out.txt"
+    _fill(cluster, 3)
+    first = build_task(_spec("sink", {"file": str(out), "topics": "in"}), services)
+    loops.append(first)
+    first.start()
+    run_until(first, lambda: first.records_moved == 3)
+    first.stop(failed=False, timeout_s=1)
+    loops.remove(first)
+    assert cluster.committed["connect-c"] == {("in", 0): 3}
+    old = (dict(cluster.committed["connect-c"]), dict(cluster.commit_metadata["connect-c"]))
+    cluster.recreate("in")
+    cluster.committed["connect-c"], cluster.commit_metadata["connect-c"] = old
+    _fill(cluster, 5, start=10)
+    second = build_task(_spec("sink", {"file": str(tmp_path / "2.txt"), "topics": "in"}), services)
+    loops.append(second)
+    second.start()
+    run_until(second, lambda: second.records_moved == 5)
+    clock.now += COMMIT_INTERVAL_S
+    second.iteration()
+    assert (tmp_path / "2.txt").read_text().splitlines() == [f"v{i}" for i in range(10, 15)]
+    assert cluster.committed["connect-c"] == {("in", 0): 5}
+
+
 def test_a_sink_on_a_direct_channel_never_waits_for_a_put_that_has_not_run(
     tmp_path: Path, cluster: FakeCluster, clock: Clock
 ) -> None:
