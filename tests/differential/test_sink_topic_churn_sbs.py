@@ -19,7 +19,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, create, delete, wait_running
+from tests.support.differential import DistributedPeers, Peer, create, delete, wait_running
 from tests.support.kafka import group_offsets, produce
 from tests.support.rest import wait_for
 
@@ -267,10 +267,81 @@ RECREATED_EXPECTED = {
 }
 
 
-@pytest.mark.parametrize("at_once", [True, False], ids=["at-once", "once-gone"])
+# Re-created "once gone" (after the cluster's metadata no longer listed the topic) is left
+# out: Kafka Connect itself then missed y1-y5 for 30 s in one run of four (2026-12-01).
 def test_a_sink_reads_a_re_created_topic_from_its_start_as_kafka_connect_does(
-    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path, at_once: bool
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
 ) -> None:
-    theirs = _recreated_topic(kafka_connect, apache_kafka, tmp_path, at_once=at_once)
-    ours = _recreated_topic(copycat, apache_kafka, tmp_path, at_once=at_once)
+    theirs = _recreated_topic(kafka_connect, apache_kafka, tmp_path, at_once=True)
+    ours = _recreated_topic(copycat, apache_kafka, tmp_path, at_once=True)
     assert ours == theirs == RECREATED_EXPECTED
+
+
+def test_a_distributed_sink_reads_a_re_created_topic_from_its_start_as_kafka_connect_does(
+    distributed_pair: DistributedPeers, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    ours, theirs = (
+        _recreated_topic(peer, apache_kafka, tmp_path, at_once=True)
+        for peer in distributed_pair.both()
+    )
+    assert ours == theirs == RECREATED_EXPECTED
+
+
+def _recreated_by_two_tasks(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[str, Any]:
+    """tasks.max=2 and allow.auto.create.topics=true: the topic deleted, created again by the
+    sink's own metadata request, then written to."""
+    tag = _tag(peer)
+    topic, name, out = f"churn-two-{tag}", f"churn-two-{tag}", tmp / f"{tag}.out"
+    group = f"connect-{name}"
+    broker.create_topic(topic)
+    produce(broker.bootstrap_servers, topic, [b"x1", b"x2"])
+    config = {
+        "connector.class": SINK,
+        "topics": topic,
+        "file": str(out),
+        "tasks.max": "2",
+        "consumer.override.allow.auto.create.topics": "true",
+        "consumer.override.metadata.max.age.ms": str(RECREATED_MAX_AGE_MS),
+        **STRINGS,
+    }
+    seen: dict[str, Any] = {}
+    with peer.client() as client:
+        create(client, name, config)
+        try:
+            wait_running(client, name, tasks=2)
+            wait_for(lambda: len(_lines(out)) >= 2, 60, f"2 lines in {out}")
+            wait_for(lambda: _committed(broker, group) == {topic: 2}, 60, f"{group} at 2")
+            broker.delete_topics([topic])
+            seen["created again, partitions"] = wait_for(
+                lambda: _partitions(broker, topic), 60, f"{topic} created again by the sink"
+            )
+            produce(broker.bootstrap_servers, topic, [f"y{i}".encode() for i in range(1, 6)])
+            wanted = {"x1", "x2"} | {f"y{i}" for i in range(1, 6)}
+            wait_for(
+                lambda: set(_lines(out)) >= wanted,
+                RECREATED_BOUND_S,
+                f"{peer.name}: y1-y5 of {topic} created again within {RECREATED_BOUND_S} s",
+            )
+            wait_for(lambda: _committed(broker, group) == {topic: 5}, 60, f"{group} at 5")
+            seen["lines"] = sorted(set(_lines(out)))
+            status = client.get(f"/connectors/{name}/status").json()
+            seen["states"] = sorted(task["state"] for task in status["tasks"])
+        finally:
+            delete(client, name)
+    return seen
+
+
+def test_two_sink_tasks_read_the_topic_their_consumer_created_again_as_kafka_connect_does(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    theirs = _recreated_by_two_tasks(kafka_connect, apache_kafka, tmp_path)
+    ours = _recreated_by_two_tasks(copycat, apache_kafka, tmp_path)
+    assert (
+        ours
+        == theirs
+        == {
+            "created again, partitions": 1,
+            "lines": sorted(["x1", "x2"] + [f"y{i}" for i in range(1, 6)]),
+            "states": ["RUNNING", "RUNNING"],
+        }
+    )
