@@ -30,7 +30,7 @@ from core.runtime.sink import (
 )
 from core.runtime.source import LIBRDKAFKA_BATCH_SIZE, SourceTaskLoop, producer_settings
 from core.runtime.spec import DATA_PATH_HOST, TaskSpec
-from core.runtime.topic_ids import admin_topic_ids
+from core.runtime.topic_ids import AdminTopicIds
 from core.runtime.transactions import boundary_for
 from core.stores.task_offsets import TaskOffsetStore
 from core.topics import TopicCreator
@@ -319,7 +319,7 @@ def _sink(
         .lower()
         == "true",
         # To notice a topic deleted and created again under its name (core.runtime.topic_ids).
-        topic_ids=admin_topic_ids(lambda: services.clients.admin(spec.clients.admin)),
+        topic_ids=AdminTopicIds(services.clients, spec.clients.admin),
     )
     holder.append(loop)
     return loop

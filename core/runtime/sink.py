@@ -1886,6 +1886,8 @@ class SinkTaskLoop:
                 try:
                     self._close_consumer(began + timeout_s * JOIN_SHARE_OF_STOP_TIMEOUT)
                 finally:
+                    if self._topic_ids is not None:
+                        self._topic_ids.close()  # its admin client, once no task shares it
                     if self.errors is not None:
                         self.errors.close(self._stop_deadline)
 

@@ -13,8 +13,11 @@ topic's ID changed, as Kafka's consumer does.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
@@ -24,22 +27,48 @@ DESCRIBE_TIMEOUT_S = 2.0
 # The answer for a topic the cluster does not have (now): it has no ID.
 _MISSING = frozenset({KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC})
 
-TopicIds = Callable[[Sequence[str]], Mapping[str, str | None]]
+
+class TopicIds(Protocol):
+    """Looks up the topic ID of each topic named (None for a topic the cluster lacks); raises
+    KafkaException when the cluster could not answer. ``close()`` once the task is done."""
+
+    def __call__(self, topics: Sequence[str]) -> Mapping[str, str | None]: ...
+
+    def close(self) -> None: ...
 
 
-def admin_topic_ids(make_admin: Callable[[], Any]) -> TopicIds:
-    """A lookup of the topic ID of each topic named (None for a topic the cluster lacks), by
-    an admin client made by ``make_admin`` on its first use and kept for the later ones: one
-    per sink task, made only once the task has partitions to watch.
+@dataclass
+class _Shared:
+    admin: Any
+    users: int
 
-    The lookup raises KafkaException when the cluster could not answer (the caller asks again
+
+# The admin clients of the lookups, per maker of clients (the worker's, or a plugin host's) and
+# per admin config: the sink tasks of one connector, and of connectors without admin
+# overrides, share one (each librdkafka client is a few threads and connections).
+_SHARED: weakref.WeakKeyDictionary[Any, dict[tuple[tuple[str, str], ...], _Shared]] = (
+    weakref.WeakKeyDictionary()
+)
+_SHARED_LOCK = threading.Lock()
+
+
+class AdminTopicIds:
+    """Topic IDs by an admin client's DescribeTopics, the client made by ``clients.admin`` on
+    the first lookup and shared with the other lookups of the same clients and admin config
+    (see :data:`_SHARED`) until the last of them is closed. Made only once a sink task has
+    partitions to watch.
+
+    A lookup raises KafkaException when the cluster could not answer (the caller asks again
     soon); a topic it may not describe counts as unknown, not missing (left out)."""
-    admin: Any = None
 
-    def lookup(topics: Sequence[str]) -> Mapping[str, str | None]:
-        nonlocal admin
-        if admin is None:
-            admin = make_admin()
+    def __init__(self, clients: Any, config: Mapping[str, Any]) -> None:
+        self._clients = clients
+        self._config = dict(config)
+        self._key = tuple(sorted((str(k), repr(v)) for k, v in self._config.items()))
+        self._admin: Any = None
+
+    def __call__(self, topics: Sequence[str]) -> Mapping[str, str | None]:
+        admin = self._admin if self._admin is not None else self._acquire()
         futures = admin.describe_topics(
             TopicCollection(list(topics)), request_timeout=DESCRIBE_TIMEOUT_S
         )
@@ -57,4 +86,25 @@ def admin_topic_ids(make_admin: Callable[[], Any]) -> TopicIds:
             ids[name] = str(description.topic_id)
         return ids
 
-    return lookup
+    def _acquire(self) -> Any:
+        with _SHARED_LOCK:
+            shared = _SHARED.setdefault(self._clients, {})
+            entry = shared.get(self._key)
+            if entry is None:
+                entry = shared[self._key] = _Shared(self._clients.admin(self._config), 0)
+            entry.users += 1
+            self._admin = entry.admin
+            return entry.admin
+
+    def close(self) -> None:
+        """Done with lookups: the last user of a shared admin client lets it go."""
+        with _SHARED_LOCK:
+            if self._admin is None:
+                return
+            self._admin = None
+            shared = _SHARED.get(self._clients, {})
+            entry = shared.get(self._key)
+            if entry is not None:
+                entry.users -= 1
+                if entry.users <= 0:
+                    del shared[self._key]

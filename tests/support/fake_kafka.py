@@ -496,6 +496,7 @@ class FakeClients:
         self.cluster = cluster or FakeCluster()
         self.producers: list[FakeProducer] = []
         self.consumers: list[FakeConsumer] = []
+        self.admins: list[FakeAdmin] = []
 
     def producer(self, config: Mapping[str, Any]) -> FakeProducer:
         producer = FakeProducer(self.cluster, config)
@@ -509,7 +510,9 @@ class FakeClients:
 
     def admin(self, config: Mapping[str, Any]) -> Any:
         """Only DescribeTopics (the sink loop's topic IDs): topic creation is off here."""
-        return FakeAdmin(self.cluster)
+        admin = FakeAdmin(self.cluster)
+        self.admins.append(admin)
+        return admin
 
 
 class FakeAdmin:
