@@ -17,25 +17,23 @@ import httpx
 import pytest
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import Peer, create, delete, wait_running
+from tests.support.differential import (
+    FILE_SINK,
+    STRING_CONVERTERS,
+    Peer,
+    create,
+    delete,
+    file_lines,
+    wait_running,
+)
 from tests.support.kafka import produce
 from tests.support.rest import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
-SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
-STRINGS = {
-    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-    "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-}
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
-
 
 def _delivered(path: Path, count: int) -> None:
-    wait_for(lambda: len(_lines(path)) >= count, 60, f"{count} records in {path}")
+    wait_for(lambda: len(file_lines(path)) >= count, 60, f"{count} records in {path}")
 
 
 def _assigned(broker: KafkaCluster, group: str, partitions: int) -> None:
@@ -70,16 +68,21 @@ def _run(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[str, Any]:
         create(
             client,
             plain,
-            {"connector.class": SINK, "topics": empty, "file": str(plain_out), **STRINGS},
+            {
+                "connector.class": FILE_SINK,
+                "topics": empty,
+                "file": str(plain_out),
+                **STRING_CONVERTERS,
+            },
         )
         create(
             client,
             regex,
             {
-                "connector.class": SINK,
+                "connector.class": FILE_SINK,
                 "topics.regex": f"rx-{tag}-.*",
                 "file": str(regex_out),
-                **STRINGS,
+                **STRING_CONVERTERS,
             },
         )
         try:

@@ -16,24 +16,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, TopicCollection
 
 from tests.support.apache_kafka import KafkaCluster
-from tests.support.differential import DistributedPeers, Peer, create, delete, wait_running
+from tests.support.differential import (
+    FILE_SINK,
+    STRING_CONVERTERS,
+    DistributedPeers,
+    Peer,
+    create,
+    delete,
+    file_lines,
+    wait_running,
+)
 from tests.support.kafka import group_offsets, produce
 from tests.support.rest import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
-
-SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
-STRINGS = {
-    "key.converter": "org.apache.kafka.connect.storage.StringConverter",
-    "value.converter": "org.apache.kafka.connect.storage.StringConverter",
-}
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.exists() else []
 
 
 def _partitions(broker: KafkaCluster, topic: str) -> int | None:
@@ -58,7 +57,12 @@ def _missing_topic(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[str, Any
     topic, name, out = f"churn-missing-{tag}", f"churn-missing-{tag}", tmp / f"{tag}.out"
     seen: dict[str, Any] = {}
     with peer.client() as client:
-        config = {"connector.class": SINK, "topics": topic, "file": str(out), **STRINGS}
+        config = {
+            "connector.class": FILE_SINK,
+            "topics": topic,
+            "file": str(out),
+            **STRING_CONVERTERS,
+        }
         # Kafka Connect's default, Copycat's only when given.
         create(client, name, {**config, "consumer.override.allow.auto.create.topics": "true"})
         try:
@@ -67,8 +71,8 @@ def _missing_topic(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[str, Any
                 lambda: _partitions(broker, topic), 60, f"{topic} created by {peer.name}'s sink"
             )
             produce(broker.bootstrap_servers, topic, [b"x1", b"x2"])
-            wait_for(lambda: len(_lines(out)) >= 2, 60, f"2 lines in {out}")
-            seen["lines"] = _lines(out)
+            wait_for(lambda: len(file_lines(out)) >= 2, 60, f"2 lines in {out}")
+            seen["lines"] = file_lines(out)
         finally:
             delete(client, name)
     return seen
@@ -93,19 +97,19 @@ def _regex_topic_deleted(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[st
     produce(broker.bootstrap_servers, a, [b"a1"])
     produce(broker.bootstrap_servers, b, [b"b1"])
     config = {
-        "connector.class": SINK,
+        "connector.class": FILE_SINK,
         "topics.regex": f"churn-rx-{tag}-.*",
         "file": str(out),
         # Kafka Connect's consumer looks for new topics at this interval (5 min by default).
         "consumer.override.metadata.max.age.ms": "2000",
-        **STRINGS,
+        **STRING_CONVERTERS,
     }
     seen: dict[str, Any] = {}
     with peer.client() as client:
         create(client, name, config)
         try:
             wait_running(client, name)
-            wait_for(lambda: len(_lines(out)) >= 2, 60, f"2 lines in {out}")
+            wait_for(lambda: len(file_lines(out)) >= 2, 60, f"2 lines in {out}")
             broker.delete_topics([a])
             wait_for(lambda: _partitions(broker, a) is None, 60, f"{a} deleted")
             produce(broker.bootstrap_servers, b, [b"b2"])
@@ -114,8 +118,8 @@ def _regex_topic_deleted(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[st
             # c1 arrives once the sink listed the topics again, after a was gone. Kafka
             # Connect's first: its commit of the revoked partitions, a's among them, waits
             # default.api.timeout.ms (60 s) for a's coordinator answer before it rebalances.
-            wait_for(lambda: "c1" in _lines(out), 120, f"c1 in {out}")
-            seen["lines"] = sorted(_lines(out))
+            wait_for(lambda: "c1" in file_lines(out), 120, f"c1 in {out}")
+            seen["lines"] = sorted(file_lines(out))
             # Commits go on without a: nothing is delivered again after a restart.
             wait_for(
                 lambda: _committed(broker, f"connect-{name}") == {b: 2, c: 1},
@@ -152,25 +156,25 @@ def _new_regex_topic(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[str, A
     broker.create_topic(first)
     produce(broker.bootstrap_servers, first, [b"x1"])
     config = {
-        "connector.class": SINK,
+        "connector.class": FILE_SINK,
         "topics.regex": f"churn-new-{tag}-.*",
         "file": str(out),
         "consumer.override.metadata.max.age.ms": str(METADATA_MAX_AGE_MS),
-        **STRINGS,
+        **STRING_CONVERTERS,
     }
     with peer.client() as client:
         create(client, name, config)
         try:
             wait_running(client, name)
-            wait_for(lambda: _lines(out) == ["x1"], 60, f"x1 in {out}")
+            wait_for(lambda: file_lines(out) == ["x1"], 60, f"x1 in {out}")
             broker.create_topic(second)
             produce(broker.bootstrap_servers, second, [b"y1"])
             wait_for(
-                lambda: "y1" in _lines(out),
+                lambda: "y1" in file_lines(out),
                 NEW_TOPIC_BOUND_S,
                 f"{peer.name}: y1 of a new topic within {NEW_TOPIC_BOUND_S} s",
             )
-            return {"lines": _lines(out)}
+            return {"lines": file_lines(out)}
         finally:
             delete(client, name)
 
@@ -193,9 +197,22 @@ RECREATED_BOUND_S = 30.0
 RECREATED_MAX_AGE_MS = 1000
 
 
-def _create_again(broker: KafkaCluster, topic: str) -> None:
+def _topic_id(broker: KafkaCluster, topic: str) -> str | None:
+    """The topic ID of ``topic``, None while the cluster does not have it."""
+    future = broker.admin.describe_topics(TopicCollection([topic]))[topic]
+    try:
+        return str(future.result(timeout=10).topic_id)
+    except KafkaException as exc:
+        if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            return None
+        raise
+
+
+def _create_again(broker: KafkaCluster, topic: str, old_id: str | None) -> None:
     """Create ``topic`` as soon as the cluster lets us (it refuses while the deletion is in
-    progress)."""
+    progress), unless someone else created it again first: Kafka Connect's sink consumer
+    (allow.auto.create.topics=true) re-creates a deleted topic with its next metadata
+    request, and the broker then refuses ours for good."""
 
     def created() -> bool:
         try:
@@ -203,7 +220,7 @@ def _create_again(broker: KafkaCluster, topic: str) -> None:
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
-            return False
+            return _topic_id(broker, topic) not in (None, old_id)
         return True
 
     wait_for(created, 60, f"{topic} created again")
@@ -223,37 +240,38 @@ def _recreated_topic(
     broker.create_topic(topic)
     produce(broker.bootstrap_servers, topic, [b"x1", b"x2"])
     config = {
-        "connector.class": SINK,
+        "connector.class": FILE_SINK,
         "topics": topic,
         "file": str(out),
         "consumer.override.metadata.max.age.ms": str(RECREATED_MAX_AGE_MS),
-        **STRINGS,
+        **STRING_CONVERTERS,
     }
     seen: dict[str, Any] = {}
     with peer.client() as client:
         create(client, name, config)
         try:
             wait_running(client, name)
-            wait_for(lambda: len(_lines(out)) >= 2, 60, f"2 lines in {out}")
+            wait_for(lambda: len(file_lines(out)) >= 2, 60, f"2 lines in {out}")
             wait_for(lambda: _committed(broker, group) == {topic: 2}, 60, f"{group} at 2")
+            old_id = _topic_id(broker, topic)
             broker.delete_topics([topic])
             if not at_once:
                 wait_for(lambda: _partitions(broker, topic) is None, 60, f"{topic} deleted")
-            _create_again(broker, topic)
+            _create_again(broker, topic, old_id)
             produce(broker.bootstrap_servers, topic, [f"y{i}".encode() for i in range(1, 6)])
             wanted = {"x1", "x2"} | {f"y{i}" for i in range(1, 6)}
             wait_for(
-                lambda: set(_lines(out)) >= wanted,
+                lambda: set(file_lines(out)) >= wanted,
                 RECREATED_BOUND_S,
                 f"{peer.name}: y1-y5 of the re-created {topic} within {RECREATED_BOUND_S} s",
             )
             wait_for(lambda: _committed(broker, group) == {topic: 5}, 60, f"{group} at 5")
             produce(broker.bootstrap_servers, topic, [b"y6"])
-            wait_for(lambda: "y6" in _lines(out), 60, f"y6 in {out}")
+            wait_for(lambda: "y6" in file_lines(out), 60, f"y6 in {out}")
             # Copycat notices the new topic only at its next look-up of the topic IDs: the
             # records at or past the old position it fetched before then are delivered twice
             # (at-least-once), never lost. Kafka Connect delivers each once.
-            seen["lines"] = sorted(set(_lines(out)))
+            seen["lines"] = sorted(set(file_lines(out)))
             wait_for(lambda: _committed(broker, group) == {topic: 6}, 60, f"{group} at 6")
             seen["status"] = client.get(f"/connectors/{name}/status").json()["tasks"][0]["state"]
         finally:
@@ -296,20 +314,20 @@ def _recreated_by_two_tasks(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict
     broker.create_topic(topic)
     produce(broker.bootstrap_servers, topic, [b"x1", b"x2"])
     config = {
-        "connector.class": SINK,
+        "connector.class": FILE_SINK,
         "topics": topic,
         "file": str(out),
         "tasks.max": "2",
         "consumer.override.allow.auto.create.topics": "true",
         "consumer.override.metadata.max.age.ms": str(RECREATED_MAX_AGE_MS),
-        **STRINGS,
+        **STRING_CONVERTERS,
     }
     seen: dict[str, Any] = {}
     with peer.client() as client:
         create(client, name, config)
         try:
             wait_running(client, name, tasks=2)
-            wait_for(lambda: len(_lines(out)) >= 2, 60, f"2 lines in {out}")
+            wait_for(lambda: len(file_lines(out)) >= 2, 60, f"2 lines in {out}")
             wait_for(lambda: _committed(broker, group) == {topic: 2}, 60, f"{group} at 2")
             broker.delete_topics([topic])
             seen["created again, partitions"] = wait_for(
@@ -318,12 +336,12 @@ def _recreated_by_two_tasks(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict
             produce(broker.bootstrap_servers, topic, [f"y{i}".encode() for i in range(1, 6)])
             wanted = {"x1", "x2"} | {f"y{i}" for i in range(1, 6)}
             wait_for(
-                lambda: set(_lines(out)) >= wanted,
+                lambda: set(file_lines(out)) >= wanted,
                 RECREATED_BOUND_S,
                 f"{peer.name}: y1-y5 of {topic} created again within {RECREATED_BOUND_S} s",
             )
             wait_for(lambda: _committed(broker, group) == {topic: 5}, 60, f"{group} at 5")
-            seen["lines"] = sorted(set(_lines(out)))
+            seen["lines"] = sorted(set(file_lines(out)))
             status = client.get(f"/connectors/{name}/status").json()
             seen["states"] = sorted(task["state"] for task in status["tasks"])
         finally:

@@ -41,6 +41,8 @@ JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"
 # Kafka Connect's worker defaults (see tests/support/kafka_connect.py), so that a connector
 # config without converters means the same on both.
 KAFKA_CONNECT_CONVERTERS = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER}
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+STRING_CONVERTERS = {"key.converter": STRING_CONVERTER, "value.converter": STRING_CONVERTER}
 NAME_HEADER = "__connect.errors.connector.name"
 TRACE_HEADER = "__connect.errors.exception.stacktrace"
 MESSAGE_HEADER = "__connect.errors.exception.message"
@@ -295,6 +297,11 @@ def running_file_source(client: httpx.Client, name: str, tmp: Path, topic: str) 
         yield
     finally:
         delete(client, name)
+
+
+def file_lines(path: Path) -> list[str]:
+    """The lines a FileStreamSink wrote to ``path`` so far (none before it made the file)."""
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def read_records(bootstrap: str, topic: str, expected: int) -> list[Record]:
