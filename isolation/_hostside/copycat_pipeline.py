@@ -305,6 +305,8 @@ class SourceRunner:
                 # Kafka's sendRecords() has sent them), the failure is reported, and the
                 # worker fails the task.
                 batch, records = stop.batch, list(itertools.islice(records, stop.index))
+        if batch.timestamps is not None:
+            batch.timestamps = _valid_timestamps(batch.timestamps)
         sent = _without(records, dropped) if dropped else records
         offsets = _last_offsets(self.task, sent) if sent else []
         # Once per source partition per poll, before any of its records is produced: what the
@@ -546,6 +548,35 @@ def _rows_batch(seq: int, rows: list[tuple[Any, ...]]) -> ProducedBatch:
         list(column) for column in zip(*rows, strict=True)
     )
     return ProducedBatch.of_columns(seq, topics, partitions, keys, values, headers, timestamps)
+
+
+def _valid_timestamps(stamps: Any) -> Any:
+    """A batch's timestamps column (shared, or one per record, None where a record has
+    none) as Kafka Connect hands it to its producer (ConnectUtils.checkAndConvertTimestamp):
+    -1 (Kafka's NO_TIMESTAMP) becomes None, so that the producer stamps the record as it does
+    a record without one; any other negative timestamp fails the task, whatever
+    errors.tolerance says (Kafka's InvalidRecordException). The usual column (no negative
+    timestamp) costs one min() over it.
+
+    Raises:
+        ContractViolation: a record has a timestamp below -1.
+    """
+    if type(stamps) is not list:
+        return stamps if stamps >= 0 else _valid_timestamp(stamps)
+    try:
+        lowest = min(stamps)
+    except TypeError:  # records without a timestamp among those with one
+        lowest = min((stamp for stamp in stamps if stamp is not None), default=0)
+    if lowest >= 0:
+        return stamps
+    return [stamp if stamp is None or stamp >= 0 else _valid_timestamp(stamp) for stamp in stamps]
+
+
+def _valid_timestamp(stamp: int) -> int | None:
+    """None for -1 (no timestamp); raises for any other negative ``stamp``."""
+    if stamp == -1:
+        return None
+    raise ContractViolation(f"Invalid record timestamp {stamp}")
 
 
 # A record the chain dropped (or whose tolerated failure was reported): topic None.
