@@ -561,12 +561,18 @@ def _valid_timestamps(stamps: Any) -> Any:
     Raises:
         ContractViolation: a record has a timestamp below -1.
     """
-    if type(stamps) is not list:
-        return stamps if stamps >= 0 else _valid_timestamp(stamps)
     try:
-        lowest = min(stamps)
-    except TypeError:  # records without a timestamp among those with one
-        lowest = min((stamp for stamp in stamps if stamp is not None), default=0)
+        if type(stamps) is not list:
+            return stamps if stamps >= 0 else _valid_timestamp(stamps)
+        try:
+            lowest = min(stamps)
+        except TypeError:  # records without a timestamp among those with one
+            lowest = min((stamp for stamp in stamps if stamp is not None), default=0)
+    except TypeError:
+        kinds = sorted({type(s).__name__ for s in (stamps if type(stamps) is list else [stamps])})
+        raise ContractViolation(
+            f"A record's timestamp must be epoch milliseconds (an int) or None, got {kinds}"
+        ) from None
     if lowest >= 0:
         return stamps
     return [stamp if stamp is None or stamp >= 0 else _valid_timestamp(stamp) for stamp in stamps]

@@ -103,3 +103,12 @@ def test_another_negative_timestamp_fails_the_task_whatever_the_tolerance(
     batch = SourceRecordBatch({"f": 1}, [{"p": 0}], "t", ["a"], timestamp=-2)
     with pytest.raises(ContractViolation, match="^Invalid record timestamp -2$"):
         _runner(batch, "by column", {"errors.tolerance": tolerance}).poll()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_timestamp_that_is_no_number_fails_the_task_saying_so(path: str) -> None:
+    records = [_record(0, 5), _record(1, "5")]  # type: ignore[arg-type]
+    with pytest.raises(
+        ContractViolation, match="must be epoch milliseconds .* got \\['int', 'str'\\]"
+    ):
+        _runner(records, path).poll()
