@@ -199,6 +199,14 @@ _warned_java_only: set[str] = set()
 JAVA_CLIENT_VALUES: dict[str, dict[str, str]] = {
     "auto.offset.reset": {"none": "error"},
 }
+# Java producer settings that choose a partition without the key, by what librdkafka does
+# instead of hashing it: Kafka's RoundRobinPartitioner (each record to the next partition) and
+# partitioner.ignore.keys=true (keyed records spread as keyless ones) both become librdkafka's
+# "random" partitioner, which also leaves the key out (spreading records at random rather than
+# in turn or in sticky batches). Dropped as keys librdkafka does not know, they left keyed
+# records on their key's partition, where Kafka Connect spreads them.
+ROUND_ROBIN_PARTITIONER = "org.apache.kafka.clients.producer.RoundRobinPartitioner"
+KEYLESS_PARTITIONER = "random"
 # The Java consumer's assignor classes librdkafka implements, by its names for them.
 JAVA_ASSIGNORS = {
     "org.apache.kafka.clients.consumer.RangeAssignor": "range",
@@ -246,12 +254,26 @@ def librdkafka_keys(config: Mapping[str, Any]) -> dict[str, Any]:
         value = settings.get(key)
         if isinstance(value, str) and value.strip().lower() in values:
             settings[key] = values[value.strip().lower()]
+    _keyless_partitioning(settings)
     strategy = settings.get("partition.assignment.strategy")
     if isinstance(strategy, str) and "." in strategy:
         settings["partition.assignment.strategy"] = ",".join(
             JAVA_ASSIGNORS.get(name.strip(), name.strip()) for name in strategy.split(",")
         )
     return settings
+
+
+def _keyless_partitioning(settings: dict[str, Any]) -> None:
+    """Java's ``partitioner.class=...RoundRobinPartitioner`` or ``partitioner.ignore.keys=true``
+    in ``settings`` as librdkafka's partitioner that leaves the key out (see
+    :data:`ROUND_ROBIN_PARTITIONER`); other partitioner classes are left to be dropped with a
+    warning where the client is made."""
+    if str(settings.get("partitioner.class", "")).strip() == ROUND_ROBIN_PARTITIONER:
+        del settings["partitioner.class"]
+        settings["partitioner"] = KEYLESS_PARTITIONER
+    ignore = settings.pop("partitioner.ignore.keys", None)
+    if str(ignore).strip().lower() == "true":
+        settings["partitioner"] = KEYLESS_PARTITIONER
 
 
 # librdkafka's bounds on a consumer's fetch.max.bytes, which the Java consumer does not have:

@@ -47,6 +47,30 @@ def test_java_assignor_class_names_become_librdkafka_assignors() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "java",
+    [
+        {"partitioner.class": "org.apache.kafka.clients.producer.RoundRobinPartitioner"},
+        {"partitioner.ignore.keys": "true"},
+        {"partitioner.ignore.keys": " TRUE "},
+    ],
+)
+def test_a_java_partitioner_that_leaves_keys_out_leaves_them_out(java: dict[str, str]) -> None:
+    # Dropped as keys librdkafka does not know, they left keyed records on their key's
+    # partition (murmur2, SOURCE_PRODUCER_DEFAULTS), where Kafka Connect spreads them.
+    settings = librdkafka_keys({**SOURCE_PRODUCER_DEFAULTS, **java})
+    assert settings["partitioner"] == "random"
+    assert not {"partitioner.class", "partitioner.ignore.keys"} & set(settings)
+    confluent_kafka.Producer(settings)  # librdkafka takes it
+
+
+def test_keyed_partitioning_stays_when_java_keeps_keys() -> None:
+    kept = librdkafka_keys({**SOURCE_PRODUCER_DEFAULTS, "partitioner.ignore.keys": "false"})
+    assert kept["partitioner"] == "murmur2_random" and "partitioner.ignore.keys" not in kept
+    custom = {**SOURCE_PRODUCER_DEFAULTS, "partitioner.class": "com.example.MyPartitioner"}
+    assert librdkafka_keys(custom)["partitioner"] == "murmur2_random"
+
+
 def test_a_value_that_is_no_number_names_its_key() -> None:
     with pytest.raises(ConnectException, match="'2MB'.*'max.request.size'"):
         librdkafka_keys({"max.request.size": "2MB"})
