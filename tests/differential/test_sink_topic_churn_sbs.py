@@ -11,9 +11,11 @@ asked the broker for the topic, so Copycat's sink waited for someone else to cre
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicCollection
@@ -46,6 +48,41 @@ def _partitions(broker: KafkaCluster, topic: str) -> int | None:
 def _committed(broker: KafkaCluster, group: str) -> dict[str, int]:
     """What ``group`` committed, by topic (one partition each)."""
     return {tp.topic: tp.offset for tp in group_offsets(broker.bootstrap_servers, group)}
+
+
+T = TypeVar("T")
+
+
+def _wait_seen(get: Callable[[], T], ok: Callable[[T], bool], timeout_s: float, what: str) -> T:
+    """Wait until ``ok(get())``; a time-out says what ``get`` returned last."""
+    seen: list[T] = []
+
+    def done() -> bool:
+        seen[:] = [get()]
+        return ok(seen[0])
+
+    try:
+        wait_for(done, timeout_s, what)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; last seen: {seen[0] if seen else None!r}") from None
+    return seen[0]
+
+
+def _wait_committed(
+    broker: KafkaCluster, group: str, wanted: dict[str, int], timeout_s: float
+) -> None:
+    """Wait until ``group`` committed ``wanted`` for its topics (others it may still list)."""
+    _wait_seen(
+        lambda: _committed(broker, group),
+        lambda got: {topic: got.get(topic) for topic in wanted} == wanted,
+        timeout_s,
+        f"{group} committed {wanted}",
+    )
+
+
+def _wait_lines(out: Path, wanted: set[str], timeout_s: float, what: str) -> None:
+    """Wait until ``out`` holds every line of ``wanted``; a time-out shows what it held."""
+    _wait_seen(lambda: file_lines(out), lambda lines: set(lines) >= wanted, timeout_s, what)
 
 
 def _tag(peer: Peer) -> str:
@@ -118,14 +155,11 @@ def _regex_topic_deleted(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[st
             # c1 arrives once the sink listed the topics again, after a was gone. Kafka
             # Connect's first: its commit of the revoked partitions, a's among them, waits
             # default.api.timeout.ms (60 s) for a's coordinator answer before it rebalances.
-            wait_for(lambda: "c1" in file_lines(out), 120, f"c1 in {out}")
+            _wait_lines(out, {"c1"}, 120, f"c1 in {out}")
             seen["lines"] = sorted(file_lines(out))
-            # Commits go on without a: nothing is delivered again after a restart.
-            wait_for(
-                lambda: _committed(broker, f"connect-{name}") == {b: 2, c: 1},
-                60,
-                f"connect-{name} committed {b}: 2, {c}: 1",
-            )
+            # Commits go on without a: nothing is delivered again after a restart. Kafka
+            # Connect's took more than 60 s after c1 once on a loaded machine (2026-12-01).
+            _wait_committed(broker, f"connect-{name}", {b: 2, c: 1}, 150)
             seen["a after"] = _partitions(broker, a)
             seen["status"] = client.get(f"/connectors/{name}/status").json()["tasks"][0]["state"]
         finally:
@@ -227,13 +261,12 @@ def _create_again(broker: KafkaCluster, topic: str, old_id: str | None) -> None:
 
 
 def _recreated_topic(
-    peer: Peer, broker: KafkaCluster, tmp: Path, *, at_once: bool
+    peer: Peer, broker: KafkaCluster, tmp: Path, *, settle_s: float
 ) -> dict[str, Any]:
-    """A sink that consumed its topic to offset 2; the topic deleted, created again with the
-    same name and partition count (``at_once``: right away, before the sink's consumer can
-    have seen it gone; else once the cluster's metadata no longer lists it), and three
-    records produced to it (offsets 0-4: librdkafka went on at the old position, 2, and
-    skipped those below it)."""
+    """A sink that consumed its topic to offset 2; the topic deleted, created again at once
+    with the same name and partition count, and ``settle_s`` later five records produced to
+    it (offsets 0-4: librdkafka went on at the old position, 2, and skipped those below
+    it)."""
     tag = _tag(peer)
     topic, name, out = f"churn-re-{tag}", f"churn-re-{tag}", tmp / f"{tag}.out"
     group = f"connect-{name}"
@@ -252,27 +285,27 @@ def _recreated_topic(
         try:
             wait_running(client, name)
             wait_for(lambda: len(file_lines(out)) >= 2, 60, f"2 lines in {out}")
-            wait_for(lambda: _committed(broker, group) == {topic: 2}, 60, f"{group} at 2")
+            _wait_committed(broker, group, {topic: 2}, 60)
             old_id = _topic_id(broker, topic)
             broker.delete_topics([topic])
-            if not at_once:
-                wait_for(lambda: _partitions(broker, topic) is None, 60, f"{topic} deleted")
             _create_again(broker, topic, old_id)
+            time.sleep(settle_s)
             produce(broker.bootstrap_servers, topic, [f"y{i}".encode() for i in range(1, 6)])
             wanted = {"x1", "x2"} | {f"y{i}" for i in range(1, 6)}
-            wait_for(
-                lambda: set(file_lines(out)) >= wanted,
+            _wait_lines(
+                out,
+                wanted,
                 RECREATED_BOUND_S,
                 f"{peer.name}: y1-y5 of the re-created {topic} within {RECREATED_BOUND_S} s",
             )
-            wait_for(lambda: _committed(broker, group) == {topic: 5}, 60, f"{group} at 5")
+            _wait_committed(broker, group, {topic: 5}, 60)
             produce(broker.bootstrap_servers, topic, [b"y6"])
             wait_for(lambda: "y6" in file_lines(out), 60, f"y6 in {out}")
             # Copycat notices the new topic only at its next look-up of the topic IDs: the
             # records at or past the old position it fetched before then are delivered twice
             # (at-least-once), never lost. Kafka Connect delivers each once.
             seen["lines"] = sorted(set(file_lines(out)))
-            wait_for(lambda: _committed(broker, group) == {topic: 6}, 60, f"{group} at 6")
+            _wait_committed(broker, group, {topic: 6}, 60)
             seen["status"] = client.get(f"/connectors/{name}/status").json()["tasks"][0]["state"]
         finally:
             delete(client, name)
@@ -285,21 +318,38 @@ RECREATED_EXPECTED = {
 }
 
 
-# Re-created "once gone" (after the cluster's metadata no longer listed the topic) is left
-# out: Kafka Connect itself then missed y1-y5 for 30 s in one run of four (2026-12-01).
+# Kafka Connect's sink, its records written to the re-created topic at once, missed y1-y5
+# for 30 s in one CI run of several (2026-12-01; 20 runs here, some under CPU load, all read
+# them), as it did in one run of four when the topic was created again only once the cluster
+# no longer listed it. Our reading of its consumer, not seen directly: it goes back to the
+# start only when it finds its old position past the end of the new topic, so records
+# written before it looks hide the change. The side-by-side runs give both sinks SETTLE_S,
+# several metadata refreshes, to see the new topic first; Copycat alone is held to records
+# written at once.
+SETTLE_S = 5 * RECREATED_MAX_AGE_MS / 1000
+
+
 def test_a_sink_reads_a_re_created_topic_from_its_start_as_kafka_connect_does(
     copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
 ) -> None:
-    theirs = _recreated_topic(kafka_connect, apache_kafka, tmp_path, at_once=True)
-    ours = _recreated_topic(copycat, apache_kafka, tmp_path, at_once=True)
+    theirs = _recreated_topic(kafka_connect, apache_kafka, tmp_path, settle_s=SETTLE_S)
+    ours = _recreated_topic(copycat, apache_kafka, tmp_path, settle_s=SETTLE_S)
     assert ours == theirs == RECREATED_EXPECTED
+
+
+def test_a_sink_reads_a_re_created_topic_written_to_at_once_from_its_start(
+    copycat: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """Records written before the sink can have seen the new topic: Copycat looks the topic
+    IDs up again and goes back to the start (see SETTLE_S for Kafka Connect)."""
+    assert _recreated_topic(copycat, apache_kafka, tmp_path, settle_s=0) == RECREATED_EXPECTED
 
 
 def test_a_distributed_sink_reads_a_re_created_topic_from_its_start_as_kafka_connect_does(
     distributed_pair: DistributedPeers, apache_kafka: KafkaCluster, tmp_path: Path
 ) -> None:
     ours, theirs = (
-        _recreated_topic(peer, apache_kafka, tmp_path, at_once=True)
+        _recreated_topic(peer, apache_kafka, tmp_path, settle_s=SETTLE_S)
         for peer in distributed_pair.both()
     )
     assert ours == theirs == RECREATED_EXPECTED
@@ -328,19 +378,20 @@ def _recreated_by_two_tasks(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict
         try:
             wait_running(client, name, tasks=2)
             wait_for(lambda: len(file_lines(out)) >= 2, 60, f"2 lines in {out}")
-            wait_for(lambda: _committed(broker, group) == {topic: 2}, 60, f"{group} at 2")
+            _wait_committed(broker, group, {topic: 2}, 60)
             broker.delete_topics([topic])
             seen["created again, partitions"] = wait_for(
                 lambda: _partitions(broker, topic), 60, f"{topic} created again by the sink"
             )
             produce(broker.bootstrap_servers, topic, [f"y{i}".encode() for i in range(1, 6)])
             wanted = {"x1", "x2"} | {f"y{i}" for i in range(1, 6)}
-            wait_for(
-                lambda: set(file_lines(out)) >= wanted,
+            _wait_lines(
+                out,
+                wanted,
                 RECREATED_BOUND_S,
                 f"{peer.name}: y1-y5 of {topic} created again within {RECREATED_BOUND_S} s",
             )
-            wait_for(lambda: _committed(broker, group) == {topic: 5}, 60, f"{group} at 5")
+            _wait_committed(broker, group, {topic: 5}, 60)
             seen["lines"] = sorted(set(file_lines(out)))
             status = client.get(f"/connectors/{name}/status").json()
             seen["states"] = sorted(task["state"] for task in status["tasks"])
