@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import enum
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -141,6 +142,10 @@ class Recommender(Protocol):
         ...
 
 
+# Java's Integer/Short/Long.parseInt: an optional sign and decimal digits, nothing else (no
+# "1_000", which Python's int() reads).
+_JAVA_INTEGER = re.compile(r"[+-]?\d+")
+
 _INT_BOUNDS = {
     ConfigType.SHORT: (-(2**15), 2**15 - 1, "16-bit integer"),
     ConfigType.INT: (-(2**31), 2**31 - 1, "32-bit integer"),
@@ -174,10 +179,11 @@ def parse_type(name: str, value: object, type: ConfigType) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             number = value
         elif text is not None:
-            try:
-                number = int(text)
-            except ValueError:
-                raise ConfigException(name, value, f"Not a number of type {type.value}") from None
+            # As Kafka's ConfigDef: a string that is no integer, or one out of the type's range
+            # (Java's parse fails on both), is "Not a number of type INT".
+            if not _JAVA_INTEGER.fullmatch(text) or not low <= int(text) <= high:
+                raise ConfigException(name, value, f"Not a number of type {type.value}")
+            number = int(text)
         else:
             raise ConfigException(
                 name, value, f"Expected value to be a {label}, but it was a {_tname(value)}"

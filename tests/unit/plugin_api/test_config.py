@@ -102,9 +102,10 @@ def test_password_is_hidden() -> None:
     [
         ("enabled", "yes", "either true or false"),
         ("batch.size", "ten", "Not a number of type INT"),
-        ("batch.size", str(2**31), "out of range"),
-        ("small", "40000", "out of range"),
-        ("max.bytes", str(2**63), "out of range"),
+        ("batch.size", str(2**31), "Not a number of type INT"),
+        ("batch.size", "1_000", "Not a number of type INT"),
+        ("small", "40000", "Not a number of type SHORT"),
+        ("max.bytes", str(2**63), "Not a number of type LONG"),
         ("ratio", "half", "DOUBLE"),
         ("batch.size", "0", "Value must be at least 1"),
         ("batch.size", "1001", "no more than 1000"),
