@@ -101,8 +101,8 @@ def _connector_name(name: str, value: Any) -> None:
 
 
 def _unique_aliases(name: str, value: Any) -> None:
-    if value is None:
-        return
+    if value is None:  # a JSON null in a submitted config (a missing key is the empty list)
+        raise ConfigException(name, None, "entry must be non null")
     if any(alias == "" for alias in value):
         raise ConfigException(name, ",".join(value), "Aliases may not be empty.")
     if len(set(value)) != len(value):

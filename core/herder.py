@@ -81,6 +81,8 @@ _VALIDATE_HINT = (
     "You can also find the above list of errors at the endpoint "
     "`/connector-plugins/{connectorType}/config/validate`"
 )
+# Kafka's AbstractHerder, on each key of a submitted config whose value is a JSON null.
+NULL_VALUE_ERROR = "Null value can not be supplied as the configuration value."
 
 
 def _embedded_messages(
@@ -222,7 +224,11 @@ class Herder(Protocol):
     def reset_connector_offsets(self, name: str) -> str: ...
     def active_topics(self, name: str) -> list[str]: ...
     def reset_active_topics(self, name: str) -> None: ...
-    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]: ...
+    def validate_connector_config(self, config: Mapping[str, str | None]) -> dict[str, Any]: ...
+    def ensure_valid(self, config: Mapping[str, str | None]) -> dict[str, Any]:
+        """Validate for create/update; a 400 listing every error."""
+        ...
+
     def plugins(self, connectors_only: bool) -> list[dict[str, Any]]: ...
     def plugin_config(self, plugin: str, version: str | None = None) -> list[dict[str, Any]]:
         """Config definitions of ``plugin`` (of ``version``, a KIP-891 version or range)."""
@@ -430,15 +436,32 @@ class AbstractHerder:
 
     # -- validation ----------------------------------------------------------------------------
 
-    def validate_connector_config(self, config: Mapping[str, str]) -> dict[str, Any]:
+    def validate_connector_config(self, config: Mapping[str, str | None]) -> dict[str, Any]:
         """Kafka's ``ConfigInfos`` for a connector config: framework + plugin keys, always a body.
 
         Placeholders are resolved for validation; the response shows the submitted values
         (placeholders), PASSWORD values as ``[hidden]``, and no error message quotes a secret.
+        A key given a JSON null is, as in Kafka, checked by a framework key's validator as
+        null and is an error of its own ("Null value can not be supplied ..."), unless the
+        plugin defines the key (Kafka's plugin validation then replaces the key's entry).
 
         Raises:
             HerderError: a config provider failed (500, its message, as Kafka answers).
         """
+        nulls = [key for key, value in config.items() if value is None]
+        present = {key: value for key, value in config.items() if value is not None}
+        infos, own = self._validate_present(present, nulls)
+        for key in nulls:
+            if key not in own:
+                self._add_error(infos, key, NULL_VALUE_ERROR, defined=False)
+        infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
+        return infos
+
+    def _validate_present(
+        self, config: Mapping[str, str], nulls: list[str]
+    ) -> tuple[dict[str, Any], set[str]]:
+        """``validate_connector_config`` of the keys with a value (the framework's validators
+        also see the ``nulls`` keys as null), and the names of the plugin's own keys."""
         self._plugins_settled()
         connector_class = config.get("connector.class")
         if not connector_class:
@@ -454,8 +477,9 @@ class AbstractHerder:
                 "connector", connector_class, config.get("connector.plugin.version")
             )
         except ConfigException as exc:
+            own_names: set[str] = set()
             infos = connector_config_infos(
-                resolved.config,
+                {**resolved.config, **dict.fromkeys(nulls)},
                 None,
                 connector_class,
                 topic_creation_enabled=self.topic_creation_enabled,
@@ -465,16 +489,18 @@ class AbstractHerder:
             self._add_error(infos, exc.name or "connector.class", str(exc))
         else:
             infos = connector_config_infos(
-                resolved.config,
+                {**resolved.config, **dict.fromkeys(nulls)},
                 plugin.kind == "sink",
                 plugin.class_name,
                 topic_creation_enabled=self.topic_creation_enabled,
             )
             own = self._plugin_infos(plugin, resolved.config)
+            own_names = set()
             by_name = {c["value"]["name"]: c for c in infos["configs"]}
             for entry in own["configs"]:
                 framework = by_name.get(entry["value"]["name"])
                 if framework is None:
+                    own_names.add(entry["value"]["name"])
                     infos["configs"].append(entry)
                     continue
                 # A plugin redefining a framework key (FileStreamSink's topics) describes it,
@@ -514,17 +540,21 @@ class AbstractHerder:
                     self._add_error(infos, key, message)
         self._show_submitted(infos, config, resolved)
         infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
-        return infos
+        return infos, own_names
 
     @staticmethod
-    def _add_error(infos: dict[str, Any], key: str, message: str) -> None:
+    def _add_error(infos: dict[str, Any], key: str, message: str, *, defined: bool = True) -> None:
+        """``message`` on ``key``'s entry; for a key with none, a new entry (Kafka's has no
+        definition when no ConfigDef knows the key: ``defined`` False)."""
         for entry in infos["configs"]:
             if entry["value"]["name"] == key:
                 entry["value"]["errors"].append(message)
                 return
         infos["configs"].append(
             {
-                "definition": {
+                "definition": None
+                if not defined
+                else {
                     "name": key,
                     "type": "STRING",
                     "required": False,
@@ -645,7 +675,7 @@ class AbstractHerder:
                 value["value"] = raw
             value["errors"] = [resolved.scrub(m) for m in value["errors"]]
 
-    def ensure_valid(self, config: Mapping[str, str]) -> dict[str, Any]:
+    def ensure_valid(self, config: Mapping[str, str | None]) -> dict[str, Any]:
         """Validate for create/update; raise Kafka's 400 listing every error."""
         infos = self.validate_connector_config(config)
         if infos["error_count"]:

@@ -203,6 +203,21 @@ def _config_map(raw: Any, *, keep_null: bool = False) -> dict[str, Any]:
     return out
 
 
+def _refuse_nulls(herder: Herder, name: str, config: Mapping[str, str | None]) -> dict[str, str]:
+    """A create's or config PUT's ``config`` without JSON nulls; with one, the config is first
+    validated as Kafka does, so a null of a framework key or of a key no plugin defines is a
+    400 ("Null value can not be supplied as the configuration value."). A null the validation
+    passes (a key of the connector's own) is left out, as a PATCH's null is: Kafka stores it
+    and the connector then fails to start.
+
+    Raises:
+        BadRequestError: the validation's errors, as Kafka lists them.
+    """
+    if None in config.values():
+        herder.ensure_valid({**config, "name": name})
+    return {key: value for key, value in config.items() if value is not None}
+
+
 async def _verify_internal_request(herder: Herder, request: Request) -> None:
     """Have the herder check an internal request's signature (KIP-507) over its raw body.
 
@@ -244,7 +259,7 @@ def _connectors_router(herder: Herder) -> APIRouter:
         "/connectors", status_code=201, response_model=m.ConnectorInfo, responses=_errors(400, 409)
     )
     def create_connector(request: Request, body: m.CreateConnectorRequest = Body(...)) -> Any:
-        config = _config_map(body.config if body.config is not None else {})
+        config = _config_map(body.config if body.config is not None else {}, keep_null=True)
         # As Kafka: the name is the top-level one only; a "name" in the config must equal it
         # (the herder says they differ), so {"config": {"name": "x"}} alone is a 400.
         name = (body.name or "").strip()
@@ -262,7 +277,7 @@ def _connectors_router(herder: Herder) -> APIRouter:
             )
         except ValueError as exc:
             raise BadRequestError(str(exc)) from None
-        info = herder.create_connector(name, config, state)
+        info = herder.create_connector(name, _refuse_nulls(herder, name, config), state)
         location = str(request.base_url).rstrip("/") + "/connectors/" + quote(name, safe="")
         return JSONResponse(info, status_code=201, headers={"Location": location})
 
@@ -287,7 +302,8 @@ def _connectors_router(herder: Herder) -> APIRouter:
         responses={201: {"model": m.ConnectorInfo, "description": "Created"}, **_errors(400, 409)},
     )
     def put_config(request: Request, connector: str, config: dict[str, Any] = Body(...)) -> Any:
-        created, info = herder.put_connector_config(connector, _config_map(config))
+        props = _refuse_nulls(herder, connector, _config_map(config, keep_null=True))
+        created, info = herder.put_connector_config(connector, props)
         if not created:
             return JSONResponse(info)
         location = str(request.base_url).rstrip("/") + "/connectors/" + quote(connector, safe="")
@@ -470,7 +486,7 @@ def _plugins_router(herder: Herder) -> APIRouter:
         responses=_errors(400),
     )
     def validate(plugin: str, config: dict[str, Any] = Body(...)) -> Any:
-        props = _config_map(config)
+        props = _config_map(config, keep_null=True)
         included = props.get("connector.class")
         if included is not None and not normalized_plugin_name(included).endswith(
             normalized_plugin_name(plugin)

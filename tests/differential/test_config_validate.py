@@ -13,10 +13,11 @@ key (``renames``, not ``transforms.x.renames``); a list value reads ``[a, b]``.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
-from tests.support.differential import Peer, create_refusal, validation_errors
+from tests.support.differential import Peer, create, create_refusal, delete, validation_errors
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
 
@@ -135,3 +136,69 @@ def test_a_file_source_batch_size_below_one_is_accepted_as_kafkas_is(
     theirs = validation_errors(kafka_connect, "FileStreamSourceConnector", config)
     assert set(theirs) == {"error_count", "name"}, theirs
     assert validation_errors(copycat, "FileStreamSourceConnector", config) == theirs
+
+
+NULL_REFUSED = {
+    "tasks.max": ["Invalid value null for configuration tasks.max: Value must be non-null"],
+    "transforms": ["Invalid value null for configuration transforms: entry must be non null"],
+    "errors.tolerance": [
+        "Invalid value null for configuration errors.tolerance: String must be one of: none, all"
+    ],
+    "unknown.key": [],
+}
+
+
+def _null_answers(peer: Peer, key: str) -> dict[str, Any]:
+    """A config with ``key`` a JSON null: validate's entry for the key (whether it has a
+    definition), POST's and PUT's refusal, and a refused PUT over an existing connector."""
+    name = f"validate-null-{uuid.uuid4().hex[:6]}"
+    config = {**BASE, "name": name, key: None}
+    with peer.client() as client:
+        body = client.put(f"/connector-plugins/{PLUGIN}/config/validate", json=config).json()
+        entry = next(c for c in body["configs"] if c["value"]["name"] == key)
+        seen: dict[str, Any] = {
+            "error_count": body["error_count"],
+            "errors": entry["value"]["errors"],
+            "defined": entry["definition"] is not None,
+        }
+        seen["POST"] = create_refusal(peer, name, config)
+        seen["PUT"] = create_refusal(peer, name, config, put=True)
+        create(client, name, {**BASE, "name": name})
+        try:
+            response = client.put(f"/connectors/{name}/config", json=config)
+            seen["PUT over existing"] = response.status_code
+            seen["config after"] = client.get(f"/connectors/{name}/config").json()
+        finally:
+            delete(client, name)
+    seen["config after"].pop("name")
+    return seen
+
+
+@pytest.mark.parametrize("key", list(NULL_REFUSED))
+def test_a_null_value_of_a_framework_or_unknown_key_is_refused_as_kafkas_is(
+    copycat: Peer, kafka_connect: Peer, key: str
+) -> None:
+    """Kafka 4.1 validates a JSON null value as null (the key's validator) and adds an error of
+    its own on the key; create and config PUT answer 400 and change nothing. Copycat dropped
+    the key and accepted the config."""
+    errors = [*NULL_REFUSED[key], "Null value can not be supplied as the configuration value."]
+    message = (
+        f"Connector configuration is invalid and contains the following {len(errors)} "
+        "error(s):\n" + "".join(f"{e}\n" for e in errors) + "You can also find the above list "
+        "of errors at the endpoint `/connector-plugins/{connectorType}/config/validate`"
+    )
+    ours = _null_answers(copycat, key)
+    theirs = _null_answers(kafka_connect, key)
+    assert (
+        ours
+        == theirs
+        == {
+            "error_count": len(errors),
+            "errors": errors,
+            "defined": key != "unknown.key",
+            "POST": (400, message),
+            "PUT": (400, message),
+            "PUT over existing": 400,
+            "config after": BASE,
+        }
+    )
