@@ -13,7 +13,8 @@
 * Lowering and raising ``tasks.max`` of a running sink with ``PUT .../config`` (1, 3, then 1
   again, on a three-partition topic): the status lists tasks 0..n-1 each time, every record is
   written to the file once (none lost, none twice), and ``connect-<name>`` commits the end of
-  every partition (no difference found; kept as a guard).
+  every partition, on standalone and on distributed workers (no difference found; kept as a
+  guard).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
     FILE_SINK,
     STRING_CONVERTERS,
+    DistributedPeers,
     Peer,
     create,
     create_refusal,
@@ -207,3 +209,15 @@ def test_raising_and_lowering_tasks_max_of_a_running_sink_loses_and_repeats_noth
         "task configs (c)": 1,
         "committed": {0: 12, 1: 12, 2: 12},
     }
+
+
+def test_raising_and_lowering_tasks_max_on_distributed_workers_loses_and_repeats_nothing(
+    distributed_pair: DistributedPeers, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """The same on a distributed worker of each: the new task configs go through the config
+    topic and the tasks are revoked and assigned again by a rebalance."""
+    ours = _resized(distributed_pair.copycat, apache_kafka, tmp_path)
+    theirs = _resized(distributed_pair.kafka_connect, apache_kafka, tmp_path)
+    assert ours == theirs
+    assert theirs["lines"] == theirs["produced"]
+    assert theirs["tasks (b)"] == [0, 1, 2] and theirs["tasks (c)"] == [0]
