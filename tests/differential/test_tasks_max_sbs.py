@@ -62,14 +62,18 @@ REFUSED = {
     "abc": _not_a_number("abc"),
     "": _not_a_number(""),
     "1_0": _not_a_number("1_0"),
+    "no-break space": _not_a_number("\u00a02"),
     "1.5": _not_a_number("1.5"),
     "2147483648": _not_a_number("2147483648"),
 }
 
 
+VALUES = {"no-break space": "\u00a02"}
+
+
 def _refusals(peer: Peer, value: str) -> dict[str, Any]:
     name = f"tasks-max-{uuid.uuid4().hex[:8]}"
-    config = {**BASE, "tasks.max": value}
+    config = {**BASE, "tasks.max": VALUES.get(value, value)}
     return {
         "validate": validation_errors(peer, PLUGIN, {**config, "name": name}),
         "POST": create_refusal(peer, name, {**config, "name": name}),

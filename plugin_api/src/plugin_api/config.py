@@ -146,6 +146,21 @@ class Recommender(Protocol):
 # "1_000", which Python's int() reads).
 _JAVA_INTEGER = re.compile(r"[+-]?\d+")
 
+# Kafka's ConfigDef splits a list at commas with Java's whitespace (\s) around them.
+_JAVA_LIST_COMMA = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
+
+
+def _java_trim(text: str) -> str:
+    """Java's ``String.trim``, which Kafka's ConfigDef applies to every string value: the
+    characters up to U+0020 off both ends, nothing else (a no-break space stays)."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
 _INT_BOUNDS = {
     ConfigType.SHORT: (-(2**15), 2**15 - 1, "16-bit integer"),
     ConfigType.INT: (-(2**31), 2**31 - 1, "32-bit integer"),
@@ -161,7 +176,7 @@ def parse_type(name: str, value: object, type: ConfigType) -> Any:
     """
     if value is None:
         return None
-    text = value.strip() if isinstance(value, str) else None
+    text = _java_trim(value) if isinstance(value, str) else None
     if type is ConfigType.BOOLEAN:
         if isinstance(value, bool):
             return value
@@ -208,7 +223,7 @@ def parse_type(name: str, value: object, type: ConfigType) -> Any:
         if isinstance(value, (list, tuple)):
             return list(value)
         if text is not None:
-            return [] if not text else [item.strip() for item in text.split(",")]
+            return [] if not text else _JAVA_LIST_COMMA.split(text)
         raise ConfigException(
             name, value, f"Expected a comma separated list, but it was a {_tname(value)}"
         )

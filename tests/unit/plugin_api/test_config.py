@@ -84,6 +84,10 @@ def test_parse_defaults_and_types() -> None:
         ("fields", ["x"], ["x"]),
         ("class", "com.example.Foo", "com.example.Foo"),
         ("topic", "  padded ", "padded"),
+        # Java's String.trim and parseInt: no-break spaces stay, any Unicode digit counts
+        ("topic", "\u00a0padded\t", "\u00a0padded"),
+        ("fields", "a\u00a0 ,\tb", ["a\u00a0", "b"]),
+        ("batch.size", "\u0665", 5),
     ],
 )
 def test_parse_each_type(key: str, raw: object, expected: object) -> None:
@@ -104,6 +108,7 @@ def test_password_is_hidden() -> None:
         ("batch.size", "ten", "Not a number of type INT"),
         ("batch.size", str(2**31), "Not a number of type INT"),
         ("batch.size", "1_000", "Not a number of type INT"),
+        ("batch.size", "\u00a05", "Not a number of type INT"),  # Java's trim keeps it
         ("small", "40000", "Not a number of type SHORT"),
         ("max.bytes", str(2**63), "Not a number of type LONG"),
         ("ratio", "half", "DOUBLE"),
