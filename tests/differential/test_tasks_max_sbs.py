@@ -9,8 +9,8 @@
   and ``PUT /connectors/<name>/config``. A missing ``tasks.max`` is 1 and a padded `` 2 `` is
   2. Found by this comparison: Copycat said "Expected value to be a 32-bit integer, but it is
   out of range" for ``2147483648`` (Kafka's ConfigDef has no such message for a string), took
-  ``1_0`` as 10, and trimmed a no-break space off ``\u00a02`` (Java's ``String.trim`` keeps
-  it: no number).
+  ``1_0`` as 10, and trimmed the no-break space off a ``2`` led by U+00A0 (Java's
+  ``String.trim`` keeps it: no number).
 * Lowering and raising ``tasks.max`` of a running sink with ``PUT .../config`` (1, 3, then 1
   again, on a three-partition topic): the status lists tasks 0..n-1 each time, every record is
   written to the file once (none lost, none twice), and ``connect-<name>`` commits the end of
