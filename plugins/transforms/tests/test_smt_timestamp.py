@@ -69,6 +69,36 @@ def test_java_date_parse(pattern, text, millis) -> None:
     assert JavaDateFormat(pattern).parse(text) == millis
 
 
+@pytest.mark.parametrize(
+    ("millis", "text"),
+    [
+        (1609686245678, "2021-W02 2 Sun"),  # ISO-8601 would say 2020-W53
+        (1735603200005, "2025-W01 5 Tue"),  # shares its Sunday-first week with 2025-01-01
+        (1704067199999, "2024-W01 6 Sun"),
+        (951782400000, "2000-W10 5 Tue"),
+    ],
+)
+def test_java_week_dates_are_en_us_weeks(millis, text) -> None:
+    """Kafka's JVM formats in en-US: weeks start on Sunday, week 1 holds January 1st."""
+    assert JavaDateFormat("YYYY-'W'ww W EEE").format(millis) == text
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "millis"),
+    [
+        ("YYYY-'W'ww", "2021-W02", 1609632000000),  # the week's Sunday
+        ("YYYY-'W'ww", "2025-W01", 1735430400000),
+        ("YYYY-'W'ww u", "2021-W02 3", 1609891200000),
+        ("YYYY-'W'ww EEE", "2021-W02 Fri", 1610064000000),
+        ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 GMT+02:00", 1609679040000),
+        ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 PST", 1609715040000),
+        ("yyyy-MM-dd HH:mm zzz", "2021-07-03 15:04 PDT", 1625349840000),
+    ],
+)
+def test_java_date_parse_week_dates_and_zone_names(pattern, text, millis) -> None:
+    assert JavaDateFormat(pattern).parse(text) == millis
+
+
 def test_java_date_format_errors() -> None:
     with pytest.raises(ValueError, match="Illegal pattern character 'b'"):
         JavaDateFormat("yyyy-bb")

@@ -9,8 +9,9 @@ implements that language for instants given as epoch milliseconds:
   ``F`` day-of-week-in-month, ``a`` AM/PM, ``H`` ``k`` ``K`` ``h`` hours, ``m``
   minutes, ``s`` seconds, ``S`` milliseconds, ``z``/``Z``/``X`` time zone;
 * ``'quoted text'`` and ``''`` for a single quote;
-* ``Y`` (week year) and ``w``/``W`` (week of year/month) follow ISO-8601 weeks rather
-  than the JVM locale's.
+* ``Y`` (week year) and ``w``/``W`` (week of year/month) follow the en-US weeks of
+  Kafka Connect's JVM: a week starts on Sunday and week 1 of a year (or month) is the
+  one holding its first day, so 2024-12-31 is in week 1 of week year 2025.
 
 Parsing, like Java's, needs the text to start with the pattern (trailing text is
 ignored), reads exactly N digits for a numeric field directly followed by another
@@ -33,6 +34,20 @@ _MONTHS = (
     "January February March April May June July August September October November December"
 ).split()
 _DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
+# Zone names SimpleDateFormat parses in the en-US locale, as fixed offsets in minutes (a
+# standard-time name is standard time all year, a daylight one daylight time).
+_ZONE_OFFSETS = {
+    "UTC": 0,
+    "GMT": 0,
+    "EST": -300,
+    "EDT": -240,
+    "CST": -360,
+    "CDT": -300,
+    "MST": -420,
+    "MDT": -360,
+    "PST": -480,
+    "PDT": -420,
+}
 # SimpleDateFormat resolves a two-digit year into the 100 years starting 80 years ago.
 _TWO_DIGIT_YEAR_LOOKBACK = 80
 
@@ -123,7 +138,7 @@ class JavaDateFormat:
         if letter == "G":
             return "AD"
         if letter in "yY":
-            year = moment.year if letter == "y" else moment.isocalendar()[0]
+            year = moment.year if letter == "y" else _week_date(moment.date())[0]
             return _pad(year % 100, 2) if count == 2 else _pad(year, count)
         if letter in "ML":
             if count >= 4:
@@ -143,8 +158,8 @@ class JavaDateFormat:
         if letter == "X":
             return "Z"
         number = {
-            "w": lambda: moment.isocalendar()[1],
-            "W": lambda: (moment.day - 1 + moment.replace(day=1).weekday()) // 7 + 1,
+            "w": lambda: _week_date(moment.date())[1],
+            "W": lambda: _weeks_between(moment.date().replace(day=1), moment.date()) + 1,
             "D": lambda: moment.timetuple().tm_yday,
             "d": lambda: moment.day,
             "F": lambda: (moment.day - 1) // 7 + 1,
@@ -184,7 +199,9 @@ class JavaDateFormat:
                 parts.append("(AD|BC)")
             else:  # z Z X
                 parts.append(
-                    "(Z|UTC|GMT|Coordinated Universal Time|(?:GMT|UTC)?[+-]\\d{1,2}(?::?\\d{2})?)"
+                    "((?:GMT|UTC)?[+-]\\d{1,2}(?::?\\d{2})?|Coordinated Universal Time|"
+                    + "|".join(_ZONE_OFFSETS)
+                    + "|Z)"
                 )
             groups.append(tok)
         self._groups = groups
@@ -203,6 +220,10 @@ class JavaDateFormat:
             raise ValueError(f"Unparseable date: {text!r}")
         year, month, day, hour, minute, second, millis = 1970, 1, 1, 0, 0, 0, 0
         day_of_year: int | None = None
+        week_year: int | None = None
+        week: int | None = None
+        day_of_week: int | None = None  # 0 = Sunday
+        day_given = False
         pm: bool | None = None
         hour12: int | None = None
         offset_minutes = 0
@@ -216,8 +237,19 @@ class JavaDateFormat:
                 month = _month_number(raw) if not raw.lstrip("+-").isdigit() else int(raw)
             elif letter == "d":
                 day = int(raw)
+                day_given = True
             elif letter == "D":
                 day_of_year = int(raw)
+            elif letter == "Y":
+                week_year = int(raw)
+                if tok.count <= 2 and len(raw) == 2 and raw.isdigit():
+                    week_year = _resolve_two_digit_year(week_year)
+            elif letter == "w":
+                week = int(raw)
+            elif letter == "E":
+                day_of_week = (_day_number(raw) + 1) % 7
+            elif letter == "u":
+                day_of_week = int(raw) % 7
             elif letter == "H":
                 hour = int(raw)
             elif letter == "k":
@@ -234,17 +266,52 @@ class JavaDateFormat:
                 millis = int(raw)
             elif letter in "zZX":
                 offset_minutes = _offset_minutes(raw)
-            # G, Y, w, W, F, E, u only cross-check a date in Java; they are ignored here.
+            # G, W and F are ignored, as are E and u next to a day of month: Java's
+            # calendar takes the day of month then.
         if hour12 is not None:
             hour = hour12 + (12 if pm else 0)
         elif pm is not None and hour < 12 and pm:
             hour += 12
+        if week is not None and not day_given and day_of_year is None:
+            # A week date (YYYY-'W'ww, with E or u for the day, else the week's Sunday).
+            first = _week_start(datetime.date(week_year if week_year is not None else year, 1, 1))
+            base = first + datetime.timedelta(days=(week - 1) * 7 + (day_of_week or 0))
+            year, month, day = base.year, base.month, base.day
+        elif week_year is not None and not day_given and day_of_year is None:
+            year = week_year
         if day_of_year is not None:
             base = datetime.date(year, 1, 1) + datetime.timedelta(days=day_of_year - 1)
             month, day = base.month, base.day
         moment = datetime.datetime(year, month, day, hour, minute, second, tzinfo=datetime.UTC)
         moment -= datetime.timedelta(minutes=offset_minutes)
         return (moment - _EPOCH) // _ONE_MS + millis
+
+
+def _week_start(day: datetime.date) -> datetime.date:
+    """The Sunday on or before ``day``."""
+    return day - datetime.timedelta(days=(day.weekday() + 1) % 7)
+
+
+def _weeks_between(first: datetime.date, day: datetime.date) -> int:
+    return (_week_start(day) - _week_start(first)).days // 7
+
+
+def _week_date(day: datetime.date) -> tuple[int, int]:
+    """The en-US week year and week of year of ``day``: the last days of December that
+    share a week with the next January 1st are in week 1 of the next year."""
+    following = datetime.date(day.year + 1, 1, 1)
+    if _week_start(day) == _week_start(following):
+        return day.year + 1, 1
+    return day.year, _weeks_between(datetime.date(day.year, 1, 1), day) + 1
+
+
+def _day_number(name: str) -> int:
+    """0 for Monday ... 6 for Sunday."""
+    folded = name.casefold()
+    for i, day in enumerate(_DAYS):
+        if folded in (day.casefold(), day[:3].casefold()):
+            return i
+    raise ValueError(f"Unknown day {name!r}")
 
 
 def _month_number(name: str) -> int:
@@ -262,6 +329,8 @@ def _offset_minutes(raw: str) -> int:
             text = text[len(prefix) :]
     if text in ("", "Z", "COORDINATED UNIVERSAL TIME"):
         return 0
+    if text in _ZONE_OFFSETS:
+        return _ZONE_OFFSETS[text]
     sign = -1 if text[0] == "-" else 1
     digits = text[1:].replace(":", "")
     if len(digits) <= 2:

@@ -1,0 +1,263 @@
+"""TimestampRouter, TimestampConverter and SetSchemaMetadata on Copycat and on Apache Kafka
+Connect 4.1.1, side by side.
+
+Kafka's TimestampRouter and TimestampConverter format and parse with a
+``java.text.SimpleDateFormat`` in UTC, in the JVM's default (en-US) locale: its weeks
+start on Sunday and week 1 of a year is the one holding January 1st, so ``YYYY-'W'ww``
+writes 2024-12-31 as ``2025-W01`` and 2021-01-03 as ``2021-W02`` (ISO-8601 says 2020-W53),
+and parses ``2021-W02`` as that week's Sunday. It parses the zone names of its locale
+(``PST`` is -08:00) and ``GMT+02:00``. Found by an exploratory comparison: Copycat used
+ISO-8601 weeks for ``Y``, ``w`` and ``W``, ignored ``Y`` and ``w`` when parsing (the week
+date became 1970-01-01), read ``GMT+02:00`` as GMT and refused ``PST``.
+
+SetSchemaMetadata renames the key or value schema (JsonConverter writes the new name and
+version), passes a record whose side is null without a schema, and refuses a schemaless
+value: ``Schema required for [updating schema metadata]``.
+
+The routed topic is seen through InsertField's ``topic.field``: a sink's record can take any
+topic name, and one FileStreamSink writes the topic each TimestampRouter of a chain made.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from tests.support.apache_kafka import KafkaCluster
+from tests.support.differential import (
+    JSON_CONVERTER,
+    Peer,
+    Record,
+    create,
+    delete,
+    dlq_sink_config,
+    file_lines,
+    normalised,
+)
+from tests.support.kafka import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_connect]
+
+T = "org.apache.kafka.connect.transforms."
+TIMEOUT_S = 120.0
+
+# 2021-01-03T15:04:05.678Z (a Sunday), the epoch's first millisecond, 2024-12-31 (week 1
+# of 2025), 2023-12-31 (a Sunday, week 1 of 2024) and 2000-02-29.
+STAMPS = [1609686245678, 1, 1735603200005, 1704067199999, 951782400000]
+ROUTED = [
+    "yyyy-MM-dd'T'HH",
+    "''yyyy''",
+    "'o''clock' h a",
+    "YYYY-'W'ww W",
+    "D DDD",
+    "E EEE EEEE",
+    "SSS S",
+    "Z XXX X XX",
+    "z zzz zzzz",
+    "MMM MMMM MMMMM",
+    "yy y yyy yyyyy",
+    "G u F k K h",
+    "L LLL LLLL",
+]
+
+# (pattern, text, epoch ms both parse it to)
+PARSED = [
+    ("yyyy-MM-dd'T'HH", "2021-01-03T15", 1609686000000),
+    ("''yyyy''", "'2021'", 1609459200000),
+    ("'o''clock' h a dd/MM/yyyy", "o'clock 3 PM 03/01/2021", 1609686000000),
+    ("YYYY-'W'ww", "2021-W02", 1609632000000),
+    ("YYYY-'W'ww", "2025-W01", 1735430400000),
+    ("YYYY-'W'ww u", "2021-W02 3", 1609891200000),
+    ("YYYY-'W'ww EEE", "2021-W02 Fri", 1610064000000),
+    ("yyyy D", "2021 3", 1609632000000),
+    ("EEE, d MMM yyyy", "Mon, 3 Jan 2021", 1609632000000),
+    ("yyyy-MM-dd HH:mm:ss.SSS Z", "2021-01-03 15:04:05.678 +0130", 1609680845678),
+    ("yyyy-MM-dd HH:mm XXX", "2021-01-03 15:04 -05:00", 1609704240000),
+    ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 GMT+02:00", 1609679040000),
+    ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 PST", 1609715040000),
+    ("yyyy-MM-dd HH:mm zzz", "2021-07-03 15:04 PDT", 1625349840000),
+    ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 EST", 1609704240000),
+    ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 UTC", 1609686240000),
+    ("MMM d yyyy", "January 3 2021", 1609632000000),
+    ("yyyy-MM-dd HH:mm:ss.S", "2021-01-03 15:04:05.5", 1609686245005),
+    ("yy-MM-dd", "21-01-03", 1609632000000),
+    ("h:mm a", "12:30 AM", 1800000),
+    ("EEEE, MMMM d, yyyy h:mm a", "Sunday, January 3, 2021 3:04 PM", 1609686240000),
+    ("yyyy-MM-dd'T'HH:mm:ss.SSSX", "2021-01-03T15:04:05.678Z", 1609686245678),
+    ("G yyyy", "AD 2021", 1609459200000),
+    ("k:mm", "24:00", 0),
+]
+
+
+def _envelope(schema: object, payload: object) -> bytes:
+    return json.dumps({"schema": schema, "payload": payload}).encode()
+
+
+def _produce(broker: KafkaCluster, values: list[tuple[bytes | None, int]]) -> str:
+    """A new one-partition topic holding ``values``, each with its timestamp."""
+    topic = f"dates-in-{uuid.uuid4().hex[:8]}"
+    broker.create_topic(topic, 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
+    for value, stamp in values:
+        producer.produce(topic, value, timestamp=stamp)
+    assert producer.flush(30) == 0
+    return topic
+
+
+def _sink(
+    peer: Peer, broker: KafkaCluster, topic: str, tmp: Path, settings: dict[str, str], total: int
+) -> tuple[list[Record], list[str]]:
+    """A FileStreamSink (JsonConverter values, tolerance all, a DLQ) with ``settings`` over
+    ``topic``, once it wrote or dead-lettered ``total`` records: its DLQ records and lines."""
+    name = f"dates-{peer.name.split()[0].lower()}-{uuid.uuid4().hex[:8]}"
+    output = tmp / f"{name}.out"
+    config = {
+        **dlq_sink_config(topic, output, f"{name}-dlq"),
+        "value.converter": JSON_CONVERTER,
+        **settings,
+    }
+    dead: list[Record] = []
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"diff-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
+    consumer.assign([TopicPartition(f"{name}-dlq", 0, 0)])
+
+    def handled() -> bool:
+        messages: list[Any] = consumer.consume(100, 0.5)
+        dead.extend(
+            (m.key(), m.value(), tuple(m.headers() or ())) for m in messages if m.error() is None
+        )
+        return len(dead) + len(file_lines(output)) >= total
+
+    try:
+        with peer.client() as client:
+            create(client, name, config)
+            try:
+                wait_for(handled, TIMEOUT_S, f"{peer.name} handling {total} records")
+            finally:
+                delete(client, name)
+    finally:
+        consumer.close()
+    return normalised(dead, name), file_lines(output)
+
+
+def _messages(dead: list[Record]) -> list[str]:
+    return [
+        (dict(headers).get("__connect.errors.exception.message") or b"").decode()
+        for _key, _value, headers in dead
+    ]
+
+
+def _routed(peer: Peer, broker: KafkaCluster, topic: str, tmp: Path) -> list[str]:
+    names = ["default", "default_topic"]
+    settings = {
+        "transforms.default.type": T + "TimestampRouter",
+        "transforms.default_topic.type": T + "InsertField$Value",
+        "transforms.default_topic.topic.field": "default",
+    }
+    for i, pattern in enumerate(ROUTED):
+        names += [f"r{i}", f"t{i}"]
+        settings[f"transforms.r{i}.type"] = T + "TimestampRouter"
+        settings[f"transforms.r{i}.topic.format"] = "${timestamp}"
+        settings[f"transforms.r{i}.timestamp.format"] = pattern
+        settings[f"transforms.t{i}.type"] = T + "InsertField$Value"
+        settings[f"transforms.t{i}.topic.field"] = f"p{i}"
+    dead, lines = _sink(
+        peer, broker, topic, tmp, {"transforms": ",".join(names), **settings}, len(STAMPS)
+    )
+    assert dead == []
+    return [line.replace(topic, "<topic>") for line in lines]
+
+
+def test_timestamp_router_formats_java_patterns_in_utc(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """The default ``${topic}-${timestamp}`` with ``yyyyMMdd``, then each pattern of
+    ``ROUTED`` as the whole topic, on records of five timestamps."""
+    schema = {"type": "struct", "fields": [{"field": "v", "type": "int64"}]}
+    topic = _produce(apache_kafka, [(_envelope(schema, {"v": s}), s) for s in STAMPS])
+    theirs = _routed(kafka_connect, apache_kafka, topic, tmp_path)
+    ours = _routed(copycat, apache_kafka, topic, tmp_path)
+
+    assert ours == theirs
+    assert theirs[0] == (
+        "Struct{v=1609686245678,default=<topic>-20210103,p0=2021-01-03T15,p1='2021',"
+        "p2=o'clock 3 PM,p3=2021-W02 2,p4=3 003,p5=Sun Sun Sunday,p6=678 678,p7=+0000 Z Z Z,"
+        "p8=UTC UTC Coordinated Universal Time,p9=Jan January January,"
+        "p10=21 2021 2021 02021,p11=AD 7 1 15 3 3,p12=1 Jan January}"
+    )
+    weeks = [re.search(r"p3=([^,]*)", line).group(1) for line in theirs]  # type: ignore[union-attr]
+    assert weeks == ["2021-W02 2", "1970-W01 1", "2025-W01 5", "2024-W01 6", "2000-W10 5"]
+
+
+def test_timestamp_converter_parses_java_patterns(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """Record ``i`` holds only field ``s<i>``, the text of ``PARSED[i]``; a chain of one
+    TimestampConverter (string to unix) per pattern converts each in its own pattern."""
+    values = []
+    settings = {"transforms": ",".join(f"c{i}" for i in range(len(PARSED)))}
+    for i, (pattern, text, _) in enumerate(PARSED):
+        schema = {"type": "struct", "fields": [{"field": f"s{i}", "type": "string"}]}
+        values.append((_envelope(schema, {f"s{i}": text}), 1))
+        settings[f"transforms.c{i}.type"] = T + "TimestampConverter$Value"
+        settings[f"transforms.c{i}.field"] = f"s{i}"
+        settings[f"transforms.c{i}.format"] = pattern
+        settings[f"transforms.c{i}.target.type"] = "unix"
+    topic = _produce(apache_kafka, values)
+    theirs = _sink(kafka_connect, apache_kafka, topic, tmp_path, settings, len(PARSED))
+    ours = _sink(copycat, apache_kafka, topic, tmp_path, settings, len(PARSED))
+
+    expected = [f"Struct{{s{i}={millis}}}" for i, (_, _, millis) in enumerate(PARSED)]
+    assert ours == theirs == ([], expected)
+
+
+def test_timestamp_converter_formats_and_counts_in_unix_precision(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """A Timestamp to a string in week and zone patterns and to unix seconds, microseconds
+    and nanoseconds; unix seconds and microseconds (precision of the input long) to a
+    string."""
+    ts = {"type": "int64", "name": "org.apache.kafka.connect.data.Timestamp"}
+    fields = [("w", ts), ("z", ts), ("sec", ts), ("micro", ts), ("nano", ts)]
+    fields += [("from_sec", {"type": "int64"}), ("from_micro", {"type": "int64"})]
+    schema = {"type": "struct", "fields": [{"field": f, **s} for f, s in fields]}
+    millis = 1735603200005
+    payload = {f: millis for f in ("w", "z", "sec", "micro", "nano")}
+    payload |= {"from_sec": -1, "from_micro": 1609686245678999}
+    topic = _produce(apache_kafka, [(_envelope(schema, payload), 1)])
+    steps = [
+        ("w", "string", {"format": "YYYY-'W'ww EEE"}),
+        ("z", "string", {"format": "yyyy-MM-dd'T'HH:mm:ss.SSSXXX zzz Z"}),
+        ("sec", "unix", {"unix.precision": "seconds"}),
+        ("micro", "unix", {"unix.precision": "microseconds"}),
+        ("nano", "unix", {"unix.precision": "nanoseconds"}),
+        ("from_sec", "string", {"unix.precision": "seconds", "format": "yyyy-MM-dd HH:mm:ss"}),
+        ("from_micro", "string", {"unix.precision": "microseconds", "format": "HH:mm:ss.SSS"}),
+    ]
+    settings = {"transforms": ",".join(f"c{i}" for i in range(len(steps)))}
+    for i, (field, target, extra) in enumerate(steps):
+        settings[f"transforms.c{i}.type"] = T + "TimestampConverter$Value"
+        settings[f"transforms.c{i}.field"] = field
+        settings[f"transforms.c{i}.target.type"] = target
+        settings |= {f"transforms.c{i}.{k}": v for k, v in extra.items()}
+    theirs = _sink(kafka_connect, apache_kafka, topic, tmp_path, settings, 1)
+    ours = _sink(copycat, apache_kafka, topic, tmp_path, settings, 1)
+
+    line = (
+        "Struct{w=2025-W01 Tue,z=2024-12-31T00:00:00.005Z UTC +0000,sec=1735603200,"
+        "micro=1735603200005000,nano=1735603200005000000,from_sec=1969-12-31 23:59:59,"
+        "from_micro=15:04:05.678}"
+    )
+    assert ours == theirs == ([], [line])
