@@ -10,9 +10,11 @@ and parses ``2021-W02`` as that week's Sunday. It parses the zone names of its l
 ISO-8601 weeks for ``Y``, ``w`` and ``W``, ignored ``Y`` and ``w`` when parsing (the week
 date became 1970-01-01), read ``GMT+02:00`` as GMT and refused ``PST``.
 
-SetSchemaMetadata renames the key or value schema (JsonConverter writes the new name and
-version), passes a record whose side is null without a schema, and refuses a schemaless
-value: ``Schema required for [updating schema metadata]``.
+SetSchemaMetadata renames a struct key or value schema (JsonConverter writes the new name
+and version), passes a record whose side is null without a schema, refuses a schemaless
+value (``Schema required for [updating schema metadata]``) and, as Kafka's copies the
+schema's field list, any schema that is no struct: ``Cannot list fields on non-struct
+type``. Copycat renamed a string or array schema.
 
 The routed topic is seen through InsertField's ``topic.field``: a sink's record can take any
 topic name, and one FileStreamSink writes the topic each TimestampRouter of a chain made.
@@ -31,6 +33,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.differential import (
+    FILE_SINK,
     JSON_CONVERTER,
     Peer,
     Record,
@@ -38,7 +41,12 @@ from tests.support.differential import (
     delete,
     dlq_sink_config,
     file_lines,
+    file_source,
     normalised,
+    run_file_source,
+    task_state,
+    validation_errors,
+    wait_running,
 )
 from tests.support.kafka import wait_for
 
@@ -261,3 +269,180 @@ def test_timestamp_converter_formats_and_counts_in_unix_precision(
         "from_micro=15:04:05.678}"
     )
     assert ours == theirs == ([], [line])
+
+
+def _source_records(
+    peer: Peer, broker: KafkaCluster, tmp: Path, settings: dict[str, str]
+) -> list[Record]:
+    """The records a FileStreamSource of two lines writes with ``settings`` (JsonConverter
+    keys and values with schemas)."""
+    converters = {"key.converter": JSON_CONVERTER, "value.converter": JSON_CONVERTER}
+    source = file_source(broker, tmp, "meta", ["a", "b"], {**converters, **settings})
+    records, _, _ = run_file_source(
+        peer, broker, source, 2, lambda client: wait_running(client, source.name)
+    )
+    return records
+
+
+META = T + "SetSchemaMetadata$"
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        pytest.param(
+            {
+                "transforms": "hoist,key,value_meta,key_meta",
+                "transforms.hoist.type": T + "HoistField$Value",
+                "transforms.hoist.field": "line",
+                "transforms.key.type": T + "ValueToKey",
+                "transforms.key.fields": "line",
+                "transforms.value_meta.type": META + "Value",
+                "transforms.value_meta.schema.name": "com.example.Line",
+                "transforms.value_meta.schema.version": "3",
+                "transforms.key_meta.type": META + "Key",
+                "transforms.key_meta.schema.version": "7",
+            },
+            (
+                b'{"schema":{"type":"struct","fields":[{"type":"string","optional":false,'
+                b'"field":"line"}],"optional":false,"version":7},"payload":{"line":"a"}}',
+                b'{"schema":{"type":"struct","fields":[{"type":"string","optional":false,'
+                b'"field":"line"}],"optional":false,"name":"com.example.Line","version":3},'
+                b'"payload":{"line":"a"}}',
+            ),
+            id="struct-key-and-value",
+        ),
+    ],
+)
+def test_set_schema_metadata_renames_the_schema_json_converter_writes(
+    copycat: Peer,
+    kafka_connect: Peer,
+    apache_kafka: KafkaCluster,
+    tmp_path: Path,
+    settings: dict[str, str],
+    expected: tuple[bytes, bytes],
+) -> None:
+    """The name and version set on the key and value schemas, byte for byte."""
+    theirs = _source_records(kafka_connect, apache_kafka, tmp_path, settings)
+    ours = _source_records(copycat, apache_kafka, tmp_path, settings)
+
+    assert ours == theirs
+    assert theirs[0][:2] == expected
+
+
+STRUCT = {"type": "struct", "fields": [{"field": "a", "type": "int32"}]}
+
+
+@pytest.mark.parametrize(
+    ("schemas", "values", "failures", "lines"),
+    [
+        pytest.param(
+            "true",
+            [
+                _envelope(
+                    {"type": "struct", "fields": [{"field": "a", "type": "int32"}]}, {"a": 1}
+                ),
+                _envelope({"type": "string"}, "text"),
+                _envelope({"type": "array", "items": {"type": "int32"}}, [1]),
+                None,
+            ],
+            ["Cannot list fields on non-struct type"] * 2,
+            ["Struct{a=1}", "null"],
+            id="with-schemas",
+        ),
+        pytest.param(
+            "false",
+            [b'{"a": 1}', None, b'"text"'],
+            ["Schema required for [updating schema metadata]"] * 2,
+            ["null"],
+            id="schemaless",
+        ),
+    ],
+)
+def test_set_schema_metadata_takes_only_a_struct_and_passes_a_tombstone(
+    copycat: Peer,
+    kafka_connect: Peer,
+    apache_kafka: KafkaCluster,
+    tmp_path: Path,
+    schemas: str,
+    values: list[bytes | None],
+    failures: list[str],
+    lines: list[str],
+) -> None:
+    """A struct is renamed; a string or array schema fails with Kafka's ``Cannot list
+    fields on non-struct type`` (its SetSchemaMetadata copies the schema's fields); a
+    schemaless value fails, ``Schema required``; a tombstone passes and is written as
+    ``null``."""
+    topic = _produce(apache_kafka, [(value, 1) for value in values])
+    settings = {
+        "value.converter.schemas.enable": schemas,
+        "transforms": "meta",
+        "transforms.meta.type": META + "Value",
+        "transforms.meta.schema.name": "n",
+    }
+    theirs = _sink(kafka_connect, apache_kafka, topic, tmp_path, settings, len(values))
+    ours = _sink(copycat, apache_kafka, topic, tmp_path, settings, len(values))
+
+    assert ours == theirs
+    assert (_messages(theirs[0]), theirs[1]) == (failures, lines)
+
+
+def test_an_unknown_pattern_letter_is_refused_at_validation_where_kafka_fails_the_record(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """Kafka's TimestampRouter makes its SimpleDateFormat at the first record, so ``yyyy-bb``
+    is accepted and each record fails (``java.lang.IllegalArgumentException: Illegal pattern
+    character 'b'``, in the DLQ here), and its TimestampConverter fails the task as it
+    starts. Copycat refuses both at validation, naming the key: a deliberate deviation
+    (docs/rest.md)."""
+    topic = _produce(apache_kafka, [(_envelope({"type": "string"}, "x"), 1)])
+    settings = {
+        "transforms": "route",
+        "transforms.route.type": T + "TimestampRouter",
+        "transforms.route.timestamp.format": "yyyy-bb",
+    }
+    dead, lines = _sink(kafka_connect, apache_kafka, topic, tmp_path, settings, 1)
+    assert (_messages(dead), lines) == (["Illegal pattern character 'b'"], [])
+    assert dict(dead[0][2])["__connect.errors.exception.class.name"] == (
+        b"java.lang.IllegalArgumentException"
+    )
+
+    config = {"connector.class": FILE_SINK, "name": "s", "topics": topic, "file": "x", **settings}
+    assert validation_errors(kafka_connect, FILE_SINK, config) == {"error_count": 0}
+    assert validation_errors(copycat, FILE_SINK, config) == {
+        "error_count": 1,
+        "transforms.route.timestamp.format": [
+            "Invalid value yyyy-bb for configuration timestamp.format: "
+            "Illegal pattern character 'b'"
+        ],
+    }
+
+    converter = {
+        "transforms": "conv",
+        "transforms.conv.type": T + "TimestampConverter$Value",
+        "transforms.conv.target.type": "string",
+        "transforms.conv.format": "yyyy-bb",
+    }
+    config = {**config, **converter}
+    assert validation_errors(kafka_connect, FILE_SINK, config) == {"error_count": 0}
+    assert validation_errors(copycat, FILE_SINK, config) == {
+        "error_count": 1,
+        "transforms.conv.format": [
+            "Invalid value yyyy-bb for configuration format: TimestampConverter requires a "
+            "SimpleDateFormat-compatible pattern for string timestamps: yyyy-bb (Illegal "
+            "pattern character 'b')"
+        ],
+    }
+    name = f"conv-{uuid.uuid4().hex[:8]}"
+    with kafka_connect.client() as client:
+        create(client, name, {**config, "name": name, "file": str(tmp_path / f"{name}.out")})
+        try:
+
+            def failed() -> str | None:
+                status = task_state(client, name, "FAILED")
+                return status["tasks"][0].get("trace") if status else None
+
+            trace: str = wait_for(failed, TIMEOUT_S, "Kafka Connect's task FAILED")
+        finally:
+            delete(client, name)
+    assert "TimestampConverter requires a SimpleDateFormat-compatible pattern" in trace

@@ -31,13 +31,28 @@ def test_set_schema_metadata_struct() -> None:
     assert out.value.to_dict() == {"a": 1, "b": "x"}
 
 
-def test_set_schema_metadata_primitive_key_name_only() -> None:
-    key_schema = SchemaBuilder.string().version(3).build()
+def test_set_schema_metadata_struct_key_name_only() -> None:
+    key = Struct(SCHEMA).put("a", 1).put("b", "x")
     out = apply_transform(
-        SetSchemaMetadataKey, {"schema.name": "k"}, rec("v", key="id", key_schema=key_schema)
+        SetSchemaMetadataKey, {"schema.name": "k"}, rec("v", key=key, key_schema=SCHEMA)
     )
-    assert (out.key_schema.name, out.key_schema.version) == ("k", 3)
-    assert out.key == "id" and out.value == "v"
+    assert (out.key_schema.name, out.key_schema.version) == ("k", 1)
+    assert out.key.to_dict() == {"a": 1, "b": "x"} and out.value == "v"
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        SchemaBuilder.string().version(3).build(),
+        SchemaBuilder.array(Schema.INT32_SCHEMA).build(),
+        SchemaBuilder.string().optional().build(),
+    ],
+)
+def test_set_schema_metadata_refuses_a_schema_that_is_no_struct(schema) -> None:
+    # Kafka 4.1.1 copies schema.fields(), which a non-struct ConnectSchema refuses.
+    value = None if schema.optional else ("id" if schema.type.name == "STRING" else [1])
+    with pytest.raises(DataException, match="^Cannot list fields on non-struct type$"):
+        apply_transform(SetSchemaMetadataKey, {"schema.name": "k"}, rec("v", None, value, schema))
 
 
 def test_set_schema_metadata_lets_a_schemaless_tombstone_through() -> None:

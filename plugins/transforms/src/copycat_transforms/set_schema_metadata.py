@@ -20,6 +20,7 @@ from plugin_api import (
     ConfigException,
     ConfigType,
     ConnectRecord,
+    DataException,
     Importance,
     Schema,
     Struct,
@@ -55,7 +56,10 @@ CONFIG_DEF = define_replace_null_with_default(
 class SetSchemaMetadata(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
     """Set the schema name, version or both on the record's key or value schema.
 
-    Struct values are rebuilt against the renamed schema so they stay valid for it.
+    Struct values are rebuilt against the renamed schema so they stay valid for it. As in
+    Kafka Connect 4.1.1, whose SetSchemaMetadata copies the schema's field list (which a
+    non-struct schema refuses to give), only a STRUCT schema can be renamed: any other
+    fails the record with ``Cannot list fields on non-struct type``.
     """
 
     def __init__(self) -> None:
@@ -87,12 +91,15 @@ class SetSchemaMetadata(VersionedPlugin, SideAware, Transformation[ConnectRecord
         """Return the record with the updated schema.
 
         Raises:
-            DataException: If the record has no schema on this side.
+            DataException: If the record has no schema on this side, or one that is no
+                struct.
         """
         schema = self.operating_schema(record)
         if schema is None and self.operating_value(record) is None:
             return record  # a schemaless tombstone passes, as in Kafka
         schema = require_schema(schema, PURPOSE)
+        if schema.type is not Type.STRUCT:
+            raise DataException("Cannot list fields on non-struct type")
         updated_schema = self._renamed(schema, None)
         default = schema.default_value
         if default is not None:
@@ -113,9 +120,7 @@ class SetSchemaMetadata(VersionedPlugin, SideAware, Transformation[ConnectRecord
             version=self._version if self._version is not None else schema.version,
             doc=schema.doc,
             parameters=schema.parameters,
-            fields=schema.fields if schema.type is Type.STRUCT else None,
-            key_schema=schema.key_schema,
-            value_schema=schema.value_schema,
+            fields=schema.fields,
         )
 
     def _rebuilt(self, value: Struct, schema: Schema) -> Struct:
