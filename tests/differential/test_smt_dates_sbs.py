@@ -72,6 +72,7 @@ ROUTED = [
     "yy y yyy yyyyy",
     "G u F k K h",
     "L LLL LLLL",
+    "GGGG SSSS ZZZZ EEEEE aaaa LLLLL yyyy-MM-dd HH:mm:ss.SSSSS",
 ]
 
 # (pattern, text, epoch ms both parse it to)
@@ -203,7 +204,8 @@ def test_timestamp_router_formats_java_patterns_in_utc(
         "Struct{v=1609686245678,default=<topic>-20210103,p0=2021-01-03T15,p1='2021',"
         "p2=o'clock 3 PM,p3=2021-W02 2,p4=3 003,p5=Sun Sun Sunday,p6=678 678,p7=+0000 Z Z Z,"
         "p8=UTC UTC Coordinated Universal Time,p9=Jan January January,"
-        "p10=21 2021 2021 02021,p11=AD 7 1 15 3 3,p12=1 Jan January}"
+        "p10=21 2021 2021 02021,p11=AD 7 1 15 3 3,p12=1 Jan January,"
+        "p13=AD 0678 +0000 Sunday PM January 2021-01-03 15:04:05.00678}"
     )
     weeks = [re.search(r"p3=([^,]*)", line).group(1) for line in theirs]  # type: ignore[union-attr]
     assert weeks == ["2021-W02 2", "1970-W01 1", "2025-W01 5", "2024-W01 6", "2000-W10 5"]
@@ -446,3 +448,28 @@ def test_an_unknown_pattern_letter_is_refused_at_validation_where_kafka_fails_th
         finally:
             delete(client, name)
     assert "TimestampConverter requires a SimpleDateFormat-compatible pattern" in trace
+
+
+def test_four_iso_zone_letters_are_refused_as_kafka_refuses_them(
+    copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
+) -> None:
+    """``XXXX``: SimpleDateFormat knows ``X`` to ``XXX`` only. Kafka's TimestampRouter fails
+    each record with that IllegalArgumentException; Copycat refuses the pattern at
+    validation with the same words (the deviation of an unknown letter)."""
+    topic = _produce(apache_kafka, [(_envelope({"type": "string"}, "x"), 1)])
+    settings = {
+        "transforms": "route",
+        "transforms.route.type": T + "TimestampRouter",
+        "transforms.route.timestamp.format": "HH XXXX",
+    }
+    dead, lines = _sink(kafka_connect, apache_kafka, topic, tmp_path, settings, 1)
+    assert (_messages(dead), lines) == (["invalid ISO 8601 format: length=4"], [])
+
+    config = {"connector.class": FILE_SINK, "name": "s", "topics": topic, "file": "x", **settings}
+    assert validation_errors(copycat, FILE_SINK, config) == {
+        "error_count": 1,
+        "transforms.route.timestamp.format": [
+            "Invalid value HH XXXX for configuration timestamp.format: "
+            "invalid ISO 8601 format: length=4"
+        ],
+    }

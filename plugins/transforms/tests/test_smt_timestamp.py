@@ -102,6 +102,8 @@ def test_java_date_parse_week_dates_and_zone_names(pattern, text, millis) -> Non
 def test_java_date_format_errors() -> None:
     with pytest.raises(ValueError, match="Illegal pattern character 'b'"):
         JavaDateFormat("yyyy-bb")
+    with pytest.raises(ValueError, match="^invalid ISO 8601 format: length=4$"):
+        JavaDateFormat("HH XXXX")
     with pytest.raises(ValueError, match="Unterminated quote"):
         JavaDateFormat("yyyy 'oops")
     with pytest.raises(ValueError):

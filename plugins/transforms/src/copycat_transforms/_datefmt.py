@@ -92,6 +92,8 @@ def _tokenize(pattern: str) -> list[_Token]:
             j = i
             while j < n and pattern[j] == ch:
                 j += 1
+            if ch == "X" and j - i > 3:  # X, XX and XXX are the ISO 8601 zone forms
+                raise ValueError(f"invalid ISO 8601 format: length={j - i}")
             tokens.append(_Field(ch, j - i))
             i = j
         else:
@@ -114,7 +116,8 @@ class JavaDateFormat:
         """Compile ``pattern``.
 
         Raises:
-            ValueError: For an unknown pattern letter or an unterminated quote.
+            ValueError: For an unknown pattern letter, more than three ``X`` or an
+                unterminated quote.
         """
         self.pattern = pattern
         self._tokens = _tokenize(pattern)
