@@ -8,7 +8,11 @@ writes 2024-12-31 as ``2025-W01`` and 2021-01-03 as ``2021-W02`` (ISO-8601 says 
 and parses ``2021-W02`` as that week's Sunday. It parses the zone names of its locale
 (``PST`` is -08:00) and ``GMT+02:00``. Found by an exploratory comparison: Copycat used
 ISO-8601 weeks for ``Y``, ``w`` and ``W``, ignored ``Y`` and ``w`` when parsing (the week
-date became 1970-01-01), read ``GMT+02:00`` as GMT and refused ``PST``.
+date became 1970-01-01), read ``GMT+02:00`` as GMT and refused ``PST``; it refused the
+spaces Java skips before a number (`` 2021-01-03``), took a bare ``Z`` for the RFC 822
+zone ``Z`` and ``UTC`` for the ISO 8601 ``X`` (Java refuses both), put day of year 400 of
+2021 in 2021 (now refused, as other out-of-range fields; Kafka rolls it into 2022) and
+formatted ``XXXX``, which Java refuses.
 
 SetSchemaMetadata renames a struct key or value schema (JsonConverter writes the new name
 and version), passes a record whose side is null without a schema, refuses a schemaless
@@ -101,6 +105,22 @@ PARSED = [
     ("yyyy-MM-dd'T'HH:mm:ss.SSSX", "2021-01-03T15:04:05.678Z", 1609686245678),
     ("G yyyy", "AD 2021", 1609459200000),
     ("k:mm", "24:00", 0),
+    ("yyyy-MM-dd", " 2021-01-03", 1609632000000),  # spaces and tabs before a number
+    ("yyyy-MM-dd", "2021- 01-\t03", 1609632000000),
+    ("yyyy-MM-dd'T'HH:mm:ss X", "2021-01-03T15:04:05 +01", 1609682645000),
+    ("yyyy-MM-dd'T'HH:mm:ss Z", "2021-01-03T15:04:05 PST", 1609715045000),
+    ("yyyy-MM-dd HH:mm zzz", "2021-07-03 15:04 CEST", 1625317440000),
+    ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 Pacific Standard Time", 1609715040000),
+    ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 pst", 1609715040000),
+    ("yyyy-MM-dd HH:mm:ss.SSSSSS", "2021-01-03 15:04:05.678123", 1609686923123),
+    ("EEE MMM dd HH:mm:ss zzz yyyy", "Sun Jan 03 15:04:05 UTC 2021", 1609686245000),
+    ("yyyy-MM-dd K a", "2021-01-03 0 PM", 1609675200000),
+]
+# (pattern, text) both refuse: Could not parse timestamp
+REFUSED = [
+    ("yyyy-MM-dd'T'HH:mm:ssZ", "2021-01-03T15:04:05Z"),  # Z is no RFC 822 zone
+    ("yyyy-MM-dd'T'HH:mm:ss X", "2021-01-03T15:04:05 UTC"),  # nor an ISO 8601 one
+    ("dd MMM yyyy", "03  Jan 2021"),  # no space skipped before text
 ]
 
 
@@ -214,11 +234,13 @@ def test_timestamp_router_formats_java_patterns_in_utc(
 def test_timestamp_converter_parses_java_patterns(
     copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
 ) -> None:
-    """Record ``i`` holds only field ``s<i>``, the text of ``PARSED[i]``; a chain of one
-    TimestampConverter (string to unix) per pattern converts each in its own pattern."""
+    """Record ``i`` holds only field ``s<i>``, the text of case ``i`` (``PARSED`` then
+    ``REFUSED``); a chain of one TimestampConverter (string to unix) per pattern converts
+    each in its own pattern, or sends it to the DLQ."""
     values = []
-    settings = {"transforms": ",".join(f"c{i}" for i in range(len(PARSED)))}
-    for i, (pattern, text, _) in enumerate(PARSED):
+    cases = [(pattern, text) for pattern, text, _ in PARSED] + REFUSED
+    settings = {"transforms": ",".join(f"c{i}" for i in range(len(cases)))}
+    for i, (pattern, text) in enumerate(cases):
         schema = {"type": "struct", "fields": [{"field": f"s{i}", "type": "string"}]}
         values.append((_envelope(schema, {f"s{i}": text}), 1))
         settings[f"transforms.c{i}.type"] = T + "TimestampConverter$Value"
@@ -226,11 +248,16 @@ def test_timestamp_converter_parses_java_patterns(
         settings[f"transforms.c{i}.format"] = pattern
         settings[f"transforms.c{i}.target.type"] = "unix"
     topic = _produce(apache_kafka, values)
-    theirs = _sink(kafka_connect, apache_kafka, topic, tmp_path, settings, len(PARSED))
-    ours = _sink(copycat, apache_kafka, topic, tmp_path, settings, len(PARSED))
+    theirs = _sink(kafka_connect, apache_kafka, topic, tmp_path, settings, len(cases))
+    ours = _sink(copycat, apache_kafka, topic, tmp_path, settings, len(cases))
 
+    assert ours == theirs
+    refused = [
+        f"Could not parse timestamp: value ({text}) does not match pattern ({pattern})"
+        for pattern, text in REFUSED
+    ]
     expected = [f"Struct{{s{i}={millis}}}" for i, (_, _, millis) in enumerate(PARSED)]
-    assert ours == theirs == ([], expected)
+    assert (_messages(theirs[0]), theirs[1]) == (refused, expected)
 
 
 def test_timestamp_converter_formats_and_counts_in_unix_precision(

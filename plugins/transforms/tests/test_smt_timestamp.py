@@ -93,6 +93,8 @@ def test_java_week_dates_are_en_us_weeks(millis, text) -> None:
         ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 GMT+02:00", 1609679040000),
         ("yyyy-MM-dd HH:mm zzz", "2021-01-03 15:04 PST", 1609715040000),
         ("yyyy-MM-dd HH:mm zzz", "2021-07-03 15:04 PDT", 1625349840000),
+        ("yyyy-MM-dd HH:mm zzz", "2021-07-03 15:04 Central European Summer Time", 1625317440000),
+        ("yyyy-MM-dd", " 2021- 01-\t03", 1609632000000),  # spaces skipped before numbers
     ],
 )
 def test_java_date_parse_week_dates_and_zone_names(pattern, text, millis) -> None:
@@ -108,6 +110,14 @@ def test_java_date_format_errors() -> None:
         JavaDateFormat("yyyy 'oops")
     with pytest.raises(ValueError):
         JavaDateFormat("yyyy-MM-dd").parse("02/01/2017")
+    for pattern, text in [
+        ("yyyy-MM-dd'T'HH:mm:ssZ", "2021-01-03T15:04:05Z"),  # Z is no RFC 822 zone
+        ("HH:mm X", "15:04 UTC"),  # X takes ISO 8601 zones only
+        ("dd MMM yyyy", "03  Jan 2021"),  # no space skipped before text
+        ("yyyy D", "2021 400"),  # out of range, not rolled over into 2022
+    ]:
+        with pytest.raises(ValueError):
+            JavaDateFormat(pattern).parse(text)
 
 
 # -- TimestampConverter: schemaless -------------------------------------------------------------

@@ -14,10 +14,13 @@ implements that language for instants given as epoch milliseconds:
   one holding its first day, so 2024-12-31 is in week 1 of week year 2025.
 
 Parsing, like Java's, needs the text to start with the pattern (trailing text is
-ignored), reads exactly N digits for a numeric field directly followed by another
+ignored), skips spaces and tabs before a number (not before a name), takes an ISO 8601
+zone (``Z``, ``+01``, ``+01:30``) for ``X`` and an offset (``+0130``, ``GMT+01:00``) or
+an en-US zone name (``PST``, ``Pacific Standard Time``, ``CET``) for ``z`` and ``Z``, reads
+exactly N digits for a numeric field directly followed by another
 numeric field (``yyyyMMdd``), and maps two-digit ``yy`` years into the century
 that starts 80 years ago. Unlike Java's lenient default, out-of-range fields
-(month 13) are rejected instead of rolled over.
+(month 13, hour 24 for ``H``, day of year 400) are rejected instead of rolled over.
 """
 
 from __future__ import annotations
@@ -39,6 +42,20 @@ _DAYS = "Monday Tuesday Wednesday Thursday Friday Saturday Sunday".split()
 _ZONE_OFFSETS = {
     "UTC": 0,
     "GMT": 0,
+    "Coordinated Universal Time": 0,
+    "Greenwich Mean Time": 0,
+    "CET": 60,
+    "CEST": 120,
+    "Central European Standard Time": 60,
+    "Central European Summer Time": 120,
+    "Eastern Standard Time": -300,
+    "Eastern Daylight Time": -240,
+    "Central Standard Time": -360,
+    "Central Daylight Time": -300,
+    "Mountain Standard Time": -420,
+    "Mountain Daylight Time": -360,
+    "Pacific Standard Time": -480,
+    "Pacific Daylight Time": -420,
     "EST": -300,
     "EDT": -240,
     "CST": -360,
@@ -191,7 +208,8 @@ class JavaDateFormat:
             nxt = tokens[index + 1] if index + 1 < len(tokens) else None
             abutting = isinstance(nxt, _Field) and nxt.letter in _NUMERIC
             if letter in _NUMERIC and not (letter in "ML" and count >= 3):
-                parts.append(f"(\\d{{{count}}})" if abutting else "([+-]?\\d+)")
+                # SimpleDateFormat skips spaces and tabs before a number (not before text).
+                parts.append(f"[ \\t]*(\\d{{{count}}})" if abutting else "[ \\t]*([+-]?\\d+)")
             elif letter in "ML":
                 parts.append("(" + "|".join(_MONTHS) + "|" + "|".join(m[:3] for m in _MONTHS) + ")")
             elif letter == "E":
@@ -200,12 +218,11 @@ class JavaDateFormat:
                 parts.append("(AM|PM)")
             elif letter == "G":
                 parts.append("(AD|BC)")
-            else:  # z Z X
-                parts.append(
-                    "((?:GMT|UTC)?[+-]\\d{1,2}(?::?\\d{2})?|Coordinated Universal Time|"
-                    + "|".join(_ZONE_OFFSETS)
-                    + "|Z)"
-                )
+            elif letter == "X":  # ISO 8601 only: Z, +01, +0130, +01:30
+                parts.append("(Z|[+-]\\d{2}(?::?\\d{2})?)")
+            else:  # z and Z: an offset, GMT+01:00 or a zone name, not a bare Z
+                names = sorted(_ZONE_OFFSETS, key=len, reverse=True)
+                parts.append("((?:GMT|UTC)?[+-]\\d{1,2}(?::?\\d{2})?|" + "|".join(names) + ")")
             groups.append(tok)
         self._groups = groups
         return re.compile("".join(parts), re.IGNORECASE)
@@ -284,6 +301,8 @@ class JavaDateFormat:
             year = week_year
         if day_of_year is not None:
             base = datetime.date(year, 1, 1) + datetime.timedelta(days=day_of_year - 1)
+            if day_of_year < 1 or base.year != year:
+                raise ValueError(f"Day of year {day_of_year} is out of range for {year}")
             month, day = base.month, base.day
         moment = datetime.datetime(year, month, day, hour, minute, second, tzinfo=datetime.UTC)
         moment -= datetime.timedelta(minutes=offset_minutes)
@@ -330,10 +349,11 @@ def _offset_minutes(raw: str) -> int:
     for prefix in ("GMT", "UTC"):
         if text.startswith(prefix):
             text = text[len(prefix) :]
-    if text in ("", "Z", "COORDINATED UNIVERSAL TIME"):
+    if text in ("", "Z"):
         return 0
-    if text in _ZONE_OFFSETS:
-        return _ZONE_OFFSETS[text]
+    for name, minutes in _ZONE_OFFSETS.items():
+        if text == name.upper():
+            return minutes
     sign = -1 if text[0] == "-" else 1
     digits = text[1:].replace(":", "")
     if len(digits) <= 2:
