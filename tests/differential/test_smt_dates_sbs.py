@@ -173,7 +173,12 @@ def _sink(
         with peer.client() as client:
             create(client, name, config)
             try:
-                wait_for(handled, TIMEOUT_S, f"{peer.name} handling {total} records")
+                try:
+                    wait_for(handled, TIMEOUT_S, f"{peer.name} handling {total} records")
+                except AssertionError as exc:
+                    status = client.get(f"/connectors/{name}/status").text
+                    seen = f"{len(dead)} in the DLQ, lines {file_lines(output)}"
+                    raise AssertionError(f"{exc}; {seen}; status {status}") from None
             finally:
                 delete(client, name)
     finally:
