@@ -158,6 +158,9 @@ def _sink(
             "group.id": f"diff-{uuid.uuid4().hex}",
             "enable.auto.commit": False,
             "topic.metadata.refresh.interval.ms": 500,
+            # The DLQ, just created, may answer the first fetch at 0 OFFSET_OUT_OF_RANGE: the
+            # default reset (latest) skipped the dead letter written next (seen under load).
+            "auto.offset.reset": "earliest",
         }
     )
     consumer.assign([TopicPartition(f"{name}-dlq", 0, 0)])

@@ -60,6 +60,9 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 30) -
             # What a downstream consumer sees of an exactly-once source's topic (and of a
             # DLQ): committed transactions only.
             "isolation.level": READ_COMMITTED,
+            # A partition just created may answer the first fetch at 0 OFFSET_OUT_OF_RANGE:
+            # librdkafka's default reset (latest) would then skip what is written next.
+            "auto.offset.reset": "earliest",
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
