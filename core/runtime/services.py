@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import KafkaException
-from plugin_api.config import java_trim
 
 from core.kafka import (
     BLANK_GROUP_ID,
@@ -25,6 +24,7 @@ from core.kafka import (
     Producer,
     admin_client,
     client_config,
+    java_trim,
     librdkafka_keys,
     wrap_kafka_error,
 )
