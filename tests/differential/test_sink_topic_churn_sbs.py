@@ -167,13 +167,18 @@ def _regex_topic_deleted(peer: Peer, broker: KafkaCluster, tmp: Path) -> dict[st
     return seen
 
 
-def test_a_topics_regex_sink_never_creates_a_deleted_topic_again_as_in_kafka_connect(
+def test_a_topics_regex_sink_goes_on_without_a_deleted_topic_as_kafka_connect_and_never_creates_it(
     copycat: Peer, kafka_connect: Peer, apache_kafka: KafkaCluster, tmp_path: Path
 ) -> None:
+    """Lines, commits and task state as Kafka Connect's. The deleted topic stays deleted on
+    Copycat; Kafka Connect's sink (its consumer has allow.auto.create.topics=true) mostly
+    leaves it deleted too, but brought it back, with one partition, in two of four loaded CI
+    runs (2026-12-01/02), so its side of that one field is recorded, not compared."""
     ours = _regex_topic_deleted(copycat, apache_kafka, tmp_path)
     theirs = _regex_topic_deleted(kafka_connect, apache_kafka, tmp_path)
-    assert ours == theirs
-    assert theirs == {"lines": ["a1", "b1", "b2", "c1"], "a after": None, "status": "RUNNING"}
+    assert ours == {"lines": ["a1", "b1", "b2", "c1"], "a after": None, "status": "RUNNING"}
+    assert theirs["a after"] in (None, 1), theirs
+    assert ours == {**theirs, "a after": None}
 
 
 # How soon a topic created while a topics.regex sink runs must reach its file when the
