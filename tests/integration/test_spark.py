@@ -359,8 +359,11 @@ def test_a_task_on_an_executor_killed_leaves_running_at_once_not_after_the_heart
     print(f"\nthe task left RUNNING {left_running_s:.1f} s after its executor was killed")
     # Each status the task had on the way says why it was lost, and none is the Spark job's
     # cancellation the watchdog itself caused (Py4J's text and the JVM's stack were appended
-    # when the cancelled job returned).
-    assert any("was lost (Spark lost executor" in t for t in traces), traces
+    # when the cancelled job returned). Which of Spark's two views says so first is a race:
+    # its executor list dropping the executor, or (seen once in CI on a loaded machine) its
+    # status API failing the task with ExecutorLostFailure.
+    lost = ("was lost (Spark lost executor", "ExecutorLostFailure")
+    assert any(reason in t for t in traces for reason in lost), traces
     assert not [t for t in traces if "SPARK_JOB_CANCELLED" in t or "error occurred" in t], traces
 
 
