@@ -290,8 +290,22 @@ class DistributedCluster:
                 except httpx.HTTPError as error:
                     seen.append(f"(no answer: {error})")
             raise AssertionError(
-                f"{exc}\nits status on each worker: {seen}\n{self.warnings()}"
+                f"{exc}\nits status on each worker: {seen}\n{self.warnings()}\n"
+                f"{self.lines_about(name)}"
             ) from None
+
+    def lines_about(self, name: str, per_worker: int = 60) -> str:
+        """The last ``per_worker`` log lines of each worker that name ``name`` or end a
+        rebalance: who held the connector, when, and what it did with it."""
+        out = []
+        for index, worker in enumerate(self.workers):
+            kept = [
+                line
+                for line in worker.text().splitlines()
+                if _LOG_STAMP.match(line) and (name in line or "rebalance" in line)
+            ]
+            out.append(f"worker {index} lines about {name}:\n" + "\n".join(kept[-per_worker:]))
+        return "\n".join(out)
 
     def warnings(self, per_worker: int = 80) -> str:
         """The last ``per_worker`` lines of each worker's warnings and errors, with the lines
