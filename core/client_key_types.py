@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from plugin_api.config import java_trim
 from plugin_api.errors import ConfigException
 
 from core.client_overrides import client_overrides
-from core.kafka import java_trim
 
 __all__ = ["check_client_override_types", "parse_client_value"]
 

@@ -25,6 +25,7 @@ from typing import Any, ParamSpec, TypeVar
 import confluent_kafka
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient
+from plugin_api.config import java_trim
 
 from core.client_security import BROKER_SECURITY_KEYS, translate_security_keys
 from plugin_api import ConnectException, RetriableException
@@ -688,17 +689,6 @@ class Producer(confluent_kafka.Producer):
 
 # Kafka's InvalidGroupIdException message for a group id that is empty or only whitespace.
 BLANK_GROUP_ID = "The configured group.id should not be an empty string or whitespace."
-
-
-def java_trim(text: str) -> str:
-    """Java's ``String.trim`` (which Kafka's configs apply to strings): every character up to
-    U+0020 off both ends, nothing else."""
-    start, end = 0, len(text)
-    while start < end and text[start] <= " ":
-        start += 1
-    while end > start and text[end - 1] <= " ":
-        end -= 1
-    return text[start:end]
 
 
 class Consumer(confluent_kafka.Consumer):

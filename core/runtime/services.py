@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import KafkaException
+from plugin_api.config import java_trim
 
 from core.kafka import (
     BLANK_GROUP_ID,
@@ -24,7 +25,6 @@ from core.kafka import (
     Producer,
     admin_client,
     client_config,
-    java_trim,
     librdkafka_keys,
     wrap_kafka_error,
 )

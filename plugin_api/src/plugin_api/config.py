@@ -150,7 +150,7 @@ _JAVA_INTEGER = re.compile(r"[+-]?\d+")
 _JAVA_LIST_COMMA = re.compile(r"[ \t\n\x0b\f\r]*,[ \t\n\x0b\f\r]*")
 
 
-def _java_trim(text: str) -> str:
+def java_trim(text: str) -> str:
     """Java's ``String.trim``, which Kafka's ConfigDef applies to every string value: the
     characters up to U+0020 off both ends, nothing else (a no-break space stays)."""
     start, end = 0, len(text)
@@ -176,7 +176,7 @@ def parse_type(name: str, value: object, type: ConfigType) -> Any:
     """
     if value is None:
         return None
-    text = _java_trim(value) if isinstance(value, str) else None
+    text = java_trim(value) if isinstance(value, str) else None
     if type is ConfigType.BOOLEAN:
         if isinstance(value, bool):
             return value
