@@ -263,8 +263,10 @@ class _TaskRunner(threading.Thread):
         # :meth:`request_stop`: the store stamps its present generation.
         self.stop_generation = 0
         # Set by a stop that gave up waiting for the task (Worker._stop_runners): from then on
-        # a newer instance may run, and this one writes no status (:meth:`cancel`).
+        # a newer instance may run, and this one writes no status (:meth:`cancel`). Also set
+        # for a task that no longer exists (:meth:`silence`): why, for the log.
         self.cancelled = False
+        self._unreported_because = "was given up"
         self._status_lock = threading.Lock()
         # The task's metrics (core/connect_metrics.py): they outlive the thread of a task that
         # failed (its status, its error counts stay readable) and are closed when the worker
@@ -379,6 +381,14 @@ class _TaskRunner(threading.Thread):
         with self._status_lock:
             self.cancelled = True
 
+    def silence(self) -> None:
+        """The task no longer exists (its connector's task count shrank, or the connector was
+        deleted), and its status is being removed: nothing it does while it stops writes one
+        again (an UNASSIGNED from its stop would show it once more)."""
+        with self._status_lock:
+            self.cancelled = True
+            self._unreported_because = "no longer exists"
+
     def _report(
         self,
         state: State,
@@ -391,7 +401,10 @@ class _TaskRunner(threading.Thread):
         with self._status_lock:
             if self.cancelled:
                 log.info(
-                    "task %s was given up: its %s is not reported", self.spec.name, state.value
+                    "task %s %s: its %s is not reported",
+                    self.spec.name,
+                    self._unreported_because,
+                    state.value,
                 )
                 return
             self.metrics.state(state)

@@ -286,11 +286,21 @@ class ConfigReactions(ExactlyOnceSupport):
         connector = worker.connectors.get(name)
         restart_all = config is not None and self._runs_exactly_once(config)
         connector_props = self._resolved_or_none(config)
-        for task, runner in sorted(connector.tasks.items()) if connector is not None else []:
-            if task >= len(tasks) or config is None:
-                worker.stop_task(name, task)
-                self.task_stops += 1
-                worker.status.remove_task(name, task)
+        running = sorted(connector.tasks.items()) if connector is not None else []
+        vanished = [task for task, _ in running if task >= len(tasks) or config is None]
+        if vanished:
+            # Gone from the config: their statuses go now and their stops write none, together.
+            # The leader removes them too, after the rebalance these configs cause; an
+            # UNASSIGNED written by a stop after that showed a removed task again for as long
+            # as the stop took (a sink's final commit, seconds on a loaded machine).
+            for task, runner in running:
+                if task in vanished:
+                    runner.silence()
+                    worker.status.remove_task(name, task)
+            worker.stop_tasks_of(name, vanished)
+            self.task_stops += len(vanished)
+        for task, runner in running:
+            if task in vanished:
                 continue
             wanted = self.resolver.resolve(tasks[task]).config
             # A task whose config is the same but whose connector config is not (a new

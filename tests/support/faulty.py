@@ -27,6 +27,7 @@
   it was given is ever committed).
 * ``stdout.on.start``: a line printed when the task starts (e.g. a secret it was given).
 * ``stop.marker``: a file each task appends ``stopped <pid>`` to when its stop() runs.
+* ``task.stop.ms``: how long a task's stop() takes (a slow stop that ends).
 * ``partitions.log``: a file a sink task appends ``open t-p`` / ``close t-p`` to on each
   partition assignment and revocation.
 * ``pause.on.open``: ``true`` makes a sink task pause each partition it is given, in
@@ -126,6 +127,7 @@ class _Misbehaving:
 
     def _stopped(self):
         _hang(self.props, "task.stop")
+        time.sleep(int(self.props.get("task.stop.ms", "0")) / 1000)
         if self.props.get("stop.marker"):
             with open(self.props["stop.marker"], "a") as marker:
                 marker.write(f"stopped {os.getpid()}\n")
