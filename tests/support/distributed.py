@@ -286,7 +286,17 @@ class DistributedCluster:
             seen: list[Any] = []
             for via in range(len(self.workers)):
                 try:
-                    seen.append(self.status(name, via=via))
+                    response = httpx.get(
+                        f"{self.workers[via].url}/connectors/{name}/status",
+                        timeout=30,
+                        auth=self.auth,
+                        verify=self.verify,
+                    )
+                    seen.append(
+                        response.json()
+                        if response.status_code == 200
+                        else f"({response.status_code}: {response.text[:300]})"
+                    )
                 except httpx.HTTPError as error:
                     seen.append(f"(no answer: {error})")
             raise AssertionError(
