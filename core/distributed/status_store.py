@@ -208,6 +208,7 @@ class KafkaStatusStore:
                 with self._lock:
                     known = self._topics.get(connector, {}).pop(topic, None)
                 if known is not None:  # (this worker's own reset dropped it already)
+                    log.info("connector %s: active topic %s reset", connector, topic)
                     self.on_topics_reset(connector)
                 return
             with self._lock:
@@ -331,6 +332,7 @@ class KafkaStatusStore:
                 return
             status = TopicStatus(topic, connector, task, int(time.time() * 1000))
             self._topics.setdefault(connector, {})[topic] = status
+        log.info("connector %s: topic %s active (task %d)", connector, topic, task)
         value = {
             "topic": {
                 "name": topic,
@@ -351,5 +353,6 @@ class KafkaStatusStore:
     def reset_topics(self, connector: str) -> None:
         with self._lock:
             topics = list(self._topics.pop(connector, {}))
+        log.info("connector %s: resetting active topics %s", connector, topics)
         for topic in topics:
             self._send(f"{TOPIC_PREFIX}{topic}{TOPIC_SEPARATOR}{connector}", None)

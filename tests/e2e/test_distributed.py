@@ -253,11 +253,19 @@ def test_an_active_topics_reset_through_another_worker_reaches_the_running_task(
     with source.open("a") as fh:
         fh.write(_line(5))
     _wait_lines(sink, 6)
-    wait_until(
-        lambda: all(_active_topics(cluster, "active-sink", i) == [topic] for i in everywhere),
-        60,
-        "the sink's topic again on every worker",
-    )
+    try:
+        wait_until(
+            lambda: all(_active_topics(cluster, "active-sink", i) == [topic] for i in everywhere),
+            60,
+            "the sink's topic again on every worker",
+        )
+    except AssertionError as exc:
+        seen = {i: _active_topics(cluster, "active-sink", i) for i in everywhere}
+        statuses = {i: cluster.status("active-sink", via=i) for i in everywhere}
+        raise AssertionError(
+            f"{exc}\nowner {owner}, reset via {(owner + 1) % 3}; topics {seen}\n"
+            f"statuses {statuses}\n{cluster.lines_about('active-sink')}\n{cluster.warnings()}"
+        ) from exc
 
 
 def _paused_without_tasks(cluster: DistributedCluster, name: str) -> bool:
