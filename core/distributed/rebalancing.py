@@ -303,9 +303,12 @@ class Rebalancing(ConfigReactions):
         if worker is None or statuses is None:
             return
         for name, connector in list(worker.connectors.items()):
-            first = min(connector.tasks, default=0)
-            for topic in sorted(worker.task_topics(name)):
-                statuses.put_topic(name, topic, first)
+            try:  # one connector's failure must not keep the others' topics unpublished
+                first = min(list(connector.tasks), default=0)  # (other threads change it)
+                for topic in sorted(worker.task_topics(name)):
+                    statuses.put_topic(name, topic, first)
+            except Exception:  # noqa: BLE001 - the next sweep tries again
+                log.exception("could not record the active topics of connector %s", name)
 
 
 def _configured(snapshot: Any) -> Held:
