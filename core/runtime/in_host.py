@@ -183,6 +183,8 @@ class HostedTask:
         self._unfinished: tuple[threading.Thread, float] | None = None
         self._quiet = False  # gone quiet, not heard of since
         self._wakes: _Wakes = _NoWakes()
+        # A sink's positions when its last slice began (see run's forget_topics).
+        self._slice_positions: dict[tuple[str, int], int] = {}
 
     def _copycat_bind_stop(self, stop: _Wakes) -> None:
         """Called by the host right after ``new``: the worker's stops and wake-ups."""
@@ -270,7 +272,14 @@ class HostedTask:
         worker."""
         loop = self._running()
         self._heard_again()
-        if forget_topics:
+        if isinstance(loop, SinkTaskLoop):
+            if forget_topics:
+                # The worker reset the topics while its previous slice ran, and that slice
+                # may have read and recorded records after the reset (an idle slice's
+                # commit accounts a batch the moment it is read): what it moved counts.
+                loop.forget_topics(self._slice_positions)
+            self._slice_positions = loop.positions()
+        elif forget_topics:
             loop.forget_topics()
         if paused != self._paused:
             (loop.pause if paused else loop.resume)()

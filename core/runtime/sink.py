@@ -380,10 +380,19 @@ class SinkTaskLoop:
     def topics(self) -> set[str]:
         return set(self._topics_seen)
 
-    def forget_topics(self) -> None:
+    def forget_topics(self, moved_since: Mapping[tuple[str, int], int] | None = None) -> None:
         """Any thread: a reset of the connector's active topics; the task records each topic
-        again with its next record from it, as Kafka's does."""
-        self._topics_seen = set()
+        again with its next record from it, as Kafka's does. ``moved_since`` (the loop's own
+        thread only): the :meth:`positions` of a moment since which the reset may have been
+        under way; the topics of partitions read past them count at once."""
+        kept: set[str] = set()
+        if moved_since is not None:
+            kept = {t for (t, p), at in self._current.items() if moved_since.get((t, p)) != at}
+        self._topics_seen = kept
+
+    def positions(self) -> dict[tuple[str, int], int]:
+        """The loop's own thread: each partition's position past what was put (a copy)."""
+        return dict(self._current)
 
     def _record_topics(self, positions: Mapping[tuple[str, int], int]) -> None:
         """Record the topics of the partitions in ``positions`` not recorded since the last
