@@ -381,6 +381,10 @@ class ConfigReactions(ExactlyOnceSupport):
         else:
             worker.forget_connector(name)  # a FAILED or STOPPED one held here
         worker.forget_topics(name)  # a deleted connector's active topics go with it
+        if (owned_instance or self._is_leader) and self.statuses is not None:
+            # ... on every worker, as in Kafka, whose leader tombstones them at a delete: a
+            # connector created again under the name lists only the topics it uses itself.
+            self.statuses.reset_topics(name)
         with self._assigned_lock:
             held = self._assigned
             self._assigned = Held.of(

@@ -302,7 +302,10 @@ class Rebalancing(ConfigReactions):
         worker, statuses = self.worker, self.statuses
         if worker is None or statuses is None:
             return
+        snapshot = self.configs.snapshot()
         for name, connector in list(worker.connectors.items()):
+            if not snapshot.contains(name):
+                continue  # deleted (its topics were tombstoned), not yet removed here
             try:  # one connector's failure must not keep the others' topics unpublished
                 first = min(list(connector.tasks), default=0)  # (other threads change it)
                 for topic in sorted(worker.task_topics(name)):

@@ -206,7 +206,10 @@ class KafkaStatusStore:
             topic, _, connector = key[len(TOPIC_PREFIX) :].partition(TOPIC_SEPARATOR)
             if value is None:
                 with self._lock:
-                    known = self._topics.get(connector, {}).pop(topic, None)
+                    topics = self._topics.get(connector, {})
+                    known = topics.pop(topic, None)
+                    if not topics:
+                        self._topics.pop(connector, None)  # (a deleted connector's, for good)
                 if known is not None:  # (this worker's own reset dropped it already)
                     log.info("connector %s: active topic %s reset", connector, topic)
                     self.on_topics_reset(connector)

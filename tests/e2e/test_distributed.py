@@ -268,6 +268,47 @@ def test_an_active_topics_reset_through_another_worker_reaches_the_running_task(
         ) from exc
 
 
+def test_a_deleted_connectors_active_topics_go_with_it(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """KIP-558 on a delete, as Kafka's leader does: the connector's topic records are
+    tombstoned, so a connector created again under its name lists no topic until it uses one.
+    Before, every worker kept listing the deleted connector's topics for the new one (found by
+    a churn soak: the status store kept 4 such records a cycle)."""
+    source, sink = _file_pipeline(cluster, tmp_path, "gone", broker)
+    topic = f"{cluster.group}-gone"
+    source.write_text("".join(_line(i) for i in range(3)))
+    _wait_lines(sink, 3)
+    everywhere = range(WORKERS)
+    wait_until(
+        lambda: all(_active_topics(cluster, "gone-sink", i) == [topic] for i in everywhere),
+        60,
+        "the sink's topic on every worker",
+    )
+    config = cluster.request("GET", "/connectors/gone-sink/config").json()
+    assert cluster.request("DELETE", "/connectors/gone-sink", via=2).status_code == 204
+    wait_until(
+        lambda: all(
+            cluster.request("GET", "/connectors/gone-sink/status", via=i).status_code == 404
+            for i in everywhere
+        ),
+        60,
+        "the sink gone from every worker",
+    )
+    cluster.create("gone-sink", {k: v for k, v in config.items() if k != "name"}, via=1)
+    cluster.wait_running("gone-sink", 1)
+    time.sleep(6)  # a sweep of every worker's topics (5 s) has come and gone
+    assert [_active_topics(cluster, "gone-sink", i) for i in everywhere] == [[]] * WORKERS
+    with source.open("a") as fh:
+        fh.write(_line(3))
+    _wait_lines(sink, 4)
+    wait_until(
+        lambda: all(_active_topics(cluster, "gone-sink", i) == [topic] for i in everywhere),
+        60,
+        "the new sink's topic on every worker once it used it",
+    )
+
+
 def _paused_without_tasks(cluster: DistributedCluster, name: str) -> bool:
     return all(
         cluster.status(name, via=i).get("connector", {}).get("state") == "PAUSED"

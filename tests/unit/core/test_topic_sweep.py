@@ -1,5 +1,6 @@
 """The distributed herder's KIP-558 sweep (core/distributed/rebalancing.py): one connector whose
-tasks' topics cannot be read must not keep the others' topics from the status topic."""
+tasks' topics cannot be read must not keep the others' topics from the status topic, and a
+deleted connector's (tombstoned at its delete) are not recorded again."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ class _Worker:
         self.connectors: dict[str, Any] = {
             "broken": SimpleNamespace(tasks={0: object()}),
             "fine": SimpleNamespace(tasks={2: object(), 1: object()}),
+            "deleted": SimpleNamespace(tasks={0: object()}),  # removal not applied here yet
         }
 
     def task_topics(self, name: str) -> set[str]:
@@ -37,7 +39,9 @@ def test_a_connector_whose_topics_fail_does_not_hide_the_next_ones(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     statuses = _Statuses()
-    herder = SimpleNamespace(worker=_Worker(), statuses=statuses)
+    snapshot = SimpleNamespace(contains=lambda name: name != "deleted")
+    configs = SimpleNamespace(snapshot=lambda: snapshot)
+    herder = SimpleNamespace(worker=_Worker(), statuses=statuses, configs=configs)
     with caplog.at_level(logging.ERROR, logger="copycat.distributed"):
         Rebalancing._publish_topics(herder)  # type: ignore[arg-type]
     assert statuses.put == [("fine", "a", 1), ("fine", "b", 1)]
