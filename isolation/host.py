@@ -120,6 +120,29 @@ def _cut(line: str) -> str:
     return line
 
 
+# The parent of every host's output logger, ``copycat.plugin.<host name>``.
+OUTPUT_LOGGER = "copycat.plugin"
+
+
+def _output_logger(host: str) -> logging.Logger:
+    """The logger of ``host``'s output lines, ``copycat.plugin.<host>``: the worker's own if
+    one of that name exists (a level was set on it), else one that only this host uses.
+
+    ``logging.getLogger`` keeps every logger it makes for the life of the process, and a host
+    is named after its connector or task: a worker whose connectors come and go under new
+    names kept one logger per name ever used (~1 KB each; ``/admin/loggers`` knew them all).
+    A logger made here is dropped with its host, and its records go up the same parents
+    (``copycat.plugin``, root) under the same name, so the worker's log reads as before.
+    """
+    name = f"{OUTPUT_LOGGER}.{host}"
+    known = logging.Logger.manager.loggerDict.get(name)
+    if isinstance(known, logging.Logger):
+        return known
+    logger = logging.Logger(name)
+    logger.parent = logging.getLogger(OUTPUT_LOGGER)
+    return logger
+
+
 def _plugin_record(line: str) -> tuple[logging.Logger, int, str] | None:
     """The logger, level and text of a log record of plugin code written by the host
     (``copycat_protocol.LOG_RECORD_MARK``); None for any other line. Each line of the text is
@@ -373,7 +396,7 @@ class PluginHost:
 
     def _relay_lines(self, stdout: IO[bytes]) -> None:
         """Log each line of the host's output (rate limited) and keep its tail, until EOF."""
-        plugin_log = logging.getLogger(f"copycat.plugin.{self.name}")
+        plugin_log = _output_logger(self.name)
         limiter = _OutputLimiter()
         for raw in stdout:
             line = raw.decode("utf-8", "replace").rstrip("\n")

@@ -5,11 +5,17 @@ Found by a churn soak (create/restart/delete a few times a minute): every finish
 left the read end of its output pipe open in the worker until a full collection, ~21 fds a
 minute, because a connector's host sits in a reference cycle (the host -> its on_exit closure
 -> the worker's holder of its client -> the host).
+
+A later soak (two distributed workers, 4 connectors created, paused, resumed, restarted,
+reconfigured and deleted a cycle, 40 cycles) found fds, threads and plugin hosts flat, and one
+thing growing by a connector's worth every time: the logger of its host's output
+(``copycat.plugin.<name>``), which ``logging`` keeps for good once made.
 """
 
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import weakref
 from pathlib import Path
@@ -67,3 +73,23 @@ def test_connectors_started_and_deleted_leave_no_fds_for_the_garbage_collector(
     finally:
         gc.enable()
         worker.stop()
+
+
+def test_connectors_that_came_and_went_leave_no_loggers_behind(
+    bundled_plugin_path: Path, bootstrap_servers: str, topic_name: str, tmp_path: Path
+) -> None:
+    data = tmp_path / "in.txt"
+    data.write_text("a line\n")
+    worker = in_process_worker(PluginCatalogue.scan([bundled_plugin_path]), bootstrap_servers)
+    props = {"connector.class": "FileStreamSource", "file": str(data), "topic": topic_name}
+    prefix = f"copycat.plugin.{topic_name}-"
+    try:
+        for i in range(CHURN_CYCLES):
+            start_connector(worker, f"{topic_name}-{i}", props)
+            worker.stop_connector(f"{topic_name}-{i}")
+    finally:
+        worker.stop()
+    # A connector's host and its task's host each relayed output under such a name: a logger
+    # for each, kept by the logging module for as long as the worker runs, when they leaked.
+    kept = sorted(n for n in logging.Logger.manager.loggerDict if n.startswith(prefix))
+    assert kept == []
