@@ -7,7 +7,9 @@ lines must be the same. Found by an exploratory comparison: Copycat's messages n
 types (``found: str``, ``Cannot mask value of type: Struct``), ExtractField's unknown field
 was a DataException (Kafka: java.lang.IllegalArgumentException), Flatten kept a MAP with
 schemas, MaskField could not take ``12.5`` for an INT64, Cast widened a FLOAT32 as the
-double Python holds and wrote pre-1970 dates in full.
+double Python holds and wrote pre-1970 dates in full. A randomized comparison (records over
+all Connect types through chains of Kafka's SMTs) then found that a schema which is no struct
+failed ExtractField and Cast in other words than Kafka's and TimestampConverter not at all.
 """
 
 from __future__ import annotations
@@ -82,6 +84,12 @@ DATES = [
     _envelope(_DATES, {"ts": 86_400_001, "d": 1}),
 ]
 
+# A struct, then a null under an optional string schema (its value passes requireStructOrNull).
+NULL_STRING = [
+    NESTED[0],
+    _envelope({"type": "string", "optional": True}, None),
+]
+
 # (case, input, transform config, DLQ records, written lines)
 CASES = [
     (
@@ -109,6 +117,27 @@ CASES = [
     ),
     ("cast-float32-to-float64", NUMBERS, {"type": T + "Cast$Value", "spec": "f32:float64"}, 0, 1),
     ("cast-dates-to-string", DATES, {"type": T + "Cast$Value", "spec": "ts:string,d:string"}, 0, 3),
+    # Found by the randomized comparison (copycat-transforms 0.1.9): Kafka looks the field up
+    # on the null's STRING schema ('Cannot look up fields on non-struct type'); Copycat said
+    # 'Unknown field: n' as an IllegalArgumentException.
+    (
+        "extract-from-a-null-string",
+        NULL_STRING,
+        {"type": T + "ExtractField$Value", "field": "n"},
+        1,
+        1,
+    ),
+    # Kafka builds the cast schema from a STRING schema's fields before it checks the value;
+    # Copycat said 'Only Struct objects supported for [cast types], found: STRING'.
+    ("cast-fields-of-a-string", NESTED, {"type": T + "Cast$Value", "spec": "x:int8"}, 1, 1),
+    # Kafka lists the fields of the null's STRING schema; Copycat wrote the null on.
+    (
+        "timestamp-converter-field-of-a-null-string",
+        NULL_STRING,
+        {"type": T + "TimestampConverter$Value", "target.type": "unix", "field": "x"},
+        1,
+        1,
+    ),
 ]
 
 

@@ -196,6 +196,13 @@ def test_data_errors() -> None:
         apply_transform(CastValue, {"spec": "int32"}, rec(b"x"))
 
 
+def test_field_casts_on_a_schema_that_is_no_struct_fail_listing_its_fields() -> None:
+    # Kafka builds the cast schema from valueSchema.fields() before it looks at the value:
+    # a string schema fails there (DLQ message 'Cannot list fields on non-struct type').
+    with pytest.raises(DataException, match="^Cannot list fields on non-struct type$"):
+        apply_transform(CastValue, {"spec": "a:int16"}, rec("s", Schema.STRING_SCHEMA))
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [

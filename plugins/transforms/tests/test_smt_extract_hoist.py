@@ -47,6 +47,24 @@ def test_extract_nested_v2() -> None:
 
 
 @pytest.mark.parametrize(
+    ("config", "schema"),
+    [
+        ({"field": "a"}, Schema.OPTIONAL_STRING_SCHEMA),
+        ({"field": "a.b", "field.syntax.version": "V2"}, Schema.OPTIONAL_STRING_SCHEMA),
+        (
+            {"field": "a.b", "field.syntax.version": "V2"},
+            SchemaBuilder.struct().field("a", Schema.INT32_SCHEMA).optional().build(),
+        ),
+    ],
+)
+def test_extract_looks_fields_up_on_a_schema_that_is_no_struct(config, schema) -> None:
+    # Kafka's SingleFieldPath.fieldFrom asks the schema for the field (a null value passes
+    # requireStructOrNull): ConnectSchema.field() refuses, a DataException, not 'Unknown field'.
+    with pytest.raises(DataException, match="^Cannot look up fields on non-struct type$"):
+        apply_transform(ExtractFieldValue, config, rec(None, schema))
+
+
+@pytest.mark.parametrize(
     ("path", "steps"),
     [
         ("a.b.c", ["a", "b", "c"]),

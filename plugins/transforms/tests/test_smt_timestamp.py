@@ -242,6 +242,17 @@ def test_a_tombstone_keeps_its_null_and_gets_the_converted_schema() -> None:
         )
 
 
+def test_a_field_conversion_lists_the_fields_of_a_schema_that_is_no_struct() -> None:
+    # Kafka's requireStructOrNull lets the null through and schema.fields() refuses the
+    # STRING schema; Copycat wrote the null on.
+    with pytest.raises(DataException, match="^Cannot list fields on non-struct type$"):
+        apply_transform(
+            TimestampConverterValue,
+            {"target.type": "unix", "field": "ts"},
+            rec(None, Schema.OPTIONAL_STRING_SCHEMA),
+        )
+
+
 def test_data_errors() -> None:
     config = {"target.type": "Timestamp", "format": "yyyy-MM-dd"}
     with pytest.raises(

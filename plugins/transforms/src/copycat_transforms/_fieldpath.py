@@ -15,7 +15,16 @@ from copycat_transforms._util import (
     require_map_or_null,
     require_struct_or_null,
 )
-from plugin_api import ConfigDef, ConfigType, Field, Importance, Schema, Struct, Type
+from plugin_api import (
+    ConfigDef,
+    ConfigType,
+    DataException,
+    Field,
+    Importance,
+    Schema,
+    Struct,
+    Type,
+)
 
 FIELD_SYNTAX_VERSION_CONFIG = "field.syntax.version"
 V1 = "V1"
@@ -103,18 +112,27 @@ def parse_steps(path: str, version: str, key: str = "field") -> list[str]:
     return steps
 
 
+# Kafka's ConnectSchema.field() on a schema that is no struct: SingleFieldPath.fieldFrom
+# looks each step up without checking the type first.
+NON_STRUCT_LOOKUP = "Cannot look up fields on non-struct type"
+
+
 def field_from(schema: Schema, steps: list[str]) -> Field | None:
-    """The field at ``steps`` in a struct schema, or ``None``."""
+    """The field at ``steps`` in a struct schema, or ``None`` if a step is not there.
+
+    Raises:
+        DataException: If ``schema``, or the schema of a step before the last, is no struct.
+    """
     current = schema
     for step in steps[:-1]:
         if current.type is not Type.STRUCT:
-            return None
+            raise DataException(NON_STRUCT_LOOKUP)
         found = current.field(step)
         if found is None:
             return None
         current = found.schema
     if current.type is not Type.STRUCT:
-        return None
+        raise DataException(NON_STRUCT_LOOKUP)
     return current.field(steps[-1])
 
 

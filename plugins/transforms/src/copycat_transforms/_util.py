@@ -22,6 +22,7 @@ from plugin_api import (
     ConfigType,
     ConnectRecord,
     DataException,
+    Field,
     Importance,
     Schema,
     SchemaBuilder,
@@ -209,6 +210,15 @@ def require_struct_or_null(
 ) -> Struct | None:
     """Like :func:`require_struct` but lets ``None`` through."""
     return None if value is None else require_struct(value, purpose, schema)
+
+
+def struct_fields(schema: Schema) -> list[Field]:
+    """The fields of a STRUCT schema, or Kafka's ``ConnectSchema.fields()`` DataException
+    (plugin_api's ``Schema.fields`` is empty for the other types: an SMT that lists the
+    fields of a string schema, even for a null value, fails in Kafka)."""
+    if schema.type is not Type.STRUCT:
+        raise DataException("Cannot list fields on non-struct type")
+    return schema.fields
 
 
 def require_schema(schema: Schema | None, purpose: str) -> Schema:

@@ -32,6 +32,7 @@ from copycat_transforms._util import (
     java_text,
     require_map,
     require_struct,
+    struct_fields,
 )
 from plugin_api import (
     AbstractConfig,
@@ -371,12 +372,9 @@ class Cast(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
             if schema.name not in _LOGICAL_NAMES:
                 copy_schema_basics(schema, builder)
         else:
-            if schema.type is not Type.STRUCT:
-                raise DataException(
-                    f"Only Struct objects supported for [{PURPOSE}], found: {schema.type.name}"
-                )
             builder = copy_schema_basics(schema, SchemaBuilder.struct())
-            for field in schema.fields:
+            # Kafka's getOrBuildSchema lists the fields before it looks at the value.
+            for field in struct_fields(schema):
                 target = self._casts.get(field.name)
                 if target is None:
                     builder.field(field.name, field.schema)

@@ -13,6 +13,7 @@ from copycat_transforms._util import (
     define_replace_null_with_default,
     field_value,
     require_schema,
+    struct_fields,
 )
 from plugin_api import (
     AbstractConfig,
@@ -20,12 +21,10 @@ from plugin_api import (
     ConfigException,
     ConfigType,
     ConnectRecord,
-    DataException,
     Importance,
     Schema,
     Struct,
     Transformation,
-    Type,
 )
 
 __all__ = ["SetSchemaMetadata", "SetSchemaMetadataKey", "SetSchemaMetadataValue"]
@@ -98,8 +97,7 @@ class SetSchemaMetadata(VersionedPlugin, SideAware, Transformation[ConnectRecord
         if schema is None and self.operating_value(record) is None:
             return record  # a schemaless tombstone passes, as in Kafka
         schema = require_schema(schema, PURPOSE)
-        if schema.type is not Type.STRUCT:
-            raise DataException("Cannot list fields on non-struct type")
+        struct_fields(schema)  # Kafka copies the fields, which refuses a non-struct schema
         updated_schema = self._renamed(schema, None)
         default = schema.default_value
         if default is not None:

@@ -21,6 +21,7 @@ from copycat_transforms._util import (
     java_class,
     require_map_or_null,
     require_struct_or_null,
+    struct_fields,
 )
 from plugin_api import (
     INT64_SCHEMA,
@@ -326,7 +327,7 @@ class TimestampConverter(VersionedPlugin, SideAware, Transformation[ConnectRecor
 
     def _updated_schema(self, schema: Schema) -> Schema:
         builder = copy_schema_basics(schema, SchemaBuilder.struct())
-        for field in schema.fields:
+        for field in struct_fields(schema):
             if field.name == self._field:
                 builder.field(field.name, _schema_for(self._target, field.schema.optional))
             else:
