@@ -9,7 +9,8 @@ was a DataException (Kafka: java.lang.IllegalArgumentException), Flatten kept a 
 schemas, MaskField could not take ``12.5`` for an INT64, Cast widened a FLOAT32 as the
 double Python holds and wrote pre-1970 dates in full. A randomized comparison (records over
 all Connect types through chains of Kafka's SMTs) then found that a schema which is no struct
-failed ExtractField and Cast in other words than Kafka's and TimestampConverter not at all.
+failed ExtractField and Cast in other words than Kafka's and TimestampConverter not at all,
+and that Cast refused BYTES in its own words.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ NULL_STRING = [
     NESTED[0],
     _envelope({"type": "string", "optional": True}, None),
 ]
+_BYTES = {"type": "struct", "fields": [{"field": "b", "type": "bytes"}]}
+BYTES = [_envelope(_BYTES, {"b": "aGk="})]
 
 # (case, input, transform config, DLQ records, written lines)
 CASES = [
@@ -130,6 +133,9 @@ CASES = [
     # Kafka builds the cast schema from a STRING schema's fields before it checks the value;
     # Copycat said 'Only Struct objects supported for [cast types], found: STRING'.
     ("cast-fields-of-a-string", NESTED, {"type": T + "Cast$Value", "spec": "x:int8"}, 1, 1),
+    # Kafka takes BYTES in and fails in castToInt32 (copycat-transforms 0.1.10); Copycat said
+    # 'binary values can only be cast to string'.
+    ("cast-bytes-to-int32", BYTES, {"type": T + "Cast$Value", "spec": "b:int32"}, 1, 0),
     # Kafka lists the fields of the null's STRING schema; Copycat wrote the null on.
     (
         "timestamp-converter-field-of-a-null-string",

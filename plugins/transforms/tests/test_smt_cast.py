@@ -192,8 +192,14 @@ def test_data_errors() -> None:
         match=r"Only Struct objects supported for \[cast types\], found: java\.util\.HashMap",
     ):
         apply_transform(CastValue, {"spec": "a:int16"}, rec({"a": 1}, schema))
-    with pytest.raises(DataException, match="binary values can only be cast to string"):
+    # Kafka takes BYTES in and fails in castToInt32 (a byte[] is no Number): 'class [B'.
+    with pytest.raises(DataException, match=r"^Unexpected type in Cast transformation: class \[B$"):
         apply_transform(CastValue, {"spec": "int32"}, rec(b"x"))
+    bytes_schema = SchemaBuilder.struct().field("b", Schema.BYTES_SCHEMA).build()
+    with pytest.raises(DataException, match=r"^Unexpected type in Cast transformation: class \[B$"):
+        apply_transform(
+            CastValue, {"spec": "b:boolean"}, rec(Struct(bytes_schema).put("b", b""), bytes_schema)
+        )
 
 
 def test_field_casts_on_a_schema_that_is_no_struct_fail_listing_its_fields() -> None:

@@ -262,10 +262,8 @@ def cast_value(schema: Schema | None, value: Any, target: Type) -> Any:
         and target is not Type.STRING
         and not isinstance(value, decimal.Decimal)
     ):
-        raise DataException(
-            f"Cast transformation does not support casting from BYTES to {target.name}; "
-            "binary values can only be cast to string"
-        )
+        # Kafka accepts BYTES as input and only its castTo<type> finds no number in a byte[].
+        raise DataException(f"Unexpected type in Cast transformation: {java_class(value)}")
     if schema is not None and schema.name is not None and target is not Type.STRING:
         value = _encode_logical(schema, value)
     if source is Type.FLOAT32 and isinstance(value, float):
