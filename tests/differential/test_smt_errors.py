@@ -10,7 +10,9 @@ schemas, MaskField could not take ``12.5`` for an INT64, Cast widened a FLOAT32 
 double Python holds and wrote pre-1970 dates in full. A randomized comparison (records over
 all Connect types through chains of Kafka's SMTs) then found that a schema which is no struct
 failed ExtractField and Cast in other words than Kafka's and TimestampConverter not at all,
-and that Cast refused BYTES in its own words.
+that Cast refused BYTES in its own words, and that TimestampConverter printed a schema as
+Python does and failed a string without a format as a DataException (Kafka: the
+NullPointerException of its null format).
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ NULL_STRING = [
 ]
 _BYTES = {"type": "struct", "fields": [{"field": "b", "type": "bytes"}]}
 BYTES = [_envelope(_BYTES, {"b": "aGk="})]
+_NAMED = {"type": "struct", "name": "rec", "fields": [{"field": "x", "type": "int32"}]}
+NOT_TIMESTAMPS = [_envelope(_NAMED, {"x": 1}), _envelope({"type": "int32"}, 7)]
 
 # (case, input, transform config, DLQ records, written lines)
 CASES = [
@@ -143,6 +147,25 @@ CASES = [
         {"type": T + "TimestampConverter$Value", "target.type": "unix", "field": "x"},
         1,
         1,
+    ),
+    # Kafka parses a string with its null format (copycat-transforms 0.1.11): its DLQ says
+    # NullPointerException with the JVM's message; Copycat raised a DataException in the
+    # words of Kafka's config check.
+    (
+        "timestamp-converter-string-without-format",
+        [_envelope({"type": "string"}, "2021-01-03")],
+        {"type": T + "TimestampConverter$Value", "target.type": "Date"},
+        1,
+        0,
+    ),
+    # Kafka names the schema as ConnectSchema.toString (Schema{rec:STRUCT}, Schema{INT32});
+    # Copycat wrote Python's repr of it.
+    (
+        "timestamp-converter-no-timestamp",
+        NOT_TIMESTAMPS,
+        {"type": T + "TimestampConverter$Value", "target.type": "unix"},
+        2,
+        0,
     ),
 ]
 

@@ -234,12 +234,21 @@ def test_a_tombstone_keeps_its_null_and_gets_the_converted_schema() -> None:
     )
     assert out.value is None and out.value_schema.optional
     assert out.value_schema.field("ts").schema == Schema.INT64_SCHEMA
-    with pytest.raises(ConnectException, match="does not correspond to a known timestamp type"):
+    # The schema as Kafka's ConnectSchema.toString writes it, not Python's repr.
+    with pytest.raises(
+        ConnectException,
+        match=r"^Schema Schema\{INT32\} does not correspond to a known timestamp type format$",
+    ):
         apply_transform(
             TimestampConverterValue,
             {"target.type": "unix"},
             rec(None, Schema.OPTIONAL_INT32_SCHEMA),
         )
+    with pytest.raises(
+        ConnectException,
+        match=r"^Schema Schema\{n:STRUCT\} does not correspond to a known timestamp type format$",
+    ):
+        apply_transform(TimestampConverterValue, {"target.type": "unix"}, rec(None, struct))
 
 
 def test_a_field_conversion_lists_the_fields_of_a_schema_that_is_no_struct() -> None:
@@ -251,6 +260,15 @@ def test_a_field_conversion_lists_the_fields_of_a_schema_that_is_no_struct() -> 
             {"target.type": "unix", "field": "ts"},
             rec(None, Schema.OPTIONAL_STRING_SCHEMA),
         )
+
+
+def test_a_string_without_a_format_fails_as_kafkas_null_format_does() -> None:
+    # Kafka checks the format only for target.type string; parsing a string source without
+    # one dereferences the null format: its DLQ says java.lang.NullPointerException.
+    with pytest.raises(ValueError, match=r'because "config\.format" is null$') as raised:
+        apply_transform(TimestampConverterValue, {"target.type": "Date"}, rec("2021-01-03"))
+    assert type(raised.value).KAFKA_CLASS_ALIASES == ("java.lang.NullPointerException",)
+    assert not isinstance(raised.value, DataException)
 
 
 def test_data_errors() -> None:

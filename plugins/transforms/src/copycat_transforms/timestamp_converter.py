@@ -10,6 +10,7 @@ from copycat_transforms._datefmt import JavaDateFormat
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     KeySide,
+    NullPointerException,
     SchemaCache,
     SideAware,
     ValueSide,
@@ -53,6 +54,12 @@ FIELD_CONFIG = "field"
 TARGET_TYPE_CONFIG = "target.type"
 FORMAT_CONFIG = "format"
 UNIX_PRECISION_CONFIG = "unix.precision"
+# Kafka's TimestampConverter parses a string with its format unchecked: without one (a
+# target type that needs none), the JVM's helpful NullPointerException message is what its
+# DLQ and task trace carry.
+NO_FORMAT_TO_PARSE_MESSAGE = (
+    'Cannot invoke "java.text.SimpleDateFormat.parse(String)" because "config.format" is null'
+)
 PURPOSE = "converting timestamp formats"
 
 TYPE_STRING = "string"
@@ -157,8 +164,10 @@ def _type_of_schema(schema: Schema) -> str:
         return TYPE_STRING
     if schema.type is Type.INT64:
         return TYPE_UNIX
+    # Kafka names the schema by ConnectSchema.toString: Schema{name:TYPE}, or Schema{TYPE}.
+    shown = schema.type.name if schema.name is None else f"{schema.name}:{schema.type.name}"
     raise ConnectException(
-        f"Schema {schema!r} does not correspond to a known timestamp type format"
+        f"Schema Schema{{{shown}}} does not correspond to a known timestamp type format"
     )
 
 
@@ -231,10 +240,7 @@ class TimestampConverter(VersionedPlugin, SideAware, Transformation[ConnectRecor
                     f"Expected string timestamp to be a String, but found {java_class(value)}"
                 )
             if self._format is None:
-                raise DataException(
-                    "TimestampConverter requires format option to be specified when using "
-                    "string timestamps"
-                )
+                raise NullPointerException(NO_FORMAT_TO_PARSE_MESSAGE)
             try:
                 return self._format.parse(value)
             except (ValueError, OverflowError) as exc:
