@@ -12,7 +12,8 @@ all Connect types through chains of Kafka's SMTs) then found that a schema which
 failed ExtractField and Cast in other words than Kafka's and TimestampConverter not at all,
 that Cast refused BYTES in its own words, and that TimestampConverter printed a schema as
 Python does and failed a string without a format as a DataException (Kafka: the
-NullPointerException of its null format).
+NullPointerException of its null format); a field name twice (InsertField, JsonConverter)
+was refused in words other than Kafka's SchemaBuilder's.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ NULL_STRING = [
 _BYTES = {"type": "struct", "fields": [{"field": "b", "type": "bytes"}]}
 BYTES = [_envelope(_BYTES, {"b": "aGk="})]
 _NAMED = {"type": "struct", "name": "rec", "fields": [{"field": "x", "type": "int32"}]}
+_TWICE = {"type": "struct", "fields": [{"field": "x", "type": "int32"}] * 2}
+DUPLICATES = [_envelope(_INNER, {"x": 1}), _envelope(_TWICE, {"x": 1})]
 NOT_TIMESTAMPS = [_envelope(_NAMED, {"x": 1}), _envelope({"type": "int32"}, 7)]
 
 # (case, input, transform config, DLQ records, written lines)
@@ -164,6 +167,17 @@ CASES = [
         "timestamp-converter-no-timestamp",
         NOT_TIMESTAMPS,
         {"type": T + "TimestampConverter$Value", "target.type": "unix"},
+        2,
+        0,
+    ),
+    # A field name twice (plugin_api 0.1.11, copycat-converters 0.1.13): InsertField's schema
+    # and JsonConverter's envelope fail in SchemaBuilder.field, SchemaBuilderException 'Cannot
+    # create field because of field name duplication x'; Copycat quoted the name ("x") and
+    # its JsonConverter raised a DataException.
+    (
+        "field-name-twice",
+        DUPLICATES,
+        {"type": T + "InsertField$Value", "static.field": "x", "static.value": "v"},
         2,
         0,
     ),

@@ -193,14 +193,13 @@ class SchemaBuilder:
             SchemaBuilderException: If this is not a STRUCT builder, or the name is taken.
         """
         if self._type is not Type.STRUCT:
-            raise SchemaBuilderException(
-                f"Cannot create fields on {self._type.value} schema, only on struct"
-            )
+            raise SchemaBuilderException(f"Cannot create fields on type {self._type.name}")
+        # Kafka's SchemaBuilder.field words, which SMTs' and converters' errors carry.
         if not name:
-            raise SchemaBuilderException("Field name cannot be empty")
+            raise SchemaBuilderException("fieldName cannot be null.")
         if name in self._fields:
             raise SchemaBuilderException(
-                f'Cannot create field because of field name duplication "{name}"'
+                f"Cannot create field because of field name duplication {name}"
             )
         self._fields[name] = Field(name, len(self._fields), _as_schema(schema))
         return self

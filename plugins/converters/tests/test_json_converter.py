@@ -30,6 +30,7 @@ from plugin_api import (
     Date,
     Decimal,
     SchemaBuilder,
+    SchemaBuilderException,
     Struct,
     Time,
     Timestamp,
@@ -394,6 +395,22 @@ def test_malformed_input_raises_data_exception(data: bytes, message: str) -> Non
     schemas = b"schema" in data
     with pytest.raises(DataException, match=message):
         make(schemas_enable=str(schemas).lower()).to_connect_data("t", data)
+
+
+@pytest.mark.parametrize(
+    ("names", "message"),
+    [
+        (["a", "a"], "^Cannot create field because of field name duplication a$"),
+        (["a", ""], r"^fieldName cannot be null\.$"),
+    ],
+)
+def test_struct_field_names_are_refused_as_kafkas_schema_builder_does(names, message) -> None:
+    # Kafka's JsonConverter builds the struct with SchemaBuilder.field: its DLQ names a
+    # SchemaBuilderException with SchemaBuilder's words.
+    fields = [{"field": name, "type": "int32"} for name in names]
+    data = json.dumps({"schema": {"type": "struct", "fields": fields}, "payload": {}}).encode()
+    with pytest.raises(SchemaBuilderException, match=message):
+        make().to_connect_data("t", data)
 
 
 def test_required_null_and_wrong_types_fail_on_write() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from plugin_api import DataException, Decimal, Field, Schema, Type
+from plugin_api import DataException, Decimal, Field, Schema, SchemaBuilderException, Type
 
 __all__ = ["TYPE_NAMES", "from_json_schema", "has_decimal", "to_json_schema"]
 
@@ -116,12 +116,17 @@ def from_json_schema(node: object, json_to_value: JsonToValue) -> Schema:
             name = field_node.get("field") if isinstance(field_node, dict) else None
             if not isinstance(name, str):
                 raise DataException("Struct schema's field name not specified properly")
+            # Kafka's asConnectSchema reads the field's schema, then SchemaBuilder.field
+            # refuses the name: its SchemaBuilderException is what the DLQ names.
+            field_schema = from_json_schema(field_node, json_to_value)
+            if not name:
+                raise SchemaBuilderException("fieldName cannot be null.")
             if name in seen:
-                raise DataException(
-                    f'Cannot create field because of field name duplication "{name}"'
+                raise SchemaBuilderException(
+                    f"Cannot create field because of field name duplication {name}"
                 )
             seen.add(name)
-            fields.append(Field(name, len(fields), from_json_schema(field_node, json_to_value)))
+            fields.append(Field(name, len(fields), field_schema))
 
     name = node.get("name")
     version = node.get("version")
