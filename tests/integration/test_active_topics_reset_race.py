@@ -14,9 +14,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.integration.test_active_topics import _topics
 from tests.support.apache_kafka import KafkaCluster
 from tests.support.kafka import produce
 from tests.support.rest import BOTH_DATA_PATHS, RestWorker, module_worker, wait_for
@@ -28,13 +28,6 @@ worker = module_worker("active-topics-race", {"offset.flush.interval.ms": "100"}
 # Resets, each followed at once by a record. Before the fix most rounds lost the topic in the
 # plugin host's data path.
 RESET_ROUNDS = 10
-
-
-def _topics(http: httpx.Client, name: str) -> list[str]:
-    response = http.get(f"/connectors/{name}/topics")
-    assert response.status_code == 200, response.text
-    topics: list[str] = response.json()[name]["topics"]
-    return topics
 
 
 @BOTH_DATA_PATHS
