@@ -33,6 +33,15 @@ def _check_schema(schema: Schema, logical_name: str, what: str) -> None:
         )
 
 
+def _beyond_python(what: str, value: int, unit: str) -> str:
+    """The error of a Date or Timestamp outside the years 1-9999 that Python's datetime
+    holds (Kafka's java.util.Date holds about 292 million years either side of 1970)."""
+    return (
+        f"{what} value {value} ({unit} since 1970-01-01) is outside the years 1 to 9999 that "
+        "Copycat can represent (Python's datetime)"
+    )
+
+
 class Decimal:
     """Arbitrary-precision decimal: BYTES holding the big-endian two's-complement unscaled value."""
 
@@ -154,7 +163,10 @@ class Date:
     def to_logical(cls, schema: Schema, value: int) -> datetime.date:
         """Return the date ``value`` days after the epoch."""
         _check_schema(schema, cls.LOGICAL_NAME, "Date")
-        return _EPOCH_DATE + datetime.timedelta(days=value)
+        try:
+            return _EPOCH_DATE + datetime.timedelta(days=value)
+        except OverflowError:
+            raise DataException(_beyond_python("Date", value, "days")) from None
 
 
 class Time:
@@ -237,7 +249,10 @@ class Timestamp:
     def to_logical(cls, schema: Schema, value: int) -> datetime.datetime:
         """Return the UTC datetime ``value`` milliseconds after the epoch."""
         _check_schema(schema, cls.LOGICAL_NAME, "Timestamp")
-        return _EPOCH + datetime.timedelta(milliseconds=value)
+        try:
+            return _EPOCH + datetime.timedelta(milliseconds=value)
+        except OverflowError:
+            raise DataException(_beyond_python("Timestamp", value, "milliseconds")) from None
 
 
 Date.SCHEMA = Date.builder().build()

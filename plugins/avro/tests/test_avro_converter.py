@@ -538,3 +538,55 @@ def test_schema_names_are_checked_by_part_an_empty_namespace_being_none() -> Non
     assert from_connect_schema(record("com.1x.R"), scrub_invalid_names=True)["namespace"] == (
         "com.x1x"
     )
+
+
+def _zigzag(value: int) -> bytes:
+    """An Avro long: zigzag, then base-128 varint."""
+    n = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(
+    ("logical", "value", "unit"),
+    [
+        (Timestamp, 1_700_000_000_000_000, "milliseconds"),
+        (Timestamp, -62135596800001, "milliseconds"),
+        (Date, 2_147_483_647, "days"),
+    ],
+)
+def test_a_date_beyond_pythons_datetime_fails_its_record_naming_the_value(
+    logical: type[Date] | type[Timestamp], value: int, unit: str
+) -> None:
+    """Kafka reads these (java.util.Date); Copycat cannot hold them, and says so with the
+    value, on the first read, the compiled reader's and in a batch."""
+    schema = (
+        SchemaBuilder.struct()
+        .name("com.example.Event")
+        .field("id", INT32_SCHEMA)
+        .field("at", logical.SCHEMA)
+        .build()
+    )
+    conv = converter()
+    epoch = (
+        datetime.date(1970, 1, 1) if logical is Date else datetime.datetime(1970, 1, 1, tzinfo=UTC)
+    )
+    good = conv.from_connect_data("t", schema, Struct(schema).put("id", 1).put("at", epoch))
+    assert good is not None and good[5:] == _zigzag(1) + _zigzag(0)
+    bad = good[:5] + _zigzag(2) + _zigzag(value)
+    reason = (
+        f"{logical.__name__} value {value} ({unit} since 1970-01-01) is outside the years 1 to "
+        "9999 that Copycat can represent (Python's datetime)"
+    )
+    for _ in range(2):
+        assert conv.to_connect_data("t", good).value.get("id") == 1
+        with pytest.raises(DataException) as caught:
+            conv.to_connect_data("t", bad)
+        assert str(caught.value) == reason
+    with pytest.raises(DataException) as in_batch:
+        conv.to_connect_data_batch("t", [good, bad], [None, None])
+    assert str(in_batch.value) == reason

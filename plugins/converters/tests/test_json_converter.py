@@ -666,3 +666,45 @@ def test_a_negative_zero_reads_as_kafkas_bigdecimal_does() -> None:
             data += f'"payload":{{"d":{payload}}}}}'
             read = converter.to_connect_data("t", data.encode()).value.get("d")
             assert math.copysign(1.0, read) == sign, (extra, payload)
+
+
+@pytest.mark.parametrize(
+    ("field_type", "logical", "payload", "unit"),
+    [
+        ("int64", "Timestamp", 1_700_000_000_000_000, "milliseconds"),
+        ("int64", "Timestamp", -62135596800001, "milliseconds"),
+        ("int32", "Date", 2_147_483_647, "days"),
+    ],
+)
+def test_a_date_beyond_pythons_datetime_fails_its_record_naming_the_value(
+    field_type: str, logical: str, payload: int, unit: str
+) -> None:
+    """Kafka reads these (java.util.Date); Copycat cannot hold them, and says so with the
+    value on every path (exact, compiled, batch), where it raised a bare OverflowError."""
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"field": "id", "type": "int32"},
+            {
+                "field": "at",
+                "type": field_type,
+                "name": f"org.apache.kafka.connect.data.{logical}",
+                "version": 1,
+            },
+        ],
+    }
+    converter = make()
+    good = json.dumps({"schema": schema, "payload": {"id": 1, "at": 0}}).encode()
+    bad = json.dumps({"schema": schema, "payload": {"id": 2, "at": payload}}).encode()
+    reason = (
+        f"{logical} value {payload} ({unit} since 1970-01-01) is outside the years 1 to 9999 "
+        "that Copycat can represent (Python's datetime)"
+    )
+    for _ in range(2):  # the second read of the schema is the compiled reader's
+        assert converter.to_connect_data("t", good).value.get("id") == 1
+        with pytest.raises(DataException) as caught:
+            converter.to_connect_data("t", bad)
+        assert str(caught.value) == reason
+    with pytest.raises(DataException) as in_batch:
+        converter.to_connect_data_batch("t", [good, bad], [None, None])
+    assert str(in_batch.value) == reason

@@ -176,3 +176,26 @@ def test_aliases() -> None:
         "org.apache.kafka.connect.transforms.InsertField$Key",
     )
     assert InsertFieldValue().version() == __version__
+
+
+def test_a_record_timestamp_beyond_pythons_datetime_fails_the_record_naming_it() -> None:
+    """Kafka inserts it (java.util.Date); Copycat cannot hold it and says so with the
+    value, on the first record of a schema and on the compiled path of the records after."""
+    schema = SchemaBuilder.struct().field("id", INT32_SCHEMA).build()
+    smt = InsertFieldValue()
+    smt.configure({"timestamp.field": "at"})
+    far = 1_700_000_000_000_000  # microseconds taken for milliseconds: year ~55,800
+
+    def record(timestamp: int) -> SinkRecord:
+        return SinkRecord("t", 0, None, None, schema, Struct(schema).put("id", 1), 0, timestamp)
+
+    for _ in range(2):
+        out = smt.apply(record(1_500_000_000_000))
+        assert out is not None
+        assert out.value.get("at") == datetime.datetime(2017, 7, 14, 2, 40, tzinfo=datetime.UTC)
+        with pytest.raises(DataException) as caught:
+            smt.apply(record(far))
+        assert str(caught.value) == (
+            f"Timestamp value {far} (milliseconds since 1970-01-01) is outside the years 1 to "
+            "9999 that Copycat can represent (Python's datetime)"
+        )

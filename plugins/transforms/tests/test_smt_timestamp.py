@@ -365,3 +365,37 @@ def test_a_logical_date_of_the_wrong_type_names_javas_classes(schema, value, mes
     """Kafka's TimestampConverter holds all three as java.util.Date, and says so."""
     with pytest.raises(DataException, match=f"^{re.escape(message)}$"):
         apply_transform(TimestampConverterValue, {"target.type": "unix"}, rec(value, schema))
+
+
+FAR = 9_223_372_036_854_775_807  # Kafka: Sun Aug 17 07:12:55 UTC 292278994
+FAR_REASON = (
+    f"Timestamp value {FAR} (milliseconds since 1970-01-01) is outside the years 1 to 9999 "
+    "that Copycat can represent (Python's datetime)"
+)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"target.type": "string", "format": STRING_FORMAT},
+        {"target.type": "Timestamp"},
+        {"target.type": "Date"},
+    ],
+)
+def test_a_unix_time_beyond_pythons_datetime_fails_the_record_naming_it(config) -> None:
+    with pytest.raises(DataException) as caught:
+        apply_transform(TimestampConverterValue, config, rec(FAR))
+    assert (
+        str(caught.value) == FAR_REASON
+        if config["target.type"] != "Date"
+        else (
+            "Date value 106751991167 (days since 1970-01-01) is outside the years 1 to 9999 that "
+            "Copycat can represent (Python's datetime)"
+        )
+    )
+
+
+def test_a_record_timestamp_beyond_pythons_datetime_fails_the_router_naming_it() -> None:
+    with pytest.raises(DataException) as caught:
+        apply_transform(TimestampRouter, {}, rec("v", timestamp=FAR))
+    assert str(caught.value) == FAR_REASON

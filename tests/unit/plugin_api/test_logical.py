@@ -107,6 +107,34 @@ def test_timestamp() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("logical", "value", "unit"),
+    [
+        (Timestamp, 253402300800000, "milliseconds"),  # 10000-01-01T00:00:00Z
+        (Timestamp, -62135596800001, "milliseconds"),  # the last millisecond of year 0
+        (Timestamp, 1_700_000_000_000_000, "milliseconds"),  # microseconds taken for millis
+        (Timestamp, 2**63 - 1, "milliseconds"),  # past even timedelta's range
+        (Date, 2932897, "days"),  # 10000-01-01
+        (Date, -(2**31), "days"),
+    ],
+)
+def test_dates_beyond_pythons_datetime_are_a_data_exception_naming_the_value(
+    logical: type[Date] | type[Timestamp], value: int, unit: str
+) -> None:
+    """Kafka's java.util.Date holds them; Python's datetime stops at years 1 and 9999, so the
+    record fails with the value and the reason, not a bare OverflowError."""
+    with pytest.raises(DataException) as caught:
+        logical.to_logical(logical.SCHEMA, value)
+    assert str(caught.value) == (
+        f"{logical.__name__} value {value} ({unit} since 1970-01-01) is outside the years 1 to "
+        "9999 that Copycat can represent (Python's datetime)"
+    )
+    # The range's own ends still convert.
+    assert Timestamp.to_logical(Timestamp.SCHEMA, 253402300799999).year == 9999
+    assert Timestamp.to_logical(Timestamp.SCHEMA, -62135596800000).year == 1
+    assert Date.to_logical(Date.SCHEMA, 2932896) == datetime.date(9999, 12, 31)
+
+
 @given(st.integers(min_value=-(2**40), max_value=2**40))
 def test_timestamp_round_trip(ms: int) -> None:
     assert (

@@ -29,8 +29,26 @@ import datetime
 import re
 from dataclasses import dataclass
 
+from plugin_api import Timestamp
+
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _ONE_MS = datetime.timedelta(milliseconds=1)
+
+
+def epoch_datetime(epoch_ms: int) -> datetime.datetime:
+    """The UTC datetime ``epoch_ms`` milliseconds after the epoch.
+
+    Raises:
+        DataException: the instant is outside the years 1-9999 that Python's datetime holds
+            (Kafka's java.util.Date holds it); the message names the value.
+    """
+    try:
+        return _EPOCH + datetime.timedelta(milliseconds=epoch_ms)
+    except OverflowError:
+        # plugin_api's conversion raises the error that names the value.
+        return Timestamp.to_logical(Timestamp.SCHEMA, epoch_ms)
+
+
 PATTERN_LETTERS = frozenset("GyYMLwWDdFEuaHkKhmsSzZX")
 _NUMERIC = frozenset("yYMLwWDdFuHkKhmsS")
 _MONTHS = (
@@ -145,7 +163,7 @@ class JavaDateFormat:
 
     def format(self, epoch_ms: int) -> str:
         """Format the instant ``epoch_ms`` milliseconds after the epoch, in UTC."""
-        moment = _EPOCH + datetime.timedelta(milliseconds=epoch_ms)
+        moment = epoch_datetime(epoch_ms)
         millis = moment.microsecond // 1000
         return "".join(
             tok if isinstance(tok, str) else self._format_field(tok, moment, millis)

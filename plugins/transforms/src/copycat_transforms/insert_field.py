@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from copycat_transforms._datefmt import epoch_datetime
 from copycat_transforms._structcode import compile_struct_function, prelude
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
@@ -276,7 +277,7 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                 # Timestamp.to_logical(Timestamp.SCHEMA, timestamp), inlined: a datetime,
                 # which is what the field takes (no check needed). Records produced in the
                 # same millisecond, most of them at 100k records/s, share the last one.
-                stamp = _EPOCH + timedelta(milliseconds=timestamp)
+                stamp = epoch_datetime(timestamp)
                 self._last_timestamp = (timestamp, stamp)
                 values.append(stamp)
         if self._static is not None:
@@ -340,7 +341,10 @@ class InsertField(VersionedPlugin, SideAware, Transformation[ConnectRecord]):
                     f"elif x == {last}[0]:",
                     f"    v.append({last}[1])",
                     "else:",
-                    f"    {last}[1] = _EPOCH + _timedelta(milliseconds=x)",
+                    "    try:",
+                    f"        {last}[1] = _EPOCH + _timedelta(milliseconds=x)",
+                    "    except OverflowError:",  # beyond year 9999: the general path says so
+                    "        return None",
                     f"    {last}[0] = x",
                     f"    v.append({last}[1])",
                 ]

@@ -6,7 +6,7 @@ import datetime
 from collections.abc import Mapping
 from typing import Any
 
-from copycat_transforms._datefmt import JavaDateFormat
+from copycat_transforms._datefmt import JavaDateFormat, epoch_datetime
 from copycat_transforms._util import (
     REPLACE_NULL_WITH_DEFAULT_CONFIG,
     KeySide,
@@ -76,8 +76,6 @@ _PRECISIONS = {
     "nanoseconds": (1_000_000, 1),
 }
 _MS_PER_DAY = 86_400_000
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
-_ONE_MS = datetime.timedelta(milliseconds=1)
 
 
 def _check_format(name: str, value: object) -> None:
@@ -286,7 +284,7 @@ class TimestampConverter(VersionedPlugin, SideAware, Transformation[ConnectRecor
             per_ms, ms_per = _PRECISIONS[self._precision]
             return millis * per_ms if ms_per == 1 else _trunc_div(millis, ms_per)
         if target == TYPE_TIMESTAMP:
-            return _EPOCH + millis * _ONE_MS
+            return epoch_datetime(millis)
         if target == TYPE_DATE:
             return Date.to_logical(Date.SCHEMA, millis // _MS_PER_DAY)
         return Time.to_logical(Time.SCHEMA, millis % _MS_PER_DAY)
