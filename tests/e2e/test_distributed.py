@@ -1446,3 +1446,39 @@ def test_sigterm_ends_the_wait_for_an_unreachable_cluster_at_once(
     assert worker.wait() == 0, worker.text()[-3000:]  # a graceful stop, not a failure
     assert "copycat: error" not in worker.text()
     assert "Traceback" not in worker.text()
+
+
+# Past the group's session timeout and rebalance timeout (60 s), the consumers' session
+# timeout (45 s) and AnyIO's idle-thread retirement (10 s).
+IDLE_S = 150
+
+
+def test_a_pipeline_left_idle_for_minutes_moves_new_lines_at_once_without_a_rebalance(
+    cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
+) -> None:
+    """As a user leaves a pipeline deployed through REST: it moves a first batch, the cluster
+    sits idle for minutes, and the next lines move as soon as they are written; meanwhile no
+    worker rebalanced (an idle member that missed heartbeats would make one) and every
+    worker still reports the same owners."""
+    source, sink = _file_pipeline(cluster, tmp_path, "idle", broker)
+    source.write_text("".join(_line(i) for i in range(100)))
+    _wait_lines(sink, 100)
+    urls = list(cluster.urls)
+
+    def generations() -> list[object]:
+        return [
+            (m["epoch"], m["completed_rebalances_total"])
+            for m in (_rebalance_metrics(url) for url in urls)
+        ]
+
+    before = generations()
+    statuses = {name: cluster.status(name) for name in ("idle-src", "idle-sink")}
+    time.sleep(IDLE_S)
+    assert generations() == before, "a rebalance while the cluster was idle"
+    for name, status in statuses.items():
+        assert [cluster.status(name, via=i) for i in range(len(urls))] == [status] * len(urls)
+    with source.open("a") as fh:
+        fh.write("".join(_line(i) for i in range(100, 200)))
+    assert _wait_lines(sink, 200, 30) == [_line(i).strip() for i in range(200)]
+    for name in statuses:
+        assert cluster.request("DELETE", f"/connectors/{name}").status_code == 204

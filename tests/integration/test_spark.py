@@ -722,3 +722,42 @@ def test_a_connector_refused_for_want_of_slots_stays_failed_until_a_restart_star
         # x refused for want of slots started no task; its restart started two.
         assert _task_startups(http) == {"attempts": 3, "success": 3, "failure": 0}
         assert all("Spark job group" in t["worker_id"] for t in _status(http, "x")["tasks"])
+
+
+# Past Spark's spark.network.timeout (120 s: executor heartbeats, RPC asks), the consumer's
+# session timeout (45 s) and AnyIO's idle-thread retirement (10 s).
+IDLE_S = 150
+
+
+def test_a_pipeline_on_spark_left_idle_for_minutes_moves_new_lines_at_once(
+    spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
+) -> None:
+    """As a user leaves a pipeline deployed through REST: a file source and sink on Spark
+    move a first batch, sit idle for minutes, and move the next lines as soon as they are
+    written, by the same task attempts in the same plugin hosts (no restart hid a failure)."""
+    topic = _new_topic(broker, "idle")
+    source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
+    source_file.write_text("".join(f"line-{i:07d}\n" for i in range(100)))
+    with _worker(tmp_path, bootstrap_servers, plugins) as worker, worker.client() as http:
+        source, sink = _file_pipeline(http, topic, source_file, sink_file)
+        for name in (source, sink):
+            _wait_state(http, name, "RUNNING", TASK_START_S)
+        wait_for(lambda: len(_lines(sink_file)) == 100, TASK_START_S, "the first 100 lines")
+        runners = {name: _runner(worker, name) for name in (source, sink)}
+        hosts = {name: set(r.remote.get("host_pids", [])) for name, r in runners.items()}
+        assert all(hosts.values()), hosts
+        started = _task_startups(http)
+
+        time.sleep(IDLE_S)
+        for name, runner in runners.items():
+            assert _task_state(http, name) == "RUNNING", (name, _status(http, name))
+            assert _runner(worker, name) is runner, f"{name}'s task was started again"
+            assert set(runner.remote.get("host_pids", [])) == hosts[name], name
+            assert all(_alive(pid) for pid in hosts[name]), name
+        with open(source_file, "a") as fh:
+            fh.writelines(f"line-{i:07d}\n" for i in range(100, 200))
+        wait_for(lambda: len(_lines(sink_file)) >= 200, 30, "the lines written after the idle")
+        assert _lines(sink_file) == [f"line-{i:07d}" for i in range(200)]
+        assert _task_startups(http) == started, "a task was started again meanwhile"
+        for name in (source, sink):
+            assert http.delete(f"/connectors/{name}").status_code == 204
