@@ -1453,6 +1453,8 @@ def test_sigterm_ends_the_wait_for_an_unreachable_cluster_at_once(
 IDLE_S = 150
 
 
+# The idle alone is half of pytest's default timeout (300 s, setup included).
+@pytest.mark.timeout(600)
 def test_a_pipeline_left_idle_for_minutes_moves_new_lines_at_once_without_a_rebalance(
     cluster: DistributedCluster, broker: KafkaCluster, tmp_path: Path
 ) -> None:

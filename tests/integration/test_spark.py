@@ -729,6 +729,8 @@ def test_a_connector_refused_for_want_of_slots_stays_failed_until_a_restart_star
 IDLE_S = 150
 
 
+# The idle alone is half of pytest's default timeout (300 s, setup included).
+@pytest.mark.timeout(600)
 def test_a_pipeline_on_spark_left_idle_for_minutes_moves_new_lines_at_once(
     spark: Any, tmp_path: Path, bootstrap_servers: str, plugins: Path, broker: Any
 ) -> None:
