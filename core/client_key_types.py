@@ -26,7 +26,9 @@ PRODUCER, CONSUMER, ADMIN = "producer", "consumer", "admin"
 BOOLEAN, DOUBLE, INT, LONG, SHORT = "BOOLEAN", "DOUBLE", "INT", "LONG", "SHORT"
 
 _BOUNDS = {SHORT: 2**15, INT: 2**31, LONG: 2**63}
-# What Java's Integer/Long/Short.parseInt take: an optional sign, ASCII digits.
+# What Java's Integer/Long/Short.parseInt take: an optional sign and digits. Java also reads
+# other scripts' decimal digits (Arabic-Indic too); librdkafka, which gets the value as
+# written, does not, so only ASCII digits pass (docs/rest.md).
 _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 # What Java's Double.parseDouble takes: decimal or hexadecimal floating point with an optional
 # f/F/d/D suffix, NaN and Infinity (signed).

@@ -78,8 +78,9 @@ def sink_group_id(
 # Kafka parses partitions with Integer.parseInt and offsets with Long.parseLong.
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-# What Java's parseInt / parseLong accept: an optional sign and ASCII digits (Python's int()
-# would also take spaces and underscores).
+# What Java's parseInt / parseLong accept: an optional sign and digits (Python's int() would
+# also take spaces and underscores). ASCII digits only: Java reads other scripts' digits too,
+# a difference kept as for client keys (docs/rest.md).
 _JAVA_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
