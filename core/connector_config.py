@@ -31,6 +31,7 @@ from plugin_api.config import (
     ValidString,
     Width,
     config_infos,
+    parse_type,
 )
 from plugin_api.errors import ConfigException
 
@@ -43,6 +44,7 @@ __all__ = [
     "ConnectorConfig",
     "PredicateSpec",
     "TransformSpec",
+    "alias_list",
     "connector_config_def",
     "connector_config_infos",
     "validate_connector_config",
@@ -89,22 +91,21 @@ def _connector_name(name: str, value: Any) -> None:
         return
     if value == "":
         raise ConfigException(name, value, "String may not be empty")
+    # Java's Character.isISOControl; Kafka lists each one's code in decimal, repeats included
     control = [c for c in value if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F]
     if control:
-        codes = ", ".join(f"0x{ord(c):02x}" for c in control)
+        codes = ", ".join(str(ord(c)) for c in control)
         raise ConfigException(
             name,
             value,
-            "String may not contain control sequences but had the following ASCII control "
-            f"characters: {codes}",
+            f"String may not contain control sequences but had the following ASCII chars: {codes}",
         )
 
 
 def _unique_aliases(name: str, value: Any) -> None:
     if value is None:  # a JSON null in a submitted config (a missing key is the empty list)
         raise ConfigException(name, None, "entry must be non null")
-    if any(alias == "" for alias in value):
-        raise ConfigException(name, ",".join(value), "Aliases may not be empty.")
+    # An empty alias is no error of its own, as in Kafka: its "transforms..type" is missing.
     if len(set(value)) != len(value):
         raise ConfigException(name, value, "Duplicate alias provided.")
 
@@ -127,7 +128,7 @@ def _topics_regex(name: str, value: Any) -> None:
     try:
         compile_topics_regex(value)
     except JavaRegexError as exc:
-        raise ConfigException(name, value, f"Not a valid regular expression: {exc}") from None
+        raise ConfigException(name, value, f"Invalid regex: {exc}") from None
 
 
 def _topic_names(name: str, value: Any) -> None:
@@ -582,15 +583,24 @@ SINK_CONNECTOR_CONFIG_DEF: ConfigDef = _build_sink()
 
 
 def _aliases(props: Mapping[str, object], key: str) -> list[str]:
-    """Distinct non-empty aliases listed under ``key``; garbage yields none (reported elsewhere)."""
+    """Distinct aliases listed under ``key``, in order; garbage yields none (reported
+    elsewhere). An empty entry (``a,``, ``,,a``) is an alias too, as Kafka's list parsing
+    keeps it: ``transforms..type`` is then its missing class."""
     raw = props.get(key)
     if isinstance(raw, str):
-        items = [a.strip() for a in raw.split(",")]
+        items = alias_list(raw)
     elif isinstance(raw, (list, tuple)):
         items = [str(a).strip() for a in raw]
     else:
         return []
-    return list(dict.fromkeys(a for a in items if a))
+    return list(dict.fromkeys(items))
+
+
+def alias_list(raw: str) -> list[str]:
+    """A ``transforms``/``predicates`` value split as Kafka's ConfigDef splits a LIST: none
+    for a blank value, else every entry between commas, empty ones included."""
+    aliases: list[str] = parse_type("transforms", raw, ConfigType.LIST)
+    return aliases
 
 
 def _uses_topic_creation(props: Mapping[str, object]) -> bool:
@@ -734,7 +744,8 @@ def _cross_key_errors(
 ) -> None:
     """Add the errors that involve several keys to ``values`` (in place)."""
     predicates = values["predicates"].value or []
-    for alias in values["transforms"].value or []:
+    # A duplicated alias is one transform (Kafka enriches a set of them): its errors once.
+    for alias in dict.fromkeys(values["transforms"].value or []):
         # Kafka's ConnectorConfig.enrich: the type's validator refuses a negate key (any
         # value) without a predicate key.
         negate, predicate = f"transforms.{alias}.negate", f"transforms.{alias}.predicate"
@@ -753,32 +764,46 @@ def _cross_key_errors(
             )
     if not is_sink:
         return
+    # Kafka's SinkConnectorConfig.validate: whether topics and topics.regex are set is read
+    # from the raw values, whatever their own validators said of them.
     topics_cv, regex_cv = values["topics"], values["topics.regex"]
-    topics = [t for t in (topics_cv.value or []) if t]
-    regex = regex_cv.value or ""
-    if topics_cv.error_messages or regex_cv.error_messages:
-        return
-    if topics and regex:
+    has_topics, has_regex = (_is_set(props.get(k)) for k in ("topics", "topics.regex"))
+    if has_topics and has_regex:
         topics_cv.add_error_message(_MUTUALLY_EXCLUSIVE)
         regex_cv.add_error_message(_MUTUALLY_EXCLUSIVE)
-    elif not topics and not regex:
+    elif not has_topics and not has_regex:
         topics_cv.add_error_message(_NEED_TOPICS)
         regex_cv.add_error_message(_NEED_TOPICS)
-    # Kafka's SinkConnectorConfig.validate: a clash is the consumed topics' error (the list
-    # shown as Java prints one), each checked on its own.
+    # A clash is the consumed topics' error (the list shown as Java prints one), each
+    # checked on its own.
     dlq = values["errors.deadletterqueue.topic.name"].value
     if not dlq:
         return
+    topics = [t for t in (topics_cv.value or []) if t]
     if dlq in topics:
         topics_cv.add_error_message(
             f"The DLQ topic '{dlq}' may not be included in the list of topics "
             f"('topics=[{', '.join(topics)}]') consumed by the connector"
         )
-    if regex and compile_topics_regex(regex).fullmatch(dlq):
+    regex = regex_cv.value or ""
+    if regex and _matches(regex, dlq):
         regex_cv.add_error_message(
             f"The DLQ topic '{dlq}' may not be matched by the regex for the topics "
             f"('topics.regex={regex}') consumed by the connector"
         )
+
+
+def _matches(regex: str, topic: str) -> bool:
+    """Whether a ``topics.regex`` matches ``topic`` (one Java refuses, its own error, none)."""
+    try:
+        return compile_topics_regex(regex).fullmatch(topic) is not None
+    except JavaRegexError:
+        return False
+
+
+def _is_set(value: object) -> bool:
+    """Java's ``Utils.isBlank`` negated (a parsed list: not empty)."""
+    return bool(value.strip()) if isinstance(value, str) else bool(value)
 
 
 def validate_connector_config(

@@ -102,11 +102,46 @@ def compile_topics_regex(java_pattern: str) -> re.Pattern[str]:
         JavaRegexError: Java would refuse the pattern, or it uses a construct (``&&``) that
             has no translation.
     """
-    translated = _translate(java_pattern)
+    try:
+        translated = _translate(java_pattern)
+    except JavaRegexError as exc:
+        raise JavaRegexError(_java_message(java_pattern, str(exc))) from None
     try:
         return re.compile(translated)
     except re.error as exc:
-        raise JavaRegexError(f"{exc.msg} near index {exc.pos}") from None
+        same = translated == java_pattern  # re's positions are the translated pattern's
+        reason = _java_reason(exc, java_pattern, same)
+        raise JavaRegexError(_java_message(java_pattern, reason)) from None
+
+
+def _java_reason(exc: re.error, pattern: str, same: bool) -> str:
+    """Java's description and index (``Unclosed group near index 2``) for the mistakes both
+    dialects refuse; re's own words for the rest."""
+    message, pos = exc.msg, exc.pos
+    if message.startswith("missing ), unterminated subpattern"):
+        return f"Unclosed group near index {len(pattern)}"
+    if message.startswith("missing >, unterminated name"):
+        return f"named capturing group is missing trailing '>' near index {len(pattern)}"
+    if message == "unterminated character set":
+        return f"Unclosed character class near index {len(pattern) - 1}"
+    if message == "unbalanced parenthesis" and same and pos:
+        return f"Unmatched closing ')' near index {pos - 1}"
+    if message in ("nothing to repeat", "multiple repeat") and same and pos is not None:
+        return f"Dangling meta character '{pattern[pos]}' near index {pos}"
+    return f"{message} near index {pos}"
+
+
+def _java_message(pattern: str, reason: str) -> str:
+    """``PatternSyntaxException.getMessage()``: the reason, the pattern on the next line and,
+    when the index falls inside it, a caret under that character."""
+    found = re.fullmatch(r"(.*) near index (-?\d+)", reason, re.DOTALL)
+    if found is None:  # our own refusal (&&), not one of Java's
+        return reason
+    index = int(found.group(2))
+    text = f"{reason}\n{pattern}"
+    if 0 <= index < len(pattern):
+        text += "\n" + " " * index + "^"
+    return text
 
 
 def _translate(p: str) -> str:

@@ -50,6 +50,24 @@ def test_what_java_refuses_or_cannot_be_translated_is_refused(java: str) -> None
         compile_topics_regex(java)
 
 
+@pytest.mark.parametrize(
+    "java, message",
+    [  # what Kafka Connect 4.1.1 answered for each (java.util.regex.PatternSyntaxException)
+        ("a(", "Unclosed group near index 2\na("),
+        ("ab)", "Unmatched closing ')' near index 1\nab)\n ^"),
+        ("a**", "Dangling meta character '*' near index 2\na**\n  ^"),
+        ("[a", "Unclosed character class near index 1\n[a\n ^"),
+        ("(?<n", "named capturing group is missing trailing '>' near index 4\n(?<n"),
+        ("x{2", "Unclosed counted closure near index 3\nx{2"),
+        ("(?P<n>v1)", "Unknown inline modifier near index 2\n(?P<n>v1)\n  ^"),
+    ],
+)
+def test_a_refused_regex_is_worded_as_javas_exception(java: str, message: str) -> None:
+    with pytest.raises(JavaRegexError) as refused:
+        compile_topics_regex(java)
+    assert str(refused.value) == message
+
+
 def test_topic_names_follow_kafkas_rules() -> None:
     assert topic_name_error("orders.v1_x-2") is None
     assert topic_name_error("bad topic!") == (
