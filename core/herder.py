@@ -39,7 +39,12 @@ from core.client_overrides import (
     override_errors,
 )
 from core.config_providers import ConfigResolver, Resolved
-from core.connector_config import connector_config_def, connector_config_infos
+from core.connector_config import (
+    CONVERTER_KEYS,
+    alias_list,
+    connector_config_def,
+    connector_config_infos,
+)
 from core.exactly_once_validation import exactly_once_errors
 from core.host_pool import HostPool
 from core.plugin_versions import plugin_version_key, version_order
@@ -494,6 +499,7 @@ class AbstractHerder:
                 plugin.class_name,
                 topic_creation_enabled=self.topic_creation_enabled,
             )
+            framework_names = {c["value"]["name"] for c in infos["configs"]}
             own = self._plugin_infos(plugin, resolved.config)
             own_names = set()
             by_name = {c["value"]["name"]: c for c in infos["configs"]}
@@ -538,6 +544,7 @@ class AbstractHerder:
             ):
                 for key, message in self._exactly_once_errors(plugin, resolved.config):
                     self._add_error(infos, key, message)
+            _order_as_kafka(infos, resolved.config, framework_names, own_names)
         self._show_submitted(infos, config, resolved)
         infos["error_count"] = sum(len(c["value"]["errors"]) for c in infos["configs"])
         return infos, own_names
@@ -586,9 +593,10 @@ class AbstractHerder:
         # Only the declared aliases' ".type" keys name classes: a transform's own setting may
         # end in ".type" too (TimestampConverter's "transforms.<alias>.target.type").
         for list_key, kind in (("transforms", "transformation"), ("predicates", "predicate")):
-            for alias in (a.strip() for a in (props.get(list_key) or "").split(",")):
-                if alias and f"{list_key}.{alias}.type" in props:
+            for alias in dict.fromkeys(alias_list(props.get(list_key) or "")):
+                if f"{list_key}.{alias}.type" in props:
                     checks.append((f"{list_key}.{alias}.type", kind))
+        usable: set[str] = set()
         for key, kind in checks:
             value = props.get(key)
             if value is None:
@@ -614,12 +622,29 @@ class AbstractHerder:
                 else:
                     self._add_error(infos, key, str(exc))
                 continue
+            usable.add(key)
             if key.endswith(".converter"):
                 self._add_component_infos(
                     infos, key, key + ".", plugin, props, {"converter.type": key.split(".")[0]}
                 )
             else:  # transforms.<alias>.type / predicates.<alias>.type
                 self._add_component_infos(infos, key, key[: -len("type")], plugin, props, {})
+        self._drop_unused_transform_keys(infos, props, usable)
+
+    @staticmethod
+    def _drop_unused_transform_keys(
+        infos: dict[str, Any], props: Mapping[str, str], usable: set[str]
+    ) -> None:
+        """Kafka defines a transform's ``predicate`` and ``negate`` keys with the transform's
+        own, only once its class is there to be used: for a missing, unknown or abstract
+        class they are neither listed nor checked (a ``negate=yes`` is then no error)."""
+        unused = {
+            prefix + sub
+            for alias in dict.fromkeys(alias_list(props.get("transforms") or ""))
+            if (prefix := f"transforms.{alias}.") + "type" not in usable
+            for sub in ("predicate", "negate")
+        }
+        infos["configs"] = [c for c in infos["configs"] if c["value"]["name"] not in unused]
 
     # Keys under a transform's or predicate's prefix that the framework, not the plugin, owns.
     _FRAMEWORK_SUBKEYS = frozenset(
@@ -650,10 +675,13 @@ class AbstractHerder:
             )
             return
         present = {c["value"]["name"] for c in infos["configs"]}
+        # A converter's converter.type is its own key, listed and checked as Kafka does
+        # (``key.converter.converter.type=foo`` is an error); ours defaults it by position.
+        owned = self._FRAMEWORK_SUBKEYS - ({"converter.type"} if defaults else set())
         for entry in own["configs"]:
             name = prefix + entry["value"]["name"]
             bare = entry["value"]["name"]
-            if bare in self._FRAMEWORK_SUBKEYS or name in present:
+            if bare in owned or name in present:
                 continue
             entry["definition"]["name"] = entry["value"]["name"] = name
             if not key.endswith(".converter"):
@@ -704,3 +732,41 @@ class AbstractHerder:
             "tasks": [{"id": t, **status_entry(s, scrub)} for t, s in sorted(tasks.items())],
             "type": kind,
         }
+
+
+def _order_as_kafka(
+    infos: dict[str, Any],
+    props: Mapping[str, str],
+    framework: set[str],
+    own: set[str],
+) -> None:
+    """Put the entries (and so the errors a refused create lists) in Kafka's order: the
+    framework's keys; each transform's (its class, its own keys, then ``predicate`` and
+    ``negate``) and each predicate's in the order listed; the connector's own keys; the
+    converters' keys; anything added after (client overrides) last, as it came."""
+    aliases = {
+        group: list(dict.fromkeys(alias_list(props.get(group) or "")))
+        for group in ("transforms", "predicates")
+    }
+    last = {"type": 0, "predicate": 2, "negate": 3}
+
+    def rank(name: str) -> tuple[int, int, int]:
+        for place, group in enumerate(("transforms", "predicates"), start=1):
+            # the longest alias whose prefix fits: "a.b" before "a" for "transforms.a.b.x"
+            fits = [
+                (len(a), i)
+                for i, a in enumerate(aliases[group])
+                if name.startswith(f"{group}.{a}.")
+            ]
+            if fits:
+                size, index = max(fits)
+                return place, index, last.get(name[len(group) + size + 2 :], 1)
+        if name in framework:
+            return 0, 0, 0
+        if name in own:
+            return 3, 0, 0
+        if name.startswith(tuple(f"{key}." for key in CONVERTER_KEYS)):
+            return 4, 0, 0
+        return 5, 0, 0
+
+    infos["configs"].sort(key=lambda entry: rank(entry["value"]["name"]))

@@ -70,6 +70,30 @@ CASES: dict[str, dict[str, str]] = {
         **_transform("Flatten$Value", negate="true"),
         "transforms": "x,x",
     },
+    # predicate and negate are keys of a transform whose class is there to be used
+    "unknown-class-with-negate": _transform("Nope", negate="yes", predicate="nope"),
+    "abstract-class-with-negate": _transform("Flatten", negate="yes", predicate="nope"),
+    "no-class-with-negate": {"transforms": "x", "transforms.x.negate": "yes"},
+    # ... listed after the transform's own keys
+    "negate-after-the-transforms-keys": _transform("InsertHeader", negate="yes", predicate="p")
+    | {"predicates": "p", "predicates.p.type": T + "predicates.HasHeaderKey"},
+    # a converter's converter.type is its own key, checked
+    "byte-array-key-converter-type": {"key.converter": BYTES, "key.converter.converter.type": "x"},
+    "string-header-converter-type": {
+        "header.converter": STRING,
+        "header.converter.converter.type": "foo",
+    },
+    "json-value-converter-type": {"value.converter": JSON, "value.converter.converter.type": ""},
+    "integer-key-converter-type": {
+        "key.converter": INTEGER,
+        "key.converter.converter.type": "head",
+    },
+    # the errors of the connector's own keys come after the transforms', as Kafka lists them
+    "own-key-after-transforms": {
+        **_transform("MaskField$Value"),
+        "connector.class": "org.apache.kafka.connect.file.FileStreamSourceConnector",
+        "topics": "",
+    },
 }
 
 
