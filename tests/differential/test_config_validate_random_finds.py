@@ -88,6 +88,12 @@ CASES: dict[str, dict[str, str]] = {
         "key.converter": INTEGER,
         "key.converter.converter.type": "head",
     },
+    # Java's String.split drops trailing empty parts
+    "replace-field-rename-to-nothing": _transform("ReplaceField$Value", renames="a:"),
+    "replace-field-rename-colon": _transform("ReplaceField$Value", renames=":"),
+    "replace-field-rename-trailing-colon": _transform("ReplaceField$Value", renames="a:b:"),
+    "cast-trailing-colon": _transform("Cast$Value", spec="a:"),
+    "cast-field-type-trailing-colon": _transform("Cast$Value", spec="a:int32:"),
     # the errors of the connector's own keys come after the transforms', as Kafka lists them
     "own-key-after-transforms": {
         **_transform("MaskField$Value"),

@@ -214,6 +214,8 @@ def test_field_casts_on_a_schema_that_is_no_struct_fail_listing_its_fields() -> 
     [
         ("", "Must specify at least one field to cast."),
         ("a:int8:x", r"configuration renames: Invalid rename mapping: a:int8:x"),
+        # Java's split drops the trailing empty part: the whole value to the type "a"
+        ("a:", r"Schema.Type.A for configuration Invalid type found in casting spec: a$"),
         ("a:nope", "Schema.Type.NOPE for configuration Invalid type found in casting spec: nope"),
         ("a:bytes", "does not support casting to BYTES"),
         ("a:struct", "does not support casting to STRUCT"),
@@ -232,3 +234,7 @@ def test_missing_spec() -> None:
     with pytest.raises(ConfigException) as info:
         CastValue().configure({})
     assert info.value.name == "spec"
+
+
+def test_a_trailing_colon_is_dropped_as_javas_split_drops_it() -> None:
+    assert apply_transform(CastValue, {"spec": "a:int32:"}, rec({"a": "7"})).value == {"a": 7}

@@ -87,3 +87,18 @@ def test_bad_renames() -> None:
         for r in ReplaceFieldValue().config().validate({"renames": "a:b:c"})
     }
     assert errors["renames"]
+
+
+@pytest.mark.parametrize(
+    ("renames", "valid"),
+    # Java's String.split drops trailing empty parts, as Kafka Connect 4.1.1 reads them
+    [("a:", False), (":", False), ("a::", False), ("a:b:", True), (":b", True)],
+)
+def test_renames_split_as_java_splits(renames: str, valid: bool) -> None:
+    errors = {
+        r.name: r.error_messages
+        for r in ReplaceFieldValue().config().validate({"renames": renames})
+    }
+    reason = f"Invalid rename mapping: {renames}"
+    expected = [] if valid else [f"Invalid value [{renames}] for configuration renames: {reason}"]
+    assert errors["renames"] == expected

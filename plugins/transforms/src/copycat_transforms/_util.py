@@ -357,6 +357,18 @@ def java_text(value: object) -> str:
     return str(value)
 
 
+def java_split(text: str, separator: str) -> list[str]:
+    """``text.split(separator)`` as Java's ``String.split`` does it: trailing empty parts are
+    dropped (``a:`` is ``[a]``, ``:`` is no part at all), so ReplaceField and Cast read a
+    mapping ending in ``:`` as Kafka's do."""
+    if not text:
+        return [""]
+    parts = text.split(separator)
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts
+
+
 def invalid_value(name: str, value: object, reason: str) -> ConfigException:
     """Kafka's ``Invalid value <value> for configuration <name>: <reason>``."""
     return config_error(

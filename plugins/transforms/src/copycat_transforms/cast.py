@@ -29,6 +29,7 @@ from copycat_transforms._util import (
     define_replace_null_with_default,
     field_value,
     java_class,
+    java_split,
     java_text,
     require_map,
     require_struct,
@@ -101,7 +102,10 @@ def parse_spec(name: str, mappings: list[str]) -> dict[str, Type]:
         raise config_error(name, mappings, "Must specify at least one field to cast.")
     casts: dict[str, Type] = {}
     for mapping in mappings:
-        parts = mapping.split(":")
+        # Java's split: "a:" is the whole value cast to type "a"; ":" has no part at all
+        # (Kafka's Cast then fails the request with an ArrayIndexOutOfBoundsException, a 500;
+        # here it is the empty type name's error)
+        parts = java_split(mapping, ":") or [""]
         if len(parts) > 2:
             # Kafka's Cast names ReplaceField's key and words here (a copy in its source)
             raise config_error(

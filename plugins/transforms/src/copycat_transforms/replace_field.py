@@ -16,6 +16,7 @@ from copycat_transforms._util import (
     define_replace_null_with_default,
     field_value,
     invalid_value,
+    java_split,
     require_map,
     require_struct,
 )
@@ -49,7 +50,7 @@ def parse_renames(name: str, mappings: list[str]) -> dict[str, str]:
     """
     renames: dict[str, str] = {}
     for mapping in mappings:
-        parts = mapping.split(":")
+        parts = java_split(mapping, ":")
         if len(parts) != 2:
             raise invalid_value(name, mappings, f"Invalid rename mapping: {mapping}")
         renames[parts[0]] = parts[1]
