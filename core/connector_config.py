@@ -802,8 +802,12 @@ def _matches(regex: str, topic: str) -> bool:
 
 
 def _is_set(value: object) -> bool:
-    """Java's ``Utils.isBlank`` negated (a parsed list: not empty)."""
-    return bool(value.strip()) if isinstance(value, str) else bool(value)
+    """Java's ``Utils.isBlank`` negated (a parsed list: not empty). Blank is what Java's
+    ``trim()`` empties: characters up to U+0020 only, so a no-break space or an em quad
+    (``topics.regex="\u2000"``) is a value."""
+    if isinstance(value, str):
+        return any(c > " " for c in value)
+    return bool(value)
 
 
 def validate_connector_config(

@@ -36,6 +36,7 @@ from core.client_overrides import (
     AllPolicy,
     ConnectorClientConfigOverridePolicy,
     clients_used,
+    java_hash_order,
     override_errors,
 )
 from core.config_providers import ConfigResolver, Resolved
@@ -550,12 +551,16 @@ class AbstractHerder:
         return infos, own_names
 
     @staticmethod
-    def _add_error(infos: dict[str, Any], key: str, message: str, *, defined: bool = True) -> None:
-        """``message`` on ``key``'s entry; for a key with none, a new entry (Kafka's has no
-        definition when no ConfigDef knows the key: ``defined`` False)."""
+    def _add_error(
+        infos: dict[str, Any], key: str, message: str, *, defined: bool = True, first: bool = False
+    ) -> None:
+        """``message`` on ``key``'s entry (before its others when ``first``); for a key with
+        none, a new entry (Kafka's has no definition when no ConfigDef knows the key:
+        ``defined`` False)."""
         for entry in infos["configs"]:
             if entry["value"]["name"] == key:
-                entry["value"]["errors"].append(message)
+                errors = entry["value"]["errors"]
+                errors.insert(0 if first else len(errors), message)
                 return
         infos["configs"].append(
             {
@@ -619,7 +624,10 @@ class AbstractHerder:
                     if not key.endswith(".converter"):
                         self._add_error(infos, key, str(exc))
                     self._add_error(infos, version_key, str(exc))
-                else:
+                elif str(exc).endswith("could not be found.") and not key.endswith(".converter"):
+                    # the value's parse failing: before any validator's message on the key
+                    self._add_error(infos, key, str(exc), first=True)
+                elif not _refused_before_class_check(infos, key, str(exc)):
                     self._add_error(infos, key, str(exc))
                 continue
             usable.add(key)
@@ -678,7 +686,13 @@ class AbstractHerder:
         # A converter's converter.type is its own key, listed and checked as Kafka does
         # (``key.converter.converter.type=foo`` is an error); ours defaults it by position.
         owned = self._FRAMEWORK_SUBKEYS - ({"converter.type"} if defaults else set())
-        for entry in own["configs"]:
+        entries = own["configs"]
+        if key.endswith(".converter"):
+            # Kafka validates a converter's config into a HashMap keyed by the bare names:
+            # its entries, and a refused create's errors, come in that map's order.
+            order = java_hash_order([e["value"]["name"] for e in entries])
+            entries = sorted(entries, key=lambda e: order.index(e["value"]["name"]))
+        for entry in entries:
             name = prefix + entry["value"]["name"]
             bare = entry["value"]["name"]
             if bare in owned or name in present:
@@ -732,6 +746,19 @@ class AbstractHerder:
             "tasks": [{"id": t, **status_entry(s, scrub)} for t, s in sorted(tasks.items())],
             "type": kind,
         }
+
+
+def _refused_before_class_check(infos: dict[str, Any], key: str, message: str) -> bool:
+    """Whether Kafka's validator of a transform's class key stopped before it looked at the
+    class: it refuses a ``negate`` without a ``predicate`` first, so an abstract class or one
+    of another kind is then not reported (a class that is not there at all still is: that
+    is the value's parse failing, before any validator)."""
+    if not message.startswith(("This class is abstract", "Class class ")):
+        return False
+    errors: list[str] = next(
+        (c["value"]["errors"] for c in infos["configs"] if c["value"]["name"] == key), []
+    )
+    return any(e.endswith("defining a predicate to be negated.") for e in errors)
 
 
 def _order_as_kafka(

@@ -128,6 +128,8 @@ def _java_reason(exc: re.error, pattern: str, same: bool) -> str:
         return f"Unmatched closing ')' near index {pos - 1}"
     if message in ("nothing to repeat", "multiple repeat") and same and pos is not None:
         return f"Dangling meta character '{pattern[pos]}' near index {pos}"
+    if message == "min repeat greater than max repeat" and same and pos is not None:
+        return f"Illegal repetition range near index {pattern.find('}', pos)}"
     return f"{message} near index {pos}"
 
 

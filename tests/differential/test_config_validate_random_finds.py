@@ -94,6 +94,30 @@ CASES: dict[str, dict[str, str]] = {
     "replace-field-rename-trailing-colon": _transform("ReplaceField$Value", renames="a:b:"),
     "cast-trailing-colon": _transform("Cast$Value", spec="a:"),
     "cast-field-type-trailing-colon": _transform("Cast$Value", spec="a:int32:"),
+    # Kafka's class key validator refuses a negate without a predicate before it looks at
+    # the class: an abstract one, or one of another kind, is then not reported
+    "abstract-class-negate-without-predicate": _transform("TimestampConverter", negate="true"),
+    "converter-as-transform-negate-without-predicate": {
+        "transforms": "x",
+        "transforms.x.type": JSON,
+        "transforms.x.negate": "true",
+    },
+    "unknown-class-negate-without-predicate": _transform("Nope", negate="true"),
+    # Kafka's isBlank is Java's trim: a no-break space is a value
+    "topics-and-a-no-break-space-regex": {"topics.regex": "\u00a0"},
+    "topics-and-an-em-quad-regex": {"topics.regex": "\u2000"},
+    "topics-and-a-separator-control-regex": {"topics.regex": "\u001c"},
+    # more of Java's PatternSyntaxException words
+    "regex-illegal-repetition-range": {"topics": "", "topics.regex": "a{2,1}"},
+    # a converter's errors come in the order of Kafka's HashMap of its bare key names
+    "json-converter-errors-in-hash-order": {
+        "key.converter": JSON,
+        "key.converter.schemas.enable": "",
+        "key.converter.schemas.cache.size": "1e3",
+        "key.converter.replace.null.with.default": "",
+        "key.converter.converter.type": "a, b",
+        "key.converter.decimal.format": ",",
+    },
     # the errors of the connector's own keys come after the transforms', as Kafka lists them
     "own-key-after-transforms": {
         **_transform("MaskField$Value"),

@@ -229,7 +229,11 @@ def test_sink_topics_rules() -> None:
     assert both == {"topics": [message], "topics.regex": [message]}
     # Kafka asks whether the raw value is blank: " , " is set (to two empty names)
     assert _errors(validate_connector_config({**SINK, "topics": " , "}, True)) == {}
-    blank = _errors(validate_connector_config({**SINK, "topics": " "}, True))
+    # ... and blank is what Java's trim() empties: a no-break space or an em quad is a value
+    for spaced in ("\u00a0", "\u2000"):
+        both_set = _errors(validate_connector_config({**SINK, "topics.regex": spaced}, True))
+        assert list(both_set) == ["topics", "topics.regex"], spaced
+    blank = _errors(validate_connector_config({**SINK, "topics": " \x1c"}, True))
     assert "Must configure one of topics or topics.regex" in blank["topics"]
     # both set is an error whatever the keys' own validators said of them
     bad_regex = _errors(validate_connector_config({**SINK, "topics.regex": "a("}, True))

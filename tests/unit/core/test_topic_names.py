@@ -60,6 +60,8 @@ def test_what_java_refuses_or_cannot_be_translated_is_refused(java: str) -> None
         ("(?<n", "named capturing group is missing trailing '>' near index 4\n(?<n"),
         ("x{2", "Unclosed counted closure near index 3\nx{2"),
         ("(?P<n>v1)", "Unknown inline modifier near index 2\n(?P<n>v1)\n  ^"),
+        ("a{2,1}", "Illegal repetition range near index 5\na{2,1}\n     ^"),
+        ("\\", "Unexpected internal error near index 1\n\\"),
     ],
 )
 def test_a_refused_regex_is_worded_as_javas_exception(java: str, message: str) -> None:
