@@ -108,7 +108,16 @@ CASES: dict[str, dict[str, str]] = {
     "topics-and-an-em-quad-regex": {"topics.regex": "\u2000"},
     "topics-and-a-separator-control-regex": {"topics.regex": "\u001c"},
     # more of Java's PatternSyntaxException words
+    "regex-router-lone-backslash": _transform("RegexRouter", regex="\\", replacement="x"),
     "regex-illegal-repetition-range": {"topics": "", "topics.regex": "a{2,1}"},
+    "topic-matches-illegal-repetition-range": {
+        **_transform("Filter", predicate="p"),
+        "predicates": "p",
+        "predicates.p.type": T + "predicates.TopicNameMatches",
+        "predicates.p.pattern": "a{2,1}",
+    },
+    # Java's trim keeps a no-break space: Kafka names it as the type
+    "cast-no-break-space": _transform("Cast$Value", spec="\u00a0"),
     # a converter's errors come in the order of Kafka's HashMap of its bare key names
     "json-converter-errors-in-hash-order": {
         "key.converter": JSON,

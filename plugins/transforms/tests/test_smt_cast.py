@@ -216,6 +216,8 @@ def test_field_casts_on_a_schema_that_is_no_struct_fail_listing_its_fields() -> 
         ("a:int8:x", r"configuration renames: Invalid rename mapping: a:int8:x"),
         # Java's split drops the trailing empty part: the whole value to the type "a"
         ("a:", r"Schema.Type.A for configuration Invalid type found in casting spec: a$"),
+        # Java's trim keeps a no-break space, and Kafka names it
+        ("\u00a0", "Type.\u00a0 for configuration Invalid type found in casting spec: \u00a0$"),
         ("a:nope", "Schema.Type.NOPE for configuration Invalid type found in casting spec: nope"),
         ("a:bytes", "does not support casting to BYTES"),
         ("a:struct", "does not support casting to STRUCT"),

@@ -75,3 +75,20 @@ def test_validate_reports_bad_regex() -> None:
     }
     assert results["regex"].error_messages
     assert not results["replacement"].error_messages
+
+
+@pytest.mark.parametrize(
+    ("regex", "reason"),
+    [  # java.util.regex.PatternSyntaxException's messages, as Kafka Connect 4.1.1 gave them
+        ("\\", "Unexpected internal error near index 1\n\\"),
+        ("a{2,1}", "Illegal repetition range near index 5\na{2,1}\n     ^"),
+    ],
+)
+def test_a_regex_java_refuses_is_worded_as_java(regex: str, reason: str) -> None:
+    errors = {
+        r.name: r.error_messages
+        for r in RegexRouter().config().validate({"regex": regex, "replacement": "x"})
+    }
+    assert errors["regex"] == [
+        f"Invalid value {regex} for configuration regex: Invalid regex: {reason}"
+    ]

@@ -74,6 +74,10 @@ def _java_syntax_error(pattern: str, exc: re.error) -> str:
         desc, index = "Unmatched closing ')'", pos - 1
     elif message in ("nothing to repeat", "multiple repeat") and same and pos is not None:
         desc, index = f"Dangling meta character '{pattern[pos]}'", pos
+    elif message == "bad escape (end of pattern)":
+        desc, index = "Unexpected internal error", len(pattern)
+    elif message == "min repeat greater than max repeat" and same and pos is not None:
+        desc, index = "Illegal repetition range", pattern.find("}", pos)
     else:
         return str(exc)
     text = f"{desc} near index {index}\n{pattern}"

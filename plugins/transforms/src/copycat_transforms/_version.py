@@ -1,3 +1,3 @@
 """The distribution version, the single source for pyproject.toml and ``version()``."""
 
-__version__ = "0.1.12"
+__version__ = "0.1.13"

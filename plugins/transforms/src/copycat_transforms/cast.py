@@ -92,6 +92,11 @@ _LOGICAL_NAMES = frozenset(
 )
 
 
+# What Java's String.trim() removes: every character up to U+0020 (a no-break space stays,
+# so Kafka names the type "\u00a0" where str.strip() would leave nothing).
+_JAVA_TRIMMED = "".join(map(chr, range(0x21)))
+
+
 def parse_spec(name: str, mappings: list[str]) -> dict[str, Type]:
     """Parse ``field:type,...`` or a single ``type``.
 
@@ -115,8 +120,9 @@ def parse_spec(name: str, mappings: list[str]) -> dict[str, Type]:
                 f"Invalid rename mapping: {mapping}",
             )
         field, type_name = (WHOLE_VALUE, parts[0]) if len(parts) == 1 else parts
+        type_name = type_name.strip(_JAVA_TRIMMED)
         try:
-            target = Type(type_name.strip().lower())
+            target = Type(type_name.lower())
         except ValueError:
             # Kafka's words: Schema.Type.valueOf's exception passed as the value, and the
             # sentence as the key, of ConfigException(name, value)
@@ -124,8 +130,8 @@ def parse_spec(name: str, mappings: list[str]) -> dict[str, Type]:
                 name,
                 mappings,
                 "Invalid value java.lang.IllegalArgumentException: No enum constant "
-                f"org.apache.kafka.connect.data.Schema.Type.{type_name.strip().upper()} for "
-                f"configuration Invalid type found in casting spec: {type_name.strip()}",
+                f"org.apache.kafka.connect.data.Schema.Type.{type_name.upper()} for "
+                f"configuration Invalid type found in casting spec: {type_name}",
             ) from None
         if target not in SUPPORTED_OUTPUT_TYPES:
             raise config_error(
@@ -134,7 +140,7 @@ def parse_spec(name: str, mappings: list[str]) -> dict[str, Type]:
                 f"Cast transformation does not support casting to {target.name}; "
                 f"supported types are {_OUTPUT_NAMES}",
             )
-        casts[field.strip()] = target
+        casts[field.strip(_JAVA_TRIMMED)] = target
     if WHOLE_VALUE in casts and len(mappings) > 1:
         raise config_error(
             name,
