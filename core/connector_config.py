@@ -779,7 +779,8 @@ def _cross_key_errors(
     dlq = values["errors.deadletterqueue.topic.name"].value
     if not dlq:
         return
-    topics = [t for t in (topics_cv.value or []) if t]
+    # Kafka's list of the consumed topics has each name once, in order (`t1, t1` is [t1])
+    topics = list(dict.fromkeys(t for t in (topics_cv.value or []) if t))
     if dlq in topics:
         topics_cv.add_error_message(
             f"The DLQ topic '{dlq}' may not be included in the list of topics "

@@ -118,6 +118,11 @@ CASES: dict[str, dict[str, str]] = {
     },
     # Java's trim keeps a no-break space: Kafka names it as the type
     "cast-no-break-space": _transform("Cast$Value", spec="\u00a0"),
+    # the consumed topics a DLQ clash names are each named once
+    "dlq-among-a-topic-listed-twice": {
+        "topics": "t1, t1",
+        "errors.deadletterqueue.topic.name": "t1",
+    },
     # a converter's errors come in the order of Kafka's HashMap of its bare key names
     "json-converter-errors-in-hash-order": {
         "key.converter": JSON,

@@ -309,6 +309,14 @@ def test_a_dlq_clash_is_reported_beside_both_topic_keys_being_set() -> None:
     assert "may not be matched" in errors["topics.regex"][1]
 
 
+def test_a_dlq_clash_names_each_consumed_topic_once() -> None:
+    props = {**SINK, "topics": "t1, t2, t1", "errors.deadletterqueue.topic.name": "t1"}
+    assert _errors(validate_connector_config(props, True))["topics"] == [
+        "The DLQ topic 't1' may not be included in the list of topics ('topics=[t1, t2]') "
+        "consumed by the connector"
+    ]
+
+
 def test_dlq_topic_may_not_be_consumed() -> None:
     # Kafka's SinkConnectorConfig.validate reports the clash under topics / topics.regex.
     errors = _errors(
