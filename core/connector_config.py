@@ -260,6 +260,32 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
             Width.SHORT,
             key.replace(".", " ").capitalize() + " class",
         )
+    # Kafka's ConnectorConfig order (its create refusal lists errors in it): the aliases
+    # right after the converters.
+    d.define(
+        "transforms",
+        _T.LIST,
+        "",
+        _unique_aliases,
+        _LOW,
+        "Aliases of the transformations applied to records, in order.",
+        t,
+        order(t),
+        Width.LONG,
+        "Transforms",
+    )
+    d.define(
+        "predicates",
+        _T.LIST,
+        "",
+        _unique_aliases,
+        _LOW,
+        "Aliases of the predicates used by transformations.",
+        p,
+        order(p),
+        Width.LONG,
+        "Predicates",
+    )
     d.define(
         "config.action.reload",
         _T.STRING,
@@ -348,30 +374,6 @@ def _common(d: ConfigDef, order: _Orders) -> ConfigDef:
         order(c),
         Width.SHORT,
         "Plugin host memory limit",
-    )
-    d.define(
-        "transforms",
-        _T.LIST,
-        "",
-        _unique_aliases,
-        _LOW,
-        "Aliases of the transformations applied to records, in order.",
-        t,
-        order(t),
-        Width.LONG,
-        "Transforms",
-    )
-    d.define(
-        "predicates",
-        _T.LIST,
-        "",
-        _unique_aliases,
-        _LOW,
-        "Aliases of the predicates used by transformations.",
-        p,
-        order(p),
-        Width.LONG,
-        "Predicates",
     )
     d.define(
         "errors.retry.timeout",

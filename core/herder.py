@@ -768,16 +768,18 @@ def _order_as_kafka(
     own: set[str],
 ) -> None:
     """Put the entries (and so the errors a refused create lists) in Kafka's order: the
-    framework's keys; each transform's (its class, its own keys, then ``predicate`` and
-    ``negate``) and each predicate's in the order listed; the connector's own keys; the
-    converters' keys; anything added after (client overrides) last, as it came."""
+    framework's keys; each transform's (its class, then its own keys with ``predicate`` and
+    ``negate``, as Kafka's ``ConfigDef.sortedConfigs`` lists them) and each predicate's in
+    the order listed; the connector's own keys; the converters' keys; anything added after
+    (client overrides) last, as it came."""
     aliases = {
         group: list(dict.fromkeys(alias_list(props.get(group) or "")))
         for group in ("transforms", "predicates")
     }
-    last = {"type": 0, "predicate": 2, "negate": 3}
+    importance = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
 
-    def rank(name: str) -> tuple[int, int, int]:
+    def rank(entry: dict[str, Any]) -> tuple[int, int, int, int, str]:
+        name: str = entry["value"]["name"]
         for place, group in enumerate(("transforms", "predicates"), start=1):
             # the longest alias whose prefix fits: "a.b" before "a" for "transforms.a.b.x"
             fits = [
@@ -787,13 +789,22 @@ def _order_as_kafka(
             ]
             if fits:
                 size, index = max(fits)
-                return place, index, last.get(name[len(group) + size + 2 :], 1)
+                bare = name[len(group) + size + 2 :]
+                if bare == "type":
+                    return place, index, 0, 0, ""
+                # Kafka embeds a transform's keys (with predicate and negate) as its
+                # ConfigDef.sortedConfigs() lists them: those without a default first, then
+                # by importance, then by name
+                definition = entry["definition"] or {}
+                required = 0 if definition.get("required") else 1
+                weight = importance.get(definition.get("importance", "LOW"), 2)
+                return place, index, 1 + required, weight, bare
         if name in framework:
-            return 0, 0, 0
+            return 0, 0, 0, 0, ""
         if name in own:
-            return 3, 0, 0
+            return 3, 0, 0, 0, ""
         if name.startswith(tuple(f"{key}." for key in CONVERTER_KEYS)):
-            return 4, 0, 0
-        return 5, 0, 0
+            return 4, 0, 0, 0, ""
+        return 5, 0, 0, 0, ""
 
-    infos["configs"].sort(key=lambda entry: rank(entry["value"]["name"]))
+    infos["configs"].sort(key=rank)

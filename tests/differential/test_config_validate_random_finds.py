@@ -132,6 +132,21 @@ CASES: dict[str, dict[str, str]] = {
         "key.converter.converter.type": "a, b",
         "key.converter.decimal.format": ",",
     },
+    # a transform's keys come as Kafka's ConfigDef.sortedConfigs lists them (no default
+    # first, then by importance, then by name), predicate and negate among them
+    "mask-field-keys-in-sorted-order": _transform(
+        "MaskField$Value", negate="1", replace__null__with__default="", replacement=""
+    ),
+    # the framework's keys in Kafka's ConnectorConfig order: predicates before reload
+    "predicates-before-reload": {
+        **_transform("Flatten$Value", negate="yes"),
+        "tasks.max": "0",
+        "config.action.reload": "x",
+        "predicates": "p,p",
+        "predicates.p.type": T + "predicates.RecordIsTombstone",
+        "errors.retry.timeout": "x",
+        "errors.tolerance": "",
+    },
     # the errors of the connector's own keys come after the transforms', as Kafka lists them
     "own-key-after-transforms": {
         **_transform("MaskField$Value"),
