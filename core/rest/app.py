@@ -239,9 +239,11 @@ def _connectors_router(herder: Herder) -> APIRouter:
     )
     def list_connectors(expand: list[str] = Query(default=[])) -> Any:
         names = herder.connectors()
-        wanted = [e for e in expand if e in ("status", "info")]
-        if not wanted:
+        if not expand:
             return JSONResponse(names)
+        # As Kafka: any expand parameter, even one naming no expansion (?expand=foo,
+        # ?expand=), turns the list into the map; unknown expansions add nothing to it.
+        wanted = [e for e in expand if e in ("status", "info")]
         out: dict[str, dict[str, Any]] = {}
         for name in names:
             entry: dict[str, Any] = {}
