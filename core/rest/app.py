@@ -316,7 +316,12 @@ def _connectors_router(herder: Herder) -> APIRouter:
         response_model=m.ConnectorInfo,
         responses=_errors(400, 404, 409),
     )
-    def patch_config(connector: str, patch: dict[str, Any] = Body(...)) -> Any:
+    def patch_config(connector: str, patch: dict[str, Any] | None = Body(None)) -> Any:
+        if patch is None:
+            # A JSON null: Kafka looks the connector up first (404 for an unknown one, as
+            # for any other patch), and only then fails on the missing patch.
+            herder.connector_info(connector)
+            raise BadRequestError("Connector configuration must be a JSON object")
         return JSONResponse(
             herder.patch_connector_config(connector, _config_map(patch, keep_null=True))
         )

@@ -36,3 +36,24 @@ def test_an_expansion_nobody_knows_still_gives_the_map(
                 entry = {**entry, "status": entry["status"]["connector"]["state"]}
             answers[peer.name] = entry
     assert answers["Copycat"] == answers["Kafka Connect"]
+
+
+def test_a_null_patch_of_an_unknown_connector_is_its_404(
+    copycat: Peer, kafka_connect: Peer
+) -> None:
+    """``PATCH /connectors/<unknown>/config`` with the body ``null``: Kafka looks the connector
+    up first and answers its 404; Copycat refused the body (400) before looking."""
+    answers = []
+    for peer in (copycat, kafka_connect):
+        with peer.client() as client:
+            response = client.patch(
+                "/connectors/null-patch-finds/config",
+                content=b"null",
+                headers={"Content-Type": "application/json"},
+            )
+        answers.append((response.status_code, response.json()))
+    assert answers[0] == answers[1]
+    assert answers[0] == (
+        404,
+        {"error_code": 404, "message": "Connector null-patch-finds not found"},
+    )

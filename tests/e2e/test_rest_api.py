@@ -321,6 +321,13 @@ def test_connector_lifecycle(
     # PUT updates (200), PATCH merges and null removes a key
     updated = http.put(f"/connectors/{name}/config", json={**config, "batch.size": "10"})
     assert updated.status_code == 200 and updated.json()["config"]["batch.size"] == "10"
+    null_patch = http.request(
+        "PATCH",
+        f"/connectors/{name}/config",
+        content=b"null",
+        headers={"content-type": "application/json"},
+    )
+    _assert_error(null_patch, 400, "JSON object")
     patched = http.patch(f"/connectors/{name}/config", json={"batch.size": None, "tasks.max": 1})
     assert patched.status_code == 200
     assert "batch.size" not in patched.json()["config"]
@@ -419,6 +426,14 @@ def test_invalid_configs_are_400_listing_every_error(http: httpx.Client) -> None
     _assert_error(http.post("/connectors", json=[1, 2]), 400)
     _assert_error(http.put("/connectors/x/config", json={"a": {"nested": 1}}), 400, "'a'")
     _assert_error(http.patch("/connectors/missing/config", json={"a": "b"}), 404)
+    # A null patch: the connector is looked up first, as Kafka does (its 404), then refused.
+    null_patch = http.request(
+        "PATCH",
+        "/connectors/missing/config",
+        content=b"null",
+        headers={"content-type": "application/json"},
+    )
+    _assert_error(null_patch, 404, "not found")
 
 
 def test_sink_topic_errors_are_400_although_the_plugin_redefines_topics(
