@@ -385,6 +385,14 @@ class ConfigReactions(ExactlyOnceSupport):
             # ... on every worker, as in Kafka, whose leader tombstones them at a delete: a
             # connector created again under the name lists only the topics it uses itself.
             self.statuses.reset_topics(name)
+        # The statuses go before this worker stops holding the name: once its join metadata
+        # no longer lists it, a re-created connector may be assigned elsewhere, whose RUNNING
+        # these tombstones must not follow.
+        if owned_instance:
+            worker.status.remove_connector(name)  # the connector and every task it knows
+        else:
+            for task in tasks:
+                worker.status.remove_task(name, task)
         with self._assigned_lock:
             held = self._assigned
             self._assigned = Held.of(
@@ -392,11 +400,6 @@ class ConfigReactions(ExactlyOnceSupport):
                 (t for t in held.tasks if t[0] != name),
             )
         held_here = name in held.connectors or any(t[0] == name for t in held.tasks)
-        if owned_instance:
-            worker.status.remove_connector(name)  # the connector and every task it knows
-        else:
-            for task in tasks:
-                worker.status.remove_task(name, task)
         if held_here and self.configs.snapshot().contains(name):
             # Created again while this removal waited (behind a stop that took its graceful
             # timeout, say): a round assigned meanwhile read the name configured and this

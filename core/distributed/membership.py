@@ -102,6 +102,7 @@ class _Coordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python has n
         return PROTOCOL_TYPE
 
     def group_protocols(self) -> list[tuple[str, bytes]]:
+        self._member.join_sent()  # before the metadata: it shows every request counted
         return [(PROTOCOL_NAME, self._member.metadata().encode())]
 
     def _perform_assignment(
@@ -130,6 +131,11 @@ class _Coordinator(BaseCoordinator):  # type: ignore[misc]  # kafka-python has n
             return
         is_leader = assignment.leader == member_id
         self._member.joined(JoinedGroup(generation, member_id, assignment, is_leader))
+        if self._member.asked_since_join_sent():
+            # kafka-python has just cleared its rejoin flag: a request made after this join
+            # went out would be lost, though the round's metadata predates what it changed.
+            log.info("a rebalance was requested during generation %d's join; rejoining", generation)
+            self.request_rejoin()
 
 
 class WorkerGroupMember:
@@ -165,6 +171,10 @@ class WorkerGroupMember:
         self._coordinator: _Coordinator | None = None
         self._retry_after = 0.0
         self._lock = threading.Lock()
+        # Rebalances asked for (request_rejoin), and how many of them the last JoinGroup sent
+        # had seen: one asked for later gets another round once that one completes.
+        self._rejoin_requests = 0
+        self._requests_seen_by_join = 0
         # Since when (monotonic) and why this worker is not a member of a stable group; None
         # while it is. One tuple, replaced whole: the tick thread writes it, /health reads it.
         self._outside: tuple[float, str] | None = (time.monotonic(), "joining")
@@ -304,9 +314,23 @@ class WorkerGroupMember:
         return joined
 
     def request_rejoin(self) -> None:
-        """Ask for a rebalance at the next :meth:`poll` (any thread)."""
+        """Ask for a rebalance at the next :meth:`poll` (any thread). Asked while a join is in
+        flight, after its JoinGroup went out with this member's metadata (which may not show
+        what the caller changed), it gets a round of its own after that one."""
+        with self._lock:
+            self._rejoin_requests += 1
         if self._coordinator is not None:
             self._coordinator.request_rejoin()
+
+    def join_sent(self) -> None:
+        """IO thread: a JoinGroup is going out; its metadata shows the requests made so far."""
+        with self._lock:
+            self._requests_seen_by_join = self._rejoin_requests
+
+    def asked_since_join_sent(self) -> bool:
+        """IO thread: whether a rebalance was requested after the last JoinGroup went out."""
+        with self._lock:
+            return self._rejoin_requests != self._requests_seen_by_join
 
     @property
     def joining(self) -> bool:

@@ -33,7 +33,7 @@ from core.distributed import (
     WorkerGroupMember,
     ensure_internal_topics,
 )
-from core.distributed.membership import kafka_python_settings
+from core.distributed.membership import JoinedGroup, kafka_python_settings
 from core.distributed.protocol import Assignment
 from core.status import State, Status
 from core.stores import OffsetStorage, TargetState
@@ -889,3 +889,77 @@ def test_a_member_that_joined_stops_without_an_error_in_the_log(
             gc.collect()
             time.sleep(1.0)
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_rejoin_asked_for_while_a_join_is_in_flight_gets_a_round_of_its_own(
+    broker: KafkaCluster, members: list[WorkerGroupMember]
+) -> None:
+    """A rebalance asked for after this member's JoinGroup went out (the herder removed a
+    deleted connector and stopped holding it, or read a config change) is not answered by
+    that round, whose metadata predates it: once the round completes, the member joins again.
+    kafka-python clears its rejoin flag when a join completes, so the request was dropped: a
+    distributed storm left a re-created connector held by nobody, its status a 404 on every
+    worker, because its old holder's metadata said it still ran it."""
+    settings = _group_settings(broker)
+    held = [Held(), Held()]
+
+    def metadata_of(i: int) -> Callable[[], MemberMetadata]:
+        return lambda: MemberMetadata(f"http://w{i}", 0, held[i])
+
+    for i in range(2):
+        member = WorkerGroupMember(settings, metadata_of(i), _assign_nothing)
+        member.start()
+        members.append(member)
+    other, member = members
+    may_poll, stop = threading.Event(), threading.Event()
+    may_poll.set()
+
+    def drive_other() -> None:
+        while not stop.is_set():
+            may_poll.wait()
+            _poll_like_the_tick_thread(other)
+            stop.wait(0.05)
+
+    thread = threading.Thread(target=drive_other, daemon=True)
+    thread.start()
+    try:
+
+        def settled() -> bool:
+            _poll_like_the_tick_thread(member)
+            return not member.rebalancing and member.generation == other.generation > 0
+
+        wait_for(settled, what="both members in one generation")
+        while member.take_assignment() is not None:
+            pass
+        before = member.generation
+
+        may_poll.clear()  # the round cannot end before the request below
+        time.sleep(0.3)
+        held[1] = Held.of(["a"])  # new metadata: a round even if this member follows
+        member.request_rejoin()
+        member.poll(0.2)
+        assert member.joining  # its JoinGroup, with its metadata, is out
+        held[1] = Held.of(["a", "b"])  # what it holds changes, and it asks again
+        member.request_rejoin()
+        may_poll.set()
+        while member.joining:
+            member.poll(0.2)
+        first = member.take_assignment()
+        assert first is not None and first.generation == before + 1
+
+        def next_round() -> JoinedGroup | None:
+            _poll_like_the_tick_thread(member)
+            return member.take_assignment()
+
+        second = wait_for(next_round, what="the round the second request asked for")
+        assert second.generation == before + 2
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:  # and that one was enough
+            _poll_like_the_tick_thread(member)
+            time.sleep(0.05)
+        assert member.generation == before + 2
+        assert member.take_assignment() is None
+    finally:
+        stop.set()
+        may_poll.set()
+        thread.join(5)
