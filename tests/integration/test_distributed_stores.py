@@ -8,6 +8,7 @@ what another Kafka Connect worker would read, not what our own reader accepts.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -798,19 +799,15 @@ def _poll_like_the_tick_thread(member: WorkerGroupMember) -> None:
         member.poll(0.2)
 
 
-def test_a_join_still_in_flight_when_poll_returns_completes_on_the_next_poll(
-    broker: KafkaCluster, members: list[WorkerGroupMember]
-) -> None:
-    """kafka-python completes a join only inside a call that awaits it: a member whose poll
-    returned with its join in flight (the other member has not rejoined yet) says so with
-    ``joining``, and polling again at once ends that round, without a second one."""
-    settings = _group_settings(broker)
-
-    urls = ["http://w0", "http://w1"]
-
-    def metadata_of(i: int) -> Callable[[], MemberMetadata]:
-        return lambda: MemberMetadata(urls[i], 0, Held())
-
+@contextlib.contextmanager
+def _two_members_in_one_generation(
+    settings: GroupSettings,
+    metadata_of: Callable[[int], Callable[[], MemberMetadata]],
+    members: list[WorkerGroupMember],
+) -> Iterator[tuple[WorkerGroupMember, threading.Event]]:
+    """Two members of a new group in one generation, their assignments taken: the second,
+    yielded, polled by the test; the first by a thread of its own, only while the yielded
+    event is set (cleared, it cannot rejoin: a round the test starts stays in flight)."""
     for i in range(2):
         member = WorkerGroupMember(settings, metadata_of(i), _assign_nothing)
         member.start()
@@ -836,6 +833,27 @@ def test_a_join_still_in_flight_when_poll_returns_completes_on_the_next_poll(
         wait_for(settled, what="both members in one generation")
         while member.take_assignment() is not None:
             pass
+        yield member, may_poll
+    finally:
+        stop.set()
+        may_poll.set()
+        thread.join(5)
+
+
+def test_a_join_still_in_flight_when_poll_returns_completes_on_the_next_poll(
+    broker: KafkaCluster, members: list[WorkerGroupMember]
+) -> None:
+    """kafka-python completes a join only inside a call that awaits it: a member whose poll
+    returned with its join in flight (the other member has not rejoined yet) says so with
+    ``joining``, and polling again at once ends that round, without a second one."""
+    settings = _group_settings(broker)
+
+    urls = ["http://w0", "http://w1"]
+
+    def metadata_of(i: int) -> Callable[[], MemberMetadata]:
+        return lambda: MemberMetadata(urls[i], 0, Held())
+
+    with _two_members_in_one_generation(settings, metadata_of, members) as (member, may_poll):
         before = member.generation
 
         may_poll.clear()  # the other member cannot rejoin until this one's poll returned
@@ -856,12 +874,8 @@ def test_a_join_still_in_flight_when_poll_returns_completes_on_the_next_poll(
         while time.monotonic() < deadline:  # and no further round follows
             _poll_like_the_tick_thread(member)
             time.sleep(0.05)
-        assert (member.generation, other.generation) == (before + 1, before + 1)
+        assert (member.generation, members[0].generation) == (before + 1, before + 1)
         assert member.take_assignment() is None
-    finally:
-        stop.set()
-        may_poll.set()
-        thread.join(5)
 
 
 def test_a_member_that_joined_stops_without_an_error_in_the_log(
@@ -906,31 +920,7 @@ def test_a_rejoin_asked_for_while_a_join_is_in_flight_gets_a_round_of_its_own(
     def metadata_of(i: int) -> Callable[[], MemberMetadata]:
         return lambda: MemberMetadata(f"http://w{i}", 0, held[i])
 
-    for i in range(2):
-        member = WorkerGroupMember(settings, metadata_of(i), _assign_nothing)
-        member.start()
-        members.append(member)
-    other, member = members
-    may_poll, stop = threading.Event(), threading.Event()
-    may_poll.set()
-
-    def drive_other() -> None:
-        while not stop.is_set():
-            may_poll.wait()
-            _poll_like_the_tick_thread(other)
-            stop.wait(0.05)
-
-    thread = threading.Thread(target=drive_other, daemon=True)
-    thread.start()
-    try:
-
-        def settled() -> bool:
-            _poll_like_the_tick_thread(member)
-            return not member.rebalancing and member.generation == other.generation > 0
-
-        wait_for(settled, what="both members in one generation")
-        while member.take_assignment() is not None:
-            pass
+    with _two_members_in_one_generation(settings, metadata_of, members) as (member, may_poll):
         before = member.generation
 
         may_poll.clear()  # the round cannot end before the request below
@@ -959,7 +949,3 @@ def test_a_rejoin_asked_for_while_a_join_is_in_flight_gets_a_round_of_its_own(
             time.sleep(0.05)
         assert member.generation == before + 2
         assert member.take_assignment() is None
-    finally:
-        stop.set()
-        may_poll.set()
-        thread.join(5)
